@@ -1,0 +1,229 @@
+//! Configuration, merged once in a fixed order and validated once:
+//! built-in defaults → TOML file → `DATABASE_URL` / `AMQP_URL` → `TASKER_*` environment →
+//! command-line flags (added by each binary with [`Config::figment`] + a merge).
+//!
+//! `config/tasker.reference.toml` documents every key.
+
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+
+/// Everything a Tasker process can be configured with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub database_url: String,
+    pub amqp_url: String,
+    /// Prefix of every queue name; lets several clusters or test runs share a broker.
+    pub queue_prefix: String,
+    pub orchestrator: OrchestratorConfig,
+    pub worker: WorkerConfig,
+}
+
+/// Settings of `tasker-orchestrator`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OrchestratorConfig {
+    /// Address the REST API listens on.
+    pub bind: String,
+    /// Folders of task templates registered at start-up.
+    pub templates: Vec<PathBuf>,
+    pub db_max_connections: u32,
+    /// Most results applied in one transaction.
+    pub result_batch_max: usize,
+    /// Unacknowledged results the broker may push to one orchestrator.
+    pub result_prefetch: u16,
+    /// How often the sweeper looks for lost, overdue and retry-ready steps.
+    pub sweep_interval_ms: u64,
+    /// A step enqueued this long ago with no result is published again.
+    pub visibility_timeout_ms: u64,
+    /// Largest accepted request body.
+    pub max_body_bytes: usize,
+    /// Longest `GET /v1/tasks/{id}?wait=` a client may ask for.
+    pub max_wait_seconds: u64,
+}
+
+/// Settings of a worker (any language).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkerConfig {
+    /// Folder of the templates whose namespaces this worker serves.
+    pub templates: Option<PathBuf>,
+    /// Port of the worker's `/health` endpoint on 127.0.0.1 (0 picks a free port).
+    pub health_port: u16,
+    /// Steps run at the same time.
+    pub concurrency: usize,
+    /// Unacknowledged steps the broker may push to this worker.
+    pub prefetch: u16,
+    /// Name reported with results; defaults to `<host>-<pid>`.
+    pub name: Option<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            database_url: "postgres://postgres@127.0.0.1:55432/tasker".into(),
+            amqp_url: "amqp://guest:guest@127.0.0.1:55672/%2f".into(),
+            queue_prefix: "tasker".into(),
+            orchestrator: OrchestratorConfig::default(),
+            worker: WorkerConfig::default(),
+        }
+    }
+}
+
+impl Default for OrchestratorConfig {
+    fn default() -> Self {
+        Self {
+            bind: "127.0.0.1:8080".into(),
+            templates: Vec::new(),
+            db_max_connections: 16,
+            result_batch_max: 256,
+            result_prefetch: 512,
+            sweep_interval_ms: 1_000,
+            visibility_timeout_ms: 30_000,
+            max_body_bytes: 1024 * 1024,
+            max_wait_seconds: 300,
+        }
+    }
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        Self {
+            templates: None,
+            health_port: 8100,
+            concurrency: 64,
+            prefetch: 128,
+            name: None,
+        }
+    }
+}
+
+/// A configuration that failed to load or validate.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("configuration: {0}")]
+    Load(#[from] Box<figment::Error>),
+    #[error("configuration: `{key}` {problem}")]
+    Invalid { key: &'static str, problem: String },
+}
+
+impl Config {
+    /// Defaults, then `file` (or `$TASKER_CONFIG`), then the environment. A binary merges its
+    /// command-line flags on top and calls [`Config::extract`].
+    pub fn figment(file: Option<&Path>) -> Figment {
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        let file = file
+            .map(Path::to_path_buf)
+            .or_else(|| std::env::var_os("TASKER_CONFIG").map(PathBuf::from));
+        if let Some(file) = file {
+            figment = figment.merge(Toml::file_exact(file));
+        }
+        figment
+            .merge(Env::raw().only(&["DATABASE_URL", "AMQP_URL"]))
+            .merge(Env::prefixed("TASKER_").ignore(&["CONFIG"]).split("__"))
+    }
+
+    /// Extracts and validates.
+    pub fn extract(figment: &Figment) -> Result<Config, Error> {
+        let config: Config = figment.extract().map_err(Box::new)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// [`Config::figment`] + [`Config::extract`], for callers with no flags of their own.
+    pub fn load(file: Option<&Path>) -> Result<Config, Error> {
+        Self::extract(&Self::figment(file))
+    }
+
+    fn validate(&self) -> Result<(), Error> {
+        let invalid = |key, problem: &str| {
+            Err(Error::Invalid {
+                key,
+                problem: problem.to_owned(),
+            })
+        };
+        if !self.database_url.starts_with("postgres://")
+            && !self.database_url.starts_with("postgresql://")
+        {
+            return invalid("database_url", "must start with postgres:// or postgresql://");
+        }
+        if !self.amqp_url.starts_with("amqp://") {
+            return invalid("amqp_url", "must start with amqp://");
+        }
+        if self.queue_prefix.is_empty()
+            || !self
+                .queue_prefix
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        {
+            return invalid(
+                "queue_prefix",
+                "must be non-empty ASCII letters, digits, `_`, `-` or `.`",
+            );
+        }
+        if self.orchestrator.result_batch_max == 0 {
+            return invalid("orchestrator.result_batch_max", "must be at least 1");
+        }
+        if self.orchestrator.db_max_connections < 2 {
+            return invalid("orchestrator.db_max_connections", "must be at least 2");
+        }
+        if self.worker.concurrency == 0 {
+            return invalid("worker.concurrency", "must be at least 1");
+        }
+        if self.worker.prefetch == 0 || self.orchestrator.result_prefetch == 0 {
+            return invalid("worker.prefetch", "prefetch values must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reference() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/tasker.reference.toml")
+    }
+
+    #[test]
+    fn reference_config_parses_and_documents_every_default() {
+        figment::Jail::expect_with(|jail| {
+            jail.clear_env();
+            let from_file = Config::load(Some(&reference())).map_err(|e| e.to_string())?;
+            assert_eq!(from_file, Config::default());
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn environment_overrides_file_and_plain_urls_are_honoured() {
+        figment::Jail::expect_with(|jail| {
+            jail.clear_env();
+            jail.create_file("t.toml", "queue_prefix = \"from_file\"\n[worker]\nconcurrency = 3\n")?;
+            jail.set_env("DATABASE_URL", "postgres://db.example/x");
+            jail.set_env("TASKER_WORKER__CONCURRENCY", "9");
+            let config = Config::load(Some(Path::new("t.toml"))).map_err(|e| e.to_string())?;
+            assert_eq!(config.queue_prefix, "from_file");
+            assert_eq!(config.worker.concurrency, 9);
+            assert_eq!(config.database_url, "postgres://db.example/x");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_rejected() {
+        figment::Jail::expect_with(|jail| {
+            jail.clear_env();
+            jail.create_file("bad.toml", "queue_prefx = \"x\"\n")?;
+            let err = Config::load(Some(Path::new("bad.toml"))).unwrap_err();
+            assert!(err.to_string().contains("queue_prefx"), "{err}");
+            jail.set_env("TASKER_WORKER__CONCURRENCY", "0");
+            let err = Config::load(None).unwrap_err();
+            assert!(err.to_string().contains("worker.concurrency"), "{err}");
+            Ok(())
+        });
+    }
+}

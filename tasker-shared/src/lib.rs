@@ -1,0 +1,21 @@
+//! Tasker's domain, with no I/O: task templates (YAML + validation), the step DAG, the task and
+//! step state machines, the messages exchanged over the broker, and configuration.
+//!
+//! Every other crate builds on these types; nothing here opens a socket or a file handle except
+//! [`template::load_dir`], which reads template files from disk.
+
+pub mod config;
+pub mod dag;
+pub mod message;
+pub mod retry;
+pub mod step_state;
+pub mod task_state;
+pub mod template;
+pub mod topology;
+
+pub use config::Config;
+pub use message::{Outcome, StepError, StepMessage, StepResult};
+pub use retry::{Backoff, RetryPolicy};
+pub use step_state::{StepEvent, StepState};
+pub use task_state::{TaskEvent, TaskState};
+pub use template::{StepTemplate, StepType, TaskTemplate};

@@ -1,0 +1,470 @@
+//! Task templates: the YAML a user writes to describe a workflow, parsed and validated.
+//!
+//! ```yaml
+//! namespace: shop
+//! name: fulfil_order
+//! version: 1.0.0
+//! context_schema: { type: object, required: [order_id] }
+//! steps:
+//!   - name: reserve
+//!     handler: reserve_stock
+//!   - name: charge
+//!     handler: charge_card
+//!     depends_on: [reserve]
+//!     retry: { max_attempts: 5, backoff: exponential, base_ms: 200, max_ms: 5000 }
+//!     timeout_seconds: 10
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::dag::{self, Dag};
+use crate::retry::RetryPolicy;
+
+/// Default `timeout_seconds` of a step.
+pub const DEFAULT_TIMEOUT_SECONDS: u64 = 30;
+
+/// A workflow definition: named steps, their dependencies, handlers and policies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskTemplate {
+    pub namespace: String,
+    pub name: String,
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema every new task's context must satisfy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_schema: Option<Value>,
+    #[serde(default)]
+    pub steps: Vec<StepTemplate>,
+}
+
+/// One step of a template.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepTemplate {
+    pub name: String,
+    /// Name of the handler a worker runs for this step.
+    pub handler: String,
+    #[serde(default)]
+    pub depends_on: Vec<String>,
+    #[serde(default, rename = "type")]
+    pub step_type: StepType,
+    /// For a `decision` step: the steps it may choose to run. The ones it does not choose, and
+    /// everything that only they lead to, are skipped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub branches: Vec<String>,
+    #[serde(default)]
+    pub retry: RetryPolicy,
+    #[serde(default = "default_timeout")]
+    pub timeout_seconds: u64,
+}
+
+fn default_timeout() -> u64 {
+    DEFAULT_TIMEOUT_SECONDS
+}
+
+/// How a step takes part in the graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum StepType {
+    /// Runs when all its parents completed; skipped if any parent was skipped.
+    #[default]
+    Standard,
+    /// Returns `{"branches": [...]}` naming which of its declared branches run.
+    Decision,
+    /// Runs when all its parents are completed or skipped, as long as at least one completed.
+    Convergence,
+}
+
+impl StepType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepType::Standard => "standard",
+            StepType::Decision => "decision",
+            StepType::Convergence => "convergence",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [StepType::Standard, StepType::Decision, StepType::Convergence]
+            .into_iter()
+            .find(|t| t.as_str() == s)
+    }
+}
+
+/// A template that could not be loaded: where, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct Error {
+    /// The file (or a label such as `<request>` for templates that came from elsewhere).
+    pub file: String,
+    /// 1-based line, when it could be found.
+    pub line: Option<usize>,
+    pub kind: ErrorKind,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{}: {}", self.file, line, self.kind),
+            None => write!(f, "{}: {}", self.file, self.kind),
+        }
+    }
+}
+
+/// The ways a template can be wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ErrorKind {
+    #[error("the template is empty")]
+    Empty,
+    #[error("invalid YAML: {0}")]
+    Syntax(String),
+    #[error("could not read the file: {0}")]
+    Io(String),
+    #[error("the template has no steps")]
+    NoSteps,
+    #[error("`{field}` {problem}")]
+    InvalidField { field: String, problem: String },
+    #[error("duplicate step `{name}` (first defined on line {first_line})")]
+    DuplicateStep { name: String, first_line: usize },
+    #[error("step `{step}` depends on unknown step `{dependency}`")]
+    UnknownDependency { step: String, dependency: String },
+    #[error("dependency cycle: {}", .0.join(" -> "))]
+    Cycle(Vec<String>),
+    #[error("decision step `{step}` names unknown branch `{branch}`")]
+    UnknownBranch { step: String, branch: String },
+    #[error("branch `{branch}` of decision step `{step}` must depend on `{step}`")]
+    BranchNotChild { step: String, branch: String },
+    #[error("decision step `{step}` declares no branches")]
+    DecisionWithoutBranches { step: String },
+    #[error("step `{step}` declares branches but is not a decision step")]
+    BranchesOnNonDecision { step: String },
+    #[error("invalid context_schema: {0}")]
+    ContextSchema(String),
+    #[error("template {0} is defined twice")]
+    DuplicateTemplate(String),
+}
+
+impl TaskTemplate {
+    /// Parses and validates a template. `file` labels errors.
+    pub fn from_yaml(src: &str, file: &str) -> Result<TaskTemplate, Error> {
+        Self::load(src, file).map(|l| l.template)
+    }
+
+    /// Parses, validates and compiles a template (graph and context schema).
+    pub fn load(src: &str, file: &str) -> Result<Loaded, Error> {
+        let err = |line, kind| Error {
+            file: file.to_owned(),
+            line,
+            kind,
+        };
+        if src
+            .lines()
+            .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#') || l.trim() == "---")
+        {
+            return Err(err(None, ErrorKind::Empty));
+        }
+        let template: TaskTemplate = serde_norway::from_str(src).map_err(|e| {
+            err(
+                e.location().map(|l| l.line()),
+                ErrorKind::Syntax(e.to_string()),
+            )
+        })?;
+        let lines = StepLines::scan(src);
+        template.compile(file, &lines)
+    }
+
+    /// Validates an already-parsed template, e.g. one read back from storage.
+    pub fn validate(self, file: &str) -> Result<Loaded, Error> {
+        self.compile(file, &StepLines::default())
+    }
+
+    /// `namespace/name@version`.
+    pub fn key(&self) -> String {
+        format!("{}/{}@{}", self.namespace, self.name, self.version)
+    }
+
+    fn compile(self, file: &str, lines: &StepLines) -> Result<Loaded, Error> {
+        let err = |line, kind| Error {
+            file: file.to_owned(),
+            line,
+            kind,
+        };
+        for (field, value) in [
+            ("namespace", &self.namespace),
+            ("name", &self.name),
+            ("version", &self.version),
+        ] {
+            check_identifier(field, value).map_err(|k| err(None, k))?;
+        }
+        if self.steps.is_empty() {
+            return Err(err(None, ErrorKind::NoSteps));
+        }
+        let mut first_seen: HashMap<&str, usize> = HashMap::new();
+        for (i, step) in self.steps.iter().enumerate() {
+            let line = lines.line(&step.name, i);
+            check_identifier("step name", &step.name).map_err(|k| err(line, k))?;
+            if step.handler.trim().is_empty() {
+                return Err(err(
+                    line,
+                    ErrorKind::InvalidField {
+                        field: format!("steps.{}.handler", step.name),
+                        problem: "must not be empty".into(),
+                    },
+                ));
+            }
+            if let Some(&first) = first_seen.get(step.name.as_str()) {
+                return Err(err(
+                    line,
+                    ErrorKind::DuplicateStep {
+                        name: step.name.clone(),
+                        first_line: lines.line(&step.name, first).unwrap_or(0),
+                    },
+                ));
+            }
+            first_seen.insert(&step.name, i);
+            check_policy(step).map_err(|k| err(line, k))?;
+        }
+        let dag = Dag::build(
+            self.steps
+                .iter()
+                .map(|s| (s.name.as_str(), s.depends_on.iter().map(String::as_str))),
+        )
+        .map_err(|e| match e {
+            dag::Error::UnknownDependency { step, dependency } => {
+                let line = lines.line(&step, first_seen[step.as_str()]);
+                err(line, ErrorKind::UnknownDependency { step, dependency })
+            }
+            dag::Error::Cycle(cycle) => err(None, ErrorKind::Cycle(cycle)),
+        })?;
+        for (i, step) in self.steps.iter().enumerate() {
+            let line = lines.line(&step.name, i);
+            match step.step_type {
+                StepType::Decision if step.branches.is_empty() => {
+                    return Err(err(
+                        line,
+                        ErrorKind::DecisionWithoutBranches {
+                            step: step.name.clone(),
+                        },
+                    ));
+                }
+                StepType::Decision => {
+                    for branch in &step.branches {
+                        let Some(&b) = first_seen.get(branch.as_str()) else {
+                            return Err(err(
+                                line,
+                                ErrorKind::UnknownBranch {
+                                    step: step.name.clone(),
+                                    branch: branch.clone(),
+                                },
+                            ));
+                        };
+                        if !dag.parents(b).contains(&i) {
+                            return Err(err(
+                                line,
+                                ErrorKind::BranchNotChild {
+                                    step: step.name.clone(),
+                                    branch: branch.clone(),
+                                },
+                            ));
+                        }
+                    }
+                }
+                _ if !step.branches.is_empty() => {
+                    return Err(err(
+                        line,
+                        ErrorKind::BranchesOnNonDecision {
+                            step: step.name.clone(),
+                        },
+                    ));
+                }
+                _ => {}
+            }
+        }
+        let schema = match &self.context_schema {
+            None => None,
+            Some(schema) => Some(Arc::new(
+                jsonschema::validator_for(schema)
+                    .map_err(|e| err(None, ErrorKind::ContextSchema(e.to_string())))?,
+            )),
+        };
+        Ok(Loaded {
+            template: self,
+            dag,
+            schema,
+            source: PathBuf::from(file),
+        })
+    }
+}
+
+/// A validated template with its graph and compiled context schema.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub template: TaskTemplate,
+    pub dag: Dag,
+    pub schema: Option<Arc<jsonschema::Validator>>,
+    pub source: PathBuf,
+}
+
+impl Loaded {
+    /// Checks a task context against the template's schema; each problem is one message naming
+    /// the JSON pointer it concerns.
+    pub fn check_context(&self, context: &Value) -> Result<(), Vec<String>> {
+        let Some(schema) = &self.schema else {
+            return Ok(());
+        };
+        let problems: Vec<String> = schema
+            .iter_errors(context)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{at}: {e}")
+                }
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
+    }
+}
+
+fn check_identifier(field: &str, value: &str) -> Result<(), ErrorKind> {
+    let invalid = |problem: &str| {
+        Err(ErrorKind::InvalidField {
+            field: field.to_owned(),
+            problem: format!("{problem} (got {value:?})"),
+        })
+    };
+    if value.is_empty() {
+        return invalid("must not be empty");
+    }
+    if value.len() > 128 {
+        return invalid("must be at most 128 characters");
+    }
+    if !value
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    {
+        return invalid("may contain only ASCII letters, digits, `_`, `-` and `.`");
+    }
+    Ok(())
+}
+
+fn check_policy(step: &StepTemplate) -> Result<(), ErrorKind> {
+    let invalid = |field: &str, problem: &str| {
+        Err(ErrorKind::InvalidField {
+            field: format!("steps.{}.{field}", step.name),
+            problem: problem.to_owned(),
+        })
+    };
+    if step.retry.max_attempts == 0 {
+        return invalid("retry.max_attempts", "must be at least 1");
+    }
+    if step.retry.base_ms > step.retry.max_ms {
+        return invalid("retry.base_ms", "must not exceed retry.max_ms");
+    }
+    if step.timeout_seconds == 0 {
+        return invalid("timeout_seconds", "must be at least 1");
+    }
+    Ok(())
+}
+
+/// Line numbers of `- name: X` entries, so semantic errors can point into the file.
+#[derive(Debug, Default)]
+struct StepLines(Vec<(String, usize)>);
+
+impl StepLines {
+    fn scan(src: &str) -> StepLines {
+        let mut in_steps = false;
+        let mut found = Vec::new();
+        for (i, raw) in src.lines().enumerate() {
+            if !raw.starts_with([' ', '\t', '-']) && !raw.trim().is_empty() {
+                in_steps = raw.trim_end().starts_with("steps:");
+                continue;
+            }
+            if !in_steps {
+                continue;
+            }
+            let t = raw.trim_start().trim_start_matches('-').trim_start();
+            if let Some(rest) = t.strip_prefix("name:") {
+                let value = rest.trim().trim_matches(|c| c == '"' || c == '\'');
+                found.push((value.to_owned(), i + 1));
+            }
+        }
+        StepLines(found)
+    }
+
+    /// Line of the `index`-th step, if it is the one called `name`.
+    fn line(&self, name: &str, index: usize) -> Option<usize> {
+        self.0
+            .get(index)
+            .filter(|(n, _)| n == name)
+            .map(|(_, l)| *l)
+            .or_else(|| self.0.iter().find(|(n, _)| n == name).map(|(_, l)| *l))
+    }
+}
+
+/// Loads every `*.yaml` / `*.yml` template below `dir`, sorted by path. The first invalid file
+/// fails the whole load, as does the same `namespace/name@version` in two files.
+pub fn load_dir(dir: &Path) -> Result<Vec<Loaded>, Error> {
+    let mut files = Vec::new();
+    collect_yaml(dir, &mut files).map_err(|e| Error {
+        file: dir.display().to_string(),
+        line: None,
+        kind: ErrorKind::Io(e.to_string()),
+    })?;
+    files.sort();
+    let mut loaded: Vec<Loaded> = Vec::with_capacity(files.len());
+    let mut seen: HashMap<String, PathBuf> = HashMap::new();
+    for file in files {
+        let label = file.display().to_string();
+        let src = std::fs::read_to_string(&file).map_err(|e| Error {
+            file: label.clone(),
+            line: None,
+            kind: ErrorKind::Io(e.to_string()),
+        })?;
+        let mut t = TaskTemplate::load(&src, &label)?;
+        t.source = file.clone();
+        let key = t.template.key();
+        if let Some(first) = seen.insert(key.clone(), file) {
+            return Err(Error {
+                file: label,
+                line: None,
+                kind: ErrorKind::DuplicateTemplate(format!(
+                    "{key} (also in {})",
+                    first.display()
+                )),
+            });
+        }
+        loaded.push(t);
+    }
+    Ok(loaded)
+}
+
+fn collect_yaml(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            collect_yaml(&path, out)?;
+        } else if matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml")
+        ) {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
