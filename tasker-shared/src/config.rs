@@ -123,7 +123,18 @@ impl Config {
         }
         figment
             .merge(Env::raw().only(&["DATABASE_URL", "AMQP_URL"]))
-            .merge(Env::prefixed("TASKER_").ignore(&["CONFIG"]).split("__"))
+            .merge(
+                Env::prefixed("TASKER_")
+                    .filter(|key| {
+                        // Only configuration keys: scripts use other TASKER_* variables
+                        // (TASKER_HOME, TASKER_URL, ports) for their own purposes.
+                        let key = key.as_str().to_ascii_lowercase();
+                        matches!(key.as_str(), "database_url" | "amqp_url" | "queue_prefix")
+                            || key.starts_with("orchestrator__")
+                            || key.starts_with("worker__")
+                    })
+                    .split("__"),
+            )
     }
 
     /// Extracts and validates.
@@ -148,7 +159,10 @@ impl Config {
         if !self.database_url.starts_with("postgres://")
             && !self.database_url.starts_with("postgresql://")
         {
-            return invalid("database_url", "must start with postgres:// or postgresql://");
+            return invalid(
+                "database_url",
+                "must start with postgres:// or postgresql://",
+            );
         }
         if !self.amqp_url.starts_with("amqp://") {
             return invalid("amqp_url", "must start with amqp://");
@@ -181,6 +195,8 @@ impl Config {
 }
 
 #[cfg(test)]
+// figment's Jail closures return figment's own (large) error type.
+#[allow(clippy::result_large_err)]
 mod tests {
     use super::*;
 
@@ -202,9 +218,13 @@ mod tests {
     fn environment_overrides_file_and_plain_urls_are_honoured() {
         figment::Jail::expect_with(|jail| {
             jail.clear_env();
-            jail.create_file("t.toml", "queue_prefix = \"from_file\"\n[worker]\nconcurrency = 3\n")?;
+            jail.create_file(
+                "t.toml",
+                "queue_prefix = \"from_file\"\n[worker]\nconcurrency = 3\n",
+            )?;
             jail.set_env("DATABASE_URL", "postgres://db.example/x");
             jail.set_env("TASKER_WORKER__CONCURRENCY", "9");
+            jail.set_env("TASKER_HOME", "/somewhere");
             let config = Config::load(Some(Path::new("t.toml"))).map_err(|e| e.to_string())?;
             assert_eq!(config.queue_prefix, "from_file");
             assert_eq!(config.worker.concurrency, 9);

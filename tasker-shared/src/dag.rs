@@ -30,8 +30,11 @@ impl Dag {
             .into_iter()
             .map(|(n, d)| (n, d.into_iter().collect()))
             .collect();
-        let index: HashMap<&str, usize> =
-            steps.iter().enumerate().map(|(i, (n, _))| (*n, i)).collect();
+        let index: HashMap<&str, usize> = steps
+            .iter()
+            .enumerate()
+            .map(|(i, (n, _))| (*n, i))
+            .collect();
         let mut parents = vec![Vec::new(); steps.len()];
         let mut children = vec![Vec::new(); steps.len()];
         for (i, (name, deps)) in steps.iter().enumerate() {
@@ -186,8 +189,13 @@ mod tests {
 
     #[test]
     fn cycle_is_named_in_order() {
-        let err = build(&[("root", &[]), ("a", &["root", "c"]), ("b", &["a"]), ("c", &["b"])])
-            .unwrap_err();
+        let err = build(&[
+            ("root", &[]),
+            ("a", &["root", "c"]),
+            ("b", &["a"]),
+            ("c", &["b"]),
+        ])
+        .unwrap_err();
         assert_eq!(
             err,
             Error::Cycle(vec!["a".into(), "b".into(), "c".into(), "a".into()])

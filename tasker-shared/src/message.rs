@@ -97,6 +97,9 @@ mod tests {
     #[test]
     fn malformed_result_is_rejected() {
         let err = serde_json::from_value::<StepResult>(json!({"task_id": "nope"})).unwrap_err();
-        assert!(err.to_string().contains("UUID") || err.to_string().contains("uuid"), "{err}");
+        assert!(
+            err.to_string().contains("UUID") || err.to_string().contains("uuid"),
+            "{err}"
+        );
     }
 }

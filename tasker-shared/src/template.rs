@@ -93,9 +93,13 @@ impl StepType {
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        [StepType::Standard, StepType::Decision, StepType::Convergence]
-            .into_iter()
-            .find(|t| t.as_str() == s)
+        [
+            StepType::Standard,
+            StepType::Decision,
+            StepType::Convergence,
+        ]
+        .into_iter()
+        .find(|t| t.as_str() == s)
     }
 }
 
@@ -440,10 +444,7 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Loaded>, Error> {
             return Err(Error {
                 file: label,
                 line: None,
-                kind: ErrorKind::DuplicateTemplate(format!(
-                    "{key} (also in {})",
-                    first.display()
-                )),
+                kind: ErrorKind::DuplicateTemplate(format!("{key} (also in {})", first.display())),
             });
         }
         loaded.push(t);

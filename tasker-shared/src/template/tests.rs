@@ -69,7 +69,10 @@ fn syntax_error_has_a_line() {
     let err = load_err("namespace: a\nname: b\nversion: 1\nsteps:\n  - name: [unclosed\n");
     assert!(matches!(err.kind, ErrorKind::Syntax(_)), "{err}");
     assert_eq!(err.line, Some(5), "{err}");
-    assert!(err.to_string().starts_with("t.yaml:5: invalid YAML"), "{err}");
+    assert!(
+        err.to_string().starts_with("t.yaml:5: invalid YAML"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -118,7 +121,10 @@ fn unknown_dependency_is_named_with_its_line() {
 
 #[test]
 fn cycle_is_named() {
-    let src = DIAMOND.replace("  - name: start\n    handler: add_one\n", "  - name: start\n    handler: add_one\n    depends_on: [join]\n");
+    let src = DIAMOND.replace(
+        "  - name: start\n    handler: add_one\n",
+        "  - name: start\n    handler: add_one\n    depends_on: [join]\n",
+    );
     let err = load_err(&src);
     match &err.kind {
         ErrorKind::Cycle(names) => {
@@ -207,7 +213,10 @@ fn decision_needs_branches_and_only_decisions_have_them() {
 #[test]
 fn bad_policy_and_names_are_rejected() {
     let err = load_err(&DIAMOND.replace("max_attempts: 5", "max_attempts: 0"));
-    assert!(err.to_string().contains("steps.left.retry.max_attempts"), "{err}");
+    assert!(
+        err.to_string().contains("steps.left.retry.max_attempts"),
+        "{err}"
+    );
     let err = load_err(&DIAMOND.replace("base_ms: 10", "base_ms: 1000"));
     assert!(err.to_string().contains("retry.base_ms"), "{err}");
     let err = load_err(&DIAMOND.replace("namespace: demo", "namespace: 'de mo'"));

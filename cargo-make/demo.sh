@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# The demo (`bin/dev demo`): local services, release build, an orchestrator and a Rust worker in
+# the background, then every example workflow submitted through the `tasker` CLI.
+# The orchestrator and worker keep running afterwards so you can try the CLI yourself;
+# `bin/dev stop` stops them and the services.
+#
+# Knobs (defaults in brackets):
+#   TASKER_ORCHESTRATOR_BIND [127.0.0.1:8080]   TASKER_WORKER_HEALTH_PORT [8100]
+#   TASKER_HEALTH_TIMEOUT [60] seconds to wait for /health   TASKER_DEMO_TASK_TIMEOUT [120] per workflow
+#   TASKER_BIN_DIR [${CARGO_TARGET_DIR:-target}/release]   TASKER_DEMO_SKIP_BUILD=1 to use existing binaries
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+
+NAMESPACE=rust_examples
+# name|context -- one line per submission; `conditional` twice to show both branches.
+WORKFLOWS=(
+  'linear|{"value": 6}'
+  'diamond|{"value": 3}'
+  'conditional|{"value": 42}'
+  'conditional|{"value": 7}'
+  'complex_dag|{"value": 2}'
+  'hierarchical_tree|{"value": 5}'
+)
+
+ORCH_BIND="${TASKER_ORCHESTRATOR_BIND:-127.0.0.1:8080}"
+ORCH_URL="http://$ORCH_BIND"
+WORKER_HEALTH_PORT="${TASKER_WORKER_HEALTH_PORT:-8100}"
+WORKER_HEALTH_URL="http://127.0.0.1:$WORKER_HEALTH_PORT/health"
+HEALTH_TIMEOUT="${TASKER_HEALTH_TIMEOUT:-60}"
+TASK_TIMEOUT="${TASKER_DEMO_TASK_TIMEOUT:-120}"
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+BIN_DIR="${TASKER_BIN_DIR:-$TARGET_DIR/release}"
+
+say() { printf '\n==> %s\n' "$*"; }
+die() { printf 'demo: ERROR: %s\n' "$*" >&2; exit 1; }
+# A half-started system is no use: stop what we started, then fail.
+start_failed() {
+  cargo-make/services.sh stop-procs || true
+  die "$@"
+}
+
+show_log_tail() {
+  printf -- '---- last 30 lines of %s ----\n' "$1" >&2
+  tail -n 30 "$1" >&2 2>/dev/null || true
+  printf -- '---- end of %s ----\n' "$1" >&2
+}
+
+# Idempotent (~0.05 s when `cargo make demo` already started them); lets the script run on its own.
+cargo-make/services.sh start
+eval "$(cargo-make/services.sh env)"
+LOG_DIR="$TASKER_HOME/logs"
+RUN_DIR="$TASKER_HOME/run"
+mkdir -p "$LOG_DIR" "$RUN_DIR"
+
+if [[ -z "${TASKER_DEMO_SKIP_BUILD:-}" ]]; then
+  say "cargo build --release --workspace --bins (first time: a few minutes)"
+  cargo build --release --workspace --bins
+fi
+for bin in tasker-orchestrator tasker-worker-rust tasker; do
+  [[ -x "$BIN_DIR/$bin" ]] || die "$BIN_DIR/$bin is missing: did the build produce it?"
+done
+
+# A previous demo's processes would hold the ports (and run old binaries): replace them.
+cargo-make/services.sh stop-procs
+
+port_of() { echo "${1##*:}"; }
+for port in "$(port_of "$ORCH_BIND")" "$WORKER_HEALTH_PORT"; do
+  if timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null; then
+    die "port $port is in use by another process; stop it or set TASKER_ORCHESTRATOR_BIND / TASKER_WORKER_HEALTH_PORT"
+  fi
+done
+
+# setsid: own session, so a Ctrl-C during the submissions below doesn't take the servers down,
+# and they outlive this script. Output goes to files, never to cargo-make's pipes.
+start_bg() {
+  local name="$1"
+  shift
+  setsid "$@" >"$LOG_DIR/$name.log" 2>&1 </dev/null &
+  echo "$!" >"$RUN_DIR/$name.pid"
+  echo "started $name (pid $!, log $LOG_DIR/$name.log)"
+}
+
+# Poll /health every 0.2 s until it answers 2xx, bounded by TASKER_HEALTH_TIMEOUT, and check the
+# process is still alive between polls so a crash at start-up fails at once with its log.
+# (curl's own --retry-connrefused/--retry-delay backs off in whole seconds, 1 s, 2 s, 4 s..., and
+# cannot notice that the process died, which made a crash take ~10 s to report.)
+wait_healthy() {
+  local name="$1" url="$2" pid deadline=$((SECONDS + HEALTH_TIMEOUT))
+  pid="$(cat "$RUN_DIR/$name.pid")"
+  until curl -fsS -o /dev/null --max-time 2 "$url" 2>/dev/null; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      show_log_tail "$LOG_DIR/$name.log"
+      start_failed "$name exited during start-up"
+    fi
+    if ((SECONDS >= deadline)); then
+      show_log_tail "$LOG_DIR/$name.log"
+      start_failed "$name not healthy at $url after ${HEALTH_TIMEOUT}s"
+    fi
+    sleep 0.2
+  done
+  echo "$name healthy ($url)"
+}
+
+say "starting orchestrator and Rust worker"
+t0=$SECONDS
+start_bg orchestrator "$BIN_DIR/tasker-orchestrator" --bind "$ORCH_BIND" --templates tests/fixtures/task_templates
+start_bg worker-rust "$BIN_DIR/tasker-worker-rust" --templates tests/fixtures/task_templates/rust --health-port "$WORKER_HEALTH_PORT"
+wait_healthy orchestrator "$ORCH_URL/health"
+wait_healthy worker-rust "$WORKER_HEALTH_URL"
+echo "both ready in $((SECONDS - t0))s"
+
+now_ms() { local us="${EPOCHREALTIME//[!0-9]/}"; echo $((us / 1000)); }
+
+names=() contexts=() results=() times=()
+failures=0
+for entry in "${WORKFLOWS[@]}"; do
+  name="${entry%%|*}"
+  context="${entry#*|}"
+  say "tasker submit $NAMESPACE $name --context '$context' --wait"
+  started="$(now_ms)"
+  rc=0
+  # timeout: a task that never finishes must not hang the demo.
+  timeout "$TASK_TIMEOUT" "$BIN_DIR/tasker" --url "$ORCH_URL" submit "$NAMESPACE" "$name" \
+    --version 1.0.0 --context "$context" --wait || rc=$?
+  elapsed=$(($(now_ms) - started))
+  names+=("$name")
+  contexts+=("$context")
+  times+=("$elapsed ms")
+  if ((rc == 0)); then
+    results+=("complete")
+  else
+    failures=$((failures + 1))
+    if ((rc == 124)); then results+=("TIMED OUT after ${TASK_TIMEOUT}s"); else results+=("FAILED (exit $rc)"); fi
+  fi
+done
+
+say "summary"
+printf '%-20s %-16s %-24s %s\n' WORKFLOW CONTEXT RESULT "WALL TIME (CLI)"
+for i in "${!names[@]}"; do
+  printf '%-20s %-16s %-24s %s\n' "${names[$i]}" "${contexts[$i]}" "${results[$i]}" "${times[$i]}"
+done
+
+cat <<EOF
+
+Still running, so you can try the CLI yourself:
+  orchestrator  $ORCH_URL   (health $ORCH_URL/health, log $LOG_DIR/orchestrator.log)
+  rust worker   $WORKER_HEALTH_URL   (log $LOG_DIR/worker-rust.log)
+  e.g.  $BIN_DIR/tasker --url $ORCH_URL list
+        $BIN_DIR/tasker --url $ORCH_URL submit $NAMESPACE linear --version 1.0.0 --context '{"value": 1}' --wait
+
+Stop everything with: bin/dev stop
+EOF
+
+if ((failures > 0)); then
+  echo "demo: $failures of ${#names[@]} workflows did not complete" >&2
+  exit 1
+fi

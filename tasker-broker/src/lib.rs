@@ -1,0 +1,228 @@
+//! Tasker's RabbitMQ layer, shared by the orchestrator and the worker core.
+//!
+//! - [`Broker`]: one connection, the queue topology (durable, dead-lettered, prefixed), channels.
+//! - [`Publisher`]: persistent messages with publisher confirms, a whole batch per confirm round.
+//! - [`next_batch`]: take what has arrived from a consumer, up to a limit, never waiting to fill.
+
+use std::time::Duration;
+
+use futures_util::{FutureExt, StreamExt};
+pub use lapin::message::Delivery;
+pub use lapin::options::{BasicAckOptions, BasicNackOptions, BasicRejectOptions};
+use lapin::options::{
+    BasicConsumeOptions, BasicPublishOptions, BasicQosOptions, ConfirmSelectOptions,
+    QueueDeclareOptions,
+};
+use lapin::types::{AMQPValue, FieldTable, ShortString};
+use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, Consumer};
+
+use tasker_shared::topology;
+
+/// A broker operation that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("AMQP: {0}")]
+    Amqp(#[from] lapin::Error),
+    #[error("the broker refused (nacked) {0} published message(s)")]
+    Nacked(usize),
+    #[error("the broker returned {0} unroutable message(s)")]
+    Unroutable(usize),
+    #[error("timed out connecting to the broker after {0:?}")]
+    ConnectTimeout(Duration),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// One AMQP connection plus the naming of Tasker's queues.
+#[derive(Debug, Clone)]
+pub struct Broker {
+    connection: std::sync::Arc<Connection>,
+    prefix: String,
+}
+
+impl Broker {
+    /// Connects to `url`, naming the connection `name` (visible in `rabbitmqctl list_connections`).
+    pub async fn connect(url: &str, prefix: &str, name: &str) -> Result<Broker> {
+        let props = ConnectionProperties::default().with_connection_name(name.to_owned().into());
+        let timeout = Duration::from_secs(10);
+        let connection = tokio::time::timeout(timeout, Connection::connect(url, props))
+            .await
+            .map_err(|_| Error::ConnectTimeout(timeout))??;
+        Ok(Broker {
+            connection: std::sync::Arc::new(connection),
+            prefix: prefix.to_owned(),
+        })
+    }
+
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// Whether the connection is still up.
+    pub fn is_connected(&self) -> bool {
+        self.connection.status().connected()
+    }
+
+    pub async fn channel(&self) -> Result<Channel> {
+        Ok(self.connection.create_channel().await?)
+    }
+
+    /// Closes the connection. Unacknowledged deliveries go back to their queues.
+    pub async fn close(&self) {
+        if self.is_connected() {
+            let _ = self.connection.close(200, "bye".into()).await;
+        }
+    }
+
+    /// Declares the results queue, the dead-letter queue and each namespace's steps queue.
+    /// Declaring is idempotent: the orchestrator and every worker declare what they use, so no
+    /// message is ever published to a queue that does not exist yet.
+    pub async fn declare(&self, namespaces: &[String]) -> Result<()> {
+        let channel = self.channel().await?;
+        let dead = topology::dead_letter_queue(&self.prefix);
+        channel
+            .queue_declare(dead.into(), durable(), FieldTable::default())
+            .await?;
+        channel
+            .queue_declare(
+                topology::results_queue(&self.prefix).into(),
+                durable(),
+                self.dead_letter_args(),
+            )
+            .await?;
+        for ns in namespaces {
+            channel
+                .queue_declare(
+                    topology::steps_queue(&self.prefix, ns).into(),
+                    durable(),
+                    self.dead_letter_args(),
+                )
+                .await?;
+        }
+        let _ = channel.close(200, "declared".into()).await;
+        Ok(())
+    }
+
+    fn dead_letter_args(&self) -> FieldTable {
+        let mut args = FieldTable::default();
+        args.insert(
+            "x-dead-letter-exchange".into(),
+            AMQPValue::LongString("".into()),
+        );
+        args.insert(
+            "x-dead-letter-routing-key".into(),
+            AMQPValue::LongString(topology::dead_letter_queue(&self.prefix).into()),
+        );
+        args
+    }
+
+    /// A channel in confirm mode for publishing.
+    pub async fn publisher(&self) -> Result<Publisher> {
+        let channel = self.channel().await?;
+        channel
+            .confirm_select(ConfirmSelectOptions::default())
+            .await?;
+        Ok(Publisher { channel })
+    }
+
+    /// Starts consuming `queue` on a channel of its own with manual acks and `prefetch`.
+    pub async fn consume(&self, queue: &str, tag: &str, prefetch: u16) -> Result<Consumer> {
+        let channel = self.channel().await?;
+        channel
+            .basic_qos(prefetch, BasicQosOptions::default())
+            .await?;
+        Ok(channel
+            .basic_consume(
+                queue.into(),
+                tag.into(),
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await?)
+    }
+}
+
+fn durable() -> QueueDeclareOptions {
+    QueueDeclareOptions {
+        durable: true,
+        ..QueueDeclareOptions::default()
+    }
+}
+
+/// A confirm-mode channel. Every message is persistent; a batch is confirmed as a whole.
+#[derive(Debug, Clone)]
+pub struct Publisher {
+    channel: Channel,
+}
+
+/// A message to publish to a queue through the default exchange.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    pub queue: String,
+    pub payload: Vec<u8>,
+}
+
+impl Publisher {
+    /// Publishes every message, then waits for all their confirms: one confirm round for the
+    /// batch. `mandatory` makes an unroutable message (no such queue) an error, not a silent drop.
+    pub async fn publish_all(&self, messages: &[Outgoing]) -> Result<()> {
+        let mut confirms = Vec::with_capacity(messages.len());
+        for m in messages {
+            let confirm = self
+                .channel
+                .basic_publish(
+                    ShortString::from(""),
+                    m.queue.as_str().into(),
+                    BasicPublishOptions {
+                        mandatory: true,
+                        ..BasicPublishOptions::default()
+                    },
+                    &m.payload,
+                    BasicProperties::default()
+                        .with_delivery_mode(2)
+                        .with_content_type("application/json".into()),
+                )
+                .await?;
+            confirms.push(confirm);
+        }
+        let (mut nacked, mut returned) = (0, 0);
+        for confirm in confirms {
+            let confirmation = confirm.await?;
+            if confirmation.is_nack() {
+                nacked += 1;
+            }
+            if confirmation.take_message().is_some() {
+                returned += 1;
+            }
+        }
+        if nacked > 0 {
+            return Err(Error::Nacked(nacked));
+        }
+        if returned > 0 {
+            return Err(Error::Unroutable(returned));
+        }
+        Ok(())
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.channel.status().connected()
+    }
+}
+
+/// Waits for the next delivery, then takes whatever else has already arrived, up to `max` in
+/// all. Returns `None` when the consumer ended (connection or channel closed).
+pub async fn next_batch(consumer: &mut Consumer, max: usize) -> Option<Result<Vec<Delivery>>> {
+    let first = match consumer.next().await? {
+        Ok(d) => d,
+        Err(e) => return Some(Err(e.into())),
+    };
+    let mut batch = vec![first];
+    while batch.len() < max {
+        match consumer.next().now_or_never() {
+            Some(Some(Ok(d))) => batch.push(d),
+            Some(Some(Err(e))) => return Some(Err(e.into())),
+            Some(None) | None => break,
+        }
+    }
+    Some(Ok(batch))
+}

@@ -1,0 +1,235 @@
+//! Rust client for the Tasker REST API.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), tasker_client::Error> {
+//! use std::time::Duration;
+//! let client = tasker_client::Client::new("http://127.0.0.1:8080");
+//! let task = client
+//!     .create_task(&tasker_client::CreateTask::new("rust_examples", "linear")
+//!         .context(serde_json::json!({"value": 6})))
+//!     .await?;
+//! let done = client.task(task.id, Some(Duration::from_secs(30))).await?;
+//! println!("{} {:?}", done.state, done.result);
+//! # Ok(()) }
+//! ```
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+/// A failed call.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot reach the Tasker API: {0}")]
+    Http(#[from] reqwest::Error),
+    #[error("{status} {code}: {message}")]
+    Api {
+        status: u16,
+        code: String,
+        message: String,
+    },
+}
+
+/// A task as the API returns it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct Task {
+    pub id: Uuid,
+    pub namespace: String,
+    pub name: String,
+    pub version: String,
+    pub state: String,
+    pub context: Value,
+    pub idempotency_key: Option<String>,
+    pub open_steps: i32,
+    pub result: Option<Value>,
+    pub error: Option<Value>,
+    pub created_at: DateTime<Utc>,
+    pub completed_at: Option<DateTime<Utc>>,
+    pub duration_ms: Option<f64>,
+}
+
+impl Task {
+    pub fn is_terminal(&self) -> bool {
+        self.state != "running"
+    }
+}
+
+/// A step with its result and timings.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct Step {
+    pub id: Uuid,
+    pub name: String,
+    pub handler: String,
+    pub step_type: String,
+    pub state: String,
+    pub attempt: i32,
+    pub max_attempts: i32,
+    pub result: Option<Value>,
+    pub error: Option<Value>,
+    pub worker: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub dispatched_at: Option<DateTime<Utc>>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub processed_at: Option<DateTime<Utc>>,
+}
+
+/// A create-task request.
+#[derive(Debug, Clone, Serialize)]
+pub struct CreateTask {
+    pub namespace: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    pub context: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+}
+
+impl CreateTask {
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+            version: None,
+            context: Value::Object(Default::default()),
+            idempotency_key: None,
+        }
+    }
+
+    pub fn version(mut self, v: impl Into<String>) -> Self {
+        self.version = Some(v.into());
+        self
+    }
+
+    pub fn context(mut self, c: Value) -> Self {
+        self.context = c;
+        self
+    }
+
+    pub fn idempotency_key(mut self, k: impl Into<String>) -> Self {
+        self.idempotency_key = Some(k.into());
+        self
+    }
+}
+
+/// Filter for [`Client::tasks`].
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TaskQuery {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before: Option<Uuid>,
+}
+
+/// One page of tasks.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct TaskPage {
+    pub tasks: Vec<Task>,
+    pub next_before: Option<Uuid>,
+}
+
+/// Client of one orchestrator.
+#[derive(Debug, Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl Client {
+    pub fn new(base_url: &str) -> Self {
+        Self {
+            http: reqwest::Client::new(),
+            base: base_url.trim_end_matches('/').to_owned(),
+        }
+    }
+
+    /// Creates a task (or returns the existing one for a repeated idempotency key).
+    pub async fn create_task(&self, req: &CreateTask) -> Result<Task, Error> {
+        let resp = self
+            .http
+            .post(format!("{}/v1/tasks", self.base))
+            .json(req)
+            .send()
+            .await?;
+        decode(resp).await
+    }
+
+    /// A task; with `wait`, returns as soon as it is terminal (or when `wait` runs out).
+    pub async fn task(&self, id: Uuid, wait: Option<Duration>) -> Result<Task, Error> {
+        let mut req = self.http.get(format!("{}/v1/tasks/{id}", self.base));
+        if let Some(w) = wait {
+            req = req
+                .query(&[("wait", w.as_secs_f64())])
+                .timeout(w + Duration::from_secs(10));
+        }
+        decode(req.send().await?).await
+    }
+
+    pub async fn steps(&self, id: Uuid) -> Result<Vec<Step>, Error> {
+        #[derive(Deserialize)]
+        struct Steps {
+            steps: Vec<Step>,
+        }
+        let resp = self
+            .http
+            .get(format!("{}/v1/tasks/{id}/steps", self.base))
+            .send()
+            .await?;
+        Ok(decode::<Steps>(resp).await?.steps)
+    }
+
+    pub async fn tasks(&self, q: &TaskQuery) -> Result<TaskPage, Error> {
+        let resp = self
+            .http
+            .get(format!("{}/v1/tasks", self.base))
+            .query(q)
+            .send()
+            .await?;
+        decode(resp).await
+    }
+
+    pub async fn cancel(&self, id: Uuid) -> Result<Task, Error> {
+        let resp = self
+            .http
+            .post(format!("{}/v1/tasks/{id}/cancel", self.base))
+            .send()
+            .await?;
+        decode(resp).await
+    }
+
+    pub async fn templates(&self) -> Result<Value, Error> {
+        let resp = self
+            .http
+            .get(format!("{}/v1/templates", self.base))
+            .send()
+            .await?;
+        decode(resp).await
+    }
+}
+
+async fn decode<T: serde::de::DeserializeOwned>(resp: reqwest::Response) -> Result<T, Error> {
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(resp.json().await?);
+    }
+    let body: Value = resp.json().await.unwrap_or(Value::Null);
+    Err(Error::Api {
+        status: status.as_u16(),
+        code: body["error"]["code"]
+            .as_str()
+            .unwrap_or("unknown")
+            .to_owned(),
+        message: body["error"]["message"]
+            .as_str()
+            .unwrap_or("no message")
+            .to_owned(),
+    })
+}

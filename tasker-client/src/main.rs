@@ -1,0 +1,253 @@
+//! `tasker`: submit, inspect, wait for and list tasks from the command line.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use serde_json::Value;
+use uuid::Uuid;
+
+use tasker_client::{Client, CreateTask, Step, Task, TaskQuery};
+
+/// Command-line client of a Tasker orchestrator.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Cli {
+    /// Base URL of the orchestrator API.
+    #[arg(
+        long,
+        env = "TASKER_URL",
+        default_value = "http://127.0.0.1:8080",
+        global = true
+    )]
+    url: String,
+    /// Print raw JSON instead of a summary.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create a task from a template, optionally waiting for it to finish.
+    Submit {
+        namespace: String,
+        name: String,
+        /// Template version (default: the newest registered).
+        #[arg(long)]
+        version: Option<String>,
+        /// Task context as a JSON object.
+        #[arg(long, default_value = "{}")]
+        context: String,
+        /// Same key, same task: a retried submit never creates a second task.
+        #[arg(long)]
+        idempotency_key: Option<String>,
+        /// Wait up to this many seconds for the task to finish.
+        #[arg(long, num_args = 0..=1, default_missing_value = "60")]
+        wait: Option<f64>,
+    },
+    /// Show a task and its steps.
+    Show { id: Uuid },
+    /// Wait for a task to finish and show it.
+    Wait {
+        id: Uuid,
+        #[arg(long, default_value_t = 60.0)]
+        timeout: f64,
+    },
+    /// List tasks, newest first.
+    List {
+        #[arg(long)]
+        state: Option<String>,
+        #[arg(long)]
+        namespace: Option<String>,
+        #[arg(long, default_value_t = 20)]
+        limit: i64,
+    },
+    /// Cancel a running task.
+    Cancel { id: Uuid },
+    /// List registered templates.
+    Templates,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let client = Client::new(&cli.url);
+    match cli.command {
+        Command::Submit {
+            namespace,
+            name,
+            version,
+            context,
+            idempotency_key,
+            wait,
+        } => {
+            let context: Value =
+                serde_json::from_str(&context).context("--context is not valid JSON")?;
+            let mut req = CreateTask::new(namespace, name).context(context);
+            if let Some(v) = version {
+                req = req.version(v);
+            }
+            if let Some(k) = idempotency_key {
+                req = req.idempotency_key(k);
+            }
+            let task = client.create_task(&req).await?;
+            match wait {
+                None => {
+                    print_task(&task, cli.json)?;
+                    Ok(ExitCode::SUCCESS)
+                }
+                Some(secs) => finish(&client, task.id, secs, cli.json).await,
+            }
+        }
+        Command::Show { id } => {
+            let task = client.task(id, None).await?;
+            print_task(&task, cli.json)?;
+            print_steps(&client.steps(id).await?, cli.json)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Wait { id, timeout } => finish(&client, id, timeout, cli.json).await,
+        Command::List {
+            state,
+            namespace,
+            limit,
+        } => {
+            let page = client
+                .tasks(&TaskQuery {
+                    state,
+                    namespace,
+                    limit: Some(limit),
+                    before: None,
+                })
+                .await?;
+            if cli.json {
+                println!("{}", serde_json::to_string_pretty(&page)?);
+            } else {
+                println!(
+                    "{:<38} {:<10} {:<40} {:>10}",
+                    "ID", "STATE", "TEMPLATE", "MS"
+                );
+                for t in page.tasks {
+                    println!(
+                        "{:<38} {:<10} {:<40} {:>10}",
+                        t.id,
+                        t.state,
+                        format!("{}/{}@{}", t.namespace, t.name, t.version),
+                        t.duration_ms.map(|d| format!("{d:.1}")).unwrap_or_default()
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Cancel { id } => {
+            print_task(&client.cancel(id).await?, cli.json)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Templates => {
+            let t = client.templates().await?;
+            if cli.json {
+                println!("{}", serde_json::to_string_pretty(&t)?);
+            } else {
+                for t in t["templates"].as_array().into_iter().flatten() {
+                    println!(
+                        "{}/{}@{}  {}",
+                        t["namespace"].as_str().unwrap_or_default(),
+                        t["name"].as_str().unwrap_or_default(),
+                        t["version"].as_str().unwrap_or_default(),
+                        t["description"].as_str().unwrap_or_default()
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Waits for a task, prints it with its steps; exit 0 if complete, 1 if it failed or was
+/// cancelled, 3 if still running when the wait ran out.
+async fn finish(client: &Client, id: Uuid, secs: f64, json: bool) -> anyhow::Result<ExitCode> {
+    let task = client
+        .task(id, Some(Duration::from_secs_f64(secs.max(0.0))))
+        .await?;
+    print_task(&task, json)?;
+    print_steps(&client.steps(id).await?, json)?;
+    Ok(match task.state.as_str() {
+        "complete" => ExitCode::SUCCESS,
+        "running" => {
+            eprintln!("task {id} is still running after {secs} s");
+            ExitCode::from(3)
+        }
+        _ => ExitCode::from(1),
+    })
+}
+
+fn print_task(t: &Task, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(t)?);
+        return Ok(());
+    }
+    println!("task     {}", t.id);
+    println!("template {}/{}@{}", t.namespace, t.name, t.version);
+    println!("state    {}", t.state);
+    if let Some(d) = t.duration_ms {
+        println!("took     {d:.1} ms");
+    }
+    if let Some(r) = &t.result {
+        println!("result   {r}");
+    }
+    if let Some(e) = &t.error {
+        println!("error    {e}");
+    }
+    Ok(())
+}
+
+fn print_steps(steps: &[Step], json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(steps)?);
+        return Ok(());
+    }
+    println!(
+        "  {:<18} {:<13} {:>7} {:>9} {:>9}  RESULT",
+        "STEP", "STATE", "ATTEMPT", "QUEUE ms", "RUN ms"
+    );
+    for s in steps {
+        let queue = ms_between(s.dispatched_at, s.started_at);
+        let run = ms_between(s.started_at, s.finished_at);
+        let shown = s.result.as_ref().or(s.error.as_ref());
+        println!(
+            "  {:<18} {:<13} {:>7} {:>9} {:>9}  {}",
+            s.name,
+            s.state,
+            format!("{}/{}", s.attempt, s.max_attempts),
+            queue,
+            run,
+            shown.map(Value::to_string).unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+fn ms_between(
+    a: Option<chrono::DateTime<chrono::Utc>>,
+    b: Option<chrono::DateTime<chrono::Utc>>,
+) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) => format!(
+            "{:.2}",
+            (b - a).num_microseconds().unwrap_or(0) as f64 / 1000.0
+        ),
+        _ => String::new(),
+    }
+}

@@ -1,0 +1,346 @@
+//! The REST API (axum). Built as `router(shared)` so tests can drive it without a socket.
+//!
+//! | method | path | |
+//! |---|---|---|
+//! | POST | /v1/tasks | create a task (`idempotency_key` returns the same task again) |
+//! | GET | /v1/tasks | list tasks (`state`, `namespace`, `limit`, `before`) |
+//! | GET | /v1/tasks/{id} | a task (`wait=SECONDS` returns as soon as it is terminal) |
+//! | GET | /v1/tasks/{id}/steps | its steps with results, errors and timings |
+//! | GET | /v1/tasks/{id}/history | its transition history |
+//! | POST | /v1/tasks/{id}/cancel | cancel it |
+//! | GET | /v1/templates | registered templates |
+//! | GET | /health, /ready, /metrics | liveness, readiness, Prometheus |
+
+mod error;
+
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+use uuid::Uuid;
+
+pub use error::Error;
+
+use crate::Shared;
+use crate::events::Event;
+use crate::store::{NewTask, TaskFilter, TaskView};
+
+/// The whole HTTP application.
+pub fn router(shared: Shared) -> Router {
+    let limit = shared.config.orchestrator.max_body_bytes;
+    Router::new()
+        .route("/v1/tasks", post(create_task).get(list_tasks))
+        .route("/v1/tasks/{id}", get(get_task))
+        .route("/v1/tasks/{id}/steps", get(task_steps))
+        .route("/v1/tasks/{id}/history", get(task_history))
+        .route("/v1/tasks/{id}/cancel", post(cancel_task))
+        .route("/v1/templates", get(list_templates))
+        .route("/health", get(health))
+        .route("/ready", get(ready))
+        .route("/metrics", get(metrics))
+        .fallback(|| async { Error::not_found("no_such_route", "no such route") })
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(shared)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateTask {
+    namespace: String,
+    name: String,
+    #[serde(default)]
+    version: Option<String>,
+    #[serde(default)]
+    context: Option<Value>,
+    #[serde(default)]
+    idempotency_key: Option<String>,
+}
+
+async fn create_task(
+    State(shared): State<Shared>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, Error> {
+    let body = body.map_err(|e| {
+        let status = e.status();
+        if status == StatusCode::PAYLOAD_TOO_LARGE {
+            Error::new(
+                status,
+                "body_too_large",
+                format!(
+                    "request body exceeds {} bytes",
+                    shared.config.orchestrator.max_body_bytes
+                ),
+            )
+        } else {
+            Error::new(status, "bad_body", e.body_text())
+        }
+    })?;
+    let req: CreateTask = serde_json::from_slice(&body)
+        .map_err(|e| Error::bad_request("invalid_json", format!("invalid request body: {e}")))?;
+    let context = req.context.unwrap_or_else(|| json!({}));
+    if !context.is_object() {
+        return Err(Error::bad_request(
+            "invalid_context",
+            "`context` must be a JSON object",
+        ));
+    }
+    if let Some(key) = &req.idempotency_key
+        && (key.is_empty() || key.len() > 255)
+    {
+        return Err(Error::bad_request(
+            "invalid_idempotency_key",
+            "`idempotency_key` must be 1 to 255 characters",
+        ));
+    }
+    let entry = shared
+        .catalog
+        .get(&req.namespace, &req.name, req.version.as_deref())
+        .await?
+        .ok_or_else(|| {
+            Error::not_found(
+                "unknown_template",
+                format!(
+                    "no template {}/{}{}",
+                    req.namespace,
+                    req.name,
+                    req.version
+                        .as_deref()
+                        .map(|v| format!("@{v}"))
+                        .unwrap_or_default()
+                ),
+            )
+        })?;
+    if let Err(problems) = entry.loaded.check_context(&context) {
+        return Err(Error::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "context_schema_violation",
+            format!(
+                "context does not match the schema of {}: {}",
+                entry.loaded.template.key(),
+                problems.join("; ")
+            ),
+        )
+        .with_details(json!(problems)));
+    }
+    let created = shared
+        .store
+        .create_task(NewTask {
+            template_id: entry.id,
+            template: &entry.loaded,
+            context,
+            idempotency_key: req.idempotency_key,
+        })
+        .await?;
+    shared.dispatcher.publish(&created.dispatch).await;
+    let status = if created.created {
+        ::metrics::counter!("tasker_tasks_created_total", "namespace" => entry.loaded.template.namespace.clone())
+            .increment(1);
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let task = fetch_task(&shared, created.task_id).await?;
+    let location = format!("/v1/tasks/{}", created.task_id);
+    Ok((status, [("location", location)], Json(task)).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    state: Option<String>,
+    namespace: Option<String>,
+    limit: Option<i64>,
+    before: Option<String>,
+}
+
+async fn list_tasks(
+    State(shared): State<Shared>,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, Error> {
+    let Query(q) = query.map_err(|e| Error::bad_request("invalid_query", e.body_text()))?;
+    if let Some(state) = &q.state
+        && tasker_shared::TaskState::parse(state).is_none()
+    {
+        return Err(Error::bad_request(
+            "invalid_state",
+            format!("unknown state {state:?}; use running, complete, error or cancelled"),
+        ));
+    }
+    let limit = q.limit.unwrap_or(50);
+    if !(1..=500).contains(&limit) {
+        return Err(Error::bad_request(
+            "invalid_limit",
+            "`limit` must be between 1 and 500",
+        ));
+    }
+    let before = q.before.as_deref().map(parse_id).transpose()?;
+    let tasks = shared
+        .store
+        .tasks(&TaskFilter {
+            state: q.state,
+            namespace: q.namespace,
+            before,
+            limit,
+        })
+        .await?;
+    let next = if tasks.len() as i64 == limit {
+        tasks.last().map(|t| t.id.to_string())
+    } else {
+        None
+    };
+    Ok(Json(json!({ "tasks": tasks, "next_before": next })))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GetQuery {
+    /// Seconds to wait for the task to become terminal.
+    wait: Option<f64>,
+}
+
+async fn get_task(
+    State(shared): State<Shared>,
+    Path(id): Path<String>,
+    query: Result<Query<GetQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<TaskView>, Error> {
+    let id = parse_id(&id)?;
+    let Query(q) = query.map_err(|e| Error::bad_request("invalid_query", e.body_text()))?;
+    let max = shared.config.orchestrator.max_wait_seconds as f64;
+    let wait = match q.wait {
+        None => None,
+        Some(w) if w.is_finite() && (0.0..=max).contains(&w) => Some(Duration::from_secs_f64(w)),
+        Some(_) => {
+            return Err(Error::bad_request(
+                "invalid_wait",
+                format!("`wait` must be between 0 and {max} seconds"),
+            ));
+        }
+    };
+    // Subscribe before reading, so a completion between the read and the wait is not missed.
+    let mut events = shared.events.subscribe();
+    let task = fetch_task(&shared, id).await?;
+    let Some(wait) = wait else {
+        return Ok(Json(task));
+    };
+    if is_terminal(&task) {
+        return Ok(Json(task));
+    }
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        match tokio::time::timeout_at(deadline, events.recv()).await {
+            Err(_) => break,
+            Ok(Ok(Event::TaskFinished { task_id, .. })) if task_id == id => break,
+            Ok(Ok(_)) => {}
+            // Missed events: the task may have finished among them.
+            Ok(Err(RecvError::Lagged(_))) => {
+                if is_terminal(&fetch_task(&shared, id).await?) {
+                    break;
+                }
+            }
+            Ok(Err(RecvError::Closed)) => break,
+        }
+    }
+    Ok(Json(fetch_task(&shared, id).await?))
+}
+
+fn is_terminal(task: &TaskView) -> bool {
+    tasker_shared::TaskState::parse(&task.state).is_some_and(|s| s.is_terminal())
+}
+
+async fn fetch_task(shared: &Shared, id: Uuid) -> Result<TaskView, Error> {
+    shared
+        .store
+        .task(id)
+        .await?
+        .ok_or_else(|| Error::not_found("task_not_found", format!("no task {id}")))
+}
+
+async fn task_steps(
+    State(shared): State<Shared>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, Error> {
+    let id = parse_id(&id)?;
+    fetch_task(&shared, id).await?;
+    let steps = shared.store.steps(id).await?;
+    Ok(Json(json!({ "task_id": id, "steps": steps })))
+}
+
+async fn task_history(
+    State(shared): State<Shared>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, Error> {
+    let id = parse_id(&id)?;
+    fetch_task(&shared, id).await?;
+    let history = shared.store.history(id).await?;
+    Ok(Json(json!({ "task_id": id, "transitions": history })))
+}
+
+async fn cancel_task(
+    State(shared): State<Shared>,
+    Path(id): Path<String>,
+) -> Result<Json<TaskView>, Error> {
+    let id = parse_id(&id)?;
+    match shared.store.cancel_task(id).await? {
+        None => Err(Error::not_found("task_not_found", format!("no task {id}"))),
+        Some((_, true)) => {
+            shared.events.emit(Event::TaskFinished {
+                task_id: id,
+                state: tasker_shared::TaskState::Cancelled,
+            });
+            Ok(Json(fetch_task(&shared, id).await?))
+        }
+        Some((state, false)) => Err(Error::new(
+            StatusCode::CONFLICT,
+            "task_not_running",
+            format!("task {id} is already {state}"),
+        )),
+    }
+}
+
+async fn list_templates(State(shared): State<Shared>) -> Result<Json<Value>, Error> {
+    let templates = shared.store.template_views().await?;
+    Ok(Json(json!({ "templates": templates })))
+}
+
+async fn health() -> Json<Value> {
+    Json(json!({ "status": "ok" }))
+}
+
+async fn ready(State(shared): State<Shared>) -> (StatusCode, Json<Value>) {
+    let db = sqlx::query("SELECT 1")
+        .execute(shared.store.pool())
+        .await
+        .is_ok();
+    let broker = shared.broker_up();
+    let status = if db && broker {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (
+        status,
+        Json(json!({
+            "database": db,
+            "broker": broker,
+            "dispatch_backlog": shared.dispatcher.backlog(),
+        })),
+    )
+}
+
+async fn metrics() -> String {
+    crate::metrics::handle().render()
+}
+
+fn parse_id(s: &str) -> Result<Uuid, Error> {
+    Uuid::parse_str(s).map_err(|_| {
+        Error::bad_request("invalid_id", format!("{s:?} is not a valid task id (UUID)"))
+    })
+}

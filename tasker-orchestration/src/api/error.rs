@@ -1,0 +1,64 @@
+//! API errors: each maps to a status and a stable code. Internal details go to the log only.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+/// A failed request.
+#[derive(Debug)]
+pub struct Error {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    details: Option<Value>,
+}
+
+impl Error {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, code, message)
+    }
+
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+}
+
+impl From<crate::store::Error> for Error {
+    fn from(e: crate::store::Error) -> Self {
+        tracing::error!(error = %e, "storage error while serving a request");
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "storage_unavailable",
+            "the task store is unavailable; try again",
+        )
+    }
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        let mut body = json!({ "error": { "code": self.code, "message": self.message } });
+        if let Some(details) = self.details {
+            body["error"]["details"] = details;
+        }
+        (self.status, Json(body)).into_response()
+    }
+}

@@ -1,0 +1,85 @@
+//! Events of this orchestrator, for API waiters and tests: tasks that finished (here or on
+//! another orchestrator, through PostgreSQL `LISTEN`) and results that were applied or ignored.
+
+use std::time::Duration;
+
+use sqlx::postgres::PgListener;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use tasker_shared::TaskState;
+
+use crate::store::TASK_FINISHED_CHANNEL;
+
+/// Something that happened.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    TaskFinished {
+        task_id: Uuid,
+        state: TaskState,
+    },
+    /// Results that changed state, and the steps whose result was a duplicate or stale.
+    ResultsApplied {
+        accepted: usize,
+        ignored: Vec<Uuid>,
+    },
+}
+
+/// Cheap cloneable broadcast hub.
+#[derive(Debug, Clone)]
+pub struct Events {
+    tx: broadcast::Sender<Event>,
+}
+
+impl Default for Events {
+    fn default() -> Self {
+        Self {
+            tx: broadcast::channel(4096).0,
+        }
+    }
+}
+
+impl Events {
+    pub fn emit(&self, event: Event) {
+        // No receiver is fine: nobody is waiting.
+        let _ = self.tx.send(event);
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.tx.subscribe()
+    }
+
+    /// Relays `pg_notify` task completions from every orchestrator until cancelled,
+    /// reconnecting after a lost connection.
+    pub async fn listen(self, database_url: String, cancel: CancellationToken) {
+        loop {
+            let result = tokio::select! {
+                () = cancel.cancelled() => return,
+                r = self.listen_once(&database_url) => r,
+            };
+            if let Err(e) = result {
+                tracing::warn!(error = %e, "completion listener lost its connection; reconnecting");
+            }
+            // Deliberate backoff before reconnecting.
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                () = tokio::time::sleep(Duration::from_millis(500)) => {}
+            }
+        }
+    }
+
+    async fn listen_once(&self, database_url: &str) -> Result<(), sqlx::Error> {
+        let mut listener = PgListener::connect(database_url).await?;
+        listener.listen(TASK_FINISHED_CHANNEL).await?;
+        loop {
+            let n = listener.recv().await?;
+            let Some((id, state)) = n.payload().split_once(':') else {
+                continue;
+            };
+            if let (Ok(task_id), Some(state)) = (id.parse(), TaskState::parse(state)) {
+                self.emit(Event::TaskFinished { task_id, state });
+            }
+        }
+    }
+}

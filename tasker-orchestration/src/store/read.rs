@@ -1,0 +1,147 @@
+//! Read models for the API: tasks, their steps with results and timings, and templates.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::FromRow;
+use uuid::Uuid;
+
+use super::{Result, Store};
+
+/// A task as the API shows it.
+#[derive(Debug, Clone, Serialize, FromRow)]
+pub struct TaskView {
+    pub id: Uuid,
+    pub namespace: String,
+    pub name: String,
+    pub version: String,
+    pub state: String,
+    pub context: Value,
+    pub idempotency_key: Option<String>,
+    pub open_steps: i32,
+    /// Results of the steps no other step depends on, by step name (once complete).
+    pub result: Option<Value>,
+    pub error: Option<Value>,
+    pub created_at: DateTime<Utc>,
+    pub completed_at: Option<DateTime<Utc>>,
+    /// Milliseconds from creation to completion.
+    pub duration_ms: Option<f64>,
+}
+
+/// A step with its result, error and per-hop timings.
+#[derive(Debug, Clone, Serialize, FromRow)]
+pub struct StepView {
+    pub id: Uuid,
+    pub name: String,
+    pub handler: String,
+    pub step_type: String,
+    pub state: String,
+    pub attempt: i32,
+    pub max_attempts: i32,
+    pub result: Option<Value>,
+    pub error: Option<Value>,
+    pub worker: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub dispatched_at: Option<DateTime<Utc>>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub processed_at: Option<DateTime<Utc>>,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+}
+
+/// A registered template.
+#[derive(Debug, Clone, Serialize, FromRow)]
+pub struct TemplateView {
+    pub id: Uuid,
+    pub namespace: String,
+    pub name: String,
+    pub version: String,
+    pub description: Option<String>,
+    pub definition: Value,
+    pub registered_at: DateTime<Utc>,
+}
+
+/// Filter and page of `list_tasks`. Tasks come newest first; `before` is the last id of the
+/// previous page (ids are UUID v7, so they sort by creation time).
+#[derive(Debug, Clone, Default)]
+pub struct TaskFilter {
+    pub state: Option<String>,
+    pub namespace: Option<String>,
+    pub before: Option<Uuid>,
+    pub limit: i64,
+}
+
+const TASK_COLUMNS: &str = "t.id, t.namespace, t.name, t.version, t.state, t.context,
+    t.idempotency_key, t.open_steps, t.error, t.created_at, t.completed_at,
+    EXTRACT(EPOCH FROM (t.completed_at - t.created_at))::float8 * 1000 AS duration_ms";
+
+impl Store {
+    pub async fn task(&self, id: Uuid) -> Result<Option<TaskView>> {
+        let sql = format!(
+            "SELECT {TASK_COLUMNS},
+                CASE WHEN t.state = 'complete' THEN
+                  (SELECT jsonb_object_agg(s.name, s.result) FROM steps s
+                   WHERE s.task_id = t.id AND s.state = 'completed'
+                     AND NOT EXISTS (SELECT 1 FROM step_edges e JOIN steps c ON c.id = e.child_id
+                                     WHERE e.parent_id = s.id AND c.state = 'completed'))
+                END AS result
+             FROM tasks t WHERE t.id = $1"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?)
+    }
+
+    pub async fn tasks(&self, f: &TaskFilter) -> Result<Vec<TaskView>> {
+        let sql = format!(
+            "SELECT {TASK_COLUMNS}, NULL::jsonb AS result FROM tasks t
+             WHERE ($1::text IS NULL OR t.state = $1)
+               AND ($2::text IS NULL OR t.namespace = $2)
+               AND ($3::uuid IS NULL OR t.id < $3)
+             ORDER BY t.id DESC LIMIT $4"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(&f.state)
+            .bind(&f.namespace)
+            .bind(f.before)
+            .bind(f.limit)
+            .fetch_all(self.pool())
+            .await?)
+    }
+
+    pub async fn steps(&self, task_id: Uuid) -> Result<Vec<StepView>> {
+        Ok(sqlx::query_as(
+            "SELECT id, name, handler, step_type, state, attempt, max_attempts, result, error,
+                    worker, created_at, dispatched_at, started_at, finished_at, processed_at,
+                    next_attempt_at
+             FROM steps WHERE task_id = $1 ORDER BY id",
+        )
+        .bind(task_id)
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    pub async fn template_views(&self) -> Result<Vec<TemplateView>> {
+        Ok(sqlx::query_as(
+            "SELECT id, namespace, name, version, description, definition, registered_at
+             FROM task_templates ORDER BY namespace, name, version",
+        )
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    /// Transition history of a task, oldest first: `(step name or null, from, to, attempt, reason, at)`.
+    pub async fn history(&self, task_id: Uuid) -> Result<Vec<Value>> {
+        let rows: Vec<(Value,)> = sqlx::query_as(
+            "SELECT jsonb_build_object('step', s.name, 'from', h.from_state, 'to', h.to_state,
+                                       'attempt', h.attempt, 'reason', h.reason, 'at', h.at)
+             FROM transitions h LEFT JOIN steps s ON s.id = h.step_id
+             WHERE h.task_id = $1 ORDER BY h.id",
+        )
+        .bind(task_id)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows.into_iter().map(|(v,)| v).collect())
+    }
+}

@@ -1,0 +1,181 @@
+//! The handlers, registered by name in [`registry`].
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tasker_worker::{HandlerError, Registry, StepContext};
+
+/// Every handler the Rust fixture templates use.
+pub fn registry() -> Registry {
+    let mut r = Registry::new();
+    r.register("double", |ctx| arith(ctx, |n| n.checked_mul(2)))
+        .register("add_ten", |ctx| arith(ctx, |n| n.checked_add(10)))
+        .register("square", |ctx| arith(ctx, |n| n.checked_mul(n)))
+        .register("halve", |ctx| arith(ctx, |n| Some(n / 2)))
+        .register("sum_parents", |ctx| arith(ctx, Some))
+        .register("route_by_size", route_by_size)
+        .register("flaky", flaky)
+        .register("echo_attempts", echo_attempts)
+        .register("fail_permanently", fail_permanently)
+        .register("sleep", sleep)
+        .register("panic", panic);
+    r
+}
+
+/// The step's input: `context.value` for a root step, else the sum of the parents' values.
+fn input(ctx: &StepContext) -> Result<i64, HandlerError> {
+    if ctx.parent_results.is_empty() {
+        return ctx
+            .context
+            .get("value")
+            .and_then(Value::as_i64)
+            .ok_or_else(|| {
+                HandlerError::permanent("invalid_input", "context.value must be an integer")
+            });
+    }
+    ctx.parent_results.iter().try_fold(0i64, |sum, (name, r)| {
+        let v = r.get("value").and_then(Value::as_i64).ok_or_else(|| {
+            HandlerError::permanent(
+                "invalid_input",
+                format!("parent `{name}` has no integer `value`"),
+            )
+        })?;
+        sum.checked_add(v)
+            .ok_or_else(|| HandlerError::permanent("overflow", "sum overflows"))
+    })
+}
+
+async fn arith(ctx: StepContext, f: impl Fn(i64) -> Option<i64>) -> Result<Value, HandlerError> {
+    let n = input(&ctx)?;
+    let v = f(n).ok_or_else(|| HandlerError::permanent("overflow", format!("{n} overflows")))?;
+    Ok(json!({ "value": v }))
+}
+
+/// Decision: values of 50 or more take the `large` branch, smaller ones `small`.
+async fn route_by_size(ctx: StepContext) -> Result<Value, HandlerError> {
+    let n = input(&ctx)?;
+    let branch = if n >= 50 { "large" } else { "small" };
+    Ok(json!({ "branches": [branch], "value": n }))
+}
+
+/// Fails retryably until attempt `context.succeed_on_attempt` (default 3).
+async fn flaky(ctx: StepContext) -> Result<Value, HandlerError> {
+    let succeed_on = ctx
+        .context
+        .get("succeed_on_attempt")
+        .and_then(Value::as_u64)
+        .unwrap_or(3);
+    if u64::from(ctx.attempt) < succeed_on {
+        return Err(HandlerError::retryable(
+            "transient",
+            format!("attempt {} fails, {succeed_on} succeeds", ctx.attempt),
+        ));
+    }
+    Ok(json!({ "attempts": ctx.attempt }))
+}
+
+async fn echo_attempts(ctx: StepContext) -> Result<Value, HandlerError> {
+    Ok(json!({ "attempt": ctx.attempt, "parents": ctx.parent_results }))
+}
+
+async fn fail_permanently(_ctx: StepContext) -> Result<Value, HandlerError> {
+    Err(HandlerError::permanent(
+        "validation",
+        "input rejected for good",
+    ))
+}
+
+/// Sleeps `context.sleep_ms` (default 100) milliseconds: a stand-in for slow work.
+async fn sleep(ctx: StepContext) -> Result<Value, HandlerError> {
+    let ms = ctx
+        .context
+        .get("sleep_ms")
+        .and_then(Value::as_u64)
+        .unwrap_or(100);
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    Ok(json!({ "slept_ms": ms }))
+}
+
+async fn panic(_ctx: StepContext) -> Result<Value, HandlerError> {
+    panic!("this handler always panics")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Map;
+    use uuid::Uuid;
+
+    fn ctx(context: Value, parents: &[(&str, Value)], attempt: u32) -> StepContext {
+        StepContext {
+            task_id: Uuid::nil(),
+            step_id: Uuid::nil(),
+            namespace: "rust_examples".into(),
+            task_name: "t".into(),
+            step_name: "s".into(),
+            handler: "h".into(),
+            attempt,
+            max_attempts: 3,
+            context,
+            parent_results: parents
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.clone()))
+                .collect::<Map<_, _>>(),
+        }
+    }
+
+    async fn call(name: &str, c: StepContext) -> Result<Value, HandlerError> {
+        registry().get(name).expect(name).call(c).await
+    }
+
+    #[tokio::test]
+    async fn root_reads_context_and_children_sum_parents() {
+        let v = call("double", ctx(json!({"value": 6}), &[], 1))
+            .await
+            .unwrap();
+        assert_eq!(v, json!({"value": 12}));
+        let parents = [("a", json!({"value": 36})), ("b", json!({"value": 16}))];
+        let v = call("sum_parents", ctx(json!({}), &parents, 1))
+            .await
+            .unwrap();
+        assert_eq!(v, json!({"value": 52}));
+    }
+
+    #[tokio::test]
+    async fn bad_input_and_overflow_are_permanent() {
+        let e = call("double", ctx(json!({"value": "x"}), &[], 1))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, HandlerError::Permanent(ref err) if err.kind == "invalid_input"));
+        let e = call("square", ctx(json!({"value": i64::MAX}), &[], 1))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, HandlerError::Permanent(ref err) if err.kind == "overflow"));
+    }
+
+    #[tokio::test]
+    async fn decision_routes_by_size() {
+        let v = call(
+            "route_by_size",
+            ctx(json!({}), &[("c", json!({"value": 84}))], 1),
+        )
+        .await
+        .unwrap();
+        assert_eq!(v["branches"], json!(["large"]));
+        let v = call(
+            "route_by_size",
+            ctx(json!({}), &[("c", json!({"value": 14}))], 1),
+        )
+        .await
+        .unwrap();
+        assert_eq!(v["branches"], json!(["small"]));
+    }
+
+    #[tokio::test]
+    async fn flaky_fails_retryably_until_its_attempt() {
+        let e = call("flaky", ctx(json!({}), &[], 2)).await.unwrap_err();
+        assert!(matches!(e, HandlerError::Retryable(_)));
+        let v = call("flaky", ctx(json!({}), &[], 3)).await.unwrap();
+        assert_eq!(v, json!({"attempts": 3}));
+    }
+}

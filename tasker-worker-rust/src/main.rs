@@ -1,0 +1,121 @@
+//! `tasker-worker-rust`: the native worker. It reads the templates in the folder it is given,
+//! consumes only their namespaces' queues, and runs the Rust handlers of this crate.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Parser;
+use figment::providers::Serialized;
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use tasker_shared::Config;
+use tasker_worker::{RustHost, Worker, WorkerOptions};
+
+/// Tasker worker running native Rust step handlers.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    /// TOML configuration file (see config/tasker.reference.toml).
+    #[arg(long, env = "TASKER_CONFIG")]
+    config: Option<PathBuf>,
+    /// Folder of task templates; the worker consumes their namespaces.
+    #[arg(long)]
+    templates: Option<PathBuf>,
+    /// Port of the /health endpoint on 127.0.0.1 (0 picks a free port).
+    #[arg(long)]
+    health_port: Option<u16>,
+    /// Steps run at the same time.
+    #[arg(long)]
+    concurrency: Option<usize>,
+}
+
+#[derive(Serialize)]
+struct Overrides {
+    worker: WorkerOverrides,
+}
+
+#[derive(Serialize)]
+struct WorkerOverrides {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    templates: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    health_port: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    concurrency: Option<usize>,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let args = Args::parse();
+    let figment = Config::figment(args.config.as_deref()).merge(Serialized::defaults(Overrides {
+        worker: WorkerOverrides {
+            templates: args.templates,
+            health_port: args.health_port,
+            concurrency: args.concurrency,
+        },
+    }));
+    let config = Config::extract(&figment)?;
+    let dir = config
+        .worker
+        .templates
+        .clone()
+        .context("no templates folder: pass --templates DIR (or set worker.templates)")?;
+    let templates = tasker_shared::template::load_dir(&dir)?;
+    let namespaces: Vec<String> = templates
+        .iter()
+        .map(|t| t.template.namespace.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    anyhow::ensure!(
+        !namespaces.is_empty(),
+        "no templates found in {}",
+        dir.display()
+    );
+
+    let registry = tasker_worker_rust::registry();
+    for t in &templates {
+        for step in &t.template.steps {
+            if registry.get(&step.handler).is_none() {
+                tracing::warn!(template = %t.template.key(), step = %step.name, handler = %step.handler,
+                    "no Rust handler registered; such steps will fail");
+            }
+        }
+    }
+    let host = Arc::new(RustHost::new(registry, config.worker.concurrency));
+    let worker = Worker::new(
+        WorkerOptions::from_config(&config, namespaces.clone()),
+        host,
+    );
+    let cancel = CancellationToken::new();
+    let addr = tasker_worker::health::serve(
+        config.worker.health_port,
+        worker.stats(),
+        namespaces.clone(),
+        "rust",
+        cancel.clone(),
+    )
+    .await
+    .with_context(|| format!("binding the health port {}", config.worker.health_port))?;
+    tracing::info!(health = %addr, ?namespaces, "tasker-worker-rust started");
+    let on_signal = cancel.clone();
+    tokio::spawn(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("installing the SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        on_signal.cancel();
+    });
+    worker.run(cancel).await;
+    Ok(())
+}

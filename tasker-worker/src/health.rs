@@ -1,0 +1,71 @@
+//! The worker's `/health` endpoint: 200 while connected to the broker, 503 otherwise, with
+//! its namespaces and counters.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::worker::Stats;
+
+#[derive(Clone)]
+struct Health {
+    stats: Arc<Stats>,
+    namespaces: Arc<Vec<String>>,
+    language: &'static str,
+}
+
+/// Serves `/health` on 127.0.0.1:`port` (0 picks a free port) until `cancel` fires; returns
+/// the bound address.
+pub async fn serve(
+    port: u16,
+    stats: Arc<Stats>,
+    namespaces: Vec<String>,
+    language: &'static str,
+    cancel: CancellationToken,
+) -> std::io::Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    let addr = listener.local_addr()?;
+    let app = axum::Router::new()
+        .route("/health", get(health))
+        .with_state(Health {
+            stats,
+            namespaces: Arc::new(namespaces),
+            language,
+        });
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(cancel.cancelled_owned())
+            .await;
+    });
+    Ok(addr)
+}
+
+async fn health(State(h): State<Health>) -> (StatusCode, Json<Value>) {
+    let s = &h.stats;
+    let connected = s.connected.load(Ordering::Relaxed);
+    let status = if connected {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (
+        status,
+        Json(json!({
+            "status": if connected { "ok" } else { "disconnected" },
+            "language": h.language,
+            "namespaces": *h.namespaces,
+            "received": s.received.load(Ordering::Relaxed),
+            "succeeded": s.succeeded.load(Ordering::Relaxed),
+            "failed": s.failed.load(Ordering::Relaxed),
+            "in_flight": s.in_flight.load(Ordering::Relaxed),
+            "malformed": s.malformed.load(Ordering::Relaxed),
+        })),
+    )
+}

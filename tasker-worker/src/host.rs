@@ -1,0 +1,151 @@
+//! The seam between the worker core and handler code. The core hands a [`HandlerHost`] a
+//! batch of [`Job`]s and receives each one's [`Completion`] through a [`CompletionSink`].
+//! [`RustHost`] runs native handlers on tokio; FFI bindings implement the same trait with a
+//! queue their language drains in batches (`next_batch` / `complete_batch`).
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use futures_util::FutureExt;
+use tokio::sync::{Semaphore, mpsc};
+
+use tasker_shared::{Outcome, StepError, StepMessage};
+
+use crate::handler::{HandlerError, Registry, StepContext};
+
+/// One step attempt handed to a host.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// Unique within this worker process; echoed back in the completion.
+    pub id: u64,
+    pub message: StepMessage,
+}
+
+/// The outcome of one job.
+#[derive(Debug, Clone)]
+pub struct Completion {
+    pub job: u64,
+    pub outcome: Outcome,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: DateTime<Utc>,
+}
+
+/// Where hosts send completions. Cheap to clone; sending never blocks.
+#[derive(Debug, Clone)]
+pub struct CompletionSink(mpsc::UnboundedSender<Completion>);
+
+impl CompletionSink {
+    pub fn channel() -> (CompletionSink, mpsc::UnboundedReceiver<Completion>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (CompletionSink(tx), rx)
+    }
+
+    /// Reports a job's completion. A completion for a job the core no longer tracks (it timed
+    /// out, or the connection was lost) is ignored.
+    pub fn complete(&self, completion: Completion) {
+        let _ = self.0.send(completion);
+    }
+}
+
+/// Runs handlers.
+pub trait HandlerHost: Send + Sync + 'static {
+    /// Takes a batch of jobs; must eventually report each through `done` (the core times out
+    /// jobs that never report).
+    fn submit(&self, jobs: Vec<Job>, done: &CompletionSink);
+}
+
+/// Runs native Rust handlers, each job on its own tokio task, at most `concurrency` at once.
+/// A panicking handler fails its step (retryably); the worker keeps running.
+#[derive(Debug, Clone)]
+pub struct RustHost {
+    registry: Arc<Registry>,
+    permits: Arc<Semaphore>,
+}
+
+impl RustHost {
+    pub fn new(registry: Registry, concurrency: usize) -> Self {
+        Self {
+            registry: Arc::new(registry),
+            permits: Arc::new(Semaphore::new(concurrency.max(1))),
+        }
+    }
+}
+
+impl HandlerHost for RustHost {
+    fn submit(&self, jobs: Vec<Job>, done: &CompletionSink) {
+        for job in jobs {
+            let registry = self.registry.clone();
+            let permits = self.permits.clone();
+            let done = done.clone();
+            tokio::spawn(async move {
+                let _permit = permits.acquire_owned().await;
+                let started_at = Utc::now();
+                let outcome = run_one(&registry, &job.message).await;
+                done.complete(Completion {
+                    job: job.id,
+                    outcome,
+                    started_at,
+                    finished_at: Utc::now(),
+                });
+            });
+        }
+    }
+}
+
+async fn run_one(registry: &Registry, message: &StepMessage) -> Outcome {
+    let Some(handler) = registry.get(&message.handler) else {
+        return unknown_handler(&message.handler);
+    };
+    let timeout = std::time::Duration::from_millis(message.timeout_ms);
+    let call = AssertUnwindSafe(handler.call(StepContext::from(message))).catch_unwind();
+    match tokio::time::timeout(timeout, call).await {
+        Err(_) => timed_out(message.timeout_ms),
+        Ok(Err(panic)) => Outcome::Failure {
+            error: StepError::new("panic", panic_message(panic.as_ref())),
+            retryable: true,
+        },
+        Ok(Ok(Ok(result))) => Outcome::Success { result },
+        Ok(Ok(Err(HandlerError::Retryable(error)))) => Outcome::Failure {
+            error,
+            retryable: true,
+        },
+        Ok(Ok(Err(HandlerError::Permanent(error)))) => Outcome::Failure {
+            error,
+            retryable: false,
+        },
+    }
+}
+
+/// The outcome for a step whose handler no host knows: permanent, so the task fails with a
+/// clear error instead of retrying a step that can never run here.
+pub fn unknown_handler(name: &str) -> Outcome {
+    Outcome::Failure {
+        error: StepError::new(
+            "unknown_handler",
+            format!("no handler named {name:?} is registered in this worker"),
+        ),
+        retryable: false,
+    }
+}
+
+/// The outcome for an attempt that outlived its timeout (retryable).
+pub fn timed_out(timeout_ms: u64) -> Outcome {
+    Outcome::Failure {
+        error: StepError::new(
+            "timeout",
+            format!("handler did not finish within {timeout_ms} ms"),
+        ),
+        retryable: true,
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        format!("handler panicked: {s}")
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        format!("handler panicked: {s}")
+    } else {
+        "handler panicked".to_owned()
+    }
+}

@@ -1,0 +1,13 @@
+//! The worker core shared by every handler language. It owns all I/O — consuming step
+//! messages, publishing results with confirms, acknowledging, health — and hands steps to a
+//! [`HandlerHost`]: native Rust handlers ([`RustHost`]) or, through FFI bindings, handlers in
+//! Ruby, Python or TypeScript, in batches.
+
+pub mod handler;
+pub mod health;
+pub mod host;
+pub mod worker;
+
+pub use handler::{Handler, HandlerError, Registry, StepContext};
+pub use host::{Completion, CompletionSink, HandlerHost, Job, RustHost};
+pub use worker::{Stats, Worker, WorkerOptions};

@@ -1,0 +1,293 @@
+//! The worker service: consumes its namespaces' step queues, hands steps to the host in
+//! batches, publishes results with publisher confirms (a batch per confirm round), then acks
+//! the step messages. A step message is acknowledged only after its result is confirmed, so a
+//! worker that dies mid-step has its steps redelivered by the broker.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use chrono::Utc;
+use futures_util::{FutureExt, StreamExt};
+use serde::Serialize;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::time::{DelayQueue, delay_queue};
+
+use tasker_broker::{BasicAckOptions, BasicRejectOptions, Broker, Delivery, Outgoing, Publisher};
+use tasker_shared::{Config, Outcome, StepMessage, StepResult, topology};
+
+use crate::host::{Completion, CompletionSink, HandlerHost, Job, timed_out};
+
+/// Most step messages handed to the host in one batch, and results per confirm round.
+const BATCH_MAX: usize = 256;
+
+/// How a worker connects and what it consumes.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    pub amqp_url: String,
+    pub queue_prefix: String,
+    /// Namespaces whose step queues this worker consumes.
+    pub namespaces: Vec<String>,
+    pub prefetch: u16,
+    /// Reported with every result.
+    pub name: String,
+}
+
+impl WorkerOptions {
+    /// Options from configuration, for the given namespaces.
+    pub fn from_config(config: &Config, namespaces: Vec<String>) -> Self {
+        let name = config.worker.name.clone().unwrap_or_else(|| {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_owned())
+                .unwrap_or_else(|_| "worker".into());
+            format!("{host}-{}", std::process::id())
+        });
+        Self {
+            amqp_url: config.amqp_url.clone(),
+            queue_prefix: config.queue_prefix.clone(),
+            namespaces,
+            prefetch: config.worker.prefetch,
+            name,
+        }
+    }
+}
+
+/// Counters for health and tests.
+#[derive(Debug, Default, Serialize)]
+pub struct Stats {
+    pub connected: AtomicBool,
+    pub received: AtomicU64,
+    pub succeeded: AtomicU64,
+    pub failed: AtomicU64,
+    pub in_flight: AtomicU64,
+    pub malformed: AtomicU64,
+}
+
+/// A worker; `run` it until cancelled.
+#[derive(Clone)]
+pub struct Worker {
+    options: WorkerOptions,
+    host: Arc<dyn HandlerHost>,
+    stats: Arc<Stats>,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("options", &self.options)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Worker {
+    pub fn new(options: WorkerOptions, host: Arc<dyn HandlerHost>) -> Self {
+        Self {
+            options,
+            host,
+            stats: Arc::new(Stats::default()),
+        }
+    }
+
+    pub fn stats(&self) -> Arc<Stats> {
+        self.stats.clone()
+    }
+
+    pub fn options(&self) -> &WorkerOptions {
+        &self.options
+    }
+
+    /// Consumes until `cancel` fires, reconnecting after a lost broker connection.
+    pub async fn run(&self, cancel: CancellationToken) {
+        loop {
+            match self.session(&cancel).await {
+                Ok(()) => return,
+                Err(e) => tracing::warn!(error = %e, "broker session ended; reconnecting"),
+            }
+            self.stats.connected.store(false, Ordering::Relaxed);
+            self.stats.in_flight.store(0, Ordering::Relaxed);
+            // Deliberate backoff between reconnection attempts.
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                () = tokio::time::sleep(Duration::from_millis(500)) => {}
+            }
+        }
+    }
+
+    async fn session(&self, cancel: &CancellationToken) -> Result<(), tasker_broker::Error> {
+        let o = &self.options;
+        let broker = Broker::connect(
+            &o.amqp_url,
+            &o.queue_prefix,
+            &format!("tasker-worker-{}", o.name),
+        )
+        .await?;
+        let result = self.consume(&broker, cancel).await;
+        self.stats.connected.store(false, Ordering::Relaxed);
+        broker.close().await;
+        result
+    }
+
+    async fn consume(
+        &self,
+        broker: &Broker,
+        cancel: &CancellationToken,
+    ) -> Result<(), tasker_broker::Error> {
+        let o = &self.options;
+        broker.declare(&o.namespaces).await?;
+        let publisher = broker.publisher().await?;
+        let mut consumers = Vec::with_capacity(o.namespaces.len());
+        for ns in &o.namespaces {
+            let queue = topology::steps_queue(&o.queue_prefix, ns);
+            consumers.push(
+                broker
+                    .consume(&queue, &format!("{}-{ns}", o.name), o.prefetch)
+                    .await?,
+            );
+        }
+        let mut deliveries = futures_util::stream::select_all(consumers);
+        let (sink, mut completions) = CompletionSink::channel();
+        let (results_tx, results_rx) = mpsc::unbounded_channel();
+        let results_queue = topology::results_queue(&o.queue_prefix);
+        let mut publishing = tokio::spawn(publish_results(publisher, results_queue, results_rx));
+        let mut in_flight: HashMap<u64, InFlight> = HashMap::new();
+        let mut deadlines: DelayQueue<u64> = DelayQueue::new();
+        let mut next_job = 0u64;
+        self.stats.connected.store(true, Ordering::Relaxed);
+        tracing::info!(namespaces = ?o.namespaces, "worker consuming");
+        loop {
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Ok(()),
+                ended = &mut publishing => {
+                    return match ended {
+                        Ok(Err(e)) => Err(e),
+                        _ => Err(tasker_broker::Error::Amqp(closed())),
+                    };
+                }
+                Some(c) = completions.recv() => {
+                    self.finish(c, &mut in_flight, &mut deadlines, &results_tx);
+                    while let Ok(c) = completions.try_recv() {
+                        self.finish(c, &mut in_flight, &mut deadlines, &results_tx);
+                    }
+                }
+                Some(expired) = deadlines.next() => {
+                    let job = expired.into_inner();
+                    if let Some(f) = in_flight.get(&job) {
+                        let outcome = timed_out(f.message.timeout_ms);
+                        let now = Utc::now();
+                        self.finish(Completion { job, outcome, started_at: now, finished_at: now },
+                                    &mut in_flight, &mut deadlines, &results_tx);
+                    }
+                }
+                d = deliveries.next() => {
+                    let Some(first) = d else {
+                        return Err(tasker_broker::Error::Amqp(closed()));
+                    };
+                    let mut batch = vec![first?];
+                    while batch.len() < BATCH_MAX {
+                        match deliveries.next().now_or_never() {
+                            Some(Some(d)) => batch.push(d?),
+                            _ => break,
+                        }
+                    }
+                    let mut jobs = Vec::with_capacity(batch.len());
+                    for delivery in batch {
+                        let message = match serde_json::from_slice::<StepMessage>(&delivery.data) {
+                            Ok(m) => m,
+                            Err(e) => {
+                                self.stats.malformed.fetch_add(1, Ordering::Relaxed);
+                                tracing::warn!(error = %e, "malformed step message; dead-lettering it");
+                                delivery.reject(BasicRejectOptions { requeue: false }).await?;
+                                continue;
+                            }
+                        };
+                        next_job += 1;
+                        tracing::debug!(step = %message.step_id, name = %message.step_name, attempt = message.attempt, "step received");
+                        // The core enforces the deadline for every host, a little after the
+                        // host's own timeout so a host that reports in time always wins.
+                        let key = deadlines.insert(next_job, Duration::from_millis(message.timeout_ms) + Duration::from_millis(250));
+                        jobs.push(Job { id: next_job, message: message.clone() });
+                        in_flight.insert(next_job, InFlight { delivery, message, deadline: key });
+                    }
+                    self.stats.received.fetch_add(jobs.len() as u64, Ordering::Relaxed);
+                    self.stats.in_flight.store(in_flight.len() as u64, Ordering::Relaxed);
+                    if !jobs.is_empty() {
+                        self.host.submit(jobs, &sink);
+                    }
+                }
+            }
+        }
+    }
+
+    fn finish(
+        &self,
+        c: Completion,
+        in_flight: &mut HashMap<u64, InFlight>,
+        deadlines: &mut DelayQueue<u64>,
+        results: &mpsc::UnboundedSender<(Delivery, StepResult)>,
+    ) {
+        let Some(f) = in_flight.remove(&c.job) else {
+            return;
+        };
+        deadlines.try_remove(&f.deadline);
+        match &c.outcome {
+            Outcome::Success { .. } => self.stats.succeeded.fetch_add(1, Ordering::Relaxed),
+            Outcome::Failure { .. } => self.stats.failed.fetch_add(1, Ordering::Relaxed),
+        };
+        self.stats
+            .in_flight
+            .store(in_flight.len() as u64, Ordering::Relaxed);
+        let result = StepResult {
+            task_id: f.message.task_id,
+            step_id: f.message.step_id,
+            attempt: f.message.attempt,
+            outcome: c.outcome,
+            started_at: c.started_at,
+            finished_at: c.finished_at,
+            worker: self.options.name.clone(),
+        };
+        let _ = results.send((f.delivery, result));
+    }
+}
+
+struct InFlight {
+    delivery: Delivery,
+    message: StepMessage,
+    deadline: delay_queue::Key,
+}
+
+fn closed() -> lapin::Error {
+    lapin::ErrorKind::InvalidConnectionState(lapin::ConnectionState::Closed).into()
+}
+
+/// Publishes results in batches (one confirm round each), then acks their step messages.
+async fn publish_results(
+    publisher: Publisher,
+    queue: String,
+    mut rx: mpsc::UnboundedReceiver<(Delivery, StepResult)>,
+) -> Result<(), tasker_broker::Error> {
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < BATCH_MAX {
+            match rx.try_recv() {
+                Ok(item) => batch.push(item),
+                Err(_) => break,
+            }
+        }
+        let out: Vec<Outgoing> = batch
+            .iter()
+            .map(|(_, r)| Outgoing {
+                queue: queue.clone(),
+                payload: serde_json::to_vec(r).expect("a StepResult always serializes"),
+            })
+            .collect();
+        publisher.publish_all(&out).await?;
+        for (delivery, _) in batch {
+            delivery.ack(BasicAckOptions::default()).await?;
+        }
+    }
+    Ok(())
+}

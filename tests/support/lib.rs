@@ -1,0 +1,300 @@
+//! Test support for Tasker's end-to-end tests and benchmarks: real PostgreSQL and RabbitMQ
+//! (started by `cargo-make/services.sh`), isolated per test by a fresh database and a queue
+//! prefix of its own; orchestrators and workers started in-process.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::Value;
+use sqlx::Connection;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use tasker_client::{Client, CreateTask, Task};
+use tasker_orchestration::events::Events;
+use tasker_orchestration::{Orchestrator, Shared};
+use tasker_shared::Config;
+use tasker_worker::{RustHost, Stats, Worker, WorkerOptions};
+
+/// Repository root (for fixtures).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Folder of the fixture templates of one language.
+pub fn templates(language: &str) -> PathBuf {
+    repo_root()
+        .join("tests/fixtures/task_templates")
+        .join(language)
+}
+
+fn base_config() -> anyhow::Result<Config> {
+    Config::load(None).context(
+        "loading configuration; run the tests through `cargo make test` (or export the URLs \
+         printed by `cargo-make/services.sh env`)",
+    )
+}
+
+/// One test's isolated world: a database of its own and a queue prefix of its own.
+#[derive(Debug)]
+pub struct TestEnv {
+    pub config: Config,
+    admin_url: String,
+    database: String,
+}
+
+impl TestEnv {
+    /// Creates a fresh database and prefix. Fails with a clear message if the services are
+    /// not running.
+    pub async fn new() -> anyhow::Result<TestEnv> {
+        let mut config = base_config()?;
+        let id = Uuid::now_v7().simple().to_string();
+        let short = &id[id.len() - 12..];
+        let database = format!("tasker_test_{short}");
+        let admin_url = config.database_url.clone();
+        let mut admin = sqlx::PgConnection::connect(&admin_url)
+            .await
+            .with_context(|| {
+                format!(
+                    "connecting to PostgreSQL at {admin_url}; start it with `cargo make services-start`"
+                )
+            })?;
+        sqlx::query(&format!("CREATE DATABASE {database}"))
+            .execute(&mut admin)
+            .await?;
+        admin.close().await?;
+        config.database_url = replace_db(&admin_url, &database);
+        config.queue_prefix = format!("test_{short}");
+        config.orchestrator.templates = vec![templates("rust")];
+        config.orchestrator.sweep_interval_ms = 200;
+        config.orchestrator.db_max_connections = 8;
+        config.worker.health_port = 0;
+        Ok(TestEnv {
+            config,
+            admin_url,
+            database,
+        })
+    }
+
+    /// Starts an orchestrator on a free port.
+    pub async fn orchestrator(&self) -> anyhow::Result<RunningOrchestrator> {
+        RunningOrchestrator::start(self.config.clone()).await
+    }
+
+    /// Starts an in-process Rust worker for the fixture namespaces.
+    pub fn rust_worker(&self) -> RunningWorker {
+        let registry = tasker_worker_rust::registry();
+        let host = Arc::new(RustHost::new(registry, self.config.worker.concurrency));
+        RunningWorker::start(Worker::new(
+            WorkerOptions::from_config(&self.config, vec!["rust_examples".into()]),
+            host,
+        ))
+    }
+
+    /// Deletes this test's queues and database.
+    pub async fn cleanup(self) -> anyhow::Result<()> {
+        let broker = tasker_broker::Broker::connect(
+            &self.config.amqp_url,
+            &self.config.queue_prefix,
+            "test-cleanup",
+        )
+        .await?;
+        let channel = broker.channel().await?;
+        let p = &self.config.queue_prefix;
+        for q in [
+            tasker_shared::topology::results_queue(p),
+            tasker_shared::topology::dead_letter_queue(p),
+            tasker_shared::topology::steps_queue(p, "rust_examples"),
+        ] {
+            let _ = channel
+                .queue_delete(q.as_str().into(), Default::default())
+                .await;
+        }
+        broker.close().await;
+        let mut admin = sqlx::PgConnection::connect(&self.admin_url).await?;
+        sqlx::query(&format!(
+            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+            self.database
+        ))
+        .execute(&mut admin)
+        .await?;
+        Ok(())
+    }
+}
+
+fn replace_db(url: &str, db: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let base = match base.rfind('/') {
+        Some(i) if i > "postgres://".len() => &base[..i],
+        _ => base,
+    };
+    match query {
+        Some(q) => format!("{base}/{db}?{q}"),
+        None => format!("{base}/{db}"),
+    }
+}
+
+/// An orchestrator running in this process.
+#[derive(Debug)]
+pub struct RunningOrchestrator {
+    pub addr: SocketAddr,
+    pub client: Client,
+    pub shared: Shared,
+    cancel: CancellationToken,
+    handle: JoinHandle<()>,
+}
+
+impl RunningOrchestrator {
+    pub async fn start(config: Config) -> anyhow::Result<RunningOrchestrator> {
+        let orchestrator = Orchestrator::start(config).await?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let shared = orchestrator.shared().clone();
+        let cancel = CancellationToken::new();
+        let token = cancel.clone();
+        let handle = tokio::spawn(async move {
+            if let Err(e) = orchestrator.run(listener, token).await {
+                eprintln!("orchestrator stopped with an error: {e}");
+            }
+        });
+        let client = Client::new(&format!("http://{addr}"));
+        let mut up = shared.broker_watch();
+        tokio::time::timeout(Duration::from_secs(20), up.wait_for(|up| *up))
+            .await
+            .context("orchestrator not connected to the broker after 20 s")??;
+        Ok(RunningOrchestrator {
+            addr,
+            client,
+            shared,
+            cancel,
+            handle,
+        })
+    }
+
+    pub fn events(&self) -> &Events {
+        &self.shared.events
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Creates a task and waits (through the completion notification) for it to finish.
+    pub async fn run_task(
+        &self,
+        namespace: &str,
+        name: &str,
+        context: Value,
+    ) -> anyhow::Result<Task> {
+        let task = self
+            .client
+            .create_task(&CreateTask::new(namespace, name).context(context))
+            .await?;
+        self.wait(task.id).await
+    }
+
+    /// Waits for a task to become terminal (at most 30 s).
+    pub async fn wait(&self, id: Uuid) -> anyhow::Result<Task> {
+        let task = self.client.task(id, Some(Duration::from_secs(30))).await?;
+        anyhow::ensure!(task.is_terminal(), "task {id} still running after 30 s");
+        Ok(task)
+    }
+
+    /// Stops it and waits until it has.
+    pub async fn stop(self) {
+        self.cancel.cancel();
+        let _ = self.handle.await;
+    }
+}
+
+/// A worker running in this process.
+#[derive(Debug)]
+pub struct RunningWorker {
+    pub stats: Arc<Stats>,
+    cancel: CancellationToken,
+    handle: JoinHandle<()>,
+}
+
+impl RunningWorker {
+    pub fn start(worker: Worker) -> RunningWorker {
+        let cancel = CancellationToken::new();
+        let stats = worker.stats();
+        let token = cancel.clone();
+        let handle = tokio::spawn(async move { worker.run(token).await });
+        RunningWorker {
+            stats,
+            cancel,
+            handle,
+        }
+    }
+
+    pub async fn stop(self) {
+        self.cancel.cancel();
+        let _ = self.handle.await;
+    }
+}
+
+/// The path of a binary built from this workspace (`cargo build --workspace --bins` first).
+pub fn workspace_binary(name: &str) -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    // target/<profile>/deps/<test binary>
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .context("unexpected test binary location")?;
+    let path = dir.join(name);
+    anyhow::ensure!(
+        path.exists(),
+        "{} is missing: run `cargo build --workspace --bins` first (cargo make test does)",
+        path.display()
+    );
+    Ok(path)
+}
+
+/// A test's orchestrator and Rust worker on an isolated environment.
+#[derive(Debug)]
+pub struct Cluster {
+    pub env: TestEnv,
+    pub orchestrator: RunningOrchestrator,
+    pub worker: RunningWorker,
+}
+
+impl Cluster {
+    pub async fn start() -> anyhow::Result<Cluster> {
+        let env = TestEnv::new().await?;
+        let orchestrator = env.orchestrator().await?;
+        let worker = env.rust_worker();
+        Ok(Cluster {
+            env,
+            orchestrator,
+            worker,
+        })
+    }
+
+    /// Stops everything and deletes the test's database and queues.
+    pub async fn shutdown(self) -> anyhow::Result<()> {
+        self.worker.stop().await;
+        self.orchestrator.stop().await;
+        self.env.cleanup().await
+    }
+}
+
+/// A task's steps by name.
+pub async fn steps_by_name(
+    client: &Client,
+    id: Uuid,
+) -> anyhow::Result<std::collections::BTreeMap<String, tasker_client::Step>> {
+    Ok(client
+        .steps(id)
+        .await?
+        .into_iter()
+        .map(|s| (s.name.clone(), s))
+        .collect())
+}
