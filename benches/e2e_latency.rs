@@ -80,7 +80,11 @@ impl Stack {
             .json(&json!({"namespace": "rust_examples", "name": name, "context": context}))
             .send()
             .await?;
-        anyhow::ensure!(resp.status().is_success(), "create failed: {}", resp.status());
+        anyhow::ensure!(
+            resp.status().is_success(),
+            "create failed: {}",
+            resp.status()
+        );
         let task: Value = resp.json().await?;
         let id: Uuid = task["id"].as_str().unwrap_or_default().parse()?;
         let state = wait_finished(&mut events, id).await?;
@@ -90,13 +94,16 @@ impl Stack {
     }
 }
 
-async fn wait_finished(events: &mut broadcast::Receiver<Event>, id: Uuid) -> anyhow::Result<String> {
+async fn wait_finished(
+    events: &mut broadcast::Receiver<Event>,
+    id: Uuid,
+) -> anyhow::Result<String> {
     let wait = async {
         loop {
-            if let Event::TaskFinished { task_id, state } = events.recv().await? {
-                if task_id == id {
-                    return anyhow::Ok(state.to_string());
-                }
+            if let Event::TaskFinished { task_id, state } = events.recv().await?
+                && task_id == id
+            {
+                return anyhow::Ok(state.to_string());
             }
         }
     };
@@ -119,15 +126,19 @@ struct Floor {
 impl Floor {
     async fn start(env: &TestEnv) -> anyhow::Result<Floor> {
         let pool = PgPool::connect(&env.config.database_url).await?;
-        sqlx::query("CREATE TABLE IF NOT EXISTS bench_floor (id int PRIMARY KEY, n bigint NOT NULL)")
-            .execute(&pool)
-            .await?;
+        sqlx::query(
+            "CREATE TABLE IF NOT EXISTS bench_floor (id int PRIMARY KEY, n bigint NOT NULL)",
+        )
+        .execute(&pool)
+        .await?;
         sqlx::query("INSERT INTO bench_floor VALUES (1, 0) ON CONFLICT DO NOTHING")
             .execute(&pool)
             .await?;
         let p = format!("{}.floor", env.config.queue_prefix);
         let broker = Broker::connect(&env.config.amqp_url, &p, "bench-floor").await?;
-        broker.declare(&["out".to_owned(), "back".to_owned()]).await?;
+        broker
+            .declare(&["out".to_owned(), "back".to_owned()])
+            .await?;
         let out_queue = tasker_shared::topology::steps_queue(&p, "out");
         let back_queue = tasker_shared::topology::steps_queue(&p, "back");
         Ok(Floor {
@@ -168,7 +179,10 @@ async fn hop(p: &Publisher, queue: &str, rx: &mut lapin::Consumer) -> anyhow::Re
         payload: br#"{"step":"floor"}"#.to_vec(),
     }])
     .await?;
-    let d = rx.next().await.ok_or_else(|| anyhow::anyhow!("consumer closed"))??;
+    let d = rx
+        .next()
+        .await
+        .ok_or_else(|| anyhow::anyhow!("consumer closed"))??;
     d.ack(BasicAckOptions::default()).await?;
     Ok(())
 }
@@ -261,7 +275,11 @@ fn main() -> anyhow::Result<()> {
             p95,
             p95 / p50,
             p50 / floor_p50,
-            if v.len() < MIN_SAMPLES { "  (fewer samples than 200)" } else { "" }
+            if v.len() < MIN_SAMPLES {
+                "  (fewer samples than 200)"
+            } else {
+                ""
+            }
         );
         summary.insert(
             name,
