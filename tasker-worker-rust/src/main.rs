@@ -106,6 +106,11 @@ async fn main() -> anyhow::Result<()> {
     .await
     .with_context(|| format!("binding the health port {}", config.worker.health_port))?;
     tracing::info!(health = %addr, ?namespaces, "tasker-worker-rust started");
+    // One line on stdout that scripts and the conformance suite wait for.
+    println!(
+        "tasker worker ready: language=rust health={addr} namespaces={}",
+        namespaces.join(",")
+    );
     let on_signal = cancel.clone();
     tokio::spawn(async move {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

@@ -3,11 +3,15 @@
 //! [`HandlerHost`]: native Rust handlers ([`RustHost`]) or, through FFI bindings, handlers in
 //! Ruby, Python or TypeScript, in batches.
 
+pub mod batch_host;
+pub mod embedded;
 pub mod handler;
 pub mod health;
 pub mod host;
 pub mod worker;
 
+pub use batch_host::{BatchHost, JobView, OutcomeView};
+pub use embedded::{EmbeddedOptions, EmbeddedWorker};
 pub use handler::{Handler, HandlerError, Registry, StepContext};
 pub use host::{Completion, CompletionSink, HandlerHost, Job, RustHost};
 pub use worker::{Stats, Worker, WorkerOptions};

@@ -1,0 +1,284 @@
+//! The handler host for FFI bindings (Ruby, Python, TypeScript). Steps wait in a queue; the
+//! language side takes them in batches with a blocking [`BatchHost::next_batch`] (called with
+//! the GIL/GVL released) or the async [`BatchHost::next_batch_async`] (Node), runs its
+//! handlers, and returns outcomes with [`BatchHost::complete`]. All I/O stays in the core.
+
+use std::collections::VecDeque;
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use tasker_shared::Outcome;
+
+use crate::host::{Completion, CompletionSink, HandlerHost, Job};
+
+/// A job as the language side sees it (serialized to JSON across the boundary).
+#[derive(Debug, Clone, Serialize)]
+pub struct JobView {
+    /// Echo it back in the outcome.
+    pub id: u64,
+    pub task_id: Uuid,
+    pub step_id: Uuid,
+    pub namespace: String,
+    pub task_name: String,
+    pub step_name: String,
+    pub handler: String,
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub context: Value,
+    pub parent_results: Map<String, Value>,
+    pub timeout_ms: u64,
+}
+
+/// An outcome reported by the language side:
+/// `{"id": 7, "status": "success", "result": …}` or
+/// `{"id": 7, "status": "failure", "retryable": true, "error": {"kind", "message", "backtrace"}}`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct OutcomeView {
+    pub id: u64,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    #[serde(default)]
+    pub started_at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+/// Errors of the batch interface.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("invalid outcome JSON: {0}")]
+    InvalidOutcome(#[from] serde_json::Error),
+    #[error("the worker is stopped")]
+    Stopped,
+}
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<(Job, DateTime<Utc>)>,
+    sink: Option<CompletionSink>,
+    /// Start times of handed-out jobs, reported if the language side sends none.
+    started: std::collections::HashMap<u64, DateTime<Utc>>,
+    stopped: bool,
+}
+
+/// Queue-backed host; cheap to share behind an `Arc`.
+#[derive(Default)]
+pub struct BatchHost {
+    state: Mutex<State>,
+    ready: Condvar,
+    ready_async: tokio::sync::Notify,
+}
+
+impl std::fmt::Debug for BatchHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchHost").finish_non_exhaustive()
+    }
+}
+
+impl HandlerHost for BatchHost {
+    fn submit(&self, jobs: Vec<Job>, done: &CompletionSink) {
+        let now = Utc::now();
+        let mut state = self.lock();
+        state.sink = Some(done.clone());
+        state.queue.extend(jobs.into_iter().map(|j| (j, now)));
+        drop(state);
+        self.ready.notify_all();
+        self.ready_async.notify_waiters();
+    }
+}
+
+impl BatchHost {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits up to `timeout` for at least one job and returns up to `max`. An empty batch
+    /// means the wait ran out (or the host stopped: see [`BatchHost::is_stopped`]).
+    pub fn next_batch(&self, max: usize, timeout: Duration) -> Vec<JobView> {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.lock();
+        while state.queue.is_empty() && !state.stopped {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Vec::new();
+            }
+            state = self
+                .ready
+                .wait_timeout(state, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        Self::take(&mut state, max)
+    }
+
+    /// Async form of [`BatchHost::next_batch`] for event-loop languages.
+    pub async fn next_batch_async(&self, max: usize, timeout: Duration) -> Vec<JobView> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = self.ready_async.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut state = self.lock();
+                if !state.queue.is_empty() || state.stopped {
+                    return Self::take(&mut state, max);
+                }
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return Vec::new();
+            }
+        }
+    }
+
+    fn take(state: &mut State, max: usize) -> Vec<JobView> {
+        let n = max.max(1).min(state.queue.len());
+        let now = Utc::now();
+        let mut out = Vec::with_capacity(n);
+        for (job, _) in state.queue.drain(..n) {
+            state.started.insert(job.id, now);
+            let m = job.message;
+            out.push(JobView {
+                id: job.id,
+                task_id: m.task_id,
+                step_id: m.step_id,
+                namespace: m.namespace,
+                task_name: m.task_name,
+                step_name: m.step_name,
+                handler: m.handler,
+                attempt: m.attempt,
+                max_attempts: m.max_attempts,
+                context: m.context,
+                parent_results: m.parent_results,
+                timeout_ms: m.timeout_ms,
+            });
+        }
+        out
+    }
+
+    /// Reports outcomes. Unknown or late job ids are ignored by the core.
+    pub fn complete(&self, outcomes: Vec<OutcomeView>) -> Result<(), Error> {
+        let now = Utc::now();
+        let mut state = self.lock();
+        let sink = state.sink.clone().ok_or(Error::Stopped)?;
+        for o in outcomes {
+            let started = state.started.remove(&o.id).unwrap_or(now);
+            sink.complete(Completion {
+                job: o.id,
+                outcome: o.outcome,
+                started_at: o.started_at.unwrap_or(started),
+                finished_at: o.finished_at.unwrap_or(now),
+            });
+        }
+        Ok(())
+    }
+
+    /// [`BatchHost::complete`] from a JSON array of outcomes.
+    pub fn complete_json(&self, json: &str) -> Result<(), Error> {
+        self.complete(serde_json::from_str(json)?)
+    }
+
+    /// Wakes every waiter; later waits return at once with an empty batch.
+    pub fn stop(&self) {
+        self.lock().stopped = true;
+        self.ready.notify_all();
+        self.ready_async.notify_waiters();
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.lock().stopped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::Arc;
+    use tasker_shared::StepMessage;
+
+    fn job(id: u64) -> Job {
+        Job {
+            id,
+            message: StepMessage {
+                task_id: Uuid::nil(),
+                step_id: Uuid::nil(),
+                namespace: "ns".into(),
+                task_name: "t".into(),
+                step_name: format!("s{id}"),
+                handler: "h".into(),
+                attempt: 1,
+                max_attempts: 1,
+                context: json!({"value": id}),
+                parent_results: Map::new(),
+                dispatched_at: Utc::now(),
+                timeout_ms: 1000,
+            },
+        }
+    }
+
+    #[test]
+    fn blocking_wait_wakes_on_submit_and_respects_max() {
+        let host = Arc::new(BatchHost::new());
+        let (sink, mut rx) = CompletionSink::channel();
+        let waiter = {
+            let host = host.clone();
+            std::thread::spawn(move || host.next_batch(2, Duration::from_secs(10)))
+        };
+        host.submit(vec![job(1), job(2), job(3)], &sink);
+        let batch = waiter.join().unwrap();
+        assert_eq!(batch.iter().map(|j| j.id).collect::<Vec<_>>(), vec![1, 2]);
+        let rest = host.next_batch(10, Duration::from_secs(1));
+        assert_eq!(rest.len(), 1);
+        host.complete_json(r#"[{"id": 3, "status": "success", "result": {"ok": true}}]"#)
+            .unwrap();
+        let c = rx.try_recv().unwrap();
+        assert_eq!(c.job, 3);
+        assert_eq!(c.outcome, Outcome::Success { result: json!({"ok": true}) });
+    }
+
+    #[test]
+    fn empty_wait_times_out_and_bad_outcomes_are_rejected() {
+        let host = BatchHost::new();
+        assert!(host.next_batch(4, Duration::from_millis(20)).is_empty());
+        let (sink, _rx) = CompletionSink::channel();
+        host.submit(vec![], &sink);
+        assert!(host.complete_json(r#"[{"id": 1, "status": "maybe"}]"#).is_err());
+        assert!(host.complete_json("not json").is_err());
+    }
+
+    #[test]
+    fn stop_releases_waiters() {
+        let host = Arc::new(BatchHost::new());
+        let waiter = {
+            let host = host.clone();
+            std::thread::spawn(move || host.next_batch(1, Duration::from_secs(30)))
+        };
+        host.stop();
+        assert!(waiter.join().unwrap().is_empty());
+        assert!(host.is_stopped());
+    }
+
+    #[tokio::test]
+    async fn async_wait_wakes_on_submit() {
+        let host = Arc::new(BatchHost::new());
+        let (sink, _rx) = CompletionSink::channel();
+        let waiter = {
+            let host = host.clone();
+            tokio::spawn(async move { host.next_batch_async(8, Duration::from_secs(10)).await })
+        };
+        tokio::task::yield_now().await;
+        host.submit(vec![job(5)], &sink);
+        let batch = waiter.await.unwrap();
+        assert_eq!(batch[0].id, 5);
+        assert_eq!(batch[0].context, json!({"value": 5}));
+    }
+}

@@ -1,0 +1,166 @@
+//! A worker embedded in another language's process. The core (AMQP, acks, result publishing,
+//! health) runs on a small tokio runtime of its own; the language's threads only take batches of
+//! steps from the [`BatchHost`] and complete them. Bindings wrap this type and nothing more.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use figment::providers::Serialized;
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use tasker_shared::Config;
+
+use crate::batch_host::{BatchHost, JobView};
+use crate::worker::{Worker, WorkerOptions};
+
+/// What the language side passes when starting a worker. `None` keeps the configured value
+/// (file, `TASKER_*` environment, defaults).
+#[derive(Debug, Clone, Default)]
+pub struct EmbeddedOptions {
+    /// Folder of the templates whose namespaces the worker consumes.
+    pub templates: PathBuf,
+    pub config_file: Option<PathBuf>,
+    pub health_port: Option<u16>,
+    pub concurrency: Option<usize>,
+    /// `ruby`, `python`, `typescript`: shown by `/health`.
+    pub language: &'static str,
+}
+
+/// Why an embedded worker could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Config(#[from] tasker_shared::config::Error),
+    #[error("template {0}")]
+    Template(#[from] tasker_shared::template::Error),
+    #[error("no templates found in {0}")]
+    NoTemplates(String),
+    #[error("starting the worker runtime: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+#[derive(Serialize)]
+struct Overrides {
+    worker: WorkerOverrides,
+}
+
+#[derive(Serialize)]
+struct WorkerOverrides {
+    templates: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    health_port: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    concurrency: Option<usize>,
+}
+
+/// A running embedded worker.
+#[derive(Debug)]
+pub struct EmbeddedWorker {
+    runtime: Option<tokio::runtime::Runtime>,
+    host: Arc<BatchHost>,
+    cancel: CancellationToken,
+    health: SocketAddr,
+    namespaces: Vec<String>,
+    concurrency: usize,
+}
+
+impl EmbeddedWorker {
+    /// Loads configuration and templates, connects in the background and serves `/health`.
+    pub fn start(options: EmbeddedOptions) -> Result<EmbeddedWorker, Error> {
+        let figment = Config::figment(options.config_file.as_deref()).merge(
+            Serialized::defaults(Overrides {
+                worker: WorkerOverrides {
+                    templates: options.templates.clone(),
+                    health_port: options.health_port,
+                    concurrency: options.concurrency,
+                },
+            }),
+        );
+        let config = Config::extract(&figment)?;
+        let templates = tasker_shared::template::load_dir(&options.templates)?;
+        let namespaces: Vec<String> = templates
+            .iter()
+            .map(|t| t.template.namespace.clone())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if namespaces.is_empty() {
+            return Err(Error::NoTemplates(options.templates.display().to_string()));
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("tasker-worker-core")
+            .enable_all()
+            .build()?;
+        let host = Arc::new(BatchHost::new());
+        let worker = Worker::new(
+            WorkerOptions::from_config(&config, namespaces.clone()),
+            host.clone(),
+        );
+        let cancel = CancellationToken::new();
+        let health = runtime.block_on(crate::health::serve(
+            config.worker.health_port,
+            worker.stats(),
+            namespaces.clone(),
+            options.language,
+            cancel.clone(),
+        ))?;
+        let token = cancel.clone();
+        runtime.spawn(async move { worker.run(token).await });
+        Ok(EmbeddedWorker {
+            runtime: Some(runtime),
+            host,
+            cancel,
+            health,
+            namespaces,
+            concurrency: config.worker.concurrency,
+        })
+    }
+
+    /// Blocks up to `timeout` for steps; call it with the GIL/GVL released.
+    pub fn next_batch(&self, max: usize, timeout: Duration) -> Vec<JobView> {
+        self.host.next_batch(max, timeout)
+    }
+
+    /// The host, for bindings that wait asynchronously ([`BatchHost::next_batch_async`]).
+    pub fn host(&self) -> Arc<BatchHost> {
+        self.host.clone()
+    }
+
+    /// Reports outcomes as a JSON array (see [`crate::batch_host::OutcomeView`]).
+    pub fn complete_json(&self, json: &str) -> Result<(), crate::batch_host::Error> {
+        self.host.complete_json(json)
+    }
+
+    pub fn health_addr(&self) -> SocketAddr {
+        self.health
+    }
+
+    pub fn namespaces(&self) -> &[String] {
+        &self.namespaces
+    }
+
+    /// Steps the language side should run at once.
+    pub fn concurrency(&self) -> usize {
+        self.concurrency
+    }
+
+    /// Stops consuming and releases waiters. Unacknowledged steps return to their queues.
+    pub fn stop(&mut self) {
+        self.cancel.cancel();
+        self.host.stop();
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_timeout(Duration::from_secs(5));
+        }
+    }
+}
+
+impl Drop for EmbeddedWorker {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,198 @@
+//! The conformance suite: the scenarios of `tests/conformance/scenarios.yaml` against the worker
+//! of each language, started as its own process the way a user starts it. Every language must
+//! give the same results, final states and attempts.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::Deserialize;
+use serde_json::Value;
+use tasker::{TestEnv, repo_root, steps_by_name, workspace_binary};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Scenario {
+    name: String,
+    template: String,
+    context: Value,
+    state: String,
+    #[serde(default)]
+    result: Option<Value>,
+    #[serde(default)]
+    steps: BTreeMap<String, StepExpectation>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StepExpectation {
+    state: String,
+    #[serde(default)]
+    attempt: Option<i32>,
+    #[serde(default)]
+    error_kind: Option<String>,
+    #[serde(default)]
+    error_message: Option<String>,
+}
+
+fn scenarios() -> anyhow::Result<Vec<Scenario>> {
+    let path = repo_root().join("tests/conformance/scenarios.yaml");
+    let src = std::fs::read_to_string(&path)?;
+    Ok(serde_norway::from_str(&src).with_context(|| format!("parsing {}", path.display()))?)
+}
+
+/// How to start a language's worker: its conformance entry point with the fixture handlers.
+fn worker_command(language: &str) -> anyhow::Result<Command> {
+    let templates = tasker::templates(language);
+    let mut cmd = if language == "rust" {
+        Command::new(workspace_binary("tasker-worker-rust")?)
+    } else {
+        let entry: PathBuf = repo_root()
+            .join("workers")
+            .join(language)
+            .join("conformance-worker");
+        anyhow::ensure!(
+            entry.exists(),
+            "{} is missing: build the {language} binding first (cargo make test does)",
+            entry.display()
+        );
+        Command::new(entry)
+    };
+    cmd.arg("--templates")
+        .arg(templates)
+        .arg("--health-port")
+        .arg("0");
+    Ok(cmd)
+}
+
+/// Starts the worker and waits for its ready line on stdout.
+async fn start_worker(env: &TestEnv, language: &str) -> anyhow::Result<Child> {
+    let cfg = &env.config;
+    let mut child = worker_command(language)?
+        .env("DATABASE_URL", &cfg.database_url)
+        .env("AMQP_URL", &cfg.amqp_url)
+        .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("starting the {language} worker"))?;
+    let mut lines = BufReader::new(child.stdout.take().context("worker stdout")?).lines();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await? {
+            if line.contains("tasker worker ready") {
+                return anyhow::Ok(());
+            }
+        }
+        anyhow::bail!("the {language} worker exited before it was ready")
+    })
+    .await
+    .with_context(|| format!("the {language} worker was not ready within 60 s"))??;
+    // Keep draining its stdout so it never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok(child)
+}
+
+async fn conformance(language: &str) -> anyhow::Result<()> {
+    let mut env = TestEnv::new().await?;
+    env.config.orchestrator.templates = vec![tasker::templates(language)];
+    let orchestrator = env.orchestrator().await?;
+    let mut worker = start_worker(&env, language).await?;
+    let namespace = format!("{language}_examples");
+    let mut runs = Vec::new();
+    for s in scenarios()? {
+        let client = orchestrator.client.clone();
+        let namespace = namespace.clone();
+        runs.push(tokio::spawn(async move {
+            let task = client
+                .create_task(
+                    &tasker_client::CreateTask::new(&namespace, &s.template)
+                        .context(s.context.clone()),
+                )
+                .await?;
+            let task = client.task(task.id, Some(Duration::from_secs(60))).await?;
+            anyhow::Ok((s, task))
+        }));
+    }
+    let mut failures = Vec::new();
+    for run in runs {
+        let (s, task) = run.await??;
+        let steps = steps_by_name(&orchestrator.client, task.id).await?;
+        let mut problems = Vec::new();
+        if task.state != s.state {
+            problems.push(format!("state {} (want {}); error {:?}", task.state, s.state, task.error));
+        }
+        if let Some(want) = &s.result
+            && task.result.as_ref() != Some(want)
+        {
+            problems.push(format!("result {:?} (want {want})", task.result));
+        }
+        for (name, want) in &s.steps {
+            let Some(got) = steps.get(name) else {
+                problems.push(format!("no step {name}"));
+                continue;
+            };
+            if got.state != want.state {
+                problems.push(format!("step {name}: state {} (want {})", got.state, want.state));
+            }
+            if let Some(a) = want.attempt
+                && got.attempt != a
+            {
+                problems.push(format!("step {name}: attempt {} (want {a})", got.attempt));
+            }
+            let error = got.error.clone().unwrap_or(Value::Null);
+            if let Some(kind) = &want.error_kind
+                && error["kind"] != kind.as_str()
+            {
+                problems.push(format!("step {name}: error {error} (want kind {kind})"));
+            }
+            if let Some(msg) = &want.error_message
+                && !error["message"].as_str().unwrap_or_default().contains(msg.as_str())
+            {
+                problems.push(format!("step {name}: error {error} (want message {msg:?})"));
+            }
+        }
+        if !problems.is_empty() {
+            failures.push(format!("{language}/{}: {}", s.name, problems.join("; ")));
+        }
+    }
+    worker.kill().await?;
+    orchestrator.stop().await;
+    env.cleanup().await?;
+    anyhow::ensure!(failures.is_empty(), "conformance failures:\n{}", failures.join("\n"));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_worker_conforms() -> anyhow::Result<()> {
+    conformance("rust").await
+}
+
+#[test]
+fn every_language_has_the_same_templates() -> anyhow::Result<()> {
+    let root = repo_root().join("tests/fixtures/task_templates");
+    let rust: Vec<_> = std::fs::read_dir(root.join("rust"))?
+        .map(|e| e.map(|e| e.file_name()))
+        .collect::<Result<_, _>>()?;
+    for language in ["ruby", "python", "typescript"] {
+        for file in &rust {
+            let canonical = std::fs::read_to_string(root.join("rust").join(file))?;
+            let theirs = std::fs::read_to_string(root.join(language).join(file))
+                .with_context(|| format!("{language} lacks {file:?}"))?;
+            assert_eq!(
+                theirs,
+                canonical.replace(
+                    "namespace: rust_examples",
+                    &format!("namespace: {language}_examples")
+                ),
+                "{language}/{file:?} differs from rust/{file:?} beyond its namespace"
+            );
+        }
+    }
+    Ok(())
+}
