@@ -42,7 +42,7 @@ struct StepExpectation {
 fn scenarios() -> anyhow::Result<Vec<Scenario>> {
     let path = repo_root().join("tests/conformance/scenarios.yaml");
     let src = std::fs::read_to_string(&path)?;
-    Ok(serde_norway::from_str(&src).with_context(|| format!("parsing {}", path.display()))?)
+    serde_norway::from_str(&src).with_context(|| format!("parsing {}", path.display()))
 }
 
 /// How to start a language's worker: its conformance entry point with the fixture handlers.
