@@ -193,7 +193,11 @@ fn every_language_has_the_same_templates() -> anyhow::Result<()> {
         .map(|e| e.map(|e| e.file_name()))
         .collect::<Result<_, _>>()?;
     for language in ["ruby", "python", "typescript"] {
-        for file in &rust {
+        // batch_numbers*: engine edge cases of batch processing, run on the Rust worker only.
+        for file in rust
+            .iter()
+            .filter(|f| !f.to_string_lossy().starts_with("batch_numbers"))
+        {
             let canonical = std::fs::read_to_string(root.join("rust").join(file))?;
             let theirs = std::fs::read_to_string(root.join(language).join(file))
                 .with_context(|| format!("{language} lacks {file:?}"))?;

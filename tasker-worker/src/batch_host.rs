@@ -31,6 +31,9 @@ pub struct JobView {
     pub max_attempts: u32,
     pub context: Value,
     pub parent_results: Map<String, Value>,
+    /// A batch worker's batch; absent for other steps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<Value>,
     pub timeout_ms: u64,
 }
 
@@ -158,6 +161,7 @@ impl BatchHost {
                 max_attempts: m.max_attempts,
                 context: m.context,
                 parent_results: m.parent_results,
+                input: m.input,
                 timeout_ms: m.timeout_ms,
             });
         }
@@ -221,6 +225,7 @@ mod tests {
                 parent_results: Map::new(),
                 dispatched_at: Utc::now(),
                 timeout_ms: 1000,
+                input: None,
             },
         }
     }
