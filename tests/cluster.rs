@@ -58,7 +58,10 @@ async fn two_orchestrators_complete_every_task_exactly_once() -> anyhow::Result<
     .fetch_all(pool)
     .await?;
     assert_eq!(per_task.len(), 60);
-    assert!(per_task.iter().all(|(n,)| *n == 1), "each task completes once");
+    assert!(
+        per_task.iter().all(|(n,)| *n == 1),
+        "each task completes once"
+    );
     let completions: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM transitions WHERE step_id IS NOT NULL AND to_state = 'completed'",
     )
@@ -67,7 +70,10 @@ async fn two_orchestrators_complete_every_task_exactly_once() -> anyhow::Result<
     assert_eq!(completions, 60 * 4, "each step completes exactly once");
     let (by_a, by_b) = (accepted(&mut events_a), accepted(&mut events_b));
     assert_eq!(by_a + by_b, 240);
-    assert!(by_a > 0 && by_b > 0, "both orchestrators applied results: {by_a} / {by_b}");
+    assert!(
+        by_a > 0 && by_b > 0,
+        "both orchestrators applied results: {by_a} / {by_b}"
+    );
     for w in workers {
         w.stop().await;
     }
