@@ -26,6 +26,14 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "cargo build --workspace --bins"
 cargo build --workspace --bins
 
+# Each FFI binding: install what it lacks, build it (release), run its own test suite. The
+# conformance suite in `cargo test` then runs every language's worker.
+for lang_test in workers/*/test.sh; do
+  [[ -x "$lang_test" ]] || continue
+  step "$lang_test"
+  "$lang_test"
+done
+
 step "cargo test --workspace $*"
 cargo test --workspace "$@"
 
