@@ -280,10 +280,10 @@ fn ms(d: Duration) -> f64 {
 /// Mean per-hop times (ms) of the steps of `tasks`, from their timestamps.
 async fn hops(pool: &PgPool, tasks: &[Uuid]) -> anyhow::Result<Value> {
     let row: (Option<f64>, Option<f64>, Option<f64>, Option<f64>) = sqlx::query_as(
-        "SELECT avg(extract(epoch FROM s.started_at - s.dispatched_at)) * 1000,
-                avg(extract(epoch FROM s.finished_at - s.started_at)) * 1000,
-                avg(extract(epoch FROM s.processed_at - s.finished_at)) * 1000,
-                (SELECT avg(extract(epoch FROM t.completed_at - t.created_at)) * 1000
+        "SELECT (avg(extract(epoch FROM s.started_at - s.dispatched_at)) * 1000)::float8,
+                (avg(extract(epoch FROM s.finished_at - s.started_at)) * 1000)::float8,
+                (avg(extract(epoch FROM s.processed_at - s.finished_at)) * 1000)::float8,
+                (SELECT (avg(extract(epoch FROM t.completed_at - t.created_at)) * 1000)::float8
                  FROM tasks t WHERE t.id = ANY($1))
          FROM steps s WHERE s.task_id = ANY($1) AND s.state = 'completed'",
     )

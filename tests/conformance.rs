@@ -41,7 +41,7 @@ struct StepExpectation {
 
 fn scenarios() -> anyhow::Result<Vec<Scenario>> {
     let path = repo_root().join("tests/conformance/scenarios.yaml");
-    let src = std::fs::read_to_string(&path)?;
+    let src = std::fs::read_to_string(&path)?.replace("{repo}", &repo_root().to_string_lossy());
     serde_norway::from_str(&src).with_context(|| format!("parsing {}", path.display()))
 }
 

@@ -25,6 +25,8 @@ class StepContext:
     context: Any
     parent_results: Mapping[str, Any]
     timeout_ms: int
+    #: A batch worker's batch (what its batchable parent returned for it); None otherwise.
+    input: Any = None
 
     @classmethod
     def from_job(cls, job: Mapping[str, Any]) -> StepContext:
@@ -41,4 +43,5 @@ class StepContext:
             context=job["context"],
             parent_results=job["parent_results"],
             timeout_ms=job["timeout_ms"],
+            input=job.get("input"),
         )
