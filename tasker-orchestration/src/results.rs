@@ -74,9 +74,19 @@ async fn process(
             }
         }
     };
-    shared.settle(applied, cancel).await;
-    if let Some(last) = good.last() {
-        last.ack(BasicAckOptions { multiple: true }).await?;
-    }
+    // Publishing the steps this batch made ready waits for broker confirms; meanwhile the next
+    // batch can already be applied. The results are acked once their consequences are
+    // published (if this process dies first, they are redelivered and ignored as duplicates,
+    // and the sweeper re-publishes the committed steps).
+    let shared = shared.clone();
+    let cancel = cancel.clone();
+    tokio::spawn(async move {
+        shared.settle(applied, &cancel).await;
+        for d in good {
+            if let Err(e) = d.ack(BasicAckOptions::default()).await {
+                tracing::debug!(error = %e, "ack failed (connection lost?); the result will be redelivered");
+            }
+        }
+    });
     Ok(())
 }
