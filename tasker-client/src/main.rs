@@ -10,6 +10,20 @@ use uuid::Uuid;
 
 use tasker_client::{Client, CreateTask, Step, Task, TaskQuery};
 
+/// `println!` that ends the process quietly when stdout is closed (`tasker list | head`)
+/// instead of panicking on the broken pipe.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout().lock(), $($arg)*) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                std::process::exit(0);
+            }
+            panic!("writing to stdout: {e}");
+        }
+    }};
+}
+
 /// Command-line client of a Tasker orchestrator.
 #[derive(Debug, Parser)]
 #[command(version)]
@@ -77,7 +91,7 @@ async fn main() -> ExitCode {
     match run(cli).await {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eout!("error: {e:#}");
             ExitCode::from(2)
         }
     }
@@ -133,14 +147,17 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 })
                 .await?;
             if cli.json {
-                println!("{}", serde_json::to_string_pretty(&page)?);
+                out!("{}", serde_json::to_string_pretty(&page)?);
             } else {
-                println!(
+                out!(
                     "{:<38} {:<10} {:<40} {:>10}",
-                    "ID", "STATE", "TEMPLATE", "MS"
+                    "ID",
+                    "STATE",
+                    "TEMPLATE",
+                    "MS"
                 );
                 for t in page.tasks {
-                    println!(
+                    out!(
                         "{:<38} {:<10} {:<40} {:>10}",
                         t.id,
                         t.state,
@@ -158,10 +175,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Templates => {
             let t = client.templates().await?;
             if cli.json {
-                println!("{}", serde_json::to_string_pretty(&t)?);
+                out!("{}", serde_json::to_string_pretty(&t)?);
             } else {
                 for t in t["templates"].as_array().into_iter().flatten() {
-                    println!(
+                    out!(
                         "{}/{}@{}  {}",
                         t["namespace"].as_str().unwrap_or_default(),
                         t["name"].as_str().unwrap_or_default(),
@@ -186,7 +203,7 @@ async fn finish(client: &Client, id: Uuid, secs: f64, json: bool) -> anyhow::Res
     Ok(match task.state.as_str() {
         "complete" => ExitCode::SUCCESS,
         "running" => {
-            eprintln!("task {id} is still running after {secs} s");
+            eout!("task {id} is still running after {secs} s");
             ExitCode::from(3)
         }
         _ => ExitCode::from(1),
@@ -195,38 +212,42 @@ async fn finish(client: &Client, id: Uuid, secs: f64, json: bool) -> anyhow::Res
 
 fn print_task(t: &Task, json: bool) -> anyhow::Result<()> {
     if json {
-        println!("{}", serde_json::to_string_pretty(t)?);
+        out!("{}", serde_json::to_string_pretty(t)?);
         return Ok(());
     }
-    println!("task     {}", t.id);
-    println!("template {}/{}@{}", t.namespace, t.name, t.version);
-    println!("state    {}", t.state);
+    out!("task     {}", t.id);
+    out!("template {}/{}@{}", t.namespace, t.name, t.version);
+    out!("state    {}", t.state);
     if let Some(d) = t.duration_ms {
-        println!("took     {d:.1} ms");
+        out!("took     {d:.1} ms");
     }
     if let Some(r) = &t.result {
-        println!("result   {r}");
+        out!("result   {r}");
     }
     if let Some(e) = &t.error {
-        println!("error    {e}");
+        out!("error    {e}");
     }
     Ok(())
 }
 
 fn print_steps(steps: &[Step], json: bool) -> anyhow::Result<()> {
     if json {
-        println!("{}", serde_json::to_string_pretty(steps)?);
+        out!("{}", serde_json::to_string_pretty(steps)?);
         return Ok(());
     }
-    println!(
+    out!(
         "  {:<18} {:<13} {:>7} {:>9} {:>9}  RESULT",
-        "STEP", "STATE", "ATTEMPT", "QUEUE ms", "RUN ms"
+        "STEP",
+        "STATE",
+        "ATTEMPT",
+        "QUEUE ms",
+        "RUN ms"
     );
     for s in steps {
         let queue = ms_between(s.dispatched_at, s.started_at);
         let run = ms_between(s.started_at, s.finished_at);
         let shown = s.result.as_ref().or(s.error.as_ref());
-        println!(
+        out!(
             "  {:<18} {:<13} {:>7} {:>9} {:>9}  {}",
             s.name,
             s.state,
