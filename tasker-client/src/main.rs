@@ -91,7 +91,7 @@ async fn main() -> ExitCode {
     match run(cli).await {
         Ok(code) => code,
         Err(e) => {
-            eout!("error: {e:#}");
+            eprintln!("error: {e:#}");
             ExitCode::from(2)
         }
     }
@@ -203,7 +203,7 @@ async fn finish(client: &Client, id: Uuid, secs: f64, json: bool) -> anyhow::Res
     Ok(match task.state.as_str() {
         "complete" => ExitCode::SUCCESS,
         "running" => {
-            eout!("task {id} is still running after {secs} s");
+            eprintln!("task {id} is still running after {secs} s");
             ExitCode::from(3)
         }
         _ => ExitCode::from(1),
