@@ -594,8 +594,16 @@ case "${1:-}" in
   env) cmd_env ;;
   # Only the Tasker processes (demo.sh restarts its orchestrator/worker this way); services stay up.
   stop-procs) take_lock && stop_tasker_processes ;;
+  # rabbitmqctl against our own broker, e.g. `rabbitmqctl stop_app` in the broker-restart test.
+  rabbitmqctl)
+    shift
+    [[ -z "$EXTERNAL_AMQP" ]] || die "AMQP_URL points at an external broker; rabbitmqctl only drives the local one"
+    # The node, not the AMQP port: after `stop_app` the port is closed but the node still runs.
+    pid_alive "$(rmq_pid || true)" || die "the local RabbitMQ node is not running; start it with: $0 start"
+    exec env "${RMQ_ENV[@]}" "$RMQ_BIN/rabbitmqctl" -q -n "$RMQ_NODE" "$@"
+    ;;
   *)
-    echo "usage: $0 start|stop|status|env|stop-procs" >&2
+    echo "usage: $0 start|stop|status|env|stop-procs|rabbitmqctl ARGS..." >&2
     exit 2
     ;;
 esac

@@ -42,7 +42,7 @@ struct StepExpectation {
 fn scenarios() -> anyhow::Result<Vec<Scenario>> {
     let path = repo_root().join("tests/conformance/scenarios.yaml");
     let src = std::fs::read_to_string(&path)?;
-    Ok(serde_norway::from_str(&src).with_context(|| format!("parsing {}", path.display()))?)
+    serde_norway::from_str(&src).with_context(|| format!("parsing {}", path.display()))
 }
 
 /// How to start a language's worker: its conformance entry point with the fixture handlers.
@@ -125,7 +125,10 @@ async fn conformance(language: &str) -> anyhow::Result<()> {
         let steps = steps_by_name(&orchestrator.client, task.id).await?;
         let mut problems = Vec::new();
         if task.state != s.state {
-            problems.push(format!("state {} (want {}); error {:?}", task.state, s.state, task.error));
+            problems.push(format!(
+                "state {} (want {}); error {:?}",
+                task.state, s.state, task.error
+            ));
         }
         if let Some(want) = &s.result
             && task.result.as_ref() != Some(want)
@@ -138,7 +141,10 @@ async fn conformance(language: &str) -> anyhow::Result<()> {
                 continue;
             };
             if got.state != want.state {
-                problems.push(format!("step {name}: state {} (want {})", got.state, want.state));
+                problems.push(format!(
+                    "step {name}: state {} (want {})",
+                    got.state, want.state
+                ));
             }
             if let Some(a) = want.attempt
                 && got.attempt != a
@@ -152,7 +158,10 @@ async fn conformance(language: &str) -> anyhow::Result<()> {
                 problems.push(format!("step {name}: error {error} (want kind {kind})"));
             }
             if let Some(msg) = &want.error_message
-                && !error["message"].as_str().unwrap_or_default().contains(msg.as_str())
+                && !error["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains(msg.as_str())
             {
                 problems.push(format!("step {name}: error {error} (want message {msg:?})"));
             }
@@ -164,7 +173,11 @@ async fn conformance(language: &str) -> anyhow::Result<()> {
     worker.kill().await?;
     orchestrator.stop().await;
     env.cleanup().await?;
-    anyhow::ensure!(failures.is_empty(), "conformance failures:\n{}", failures.join("\n"));
+    anyhow::ensure!(
+        failures.is_empty(),
+        "conformance failures:\n{}",
+        failures.join("\n")
+    );
     Ok(())
 }
 

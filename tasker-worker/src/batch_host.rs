@@ -242,7 +242,12 @@ mod tests {
             .unwrap();
         let c = rx.try_recv().unwrap();
         assert_eq!(c.job, 3);
-        assert_eq!(c.outcome, Outcome::Success { result: json!({"ok": true}) });
+        assert_eq!(
+            c.outcome,
+            Outcome::Success {
+                result: json!({"ok": true})
+            }
+        );
     }
 
     #[test]
@@ -251,7 +256,10 @@ mod tests {
         assert!(host.next_batch(4, Duration::from_millis(20)).is_empty());
         let (sink, _rx) = CompletionSink::channel();
         host.submit(vec![], &sink);
-        assert!(host.complete_json(r#"[{"id": 1, "status": "maybe"}]"#).is_err());
+        assert!(
+            host.complete_json(r#"[{"id": 1, "status": "maybe"}]"#)
+                .is_err()
+        );
         assert!(host.complete_json("not json").is_err());
     }
 

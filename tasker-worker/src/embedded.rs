@@ -71,15 +71,15 @@ pub struct EmbeddedWorker {
 impl EmbeddedWorker {
     /// Loads configuration and templates, connects in the background and serves `/health`.
     pub fn start(options: EmbeddedOptions) -> Result<EmbeddedWorker, Error> {
-        let figment = Config::figment(options.config_file.as_deref()).merge(
-            Serialized::defaults(Overrides {
+        let figment = Config::figment(options.config_file.as_deref()).merge(Serialized::defaults(
+            Overrides {
                 worker: WorkerOverrides {
                     templates: options.templates.clone(),
                     health_port: options.health_port,
                     concurrency: options.concurrency,
                 },
-            }),
-        );
+            },
+        ));
         let config = Config::extract(&figment)?;
         let templates = tasker_shared::template::load_dir(&options.templates)?;
         let namespaces: Vec<String> = templates
