@@ -18,8 +18,21 @@ step() { printf '\n==> %s   [%s, +%ds]\n' "$*" "$(date +%H:%M:%S)" $((SECONDS - 
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check
 
+# Language workers (workers/<language>/): build.sh installs what the machine lacks (the bindings'
+# build scripts need the language's headers, so before clippy) and builds the binding; test.sh
+# runs the language's own test suite. The conformance suite (cargo test) then starts the workers.
+for worker_build in workers/*/build.sh; do
+  step "$worker_build"
+  "$worker_build"
+done
+
 step "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
+
+for worker_tests in workers/*/test.sh; do
+  step "$worker_tests"
+  "$worker_tests"
+done
 
 # End-to-end tests start the orchestrator/worker binaries from target/debug, and cargo only builds
 # a package's own binaries for its tests: build them all first.

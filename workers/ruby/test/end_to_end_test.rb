@@ -84,7 +84,7 @@ class EndToEndTest < Minitest::Test
 
     def initialize
       @admin_url = ENV.fetch("DATABASE_URL") { raise "DATABASE_URL is not set: run workers/ruby/test.sh" }
-      bin = ENV.fetch("TASKER_ORCHESTRATOR_BIN", File.join(ROOT, "target/debug/tasker-orchestrator"))
+      bin = ENV.fetch("TASKER_ORCHESTRATOR_BIN", File.join(TestSupport::ROOT, "target/debug/tasker-orchestrator"))
       raise "#{bin} is missing: run workers/ruby/test.sh (it builds it)" unless File.executable?(bin)
 
       @dir = Dir.mktmpdir("tasker-ruby-e2e")
@@ -94,7 +94,7 @@ class EndToEndTest < Minitest::Test
       database_url = @admin_url.sub(%r{/[^/?]*(\?|\z)}) { "/#{@database}#{Regexp.last_match(1)}" }
       port = TCPServer.open("127.0.0.1", 0) { |s| s.addr[1] }
       @base = "http://127.0.0.1:#{port}"
-      env = { "DATABASE_URL" => database_url, "NO_COLOR" => "1", "RUST_LOG" => "warn,tasker_orchestration=info" }
+      env = { "DATABASE_URL" => database_url, "NO_COLOR" => "1", "RUST_LOG" => "warn,tasker_orchestrator=info" }
       @orchestrator = IO.popen(env, [bin, "--bind", "127.0.0.1:#{port}", "--templates", @dir], err: %i[child out])
       wait_for_line(@orchestrator, "tasker-orchestrator listening", 60)
       @drain = Thread.new { @orchestrator.each_line { |_| nil } }
@@ -162,8 +162,14 @@ class EndToEndTest < Minitest::Test
     end
   end
 
+  # Started by the first test; a failure to start fails every test at once, not after a wait each.
   def self.env
+    raise @env_error if @env_error
+
     @env ||= Env.new.tap { |env| Minitest.after_run { env.stop } }
+  rescue StandardError => e
+    @env_error = e
+    raise
   end
 
   def env

@@ -102,11 +102,7 @@ impl NativeWorker {
     /// Stops consuming and shuts the core down (waits up to 5 s, with the GVL released).
     /// Steps not yet reported return to their queues. Calling it again does nothing.
     fn stop(&self) {
-        let worker = self
-            .worker
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let worker = self.worker.lock().unwrap_or_else(|p| p.into_inner()).take();
         // Wake a dispatcher blocked in next_batch at once, whichever thread it is on.
         self.host.stop();
         if let Some(mut worker) = worker {
@@ -162,7 +158,10 @@ where
         std::ptr::null_mut()
     }
 
-    let mut call = Call { f: Some(f), out: None };
+    let mut call = Call {
+        f: Some(f),
+        out: None,
+    };
     // SAFETY: the callback only touches `call`, which outlives this blocking call, and calls no
     // Ruby API while the GVL is released.
     unsafe {
