@@ -21,7 +21,9 @@ module Tasker
     # +templates+: folder of task templates (their namespaces are consumed).
     # +concurrency+, +health_port+ (0 picks a free port), +config+ (TOML file): nil keeps the
     # configured value (file, TASKER_* environment, defaults).
-    def initialize(templates:, registry: Tasker.registry, concurrency: nil, health_port: nil, config: nil)
+    # +native+ replaces the core (e.g. a Tasker::BenchHost); by default one is started.
+    def initialize(templates:, registry: Tasker.registry, concurrency: nil, health_port: nil, config: nil, native: nil)
+      @native = native
       @templates = templates
       @registry = registry
       @concurrency = concurrency
@@ -42,7 +44,7 @@ module Tasker
 
         @state = :starting
       end
-      @native = NativeWorker.start(@templates.to_s, @config&.to_s, @health_port, @concurrency)
+      @native ||= NativeWorker.start(@templates.to_s, @config&.to_s, @health_port, @concurrency)
       @size = @native.concurrency
       @jobs = Thread::Queue.new
       @done = Thread::Queue.new

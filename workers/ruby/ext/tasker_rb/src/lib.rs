@@ -17,6 +17,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
+mod bench;
+
 use magnus::value::Lazy;
 use magnus::{Error, ExceptionClass, Module, Object, RModule, Ruby, function, method};
 use tasker_worker::{BatchHost, EmbeddedOptions, EmbeddedWorker, batch_host};
@@ -206,5 +208,22 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     class.define_method("health_addr", method!(NativeWorker::health_addr, 0))?;
     class.define_method("namespaces", method!(NativeWorker::namespaces, 0))?;
     class.define_method("concurrency", method!(NativeWorker::concurrency, 0))?;
+
+    let bench = tasker.define_class("BenchHost", ruby.class_object())?;
+    bench.define_singleton_method("new", function!(bench::BenchHost::new, 1))?;
+    bench.define_method("submit", method!(bench::BenchHost::submit, 2))?;
+    bench.define_method(
+        "wait_completed",
+        method!(bench::BenchHost::wait_completed, 2),
+    )?;
+    bench.define_method(
+        "next_batch_json",
+        method!(bench::BenchHost::next_batch_json, 2),
+    )?;
+    bench.define_method("complete_json", method!(bench::BenchHost::complete_json, 1))?;
+    bench.define_method("stop", method!(bench::BenchHost::stop, 0))?;
+    bench.define_method("concurrency", method!(bench::BenchHost::concurrency, 0))?;
+    bench.define_method("health_addr", method!(bench::BenchHost::health_addr, 0))?;
+    bench.define_method("namespaces", method!(bench::BenchHost::namespaces, 0))?;
     Ok(())
 }
