@@ -1,17 +1,26 @@
 //! End-to-end latency of Tasker workflows on real PostgreSQL and RabbitMQ.
 //!
-//! Each sample is one task, timed from the create request (`POST /v1/tasks`) to the task's
-//! completion notification — never by sleep-and-poll, which would quantize the figure.
-//! A **floor** runs in the same process: per step one durable commit, a confirmed publish, a
-//! consume, a confirmed publish back, a consume and another durable commit — the least the
-//! hardware allows for the same chain — so every tier is also reported as a ratio to it.
+//! Each sample is one task (or, for `concurrent_tasks_2x`, two at once), timed from the create
+//! request (`POST /v1/tasks`) to the completion notification — never by sleep-and-poll, which
+//! would quantize the figure. A **floor** runs in the same process: per step one durable commit,
+//! a confirmed publish, a consume, a confirmed publish back, a consume and another durable
+//! commit — the least the hardware allows for the same chain — and every scenario is reported as
+//! a ratio to it.
+//!
+//! Tiers: 1 `linear_rust`, `diamond_rust`; 2 `conditional_rust`, `complex_dag_rust`,
+//! `hierarchical_tree_rust`; 3 (two orchestrators, two workers) `single_task_linear`
+//! (round-robin over both orchestrators), `concurrent_tasks_2x`; 4 `linear_<lang>`,
+//! `diamond_<lang>` through the Ruby, Python and TypeScript workers (each skipped, saying why,
+//! if its binding is not built); 5 `csv_products_1000_rows`.
 //!
 //! Run with `cargo make bench` (starts PostgreSQL and RabbitMQ first), or start them with
-//! `cargo make services-start` and run `cargo bench --bench e2e_latency`.
-//! Besides Criterion's own output, it prints p50/p95 per scenario and writes them to
-//! `target/e2e_latency/summary.json`.
+//! `cargo make services-start` and run `cargo bench --bench e2e_latency`. Besides Criterion's
+//! output it prints mean/p50/p95 per scenario with a per-hop breakdown from the step timestamps
+//! and writes them to `target/e2e_latency/summary.json`; `cargo make bench-report` turns that
+//! into `docs/benchmarks/README.md`. `TASKER_BENCH_FILTER=linear` runs only matching scenarios.
 
 use std::collections::BTreeMap;
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,36 +28,34 @@ use criterion::{Criterion, SamplingMode};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use sqlx::PgPool;
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::runtime::Runtime;
 use tokio::sync::broadcast;
 use uuid::Uuid;
 
-use tasker::{RunningOrchestrator, RunningWorker, TestEnv};
+use tasker::{RunningOrchestrator, RunningWorker, TestEnv, repo_root};
 use tasker_broker::{BasicAckOptions, Broker, Outgoing, Publisher};
 use tasker_orchestration::events::Event;
 
-/// Fewest samples per scenario; the report says if Criterion took fewer.
-const MIN_SAMPLES: usize = 200;
+/// One sample: its latency and the tasks it timed.
+type Run = (Duration, Vec<Uuid>);
 
-/// Latencies recorded per scenario, alongside Criterion's own statistics.
+/// Samples per scenario.
 #[derive(Default, Clone)]
-struct Samples(Arc<Mutex<BTreeMap<String, Vec<Duration>>>>);
+struct Samples(Arc<Mutex<BTreeMap<String, Vec<Run>>>>);
 
 impl Samples {
-    fn record(&self, name: &str, d: Duration) {
-        self.0
-            .lock()
-            .unwrap()
-            .entry(name.to_owned())
-            .or_default()
-            .push(d);
+    fn record(&self, name: &str, d: Duration, tasks: Vec<Uuid>) {
+        let mut all = self.0.lock().unwrap();
+        all.entry(name.to_owned()).or_default().push((d, tasks));
     }
 }
 
 struct Stack {
     env: TestEnv,
-    orchestrator: RunningOrchestrator,
-    worker: RunningWorker,
+    orchestrators: Vec<RunningOrchestrator>,
+    workers: Vec<RunningWorker>,
+    processes: Vec<tokio::process::Child>,
     http: reqwest::Client,
 }
 
@@ -60,24 +67,72 @@ impl Stack {
             )
         })?;
         env.config.orchestrator.sweep_interval_ms = 1_000;
+        env.config.orchestrator.templates = vec![repo_root().join("tests/fixtures/task_templates")];
         let orchestrator = env.orchestrator().await?;
         let worker = env.rust_worker();
         Ok(Stack {
             env,
-            orchestrator,
-            worker,
+            orchestrators: vec![orchestrator],
+            workers: vec![worker],
+            processes: Vec::new(),
             http: reqwest::Client::new(),
         })
     }
 
-    /// One task from create request to completion notification.
-    async fn run(&self, name: &str, context: &Value) -> anyhow::Result<Duration> {
-        let mut events = self.orchestrator.events().subscribe();
-        let started = Instant::now();
+    /// Tier 3: a second orchestrator and a second Rust worker.
+    async fn grow(&mut self) -> anyhow::Result<()> {
+        self.orchestrators.push(self.env.orchestrator().await?);
+        self.workers.push(self.env.rust_worker());
+        Ok(())
+    }
+
+    /// Starts a language's worker process (`workers/<lang>/conformance-worker`).
+    async fn language_worker(&mut self, language: &str) -> anyhow::Result<()> {
+        let entry = repo_root()
+            .join("workers")
+            .join(language)
+            .join("conformance-worker");
+        anyhow::ensure!(entry.exists(), "{} is not built", entry.display());
+        let cfg = &self.env.config;
+        let mut child = tokio::process::Command::new(entry)
+            .arg("--templates")
+            .arg(tasker::templates(language))
+            .arg("--health-port")
+            .arg("0")
+            .env("DATABASE_URL", &cfg.database_url)
+            .env("AMQP_URL", &cfg.amqp_url)
+            .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()?;
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        tokio::time::timeout(Duration::from_secs(60), async {
+            while let Some(line) = lines.next_line().await? {
+                if line.contains("tasker worker ready") {
+                    return anyhow::Ok(());
+                }
+            }
+            anyhow::bail!("the {language} worker exited before it was ready")
+        })
+        .await??;
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        self.processes.push(child);
+        Ok(())
+    }
+
+    async fn create(
+        &self,
+        via: usize,
+        namespace: &str,
+        name: &str,
+        context: &Value,
+    ) -> anyhow::Result<Uuid> {
+        let o = &self.orchestrators[via % self.orchestrators.len()];
         let resp = self
             .http
-            .post(format!("{}/v1/tasks", self.orchestrator.url()))
-            .json(&json!({"namespace": "rust_examples", "name": name, "context": context}))
+            .post(format!("{}/v1/tasks", o.url()))
+            .json(&json!({"namespace": namespace, "name": name, "context": context}))
             .send()
             .await?;
         anyhow::ensure!(
@@ -86,11 +141,37 @@ impl Stack {
             resp.status()
         );
         let task: Value = resp.json().await?;
-        let id: Uuid = task["id"].as_str().unwrap_or_default().parse()?;
-        let state = wait_finished(&mut events, id).await?;
-        let elapsed = started.elapsed();
-        anyhow::ensure!(state == "complete", "task {id} ended {state}");
-        Ok(elapsed)
+        Ok(task["id"].as_str().unwrap_or_default().parse()?)
+    }
+
+    /// `count` tasks at once, created round-robin from orchestrator `via`; returns the time
+    /// until the last completion notification and the task ids.
+    async fn run(
+        &self,
+        via: usize,
+        count: usize,
+        namespace: &str,
+        name: &str,
+        context: &Value,
+    ) -> anyhow::Result<(Duration, Vec<Uuid>)> {
+        let mut events: Vec<_> = self
+            .orchestrators
+            .iter()
+            .map(|o| o.events().subscribe())
+            .collect();
+        let started = Instant::now();
+        let mut ids = Vec::with_capacity(count);
+        for k in 0..count {
+            ids.push(self.create(via + k, namespace, name, context).await?);
+        }
+        // Each task's completion is announced on the orchestrator it was created on (directly,
+        // or relayed from PostgreSQL NOTIFY if another orchestrator finished it).
+        for (k, id) in ids.iter().enumerate() {
+            let rx = &mut events[(via + k) % self.orchestrators.len()];
+            let state = wait_finished(rx, *id).await?;
+            anyhow::ensure!(state == "complete", "task {id} ended {state}");
+        }
+        Ok((started.elapsed(), ids))
     }
 }
 
@@ -107,9 +188,9 @@ async fn wait_finished(
             }
         }
     };
-    tokio::time::timeout(Duration::from_secs(30), wait)
+    tokio::time::timeout(Duration::from_secs(60), wait)
         .await
-        .map_err(|_| anyhow::anyhow!("task {id} did not finish within 30 s"))?
+        .map_err(|_| anyhow::anyhow!("task {id} did not finish within 60 s"))?
 }
 
 /// The hardware floor for an n-step chain (see the module docs).
@@ -196,106 +277,279 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// Mean per-hop times (ms) of the steps of `tasks`, from their timestamps.
+async fn hops(pool: &PgPool, tasks: &[Uuid]) -> anyhow::Result<Value> {
+    let row: (Option<f64>, Option<f64>, Option<f64>, Option<f64>) = sqlx::query_as(
+        "SELECT (avg(extract(epoch FROM s.started_at - s.dispatched_at)) * 1000)::float8,
+                (avg(extract(epoch FROM s.finished_at - s.started_at)) * 1000)::float8,
+                (avg(extract(epoch FROM s.processed_at - s.finished_at)) * 1000)::float8,
+                (SELECT (avg(extract(epoch FROM t.completed_at - t.created_at)) * 1000)::float8
+                 FROM tasks t WHERE t.id = ANY($1))
+         FROM steps s WHERE s.task_id = ANY($1) AND s.state = 'completed'",
+    )
+    .bind(tasks)
+    .fetch_one(pool)
+    .await?;
+    Ok(json!({
+        "queue_wait_ms": row.0, "handler_ms": row.1, "result_to_commit_ms": row.2,
+        "task_created_to_completed_ms": row.3,
+    }))
+}
+
+/// A scenario: name, namespace, template, context, tasks per sample, orchestrator tier.
+struct Scenario {
+    name: String,
+    namespace: String,
+    template: &'static str,
+    context: Value,
+    concurrent: usize,
+}
+
+fn scenario(name: &str, namespace: &str, template: &'static str, context: Value) -> Scenario {
+    Scenario {
+        name: name.to_owned(),
+        namespace: namespace.to_owned(),
+        template,
+        context,
+        concurrent: 1,
+    }
+}
+
 fn main() -> anyhow::Result<()> {
+    let filter = std::env::var("TASKER_BENCH_FILTER").unwrap_or_default();
+    let wanted = |name: &str| filter.is_empty() || name.contains(filter.as_str());
     let rt = Runtime::new()?;
-    let stack = rt.block_on(Stack::start())?;
+    let mut stack = rt.block_on(Stack::start())?;
     let samples = Samples::default();
+    let mut notes: Vec<String> = Vec::new();
     let mut criterion = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(5))
+        .measurement_time(Duration::from_secs(4))
         .configure_from_args();
+    let csv = repo_root().join("tests/fixtures/products.csv");
+    let rust = "rust_examples";
 
-    let linear = json!({"value": 6});
-    let diamond = json!({"value": 3});
-    // Warm the path (connections, prepared statements) before measuring.
+    // Warm the path (connections, statement caches) before measuring.
     for _ in 0..20 {
-        rt.block_on(stack.run("linear", &linear))?;
+        rt.block_on(stack.run(0, 1, rust, "linear", &json!({"value": 6})))?;
     }
     let mut floor = rt.block_on(Floor::start(&stack.env))?;
 
+    let mut tiers: Vec<(&str, Vec<Scenario>)> = vec![
+        (
+            "tier1",
+            vec![
+                scenario("linear_rust", rust, "linear", json!({"value": 6})),
+                scenario("diamond_rust", rust, "diamond", json!({"value": 3})),
+            ],
+        ),
+        (
+            "tier2",
+            vec![
+                scenario(
+                    "conditional_rust",
+                    rust,
+                    "conditional",
+                    json!({"value": 42}),
+                ),
+                scenario("complex_dag_rust", rust, "complex_dag", json!({"value": 2})),
+                scenario(
+                    "hierarchical_tree_rust",
+                    rust,
+                    "hierarchical_tree",
+                    json!({"value": 5}),
+                ),
+            ],
+        ),
+        (
+            "tier5",
+            vec![scenario(
+                "csv_products_1000_rows",
+                rust,
+                "csv_products",
+                json!({"csv_path": csv, "batch_size": 200}),
+            )],
+        ),
+    ];
+    let mut ffi = Vec::new();
+    for language in ["ruby", "python", "typescript"] {
+        if !wanted(language) {
+            continue;
+        }
+        match rt.block_on(stack.language_worker(language)) {
+            Ok(()) => {
+                let ns = format!("{language}_examples");
+                ffi.push(scenario(
+                    &format!("linear_{language}"),
+                    &ns,
+                    "linear",
+                    json!({"value": 6}),
+                ));
+                ffi.push(scenario(
+                    &format!("diamond_{language}"),
+                    &ns,
+                    "diamond",
+                    json!({"value": 3}),
+                ));
+            }
+            Err(e) => notes.push(format!("tier 4 {language}: skipped ({e:#})")),
+        }
+    }
+    tiers.push(("tier4", ffi));
+
+    let mut group = criterion.benchmark_group("e2e");
+    group.sampling_mode(SamplingMode::Flat).sample_size(50);
     {
-        let mut group = criterion.benchmark_group("e2e");
-        group.sampling_mode(SamplingMode::Flat).sample_size(50);
         let s = samples.clone();
         group.bench_function("floor_4_steps", |b| {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
                     let d = rt.block_on(floor.chain(4)).expect("floor chain");
-                    s.record("floor_4_steps", d);
+                    s.record("floor_4_steps", d, Vec::new());
                     total += d;
                 }
                 total
             })
         });
-        for (name, context) in [("linear", &linear), ("diamond", &diamond)] {
-            let s = samples.clone();
-            let label = format!("{name}_rust");
-            group.bench_function(&label, |b| {
-                b.iter_custom(|iters| {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        let d = rt.block_on(stack.run(name, context)).expect("task");
-                        s.record(&label, d);
-                        total += d;
-                    }
-                    total
-                })
-            });
-        }
-        group.finish();
     }
+    let bench = |group: &mut criterion::BenchmarkGroup<_>,
+                 stack: &Stack,
+                 sc: &Scenario,
+                 round_robin: bool| {
+        if !wanted(&sc.name) {
+            return;
+        }
+        let s = samples.clone();
+        let mut turn = 0usize;
+        group.bench_function(&sc.name, |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let via = if round_robin { turn } else { 0 };
+                    turn += 1;
+                    let (d, ids) = rt
+                        .block_on(stack.run(
+                            via,
+                            sc.concurrent,
+                            &sc.namespace,
+                            sc.template,
+                            &sc.context,
+                        ))
+                        .expect("task");
+                    s.record(&sc.name, d, ids);
+                    total += d;
+                }
+                total
+            })
+        });
+    };
+    for (_, scenarios) in &tiers {
+        for sc in scenarios {
+            bench(&mut group, &stack, sc, false);
+        }
+    }
+    // Tier 3: a second orchestrator and worker; tasks round-robin over both orchestrators.
+    if wanted("single_task_linear") || wanted("concurrent_tasks_2x") {
+        rt.block_on(stack.grow())?;
+        let single = scenario("single_task_linear", rust, "linear", json!({"value": 6}));
+        let mut double = scenario("concurrent_tasks_2x", rust, "linear", json!({"value": 6}));
+        double.concurrent = 2;
+        bench(&mut group, &stack, &single, true);
+        bench(&mut group, &stack, &double, true);
+    }
+    group.finish();
     criterion.final_summary();
 
     let recorded = samples.0.lock().unwrap().clone();
     let floor_p50 = recorded
         .get("floor_4_steps")
         .map(|v| {
-            let mut v = v.clone();
-            v.sort();
-            ms(percentile(&v, 0.5))
+            let mut d: Vec<Duration> = v.iter().map(|(d, _)| *d).collect();
+            d.sort();
+            ms(percentile(&d, 0.5))
         })
         .unwrap_or(f64::NAN);
     println!();
     println!(
-        "{:<22} {:>7} {:>9} {:>9} {:>9} {:>8} {:>9}",
-        "scenario", "samples", "mean ms", "p50 ms", "p95 ms", "p95/p50", "x floor"
+        "{:<24} {:>7} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "scenario",
+        "samples",
+        "mean ms",
+        "p50 ms",
+        "p95 ms",
+        "p95/p50",
+        "x floor",
+        "queue",
+        "handler",
+        "result"
     );
+    let pool = stack.orchestrators[0].shared.store.pool().clone();
     let mut summary = serde_json::Map::new();
-    for (name, mut v) in recorded {
-        v.sort();
-        let mean = v.iter().map(|d| ms(*d)).sum::<f64>() / v.len() as f64;
-        let (p50, p95) = (ms(percentile(&v, 0.5)), ms(percentile(&v, 0.95)));
+    for (name, runs) in recorded {
+        let mut d: Vec<Duration> = runs.iter().map(|(d, _)| *d).collect();
+        d.sort();
+        let mean = d.iter().map(|x| ms(*x)).sum::<f64>() / d.len() as f64;
+        let (p50, p95) = (ms(percentile(&d, 0.5)), ms(percentile(&d, 0.95)));
+        let tasks: Vec<Uuid> = runs
+            .iter()
+            .flat_map(|(_, ids)| ids.iter().copied())
+            .collect();
+        let hop = if tasks.is_empty() {
+            json!({})
+        } else {
+            rt.block_on(hops(&pool, &tasks))?
+        };
+        let f = |k: &str| {
+            hop[k]
+                .as_f64()
+                .map(|v| format!("{v:.2}"))
+                .unwrap_or_default()
+        };
         println!(
-            "{:<22} {:>7} {:>9.2} {:>9.2} {:>9.2} {:>8.2} {:>9.2}{}",
+            "{:<24} {:>7} {:>9.2} {:>9.2} {:>9.2} {:>8.2} {:>8.2} {:>8} {:>8} {:>8}",
             name,
-            v.len(),
+            d.len(),
             mean,
             p50,
             p95,
             p95 / p50,
             p50 / floor_p50,
-            if v.len() < MIN_SAMPLES {
-                "  (fewer samples than 200)"
-            } else {
-                ""
-            }
+            f("queue_wait_ms"),
+            f("handler_ms"),
+            f("result_to_commit_ms")
         );
         summary.insert(
             name,
-            json!({"samples": v.len(), "mean_ms": mean, "p50_ms": p50, "p95_ms": p95,
-                   "ratio_to_floor": p50 / floor_p50}),
+            json!({
+                "samples": d.len(), "mean_ms": mean, "p50_ms": p50, "p95_ms": p95,
+                "p95_over_p50": p95 / p50, "ratio_to_floor": p50 / floor_p50, "hops": hop,
+            }),
         );
     }
-    let dir = tasker::repo_root().join("target/e2e_latency");
+    for n in &notes {
+        println!("note: {n}");
+    }
+    let dir = repo_root().join("target/e2e_latency");
     std::fs::create_dir_all(&dir)?;
     std::fs::write(
         dir.join("summary.json"),
-        serde_json::to_vec_pretty(&Value::Object(summary))?,
+        serde_json::to_vec_pretty(&json!({
+            "scenarios": summary,
+            "notes": notes,
+            "recorded_at": chrono::Utc::now().to_rfc3339(),
+        }))?,
     )?;
     rt.block_on(async {
-        stack.worker.stop().await;
-        stack.orchestrator.stop().await;
+        for mut p in stack.processes {
+            let _ = p.kill().await;
+        }
+        for w in stack.workers {
+            w.stop().await;
+        }
+        for o in stack.orchestrators {
+            o.stop().await;
+        }
         stack.env.cleanup().await
     })?;
     Ok(())

@@ -18,26 +18,29 @@ step() { printf '\n==> %s   [%s, +%ds]\n' "$*" "$(date +%H:%M:%S)" $((SECONDS - 
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check
 
-# Language workers (workers/<language>/): build.sh installs what the machine lacks (the bindings'
-# build scripts need the language's headers, so before clippy) and builds the binding; test.sh
-# runs the language's own test suite. The conformance suite (cargo test) then starts the workers.
-for worker_build in workers/*/build.sh; do
-  step "$worker_build"
-  "$worker_build"
+# The FFI bindings' build scripts need their language's headers (rb-sys: Ruby's and libclang), so
+# each build.sh (install what is missing, build the binding) runs before clippy compiles them.
+for lang_build in workers/*/build.sh; do
+  [[ -x "$lang_build" ]] || continue
+  step "$lang_build"
+  "$lang_build"
 done
 
 step "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
-for worker_tests in workers/*/test.sh; do
-  step "$worker_tests"
-  "$worker_tests"
-done
-
 # End-to-end tests start the orchestrator/worker binaries from target/debug, and cargo only builds
 # a package's own binaries for its tests: build them all first.
 step "cargo build --workspace --bins"
 cargo build --workspace --bins
+
+# Each FFI binding: install what it lacks, build it (release), run its own test suite. The
+# conformance suite in `cargo test` then runs every language's worker.
+for lang_test in workers/*/test.sh; do
+  [[ -x "$lang_test" ]] || continue
+  step "$lang_test"
+  "$lang_test"
+done
 
 step "cargo test --workspace $*"
 cargo test --workspace "$@"

@@ -48,6 +48,11 @@ CREATE TABLE steps (
     parent_count    integer     NOT NULL,
     pending_parents integer     NOT NULL,
     skipped_parents integer     NOT NULL DEFAULT 0,
+    -- A batch_worker instance's batch; a batchable step's instantiation spec (its batch_worker
+    -- template: handler, policies, children); what a failed batch does to its task.
+    input           jsonb,
+    batch_spec      jsonb,
+    on_failure      text        NOT NULL DEFAULT 'fail_task',
     -- Publications of the current attempt; the sweeper re-publishes an attempt at most once.
     publish_count   integer     NOT NULL DEFAULT 0,
     result          jsonb,

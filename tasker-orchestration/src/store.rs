@@ -17,9 +17,11 @@ use tasker_shared::{
 };
 
 mod history;
+mod plan;
 mod read;
 
 use history::History;
+use plan::Plan;
 pub use read::{StepView, TaskFilter, TaskView, TemplateView};
 
 /// Channel of the `pg_notify` sent when a task reaches a terminal state; the payload is
@@ -149,7 +151,7 @@ impl Store {
     /// `enqueued` (attempt 1) and returned for publishing.
     pub async fn create_task(&self, new: NewTask<'_>) -> Result<Created> {
         let t = &new.template.template;
-        let dag = &new.template.dag;
+        let plan = Plan::new(new.template);
         let task_id = Uuid::now_v7();
         let mut tx = self.pool.begin().await?;
         let inserted = sqlx::query(
@@ -166,7 +168,7 @@ impl Store {
         .bind(&t.version)
         .bind(&new.context)
         .bind(&new.idempotency_key)
-        .bind(t.steps.len() as i32)
+        .bind(plan.steps.len() as i32)
         .fetch_optional(&mut *tx)
         .await?;
         if inserted.is_none() {
@@ -184,27 +186,35 @@ impl Store {
 
         let ids: Vec<Uuid> = t.steps.iter().map(|_| Uuid::now_v7()).collect();
         let mut cols = StepColumns::default();
-        for (i, s) in t.steps.iter().enumerate() {
-            cols.push(s, dag.parents(i).len() as i32);
+        for &i in &plan.steps {
+            cols.push(
+                ids[i],
+                &t.steps[i],
+                plan.parent_count(i) as i32,
+                Plan::batch_spec(new.template, i),
+            );
         }
         sqlx::query(
             "INSERT INTO steps (id, task_id, name, handler, step_type, branches, state, attempt,
                                 max_attempts, backoff, base_ms, max_ms, timeout_ms,
-                                parent_count, pending_parents, publish_count, dispatched_at)
+                                parent_count, pending_parents, publish_count, dispatched_at,
+                                batch_spec, on_failure)
              SELECT u.id, $1, u.name, u.handler, u.step_type, u.branches,
                     CASE WHEN u.parents = 0 THEN 'enqueued' ELSE 'pending' END,
                     CASE WHEN u.parents = 0 THEN 1 ELSE 0 END,
                     u.max_attempts, u.backoff, u.base_ms, u.max_ms, u.timeout_ms,
                     u.parents, u.parents,
                     CASE WHEN u.parents = 0 THEN 1 ELSE 0 END,
-                    CASE WHEN u.parents = 0 THEN clock_timestamp() END
+                    CASE WHEN u.parents = 0 THEN clock_timestamp() END,
+                    u.batch_spec, u.on_failure
              FROM UNNEST($2::uuid[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::int[],
-                         $8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::int[])
+                         $8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::int[],
+                         $13::jsonb[], $14::text[])
                   AS u(id, name, handler, step_type, branches, max_attempts, backoff, base_ms,
-                       max_ms, timeout_ms, parents)",
+                       max_ms, timeout_ms, parents, batch_spec, on_failure)",
         )
         .bind(task_id)
-        .bind(&ids)
+        .bind(&cols.id)
         .bind(&cols.name)
         .bind(&cols.handler)
         .bind(&cols.step_type)
@@ -215,11 +225,13 @@ impl Store {
         .bind(&cols.max_ms)
         .bind(&cols.timeout_ms)
         .bind(&cols.parents)
+        .bind(&cols.batch_spec)
+        .bind(&cols.on_failure)
         .execute(&mut *tx)
         .await?;
 
         let (parents, children): (Vec<Uuid>, Vec<Uuid>) =
-            dag.edges().map(|(p, c)| (ids[p], ids[c])).unzip();
+            plan.edges.iter().map(|&(p, c)| (ids[p], ids[c])).unzip();
         if !parents.is_empty() {
             sqlx::query(
                 "INSERT INTO step_edges (task_id, parent_id, child_id)
@@ -234,7 +246,12 @@ impl Store {
 
         let mut history = History::default();
         history.task(task_id, None, TaskState::Running, "created");
-        let roots: Vec<Uuid> = dag.roots().map(|i| ids[i]).collect();
+        let roots: Vec<Uuid> = plan
+            .steps
+            .iter()
+            .filter(|&&i| plan.parent_count(i) == 0)
+            .map(|&i| ids[i])
+            .collect();
         for &root in &roots {
             history.step(
                 task_id,
@@ -399,6 +416,7 @@ impl Store {
 /// Column vectors for the bulk `UNNEST` insert of a task's steps.
 #[derive(Default)]
 struct StepColumns {
+    id: Vec<Uuid>,
     name: Vec<String>,
     handler: Vec<String>,
     step_type: Vec<String>,
@@ -409,10 +427,19 @@ struct StepColumns {
     max_ms: Vec<i64>,
     timeout_ms: Vec<i64>,
     parents: Vec<i32>,
+    batch_spec: Vec<Option<Value>>,
+    on_failure: Vec<String>,
 }
 
 impl StepColumns {
-    fn push(&mut self, s: &tasker_shared::StepTemplate, parents: i32) {
+    fn push(
+        &mut self,
+        id: Uuid,
+        s: &tasker_shared::StepTemplate,
+        parents: i32,
+        batch_spec: Option<Value>,
+    ) {
+        self.id.push(id);
         self.name.push(s.name.clone());
         self.handler.push(s.handler.clone());
         self.step_type.push(s.step_type.as_str().to_owned());
@@ -424,6 +451,8 @@ impl StepColumns {
         self.timeout_ms
             .push((s.timeout_seconds.saturating_mul(1000)).min(i64::MAX as u64) as i64);
         self.parents.push(parents);
+        self.batch_spec.push(batch_spec);
+        self.on_failure.push(s.on_failure.as_str().to_owned());
     }
 }
 

@@ -18,4 +18,4 @@ pub use message::{Outcome, StepError, StepMessage, StepResult};
 pub use retry::{Backoff, RetryPolicy};
 pub use step_state::{StepEvent, StepState};
 pub use task_state::{TaskEvent, TaskState};
-pub use template::{StepTemplate, StepType, TaskTemplate};
+pub use template::{FailurePolicy, StepTemplate, StepType, TaskTemplate};

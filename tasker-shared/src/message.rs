@@ -20,8 +20,12 @@ pub struct StepMessage {
     pub max_attempts: u32,
     /// The task's input context.
     pub context: Value,
-    /// Results of the step's completed parents, by step name.
+    /// Results of the step's completed parents, by step name (a batch that failed under
+    /// `on_failure: continue` appears as `{"failed": true, "error": …}`).
     pub parent_results: Map<String, Value>,
+    /// The batch of a `batch_worker` instance, as its batchable parent returned it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<Value>,
     pub dispatched_at: DateTime<Utc>,
     /// How long the handler may run, in milliseconds.
     pub timeout_ms: u64,

@@ -64,6 +64,40 @@ pub struct StepTemplate {
     pub retry: RetryPolicy,
     #[serde(default = "default_timeout")]
     pub timeout_seconds: u64,
+    /// For a `batch_worker` step: what a batch that fails for good does to the task.
+    #[serde(default, skip_serializing_if = "FailurePolicy::is_default")]
+    pub on_failure: FailurePolicy,
+}
+
+/// What a failed batch does to its task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum FailurePolicy {
+    /// The task ends in `error` (like any other step).
+    #[default]
+    FailTask,
+    /// The batch is recorded as failed and the convergence step still runs, seeing
+    /// `{"failed": true, "error": …}` in place of that batch's result.
+    Continue,
+}
+
+impl FailurePolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailurePolicy::FailTask => "fail_task",
+            FailurePolicy::Continue => "continue",
+        }
+    }
+
+    fn is_default(&self) -> bool {
+        *self == FailurePolicy::FailTask
+    }
+}
+
+/// Name of the `index`-th instance of a batch worker step. `#` cannot appear in template step
+/// names, so instances never collide with declared steps.
+pub fn batch_instance_name(worker: &str, index: usize) -> String {
+    format!("{worker}#{index}")
 }
 
 fn default_timeout() -> u64 {
@@ -81,6 +115,12 @@ pub enum StepType {
     Decision,
     /// Runs when all its parents are completed or skipped, as long as at least one completed.
     Convergence,
+    /// Inspects its input and returns `{"batches": [input, …]}`: one instance of its
+    /// `batch_worker` child is created per entry, all in one transaction.
+    Batchable,
+    /// A template instantiated once per batch of its (single, batchable) parent; each instance
+    /// receives its batch as `input`. Its children wait for every instance.
+    BatchWorker,
 }
 
 impl StepType {
@@ -89,6 +129,8 @@ impl StepType {
             StepType::Standard => "standard",
             StepType::Decision => "decision",
             StepType::Convergence => "convergence",
+            StepType::Batchable => "batchable",
+            StepType::BatchWorker => "batch_worker",
         }
     }
 
@@ -153,6 +195,12 @@ pub enum ErrorKind {
     ContextSchema(String),
     #[error("template {0} is defined twice")]
     DuplicateTemplate(String),
+    #[error("batch_worker step `{step}` must depend on exactly one batchable step")]
+    BatchWorkerParent { step: String },
+    #[error("batchable step `{step}` must have exactly one batch_worker child (found {found})")]
+    BatchableChildren { step: String, found: usize },
+    #[error("step `{step}`: on_failure: continue is only allowed on batch_worker steps")]
+    FailurePolicyOnNonBatch { step: String },
 }
 
 impl TaskTemplate {
@@ -287,6 +335,49 @@ impl TaskTemplate {
                             step: step.name.clone(),
                         },
                     ));
+                }
+                _ => {}
+            }
+        }
+        for (i, step) in self.steps.iter().enumerate() {
+            let line = lines.line(&step.name, i);
+            let kind_of = |j: usize| self.steps[j].step_type;
+            if step.on_failure != FailurePolicy::FailTask && step.step_type != StepType::BatchWorker
+            {
+                return Err(err(
+                    line,
+                    ErrorKind::FailurePolicyOnNonBatch {
+                        step: step.name.clone(),
+                    },
+                ));
+            }
+            match step.step_type {
+                StepType::BatchWorker => {
+                    let parents = dag.parents(i);
+                    if parents.len() != 1 || kind_of(parents[0]) != StepType::Batchable {
+                        return Err(err(
+                            line,
+                            ErrorKind::BatchWorkerParent {
+                                step: step.name.clone(),
+                            },
+                        ));
+                    }
+                }
+                StepType::Batchable => {
+                    let found = dag
+                        .children(i)
+                        .iter()
+                        .filter(|&&c| kind_of(c) == StepType::BatchWorker)
+                        .count();
+                    if found != 1 {
+                        return Err(err(
+                            line,
+                            ErrorKind::BatchableChildren {
+                                step: step.name.clone(),
+                                found,
+                            },
+                        ));
+                    }
                 }
                 _ => {}
             }

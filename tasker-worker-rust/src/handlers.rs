@@ -5,6 +5,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tasker_worker::{HandlerError, Registry, StepContext};
 
+mod csv;
+mod range;
+
 /// Every handler the Rust fixture templates use.
 pub fn registry() -> Registry {
     let mut r = Registry::new();
@@ -18,7 +21,13 @@ pub fn registry() -> Registry {
         .register("echo_attempts", echo_attempts)
         .register("fail_permanently", fail_permanently)
         .register("sleep", sleep)
-        .register("panic", panic);
+        .register("panic", panic)
+        .register("csv_split", csv::split)
+        .register("csv_process_batch", csv::process_batch)
+        .register("csv_aggregate", csv::aggregate)
+        .register("range_split", range::split)
+        .register("range_sum", range::sum)
+        .register("sum_batches", range::total);
     r
 }
 
@@ -100,6 +109,27 @@ async fn panic(_ctx: StepContext) -> Result<Value, HandlerError> {
     panic!("this handler always panics")
 }
 
+/// `{start, end}` of a batch, as the split handlers produce it.
+fn cursor(ctx: &StepContext) -> Result<(usize, usize), HandlerError> {
+    let input = ctx.input.as_ref().ok_or_else(|| {
+        HandlerError::permanent("invalid_input", "a batch step needs its batch as input")
+    })?;
+    let field = |k: &str| {
+        input.get(k).and_then(Value::as_u64).ok_or_else(|| {
+            HandlerError::permanent("invalid_input", format!("batch input lacks `{k}`"))
+        })
+    };
+    Ok((field("start")? as usize, field("end")? as usize))
+}
+
+/// Cursor ranges `[start, end)` covering `0..total` in steps of `size`.
+fn ranges(total: usize, size: usize) -> Vec<Value> {
+    (0..total)
+        .step_by(size.max(1))
+        .map(|start| json!({ "start": start, "end": (start + size).min(total) }))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,6 +151,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), v.clone()))
                 .collect::<Map<_, _>>(),
+            input: None,
         }
     }
 

@@ -9,29 +9,18 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
-use uuid::Uuid;
-
-use tasker_shared::Outcome;
+use tasker_shared::{Outcome, StepMessage};
 
 use crate::host::{Completion, CompletionSink, HandlerHost, Job};
 
-/// A job as the language side sees it (serialized to JSON across the boundary).
+/// A job as the language side sees it (serialized to JSON across the boundary): the step
+/// message's fields (`task_id`, `step_id`, `step_name`, `handler`, `attempt`, `context`,
+/// `parent_results`, `input`, `timeout_ms`, …) plus the job `id` to echo back in the outcome.
 #[derive(Debug, Clone, Serialize)]
 pub struct JobView {
-    /// Echo it back in the outcome.
     pub id: u64,
-    pub task_id: Uuid,
-    pub step_id: Uuid,
-    pub namespace: String,
-    pub task_name: String,
-    pub step_name: String,
-    pub handler: String,
-    pub attempt: u32,
-    pub max_attempts: u32,
-    pub context: Value,
-    pub parent_results: Map<String, Value>,
-    pub timeout_ms: u64,
+    #[serde(flatten)]
+    pub step: StepMessage,
 }
 
 /// An outcome reported by the language side:
@@ -145,20 +134,9 @@ impl BatchHost {
         let mut out = Vec::with_capacity(n);
         for (job, _) in state.queue.drain(..n) {
             state.started.insert(job.id, now);
-            let m = job.message;
             out.push(JobView {
                 id: job.id,
-                task_id: m.task_id,
-                step_id: m.step_id,
-                namespace: m.namespace,
-                task_name: m.task_name,
-                step_name: m.step_name,
-                handler: m.handler,
-                attempt: m.attempt,
-                max_attempts: m.max_attempts,
-                context: m.context,
-                parent_results: m.parent_results,
-                timeout_ms: m.timeout_ms,
+                step: job.message,
             });
         }
         out
@@ -201,9 +179,9 @@ impl BatchHost {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Map, json};
     use std::sync::Arc;
-    use tasker_shared::StepMessage;
+    use uuid::Uuid;
 
     fn job(id: u64) -> Job {
         Job {
@@ -221,6 +199,7 @@ mod tests {
                 parent_results: Map::new(),
                 dispatched_at: Utc::now(),
                 timeout_ms: 1000,
+                input: None,
             },
         }
     }
@@ -287,6 +266,9 @@ mod tests {
         host.submit(vec![job(5)], &sink);
         let batch = waiter.await.unwrap();
         assert_eq!(batch[0].id, 5);
-        assert_eq!(batch[0].context, json!({"value": 5}));
+        assert_eq!(batch[0].step.context, json!({"value": 5}));
+        let wire = serde_json::to_value(&batch[0]).unwrap();
+        assert_eq!(wire["id"], 5);
+        assert_eq!(wire["step_name"], "s5");
     }
 }

@@ -60,6 +60,7 @@ struct WorkerOverrides {
 /// A running embedded worker.
 #[derive(Debug)]
 pub struct EmbeddedWorker {
+    running: Option<tokio::task::JoinHandle<()>>,
     runtime: Option<tokio::runtime::Runtime>,
     host: Arc<BatchHost>,
     cancel: CancellationToken,
@@ -110,8 +111,9 @@ impl EmbeddedWorker {
             cancel.clone(),
         ))?;
         let token = cancel.clone();
-        runtime.spawn(async move { worker.run(token).await });
+        let running = runtime.spawn(async move { worker.run(token).await });
         Ok(EmbeddedWorker {
+            running: Some(running),
             runtime: Some(runtime),
             host,
             cancel,
@@ -153,6 +155,15 @@ impl EmbeddedWorker {
     pub fn stop(&mut self) {
         self.cancel.cancel();
         self.host.stop();
+        // Let the worker close its broker connection before the runtime goes away, so the AMQP
+        // I/O thread is not left with cancelled tasks.
+        // (Not from inside another runtime, where blocking is not allowed.)
+        if let (Some(rt), Some(running)) = (&self.runtime, self.running.take())
+            && tokio::runtime::Handle::try_current().is_err()
+        {
+            let _ =
+                rt.block_on(async { tokio::time::timeout(Duration::from_secs(5), running).await });
+        }
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_timeout(Duration::from_secs(5));
         }

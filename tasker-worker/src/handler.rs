@@ -30,6 +30,8 @@ pub struct StepContext {
     pub context: Value,
     /// Results of completed parent steps, by step name.
     pub parent_results: Map<String, Value>,
+    /// A batch worker's batch (what its batchable parent returned for it).
+    pub input: Option<Value>,
 }
 
 impl From<&StepMessage> for StepContext {
@@ -45,6 +47,7 @@ impl From<&StepMessage> for StepContext {
             max_attempts: m.max_attempts,
             context: m.context.clone(),
             parent_results: m.parent_results.clone(),
+            input: m.input.clone(),
         }
     }
 }

@@ -105,11 +105,17 @@ impl TestEnv {
         .await?;
         let channel = broker.channel().await?;
         let p = &self.config.queue_prefix;
-        for q in [
+        let mut queues = vec![
             tasker_shared::topology::results_queue(p),
             tasker_shared::topology::dead_letter_queue(p),
-            tasker_shared::topology::steps_queue(p, "rust_examples"),
-        ] {
+        ];
+        for language in ["rust", "ruby", "python", "typescript"] {
+            queues.push(tasker_shared::topology::steps_queue(
+                p,
+                &format!("{language}_examples"),
+            ));
+        }
+        for q in queues {
             let _ = channel
                 .queue_delete(q.as_str().into(), Default::default())
                 .await;

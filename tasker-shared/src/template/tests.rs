@@ -253,3 +253,72 @@ fn fixture_templates_are_valid() {
     let loaded = load_dir(&dir).unwrap();
     assert!(loaded.len() >= 5, "found {}", loaded.len());
 }
+
+const BATCH: &str = "\
+namespace: demo
+name: batch
+version: '1'
+steps:
+  - name: split
+    type: batchable
+    handler: h
+  - name: work
+    type: batch_worker
+    handler: h
+    depends_on: [split]
+    on_failure: continue
+  - name: total
+    type: convergence
+    handler: h
+    depends_on: [work]
+";
+
+#[test]
+fn batch_template_is_valid() {
+    let t = TaskTemplate::load(BATCH, "b.yaml").unwrap();
+    assert_eq!(t.template.steps[1].step_type, StepType::BatchWorker);
+    assert_eq!(t.template.steps[1].on_failure, FailurePolicy::Continue);
+    assert_eq!(batch_instance_name("work", 7), "work#7");
+}
+
+#[test]
+fn batch_worker_needs_a_single_batchable_parent() {
+    let src = BATCH.replace("    type: batchable\n", "");
+    let err = load_err(&src);
+    assert_eq!(
+        err.kind,
+        ErrorKind::BatchWorkerParent {
+            step: "work".into()
+        }
+    );
+}
+
+#[test]
+fn batchable_needs_exactly_one_batch_worker() {
+    let src = BATCH
+        .replace("    type: batch_worker\n", "")
+        .replace("    on_failure: continue\n", "");
+    let err = load_err(&src);
+    assert_eq!(
+        err.kind,
+        ErrorKind::BatchableChildren {
+            step: "split".into(),
+            found: 0
+        }
+    );
+}
+
+#[test]
+fn failure_policy_only_on_batch_workers() {
+    let src = BATCH.replace(
+        "    depends_on: [work]\n",
+        "    depends_on: [work]\n    on_failure: continue\n",
+    );
+    let err = load_err(&src);
+    assert_eq!(
+        err.kind,
+        ErrorKind::FailurePolicyOnNonBatch {
+            step: "total".into()
+        }
+    );
+}

@@ -68,3 +68,54 @@ class FixturesTest < Minitest::Test
     assert_equal "this handler always panics", e.message
   end
 end
+
+# The csv_products handlers against tests/fixtures/products.csv, with the figures the
+# conformance scenario expects.
+class CsvFixturesTest < Minitest::Test
+  include TestSupport
+
+  CSV_PATH = File.join(ROOT, "tests/fixtures/products.csv")
+
+  def call(name, **kwargs)
+    Tasker.registry[name].call(Tasker::Context.new(job(name, **kwargs)))
+  end
+
+  def test_split_process_and_aggregate_give_the_expected_totals
+    split = call("csv_split", context: { "csv_path" => CSV_PATH, "batch_size" => 200 })
+    assert_equal 1000, split["rows"]
+    assert_equal [0, 200, 400, 600, 800], split["batches"].map { |b| b["start"] }
+    assert_equal 1000, split["batches"].last["end"]
+    parents = { "split" => split }
+    split["batches"].each_with_index do |batch, i|
+      j = job("csv_process_batch", context: { "csv_path" => CSV_PATH }).merge("input" => batch)
+      parents["process##{i}"] = Tasker.registry["csv_process_batch"].call(Tasker::Context.new(j))
+      assert_equal 200, parents["process##{i}"]["rows"]
+    end
+    total = call("csv_aggregate", parents: parents)
+    assert_equal 1000, total["rows_processed"]
+    assert_equal({ "beauty" => 116, "electronics" => 123, "garden" => 139, "kitchen" => 122, "office" => 107,
+                   "outdoors" => 138, "sports" => 134, "toys" => 121 }, total["per_category"])
+    assert_equal 5_492_259_312, total["total_inventory_value_cents"]
+    assert_equal "54922593.12", total["total_inventory_value"]
+    assert_equal 5, total["batches"]
+    assert_equal 0, total["failed_batches"]
+  end
+
+  def test_failed_batches_are_counted_and_prices_parse_as_in_rust
+    total = call("csv_aggregate", parents: { "process#0" => { "failed" => true, "error" => {} } })
+    assert_equal 1, total["failed_batches"]
+    assert_equal "0.00", total["total_inventory_value"]
+    assert_equal 1234, Fixtures::Csv.cents("12.34")
+    assert_equal 700, Fixtures::Csv.cents("7")
+    assert_equal 50, Fixtures::Csv.cents("0.5")
+    assert_nil Fixtures::Csv.cents("1.234")
+    assert_nil Fixtures::Csv.cents("x.10")
+  end
+
+  def test_a_missing_file_and_a_missing_batch_are_permanent
+    e = assert_raises(Tasker::PermanentError) { call("csv_split", context: { "csv_path" => "/nonexistent.csv" }) }
+    assert_equal "io", e.kind
+    e = assert_raises(Tasker::PermanentError) { call("csv_process_batch", context: { "csv_path" => CSV_PATH }) }
+    assert_equal "invalid_input", e.kind
+  end
+end

@@ -13,6 +13,9 @@ module Tasker
     attr_reader :attempt, :max_attempts
     # The step's timeout in milliseconds.
     attr_reader :timeout_ms
+    # For an instance of a `batch_worker` step: its batch, as the batchable parent returned it
+    # (e.g. {"start" => 0, "end" => 200}); nil for other steps.
+    attr_reader :input
 
     def initialize(job)
       @context = job.fetch("context")
@@ -26,6 +29,7 @@ module Tasker
       @attempt = job.fetch("attempt")
       @max_attempts = job.fetch("max_attempts")
       @timeout_ms = job.fetch("timeout_ms")
+      @input = job["input"]
     end
 
     # True on the step's last allowed attempt.

@@ -54,6 +54,7 @@ impl BenchHost {
                     max_attempts: 1,
                     context: json!({ "value": i }),
                     parent_results: Map::new(),
+                    input: None,
                     dispatched_at: Utc::now(),
                     timeout_ms: 60_000,
                 },

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Turns the output of `cargo bench --bench e2e_latency` into docs/benchmarks/README.md.
+
+Reads target/e2e_latency/summary.json (per-sample p50/p95 and per-hop times recorded by the
+bench) and Criterion's estimates (target/criterion/e2e/<scenario>/new/estimates.json), and adds
+the machine, the date and the commit.
+"""
+import json
+import os
+import pathlib
+import platform
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TARGET = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+SUMMARY = TARGET / "e2e_latency" / "summary.json"
+CRITERION = TARGET / "criterion" / "e2e"
+OUT = ROOT / "docs" / "benchmarks" / "README.md"
+
+TIERS = [
+    ("Floor (same run)", ["floor_4_steps"]),
+    ("Tier 1", ["linear_rust", "diamond_rust"]),
+    ("Tier 2", ["conditional_rust", "complex_dag_rust", "hierarchical_tree_rust"]),
+    ("Tier 3 (2 orchestrators, 2 workers)", ["single_task_linear", "concurrent_tasks_2x"]),
+    ("Tier 4 (FFI workers)", ["linear_ruby", "diamond_ruby", "linear_python", "diamond_python",
+                              "linear_typescript", "diamond_typescript"]),
+    ("Tier 5", ["csv_products_1000_rows"]),
+]
+
+
+def run(*cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def machine():
+    cpu = "unknown"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = "unknown"
+    try:
+        kb = int(open("/proc/meminfo").readline().split()[1])
+        mem = f"{kb / 1024 / 1024:.0f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    pg = run("psql", "--version")
+    return [
+        f"CPU: {cpu}, {os.cpu_count()} cores; memory {mem}",
+        f"OS: {platform.system()} {platform.release()}",
+        f"PostgreSQL: {pg}; RabbitMQ: {rabbit_version()}",
+        f"rustc: {run('rustc', '--version')}",
+    ]
+
+
+def rabbit_version():
+    for d in pathlib.Path("/usr/lib/rabbitmq/lib").glob("rabbitmq_server-*"):
+        return d.name.split("-", 1)[1]
+    return "unknown"
+
+
+def criterion(name):
+    path = CRITERION / name / "new" / "estimates.json"
+    if not path.exists():
+        return None, None
+    est = json.loads(path.read_text())
+    return est["mean"]["point_estimate"] / 1e6, est["median"]["point_estimate"] / 1e6
+
+
+def fmt(v, digits=2):
+    return "" if v is None else f"{v:.{digits}f}"
+
+
+def main():
+    if not SUMMARY.exists():
+        sys.exit(f"{SUMMARY} not found: run `cargo make bench` first")
+    summary = json.loads(SUMMARY.read_text())
+    scenarios = summary["scenarios"]
+    commit = run("git", "-C", str(ROOT), "rev-parse", "--short", "HEAD")
+    dirty = run("git", "-C", str(ROOT), "status", "--porcelain")
+    lines = [
+        "# Benchmarks",
+        "",
+        "End-to-end latency of Tasker workflows on real PostgreSQL and RabbitMQ: each sample is one",
+        "task (two for `concurrent_tasks_2x`) timed from the create request to its completion",
+        "notification. The floor is measured in the same run: per step a durable commit, a",
+        "confirmed publish, a consume, a confirmed publish back, a consume and a durable commit.",
+        "",
+        "Reproduce: `bin/dev bench` (or `cargo make bench`), then `cargo make bench-report`.",
+        "",
+        f"Recorded {summary.get('recorded_at', 'unknown')} at commit `{commit}`"
+        + (" (with uncommitted changes)" if dirty and dirty != "unknown" else "") + ".",
+        "",
+    ]
+    lines += [f"- {m}" for m in machine()]
+    lines += [
+        "",
+        "| tier | scenario | samples | mean ms | p50 ms | p95 ms | p95/p50 | × floor | Criterion mean / median ms | queue wait ms | handler ms | result → commit ms |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for tier, names in TIERS:
+        for name in names:
+            s = scenarios.get(name)
+            if s is None:
+                continue
+            h = s.get("hops", {})
+            c_mean, c_median = criterion(name)
+            crit = f"{fmt(c_mean)} / {fmt(c_median)}" if c_mean is not None else ""
+            lines.append(
+                f"| {tier} | `{name}` | {s['samples']} | {fmt(s['mean_ms'])} | {fmt(s['p50_ms'])} | "
+                f"{fmt(s['p95_ms'])} | {fmt(s['p95_over_p50'])} | {fmt(s['ratio_to_floor'])} | {crit} | "
+                f"{fmt(h.get('queue_wait_ms'))} | {fmt(h.get('handler_ms'))} | {fmt(h.get('result_to_commit_ms'))} |"
+            )
+    lines += [
+        "",
+        "Per-hop columns are means over every completed step of the scenario's tasks, from the step",
+        "timestamps: *queue wait* = dispatched (orchestrator, inside the transaction) → started",
+        "(worker), so it includes the commit, the confirmed publish and the broker hop; *handler* =",
+        "started → finished; *result → commit* = finished → the orchestrator's commit of the result",
+        "(confirmed result publish, broker hop, batch apply).",
+        "",
+    ]
+    if summary.get("notes"):
+        lines += ["Notes from the run:", ""] + [f"- {n}" for n in summary["notes"]] + [""]
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text("\n".join(lines))
+    print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds the Python binding in release mode into workers/python/.venv (maturin develop puts
+# tasker/_native.abi3.so next to the Python sources). Idempotent: installs only what is missing
+# (python3 >= 3.11 with venv, then maturin, pytest and pika in the venv). Runs from any folder;
+# honours CARGO_TARGET_DIR (default: the repository's target/).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+venv="$here/.venv"
+
+has_python() {
+    python3 -c 'import sys, venv, ensurepip; assert sys.version_info >= (3, 11)' 2>/dev/null
+}
+if ! has_python; then
+    # Debian 12 ships Python 3.11; its venv module needs python3-venv for pip.
+    echo "build.sh: installing python3 and python3-venv" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
+    has_python || { echo "build.sh: python3 >= 3.11 with the venv module is required" >&2; exit 1; }
+fi
+
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+if ! "$venv/bin/python" -c 'import maturin, pytest, pika' 2>/dev/null; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+        "maturin>=1.16,<2" "pytest>=8" "pika>=1.3"
+fi
+
+cd "$here"
+VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" maturin develop --release --quiet 2>&1 \
+    | grep -v -e '^ *Compiling' -e '^ *Finished' -e 'Blocking waiting' || true
+# maturin's exit status is lost in the pipe: check the result instead.
+"$venv/bin/python" -c 'import tasker._native' \
+    || { echo "build.sh: the tasker._native extension did not build" >&2; exit 1; }

@@ -1,0 +1,99 @@
+"""Outcomes in the core's wire format, one JSON object per job:
+``{"id", "status": "success", "result"}`` or
+``{"id", "status": "failure", "retryable", "error": {"kind", "message", "backtrace"}}``."""
+
+from __future__ import annotations
+
+import json
+import traceback
+from datetime import datetime, timezone
+from typing import Any
+
+from .errors import PermanentError
+
+
+def now() -> str:
+    """An RFC 3339 timestamp (the core records it as the attempt's start or finish)."""
+    return datetime.now(timezone.utc).isoformat()
+
+
+def success(job_id: int, result: Any, started_at: str) -> str:
+    """Encoded here, on the handler's thread, so a result that is not JSON fails its own step
+    (permanently: running it again gives the same value) instead of the whole batch."""
+    try:
+        return json.dumps(
+            {
+                "id": job_id,
+                "status": "success",
+                "result": result,
+                "started_at": started_at,
+                "finished_at": now(),
+            },
+            allow_nan=False,  # NaN/Infinity are not JSON: the core would reject the batch
+        )
+    except (TypeError, ValueError) as e:
+        return failure_of(
+            job_id,
+            "invalid_result",
+            f"the handler's result is not JSON: {e}",
+            retryable=False,
+            started_at=started_at,
+        )
+
+
+def failure(job_id: int, error: BaseException, started_at: str) -> str:
+    """A raised exception: permanent if it is a ``PermanentError``, retryable otherwise;
+    kind is its class name, with its message and formatted traceback."""
+    return failure_of(
+        job_id,
+        type(error).__name__,
+        str(error),
+        retryable=not isinstance(error, PermanentError),
+        backtrace="".join(traceback.format_exception(error)),
+        started_at=started_at,
+    )
+
+
+def failure_of(
+    job_id: int,
+    kind: str,
+    message: str,
+    *,
+    retryable: bool,
+    backtrace: str | None = None,
+    started_at: str | None = None,
+) -> str:
+    error: dict[str, Any] = {"kind": kind, "message": message}
+    if backtrace is not None:
+        error["backtrace"] = backtrace
+    outcome: dict[str, Any] = {
+        "id": job_id,
+        "status": "failure",
+        "retryable": retryable,
+        "error": error,
+        "finished_at": now(),
+    }
+    if started_at is not None:
+        outcome["started_at"] = started_at
+    return json.dumps(outcome)
+
+
+def unknown_handler(job_id: int, name: str) -> str:
+    """Same outcome as the Rust worker's: permanent, since no retry can find the handler."""
+    return failure_of(
+        job_id,
+        "unknown_handler",
+        f"no handler named {json.dumps(name)} is registered in this worker",
+        retryable=False,
+    )
+
+
+def timed_out(job_id: int, timeout_ms: int, started_at: str) -> str:
+    """Same outcome as the core's timeout (retryable), reported as soon as it is known."""
+    return failure_of(
+        job_id,
+        "timeout",
+        f"handler did not finish within {timeout_ms} ms",
+        retryable=True,
+        started_at=started_at,
+    )

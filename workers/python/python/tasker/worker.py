@@ -1,0 +1,116 @@
+"""The worker entry point: ``python -m tasker.worker`` (or ``tasker-worker``)::
+
+    tasker-worker --templates DIR --handlers my_handlers.py [--handlers pkg.module]
+                  [--concurrency N] [--health-port N] [--config FILE]
+
+Connections come from ``DATABASE_URL``/``AMQP_URL``/``TASKER_*`` (or ``--config``), as for the
+Rust worker. SIGTERM and SIGINT stop it: no new steps, running ones finish (``--grace``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from ._native import Worker as NativeWorker
+from ._native import WorkerError
+from .registry import default_registry
+from .runner import Runner
+
+log = logging.getLogger("tasker")
+
+
+def load_handlers(spec: str) -> ModuleType:
+    """Imports a handler file (``path/to/handlers.py``) or module (``pkg.handlers``); importing
+    it registers its handlers. A file's folder goes on ``sys.path`` so it can import its
+    neighbours, as ``python path/to/handlers.py`` would allow."""
+    path = Path(spec)
+    if spec.endswith(".py") or os.sep in spec:
+        if not path.is_file():
+            raise FileNotFoundError(f"--handlers {spec}: no such file")
+        path = path.resolve()
+        folder = str(path.parent)
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+        name = f"tasker_handlers_{path.stem}"
+        module_spec = importlib.util.spec_from_file_location(name, path)
+        assert module_spec is not None and module_spec.loader is not None
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[name] = module
+        module_spec.loader.exec_module(module)
+        return module
+    return importlib.import_module(spec)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="tasker-worker", description="Tasker worker running Python step handlers."
+    )
+    p.add_argument("--templates", required=True, type=Path,
+                   help="folder of task templates; the worker consumes their namespaces")
+    p.add_argument("--handlers", action="append", default=[], metavar="FILE_OR_MODULE",
+                   help="handler file or module to import (repeatable)")
+    p.add_argument("--concurrency", type=int, help="steps run at the same time")
+    p.add_argument("--health-port", type=int,
+                   help="port of /health on 127.0.0.1 (0 picks a free port)")
+    p.add_argument("--config", type=Path, default=os.environ.get("TASKER_CONFIG"),
+                   help="TOML configuration file (see config/tasker.reference.toml)")
+    p.add_argument("--grace", type=float, default=10.0, metavar="SECONDS",
+                   help="how long running handlers may finish after a stop signal")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if args.concurrency is not None and args.concurrency < 1:
+        print("tasker-worker: --concurrency must be at least 1", file=sys.stderr)
+        return 2
+    for spec in args.handlers:
+        load_handlers(spec)
+    if not len(default_registry):
+        log.warning("no handlers registered (pass --handlers FILE_OR_MODULE): every step will fail")
+    try:
+        native = NativeWorker(
+            str(args.templates),
+            config=str(args.config) if args.config else None,
+            health_port=args.health_port,
+            concurrency=args.concurrency,
+        )
+    except WorkerError as e:
+        print(f"tasker-worker: {e}", file=sys.stderr)
+        return 2
+    runner = Runner(native, default_registry)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: runner.stop())
+    log.info("handlers: %s", ", ".join(default_registry.names()))
+    # The one line scripts and the conformance suite wait for.
+    print(
+        f"tasker worker ready: language=python health={native.health_addr} "
+        f"namespaces={','.join(native.namespaces)}",
+        flush=True,
+    )
+    drained = runner.run(grace_s=args.grace)
+    native.stop()
+    if not drained:
+        # A sync handler thread cannot be interrupted, and would keep the process alive.
+        log.warning("exiting with handlers still running; their steps will be redelivered")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
+    log.info("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+//! `tasker._native`: the Python face of [`tasker_worker::EmbeddedWorker`]. Deliberately thin:
+//! the core owns every connection and timer; Python only takes batches of jobs and returns
+//! outcomes, both as JSON strings (parsed with the standard `json` module on the Python side).
+//! Blocking calls release the GIL so handler threads keep running while the dispatcher waits.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+use tasker_worker::batch_host::{self, BatchHost};
+use tasker_worker::{EmbeddedOptions, EmbeddedWorker};
+
+create_exception!(
+    _native,
+    WorkerError,
+    PyException,
+    "The worker core could not start, or was used after it stopped."
+);
+
+/// A running worker core. `start` connects in the background; `next_batch` hands out jobs.
+#[pyclass(module = "tasker._native", name = "Worker", frozen)]
+struct Worker {
+    /// The queue jobs are taken from; kept outside the lock so waiting never blocks `stop`.
+    host: Arc<BatchHost>,
+    health: String,
+    namespaces: Vec<String>,
+    concurrency: usize,
+    inner: Mutex<Option<EmbeddedWorker>>,
+}
+
+impl Worker {
+    fn inner(&self) -> MutexGuard<'_, Option<EmbeddedWorker>> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[pymethods]
+impl Worker {
+    /// Loads configuration (file, `DATABASE_URL`/`AMQP_URL`/`TASKER_*`, these arguments) and
+    /// the templates, binds `/health` and starts consuming the templates' namespaces.
+    #[new]
+    #[pyo3(signature = (templates, *, config=None, health_port=None, concurrency=None))]
+    fn new(
+        py: Python<'_>,
+        templates: PathBuf,
+        config: Option<PathBuf>,
+        health_port: Option<u16>,
+        concurrency: Option<usize>,
+    ) -> PyResult<Self> {
+        init_logging();
+        let options = EmbeddedOptions {
+            templates,
+            config_file: config,
+            health_port,
+            concurrency,
+            language: "python",
+        };
+        let worker = py
+            .detach(|| EmbeddedWorker::start(options))
+            .map_err(|e| WorkerError::new_err(e.to_string()))?;
+        Ok(Worker {
+            host: worker.host(),
+            health: worker.health_addr().to_string(),
+            namespaces: worker.namespaces().to_vec(),
+            concurrency: worker.concurrency(),
+            inner: Mutex::new(Some(worker)),
+        })
+    }
+
+    /// Waits up to `timeout_ms` for jobs and returns at most `max` of them as a JSON array
+    /// (`"[]"` when the wait ran out or the worker stopped). The GIL is released meanwhile.
+    fn next_batch(&self, py: Python<'_>, max: usize, timeout_ms: u64) -> PyResult<String> {
+        let host = self.host.clone();
+        let jobs = py.detach(move || host.next_batch(max, Duration::from_millis(timeout_ms)));
+        serde_json::to_string(&jobs).map_err(|e| WorkerError::new_err(e.to_string()))
+    }
+
+    /// Reports outcomes: a JSON array of `{"id", "status": "success", "result"}` or
+    /// `{"id", "status": "failure", "retryable", "error": {"kind", "message", "backtrace"}}`.
+    fn complete(&self, py: Python<'_>, outcomes: &str) -> PyResult<()> {
+        let host = self.host.clone();
+        let outcomes = outcomes.to_owned();
+        py.detach(move || host.complete_json(&outcomes))
+            .map_err(|e| match e {
+                batch_host::Error::InvalidOutcome(_) => PyValueError::new_err(e.to_string()),
+                batch_host::Error::Stopped => WorkerError::new_err(e.to_string()),
+            })
+    }
+
+    /// `ip:port` of the `/health` endpoint.
+    #[getter]
+    fn health_addr(&self) -> &str {
+        &self.health
+    }
+
+    /// The namespaces consumed, sorted.
+    #[getter]
+    fn namespaces(&self) -> Vec<String> {
+        self.namespaces.clone()
+    }
+
+    /// Steps to run at once (configuration or the `concurrency` argument).
+    #[getter]
+    fn concurrency(&self) -> usize {
+        self.concurrency
+    }
+
+    /// True once `stop` ran: `next_batch` then returns at once with no jobs.
+    #[getter]
+    fn stopped(&self) -> bool {
+        self.host.is_stopped()
+    }
+
+    /// Stops consuming and wakes waiters; unacknowledged jobs go back to their queues.
+    /// Idempotent.
+    fn stop(&self, py: Python<'_>) {
+        let worker = self.inner().take();
+        if let Some(mut worker) = worker {
+            py.detach(move || worker.stop());
+        }
+    }
+}
+
+/// Core logs go to stderr like the Rust worker's (`RUST_LOG` filters, default `info`); colours
+/// only on a terminal, and never with `NO_COLOR` set.
+fn init_logging() {
+    use std::io::IsTerminal;
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // A second worker in the same process keeps the first subscriber.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .try_init();
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Worker>()?;
+    m.add("WorkerError", m.py().get_type::<WorkerError>())?;
+    Ok(())
+}

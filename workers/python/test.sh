@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds the binding (build.sh), then runs the Python test suite with pytest. Needs PostgreSQL
+# and RabbitMQ: uses DATABASE_URL/AMQP_URL when set, else the project's services
+# (cargo-make/services.sh). Extra arguments go to pytest. Runs from any folder.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+"$here/build.sh"
+if [ -z "${DATABASE_URL:-}" ] || [ -z "${AMQP_URL:-}" ]; then
+    "$root/cargo-make/services.sh" start
+    eval "$("$root/cargo-make/services.sh" env)"
+fi
+cd "$here"
+set +e
+"$here/.venv/bin/python" -m pytest -q "$@"
+status=$?
+set -e
+# pytest exits 5 when it collected no test: that is a broken suite, not a passing one.
+if [ "$status" -eq 5 ]; then
+    echo "test.sh: pytest found no tests" >&2
+    exit 1
+fi
+exit "$status"

@@ -1,0 +1,64 @@
+"""Outcomes in the core's wire format: success, permanent and retryable failures."""
+
+import json
+import math
+
+import tasker
+from tasker import outcome
+
+
+class Rejected(tasker.PermanentError):
+    pass
+
+
+def raise_and_catch(error: BaseException) -> BaseException:
+    def failing_handler():
+        raise error
+
+    try:
+        failing_handler()
+    except BaseException as e:
+        return e
+    raise AssertionError("unreachable")
+
+
+def test_success_carries_the_result_and_times() -> None:
+    o = json.loads(outcome.success(7, {"value": 12}, outcome.now()))
+    assert o["id"] == 7 and o["status"] == "success" and o["result"] == {"value": 12}
+    assert o["started_at"] <= o["finished_at"]
+
+
+def test_a_result_that_is_not_json_fails_its_step_permanently() -> None:
+    for bad in ({"when": object()}, {"x": math.nan}):
+        o = json.loads(outcome.success(1, bad, outcome.now()))
+        assert o["status"] == "failure" and o["retryable"] is False
+        assert o["error"]["kind"] == "invalid_result"
+
+
+def test_permanent_error_is_not_retryable_and_named_by_its_class() -> None:
+    o = json.loads(outcome.failure(3, raise_and_catch(Rejected("input rejected")), outcome.now()))
+    assert o["status"] == "failure" and o["retryable"] is False
+    assert o["error"]["kind"] == "Rejected"
+    assert o["error"]["message"] == "input rejected"
+    base = json.loads(outcome.failure(3, tasker.PermanentError("no"), outcome.now()))
+    assert base["error"]["kind"] == "PermanentError" and base["retryable"] is False
+
+
+def test_other_exceptions_are_retryable_with_class_message_and_backtrace() -> None:
+    o = json.loads(outcome.failure(4, raise_and_catch(KeyError("value")), outcome.now()))
+    assert o["retryable"] is True
+    assert o["error"]["kind"] == "KeyError"
+    assert o["error"]["message"] == "'value'"
+    assert "failing_handler" in o["error"]["backtrace"]
+    assert "Traceback (most recent call last)" in o["error"]["backtrace"]
+
+
+def test_unknown_handler_and_timeout_match_the_rust_worker() -> None:
+    o = json.loads(outcome.unknown_handler(5, "nope"))
+    assert o["retryable"] is False and o["error"]["kind"] == "unknown_handler"
+    assert o["error"]["message"] == 'no handler named "nope" is registered in this worker'
+    t = json.loads(outcome.timed_out(6, 250, outcome.now()))
+    assert t["retryable"] is True and t["error"] == {
+        "kind": "timeout",
+        "message": "handler did not finish within 250 ms",
+    }

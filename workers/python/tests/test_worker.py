@@ -1,0 +1,160 @@
+"""The runner over the real binding and RabbitMQ: step messages in, results out."""
+
+import asyncio
+import threading
+
+import pytest
+
+import tasker
+
+
+class Rejected(tasker.PermanentError):
+    pass
+
+
+def outcome_of(result: dict) -> dict:
+    return result["outcome"]
+
+
+def test_sync_async_failing_and_unknown_handlers_each_report(broker, start_worker) -> None:
+    reg = tasker.Registry()
+
+    @reg.handler("double")
+    def double(ctx):
+        return {"value": ctx.context["value"] * 2, "attempt": ctx.attempt,
+                "step": ctx.step_name, "parents": dict(ctx.parent_results)}
+
+    @reg.handler("later")
+    async def later(ctx):
+        await asyncio.sleep(0.01)
+        return {"async": True}
+
+    @reg.handler("reject")
+    def reject(ctx):
+        raise Rejected("input rejected for good")
+
+    @reg.handler("boom")
+    def boom(ctx):
+        raise ValueError("transient trouble")
+
+    ids = {
+        "double": broker.publish_step("double", {"value": 21}, attempt=2, parents={"p": {"value": 1}}),
+        "later": broker.publish_step("later"),
+        "reject": broker.publish_step("reject"),
+        "boom": broker.publish_step("boom"),
+        "nobody": broker.publish_step("nobody"),
+    }
+    running = start_worker(reg)
+    results = broker.results(len(ids))
+
+    ok = outcome_of(results[ids["double"]])
+    assert ok == {"status": "success", "result": {
+        "value": 42, "attempt": 2, "step": "step_double", "parents": {"p": {"value": 1}}}}
+    assert results[ids["double"]]["attempt"] == 2
+    assert outcome_of(results[ids["later"]]) == {"status": "success", "result": {"async": True}}
+
+    rejected = outcome_of(results[ids["reject"]])
+    assert rejected["retryable"] is False
+    assert rejected["error"]["kind"] == "Rejected"
+    assert rejected["error"]["message"] == "input rejected for good"
+
+    retryable = outcome_of(results[ids["boom"]])
+    assert retryable["retryable"] is True and retryable["error"]["kind"] == "ValueError"
+    assert "in boom" in retryable["error"]["backtrace"]
+
+    unknown = outcome_of(results[ids["nobody"]])
+    assert unknown["retryable"] is False and unknown["error"]["kind"] == "unknown_handler"
+    assert running.stop() is True
+
+
+def test_a_slow_handler_does_not_hold_up_the_others(broker, start_worker) -> None:
+    reg = tasker.Registry()
+    release = threading.Event()
+
+    @reg.handler("stuck")
+    def stuck(ctx):
+        assert release.wait(timeout=30), "never released"
+        return {"stuck": False}
+
+    @reg.handler("quick")
+    def quick(ctx):
+        return {"quick": True}
+
+    slow_id = broker.publish_step("stuck")
+    quick_ids = [broker.publish_step("quick") for _ in range(5)]
+    running = start_worker(reg, concurrency=2)
+    # Five quick results arrive while the slow handler still holds its thread.
+    results = broker.results(5)
+    assert set(results) == set(quick_ids) and not release.is_set()
+    release.set()
+    results = broker.results(6)
+    assert outcome_of(results[slow_id])["result"] == {"stuck": False}
+    assert running.stop() is True
+
+
+def test_an_async_handler_is_cancelled_at_its_timeout(broker, start_worker) -> None:
+    reg = tasker.Registry()
+    cancelled = threading.Event()
+
+    @reg.handler("forever")
+    async def forever(ctx):
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    step = broker.publish_step("forever", timeout_ms=200)
+    running = start_worker(reg)
+    result = outcome_of(broker.results(1)[step])
+    assert result["retryable"] is True and result["error"]["kind"] == "timeout"
+    assert cancelled.wait(timeout=5)
+    assert running.stop() is True
+
+
+def test_stop_cancels_running_async_handlers_and_reports_nothing_for_them(
+    broker, start_worker
+) -> None:
+    reg = tasker.Registry()
+    started = threading.Event()
+
+    @reg.handler("long")
+    async def long(ctx):
+        started.set()
+        await asyncio.sleep(60)
+
+    broker.publish_step("long", timeout_ms=120_000)
+    running = start_worker(reg, grace_s=0.2)
+    assert started.wait(timeout=20)
+    # Cancelled, not abandoned: the runner reports itself drained, and the step (never acked)
+    # goes back to its queue for another worker.
+    assert running.stop() is True
+    assert running.runner.in_flight == 0
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_concurrency_bounds_the_handlers_running_at_once(broker, start_worker, concurrency) -> None:
+    reg = tasker.Registry()
+    lock = threading.Lock()
+    now = {"running": 0, "peak": 0}
+    # Each handler waits for `concurrency` of them to run together: proves that many run at
+    # once, and with the peak, that no more do.
+    together = threading.Barrier(concurrency, timeout=10)
+
+    @reg.handler("count")
+    def count(ctx):
+        with lock:
+            now["running"] += 1
+            now["peak"] = max(now["peak"], now["running"])
+        together.wait()
+        with lock:
+            now["running"] -= 1
+        return {}
+
+    for _ in range(2 * concurrency):
+        broker.publish_step("count")
+    running = start_worker(reg, concurrency=concurrency)
+    results = broker.results(2 * concurrency)
+    assert all(r["outcome"]["status"] == "success" for r in results.values())
+    assert now["peak"] == concurrency
+    assert running.stop() is True
