@@ -75,4 +75,20 @@ class NativeTest < Minitest::Test
     assert_equal 2, status.exitstatus
     assert_includes err, "--templates DIR is required"
   end
+
+  def test_the_conformance_worker_prints_its_ready_line_and_stops_cleanly_on_sigterm
+    script = File.expand_path("../conformance-worker", __dir__)
+    Open3.popen3(script, "--templates", FIXTURE_TEMPLATES, "--health-port", "0", "--concurrency", "2") do |stdin, stdout, stderr, wait|
+      stdin.close
+      errors = Thread.new { stderr.read }
+      ready = stdout.wait_readable(60) && stdout.gets
+      assert_match(/\Atasker worker ready: language=ruby health=127\.0\.0\.1:\d+ namespaces=ruby_examples\n\z/, ready.to_s,
+                   "stderr: #{errors.value unless wait.alive?}")
+      Process.kill("TERM", wait.pid)
+      status = wait.join(30)&.value
+      refute_nil status, "the worker did not stop within 30 s of SIGTERM"
+      assert status.success?, "exit status #{status.inspect}; stderr: #{errors.value}"
+    end
+  end
 end
+
