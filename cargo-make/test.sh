@@ -18,6 +18,14 @@ step() { printf '\n==> %s   [%s, +%ds]\n' "$*" "$(date +%H:%M:%S)" $((SECONDS - 
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check
 
+# The FFI bindings' build scripts need their language's headers (rb-sys: Ruby's and libclang), so
+# each build.sh (install what is missing, build the binding) runs before clippy compiles them.
+for lang_build in workers/*/build.sh; do
+  [[ -x "$lang_build" ]] || continue
+  step "$lang_build"
+  "$lang_build"
+done
+
 step "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 

@@ -191,6 +191,11 @@ async fn python_worker_conforms() -> anyhow::Result<()> {
     conformance("python").await
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ruby_worker_conforms() -> anyhow::Result<()> {
+    conformance("ruby").await
+}
+
 #[test]
 fn every_language_has_the_same_templates() -> anyhow::Result<()> {
     let root = repo_root().join("tests/fixtures/task_templates");

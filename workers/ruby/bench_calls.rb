@@ -1,0 +1,57 @@
+#!/usr/bin/env ruby
+# frozen_string_literal: true
+
+# Handler calls per second through the Ruby binding, trivial handler, no RabbitMQ: a
+# Tasker::BenchHost (the worker core's BatchHost, fed synthetic steps the way the core feeds it
+# after a consume) stands in for the AMQP side, so this measures the hand-off alone: next_batch
+# with the GVL released, JSON both ways, the Ruby thread pool, batched complete_json.
+#
+#   workers/ruby/build.sh && ruby workers/ruby/bench_calls.rb [CALLS=50000] [CONCURRENCY=8]
+#
+# Two figures: "raw" is one Ruby thread looping next_batch(256) -> handler -> complete (the
+# binding's floor); "worker" is Tasker::Worker with its dispatcher, pool and reporter threads.
+$LOAD_PATH.unshift(File.expand_path("lib", __dir__))
+require "tasker"
+
+calls = Integer(ARGV[0] || 50_000)
+concurrency = Integer(ARGV[1] || 8)
+registry = Tasker::Registry.new
+registry.register("noop") { |ctx| { "value" => ctx.context["value"] } }
+
+def measure(calls)
+  started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  done, ok = yield
+  elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+  raise "only #{done}/#{calls} outcomes (#{ok} successes)" unless done == calls && ok == calls
+
+  [elapsed, calls / elapsed]
+end
+
+# Raw: one thread, batches of up to 256.
+host = Tasker::BenchHost.new(1)
+runner = Tasker::Runner.new(registry)
+raw = measure(calls) do
+  host.submit(calls, "noop")
+  taken = 0
+  while taken < calls
+    jobs = JSON.parse(host.next_batch_json(256, 1_000))
+    taken += jobs.size
+    host.complete_json("[#{jobs.map { |j| runner.call(j) }.join(",")}]")
+  end
+  host.wait_completed(calls, 60_000)
+end
+host.stop
+
+# Worker: the full loop on a pool of `concurrency` threads (after a warm-up).
+host = Tasker::BenchHost.new(concurrency)
+worker = Tasker::Worker.new(templates: nil, registry: registry, native: host).start
+host.submit(1_000, "noop")
+host.wait_completed(1_000, 60_000)
+pooled = measure(calls) do
+  host.submit(calls, "noop")
+  host.wait_completed(calls, 120_000)
+end
+worker.stop
+
+puts format("raw:    %d calls in %.2f s = %d calls/s (one thread, batches of up to 256)", calls, *raw)
+puts format("worker: %d calls in %.2f s = %d calls/s (Tasker::Worker, %d handler threads)", calls, *pooled, concurrency)

@@ -1,0 +1,229 @@
+//! `tasker_rb`: the Ruby binding of the Tasker worker core. It wraps
+//! [`tasker_worker::EmbeddedWorker`] as `Tasker::NativeWorker` and nothing more: the core (AMQP,
+//! acks, result publishing, step timeouts, `/health`) runs on its own Rust threads, and Ruby
+//! threads take batches of steps and hand back outcomes, both as JSON strings. The handler API,
+//! the thread pool and the entry point are Ruby (`workers/ruby/lib/tasker`).
+//!
+//! Ruby may only be called from threads Ruby created, so no Rust thread here ever touches a Ruby
+//! object; the blocking waits run with the GVL released so other Ruby threads keep running.
+
+// `rb_thread_call_without_gvl2` is C and has no safe wrapper in magnus; the one unsafe block
+// below is the whole of it.
+#![allow(unsafe_code)]
+
+use std::ffi::c_void;
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, Once};
+use std::time::Duration;
+
+mod bench;
+
+use magnus::value::Lazy;
+use magnus::{Error, ExceptionClass, Module, Object, RModule, Ruby, function, method};
+use tasker_worker::{BatchHost, EmbeddedOptions, EmbeddedWorker, batch_host};
+
+/// `Tasker::WorkerError`: the worker could not start (bad templates, configuration, port) or
+/// was given outcomes it cannot read.
+static WORKER_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| {
+    let tasker: RModule = ruby
+        .class_object()
+        .const_get("Tasker")
+        .expect("Tasker is defined by Init_tasker_rb");
+    tasker
+        .const_get("WorkerError")
+        .expect("Tasker::WorkerError is defined by Init_tasker_rb")
+});
+
+/// `Tasker::NativeWorker`: a running embedded worker.
+#[magnus::wrap(class = "Tasker::NativeWorker", free_immediately, size)]
+struct NativeWorker {
+    /// Taken by `stop`; `None` afterwards.
+    worker: Mutex<Option<EmbeddedWorker>>,
+    /// Kept apart from `worker` so a blocked `next_batch` never holds the lock `stop` needs.
+    host: Arc<BatchHost>,
+    health: String,
+    namespaces: Vec<String>,
+    concurrency: usize,
+}
+
+impl NativeWorker {
+    /// `NativeWorker.start(templates, config_file, health_port, concurrency)`; `nil` keeps the
+    /// configured value (file, `TASKER_*` environment, defaults).
+    fn start(
+        ruby: &Ruby,
+        templates: String,
+        config_file: Option<String>,
+        health_port: Option<u16>,
+        concurrency: Option<usize>,
+    ) -> Result<NativeWorker, Error> {
+        init_logging();
+        let options = EmbeddedOptions {
+            templates: PathBuf::from(&templates),
+            config_file: config_file.map(PathBuf::from),
+            health_port,
+            concurrency,
+            language: "ruby",
+        };
+        let worker = EmbeddedWorker::start(options).map_err(|e| {
+            Error::new(
+                ruby.get_inner(&WORKER_ERROR),
+                format!("cannot start the worker (templates {templates}): {e}"),
+            )
+        })?;
+        Ok(NativeWorker {
+            host: worker.host(),
+            health: worker.health_addr().to_string(),
+            namespaces: worker.namespaces().to_vec(),
+            concurrency: worker.concurrency(),
+            worker: Mutex::new(Some(worker)),
+        })
+    }
+
+    /// Waits up to `timeout_ms` for steps and returns up to `max` of them as a JSON array of
+    /// jobs (`[]` when the wait ran out or the worker stopped). The GVL is released meanwhile.
+    fn next_batch_json(&self, max: usize, timeout_ms: u64) -> String {
+        let host = self.host.clone();
+        let timeout = Duration::from_millis(timeout_ms);
+        let batch = without_gvl(move || host.next_batch(max, timeout)).unwrap_or_default();
+        // JobView holds only strings, numbers, UUIDs and JSON values: serializing cannot fail.
+        serde_json::to_string(&batch).expect("a batch serializes to JSON")
+    }
+
+    /// Reports outcomes: a JSON array of `{"id", "status": "success", "result"}` or
+    /// `{"id", "status": "failure", "retryable", "error": {"kind", "message", "backtrace"}}`.
+    fn complete_json(ruby: &Ruby, rb_self: &Self, json: String) -> Result<(), Error> {
+        rb_self.host.complete_json(&json).map_err(|e| match e {
+            batch_host::Error::InvalidOutcome(_) => {
+                Error::new(ruby.exception_arg_error(), e.to_string())
+            }
+            batch_host::Error::Stopped => Error::new(ruby.get_inner(&WORKER_ERROR), e.to_string()),
+        })
+    }
+
+    /// Stops consuming and shuts the core down (waits up to 5 s, with the GVL released).
+    /// Steps not yet reported return to their queues. Calling it again does nothing.
+    fn stop(&self) {
+        let worker = self.worker.lock().unwrap_or_else(|p| p.into_inner()).take();
+        // Wake a dispatcher blocked in next_batch at once, whichever thread it is on.
+        self.host.stop();
+        if let Some(mut worker) = worker {
+            // If Ruby was interrupted before the call, the worker is dropped here, which stops
+            // it all the same (with the GVL held, which is then the lesser evil).
+            let _ = without_gvl(move || worker.stop());
+        }
+    }
+
+    fn is_stopped(&self) -> bool {
+        self.host.is_stopped()
+    }
+
+    fn health_addr(&self) -> String {
+        self.health.clone()
+    }
+
+    fn namespaces(&self) -> Vec<String> {
+        self.namespaces.clone()
+    }
+
+    fn concurrency(&self) -> usize {
+        self.concurrency
+    }
+}
+
+/// Runs `f` with the GVL released. Returns `None` if Ruby had an interrupt pending (a signal,
+/// `Thread#raise`, `Thread#kill`) and so did not call `f`: the caller returns normally and Ruby
+/// handles the interrupt then. `rb_thread_call_without_gvl2` is used rather than `…_gvl`
+/// because the latter may raise right after `f` returns, unwinding through Rust frames.
+///
+/// No unblocking function is given, so Ruby cannot cut the wait short: callers keep their
+/// waits short (the dispatcher waits ≤ 250 ms) and `stop` wakes them through the host.
+fn without_gvl<F, R>(f: F) -> Option<R>
+where
+    F: FnOnce() -> R,
+{
+    struct Call<F, R> {
+        f: Option<F>,
+        out: Option<std::thread::Result<R>>,
+    }
+
+    unsafe extern "C" fn trampoline<F, R>(data: *mut c_void) -> *mut c_void
+    where
+        F: FnOnce() -> R,
+    {
+        // SAFETY: `data` is the `Call` below, alive and exclusively ours for this call.
+        let call = unsafe { &mut *data.cast::<Call<F, R>>() };
+        if let Some(f) = call.f.take() {
+            // A panic must not unwind into C: catch it and resume it on the Ruby side.
+            call.out = Some(std::panic::catch_unwind(AssertUnwindSafe(f)));
+        }
+        std::ptr::null_mut()
+    }
+
+    let mut call = Call {
+        f: Some(f),
+        out: None,
+    };
+    // SAFETY: the callback only touches `call`, which outlives this blocking call, and calls no
+    // Ruby API while the GVL is released.
+    unsafe {
+        rb_sys::rb_thread_call_without_gvl2(
+            Some(trampoline::<F, R>),
+            (&raw mut call).cast::<c_void>(),
+            None,
+            std::ptr::null_mut(),
+        );
+    }
+    match call.out? {
+        Ok(r) => Some(r),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// Core logs go to stderr, filtered by `RUST_LOG` (default `info`), as for the Rust worker.
+fn init_logging() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        // Another library in the process may have set a subscriber already: keep theirs.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .try_init();
+    });
+}
+
+#[magnus::init]
+fn init(ruby: &Ruby) -> Result<(), Error> {
+    let tasker = ruby.define_module("Tasker")?;
+    tasker.define_error("WorkerError", ruby.exception_standard_error())?;
+    Lazy::force(&WORKER_ERROR, ruby);
+    let class = tasker.define_class("NativeWorker", ruby.class_object())?;
+    class.define_singleton_method("start", function!(NativeWorker::start, 4))?;
+    class.define_method("next_batch_json", method!(NativeWorker::next_batch_json, 2))?;
+    class.define_method("complete_json", method!(NativeWorker::complete_json, 1))?;
+    class.define_method("stop", method!(NativeWorker::stop, 0))?;
+    class.define_method("stopped?", method!(NativeWorker::is_stopped, 0))?;
+    class.define_method("health_addr", method!(NativeWorker::health_addr, 0))?;
+    class.define_method("namespaces", method!(NativeWorker::namespaces, 0))?;
+    class.define_method("concurrency", method!(NativeWorker::concurrency, 0))?;
+
+    let bench = tasker.define_class("BenchHost", ruby.class_object())?;
+    bench.define_singleton_method("new", function!(bench::BenchHost::new, 1))?;
+    bench.define_method("submit", method!(bench::BenchHost::submit, 2))?;
+    bench.define_method(
+        "wait_completed",
+        method!(bench::BenchHost::wait_completed, 2),
+    )?;
+    bench.define_method(
+        "next_batch_json",
+        method!(bench::BenchHost::next_batch_json, 2),
+    )?;
+    bench.define_method("complete_json", method!(bench::BenchHost::complete_json, 1))?;
+    bench.define_method("stop", method!(bench::BenchHost::stop, 0))?;
+    bench.define_method("concurrency", method!(bench::BenchHost::concurrency, 0))?;
+    bench.define_method("health_addr", method!(bench::BenchHost::health_addr, 0))?;
+    bench.define_method("namespaces", method!(bench::BenchHost::namespaces, 0))?;
+    Ok(())
+}

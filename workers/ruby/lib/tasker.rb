@@ -1,0 +1,40 @@
+# frozen_string_literal: true
+
+# Tasker step handlers in Ruby. The worker core (RabbitMQ, acks, result publishing, step
+# timeouts, /health) is Rust, loaded from the native extension tasker/tasker_rb.so; this library
+# is the handler API (Tasker::Handler, Tasker.register, Tasker::PermanentError) and the loop that
+# runs handlers on a pool of Ruby threads (Tasker::Worker).
+
+require "json"
+
+begin
+  require_relative "tasker/tasker_rb"
+rescue LoadError => e
+  raise LoadError, "the Tasker native extension is not built (#{e.message}); " \
+                   "run workers/ruby/build.sh, which puts it at lib/tasker/tasker_rb.so"
+end
+
+require_relative "tasker/version"
+require_relative "tasker/errors"
+require_relative "tasker/context"
+require_relative "tasker/registry"
+require_relative "tasker/handler"
+require_relative "tasker/runner"
+require_relative "tasker/watchdog"
+require_relative "tasker/worker"
+
+module Tasker
+  class << self
+    # The registry the worker entry point uses. Handler files fill it when they are loaded.
+    def registry
+      @registry ||= Registry.new
+    end
+
+    # Registers a block (or any object answering #call(ctx)) under +name+ in Tasker.registry:
+    #
+    #   Tasker.register("double") { |ctx| { "value" => ctx.context["value"] * 2 } }
+    def register(name, callable = nil, &block)
+      registry.register(name, callable, &block)
+    end
+  end
+end

@@ -1,0 +1,84 @@
+# frozen_string_literal: true
+
+require "time"
+
+module Tasker
+  # Runs one job (a Hash parsed from the core's JSON) and returns its outcome, already encoded
+  # as JSON so one bad result can never spoil the batch it is reported in.
+  class Runner
+    def initialize(registry, watchdog: nil)
+      @registry = registry
+      @watchdog = watchdog
+    end
+
+    def call(job)
+      id = job.fetch("id")
+      started_at = now
+      outcome = run(job)
+      outcome["id"] = id
+      outcome["started_at"] = started_at
+      outcome["finished_at"] = now
+      encode(outcome)
+    end
+
+    private
+
+    def run(job)
+      handler = @registry[job["handler"]]
+      return unknown_handler(job["handler"]) unless handler
+
+      ctx = Context.new(job)
+      result = if @watchdog
+                 @watchdog.guard(ctx.timeout_ms) { handler.call(ctx) }
+               else
+                 handler.call(ctx)
+               end
+      { "status" => "success", "result" => result }
+    # Everything a handler raises fails the step, never the worker: a handler that calls `exit`
+    # or overflows the stack has its step failed (retryably) like any other error.
+    rescue Exception => e # rubocop:disable Lint/RescueException
+      failure(e)
+    end
+
+    def failure(error)
+      kind = (error.kind if error.is_a?(Tasker::Error)) || error.class.name || error.class.inspect
+      {
+        "status" => "failure",
+        "retryable" => !error.is_a?(PermanentError),
+        "error" => {
+          "kind" => kind,
+          "message" => error.message.to_s,
+          "backtrace" => (error.backtrace || []).join("\n"),
+        },
+      }
+    end
+
+    def unknown_handler(name)
+      {
+        "status" => "failure",
+        "retryable" => false,
+        "error" => {
+          "kind" => "unknown_handler",
+          "message" => "no handler named #{name.inspect} is registered in this worker",
+        },
+      }
+    end
+
+    def encode(outcome)
+      JSON.generate(outcome)
+    rescue StandardError => e
+      # NaN, invalid UTF-8, ...: the same result would fail again, so no retry.
+      outcome.delete("result")
+      outcome.merge!(
+        "status" => "failure",
+        "retryable" => false,
+        "error" => { "kind" => "invalid_result", "message" => "the result is not JSON: #{e.class}: #{e.message}" },
+      )
+      JSON.generate(outcome)
+    end
+
+    def now
+      Time.now.utc.iso8601(6)
+    end
+  end
+end

@@ -1,0 +1,94 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "open3"
+require "tmpdir"
+
+# Through the real binding, against the real PostgreSQL/RabbitMQ configuration.
+class NativeTest < Minitest::Test
+  include TestSupport
+
+  def test_bad_templates_give_a_clear_error
+    error = assert_raises(Tasker::WorkerError) do
+      Tasker::NativeWorker.start("/nonexistent/templates", nil, 0, nil)
+    end
+    assert_includes error.message, "/nonexistent/templates"
+    Dir.mktmpdir do |empty|
+      error = assert_raises(Tasker::WorkerError) { Tasker::NativeWorker.start(empty, nil, 0, nil) }
+      assert_includes error.message, "no templates found"
+    end
+  end
+
+  def test_start_wait_with_the_gvl_released_and_stop
+    native = Tasker::NativeWorker.start(FIXTURE_TEMPLATES, nil, 0, 3)
+    assert_equal ["ruby_examples"], native.namespaces
+    assert_equal 3, native.concurrency
+    assert_match(/\A127\.0\.0\.1:\d+\z/, native.health_addr)
+
+    # Another Ruby thread keeps running while next_batch blocks: the GVL is released.
+    ticks = 0
+    ticker = Thread.new { loop { ticks += 1; Thread.pass } }
+    started = monotonic
+    assert_equal "[]", native.next_batch_json(3, 300)
+    waited = monotonic - started
+    ticker.kill.join
+    assert_operator waited, :>=, 0.25
+    assert_operator ticks, :>, 1000
+
+    assert_raises(ArgumentError) { native.complete_json("not json") }
+    native.stop
+    assert native.stopped?
+    native.stop # idempotent
+    started = monotonic
+    assert_equal "[]", native.next_batch_json(3, 10_000)
+    assert_operator monotonic - started, :<, 1, "a stopped worker must not make callers wait"
+  end
+
+  def test_stop_wakes_a_dispatcher_blocked_in_next_batch
+    native = Tasker::NativeWorker.start(FIXTURE_TEMPLATES, nil, 0, 1)
+    waiter = Thread.new { native.next_batch_json(1, 30_000) }
+    Thread.pass until waiter.status == "sleep" || !waiter.alive?
+    started = monotonic
+    native.stop
+    assert_equal "[]", waiter.value
+    assert_operator monotonic - started, :<, 10
+  end
+
+  def test_the_worker_reports_health_and_stops
+    worker = Tasker::Worker.new(templates: FIXTURE_TEMPLATES, registry: Tasker::Registry.new,
+                                concurrency: 2, health_port: 0).start
+    assert_equal 2, worker.concurrency
+    require "net/http"
+    health = JSON.parse(Net::HTTP.get(URI("http://#{worker.health_addr}/health")))
+    assert_equal "ruby", health["language"], health.inspect
+    runner = Thread.new { worker.run }
+    worker.stop
+    assert_same worker, runner.value
+  end
+
+  def test_the_entry_point_rejects_a_missing_templates_folder
+    bin = File.expand_path("../bin/tasker-worker", __dir__)
+    _out, err, status = Open3.capture3(RbConfig.ruby, bin, "--templates", "/nonexistent")
+    assert_equal 2, status.exitstatus
+    assert_includes err, "--templates /nonexistent: no such directory"
+    _out, err, status = Open3.capture3(RbConfig.ruby, bin)
+    assert_equal 2, status.exitstatus
+    assert_includes err, "--templates DIR is required"
+  end
+
+  def test_the_conformance_worker_prints_its_ready_line_and_stops_cleanly_on_sigterm
+    script = File.expand_path("../conformance-worker", __dir__)
+    Open3.popen3(script, "--templates", FIXTURE_TEMPLATES, "--health-port", "0", "--concurrency", "2") do |stdin, stdout, stderr, wait|
+      stdin.close
+      errors = Thread.new { stderr.read }
+      ready = stdout.wait_readable(60) && stdout.gets
+      assert_match(/\Atasker worker ready: language=ruby health=127\.0\.0\.1:\d+ namespaces=ruby_examples\n\z/, ready.to_s,
+                   "stderr: #{errors.value unless wait.alive?}")
+      Process.kill("TERM", wait.pid)
+      status = wait.join(30)&.value
+      refute_nil status, "the worker did not stop within 30 s of SIGTERM"
+      assert status.success?, "exit status #{status.inspect}; stderr: #{errors.value}"
+    end
+  end
+end
+

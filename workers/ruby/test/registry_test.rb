@@ -1,0 +1,61 @@
+# frozen_string_literal: true
+
+require "test_helper"
+
+class RegistryTest < Minitest::Test
+  include TestSupport
+
+  def setup
+    @registry = Tasker::Registry.new
+  end
+
+  def test_a_handler_class_registers_itself_and_runs_as_a_fresh_instance_per_step
+    registry = @registry
+    Class.new(Tasker::Handler) do
+      handles "count_calls", registry: registry
+
+      def call(ctx)
+        @calls = (@calls || 0) + 1
+        { "value" => ctx.context["value"] * 2, "calls" => @calls }
+      end
+    end
+    assert_equal ["count_calls"], registry.names
+    assert_equal({ "value" => 8, "calls" => 1 }, registry["count_calls"].call(ctx(context: { "value" => 4 })))
+    assert_equal({ "value" => 8, "calls" => 1 }, registry["count_calls"].call(ctx(context: { "value" => 4 })))
+  end
+
+  def test_blocks_and_callables_register_under_a_name
+    @registry.register("triple") { |c| { "value" => c.context["value"] * 3 } }
+    @registry.register(:negate, ->(c) { { "value" => -c.context["value"] } })
+    assert_equal({ "value" => 21 }, @registry["triple"].call(ctx(context: { "value" => 7 })))
+    assert_equal({ "value" => -7 }, @registry["negate"].call(ctx(context: { "value" => 7 })))
+    assert_nil @registry["missing"]
+  end
+
+  def test_a_name_taken_by_another_handler_is_refused
+    @registry.register("x") { 1 }
+    error = assert_raises(ArgumentError) { @registry.register("x") { 2 } }
+    assert_match(/already registered/, error.message)
+  end
+
+  def test_something_that_cannot_be_called_is_refused
+    assert_raises(ArgumentError) { @registry.register("nothing") }
+    assert_raises(ArgumentError) { @registry.register("string", "not callable") }
+  end
+
+  def test_the_base_handler_says_call_is_missing
+    klass = Class.new(Tasker::Handler)
+    assert_raises(NotImplementedError) { klass.new.call(ctx) }
+  end
+
+  def test_context_exposes_the_step
+    c = ctx(context: { "value" => 1 }, parents: { "a" => { "value" => 2 } }, attempt: 3, max_attempts: 3)
+    assert_equal({ "value" => 1 }, c.context)
+    assert_equal({ "a" => { "value" => 2 } }, c.parent_results)
+    assert_equal "s", c.step_name
+    assert_equal 3, c.attempt
+    assert c.last_attempt?
+    assert_equal 5_000, c.timeout_ms
+    assert_match(/\A\h{8}-/, c.task_id)
+  end
+end
