@@ -1,4 +1,4 @@
-import type { JsonObject } from "./json";
+import type { JsonObject, JsonValue } from "./json";
 
 /** What a handler receives for one step attempt. */
 export interface StepContext {
@@ -16,6 +16,8 @@ export interface StepContext {
   context: JsonObject;
   /** Results of the step's completed parents, by step name. */
   parentResults: JsonObject;
+  /** A batch worker's batch (what its batchable parent returned for it); null otherwise. */
+  input: JsonValue;
   /** The step's timeout; past it the attempt fails (retryably) and `signal` aborts. */
   timeoutMs: number;
   /** Aborted when the attempt times out: pass it to fetch, timers, child processes… */
@@ -35,6 +37,8 @@ export interface Job {
   max_attempts: number;
   context: JsonObject;
   parent_results: JsonObject;
+  /** Absent unless the step is a batch worker (and on cores that predate batches). */
+  input?: JsonValue;
   timeout_ms: number;
 }
 
@@ -50,6 +54,7 @@ export function stepContext(job: Job, signal: AbortSignal): StepContext {
     maxAttempts: job.max_attempts,
     context: job.context,
     parentResults: job.parent_results,
+    input: job.input ?? null,
     timeoutMs: job.timeout_ms,
     signal,
   };

@@ -44,8 +44,15 @@ test("the context carries the step's fields in camelCase", async () => {
   assert.equal(seen.maxAttempts, 3);
   assert.deepEqual(seen.context, { value: 5 });
   assert.deepEqual(seen.parentResults, { a: { value: 1 } });
+  assert.equal(seen.input, null);
   assert.equal(seen.timeoutMs, 5_000);
   assert.ok(seen.signal instanceof AbortSignal);
+});
+
+test("a batch worker's input reaches the handler", async () => {
+  let seen;
+  await run((ctx) => (seen = ctx.input), { input: { start: 200, end: 400 } });
+  assert.deepEqual(seen, { start: 200, end: 400 });
 });
 
 test("sync and async handlers succeed alike; undefined becomes null", async () => {
