@@ -196,6 +196,11 @@ async fn ruby_worker_conforms() -> anyhow::Result<()> {
     conformance("ruby").await
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_worker_conforms() -> anyhow::Result<()> {
+    conformance("typescript").await
+}
+
 #[test]
 fn every_language_has_the_same_templates() -> anyhow::Result<()> {
     let root = repo_root().join("tests/fixtures/task_templates");

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Builds the TypeScript worker: Node + npm if missing, npm dependencies, the native binding in
+# release mode (CARGO_TARGET_DIR honoured, default the repo's target/), then the TypeScript.
+# Idempotent, quiet when everything is in place; runnable from any directory.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+log() { echo "[typescript] $*" >&2; }
+
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  log "installing nodejs and npm with apt-get"
+  export DEBIAN_FRONTEND=noninteractive
+  sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq nodejs npm >/dev/null
+fi
+node_major="$(node -p 'process.versions.node.split(".")[0]')"
+if (( node_major < 18 )); then
+  log "Node $(node --version) is too old: Node 18 or newer is needed"
+  exit 1
+fi
+command -v cargo >/dev/null || { log "cargo is missing: install Rust (rustup)"; exit 1; }
+
+cd "$here"
+# npm ci only when the lock changed since the last install.
+if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
+  log "npm ci"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+# @napi-rs/cli 3 needs Node >= 20.17; it also regenerates index.js / index.d.ts from the Rust
+# source. On an older Node (Debian 12's apt gives 18) build with cargo and copy the library
+# under the name the committed index.js loads.
+if node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=17)?0:1)'; then
+  npx --no-install napi build --platform --release --package tasker-node >/dev/null
+else
+  log "Node $(node --version): building the binding with cargo (napi CLI needs Node >= 20.17)"
+  cargo build --release --quiet -p tasker-node
+  cp "$CARGO_TARGET_DIR/release/libtasker_node.so" "$here/tasker-node.linux-x64-gnu.node"
+fi
+# Symbols triple the size of what npm pack ships. (Stripping the copy, not through the release
+# profile, keeps the shared build cache valid for everyone else.)
+if command -v strip >/dev/null; then
+  strip --strip-unneeded "$here/tasker-node.linux-x64-gnu.node"
+fi
+
+npx --no-install tsc -p tsconfig.json

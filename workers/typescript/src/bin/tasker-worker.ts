@@ -1,0 +1,114 @@
+#!/usr/bin/env node
+// The worker entry point: loads handler files, starts the core, prints the ready line and runs
+// until SIGTERM/SIGINT.
+import { createRequire } from "node:module";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+
+import { Worker } from "../worker";
+
+const USAGE = `usage: tasker-worker --templates DIR [--handlers FILE_OR_MODULE]... [--concurrency N]
+                     [--health-port N] [--config FILE]
+
+  --templates DIR     folder of task templates; the worker consumes their namespaces
+  --handlers X        a file (./handlers.js) or package that registers handlers; repeatable
+  --concurrency N     steps run at once (default: worker.concurrency, 64)
+  --health-port N     port of /health on 127.0.0.1; 0 picks a free one (default 8100)
+  --config FILE       TOML configuration file (also TASKER_CONFIG)
+
+DATABASE_URL, AMQP_URL and TASKER_* configure the rest (config/tasker.reference.toml).`;
+
+class UsageError extends Error {}
+
+function integer(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) {
+    return undefined;
+  }
+  if (!/^\d+$/.test(value)) {
+    throw new UsageError(`${flag} must be a non-negative integer, got ${JSON.stringify(value)}`);
+  }
+  return Number(value);
+}
+
+/** Imports a handler file (relative to the current directory) or an installed package. */
+async function loadHandlers(spec: string): Promise<void> {
+  const isPath = spec.startsWith(".") || path.isAbsolute(spec) || /\.[cm]?js$/.test(spec);
+  const file = isPath
+    ? path.resolve(spec)
+    : createRequire(path.join(process.cwd(), "noop.js")).resolve(spec);
+  await import(pathToFileURL(file).href);
+}
+
+async function main(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        templates: { type: "string" },
+        handlers: { type: "string", multiple: true },
+        concurrency: { type: "string" },
+        "health-port": { type: "string" },
+        config: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    }));
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (!values.templates) {
+    throw new UsageError("--templates DIR is required");
+  }
+  const concurrency = integer("--concurrency", values.concurrency);
+  if (concurrency === 0) {
+    throw new UsageError("--concurrency must be at least 1");
+  }
+  const healthPort = integer("--health-port", values["health-port"]);
+  for (const spec of values.handlers ?? []) {
+    await loadHandlers(spec);
+  }
+
+  const worker = Worker.start({
+    templates: path.resolve(values.templates),
+    configFile: values.config ?? process.env.TASKER_CONFIG,
+    healthPort,
+    concurrency,
+  });
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    signals += 1;
+    if (signals > 1) {
+      // A second signal means "now": unacked steps return to their queues anyway.
+      process.exit(130);
+    }
+    process.stderr.write(`tasker-worker: ${signal}: finishing running steps, then stopping\n`);
+    void worker.stop();
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+  // Writes to a pipe or file are synchronous on Linux: the line is out before we go on.
+  process.stdout.write(
+    `tasker worker ready: language=typescript health=${worker.healthAddr} namespaces=${worker.namespaces.join(",")}\n`,
+  );
+  await worker.run();
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  // exit() rather than waiting for the loop to drain: a handler that ignored its abort signal
+  // may still hold a timer.
+  (code) => process.exit(code),
+  (err: unknown) => {
+    if (err instanceof UsageError) {
+      process.stderr.write(`tasker-worker: ${err.message}\n\n${USAGE}\n`);
+      process.exit(2);
+    }
+    process.stderr.write(`tasker-worker: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);

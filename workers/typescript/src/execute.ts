@@ -1,0 +1,83 @@
+import { stepContext, type Job } from "./context";
+import { isPermanent } from "./errors";
+import type { Registry } from "./handler";
+import type { JsonValue } from "./json";
+import type { Outcome, OutcomeBody, StepError } from "./outcome";
+
+/**
+ * Runs one job's handler and never throws: every result, throw, rejection or timeout becomes an
+ * outcome. Resolves by the job's timeout at the latest, so a hung handler frees its slot (its
+ * `signal` aborts; whatever it does afterwards is ignored).
+ */
+export async function execute(registry: Registry, job: Job): Promise<Outcome> {
+  const startedAt = new Date().toISOString();
+  const finish = (body: OutcomeBody): Outcome => ({
+    id: job.id,
+    ...body,
+    started_at: startedAt,
+    finished_at: new Date().toISOString(),
+  });
+
+  const fn = registry.get(job.handler);
+  if (!fn) {
+    return finish({
+      status: "failure",
+      retryable: false,
+      error: {
+        kind: "unknown_handler",
+        message: `no handler named ${JSON.stringify(job.handler)} is registered in this worker`,
+      },
+    });
+  }
+
+  const abort = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<"timeout">((resolve) => {
+    timer = setTimeout(() => resolve("timeout"), job.timeout_ms);
+  });
+  try {
+    // `async` turns a synchronous throw into a rejection, so sync and async handlers fail alike.
+    const call = (async () => fn(stepContext(job, abort.signal)))();
+    // race() subscribes to `call`, so a rejection after the timeout is never "unhandled".
+    const first = await Promise.race([call, timedOut]);
+    if (first === "timeout") {
+      abort.abort(new Error(`step timed out after ${job.timeout_ms} ms`));
+      return finish({
+        status: "failure",
+        retryable: true,
+        error: { kind: "timeout", message: `handler did not finish within ${job.timeout_ms} ms` },
+      });
+    }
+    // `undefined` is not JSON: a handler that returns nothing succeeds with null.
+    return finish({ status: "success", result: (first ?? null) as JsonValue });
+  } catch (err) {
+    return finish({
+      status: "failure",
+      retryable: !isPermanent(err),
+      error: stepError(err),
+    });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The class name, message and stack of whatever was thrown. */
+export function stepError(err: unknown): StepError {
+  if (err instanceof Error) {
+    return {
+      kind: err.constructor?.name || err.name || "Error",
+      message: err.message,
+      ...(err.stack ? { backtrace: err.stack } : {}),
+    };
+  }
+  // `throw "text"` and the like: no class and no stack to report.
+  return { kind: "Error", message: typeof err === "string" ? err : safeString(err) };
+}
+
+function safeString(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}

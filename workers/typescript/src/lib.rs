@@ -1,0 +1,141 @@
+//! `tasker-node`: the Node.js binding of the Tasker worker core. It wraps
+//! [`tasker_worker::EmbeddedWorker`] and nothing more: the core (AMQP, acks, result publishing,
+//! timeouts, health) runs on its own threads; JavaScript takes batches of steps with the
+//! Promise-returning `nextBatch` and reports outcomes with `completeBatch`. Jobs and outcomes
+//! cross as JSON strings: one `JSON.parse` is cheaper than building objects field by field.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use tasker_worker::{BatchHost, EmbeddedOptions, EmbeddedWorker};
+
+/// Options of [`NativeWorker::start`]; an absent value keeps the configured one (file,
+/// `TASKER_*` environment, defaults).
+#[napi(object)]
+#[derive(Debug)]
+pub struct StartOptions {
+    /// Folder of task templates; the worker consumes their namespaces.
+    pub templates: String,
+    /// TOML configuration file.
+    pub config_file: Option<String>,
+    /// Port of `/health` on 127.0.0.1 (0 picks a free port).
+    pub health_port: Option<u32>,
+    /// Steps the JavaScript side runs at once.
+    pub concurrency: Option<u32>,
+}
+
+/// A running embedded worker core.
+#[napi]
+#[derive(Debug)]
+pub struct NativeWorker {
+    /// Taken by `stop`; the host stays reachable so a pending `nextBatch` can finish.
+    inner: Mutex<Option<EmbeddedWorker>>,
+    host: Arc<BatchHost>,
+    health: String,
+    namespaces: Vec<String>,
+    concurrency: u32,
+}
+
+#[napi]
+impl NativeWorker {
+    /// Loads configuration and templates, starts the core (it connects in the background) and
+    /// serves `/health`. Throws with the reason if the configuration or templates are invalid.
+    #[napi(factory)]
+    pub fn start(options: StartOptions) -> Result<NativeWorker> {
+        init_logging();
+        let health_port = options
+            .health_port
+            .map(|p| {
+                u16::try_from(p).map_err(|_| {
+                    Error::new(Status::InvalidArg, format!("healthPort {p} is not a port"))
+                })
+            })
+            .transpose()?;
+        let worker = EmbeddedWorker::start(EmbeddedOptions {
+            templates: PathBuf::from(&options.templates),
+            config_file: options.config_file.map(PathBuf::from),
+            health_port,
+            concurrency: options.concurrency.map(|c| c as usize),
+            language: "typescript",
+        })
+        .map_err(|e| Error::new(Status::GenericFailure, e.to_string()))?;
+        Ok(NativeWorker {
+            host: worker.host(),
+            health: worker.health_addr().to_string(),
+            namespaces: worker.namespaces().to_vec(),
+            concurrency: u32::try_from(worker.concurrency()).unwrap_or(u32::MAX),
+            inner: Mutex::new(Some(worker)),
+        })
+    }
+
+    /// Waits up to `timeoutMs` for steps and resolves with a JSON array of at most `max` jobs
+    /// (`[]` when the wait ran out or the worker stopped). The wait runs on napi's tokio
+    /// runtime, so the event loop keeps running handlers meanwhile.
+    #[napi]
+    pub async fn next_batch(&self, max: u32, timeout_ms: u32) -> Result<String> {
+        let jobs = self
+            .host
+            .next_batch_async(max as usize, Duration::from_millis(u64::from(timeout_ms)))
+            .await;
+        serde_json::to_string(&jobs).map_err(|e| Error::new(Status::GenericFailure, e.to_string()))
+    }
+
+    /// Reports outcomes: a JSON array of `{id, status: "success", result}` or
+    /// `{id, status: "failure", retryable, error: {kind, message, backtrace}}`.
+    #[napi]
+    pub fn complete_batch(&self, outcomes: String) -> Result<()> {
+        self.host
+            .complete_json(&outcomes)
+            .map_err(|e| Error::new(Status::InvalidArg, e.to_string()))
+    }
+
+    /// `ip:port` of the `/health` endpoint.
+    #[napi(getter)]
+    pub fn health_addr(&self) -> String {
+        self.health.clone()
+    }
+
+    /// Namespaces whose queues the worker consumes, sorted.
+    #[napi(getter)]
+    pub fn namespaces(&self) -> Vec<String> {
+        self.namespaces.clone()
+    }
+
+    /// Steps to run at once (from options, configuration or the default).
+    #[napi(getter)]
+    pub fn concurrency(&self) -> u32 {
+        self.concurrency
+    }
+
+    /// Whether `stop` was called.
+    #[napi(getter)]
+    pub fn stopped(&self) -> bool {
+        self.host.is_stopped()
+    }
+
+    /// Stops consuming and releases a pending `nextBatch`. Unacknowledged steps return to their
+    /// queues. Idempotent. Blocks up to 5 s while the core's runtime shuts down.
+    #[napi]
+    pub fn stop(&self) {
+        let worker = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(mut worker) = worker {
+            worker.stop();
+        }
+    }
+}
+
+/// The core logs with `tracing`; send it to stderr (`RUST_LOG` filters, default `info`), in
+/// colour only on a terminal. A second worker in the same process keeps the first subscriber.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+        .try_init();
+}

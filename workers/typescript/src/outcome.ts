@@ -1,0 +1,39 @@
+import type { JsonValue } from "./json";
+
+/** A failure as the step records it. */
+export interface StepError {
+  /** The thrown error's class name (`TypeError`, `PermanentError`, …) or a core kind (`timeout`, `unknown_handler`). */
+  kind: string;
+  message: string;
+  backtrace?: string;
+}
+
+/** What a handler's run came to. */
+export type OutcomeBody =
+  | { status: "success"; result: JsonValue }
+  | { status: "failure"; retryable: boolean; error: StepError };
+
+/** The outcome of one job, in the wire format of the core's `complete_json`. */
+export type Outcome = OutcomeBody & { id: number; started_at: string; finished_at: string };
+
+/**
+ * One outcome as JSON. A result that cannot be serialized (a BigInt, a cycle) becomes a
+ * permanent failure of its own step instead of failing the whole batch in the core.
+ */
+export function outcomeJson(outcome: Outcome): string {
+  try {
+    return JSON.stringify(outcome);
+  } catch (err) {
+    return JSON.stringify({
+      id: outcome.id,
+      status: "failure",
+      retryable: false,
+      error: {
+        kind: "invalid_result",
+        message: `the handler's result is not JSON: ${err instanceof Error ? err.message : String(err)}`,
+      },
+      started_at: outcome.started_at,
+      finished_at: outcome.finished_at,
+    });
+  }
+}

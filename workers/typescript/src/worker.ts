@@ -1,0 +1,163 @@
+import { NativeWorker } from "../index.js";
+import type { Job } from "./context";
+import { execute } from "./execute";
+import { defaultRegistry, type Registry } from "./handler";
+import { outcomeJson, type Outcome } from "./outcome";
+
+/** How to start a {@link Worker}. Absent values keep the configured ones (file, `TASKER_*`, defaults). */
+export interface WorkerOptions {
+  /** Folder of task templates; the worker consumes their namespaces' queues. */
+  templates: string;
+  /** TOML configuration file (see config/tasker.reference.toml). */
+  configFile?: string;
+  /** Port of `/health` on 127.0.0.1; 0 picks a free one. */
+  healthPort?: number;
+  /** Steps run at once. */
+  concurrency?: number;
+  /** Handlers to run; {@link defaultRegistry} (what `registerHandler` fills) by default. */
+  registry?: Registry;
+  /**
+   * Longest wait for steps before the loop looks again (ms). Only bounds how soon `stop()` is
+   * noticed: steps arriving during the wait are taken at once.
+   */
+  pollMs?: number;
+}
+
+/**
+ * A worker: the native core consumes the queues, publishes results and acks; this loop takes
+ * batches of steps (at most the free slots), runs their handlers concurrently on the event loop
+ * and reports the outcomes of handlers that finish together in one call.
+ */
+export class Worker {
+  readonly #native: NativeWorker;
+  readonly #registry: Registry;
+  readonly #pollMs: number;
+  readonly #inFlight = new Set<Promise<void>>();
+  #pending: Outcome[] = [];
+  #flushScheduled = false;
+  #stopping = false;
+  #wake: (() => void) | undefined;
+  #running: Promise<void> | undefined;
+
+  private constructor(native: NativeWorker, registry: Registry, pollMs: number) {
+    this.#native = native;
+    this.#registry = registry;
+    this.#pollMs = pollMs;
+  }
+
+  /**
+   * Starts the native core (it connects to RabbitMQ in the background and serves `/health`).
+   * Throws with the reason if the configuration or the templates are invalid.
+   */
+  static start(options: WorkerOptions): Worker {
+    const native = NativeWorker.start({
+      templates: options.templates,
+      configFile: options.configFile,
+      healthPort: options.healthPort,
+      concurrency: options.concurrency,
+    });
+    return new Worker(native, options.registry ?? defaultRegistry(), options.pollMs ?? 200);
+  }
+
+  /** `ip:port` of the `/health` endpoint. */
+  get healthAddr(): string {
+    return this.#native.healthAddr;
+  }
+
+  get namespaces(): string[] {
+    return this.#native.namespaces;
+  }
+
+  get concurrency(): number {
+    return this.#native.concurrency;
+  }
+
+  /** Steps whose handlers are running now. */
+  get inFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  /**
+   * Runs until {@link stop}: then lets running handlers finish (each is bounded by its step's
+   * timeout), reports their outcomes and stops the core. Calling it again returns the same run.
+   */
+  run(): Promise<void> {
+    this.#running ??= this.#loop();
+    return this.#running;
+  }
+
+  /** Asks the loop to stop; resolves when {@link run} has finished. */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    this.#wake?.();
+    if (this.#running) {
+      await this.#running;
+    } else {
+      this.#native.stop();
+    }
+  }
+
+  async #loop(): Promise<void> {
+    const concurrency = Math.max(1, this.#native.concurrency);
+    try {
+      while (!this.#stopping) {
+        const free = concurrency - this.#inFlight.size;
+        if (free <= 0) {
+          await this.#slotFreedOrStop();
+          continue;
+        }
+        const jobs = JSON.parse(await this.#native.nextBatch(free, this.#pollMs)) as Job[];
+        for (const job of jobs) {
+          this.#launch(job);
+        }
+      }
+      await Promise.all(this.#inFlight);
+      this.#flush();
+    } finally {
+      this.#native.stop();
+    }
+  }
+
+  #launch(job: Job): void {
+    const run: Promise<void> = execute(this.#registry, job).then((outcome) => {
+      this.#inFlight.delete(run);
+      this.#pending.push(outcome);
+      this.#scheduleFlush();
+      this.#wake?.();
+    });
+    this.#inFlight.add(run);
+  }
+
+  /** Resolves when a handler finishes or stop() is called. */
+  #slotFreedOrStop(): Promise<void> {
+    return new Promise((resolve) => {
+      this.#wake = () => {
+        this.#wake = undefined;
+        resolve();
+      };
+    });
+  }
+
+  // Outcomes of handlers that settle in the same turn of the event loop go out as one batch.
+  #scheduleFlush(): void {
+    if (!this.#flushScheduled) {
+      this.#flushScheduled = true;
+      setImmediate(() => this.#flush());
+    }
+  }
+
+  #flush(): void {
+    this.#flushScheduled = false;
+    if (this.#pending.length === 0) {
+      return;
+    }
+    const batch = this.#pending;
+    this.#pending = [];
+    try {
+      this.#native.completeBatch(`[${batch.map(outcomeJson).join(",")}]`);
+    } catch (err) {
+      // Only a stopped core refuses outcomes; its unacked steps return to their queues.
+      process.stderr.write(`tasker-worker: reporting ${batch.length} outcome(s) failed: ${String(err)}\n`);
+    }
+  }
+}

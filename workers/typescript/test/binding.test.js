@@ -1,0 +1,102 @@
+"use strict";
+// Through the real native binding: starting and stopping the core, waiting for steps, errors.
+// Starting needs no broker (the core connects in the background), so these run anywhere.
+const test = require("node:test");
+const assert = require("node:assert/strict");
+const { spawn } = require("node:child_process");
+const path = require("node:path");
+
+const { Worker, Registry } = require("../dist/index.js");
+const { NativeWorker } = require("../index.js");
+const { repoRoot, waitForLine } = require("./support/orchestrator.js");
+
+const templates = path.join(repoRoot, "tests/fixtures/task_templates/typescript");
+const bin = path.join(__dirname, "../dist/bin/tasker-worker.js");
+
+test("start reports health, namespaces and concurrency; nextBatch times out empty; stop releases a waiter", async () => {
+  const native = NativeWorker.start({ templates, healthPort: 0, concurrency: 3 });
+  try {
+    assert.match(native.healthAddr, /^127\.0\.0\.1:\d+$/);
+    assert.deepEqual(native.namespaces, ["typescript_examples"]);
+    assert.equal(native.concurrency, 3);
+    const health = await (await fetch(`http://${native.healthAddr}/health`)).json();
+    assert.equal(health.language, "typescript");
+
+    const t0 = performance.now();
+    assert.equal(await native.nextBatch(8, 50), "[]");
+    assert.ok(performance.now() - t0 >= 45, "the wait lasts its timeout");
+
+    const pending = native.nextBatch(8, 60_000);
+    native.stop();
+    assert.equal(await pending, "[]");
+    assert.ok(native.stopped);
+    native.stop(); // idempotent
+  } finally {
+    native.stop();
+  }
+});
+
+test("malformed outcomes are refused with the reason", () => {
+  const native = NativeWorker.start({ templates, healthPort: 0 });
+  try {
+    assert.throws(() => native.completeBatch("not json"), /invalid outcome JSON/);
+    assert.throws(() => native.completeBatch('[{"id": 1, "status": "maybe"}]'), /invalid outcome JSON/);
+  } finally {
+    native.stop();
+  }
+});
+
+test("a bad templates folder or config gives a clear error", () => {
+  assert.throws(() => Worker.start({ templates: "/nonexistent/templates" }), /\/nonexistent\/templates.*No such file/);
+  assert.throws(
+    () => Worker.start({ templates, configFile: "/nonexistent/tasker.toml" }),
+    /tasker\.toml/,
+  );
+});
+
+test("Worker.run returns once stop() is called", async () => {
+  const worker = Worker.start({ templates, healthPort: 0, registry: new Registry(), pollMs: 50 });
+  const running = worker.run();
+  assert.equal(worker.run(), running);
+  await worker.stop();
+  await running;
+  assert.equal(worker.inFlight, 0);
+});
+
+function runCli(args) {
+  return spawn(process.execPath, [bin, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+}
+
+async function finished(child) {
+  let stderr = "";
+  child.stderr.on("data", (d) => (stderr += d));
+  const code = await new Promise((resolve) => child.once("exit", resolve));
+  return { code, stderr };
+}
+
+test("tasker-worker without --templates exits 2 with its usage", async () => {
+  const { code, stderr } = await finished(runCli([]));
+  assert.equal(code, 2);
+  assert.match(stderr, /--templates DIR is required/);
+  assert.match(stderr, /usage: tasker-worker/);
+});
+
+test("tasker-worker with a missing handlers file or templates folder exits 1 and says why", async () => {
+  const a = await finished(runCli(["--templates", templates, "--handlers", "./no/such/handlers.js"]));
+  assert.equal(a.code, 1);
+  assert.match(a.stderr, /no\/such\/handlers\.js/);
+  const b = await finished(runCli(["--templates", "/nonexistent/templates"]));
+  assert.equal(b.code, 1);
+  assert.match(b.stderr, /\/nonexistent\/templates/);
+});
+
+test("tasker-worker prints the ready line and stops cleanly on SIGTERM", async () => {
+  const child = runCli(["--templates", templates, "--health-port", "0", "--handlers", path.join(__dirname, "../dist/fixtures/handlers.js")]);
+  const exit = finished(child);
+  const line = await waitForLine(child.stdout, "tasker worker ready", 10_000);
+  assert.match(line, /^tasker worker ready: language=typescript health=127\.0\.0\.1:\d+ namespaces=typescript_examples$/);
+  child.kill("SIGTERM");
+  const { code, stderr } = await exit;
+  assert.equal(code, 0, stderr);
+  assert.match(stderr, /SIGTERM: finishing running steps, then stopping/);
+});

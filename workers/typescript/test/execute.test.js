@@ -1,0 +1,137 @@
+"use strict";
+const test = require("node:test");
+const assert = require("node:assert/strict");
+
+const { Registry, PermanentError } = require("../dist/index.js");
+const { execute } = require("../dist/execute.js");
+const { outcomeJson } = require("../dist/outcome.js");
+
+function job(handler, overrides = {}) {
+  return {
+    id: 7,
+    task_id: "0190a0a0-0000-7000-8000-000000000001",
+    step_id: "0190a0a0-0000-7000-8000-000000000002",
+    namespace: "typescript_examples",
+    task_name: "t",
+    step_name: "s",
+    handler,
+    attempt: 2,
+    max_attempts: 3,
+    context: { value: 5 },
+    parent_results: { a: { value: 1 } },
+    timeout_ms: 5_000,
+    ...overrides,
+  };
+}
+
+async function run(fn, overrides) {
+  return execute(new Registry().register("h", fn), job("h", overrides));
+}
+
+test("the context carries the step's fields in camelCase", async () => {
+  let seen;
+  const out = await run((ctx) => {
+    seen = ctx;
+    return { ok: true };
+  });
+  assert.equal(out.status, "success");
+  assert.deepEqual(out.result, { ok: true });
+  assert.equal(out.id, 7);
+  assert.ok(Date.parse(out.started_at) <= Date.parse(out.finished_at));
+  assert.equal(seen.taskId, "0190a0a0-0000-7000-8000-000000000001");
+  assert.equal(seen.stepName, "s");
+  assert.equal(seen.attempt, 2);
+  assert.equal(seen.maxAttempts, 3);
+  assert.deepEqual(seen.context, { value: 5 });
+  assert.deepEqual(seen.parentResults, { a: { value: 1 } });
+  assert.equal(seen.input, null);
+  assert.equal(seen.timeoutMs, 5_000);
+  assert.ok(seen.signal instanceof AbortSignal);
+});
+
+test("a batch worker's input reaches the handler", async () => {
+  let seen;
+  await run((ctx) => (seen = ctx.input), { input: { start: 200, end: 400 } });
+  assert.deepEqual(seen, { start: 200, end: 400 });
+});
+
+test("sync and async handlers succeed alike; undefined becomes null", async () => {
+  assert.deepEqual((await run(() => 3)).result, 3);
+  assert.deepEqual((await run(async () => ({ v: [1, "x", null] }))).result, { v: [1, "x", null] });
+  const out = await run(() => undefined);
+  assert.equal(out.status, "success");
+  assert.equal(out.result, null);
+  assert.match(outcomeJson(out), /"result":null/);
+});
+
+test("PermanentError (and subclasses) fail for good with class, message and backtrace", async () => {
+  class InvalidOrder extends PermanentError {}
+  for (const [Cls, kind] of [
+    [PermanentError, "PermanentError"],
+    [InvalidOrder, "InvalidOrder"],
+  ]) {
+    const out = await run(async () => {
+      throw new Cls("input rejected for good");
+    });
+    assert.equal(out.status, "failure");
+    assert.equal(out.retryable, false);
+    assert.equal(out.error.kind, kind);
+    assert.equal(out.error.message, "input rejected for good");
+    assert.match(out.error.backtrace, /execute\.test\.js/);
+  }
+});
+
+test("any other error, thrown or rejected, is retryable and reports its class", async () => {
+  const sync = await run(() => {
+    null.boom();
+  });
+  assert.equal(sync.retryable, true);
+  assert.equal(sync.error.kind, "TypeError");
+  assert.match(sync.error.message, /null/);
+  assert.match(sync.error.backtrace, /TypeError/);
+
+  class PaymentGatewayDown extends Error {}
+  const rejected = await run(() => Promise.reject(new PaymentGatewayDown("503")));
+  assert.deepEqual([rejected.retryable, rejected.error.kind, rejected.error.message], [true, "PaymentGatewayDown", "503"]);
+
+  const text = await run(() => {
+    throw "plain text";
+  });
+  assert.deepEqual(text.error, { kind: "Error", message: "plain text" });
+});
+
+test("an unknown handler fails permanently with kind unknown_handler", async () => {
+  const out = await execute(new Registry(), job("nope"));
+  assert.equal(out.status, "failure");
+  assert.equal(out.retryable, false);
+  assert.equal(out.error.kind, "unknown_handler");
+  assert.equal(out.error.message, 'no handler named "nope" is registered in this worker');
+});
+
+test("a handler past its timeout fails retryably, its signal aborts and a late rejection is harmless", async () => {
+  let signal;
+  const out = await run(
+    (ctx) =>
+      new Promise((_, reject) => {
+        signal = ctx.signal;
+        ctx.signal.addEventListener("abort", () => reject(new Error("aborted late")));
+      }),
+    { timeout_ms: 30 },
+  );
+  assert.equal(out.status, "failure");
+  assert.equal(out.retryable, true);
+  assert.equal(out.error.kind, "timeout");
+  assert.equal(out.error.message, "handler did not finish within 30 ms");
+  assert.ok(signal.aborted);
+  // The test runner fails the file on an unhandled rejection; give it one turn to surface.
+  await new Promise((resolve) => setImmediate(resolve));
+});
+
+test("a result that is not JSON fails its own step permanently", async () => {
+  const out = await run(() => ({ big: 1n }));
+  const wire = JSON.parse(outcomeJson(out));
+  assert.equal(wire.status, "failure");
+  assert.equal(wire.retryable, false);
+  assert.equal(wire.error.kind, "invalid_result");
+  assert.match(wire.error.message, /BigInt/);
+});

@@ -1,0 +1,63 @@
+"use strict";
+// The fixture handlers compute what tasker-worker-rust/src/handlers.rs computes.
+const test = require("node:test");
+const assert = require("node:assert/strict");
+
+const { defaultRegistry } = require("../dist/index.js");
+require("../dist/fixtures/handlers.js");
+
+function ctx(context, parentResults = {}, attempt = 1) {
+  return { context, parentResults, attempt, signal: new AbortController().signal };
+}
+const call = (name, c) => defaultRegistry().get(name)(c);
+
+test("root steps read context.value, the others sum their parents", async () => {
+  assert.deepEqual(await call("double", ctx({ value: 6 })), { value: 12 });
+  assert.deepEqual(await call("add_ten", ctx({ value: 6 })), { value: 16 });
+  assert.deepEqual(await call("square", ctx({}, { a: { value: 12 } })), { value: 144 });
+  assert.deepEqual(await call("sum_parents", ctx({}, { a: { value: 36 }, b: { value: 16 } })), { value: 52 });
+  // Rust's i64 division truncates toward zero.
+  assert.deepEqual(await call("halve", ctx({ value: -7 })), { value: -3 });
+  assert.deepEqual(await call("halve", ctx({ value: 485 })), { value: 242 });
+});
+
+test("bad input and overflow are permanent, named by class", async () => {
+  await assert.rejects(async () => call("double", ctx({ value: "x" })), { name: "InvalidInput" });
+  await assert.rejects(async () => call("sum_parents", ctx({}, { a: { nope: 1 } })), {
+    name: "InvalidInput",
+    message: "parent `a` has no integer `value`",
+  });
+  await assert.rejects(async () => call("square", ctx({ value: 2 ** 40 })), { name: "Overflow" });
+});
+
+test("route_by_size routes 50 and more to large", async () => {
+  assert.deepEqual(await call("route_by_size", ctx({}, { c: { value: 84 } })), { branches: ["large"], value: 84 });
+  assert.deepEqual(await call("route_by_size", ctx({}, { c: { value: 14 } })), { branches: ["small"], value: 14 });
+});
+
+test("flaky fails retryably until its attempt; echo_attempts echoes", async () => {
+  await assert.rejects(async () => call("flaky", ctx({}, {}, 2)), (e) => {
+    assert.equal(e.constructor.name, "TransientError");
+    assert.equal(e.message, "attempt 2 fails, 3 succeeds");
+    return true;
+  });
+  assert.deepEqual(await call("flaky", ctx({}, {}, 3)), { attempts: 3 });
+  assert.deepEqual(await call("flaky", ctx({ succeed_on_attempt: 1 }, {}, 1)), { attempts: 1 });
+  assert.deepEqual(await call("echo_attempts", ctx({}, { flaky: { attempts: 3 } }, 1)), {
+    attempt: 1,
+    parents: { flaky: { attempts: 3 } },
+  });
+});
+
+test("fail_permanently, panic and sleep", async () => {
+  await assert.rejects(async () => call("fail_permanently", ctx({})), {
+    name: "PermanentError",
+    message: "input rejected for good",
+  });
+  await assert.rejects(async () => call("panic", ctx({})), { message: "this handler always panics" });
+  assert.deepEqual(await call("sleep", ctx({ sleep_ms: 5 })), { slept_ms: 5 });
+  const abort = new AbortController();
+  const slow = call("sleep", { ...ctx({ sleep_ms: 60_000 }), signal: abort.signal });
+  abort.abort();
+  await assert.rejects(slow, { name: "AbortError" });
+});
