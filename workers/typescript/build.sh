@@ -23,10 +23,12 @@ fi
 command -v cargo >/dev/null || { log "cargo is missing: install Rust (rustup)"; exit 1; }
 
 cd "$here"
-# npm ci only when the lock changed since the last install.
+# Install only when the lock changed since the last install. `npm install` rather than `npm ci`:
+# npm 11's ci rejects this lock for optional per-platform packages of @napi-rs/cli's
+# dependencies that the lock (rightly) omits; install keeps the locked versions all the same.
 if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
-  log "npm ci"
-  npm ci --no-audit --no-fund --loglevel=error
+  log "npm install (from package-lock.json)"
+  npm install --no-audit --no-fund --loglevel=error
 fi
 
 # @napi-rs/cli 3 needs Node >= 20.17; it also regenerates index.js / index.d.ts from the Rust
