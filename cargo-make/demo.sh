@@ -13,16 +13,22 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
-NAMESPACE=rust_examples
-# name|context -- one line per submission; `conditional` twice to show both branches.
+# namespace|name|context -- one line per submission; `conditional` twice to show both branches,
+# then one workflow through each FFI worker.
 WORKFLOWS=(
-  'linear|{"value": 6}'
-  'diamond|{"value": 3}'
-  'conditional|{"value": 42}'
-  'conditional|{"value": 7}'
-  'complex_dag|{"value": 2}'
-  'hierarchical_tree|{"value": 5}'
+  'rust_examples|linear|{"value": 6}'
+  'rust_examples|diamond|{"value": 3}'
+  'rust_examples|conditional|{"value": 42}'
+  'rust_examples|conditional|{"value": 7}'
+  'rust_examples|complex_dag|{"value": 2}'
+  'rust_examples|hierarchical_tree|{"value": 5}'
+  "rust_examples|csv_products|{\"csv_path\": \"$ROOT/tests/fixtures/products.csv\", \"batch_size\": 200}"
+  'ruby_examples|linear|{"value": 6}'
+  'python_examples|diamond|{"value": 3}'
+  'typescript_examples|conditional|{"value": 42}'
 )
+# The FFI workers: language and /health port.
+LANGUAGES=(ruby:8200 python:8300 typescript:8400)
 
 ORCH_BIND="${TASKER_ORCHESTRATOR_BIND:-127.0.0.1:8080}"
 ORCH_URL="http://$ORCH_BIND"
@@ -66,7 +72,7 @@ done
 cargo-make/services.sh stop-procs
 
 port_of() { echo "${1##*:}"; }
-for port in "$(port_of "$ORCH_BIND")" "$WORKER_HEALTH_PORT"; do
+for port in "$(port_of "$ORCH_BIND")" "$WORKER_HEALTH_PORT" "${LANGUAGES[@]#*:}"; do
   if timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null; then
     die "port $port is in use by another process; stop it or set TASKER_ORCHESTRATOR_BIND / TASKER_WORKER_HEALTH_PORT"
   fi
@@ -111,22 +117,35 @@ wait_healthy orchestrator "$ORCH_URL/health"
 wait_healthy worker-rust "$WORKER_HEALTH_URL"
 echo "both ready in $((SECONDS - t0))s"
 
+# One worker per FFI language: its build.sh installs what the language needs and builds the
+# binding (release); its conformance-worker runs the language's example handlers.
+for entry in "${LANGUAGES[@]}"; do
+  lang="${entry%%:*}"
+  port="${entry#*:}"
+  say "building and starting the $lang worker"
+  if ! "workers/$lang/build.sh" >"$LOG_DIR/build-$lang.log" 2>&1; then
+    show_log_tail "$LOG_DIR/build-$lang.log"
+    start_failed "building the $lang binding failed"
+  fi
+  start_bg "worker-$lang" "workers/$lang/conformance-worker" \
+    --templates "tests/fixtures/task_templates/$lang" --health-port "$port"
+  wait_healthy "worker-$lang" "http://127.0.0.1:$port/health"
+done
+
 now_ms() { local us="${EPOCHREALTIME//[!0-9]/}"; echo $((us / 1000)); }
 
-names=() contexts=() results=() times=()
+names=() results=() times=()
 failures=0
 for entry in "${WORKFLOWS[@]}"; do
-  name="${entry%%|*}"
-  context="${entry#*|}"
-  say "tasker submit $NAMESPACE $name --context '$context' --wait"
+  IFS='|' read -r namespace name context <<<"$entry"
+  say "tasker submit $namespace $name --context '$context' --wait"
   started="$(now_ms)"
   rc=0
   # timeout: a task that never finishes must not hang the demo.
-  timeout "$TASK_TIMEOUT" "$BIN_DIR/tasker" --url "$ORCH_URL" submit "$NAMESPACE" "$name" \
+  timeout "$TASK_TIMEOUT" "$BIN_DIR/tasker" --url "$ORCH_URL" submit "$namespace" "$name" \
     --version 1.0.0 --context "$context" --wait || rc=$?
   elapsed=$(($(now_ms) - started))
-  names+=("$name")
-  contexts+=("$context")
+  names+=("$namespace/$name")
   times+=("$elapsed ms")
   if ((rc == 0)); then
     results+=("complete")
@@ -137,9 +156,9 @@ for entry in "${WORKFLOWS[@]}"; do
 done
 
 say "summary"
-printf '%-20s %-16s %-24s %s\n' WORKFLOW CONTEXT RESULT "WALL TIME (CLI)"
+printf '%-34s %-24s %s\n' WORKFLOW RESULT "WALL TIME (CLI)"
 for i in "${!names[@]}"; do
-  printf '%-20s %-16s %-24s %s\n' "${names[$i]}" "${contexts[$i]}" "${results[$i]}" "${times[$i]}"
+  printf '%-34s %-24s %s\n' "${names[$i]}" "${results[$i]}" "${times[$i]}"
 done
 
 cat <<EOF
@@ -147,8 +166,10 @@ cat <<EOF
 Still running, so you can try the CLI yourself:
   orchestrator  $ORCH_URL   (health $ORCH_URL/health, log $LOG_DIR/orchestrator.log)
   rust worker   $WORKER_HEALTH_URL   (log $LOG_DIR/worker-rust.log)
+  ruby, python, typescript workers   http://127.0.0.1:8200/health, :8300, :8400   (logs $LOG_DIR/worker-<lang>.log)
   e.g.  $BIN_DIR/tasker --url $ORCH_URL list
-        $BIN_DIR/tasker --url $ORCH_URL submit $NAMESPACE linear --version 1.0.0 --context '{"value": 1}' --wait
+        $BIN_DIR/tasker --url $ORCH_URL submit rust_examples linear --version 1.0.0 --context '{"value": 1}' --wait
+        $BIN_DIR/tasker --url $ORCH_URL submit python_examples linear --context '{"value": 1}' --wait
 
 Stop everything with: bin/dev stop
 EOF

@@ -69,10 +69,11 @@ fn worker_command(language: &str) -> anyhow::Result<Command> {
     Ok(cmd)
 }
 
-/// Starts the worker and waits for its ready line on stdout.
+/// Starts the worker (reporting itself as `<language>-worker`) and waits for its ready line.
 async fn start_worker(env: &TestEnv, language: &str) -> anyhow::Result<Child> {
     let cfg = &env.config;
     let mut child = worker_command(language)?
+        .env("TASKER_WORKER__NAME", format!("{language}-worker"))
         .env("DATABASE_URL", &cfg.database_url)
         .env("AMQP_URL", &cfg.amqp_url)
         .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
@@ -201,13 +202,66 @@ async fn typescript_worker_conforms() -> anyhow::Result<()> {
     conformance("typescript").await
 }
 
+const LANGUAGES: [&str; 4] = ["rust", "ruby", "python", "typescript"];
+
+/// All four workers on one broker: each runs only its own namespace's steps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_worker_runs_only_its_own_namespace() -> anyhow::Result<()> {
+    let mut env = TestEnv::new().await?;
+    env.config.orchestrator.templates = vec![repo_root().join("tests/fixtures/task_templates")];
+    let orchestrator = env.orchestrator().await?;
+    let mut workers = Vec::new();
+    for language in LANGUAGES {
+        workers.push(start_worker(&env, language).await?);
+    }
+    let mut runs = Vec::new();
+    for language in LANGUAGES {
+        for value in 0..5 {
+            let client = orchestrator.client.clone();
+            runs.push(tokio::spawn(async move {
+                let t = client
+                    .create_task(
+                        &tasker_client::CreateTask::new(format!("{language}_examples"), "diamond")
+                            .context(serde_json::json!({ "value": value })),
+                    )
+                    .await?;
+                client.task(t.id, Some(Duration::from_secs(60))).await
+            }));
+        }
+    }
+    for run in runs {
+        assert_eq!(run.await??.state, "complete");
+    }
+    let ran: Vec<(String, Option<String>, i64)> = sqlx::query_as(
+        "SELECT t.namespace, s.worker, count(*) FROM steps s JOIN tasks t ON t.id = s.task_id
+         GROUP BY 1, 2 ORDER BY 1, 2",
+    )
+    .fetch_all(orchestrator.shared.store.pool())
+    .await?;
+    assert_eq!(ran.len(), 4, "one worker per namespace: {ran:?}");
+    for (namespace, worker, steps) in &ran {
+        let language = namespace.trim_end_matches("_examples");
+        assert_eq!(
+            worker.as_deref(),
+            Some(format!("{language}-worker").as_str()),
+            "{namespace} steps ran on {worker:?}"
+        );
+        assert_eq!(*steps, 20, "{namespace}");
+    }
+    for mut w in workers {
+        w.kill().await?;
+    }
+    orchestrator.stop().await;
+    env.cleanup().await
+}
+
 #[test]
 fn every_language_has_the_same_templates() -> anyhow::Result<()> {
     let root = repo_root().join("tests/fixtures/task_templates");
     let rust: Vec<_> = std::fs::read_dir(root.join("rust"))?
         .map(|e| e.map(|e| e.file_name()))
         .collect::<Result<_, _>>()?;
-    for language in ["ruby", "python", "typescript"] {
+    for language in &LANGUAGES[1..] {
         // batch_numbers*: engine edge cases of batch processing, run on the Rust worker only.
         for file in rust
             .iter()
