@@ -543,6 +543,15 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Loaded>, Error> {
     Ok(loaded)
 }
 
+/// The distinct namespaces of `templates`, sorted: the step queues a worker for them consumes.
+pub fn namespaces(templates: &[Loaded]) -> Vec<String> {
+    let set: std::collections::BTreeSet<&str> = templates
+        .iter()
+        .map(|t| t.template.namespace.as_str())
+        .collect();
+    set.into_iter().map(str::to_owned).collect()
+}
+
 fn collect_yaml(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();

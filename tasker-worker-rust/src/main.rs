@@ -1,7 +1,6 @@
 //! `tasker-worker-rust`: the native worker. It reads the templates in the folder it is given,
 //! consumes only their namespaces' queues, and runs the Rust handlers of this crate.
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -69,12 +68,7 @@ async fn main() -> anyhow::Result<()> {
         .clone()
         .context("no templates folder: pass --templates DIR (or set worker.templates)")?;
     let templates = tasker_shared::template::load_dir(&dir)?;
-    let namespaces: Vec<String> = templates
-        .iter()
-        .map(|t| t.template.namespace.clone())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    let namespaces = tasker_shared::template::namespaces(&templates);
     anyhow::ensure!(
         !namespaces.is_empty(),
         "no templates found in {}",

@@ -2,7 +2,6 @@
 //! health) runs on a small tokio runtime of its own; the language's threads only take batches of
 //! steps from the [`BatchHost`] and complete them. Bindings wrap this type and nothing more.
 
-use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -83,12 +82,7 @@ impl EmbeddedWorker {
         ));
         let config = Config::extract(&figment)?;
         let templates = tasker_shared::template::load_dir(&options.templates)?;
-        let namespaces: Vec<String> = templates
-            .iter()
-            .map(|t| t.template.namespace.clone())
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
+        let namespaces = tasker_shared::template::namespaces(&templates);
         if namespaces.is_empty() {
             return Err(Error::NoTemplates(options.templates.display().to_string()));
         }
