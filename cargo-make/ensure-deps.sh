@@ -305,7 +305,7 @@ cmd_remove() {
     esac
   done
   local listed=("${purge[@]}" "${crates[@]}")
-  log "removing what the groups $* install: ${listed[*]:-none of it is installed} (listed in $DEPS_FILE)"
+  log "removing what the groups ($*) install: ${listed[*]:-none of it is installed} (from $DEPS_FILE)"
   mkdir -p "$(dirname "$LOG_FILE")"
   # autoremove even when nothing listed is installed: a half-finished earlier removal may have
   # left what those packages pulled in.
