@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Local PostgreSQL + RabbitMQ for development, tests and CI.
 #
-#   cargo-make/services.sh start    start both (idempotent), installing them with apt-get if missing
+#   cargo-make/services.sh start    start both (idempotent); cargo-make/ensure-deps.sh installs
+#                                   them with apt-get if missing
 #   cargo-make/services.sh stop     stop Tasker processes (<state>/run/*.pid), PostgreSQL and RabbitMQ
 #   cargo-make/services.sh status   show what is up (exit 1 if a service is down)
 #   cargo-make/services.sh env      print `export` lines: eval "$(cargo-make/services.sh env)"
@@ -107,38 +108,9 @@ LOG_DIR="$STATE/logs"
 mkdir -p "$RUN_DIR" "$LOG_DIR"
 
 # --------------------------------------------------------------------------------------------
-# Packages
+# Packages: cargo-make/ensure-deps.sh installs what is missing (see cmd_start), from the one list
+# cargo-make/dependencies.txt (group "services").
 # --------------------------------------------------------------------------------------------
-APT_UPDATED=""
-POLICY_RC=/usr/sbin/policy-rc.d
-
-apt_install() {
-  is_root || die "missing packages: $*. Install them (sudo apt-get install -y $*) or set DATABASE_URL/AMQP_URL to existing services."
-  command -v apt-get >/dev/null || die "missing packages: $* and no apt-get here; install them by hand."
-  local started apt_log="$LOG_DIR/apt-install.log" made_policy=""
-  started="$(now_ms)"
-  log "installing $* with apt-get (once per machine; roughly 10-40 s) ..."
-  if [[ ! -e "$POLICY_RC" ]]; then
-    # Tell the packages' maintainer scripts not to start their system services (a broker on 5672,
-    # clusters on 5432): we run our own instances and must not depend on or clash with those.
-    printf '#!/bin/sh\n# temporary, written by tasker services.sh\nexit 101\n' >"$POLICY_RC"
-    chmod 755 "$POLICY_RC"
-    made_policy=1
-    trap 'rm -f "$POLICY_RC"' EXIT
-  fi
-  if [[ -z "$APT_UPDATED" ]]; then
-    DEBIAN_FRONTEND=noninteractive apt-get update -q >"$apt_log" 2>&1 \
-      || { show_log_tail "$apt_log"; die "apt-get update failed"; }
-    APT_UPDATED=1
-  fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >>"$apt_log" 2>&1 \
-    || { show_log_tail "$apt_log"; die "apt-get install $* failed"; }
-  if [[ -n "$made_policy" ]]; then
-    rm -f "$POLICY_RC"
-    trap - EXIT
-  fi
-  log "installed $* in $(since "$started")"
-}
 
 # --------------------------------------------------------------------------------------------
 # PostgreSQL
@@ -151,17 +123,7 @@ find_pg_bin() {
 }
 
 ensure_pg_installed() {
-  find_pg_bin && return 0
-  if is_root; then
-    # Debian's postgresql package would otherwise create (and try to start) a "main" cluster on
-    # 5432. We never use it; a drop-in is read by pg_createcluster's config and isn't a conffile,
-    # so it survives the install without dpkg prompts.
-    mkdir -p /etc/postgresql-common/createcluster.d
-    printf '# written by tasker services.sh: no system cluster, we run our own\ncreate_main_cluster = false\n' \
-      >/etc/postgresql-common/createcluster.d/tasker.conf
-  fi
-  apt_install postgresql
-  find_pg_bin || die "postgresql installed but no initdb under /usr/lib/postgresql/*/bin"
+  find_pg_bin || die "no initdb under /usr/lib/postgresql/*/bin although ensure-deps.sh found PostgreSQL installed"
 }
 
 # initdb and postgres refuse to run as root: as root we run them as the postgres user.
@@ -364,8 +326,7 @@ find_epmd() { command -v epmd || compgen -G '/usr/lib/erlang/erts-*/bin/epmd' | 
 RMQ_LAUNCHED_AT=""
 rmq_launch() {
   RMQ_LAUNCHED_AT="$(now_ms)"
-  [[ -x "$RMQ_BIN/rabbitmq-server" ]] || apt_install rabbitmq-server
-  [[ -x "$RMQ_BIN/rabbitmq-server" ]] || die "rabbitmq-server installed but $RMQ_BIN/rabbitmq-server is missing"
+  [[ -x "$RMQ_BIN/rabbitmq-server" ]] || die "rabbitmq-server is installed but $RMQ_BIN/rabbitmq-server is missing"
   if rmq_running; then
     log "rabbitmq: already running on 127.0.0.1:$AMQP_PORT (pid $(rmq_pid))"
     RMQ_LAUNCHED_AT=""
@@ -536,9 +497,14 @@ cmd_start() {
   take_lock
   local started
   started="$(now_ms)"
-  local ports=()
-  [[ -n "$EXTERNAL_PG" ]] || ports+=("$PG_PORT")
-  [[ -n "$EXTERNAL_AMQP" ]] || ports+=("$AMQP_PORT" "$AMQP_DIST_PORT" "$EPMD_PORT")
+  local ports=() deps=()
+  [[ -n "$EXTERNAL_PG" ]] || { ports+=("$PG_PORT"); deps+=(services:postgresql); }
+  [[ -n "$EXTERNAL_AMQP" ]] || { ports+=("$AMQP_PORT" "$AMQP_DIST_PORT" "$EPMD_PORT"); deps+=(services:rabbitmq-server); }
+  # What is missing gets installed (dpkg-query decides; apt-get when needed, services kept from
+  # starting). 9>&- : nothing apt starts may inherit our lock.
+  if ((${#deps[@]})) && ! "$ROOT/cargo-make/ensure-deps.sh" "${deps[@]}" 9>&-; then
+    die "could not install what the services need (see above), or set DATABASE_URL/AMQP_URL to existing services"
+  fi
   reserve_ports "${ports[@]}"
   # Broker first and in the background: PostgreSQL (~0.2-1 s) starts while it boots (~5 s).
   if [[ -n "$EXTERNAL_AMQP" ]]; then log "rabbitmq: AMQP_URL is set; using it, not starting one"; else rmq_launch; fi
