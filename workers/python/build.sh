@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the Python binding in release mode into workers/python/.venv (maturin develop puts
 # tasker/_native.abi3.so next to the Python sources). Idempotent: installs only what is missing
-# (python3 >= 3.11 with venv, then maturin, pytest and pika in the venv). Runs from any folder;
-# honours CARGO_TARGET_DIR (default: the repository's target/).
+# (python3 >= 3.11 with venv through cargo-make/ensure-deps.sh, then maturin, pytest and pika in
+# the venv). Runs from any folder; honours CARGO_TARGET_DIR (default: the repository's target/).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -12,12 +12,10 @@ venv="$here/.venv"
 has_python() {
     python3 -c 'import sys, venv, ensurepip; assert sys.version_info >= (3, 11)' 2>/dev/null
 }
-if ! has_python; then
-    # Debian 12 ships Python 3.11; its venv module needs python3-venv for pip.
-    echo "build.sh: installing python3 and python3-venv" >&2
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
-    has_python || { echo "build.sh: python3 >= 3.11 with the venv module is required" >&2; exit 1; }
-fi
+# The "python" group of cargo-make/dependencies.txt: Debian's python3 and python3-venv, installed
+# only when dpkg lacks them and no python3 >= 3.11 with venv is there otherwise (pyenv's counts).
+"$root/cargo-make/ensure-deps.sh" python
+has_python || { echo "build.sh: python3 >= 3.11 with the venv module is required" >&2; exit 1; }
 
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 if ! "$venv/bin/python" -c 'import maturin, pytest, pika' 2>/dev/null; then

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the TypeScript worker: Node + npm if missing, npm dependencies, the native binding in
-# release mode (CARGO_TARGET_DIR honoured, default the repo's target/), then the TypeScript.
+# Builds the TypeScript worker: Node + npm if missing (cargo-make/ensure-deps.sh), npm
+# dependencies, the native binding in release mode (CARGO_TARGET_DIR honoured, default the repo's
+# target/), then the TypeScript.
 # Idempotent, quiet when everything is in place; runnable from any directory.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -8,12 +9,12 @@ root="$(cd "$here/../.." && pwd)"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
 log() { echo "[typescript] $*" >&2; }
 
+# The "typescript" group of cargo-make/dependencies.txt: Debian's nodejs and npm, installed only
+# when dpkg lacks them and `node` / `npm` are not there otherwise (NodeSource's count).
+"$root/cargo-make/ensure-deps.sh" typescript
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  log "installing nodejs and npm with apt-get"
-  export DEBIAN_FRONTEND=noninteractive
-  sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo"
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq nodejs npm >/dev/null
+  log "node and npm are required"
+  exit 1
 fi
 node_major="$(node -p 'process.versions.node.split(".")[0]')"
 if (( node_major < 18 )); then
