@@ -53,9 +53,13 @@ show_log_tail() {
   printf -- '---- end of %s ----\n' "$1" >&2
 }
 
-# Idempotent (~0.05 s when `cargo make demo` already started them); lets the script run on its own.
+# Everything the demo needs (cargo-make/dependencies.txt), checked with dpkg-query and installed
+# now, before the long build, so that a package that cannot be installed fails the demo here, by
+# name: services.sh start ensures the "services" group (minus what DATABASE_URL/AMQP_URL replace;
+# idempotent, ~0.05 s when `cargo make demo` already started them), then the bindings' groups.
 cargo-make/services.sh start
 eval "$(cargo-make/services.sh env)"
+cargo-make/ensure-deps.sh ruby python typescript
 LOG_DIR="$TASKER_HOME/logs"
 RUN_DIR="$TASKER_HOME/run"
 mkdir -p "$LOG_DIR" "$RUN_DIR"

@@ -4,22 +4,27 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Idempotent and ~0.05 s when already up (cargo make's services-start normally did it); makes this
-# script work on its own too.
-cargo-make/services.sh start
-eval "$(cargo-make/services.sh env)"
-# A failing test's backtrace is worth more than the noise it costs.
-export RUST_BACKTRACE="${RUST_BACKTRACE:-1}"
-
 suite_start=$SECONDS
 step() { printf '\n==> %s   [%s, +%ds]\n' "$*" "$(date +%H:%M:%S)" $((SECONDS - suite_start)); }
+
+# Everything the suite needs (cargo-make/dependencies.txt), checked with dpkg-query and installed
+# before any build, so that a package that cannot be installed fails in seconds, by name:
+# services.sh start ensures the "services" group (minus what DATABASE_URL/AMQP_URL replace;
+# idempotent and ~0.05 s when cargo make's services-start already did it), then the bindings'.
+cargo-make/services.sh start
+eval "$(cargo-make/services.sh env)"
+step "cargo-make/ensure-deps.sh ruby python typescript"
+cargo-make/ensure-deps.sh ruby python typescript
+
+# A failing test's backtrace is worth more than the noise it costs.
+export RUST_BACKTRACE="${RUST_BACKTRACE:-1}"
 
 # Cheapest checks first, so a formatting slip fails in seconds rather than after a build.
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check
 
-# The FFI bindings' build scripts need their language's headers (rb-sys: Ruby's and libclang), so
-# each build.sh (install what is missing, build the binding) runs before clippy compiles them.
+# The FFI bindings' build scripts need their language's headers (rb-sys: Ruby's and libclang,
+# installed above), so each build.sh (builds the binding) runs before clippy compiles them.
 for lang_build in workers/*/build.sh; do
   [[ -x "$lang_build" ]] || continue
   step "$lang_build"
