@@ -92,24 +92,6 @@ impl Dag {
         (0..self.len()).flat_map(move |c| self.parents[c].iter().map(move |&p| (p, c)))
     }
 
-    /// Whether `ancestor` is reachable from `descendant` by following parents.
-    pub fn is_ancestor(&self, ancestor: usize, descendant: usize) -> bool {
-        let mut stack = vec![descendant];
-        let mut seen = vec![false; self.len()];
-        while let Some(n) = stack.pop() {
-            for &p in &self.parents[n] {
-                if p == ancestor {
-                    return true;
-                }
-                if !seen[p] {
-                    seen[p] = true;
-                    stack.push(p);
-                }
-            }
-        }
-        false
-    }
-
     /// A cycle through the dependency edges, if there is one, named child → parent order reversed
     /// so it reads in execution order: `a -> b -> a` means b depends on a and a depends on b.
     fn find_cycle(&self) -> Option<Vec<String>> {
@@ -171,8 +153,6 @@ mod tests {
         assert_eq!(dag.edges().count(), 4);
         assert_eq!(dag.parents(3), &[1, 2]);
         assert_eq!(dag.children(0), &[1, 2]);
-        assert!(dag.is_ancestor(0, 3));
-        assert!(!dag.is_ancestor(1, 2));
     }
 
     #[test]

@@ -1,17 +1,20 @@
-//! Tasker's domain, with no I/O: task templates (YAML + validation), the step DAG, the task and
-//! step state machines, the messages exchanged over the broker, and configuration.
+//! Tasker's domain, with no I/O: task templates (YAML + validation), the step DAG and the plan
+//! of a new task's steps, the task and step state vocabulary with its transition tables, the
+//! messages exchanged over the broker, and configuration.
 //!
 //! Every other crate builds on these types; nothing here opens a socket or a file handle except
-//! [`template::load_dir`], which reads template files from disk.
+//! [`template::load_dir`], which reads template files from disk, and [`logging::init`], which
+//! sets up every process's log output the same way.
 
 pub mod config;
 pub mod dag;
+pub mod logging;
 pub mod message;
+pub mod plan;
 pub mod retry;
 pub mod step_state;
 pub mod task_state;
 pub mod template;
-pub mod topology;
 
 pub use config::Config;
 pub use message::{Outcome, StepError, StepMessage, StepResult};

@@ -27,15 +27,7 @@ impl Backoff {
         }
     }
 
-    /// Parses the name used in templates and in the database.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "none" => Some(Backoff::None),
-            "linear" => Some(Backoff::Linear),
-            "exponential" => Some(Backoff::Exponential),
-            _ => None,
-        }
-    }
+    pub const ALL: [Backoff; 3] = [Backoff::None, Backoff::Linear, Backoff::Exponential];
 }
 
 /// Retry policy of one step, as written in a template's `retry:` block.
@@ -76,11 +68,6 @@ impl RetryPolicy {
         };
         Duration::from_millis(ms.min(self.max_ms))
     }
-
-    /// Whether another attempt is allowed after `attempt` failed.
-    pub fn allows_retry_after(&self, attempt: u32) -> bool {
-        attempt < self.max_attempts
-    }
 }
 
 #[cfg(test)]
@@ -120,17 +107,9 @@ mod tests {
     }
 
     #[test]
-    fn retry_allowed_until_max_attempts() {
-        let p = policy(Backoff::None);
-        assert!(p.allows_retry_after(4));
-        assert!(!p.allows_retry_after(5));
-    }
-
-    #[test]
-    fn backoff_names_round_trip() {
-        for b in [Backoff::None, Backoff::Linear, Backoff::Exponential] {
-            assert_eq!(Backoff::parse(b.as_str()), Some(b));
-        }
-        assert_eq!(Backoff::parse("fibonacci"), None);
+    fn backoff_names_are_distinct() {
+        let names: std::collections::BTreeSet<_> =
+            Backoff::ALL.iter().map(|b| b.as_str()).collect();
+        assert_eq!(names.len(), Backoff::ALL.len());
     }
 }

@@ -82,6 +82,8 @@ pub enum FailurePolicy {
 }
 
 impl FailurePolicy {
+    pub const ALL: [FailurePolicy; 2] = [FailurePolicy::FailTask, FailurePolicy::Continue];
+
     pub fn as_str(self) -> &'static str {
         match self {
             FailurePolicy::FailTask => "fail_task",
@@ -92,12 +94,6 @@ impl FailurePolicy {
     fn is_default(&self) -> bool {
         *self == FailurePolicy::FailTask
     }
-}
-
-/// Name of the `index`-th instance of a batch worker step. `#` cannot appear in template step
-/// names, so instances never collide with declared steps.
-pub fn batch_instance_name(worker: &str, index: usize) -> String {
-    format!("{worker}#{index}")
 }
 
 fn default_timeout() -> u64 {
@@ -134,15 +130,13 @@ impl StepType {
         }
     }
 
-    pub fn parse(s: &str) -> Option<Self> {
-        [
-            StepType::Standard,
-            StepType::Decision,
-            StepType::Convergence,
-        ]
-        .into_iter()
-        .find(|t| t.as_str() == s)
-    }
+    pub const ALL: [StepType; 5] = [
+        StepType::Standard,
+        StepType::Decision,
+        StepType::Convergence,
+        StepType::Batchable,
+        StepType::BatchWorker,
+    ];
 }
 
 /// A template that could not be loaded: where, and why.
@@ -204,11 +198,6 @@ pub enum ErrorKind {
 }
 
 impl TaskTemplate {
-    /// Parses and validates a template. `file` labels errors.
-    pub fn from_yaml(src: &str, file: &str) -> Result<TaskTemplate, Error> {
-        Self::load(src, file).map(|l| l.template)
-    }
-
     /// Parses, validates and compiles a template (graph and context schema).
     pub fn load(src: &str, file: &str) -> Result<Loaded, Error> {
         let err = |line, kind| Error {

@@ -1,4 +1,4 @@
-//! What a new task's rows look like: the template's steps minus `batch_worker` templates (those
+//! What a new task's steps and edges are: the template's steps minus `batch_worker` templates (those
 //! are instantiated when their batchable parent returns its batches), with each batch worker's
 //! children wired to the batchable step instead, so they wait for it and then for every batch.
 
@@ -6,12 +6,12 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use tasker_shared::template::Loaded;
-use tasker_shared::{StepTemplate, StepType};
+use crate::template::Loaded;
+use crate::{StepTemplate, StepType};
 
-/// The steps and edges to insert, by index into the template's step list.
+/// The steps and edges to create, by index into the template's step list.
 #[derive(Debug, PartialEq)]
-pub(super) struct Plan {
+pub struct Plan {
     /// Template indices of the steps created with the task.
     pub steps: Vec<usize>,
     /// `(parent, child)` edges between created steps.
@@ -19,7 +19,7 @@ pub(super) struct Plan {
 }
 
 impl Plan {
-    pub(super) fn new(loaded: &Loaded) -> Plan {
+    pub fn new(loaded: &Loaded) -> Plan {
         let t = &loaded.template;
         let dag = &loaded.dag;
         let is_worker = |i: usize| t.steps[i].step_type == StepType::BatchWorker;
@@ -39,12 +39,12 @@ impl Plan {
         }
     }
 
-    pub(super) fn parent_count(&self, step: usize) -> usize {
+    pub fn parent_count(&self, step: usize) -> usize {
         self.edges.iter().filter(|(_, c)| *c == step).count()
     }
 
     /// For a batchable step: how to instantiate its batch worker.
-    pub(super) fn batch_spec(loaded: &Loaded, step: usize) -> Option<Value> {
+    pub fn batch_spec(loaded: &Loaded, step: usize) -> Option<Value> {
         let t = &loaded.template;
         if t.steps[step].step_type != StepType::Batchable {
             return None;
@@ -79,7 +79,7 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tasker_shared::TaskTemplate;
+    use crate::TaskTemplate;
 
     #[test]
     fn batch_worker_is_not_created_and_its_children_hang_off_the_batchable_step() {
