@@ -2,21 +2,28 @@
 //!
 //! - [`Broker`]: one connection, the queue topology (durable, dead-lettered, prefixed), channels.
 //! - [`Publisher`]: persistent messages with publisher confirms, a whole batch per confirm round.
-//! - [`next_batch`]: take what has arrived from a consumer, up to a limit, never waiting to fill.
+//! - [`next_batch`]: take what has arrived, up to a limit, never waiting to fill.
+//! - [`Supervisor`]: keep a connection alive, reconnecting with jittered exponential backoff.
+//! - [`topology`]: the names of Tasker's queues.
+
+mod batch;
+mod publisher;
+pub mod supervisor;
+pub mod topology;
 
 use std::time::Duration;
 
-use futures_util::{FutureExt, StreamExt};
 pub use lapin::message::Delivery;
 pub use lapin::options::{BasicAckOptions, BasicNackOptions, BasicRejectOptions};
 use lapin::options::{
-    BasicConsumeOptions, BasicPublishOptions, BasicQosOptions, ConfirmSelectOptions,
-    QueueDeclareOptions,
+    BasicConsumeOptions, BasicQosOptions, ConfirmSelectOptions, QueueDeclareOptions,
 };
-use lapin::types::{AMQPValue, FieldTable, ShortString};
-use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, Consumer};
+use lapin::types::{AMQPValue, FieldTable};
+use lapin::{Channel, Connection, ConnectionProperties, Consumer};
 
-use tasker_shared::topology;
+pub use batch::next_batch;
+pub use publisher::{Outgoing, Publisher};
+pub use supervisor::Supervisor;
 
 /// A broker operation that failed.
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +36,9 @@ pub enum Error {
     Unroutable(usize),
     #[error("timed out connecting to the broker after {0:?}")]
     ConnectTimeout(Duration),
+    /// The connection or channel closed under a consumer or publisher.
+    #[error("the broker connection closed")]
+    Closed,
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -122,7 +132,7 @@ impl Broker {
         channel
             .confirm_select(ConfirmSelectOptions::default())
             .await?;
-        Ok(Publisher { channel })
+        Ok(Publisher::new(channel))
     }
 
     /// Starts consuming `queue` on a channel of its own with manual acks and `prefetch`.
@@ -147,82 +157,4 @@ fn durable() -> QueueDeclareOptions {
         durable: true,
         ..QueueDeclareOptions::default()
     }
-}
-
-/// A confirm-mode channel. Every message is persistent; a batch is confirmed as a whole.
-#[derive(Debug, Clone)]
-pub struct Publisher {
-    channel: Channel,
-}
-
-/// A message to publish to a queue through the default exchange.
-#[derive(Debug, Clone)]
-pub struct Outgoing {
-    pub queue: String,
-    pub payload: Vec<u8>,
-}
-
-impl Publisher {
-    /// Publishes every message, then waits for all their confirms: one confirm round for the
-    /// batch. `mandatory` makes an unroutable message (no such queue) an error, not a silent drop.
-    pub async fn publish_all(&self, messages: &[Outgoing]) -> Result<()> {
-        let mut confirms = Vec::with_capacity(messages.len());
-        for m in messages {
-            let confirm = self
-                .channel
-                .basic_publish(
-                    ShortString::from(""),
-                    m.queue.as_str().into(),
-                    BasicPublishOptions {
-                        mandatory: true,
-                        ..BasicPublishOptions::default()
-                    },
-                    &m.payload,
-                    BasicProperties::default()
-                        .with_delivery_mode(2)
-                        .with_content_type("application/json".into()),
-                )
-                .await?;
-            confirms.push(confirm);
-        }
-        let (mut nacked, mut returned) = (0, 0);
-        for confirm in confirms {
-            let confirmation = confirm.await?;
-            if confirmation.is_nack() {
-                nacked += 1;
-            }
-            if confirmation.take_message().is_some() {
-                returned += 1;
-            }
-        }
-        if nacked > 0 {
-            return Err(Error::Nacked(nacked));
-        }
-        if returned > 0 {
-            return Err(Error::Unroutable(returned));
-        }
-        Ok(())
-    }
-
-    pub fn is_open(&self) -> bool {
-        self.channel.status().connected()
-    }
-}
-
-/// Waits for the next delivery, then takes whatever else has already arrived, up to `max` in
-/// all. Returns `None` when the consumer ended (connection or channel closed).
-pub async fn next_batch(consumer: &mut Consumer, max: usize) -> Option<Result<Vec<Delivery>>> {
-    let first = match consumer.next().await? {
-        Ok(d) => d,
-        Err(e) => return Some(Err(e.into())),
-    };
-    let mut batch = vec![first];
-    while batch.len() < max {
-        match consumer.next().now_or_never() {
-            Some(Some(Ok(d))) => batch.push(d),
-            Some(Some(Err(e))) => return Some(Err(e.into())),
-            Some(None) | None => break,
-        }
-    }
-    Some(Ok(batch))
 }
