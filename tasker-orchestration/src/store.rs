@@ -1,27 +1,29 @@
 //! PostgreSQL storage behind a narrow interface: create a task, apply a batch of results, cancel,
-//! sweep, and the read models of the API. Every state change is a guarded
+//! sweep, and the read models of the API.
+//!
+//! The engine — every step and task transition — lives in PostgreSQL, in the functions of
+//! `sql/` ([`functions`]); this module calls them and turns their answers into
+//! [`Effects`](crate::effects::Effects). Every state change there is a guarded
 //! `UPDATE … WHERE state = <from> [AND attempt = <n>]`, so duplicate and stale messages change
 //! nothing, and it is recorded in the append-only `transitions` table.
 
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
-use sqlx::Row;
+use sqlx::FromRow;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use uuid::Uuid;
 
+use tasker_shared::plan::Plan;
 use tasker_shared::template::Loaded;
-use tasker_shared::{
-    Outcome, StepError, StepMessage, StepResult, StepState, TaskState, TaskTemplate,
-};
+use tasker_shared::{Outcome, StepError, StepMessage, StepResult, TaskState, TaskTemplate};
 
-mod history;
-mod plan;
+use crate::effects::{Effects, ResultCounts};
+
+mod functions;
 mod read;
 
-use history::History;
-use plan::Plan;
 pub use read::{StepView, TaskFilter, TaskView, TemplateView};
 
 /// Channel of the `pg_notify` sent when a task reaches a terminal state; the payload is
@@ -31,23 +33,63 @@ pub const TASK_FINISHED_CHANNEL: &str = "tasker_task_finished";
 /// A storage failure.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The database cannot be reached (connection refused or lost, pool exhausted, server
+    /// shutting down): worth retrying later.
+    #[error("database unavailable: {0}")]
+    Unavailable(#[source] sqlx::Error),
+    /// The database answered with an error: a bug or bad data, not worth retrying as is.
     #[error("database: {0}")]
-    Db(#[from] sqlx::Error),
+    Query(#[source] sqlx::Error),
     #[error("migrations: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("creating SQL function {name}: {source}")]
+    Function {
+        name: &'static str,
+        #[source]
+        source: sqlx::Error,
+    },
     #[error("stored data is inconsistent: {0}")]
     Corrupt(String),
 }
 
 impl Error {
+    /// Sorts a driver error into [`Error::Unavailable`] or [`Error::Query`] by its kind and,
+    /// for server errors, by SQLSTATE class, never by message text.
+    pub fn from_sqlx(e: sqlx::Error) -> Self {
+        let unavailable = match &e {
+            sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::WorkerCrashed => true,
+            sqlx::Error::Database(db) => db.code().is_some_and(|c| {
+                // 08: connection exception; 57P0x: admin/crash shutdown, cannot connect now;
+                // 53300: too many connections.
+                c.starts_with("08") || c.starts_with("57P0") || c == "53300"
+            }),
+            _ => false,
+        };
+        if unavailable {
+            Error::Unavailable(e)
+        } else {
+            Error::Query(e)
+        }
+    }
+
     /// A deadlock or serialization failure: the transaction can be retried as a whole.
     pub fn is_retryable(&self) -> bool {
         match self {
-            Error::Db(sqlx::Error::Database(e)) => {
+            Error::Query(sqlx::Error::Database(e)) => {
                 matches!(e.code().as_deref(), Some("40001" | "40P01"))
             }
             _ => false,
         }
+    }
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        Error::from_sqlx(e)
     }
 }
 
@@ -74,34 +116,70 @@ pub struct Created {
     pub task_id: Uuid,
     /// False when the idempotency key matched an existing task, which is returned instead.
     pub created: bool,
-    /// Root steps to publish, now that the transaction committed.
-    pub dispatch: Vec<StepMessage>,
+    /// The template and context of the task returned (the existing one for a repeated key).
+    pub template_id: Uuid,
+    pub context: Value,
+    /// Root steps to publish and the creation to count, now that the transaction committed.
+    pub effects: Effects,
 }
 
-/// What applying a batch of results did.
-#[derive(Debug, Default)]
-pub struct Applied {
-    /// Results that changed state.
-    pub accepted: usize,
-    /// Steps whose result was a duplicate or stale (wrong attempt, step no longer in flight).
-    pub ignored: Vec<Uuid>,
-    /// Steps made ready (or retried at once), to publish now that the transaction committed.
-    pub dispatch: Vec<StepMessage>,
-    /// Tasks that reached a terminal state.
-    pub finished: Vec<(Uuid, TaskState)>,
-    /// Steps waiting for a backoff before their next attempt.
-    pub retries: Vec<(Uuid, Duration)>,
+/// The JSON answer of `tasker_create_task`.
+#[derive(serde::Deserialize)]
+struct CreatedRow {
+    created: bool,
+    task_id: Uuid,
+    template_id: Uuid,
+    context: Value,
+    dispatch: Vec<StepMessage>,
+}
+
+/// The JSON answer of `tasker_apply_results`.
+#[derive(serde::Deserialize)]
+struct AppliedRow {
+    accepted: usize,
+    ignored: Vec<Uuid>,
+    dispatch: Vec<StepMessage>,
+    finished: Vec<FinishedRow>,
+    retries: Vec<RetryRow>,
+}
+
+#[derive(serde::Deserialize)]
+struct FinishedRow {
+    task_id: Uuid,
+    state: TaskState,
+}
+
+#[derive(serde::Deserialize)]
+struct RetryRow {
+    step_id: Uuid,
+    delay_ms: u64,
+}
+
+#[derive(FromRow)]
+struct TemplateRow {
+    id: Uuid,
+    definition: sqlx::types::Json<TaskTemplate>,
+}
+
+#[derive(FromRow)]
+struct OverdueRow {
+    id: Uuid,
+    task_id: Uuid,
+    attempt: i32,
+    dispatched_at: DateTime<Utc>,
+    timeout_ms: i64,
 }
 
 impl Store {
-    /// Connects and applies pending migrations.
+    /// Connects, applies pending migrations, then (re)creates the engine's functions.
     pub async fn connect(url: &str, max_connections: u32) -> Result<Store> {
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
             .acquire_timeout(Duration::from_secs(10))
             .connect(url)
             .await?;
-        sqlx::migrate!("./migrations").run(&pool).await?;
+        migrator().run(&pool).await?;
+        functions::apply(&pool).await?;
         Ok(Store { pool })
     }
 
@@ -111,9 +189,7 @@ impl Store {
 
     /// Registers (or refreshes) a template; returns its id.
     pub async fn register_template(&self, template: &TaskTemplate) -> Result<Uuid> {
-        let definition = serde_json::to_value(template)
-            .map_err(|e| Error::Corrupt(format!("template serialization: {e}")))?;
-        let row = sqlx::query(
+        Ok(sqlx::query_scalar(
             "INSERT INTO task_templates (id, namespace, name, version, description, definition)
              VALUES ($1, $2, $3, $4, $5, $6)
              ON CONFLICT (namespace, name, version)
@@ -125,65 +201,25 @@ impl Store {
         .bind(&template.name)
         .bind(&template.version)
         .bind(&template.description)
-        .bind(definition)
+        .bind(sqlx::types::Json(template))
         .fetch_one(&self.pool)
-        .await?;
-        Ok(row.try_get("id")?)
+        .await?)
     }
 
     /// Every registered template, oldest registration first.
     pub async fn templates(&self) -> Result<Vec<(Uuid, TaskTemplate)>> {
-        let rows = sqlx::query("SELECT id, definition FROM task_templates ORDER BY registered_at")
-            .fetch_all(&self.pool)
-            .await?;
-        rows.into_iter()
-            .map(|row| {
-                let id: Uuid = row.try_get("id")?;
-                let def: Value = row.try_get("definition")?;
-                let t = serde_json::from_value(def)
-                    .map_err(|e| Error::Corrupt(format!("template {id}: {e}")))?;
-                Ok((id, t))
-            })
-            .collect()
+        let rows: Vec<TemplateRow> =
+            sqlx::query_as("SELECT id, definition FROM task_templates ORDER BY registered_at")
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(rows.into_iter().map(|r| (r.id, r.definition.0)).collect())
     }
 
-    /// Creates a task, its steps and edges in one transaction. Root steps are stored already
-    /// `enqueued` (attempt 1) and returned for publishing.
+    /// Creates a task, its steps and edges in one statement (`tasker_create_task`). Root steps
+    /// are stored already `enqueued` (attempt 1) and returned for publishing.
     pub async fn create_task(&self, new: NewTask<'_>) -> Result<Created> {
         let t = &new.template.template;
         let plan = Plan::new(new.template);
-        let task_id = Uuid::now_v7();
-        let mut tx = self.pool.begin().await?;
-        let inserted = sqlx::query(
-            "INSERT INTO tasks (id, template_id, namespace, name, version, state, context,
-                                idempotency_key, open_steps)
-             VALUES ($1, $2, $3, $4, $5, 'running', $6, $7, $8)
-             ON CONFLICT (idempotency_key) DO NOTHING
-             RETURNING id",
-        )
-        .bind(task_id)
-        .bind(new.template_id)
-        .bind(&t.namespace)
-        .bind(&t.name)
-        .bind(&t.version)
-        .bind(&new.context)
-        .bind(&new.idempotency_key)
-        .bind(plan.steps.len() as i32)
-        .fetch_optional(&mut *tx)
-        .await?;
-        if inserted.is_none() {
-            tx.rollback().await?;
-            let row = sqlx::query("SELECT id FROM tasks WHERE idempotency_key = $1")
-                .bind(&new.idempotency_key)
-                .fetch_one(&self.pool)
-                .await?;
-            return Ok(Created {
-                task_id: row.try_get("id")?,
-                created: false,
-                dispatch: Vec::new(),
-            });
-        }
-
         let ids: Vec<Uuid> = t.steps.iter().map(|_| Uuid::now_v7()).collect();
         let mut cols = StepColumns::default();
         for &i in &plan.steps {
@@ -194,26 +230,19 @@ impl Store {
                 Plan::batch_spec(new.template, i),
             );
         }
-        sqlx::query(
-            "INSERT INTO steps (id, task_id, name, handler, step_type, branches, state, attempt,
-                                max_attempts, backoff, base_ms, max_ms, timeout_ms,
-                                parent_count, pending_parents, publish_count, dispatched_at,
-                                batch_spec, on_failure)
-             SELECT u.id, $1, u.name, u.handler, u.step_type, u.branches,
-                    CASE WHEN u.parents = 0 THEN 'enqueued' ELSE 'pending' END,
-                    CASE WHEN u.parents = 0 THEN 1 ELSE 0 END,
-                    u.max_attempts, u.backoff, u.base_ms, u.max_ms, u.timeout_ms,
-                    u.parents, u.parents,
-                    CASE WHEN u.parents = 0 THEN 1 ELSE 0 END,
-                    CASE WHEN u.parents = 0 THEN clock_timestamp() END,
-                    u.batch_spec, u.on_failure
-             FROM UNNEST($2::uuid[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::int[],
-                         $8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::int[],
-                         $13::jsonb[], $14::text[])
-                  AS u(id, name, handler, step_type, branches, max_attempts, backoff, base_ms,
-                       max_ms, timeout_ms, parents, batch_spec, on_failure)",
+        let (parents, children): (Vec<Uuid>, Vec<Uuid>) =
+            plan.edges.iter().map(|&(p, c)| (ids[p], ids[c])).unzip();
+        let answer: Value = sqlx::query_scalar(
+            "SELECT tasker_create_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+                                       $14, $15, $16, $17, $18, $19, $20, $21, $22)",
         )
-        .bind(task_id)
+        .bind(Uuid::now_v7())
+        .bind(new.template_id)
+        .bind(&t.namespace)
+        .bind(&t.name)
+        .bind(&t.version)
+        .bind(&new.context)
+        .bind(&new.idempotency_key)
         .bind(&cols.id)
         .bind(&cols.name)
         .bind(&cols.handler)
@@ -227,88 +256,78 @@ impl Store {
         .bind(&cols.parents)
         .bind(&cols.batch_spec)
         .bind(&cols.on_failure)
-        .execute(&mut *tx)
+        .bind(&parents)
+        .bind(&children)
+        .fetch_one(&self.pool)
         .await?;
-
-        let (parents, children): (Vec<Uuid>, Vec<Uuid>) =
-            plan.edges.iter().map(|&(p, c)| (ids[p], ids[c])).unzip();
-        if !parents.is_empty() {
-            sqlx::query(
-                "INSERT INTO step_edges (task_id, parent_id, child_id)
-                 SELECT $1, p, c FROM UNNEST($2::uuid[], $3::uuid[]) AS e(p, c)",
-            )
-            .bind(task_id)
-            .bind(&parents)
-            .bind(&children)
-            .execute(&mut *tx)
-            .await?;
-        }
-
-        let mut history = History::default();
-        history.task(task_id, None, TaskState::Running, "created");
-        let roots: Vec<Uuid> = plan
-            .steps
-            .iter()
-            .filter(|&&i| plan.parent_count(i) == 0)
-            .map(|&i| ids[i])
-            .collect();
-        for &root in &roots {
-            history.step(
-                task_id,
-                root,
-                Some(StepState::Pending),
-                StepState::Enqueued,
-                1,
-                "root step",
-            );
-        }
-        history.flush(&mut tx).await?;
-        let messages: Value = sqlx::query_scalar("SELECT tasker_step_messages($1)")
-            .bind(&roots)
-            .fetch_one(&mut *tx)
-            .await?;
-        let dispatch = parse_messages(messages)?;
-        tx.commit().await?;
+        let row: CreatedRow = decode("tasker_create_task", answer)?;
         Ok(Created {
-            task_id,
-            created: true,
-            dispatch,
+            task_id: row.task_id,
+            created: row.created,
+            template_id: row.template_id,
+            context: row.context,
+            effects: Effects {
+                dispatch: row.dispatch,
+                created: row.created.then(|| t.namespace.clone()),
+                ..Effects::default()
+            },
         })
     }
 
     /// Applies a batch of results in one statement (`tasker_apply_results`, one round trip
     /// and one commit), retrying it as a whole on a deadlock.
-    pub async fn apply_results(&self, results: &[StepResult]) -> Result<Applied> {
+    pub async fn apply_results(&self, results: &[StepResult]) -> Result<Effects> {
         let mut attempt = 0;
         loop {
-            let outcome: std::result::Result<Value, sqlx::Error> =
-                sqlx::query_scalar("SELECT tasker_apply_results($1)")
-                    .bind(sqlx::types::Json(results))
-                    .fetch_one(&self.pool)
-                    .await;
-            match outcome.map_err(Error::from) {
+            let outcome: Result<Value> = sqlx::query_scalar("SELECT tasker_apply_results($1)")
+                .bind(sqlx::types::Json(results))
+                .fetch_one(&self.pool)
+                .await
+                .map_err(Error::from);
+            match outcome {
                 Err(e) if e.is_retryable() && attempt < 5 => {
                     attempt += 1;
                     tracing::debug!(error = %e, attempt, "retrying result batch");
                 }
                 Err(e) => return Err(e),
-                Ok(v) => return parse_applied(v),
+                Ok(v) => {
+                    let row: AppliedRow = decode("tasker_apply_results", v)?;
+                    return Ok(Effects {
+                        dispatch: row.dispatch,
+                        retries: row
+                            .retries
+                            .into_iter()
+                            .map(|r| (r.step_id, Duration::from_millis(r.delay_ms)))
+                            .collect(),
+                        finished: row
+                            .finished
+                            .into_iter()
+                            .map(|f| (f.task_id, f.state))
+                            .collect(),
+                        results: Some(ResultCounts {
+                            accepted: row.accepted,
+                            ignored: row.ignored,
+                        }),
+                        ..Effects::default()
+                    });
+                }
             }
         }
     }
 
     /// Moves steps whose backoff elapsed from `waiting_retry` to `enqueued` (next attempt).
-    pub async fn dispatch_retries(&self, step_ids: &[Uuid]) -> Result<Vec<StepMessage>> {
+    pub async fn dispatch_retries(&self, step_ids: &[Uuid]) -> Result<Effects> {
         let v: Value = sqlx::query_scalar("SELECT tasker_dispatch($1)")
             .bind(step_ids)
             .fetch_one(&self.pool)
             .await?;
-        parse_messages(v)
+        Ok(Effects::dispatch(decode("tasker_dispatch", v)?))
     }
 
     /// Cancels a running task and every step not yet terminal. Returns the task's state after
-    /// the call and whether this call cancelled it, or `None` if there is no such task.
-    pub async fn cancel_task(&self, task_id: Uuid) -> Result<Option<(TaskState, bool)>> {
+    /// the call with, if this call cancelled it, what the cancellation leaves to do; `None` if
+    /// there is no such task.
+    pub async fn cancel_task(&self, task_id: Uuid) -> Result<Option<(TaskState, Option<Effects>)>> {
         let cancelled: bool = sqlx::query_scalar(
             "SELECT tasker_end_task($1, 'cancelled', NULL, 'cancelled by request')",
         )
@@ -316,7 +335,11 @@ impl Store {
         .fetch_one(&self.pool)
         .await?;
         if cancelled {
-            return Ok(Some((TaskState::Cancelled, true)));
+            let effects = Effects {
+                finished: vec![(task_id, TaskState::Cancelled)],
+                ..Effects::default()
+            };
+            return Ok(Some((TaskState::Cancelled, Some(effects))));
         }
         let state: Option<String> = sqlx::query_scalar("SELECT state FROM tasks WHERE id = $1")
             .bind(task_id)
@@ -325,7 +348,7 @@ impl Store {
         state
             .map(|s| {
                 TaskState::parse(&s)
-                    .map(|st| (st, false))
+                    .map(|st| (st, None))
                     .ok_or_else(|| Error::Corrupt(format!("unknown task state {s:?}")))
             })
             .transpose()
@@ -334,7 +357,7 @@ impl Store {
     /// Steps in flight past their deadline (plus `grace`), as synthetic timeout results to
     /// apply like any other result.
     pub async fn overdue(&self, grace: Duration, limit: i64) -> Result<Vec<StepResult>> {
-        let rows = sqlx::query(
+        let rows: Vec<OverdueRow> = sqlx::query_as(
             "SELECT id, task_id, attempt, dispatched_at, timeout_ms FROM steps
              WHERE state = 'enqueued'
                AND dispatched_at + make_interval(secs => (timeout_ms + $1)::float8 / 1000)
@@ -346,33 +369,31 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         let now = Utc::now();
-        rows.into_iter()
-            .map(|row| {
-                let timeout_ms: i64 = row.try_get("timeout_ms")?;
-                Ok(StepResult {
-                    task_id: row.try_get("task_id")?,
-                    step_id: row.try_get("id")?,
-                    attempt: row.try_get::<i32, _>("attempt")? as u32,
-                    outcome: Outcome::Failure {
-                        error: StepError::new(
-                            "timeout",
-                            format!("no result within the step's {timeout_ms} ms deadline"),
-                        ),
-                        retryable: true,
-                    },
-                    started_at: row.try_get("dispatched_at")?,
-                    finished_at: now,
-                    worker: "sweeper".into(),
-                })
+        Ok(rows
+            .into_iter()
+            .map(|row| StepResult {
+                task_id: row.task_id,
+                step_id: row.id,
+                attempt: row.attempt as u32,
+                outcome: Outcome::Failure {
+                    error: StepError::new(
+                        "timeout",
+                        format!("no result within the step's {} ms deadline", row.timeout_ms),
+                    ),
+                    retryable: true,
+                },
+                started_at: row.dispatched_at,
+                finished_at: now,
+                worker: "sweeper".into(),
             })
-            .collect()
+            .collect())
     }
 
     /// Steps enqueued longer than `visibility` that were published only once: publish them once
     /// more (a crash between commit and publish loses the first publication).
-    pub async fn republish(&self, visibility: Duration, limit: i64) -> Result<Vec<StepMessage>> {
+    pub async fn republish(&self, visibility: Duration, limit: i64) -> Result<Effects> {
         let mut tx = self.pool.begin().await?;
-        let rows = sqlx::query(
+        let ids: Vec<Uuid> = sqlx::query_scalar(
             "UPDATE steps SET publish_count = publish_count + 1
              WHERE id IN (SELECT id FROM steps
                           WHERE state = 'enqueued' AND publish_count = 1
@@ -385,35 +406,43 @@ impl Store {
         .bind(limit)
         .fetch_all(&mut *tx)
         .await?;
-        let ids: Vec<Uuid> = rows
-            .iter()
-            .map(|r| r.try_get("id"))
-            .collect::<std::result::Result<_, _>>()?;
         let messages: Value = sqlx::query_scalar("SELECT tasker_step_messages($1)")
             .bind(&ids)
             .fetch_one(&mut *tx)
             .await?;
         tx.commit().await?;
-        parse_messages(messages)
+        let dispatch: Vec<StepMessage> = decode("tasker_step_messages", messages)?;
+        Ok(Effects {
+            republished: dispatch.len(),
+            dispatch,
+            ..Effects::default()
+        })
     }
 
     /// Steps whose backoff has elapsed (the orchestrator that scheduled them may have died).
     pub async fn due_retries(&self, limit: i64) -> Result<Vec<Uuid>> {
-        let rows = sqlx::query(
+        Ok(sqlx::query_scalar(
             "SELECT id FROM steps WHERE state = 'waiting_retry' AND next_attempt_at <= clock_timestamp()
              ORDER BY next_attempt_at LIMIT $1",
         )
         .bind(limit)
         .fetch_all(&self.pool)
-        .await?;
-        Ok(rows
-            .iter()
-            .map(|r| r.try_get("id"))
-            .collect::<std::result::Result<_, _>>()?)
+        .await?)
     }
 }
 
-/// Column vectors for the bulk `UNNEST` insert of a task's steps.
+/// The schema migrations in `migrations/`; released ones are never edited
+/// (`migrations.lock`, checked by a test).
+pub fn migrator() -> sqlx::migrate::Migrator {
+    sqlx::migrate!("./migrations")
+}
+
+/// Decodes the JSON answer of an engine function.
+fn decode<T: serde::de::DeserializeOwned>(function: &str, v: Value) -> Result<T> {
+    serde_json::from_value(v).map_err(|e| Error::Corrupt(format!("{function} answered: {e}")))
+}
+
+/// Column vectors for the bulk `unnest` insert of a task's steps.
 #[derive(Default)]
 struct StepColumns {
     id: Vec<Uuid>,
@@ -456,53 +485,61 @@ impl StepColumns {
     }
 }
 
-fn parse_messages(v: Value) -> Result<Vec<StepMessage>> {
-    serde_json::from_value(v).map_err(|e| Error::Corrupt(format!("step messages: {e}")))
-}
+#[cfg(test)]
+mod migrations_lock {
+    use std::collections::BTreeMap;
 
-/// The JSON answer of `tasker_apply_results`.
-#[derive(serde::Deserialize)]
-struct AppliedRow {
-    accepted: usize,
-    ignored: Vec<Uuid>,
-    dispatch: Vec<StepMessage>,
-    finished: Vec<FinishedRow>,
-    retries: Vec<RetryRow>,
-}
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
 
-#[derive(serde::Deserialize)]
-struct FinishedRow {
-    task_id: Uuid,
-    state: String,
-}
+    /// `migrations.lock`: file name → checksum of every released migration.
+    fn released() -> BTreeMap<String, String> {
+        include_str!("../migrations.lock")
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .map(|l| {
+                let (file, sum) = l.split_once(' ').expect("`<file> <sha384>` per line");
+                (file.to_owned(), sum.trim().to_owned())
+            })
+            .collect()
+    }
 
-#[derive(serde::Deserialize)]
-struct RetryRow {
-    step_id: Uuid,
-    delay_ms: u64,
-}
+    /// The migrations as built into the binary: file name → checksum.
+    fn current() -> BTreeMap<String, String> {
+        super::migrator()
+            .iter()
+            .map(|m| {
+                (
+                    format!("{:04}_{}.sql", m.version, m.description.replace(' ', "_")),
+                    hex(&m.checksum),
+                )
+            })
+            .collect()
+    }
 
-fn parse_applied(v: Value) -> Result<Applied> {
-    let row: AppliedRow = serde_json::from_value(v)
-        .map_err(|e| Error::Corrupt(format!("tasker_apply_results answer: {e}")))?;
-    let finished = row
-        .finished
-        .into_iter()
-        .map(|f| {
-            TaskState::parse(&f.state)
-                .map(|s| (f.task_id, s))
-                .ok_or_else(|| Error::Corrupt(format!("unknown task state {:?}", f.state)))
-        })
-        .collect::<Result<_>>()?;
-    Ok(Applied {
-        accepted: row.accepted,
-        ignored: row.ignored,
-        dispatch: row.dispatch,
-        finished,
-        retries: row
-            .retries
-            .into_iter()
-            .map(|r| (r.step_id, Duration::from_millis(r.delay_ms)))
-            .collect(),
-    })
+    #[test]
+    fn released_migrations_are_never_edited_or_removed() {
+        let current = current();
+        for (file, sum) in released() {
+            match current.get(&file) {
+                None => panic!("released migration {file} was removed or renamed"),
+                Some(now) => assert_eq!(
+                    now, &sum,
+                    "released migration {file} was edited; put the change in a new migration"
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn every_migration_is_recorded_in_the_lock() {
+        let released = released();
+        for (file, sum) in current() {
+            assert!(
+                released.contains_key(&file),
+                "{file} is not in tasker-orchestration/migrations.lock; append `{file} {sum}`"
+            );
+        }
+    }
 }

@@ -1,0 +1,163 @@
+-- Applies a batch of results (a JSON array of tasker_shared::StepResult). Returns
+-- {accepted, ignored: [step ids], dispatch: [StepMessage], finished: [{task_id, state}],
+--  retries: [{step_id, delay_ms}]}.
+CREATE OR REPLACE FUNCTION tasker_apply_results(batch jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+    r jsonb;
+    outcome jsonb;
+    st record;
+    cd record;
+    sk record;
+    v_step uuid;
+    v_attempt int;
+    chosen jsonb;
+    not_chosen uuid[];
+    err jsonb;
+    delay bigint;
+    why text;
+    resolved boolean;
+    ready uuid[] := '{}';
+    closed uuid[] := '{}';
+    accepted int := 0;
+    ignored uuid[] := '{}';
+    finished jsonb := '[]';
+    retries jsonb := '[]';
+    t record;
+    v_open int;
+BEGIN
+    -- Rows are locked in one global order so concurrent orchestrators never deadlock.
+    FOR r IN SELECT e.value FROM jsonb_array_elements(batch) AS e
+             ORDER BY e.value->>'task_id', e.value->>'step_id', (e.value->>'attempt')::int
+    LOOP
+        v_step := (r->>'step_id')::uuid;
+        v_attempt := (r->>'attempt')::int;
+        SELECT id, task_id, name, step_type, branches, batch_spec, on_failure, max_attempts,
+               backoff, base_ms, max_ms
+        INTO st FROM steps
+        WHERE id = v_step AND attempt = v_attempt AND state = 'enqueued'
+        FOR UPDATE;
+        IF NOT FOUND THEN
+            -- Duplicate or stale: the step is not in flight with this attempt.
+            ignored := ignored || v_step;
+            CONTINUE;
+        END IF;
+        accepted := accepted + 1;
+        outcome := r->'outcome';
+        -- A decision or batchable handler that ran but answered something unusable fails its
+        -- step for good.
+        IF outcome->>'status' = 'success' AND st.step_type = 'decision' THEN
+            chosen := outcome->'result'->'branches';
+            IF jsonb_typeof(chosen) IS DISTINCT FROM 'array'
+               OR EXISTS (SELECT 1 FROM jsonb_array_elements(chosen) c
+                          WHERE jsonb_typeof(c) <> 'string' OR NOT (st.branches ? (c #>> '{}')))
+            THEN
+                outcome := jsonb_build_object('status', 'failure', 'retryable', false,
+                    'error', jsonb_build_object('kind', 'invalid_decision',
+                        'message', format('a decision step must return {"branches": [...]} naming some of %s; got %s',
+                                          st.branches, COALESCE(chosen::text, 'no branches'))));
+            END IF;
+        ELSIF outcome->>'status' = 'success' AND st.step_type = 'batchable'
+              AND jsonb_typeof(outcome->'result'->'batches') IS DISTINCT FROM 'array' THEN
+            outcome := jsonb_build_object('status', 'failure', 'retryable', false,
+                'error', jsonb_build_object('kind', 'invalid_batches',
+                    'message', 'a batchable step must return {"batches": [...]}, one entry per batch'));
+        END IF;
+
+        err := outcome->'error';
+        resolved := false;
+        IF outcome->>'status' = 'success' THEN
+            UPDATE steps SET state = 'completed', result = outcome->'result',
+                             started_at = (r->>'started_at')::timestamptz,
+                             finished_at = (r->>'finished_at')::timestamptz,
+                             worker = r->>'worker', processed_at = clock_timestamp()
+            WHERE id = v_step;
+            INSERT INTO transitions (task_id, step_id, from_state, to_state, attempt, reason)
+            VALUES (st.task_id, v_step, 'enqueued', 'completed', v_attempt, 'succeeded');
+            IF st.step_type = 'decision' THEN
+                -- Skip the branches not chosen before the children are counted down, so they
+                -- are no longer pending then.
+                SELECT array_agg(s.id) INTO not_chosen
+                FROM jsonb_array_elements_text(st.branches) AS b(name)
+                JOIN steps s ON s.task_id = st.task_id AND s.name = b.name
+                WHERE NOT (chosen ? b.name);
+                SELECT * INTO sk FROM tasker_skip(COALESCE(not_chosen, '{}'));
+                ready := ready || sk.ready;
+                closed := closed || sk.closed;
+            ELSIF st.step_type = 'batchable' THEN
+                -- Create the batches before counting down, so the children wait for them.
+                ready := ready || tasker_expand_batches(st.task_id, st.batch_spec,
+                                                        outcome->'result'->'batches');
+            END IF;
+            resolved := true;
+        ELSIF (outcome->>'retryable')::boolean AND v_attempt < st.max_attempts THEN
+            delay := tasker_retry_delay_ms(st.backoff, st.base_ms, st.max_ms, v_attempt);
+            UPDATE steps SET state = 'waiting_retry', error = err,
+                             started_at = (r->>'started_at')::timestamptz,
+                             finished_at = (r->>'finished_at')::timestamptz,
+                             worker = r->>'worker', processed_at = clock_timestamp(),
+                             next_attempt_at = clock_timestamp() + delay * interval '1 millisecond'
+            WHERE id = v_step;
+            INSERT INTO transitions (task_id, step_id, from_state, to_state, attempt, reason)
+            VALUES (st.task_id, v_step, 'enqueued', 'waiting_retry', v_attempt,
+                    format('%s: %s', err->>'kind', err->>'message'));
+            IF delay = 0 THEN
+                ready := ready || v_step;
+            ELSE
+                retries := retries || jsonb_build_object('step_id', v_step, 'delay_ms', delay);
+            END IF;
+        ELSE
+            why := CASE WHEN (outcome->>'retryable')::boolean
+                        THEN format('attempts exhausted (%s): %s', v_attempt, err->>'message')
+                        ELSE format('permanent failure: %s', err->>'message') END;
+            UPDATE steps SET state = 'failed', error = err,
+                             started_at = (r->>'started_at')::timestamptz,
+                             finished_at = (r->>'finished_at')::timestamptz,
+                             worker = r->>'worker', processed_at = clock_timestamp()
+            WHERE id = v_step;
+            INSERT INTO transitions (task_id, step_id, from_state, to_state, attempt, reason)
+            VALUES (st.task_id, v_step, 'enqueued', 'failed', v_attempt, why);
+            IF st.on_failure = 'continue' THEN
+                -- A failed batch under `continue`: recorded, and its children go on.
+                resolved := true;
+            ELSIF tasker_end_task(st.task_id, 'error',
+                                  jsonb_build_object('step', st.name, 'attempt', v_attempt, 'error', err),
+                                  why) THEN
+                finished := finished || jsonb_build_object('task_id', st.task_id, 'state', 'error');
+            END IF;
+        END IF;
+
+        IF resolved THEN
+            closed := closed || st.task_id;
+            SELECT * INTO cd FROM tasker_count_down(v_step, false);
+            ready := ready || cd.ready;
+            IF array_length(cd.skip, 1) > 0 THEN
+                SELECT * INTO sk FROM tasker_skip(cd.skip);
+                ready := ready || sk.ready;
+                closed := closed || sk.closed;
+            END IF;
+        END IF;
+    END LOOP;
+
+    -- Close finished steps: one counter update per task, in id order. A task whose last open
+    -- step closed completes through its own guarded update, so only a running task completes
+    -- and its completion is recorded and announced exactly once.
+    FOR t IN SELECT c.task_id, count(*)::int AS n FROM unnest(closed) AS c(task_id)
+             GROUP BY c.task_id ORDER BY c.task_id
+    LOOP
+        UPDATE tasks SET open_steps = open_steps - t.n WHERE id = t.task_id
+        RETURNING open_steps INTO v_open;
+        CONTINUE WHEN v_open > 0;
+        UPDATE tasks SET state = 'complete', completed_at = clock_timestamp()
+        WHERE id = t.task_id AND state = 'running';
+        CONTINUE WHEN NOT FOUND;
+        INSERT INTO transitions (task_id, from_state, to_state, reason)
+        VALUES (t.task_id, 'running', 'complete', 'all steps done');
+        PERFORM pg_notify('tasker_task_finished', t.task_id || ':complete');
+        finished := finished || jsonb_build_object('task_id', t.task_id, 'state', 'complete');
+    END LOOP;
+
+    RETURN jsonb_build_object('accepted', accepted, 'ignored', to_jsonb(ignored),
+                              'dispatch', tasker_dispatch(ready), 'finished', finished,
+                              'retries', retries);
+END
+$$;

@@ -1,0 +1,99 @@
+//! The engine's SQL functions, one file each in `tasker-orchestration/sql/`, compiled into the
+//! binary and applied with `CREATE OR REPLACE` after the migrations on every start. Migrations
+//! change the schema; these files are where the step and task transitions are written.
+
+use sqlx::PgPool;
+
+use super::{Error, Result};
+
+/// In dependency order: a function is created after the functions it calls in SQL-language
+/// bodies (PL/pgSQL bodies are resolved at call time, but keeping one order is simplest).
+pub(super) const FUNCTIONS: [(&str, &str); 11] = [
+    (
+        "tasker_retry_delay_ms",
+        include_str!("../../sql/tasker_retry_delay_ms.sql"),
+    ),
+    (
+        "tasker_runnable",
+        include_str!("../../sql/tasker_runnable.sql"),
+    ),
+    (
+        "tasker_uuid_v7",
+        include_str!("../../sql/tasker_uuid_v7.sql"),
+    ),
+    (
+        "tasker_step_messages",
+        include_str!("../../sql/tasker_step_messages.sql"),
+    ),
+    (
+        "tasker_dispatch",
+        include_str!("../../sql/tasker_dispatch.sql"),
+    ),
+    (
+        "tasker_end_task",
+        include_str!("../../sql/tasker_end_task.sql"),
+    ),
+    (
+        "tasker_count_down",
+        include_str!("../../sql/tasker_count_down.sql"),
+    ),
+    ("tasker_skip", include_str!("../../sql/tasker_skip.sql")),
+    (
+        "tasker_expand_batches",
+        include_str!("../../sql/tasker_expand_batches.sql"),
+    ),
+    (
+        "tasker_apply_results",
+        include_str!("../../sql/tasker_apply_results.sql"),
+    ),
+    (
+        "tasker_create_task",
+        include_str!("../../sql/tasker_create_task.sql"),
+    ),
+];
+
+/// Any number to serialize concurrent starts on; orchestrators starting together replace the
+/// functions one after the other.
+const LOCK_KEY: i64 = 0x7461_736b_6572_0001;
+
+/// Creates or replaces every function in one transaction.
+pub(super) async fn apply(pool: &PgPool) -> Result<()> {
+    let mut tx = pool.begin().await.map_err(Error::from_sqlx)?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(LOCK_KEY)
+        .execute(&mut *tx)
+        .await
+        .map_err(Error::from_sqlx)?;
+    for (name, sql) in FUNCTIONS {
+        sqlx::raw_sql(sql)
+            .execute(&mut *tx)
+            .await
+            .map_err(|source| Error::Function { name, source })?;
+    }
+    tx.commit().await.map_err(Error::from_sqlx)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_file_in_sql_is_applied_once_and_defines_its_name() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sql");
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        let mut listed: Vec<String> = FUNCTIONS.iter().map(|(n, _)| format!("{n}.sql")).collect();
+        listed.sort();
+        assert_eq!(files, listed, "sql/ and FUNCTIONS disagree");
+        for (name, sql) in FUNCTIONS {
+            assert!(
+                sql.contains(&format!("CREATE OR REPLACE FUNCTION {name}(")),
+                "{name}.sql must define {name} with CREATE OR REPLACE"
+            );
+        }
+    }
+}
