@@ -29,8 +29,9 @@ use uuid::Uuid;
 
 pub use error::Error;
 
-use crate::Shared;
+use crate::effects;
 use crate::events::Event;
+use crate::shared::Shared;
 use crate::store::{NewTask, TaskFilter, TaskView};
 
 /// The whole HTTP application.
@@ -135,18 +136,26 @@ async fn create_task(
         .create_task(NewTask {
             template_id: entry.id,
             template: &entry.loaded,
-            context,
+            context: context.clone(),
             idempotency_key: req.idempotency_key,
         })
         .await?;
-    shared.dispatcher.publish(&created.dispatch).await;
+    if !created.created && (created.template_id != entry.id || created.context != context) {
+        return Err(Error::new(
+            StatusCode::CONFLICT,
+            "idempotency_key_reused",
+            format!(
+                "the idempotency key was used for task {} with a different template or context",
+                created.task_id
+            ),
+        ));
+    }
     let status = if created.created {
-        ::metrics::counter!("tasker_tasks_created_total", "namespace" => entry.loaded.template.namespace.clone())
-            .increment(1);
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
+    effects::execute(&shared, created.effects).await;
     let task = fetch_task(&shared, created.task_id).await?;
     let location = format!("/v1/tasks/{}", created.task_id);
     Ok((status, [("location", location)], Json(task)).into_response())
@@ -290,14 +299,11 @@ async fn cancel_task(
     let id = parse_id(&id)?;
     match shared.store.cancel_task(id).await? {
         None => Err(Error::not_found("task_not_found", format!("no task {id}"))),
-        Some((_, true)) => {
-            shared.events.emit(Event::TaskFinished {
-                task_id: id,
-                state: tasker_shared::TaskState::Cancelled,
-            });
+        Some((_, Some(effects))) => {
+            effects::execute(&shared, effects).await;
             Ok(Json(fetch_task(&shared, id).await?))
         }
-        Some((state, false)) => Err(Error::new(
+        Some((state, None)) => Err(Error::new(
             StatusCode::CONFLICT,
             "task_not_running",
             format!("task {id} is already {state}"),

@@ -8,8 +8,10 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use tasker_broker::{Broker, Outgoing, Publisher};
-use tasker_shared::{StepMessage, topology};
+use tasker_broker::{Broker, Outgoing, Publisher, topology};
+use tasker_shared::StepMessage;
+
+use crate::metrics as m;
 
 /// Cheap cloneable handle.
 #[derive(Debug, Clone)]
@@ -90,7 +92,7 @@ impl Dispatcher {
         drop(state);
         match publisher.publish_all(&out).await {
             Ok(()) => {
-                metrics::counter!("tasker_steps_dispatched_total").increment(out.len() as u64);
+                metrics::counter!(m::STEPS_DISPATCHED.name).increment(out.len() as u64);
             }
             Err(e) => {
                 tracing::warn!(error = %e, count = out.len(), "publish failed; keeping messages for the next connection");
@@ -144,6 +146,6 @@ impl Dispatcher {
             .backlog_len
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = n;
-        metrics::gauge!("tasker_dispatch_backlog").set(n as f64);
+        metrics::gauge!(m::DISPATCH_BACKLOG.name).set(n as f64);
     }
 }

@@ -1,13 +1,12 @@
 //! Events of this orchestrator, for API waiters and tests: tasks that finished (here or on
 //! another orchestrator, through PostgreSQL `LISTEN`) and results that were applied or ignored.
 
-use std::time::Duration;
-
 use sqlx::postgres::PgListener;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use tasker_broker::{Supervisor, supervisor};
 use tasker_shared::TaskState;
 
 use crate::store::TASK_FINISHED_CHANNEL;
@@ -53,20 +52,14 @@ impl Events {
     /// Relays `pg_notify` task completions from every orchestrator until cancelled,
     /// reconnecting after a lost connection.
     pub async fn listen(self, database_url: String, cancel: CancellationToken) {
-        loop {
-            let result = tokio::select! {
-                () = cancel.cancelled() => return,
-                r = self.listen_once(&database_url) => r,
-            };
-            if let Err(e) = result {
-                tracing::warn!(error = %e, "completion listener lost its connection; reconnecting");
-            }
-            // Deliberate backoff before reconnecting.
-            tokio::select! {
-                () = cancel.cancelled() => return,
-                () = tokio::time::sleep(Duration::from_millis(500)) => {}
-            }
-        }
+        Supervisor::new("completion listener", supervisor::Options::default())
+            .run(&cancel, || async {
+                tokio::select! {
+                    () = cancel.cancelled() => Ok(()),
+                    r = self.listen_once(&database_url) => r,
+                }
+            })
+            .await;
     }
 
     async fn listen_once(&self, database_url: &str) -> Result<(), sqlx::Error> {

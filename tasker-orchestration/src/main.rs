@@ -41,12 +41,7 @@ struct OrchestratorOverrides {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,sqlx=warn".into()),
-        )
-        .init();
+    tasker_shared::logging::init("info,sqlx=warn");
     let args = Args::parse();
     let figment = Config::figment(args.config.as_deref()).merge(Serialized::defaults(Overrides {
         orchestrator: OrchestratorOverrides {

@@ -4,11 +4,13 @@
 
 use std::time::Duration;
 
-use tasker_broker::{BasicAckOptions, BasicRejectOptions, Broker, Delivery};
-use tasker_shared::{StepResult, topology};
+use tasker_broker::{BasicAckOptions, BasicRejectOptions, Broker, Delivery, topology};
+use tasker_shared::StepResult;
 use tokio_util::sync::CancellationToken;
 
-use crate::Shared;
+use crate::effects;
+use crate::metrics as m;
+use crate::shared::Shared;
 
 /// Runs until cancelled (`Ok`) or the broker connection fails (`Err`).
 pub(crate) async fn run(
@@ -25,16 +27,12 @@ pub(crate) async fn run(
             () = cancel.cancelled() => return Ok(()),
             b = tasker_broker::next_batch(&mut consumer, cfg.result_batch_max) => b,
         };
-        let Some(batch) = batch else {
-            return Err(tasker_broker::Error::Amqp(lapin_closed()));
-        };
-        let deliveries = batch?;
+        let deliveries = batch
+            .ok_or(tasker_broker::Error::Closed)?
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()?;
         process(shared, deliveries, cancel).await?;
     }
-}
-
-fn lapin_closed() -> lapin::Error {
-    lapin::ErrorKind::InvalidConnectionState(lapin::ConnectionState::Closed).into()
 }
 
 async fn process(
@@ -42,7 +40,7 @@ async fn process(
     deliveries: Vec<Delivery>,
     cancel: &CancellationToken,
 ) -> Result<(), tasker_broker::Error> {
-    metrics::histogram!("tasker_result_batch_size").record(deliveries.len() as f64);
+    metrics::histogram!(m::RESULT_BATCH_SIZE.name).record(deliveries.len() as f64);
     let mut results = Vec::with_capacity(deliveries.len());
     let mut good = Vec::with_capacity(deliveries.len());
     for d in deliveries {
@@ -52,7 +50,7 @@ async fn process(
                 good.push(d);
             }
             Err(e) => {
-                metrics::counter!("tasker_results_malformed_total").increment(1);
+                metrics::counter!(m::RESULTS_MALFORMED.name).increment(1);
                 tracing::warn!(error = %e, "malformed result message; dead-lettering it");
                 d.reject(BasicRejectOptions { requeue: false }).await?;
             }
@@ -79,9 +77,8 @@ async fn process(
     // published (if this process dies first, they are redelivered and ignored as duplicates,
     // and the sweeper re-publishes the committed steps).
     let shared = shared.clone();
-    let cancel = cancel.clone();
     tokio::spawn(async move {
-        shared.settle(applied, &cancel).await;
+        effects::execute(&shared, applied).await;
         for d in good {
             if let Err(e) = d.ack(BasicAckOptions::default()).await {
                 tracing::debug!(error = %e, "ack failed (connection lost?); the result will be redelivered");

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::Shared;
+use crate::effects;
+use crate::shared::Shared;
 
 /// Extra time past a step's timeout before the sweeper declares it lost; the worker reports
 /// its own timeouts first.
@@ -24,34 +25,33 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
             () = cancel.cancelled() => return,
             _ = tick.tick() => {}
         }
-        if let Err(e) = sweep(&shared, &cancel).await {
+        if let Err(e) = sweep(&shared).await {
             tracing::warn!(error = %e, "sweep failed");
         }
     }
 }
 
-async fn sweep(shared: &Shared, cancel: &CancellationToken) -> Result<(), crate::store::Error> {
+async fn sweep(shared: &Shared) -> Result<(), crate::store::Error> {
     let overdue = shared.store.overdue(DEADLINE_GRACE, SWEEP_LIMIT).await?;
     if !overdue.is_empty() {
-        let applied = shared.store.apply_results(&overdue).await?;
-        metrics::counter!("tasker_sweeper_timeouts_total").increment(applied.accepted as u64);
-        tracing::info!(count = applied.accepted, "timed out overdue steps");
-        shared.settle(applied, cancel).await;
+        let mut applied = shared.store.apply_results(&overdue).await?;
+        applied.timed_out = applied.results.as_ref().map_or(0, |r| r.accepted);
+        tracing::info!(count = applied.timed_out, "timed out overdue steps");
+        effects::execute(shared, applied).await;
     }
     let visibility = Duration::from_millis(shared.config.orchestrator.visibility_timeout_ms);
     let lost = shared.store.republish(visibility, SWEEP_LIMIT).await?;
-    if !lost.is_empty() {
-        metrics::counter!("tasker_sweeper_republished_total").increment(lost.len() as u64);
+    if lost.republished > 0 {
         tracing::info!(
-            count = lost.len(),
+            count = lost.republished,
             "re-publishing steps enqueued past the visibility timeout"
         );
-        shared.dispatcher.publish(&lost).await;
+        effects::execute(shared, lost).await;
     }
     let due = shared.store.due_retries(SWEEP_LIMIT).await?;
     if !due.is_empty() {
-        let messages = shared.store.dispatch_retries(&due).await?;
-        shared.dispatcher.publish(&messages).await;
+        let retried = shared.store.dispatch_retries(&due).await?;
+        effects::execute(shared, retried).await;
     }
     Ok(())
 }

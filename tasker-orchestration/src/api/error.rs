@@ -43,13 +43,24 @@ impl Error {
 }
 
 impl From<crate::store::Error> for Error {
+    /// An unreachable database is worth retrying (503); anything else is a bug or bad stored
+    /// data (500). Either way the details go to the log, never to the client.
     fn from(e: crate::store::Error) -> Self {
-        tracing::error!(error = %e, "storage error while serving a request");
-        Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "storage_unavailable",
-            "the task store is unavailable; try again",
-        )
+        if let crate::store::Error::Unavailable(_) = e {
+            tracing::warn!(error = %e, "database unavailable while serving a request");
+            Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "storage_unavailable",
+                "the task store is unavailable; try again",
+            )
+        } else {
+            tracing::error!(error = %e, "storage error while serving a request");
+            Self::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "internal error; the server log has the details",
+            )
+        }
     }
 }
 

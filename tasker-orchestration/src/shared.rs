@@ -1,0 +1,53 @@
+//! The orchestrator's state shared by the API, the result processor, the sweeper and retry
+//! timers: cheap to clone, every field a handle.
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::Catalog;
+use crate::dispatcher::Dispatcher;
+use crate::events::Events;
+use crate::store::Store;
+
+/// Handles to everything a running orchestrator uses.
+#[derive(Debug, Clone)]
+pub struct Shared {
+    pub config: Arc<tasker_shared::Config>,
+    pub store: Store,
+    pub catalog: Arc<Catalog>,
+    pub dispatcher: Dispatcher,
+    pub events: Events,
+    /// Fires when the orchestrator stops: background work (retry timers) ends with it.
+    pub shutdown: CancellationToken,
+    broker_up: Arc<watch::Sender<bool>>,
+}
+
+impl Shared {
+    pub(crate) fn new(config: tasker_shared::Config, store: Store, catalog: Catalog) -> Self {
+        Self {
+            dispatcher: Dispatcher::new(&config.queue_prefix),
+            config: Arc::new(config),
+            store,
+            catalog: Arc::new(catalog),
+            events: Events::default(),
+            shutdown: CancellationToken::new(),
+            broker_up: Arc::new(watch::Sender::new(false)),
+        }
+    }
+
+    /// Whether a broker connection is attached.
+    pub fn broker_up(&self) -> bool {
+        *self.broker_up.borrow()
+    }
+
+    /// Changes of broker connectivity, to wait for readiness without polling.
+    pub fn broker_watch(&self) -> watch::Receiver<bool> {
+        self.broker_up.subscribe()
+    }
+
+    pub(crate) fn set_broker_up(&self, up: bool) {
+        self.broker_up.send_replace(up);
+    }
+}
