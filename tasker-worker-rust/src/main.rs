@@ -6,12 +6,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
-use figment::providers::Serialized;
-use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use tasker_shared::Config;
-use tasker_worker::{RustHost, Worker, WorkerOptions};
+use tasker_worker::{Overrides, RustHost, Setup, Worker};
 
 /// Tasker worker running native Rust step handlers.
 #[derive(Debug, Parser)]
@@ -31,52 +28,18 @@ struct Args {
     concurrency: Option<usize>,
 }
 
-#[derive(Serialize)]
-struct Overrides {
-    worker: WorkerOverrides,
-}
-
-#[derive(Serialize)]
-struct WorkerOverrides {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    templates: Option<PathBuf>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    health_port: Option<u16>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    concurrency: Option<usize>,
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
+    tasker_worker::init_logging("info");
     let args = Args::parse();
-    let figment = Config::figment(args.config.as_deref()).merge(Serialized::defaults(Overrides {
-        worker: WorkerOverrides {
-            templates: args.templates,
-            health_port: args.health_port,
-            concurrency: args.concurrency,
-        },
-    }));
-    let config = Config::extract(&figment)?;
-    let dir = config
-        .worker
-        .templates
-        .clone()
-        .context("no templates folder: pass --templates DIR (or set worker.templates)")?;
-    let templates = tasker_shared::template::load_dir(&dir)?;
-    let namespaces = tasker_shared::template::namespaces(&templates);
-    anyhow::ensure!(
-        !namespaces.is_empty(),
-        "no templates found in {}",
-        dir.display()
-    );
-
+    let setup = Setup::load(&Overrides {
+        config_file: args.config,
+        templates: args.templates,
+        health_port: args.health_port,
+        concurrency: args.concurrency,
+    })?;
     let registry = tasker_worker_rust::registry();
-    for t in &templates {
+    for t in &setup.templates {
         for step in &t.template.steps {
             if registry.get(&step.handler).is_none() {
                 tracing::warn!(template = %t.template.key(), step = %step.name, handler = %step.handler,
@@ -84,11 +47,10 @@ async fn main() -> anyhow::Result<()> {
             }
         }
     }
+    let config = &setup.config;
     let host = Arc::new(RustHost::new(registry, config.worker.concurrency));
-    let worker = Worker::new(
-        WorkerOptions::from_config(&config, namespaces.clone()),
-        host,
-    );
+    let worker = Worker::new(setup.options.clone(), host);
+    let namespaces = setup.namespaces.clone();
     let cancel = CancellationToken::new();
     let addr = tasker_worker::health::serve(
         config.worker.health_port,

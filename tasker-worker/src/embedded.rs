@@ -7,14 +7,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use figment::providers::Serialized;
-use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use tasker_shared::Config;
-
 use crate::batch_host::{BatchHost, JobView};
-use crate::worker::{Worker, WorkerOptions};
+use crate::setup::{Overrides, Setup};
+use crate::worker::Worker;
 
 /// What the language side passes when starting a worker. `None` keeps the configured value
 /// (file, `TASKER_*` environment, defaults).
@@ -33,27 +30,9 @@ pub struct EmbeddedOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
-    Config(#[from] tasker_shared::config::Error),
-    #[error("template {0}")]
-    Template(#[from] tasker_shared::template::Error),
-    #[error("no templates found in {0}")]
-    NoTemplates(String),
+    Setup(#[from] crate::setup::Error),
     #[error("starting the worker runtime: {0}")]
     Io(#[from] std::io::Error),
-}
-
-#[derive(Serialize)]
-struct Overrides {
-    worker: WorkerOverrides,
-}
-
-#[derive(Serialize)]
-struct WorkerOverrides {
-    templates: PathBuf,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    health_port: Option<u16>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    concurrency: Option<usize>,
 }
 
 /// A running embedded worker.
@@ -71,31 +50,24 @@ pub struct EmbeddedWorker {
 impl EmbeddedWorker {
     /// Loads configuration and templates, connects in the background and serves `/health`.
     pub fn start(options: EmbeddedOptions) -> Result<EmbeddedWorker, Error> {
-        let figment = Config::figment(options.config_file.as_deref()).merge(Serialized::defaults(
-            Overrides {
-                worker: WorkerOverrides {
-                    templates: options.templates.clone(),
-                    health_port: options.health_port,
-                    concurrency: options.concurrency,
-                },
-            },
-        ));
-        let config = Config::extract(&figment)?;
-        let templates = tasker_shared::template::load_dir(&options.templates)?;
-        let namespaces = tasker_shared::template::namespaces(&templates);
-        if namespaces.is_empty() {
-            return Err(Error::NoTemplates(options.templates.display().to_string()));
-        }
+        let Setup {
+            config,
+            namespaces,
+            options: worker_options,
+            ..
+        } = Setup::load(&Overrides {
+            config_file: options.config_file.clone(),
+            templates: Some(options.templates.clone()),
+            health_port: options.health_port,
+            concurrency: options.concurrency,
+        })?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("tasker-worker-core")
             .enable_all()
             .build()?;
         let host = Arc::new(BatchHost::new());
-        let worker = Worker::new(
-            WorkerOptions::from_config(&config, namespaces.clone()),
-            host.clone(),
-        );
+        let worker = Worker::new(worker_options, host.clone());
         let cancel = CancellationToken::new();
         let health = runtime.block_on(crate::health::serve(
             config.worker.health_port,

@@ -9,14 +9,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use chrono::Utc;
-use futures_util::{FutureExt, StreamExt};
+use futures_util::StreamExt;
 use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::time::{DelayQueue, delay_queue};
 
-use tasker_broker::{BasicAckOptions, BasicRejectOptions, Broker, Delivery, Outgoing, Publisher};
-use tasker_shared::{Config, Outcome, StepMessage, StepResult, topology};
+use tasker_broker::{
+    BasicAckOptions, BasicRejectOptions, Broker, Delivery, Outgoing, Publisher, Supervisor,
+    next_batch, supervisor, topology,
+};
+use tasker_shared::{Config, Outcome, StepMessage, StepResult};
 
 use crate::host::{Completion, CompletionSink, HandlerHost, Job, timed_out};
 
@@ -101,19 +104,14 @@ impl Worker {
 
     /// Consumes until `cancel` fires, reconnecting after a lost broker connection.
     pub async fn run(&self, cancel: CancellationToken) {
-        loop {
-            match self.session(&cancel).await {
-                Ok(()) => return,
-                Err(e) => tracing::warn!(error = %e, "broker session ended; reconnecting"),
-            }
-            self.stats.connected.store(false, Ordering::Relaxed);
-            self.stats.in_flight.store(0, Ordering::Relaxed);
-            // Deliberate backoff between reconnection attempts.
-            tokio::select! {
-                () = cancel.cancelled() => return,
-                () = tokio::time::sleep(Duration::from_millis(500)) => {}
-            }
-        }
+        Supervisor::new("worker broker session", supervisor::Options::default())
+            .run(&cancel, || async {
+                let ended = self.session(&cancel).await;
+                self.stats.connected.store(false, Ordering::Relaxed);
+                self.stats.in_flight.store(0, Ordering::Relaxed);
+                ended
+            })
+            .await;
     }
 
     async fn session(&self, cancel: &CancellationToken) -> Result<(), tasker_broker::Error> {
@@ -164,7 +162,7 @@ impl Worker {
                 ended = &mut publishing => {
                     return match ended {
                         Ok(Err(e)) => Err(e),
-                        _ => Err(tasker_broker::Error::Amqp(closed())),
+                        _ => Err(tasker_broker::Error::Closed),
                     };
                 }
                 Some(c) = completions.recv() => {
@@ -182,19 +180,11 @@ impl Worker {
                                     &mut in_flight, &mut deadlines, &results_tx);
                     }
                 }
-                d = deliveries.next() => {
-                    let Some(first) = d else {
-                        return Err(tasker_broker::Error::Amqp(closed()));
-                    };
-                    let mut batch = vec![first?];
-                    while batch.len() < BATCH_MAX {
-                        match deliveries.next().now_or_never() {
-                            Some(Some(d)) => batch.push(d?),
-                            _ => break,
-                        }
-                    }
+                batch = next_batch(&mut deliveries, BATCH_MAX) => {
+                    let batch = batch.ok_or(tasker_broker::Error::Closed)?;
                     let mut jobs = Vec::with_capacity(batch.len());
                     for delivery in batch {
+                        let delivery = delivery?;
                         let message = match serde_json::from_slice::<StepMessage>(&delivery.data) {
                             Ok(m) => m,
                             Err(e) => {
@@ -259,24 +249,14 @@ struct InFlight {
     deadline: delay_queue::Key,
 }
 
-fn closed() -> lapin::Error {
-    lapin::ErrorKind::InvalidConnectionState(lapin::ConnectionState::Closed).into()
-}
-
 /// Publishes results in batches (one confirm round each), then acks their step messages.
 async fn publish_results(
     publisher: Publisher,
     queue: String,
     mut rx: mpsc::UnboundedReceiver<(Delivery, StepResult)>,
 ) -> Result<(), tasker_broker::Error> {
-    while let Some(first) = rx.recv().await {
-        let mut batch = vec![first];
-        while batch.len() < BATCH_MAX {
-            match rx.try_recv() {
-                Ok(item) => batch.push(item),
-                Err(_) => break,
-            }
-        }
+    let mut arrivals = futures_util::stream::poll_fn(|cx| rx.poll_recv(cx));
+    while let Some(batch) = next_batch(&mut arrivals, BATCH_MAX).await {
         let out: Vec<Outgoing> = batch
             .iter()
             .map(|(_, r)| Outgoing {

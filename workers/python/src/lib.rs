@@ -50,7 +50,7 @@ impl Worker {
         health_port: Option<u16>,
         concurrency: Option<usize>,
     ) -> PyResult<Self> {
-        init_logging();
+        tasker_worker::init_logging("info");
         let options = EmbeddedOptions {
             templates,
             config_file: config,
@@ -122,21 +122,6 @@ impl Worker {
             py.detach(move || worker.stop());
         }
     }
-}
-
-/// Core logs go to stderr like the Rust worker's (`RUST_LOG` filters, default `info`); colours
-/// only on a terminal, and never with `NO_COLOR` set.
-fn init_logging() {
-    use std::io::IsTerminal;
-    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // A second worker in the same process keeps the first subscriber.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(ansi)
-        .try_init();
 }
 
 #[pymodule]

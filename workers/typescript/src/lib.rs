@@ -4,7 +4,6 @@
 //! Promise-returning `nextBatch` and reports outcomes with `completeBatch`. Jobs and outcomes
 //! cross as JSON strings: one `JSON.parse` is cheaper than building objects field by field.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -46,7 +45,7 @@ impl NativeWorker {
     /// serves `/health`. Throws with the reason if the configuration or templates are invalid.
     #[napi(factory)]
     pub fn start(options: StartOptions) -> Result<NativeWorker> {
-        init_logging();
+        tasker_worker::init_logging("info");
         let health_port = options
             .health_port
             .map(|p| {
@@ -126,16 +125,4 @@ impl NativeWorker {
             worker.stop();
         }
     }
-}
-
-/// The core logs with `tracing`; send it to stderr (`RUST_LOG` filters, default `info`), in
-/// colour only on a terminal. A second worker in the same process keeps the first subscriber.
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
-        .try_init();
 }

@@ -14,7 +14,7 @@
 use std::ffi::c_void;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 mod bench;
@@ -57,7 +57,7 @@ impl NativeWorker {
         health_port: Option<u16>,
         concurrency: Option<usize>,
     ) -> Result<NativeWorker, Error> {
-        init_logging();
+        tasker_worker::init_logging("info");
         let options = EmbeddedOptions {
             templates: PathBuf::from(&templates),
             config_file: config_file.map(PathBuf::from),
@@ -178,20 +178,6 @@ where
         Ok(r) => Some(r),
         Err(panic) => std::panic::resume_unwind(panic),
     }
-}
-
-/// Core logs go to stderr, filtered by `RUST_LOG` (default `info`), as for the Rust worker.
-fn init_logging() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-        // Another library in the process may have set a subscriber already: keep theirs.
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_writer(std::io::stderr)
-            .try_init();
-    });
 }
 
 #[magnus::init]

@@ -1,0 +1,81 @@
+//! One worker set-up for every language: configuration (defaults → file → environment → the
+//! flags a binary or binding passes), the templates folder and the namespaces it serves. The
+//! Rust binary and the embedded (FFI) worker both start from [`Setup::load`].
+
+use std::path::PathBuf;
+
+use figment::providers::Serialized;
+use serde::Serialize;
+
+use tasker_shared::Config;
+use tasker_shared::template::Loaded;
+
+use crate::worker::WorkerOptions;
+
+/// What the caller's flags or arguments set; `None` keeps the configured value.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Overrides {
+    /// TOML configuration file (else `$TASKER_CONFIG`, else none).
+    #[serde(skip)]
+    pub config_file: Option<PathBuf>,
+    /// Folder of the templates whose namespaces the worker consumes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub templates: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health_port: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<usize>,
+}
+
+/// Why a worker could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Config(#[from] tasker_shared::config::Error),
+    #[error("template {0}")]
+    Template(#[from] tasker_shared::template::Error),
+    #[error("no templates folder: pass --templates DIR (or set worker.templates)")]
+    NoTemplatesFolder,
+    #[error("no templates found in {0}")]
+    NoTemplates(String),
+}
+
+/// A worker's configuration and what it serves.
+#[derive(Debug)]
+pub struct Setup {
+    pub config: Config,
+    pub templates: Vec<Loaded>,
+    pub namespaces: Vec<String>,
+    pub options: WorkerOptions,
+}
+
+#[derive(Serialize)]
+struct Layer<'a> {
+    worker: &'a Overrides,
+}
+
+impl Setup {
+    /// Loads and validates the configuration with `overrides` on top, then the templates.
+    pub fn load(overrides: &Overrides) -> Result<Setup, Error> {
+        let figment = Config::figment(overrides.config_file.as_deref())
+            .merge(Serialized::defaults(Layer { worker: overrides }));
+        let config = Config::extract(&figment)?;
+        let dir = config
+            .worker
+            .templates
+            .clone()
+            .ok_or(Error::NoTemplatesFolder)?;
+        let templates = tasker_shared::template::load_dir(&dir)?;
+        let namespaces = tasker_shared::template::namespaces(&templates);
+        if namespaces.is_empty() {
+            return Err(Error::NoTemplates(dir.display().to_string()));
+        }
+        let options = WorkerOptions::from_config(&config, namespaces.clone());
+        Ok(Setup {
+            config,
+            templates,
+            namespaces,
+            options,
+        })
+    }
+}
