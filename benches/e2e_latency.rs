@@ -30,12 +30,12 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::runtime::Runtime;
-use tokio::sync::broadcast;
 use uuid::Uuid;
 
-use tasker::{RunningOrchestrator, RunningWorker, TestEnv, repo_root};
+use tasker::{Completions, RunningOrchestrator, RunningWorker, TestEnv, repo_root};
 use tasker_broker::{BasicAckOptions, Broker, Outgoing, Publisher};
-use tasker_orchestration::events::Event;
+use tasker_client::CreateTask;
+use tasker_shared::TaskState;
 
 /// One sample: its latency and the tasks it timed.
 type Run = (Duration, Vec<Uuid>);
@@ -56,7 +56,6 @@ struct Stack {
     orchestrators: Vec<RunningOrchestrator>,
     workers: Vec<RunningWorker>,
     processes: Vec<tokio::process::Child>,
-    http: reqwest::Client,
 }
 
 impl Stack {
@@ -75,7 +74,6 @@ impl Stack {
             orchestrators: vec![orchestrator],
             workers: vec![worker],
             processes: Vec::new(),
-            http: reqwest::Client::new(),
         })
     }
 
@@ -129,19 +127,11 @@ impl Stack {
         context: &Value,
     ) -> anyhow::Result<Uuid> {
         let o = &self.orchestrators[via % self.orchestrators.len()];
-        let resp = self
-            .http
-            .post(format!("{}/v1/tasks", o.url()))
-            .json(&json!({"namespace": namespace, "name": name, "context": context}))
-            .send()
+        let task = o
+            .client
+            .create_task(&CreateTask::new(namespace, name).context(context.clone()))
             .await?;
-        anyhow::ensure!(
-            resp.status().is_success(),
-            "create failed: {}",
-            resp.status()
-        );
-        let task: Value = resp.json().await?;
-        Ok(task["id"].as_str().unwrap_or_default().parse()?)
+        Ok(task.id)
     }
 
     /// `count` tasks at once, created round-robin from orchestrator `via`; returns the time
@@ -154,11 +144,8 @@ impl Stack {
         name: &str,
         context: &Value,
     ) -> anyhow::Result<(Duration, Vec<Uuid>)> {
-        let mut events: Vec<_> = self
-            .orchestrators
-            .iter()
-            .map(|o| o.events().subscribe())
-            .collect();
+        let mut completions: Vec<Completions> =
+            self.orchestrators.iter().map(|o| o.completions()).collect();
         let started = Instant::now();
         let mut ids = Vec::with_capacity(count);
         for k in 0..count {
@@ -167,30 +154,12 @@ impl Stack {
         // Each task's completion is announced on the orchestrator it was created on (directly,
         // or relayed from PostgreSQL NOTIFY if another orchestrator finished it).
         for (k, id) in ids.iter().enumerate() {
-            let rx = &mut events[(via + k) % self.orchestrators.len()];
-            let state = wait_finished(rx, *id).await?;
-            anyhow::ensure!(state == "complete", "task {id} ended {state}");
+            let rx = &mut completions[(via + k) % self.orchestrators.len()];
+            let state = rx.wait_for(*id, Duration::from_secs(60)).await?;
+            anyhow::ensure!(state == TaskState::Complete, "task {id} ended {state}");
         }
         Ok((started.elapsed(), ids))
     }
-}
-
-async fn wait_finished(
-    events: &mut broadcast::Receiver<Event>,
-    id: Uuid,
-) -> anyhow::Result<String> {
-    let wait = async {
-        loop {
-            if let Event::TaskFinished { task_id, state } = events.recv().await?
-                && task_id == id
-            {
-                return anyhow::Ok(state.to_string());
-            }
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(60), wait)
-        .await
-        .map_err(|_| anyhow::anyhow!("task {id} did not finish within 60 s"))?
 }
 
 /// The hardware floor for an n-step chain (see the module docs).
@@ -220,8 +189,8 @@ impl Floor {
         broker
             .declare(&["out".to_owned(), "back".to_owned()])
             .await?;
-        let out_queue = tasker_shared::topology::steps_queue(&p, "out");
-        let back_queue = tasker_shared::topology::steps_queue(&p, "back");
+        let out_queue = tasker_broker::topology::steps_queue(&p, "out");
+        let back_queue = tasker_broker::topology::steps_queue(&p, "back");
         Ok(Floor {
             out: broker.publisher().await?,
             back: broker.publisher().await?,
@@ -277,22 +246,34 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// Mean per-hop times (ms) of the steps of `tasks`, from their timestamps.
-async fn hops(pool: &PgPool, tasks: &[Uuid]) -> anyhow::Result<Value> {
-    let row: (Option<f64>, Option<f64>, Option<f64>, Option<f64>) = sqlx::query_as(
-        "SELECT (avg(extract(epoch FROM s.started_at - s.dispatched_at)) * 1000)::float8,
-                (avg(extract(epoch FROM s.finished_at - s.started_at)) * 1000)::float8,
-                (avg(extract(epoch FROM s.processed_at - s.finished_at)) * 1000)::float8,
-                (SELECT (avg(extract(epoch FROM t.completed_at - t.created_at)) * 1000)::float8
-                 FROM tasks t WHERE t.id = ANY($1))
-         FROM steps s WHERE s.task_id = ANY($1) AND s.state = 'completed'",
-    )
-    .bind(tasks)
-    .fetch_one(pool)
-    .await?;
+/// Mean per-hop times (ms) of the completed steps of `tasks`, from the timestamps the API
+/// reports for each step.
+async fn hops(client: &tasker_client::Client, tasks: &[Uuid]) -> anyhow::Result<Value> {
+    fn gap(
+        a: Option<chrono::DateTime<chrono::Utc>>,
+        b: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> Option<f64> {
+        Some((b? - a?).num_microseconds()? as f64 / 1000.0)
+    }
+    fn mean(v: &[f64]) -> Option<f64> {
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    }
+    let (mut queue, mut handler, mut result, mut total) = (vec![], vec![], vec![], vec![]);
+    for &id in tasks {
+        let task = client.task(id, None).await?;
+        total.extend(task.duration_ms);
+        for s in client.steps(id).await? {
+            if s.state != "completed" {
+                continue;
+            }
+            queue.extend(gap(s.dispatched_at, s.started_at));
+            handler.extend(gap(s.started_at, s.finished_at));
+            result.extend(gap(s.finished_at, s.processed_at));
+        }
+    }
     Ok(json!({
-        "queue_wait_ms": row.0, "handler_ms": row.1, "result_to_commit_ms": row.2,
-        "task_created_to_completed_ms": row.3,
+        "queue_wait_ms": mean(&queue), "handler_ms": mean(&handler),
+        "result_to_commit_ms": mean(&result), "task_created_to_completed_ms": mean(&total),
     }))
 }
 
@@ -484,7 +465,7 @@ fn main() -> anyhow::Result<()> {
         "handler",
         "result"
     );
-    let pool = stack.orchestrators[0].shared.store.pool().clone();
+    let client = stack.orchestrators[0].client.clone();
     let mut summary = serde_json::Map::new();
     for (name, runs) in recorded {
         let mut d: Vec<Duration> = runs.iter().map(|(d, _)| *d).collect();
@@ -498,7 +479,7 @@ fn main() -> anyhow::Result<()> {
         let hop = if tasks.is_empty() {
             json!({})
         } else {
-            rt.block_on(hops(&pool, &tasks))?
+            rt.block_on(hops(&client, &tasks))?
         };
         let f = |k: &str| {
             hop[k]

@@ -6,8 +6,9 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use serde_json::json;
 use tasker::{Cluster, steps_by_name};
+use tasker_broker::topology;
 use tasker_orchestration::events::Event;
-use tasker_shared::{Outcome, StepResult, topology};
+use tasker_shared::{Outcome, StepResult};
 use tokio::sync::broadcast;
 use uuid::Uuid;
 

@@ -15,9 +15,9 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use tasker_client::{Client, CreateTask, Task};
-use tasker_orchestration::events::Events;
+use tasker_orchestration::events::{Event, Events};
 use tasker_orchestration::{Orchestrator, Shared};
-use tasker_shared::Config;
+use tasker_shared::{Config, TaskState};
 use tasker_worker::{RustHost, Stats, Worker, WorkerOptions};
 
 /// Repository root (for fixtures).
@@ -106,11 +106,11 @@ impl TestEnv {
         let channel = broker.channel().await?;
         let p = &self.config.queue_prefix;
         let mut queues = vec![
-            tasker_shared::topology::results_queue(p),
-            tasker_shared::topology::dead_letter_queue(p),
+            tasker_broker::topology::results_queue(p),
+            tasker_broker::topology::dead_letter_queue(p),
         ];
         for language in ["rust", "ruby", "python", "typescript"] {
-            queues.push(tasker_shared::topology::steps_queue(
+            queues.push(tasker_broker::topology::steps_queue(
                 p,
                 &format!("{language}_examples"),
             ));
@@ -188,6 +188,12 @@ impl RunningOrchestrator {
         &self.shared.events
     }
 
+    /// Task completions announced on this orchestrator from now on (its own, and other
+    /// orchestrators' relayed through PostgreSQL `NOTIFY`).
+    pub fn completions(&self) -> Completions {
+        Completions(self.shared.events.subscribe())
+    }
+
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
@@ -217,6 +223,28 @@ impl RunningOrchestrator {
     pub async fn stop(self) {
         self.cancel.cancel();
         let _ = self.handle.await;
+    }
+}
+
+/// Task completions, as the API's waiters see them: driven by the completion notification.
+#[derive(Debug)]
+pub struct Completions(tokio::sync::broadcast::Receiver<Event>);
+
+impl Completions {
+    /// Waits (at most `timeout`) for task `id` to finish and returns its final state.
+    pub async fn wait_for(&mut self, id: Uuid, timeout: Duration) -> anyhow::Result<TaskState> {
+        let wait = async {
+            loop {
+                if let Event::TaskFinished { task_id, state } = self.0.recv().await?
+                    && task_id == id
+                {
+                    return anyhow::Ok(state);
+                }
+            }
+        };
+        tokio::time::timeout(timeout, wait)
+            .await
+            .map_err(|_| anyhow::anyhow!("task {id} did not finish within {timeout:?}"))?
     }
 }
 
