@@ -40,6 +40,25 @@ async fn idempotency_key_returns_the_same_task() -> anyhow::Result<()> {
     assert_eq!(s2, StatusCode::OK);
     assert_eq!(t1["id"], t2["id"]);
     assert_eq!(count_tasks(&cluster).await?, 1);
+
+    // The same key with another context or template is a different request: 409, nothing new.
+    let other_context = json!({"namespace": "rust_examples", "name": "linear", "version": "1.0.0",
+                               "context": {"value": 2}, "idempotency_key": "order-42"});
+    let other_template = json!({"namespace": "rust_examples", "name": "diamond",
+                                "context": {"value": 1}, "idempotency_key": "order-42"});
+    for body in [other_context, other_template] {
+        let (status, err) = post(&url, body.to_string()).await?;
+        assert_eq!(status, StatusCode::CONFLICT, "{err}");
+        assert_eq!(err["error"]["code"], "idempotency_key_reused");
+        assert!(
+            err["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(t1["id"].as_str().unwrap_or("?")),
+            "{err}"
+        );
+    }
+    assert_eq!(count_tasks(&cluster).await?, 1);
     cluster.shutdown().await
 }
 
