@@ -22,8 +22,8 @@ async fn worker_killed_mid_step_has_its_step_redelivered() -> anyhow::Result<()>
         .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
         .env("RUST_LOG", "tasker_worker=debug")
         .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()?;
     let task = o
@@ -33,8 +33,9 @@ async fn worker_killed_mid_step_has_its_step_redelivered() -> anyhow::Result<()>
                 .context(json!({"sleep_ms": 1500})),
         )
         .await?;
-    // The worker logs each step it receives; wait for the slow one, then kill it mid-step.
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // The worker logs (to stderr) each step it receives; wait for the slow one, then kill it
+    // mid-step.
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     tokio::time::timeout(Duration::from_secs(20), async {
         while let Some(line) = lines.next_line().await? {
             if line.contains("step received") && line.contains("name=slow") {

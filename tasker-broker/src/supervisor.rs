@@ -120,7 +120,8 @@ mod tests {
         assert_eq!(s.delay(1, 1.0), Duration::from_millis(100));
         assert_eq!(s.delay(2, 1.0), Duration::from_millis(200));
         assert_eq!(s.delay(4, 1.0), Duration::from_millis(800));
-        assert_eq!(s.delay(5, 1.0), Duration::from_secs(2));
+        assert_eq!(s.delay(5, 1.0), Duration::from_millis(1_600));
+        assert_eq!(s.delay(6, 1.0), Duration::from_secs(2));
         assert_eq!(s.delay(u32::MAX, 1.0), Duration::from_secs(2));
         assert_eq!(s.delay(2, 0.5), Duration::from_millis(100));
         assert_eq!(s.delay(2, 0.0), Duration::from_millis(100), "clamped");

@@ -76,7 +76,8 @@ async function startOrchestrator({ templates, namespaces }) {
   const port = await freePort();
   const child = spawn(orchestratorBinary(), ["--bind", `127.0.0.1:${port}`, "--templates", templates], {
     env: { ...process.env, ...env, NO_COLOR: "1", RUST_LOG: "warn,tasker_orchestrator=info" },
-    stdio: ["ignore", "pipe", "inherit"],
+    // Logs go to stderr (stdout is left for a program's own output).
+    stdio: ["ignore", "inherit", "pipe"],
   });
   const exited = new Promise((resolve) => child.once("exit", resolve));
   async function stop() {
@@ -95,7 +96,7 @@ async function startOrchestrator({ templates, namespaces }) {
     await conn.close();
   }
   try {
-    await waitForLine(child.stdout, "tasker-orchestrator listening", 30_000);
+    await waitForLine(child.stderr, "tasker-orchestrator listening", 30_000);
   } catch (err) {
     await stop();
     throw err;
