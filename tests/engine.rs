@@ -111,6 +111,14 @@ impl Engine {
         Ok(())
     }
 
+    async fn cancel(&self, task: Uuid) -> anyhow::Result<()> {
+        self.exec(
+            "SELECT tasker_end_task($1, 'cancelled', NULL, 'engine test')",
+            task,
+        )
+        .await
+    }
+
     async fn exec(&self, sql: &str, id: Uuid) -> anyhow::Result<()> {
         sqlx::query(sql).bind(id).execute(self.store.pool()).await?;
         Ok(())
@@ -161,14 +169,7 @@ async fn every_step_state_and_event_pair_matches_the_table() -> anyhow::Result<(
                 StepEvent::FailRetryable => engine.apply(task, b, failure(true)).await?,
                 StepEvent::FailPermanent => engine.apply(task, b, failure(false)).await?,
                 StepEvent::Skip => engine.exec("SELECT tasker_skip(ARRAY[$1])", b).await?,
-                StepEvent::Cancel => {
-                    engine
-                        .exec(
-                            "SELECT tasker_end_task($1, 'cancelled', NULL, 'engine test')",
-                            task,
-                        )
-                        .await?
-                }
+                StepEvent::Cancel => engine.cancel(task).await?,
             }
             let want = from.on(event).unwrap_or(from);
             let got = engine.step_state(b).await?;
@@ -211,14 +212,7 @@ async fn every_task_state_and_event_pair_matches_the_table() -> anyhow::Result<(
             match event {
                 TaskEvent::Finish => engine.apply(task, only, success()).await?,
                 TaskEvent::Fail => engine.apply(task, only, failure(false)).await?,
-                TaskEvent::Cancel => {
-                    engine
-                        .exec(
-                            "SELECT tasker_end_task($1, 'cancelled', NULL, 'engine test')",
-                            task,
-                        )
-                        .await?
-                }
+                TaskEvent::Cancel => engine.cancel(task).await?,
             }
             let want = from.on(event).unwrap_or(from);
             assert_eq!(
@@ -267,32 +261,25 @@ fn names<T>(all: &[T], name: impl Fn(&T) -> &'static str) -> BTreeSet<String> {
 async fn the_schema_allows_exactly_the_rust_vocabulary() -> anyhow::Result<()> {
     let env = TestEnv::new().await?;
     let store = Store::connect(&env.config.database_url, 2).await?;
-    assert_eq!(
-        allowed(&store, "tasks_state_check").await?,
-        names(&TaskState::ALL, |s| s.as_str())
-    );
-    assert_eq!(
-        allowed(&store, "steps_state_check").await?,
-        names(&StepState::ALL, |s| s.as_str())
-    );
-    assert_eq!(
-        allowed(&store, "steps_step_type_check").await?,
-        names(&StepType::ALL, |s| s.as_str())
-    );
-    assert_eq!(
-        allowed(&store, "steps_backoff_check").await?,
-        names(&Backoff::ALL, |s| s.as_str())
-    );
-    assert_eq!(
-        allowed(&store, "steps_on_failure_check").await?,
-        names(&FailurePolicy::ALL, |s| s.as_str())
-    );
     let mut every_state = names(&TaskState::ALL, |s| s.as_str());
     every_state.extend(names(&StepState::ALL, |s| s.as_str()));
-    assert_eq!(
-        allowed(&store, "transitions_states_check").await?,
-        every_state
-    );
+    let expected = [
+        ("tasks_state_check", names(&TaskState::ALL, |s| s.as_str())),
+        ("steps_state_check", names(&StepState::ALL, |s| s.as_str())),
+        (
+            "steps_step_type_check",
+            names(&StepType::ALL, |s| s.as_str()),
+        ),
+        ("steps_backoff_check", names(&Backoff::ALL, |s| s.as_str())),
+        (
+            "steps_on_failure_check",
+            names(&FailurePolicy::ALL, |s| s.as_str()),
+        ),
+        ("transitions_states_check", every_state),
+    ];
+    for (constraint, rust) in expected {
+        assert_eq!(allowed(&store, constraint).await?, rust, "{constraint}");
+    }
 
     // And the database enforces it: a name outside the vocabulary is refused.
     let single = TaskTemplate::load(SINGLE, "single.yaml")?;

@@ -102,10 +102,7 @@ impl StepState {
 
     /// The state `event` leads to according to [`TRANSITIONS`], or `None` if it changes nothing.
     pub fn on(self, event: StepEvent) -> Option<StepState> {
-        TRANSITIONS
-            .iter()
-            .find(|(from, e, _)| *from == self && *e == event)
-            .map(|(_, _, to)| *to)
+        lookup(&TRANSITIONS, self, event)
     }
 
     /// A terminal step never changes again.
@@ -115,6 +112,18 @@ impl StepState {
             StepState::Completed | StepState::Failed | StepState::Skipped | StepState::Cancelled
         )
     }
+}
+
+/// The `to` of the row `(from, event, to)` of a transition table, if there is one.
+pub(crate) fn lookup<S: Copy + PartialEq, E: PartialEq>(
+    table: &[(S, E, S)],
+    from: S,
+    event: E,
+) -> Option<S> {
+    table
+        .iter()
+        .find(|(f, e, _)| *f == from && *e == event)
+        .map(|(_, _, to)| *to)
 }
 
 impl fmt::Display for StepState {

@@ -65,10 +65,7 @@ impl TaskState {
 
     /// The state `event` leads to according to [`TRANSITIONS`], or `None` if it changes nothing.
     pub fn on(self, event: TaskEvent) -> Option<TaskState> {
-        TRANSITIONS
-            .iter()
-            .find(|(from, e, _)| *from == self && *e == event)
-            .map(|(_, _, to)| *to)
+        crate::step_state::lookup(&TRANSITIONS, self, event)
     }
 
     pub fn is_terminal(self) -> bool {
