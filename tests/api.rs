@@ -264,3 +264,142 @@ async fn wait_returns_when_the_task_finishes_not_at_the_deadline() -> anyhow::Re
     );
     cluster.shutdown().await
 }
+
+/// A request of any method, body as given; the answer's status and its body parsed as JSON (an
+/// answer that is not JSON fails the test).
+async fn call(
+    method: reqwest::Method,
+    url: &str,
+    body: Option<String>,
+) -> anyhow::Result<(StatusCode, Value)> {
+    let mut req = reqwest::Client::new().request(method, url);
+    if let Some(body) = body {
+        req = req.header("content-type", "application/json").body(body);
+    }
+    let resp = req.send().await?;
+    let status = resp.status();
+    let text = resp.text().await?;
+    let v = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{status} {url}: the body is not JSON ({e}): {text:?}"))?;
+    Ok((status, v))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_requests_get_json_4xx_with_stable_codes_and_write_nothing() -> anyhow::Result<()> {
+    use reqwest::Method;
+    let cluster = Cluster::start().await?;
+    let base = cluster.orchestrator.url();
+    let tasks = format!("{base}/v1/tasks");
+    let mut deep = json!(1);
+    for _ in 0..100 {
+        deep = json!([deep]);
+    }
+    let create = |context: Value, key: Option<&str>| {
+        let mut body = json!({"namespace": "rust_examples", "name": "linear", "context": context});
+        if let Some(k) = key {
+            body["idempotency_key"] = json!(k);
+        }
+        Some(body.to_string())
+    };
+    let id = uuid::Uuid::now_v7();
+    let cases: Vec<(Method, String, Option<String>, StatusCode, &str)> = vec![
+        (
+            Method::POST,
+            tasks.clone(),
+            create(json!({"value": 1, "note": "a\u{0}b"}), None),
+            StatusCode::BAD_REQUEST,
+            "invalid_context",
+        ),
+        (
+            Method::POST,
+            tasks.clone(),
+            create(json!({"value": 1, "k\u{0}": 1}), None),
+            StatusCode::BAD_REQUEST,
+            "invalid_context",
+        ),
+        (
+            Method::POST,
+            tasks.clone(),
+            create(json!({"value": 1, "deep": deep}), None),
+            StatusCode::BAD_REQUEST,
+            "invalid_context",
+        ),
+        (
+            Method::POST,
+            tasks.clone(),
+            create(json!({"value": 1}), Some("key\u{0}")),
+            StatusCode::BAD_REQUEST,
+            "invalid_idempotency_key",
+        ),
+        (
+            Method::GET,
+            format!("{tasks}?namespace=a%00b"),
+            None,
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+        ),
+        (
+            Method::GET,
+            format!("{tasks}?limit=ten"),
+            None,
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+        ),
+        (
+            Method::GET,
+            format!("{tasks}/{id}?wait=soon"),
+            None,
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+        ),
+        (
+            Method::GET,
+            format!("{tasks}/{id}?wait=-1"),
+            None,
+            StatusCode::BAD_REQUEST,
+            "invalid_wait",
+        ),
+        (
+            Method::GET,
+            format!("{tasks}/%FF%FE"),
+            None,
+            StatusCode::BAD_REQUEST,
+            "invalid_path",
+        ),
+        (
+            Method::GET,
+            format!("{tasks}/not-a-uuid/steps"),
+            None,
+            StatusCode::BAD_REQUEST,
+            "invalid_id",
+        ),
+        (
+            Method::DELETE,
+            tasks.clone(),
+            None,
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+        ),
+        (
+            Method::PUT,
+            format!("{tasks}/{id}"),
+            None,
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+        ),
+        (
+            Method::GET,
+            format!("{base}/v2/nothing"),
+            None,
+            StatusCode::NOT_FOUND,
+            "no_such_route",
+        ),
+    ];
+    for (method, url, body, status, code) in cases {
+        let (s, v) = call(method.clone(), &url, body).await?;
+        assert_eq!(s, status, "{method} {url}: {v}");
+        assert_eq!(v["error"]["code"], code, "{method} {url}: {v}");
+    }
+    assert_eq!(count_tasks(&cluster).await?, 0);
+    cluster.shutdown().await
+}

@@ -12,7 +12,8 @@ CREATE OR REPLACE FUNCTION tasker_create_task(
     v_key text,
     s_id uuid[], s_name text[], s_handler text[], s_type text[], s_branches jsonb[],
     s_max_attempts int[], s_backoff text[], s_base_ms bigint[], s_max_ms bigint[],
-    s_timeout_ms bigint[], s_parents int[], s_batch_spec jsonb[], s_on_failure text[],
+    s_timeout_ms bigint[], s_queue_timeout_ms bigint[], s_parents int[], s_batch_spec jsonb[],
+    s_on_failure text[],
     e_parent uuid[], e_child uuid[])
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
@@ -33,18 +34,20 @@ BEGIN
 
     WITH ins AS (
         INSERT INTO steps (id, task_id, name, handler, step_type, branches, state, attempt,
-                           max_attempts, backoff, base_ms, max_ms, timeout_ms, parent_count,
-                           pending_parents, publish_count, dispatched_at, batch_spec, on_failure)
+                           max_attempts, backoff, base_ms, max_ms, timeout_ms, queue_timeout_ms,
+                           parent_count, pending_parents, publish_count, dispatched_at, batch_spec,
+                           on_failure)
         SELECT u.id, v_id, u.name, u.handler, u.step_type, u.branches,
                CASE WHEN u.parents = 0 THEN 'enqueued' ELSE 'pending' END,
                (u.parents = 0)::int, u.max_attempts, u.backoff, u.base_ms, u.max_ms,
-               u.timeout_ms, u.parents, u.parents, (u.parents = 0)::int,
+               u.timeout_ms, u.queue_timeout_ms, u.parents, u.parents, (u.parents = 0)::int,
                CASE WHEN u.parents = 0 THEN clock_timestamp() END,
                u.batch_spec, u.on_failure
         FROM unnest(s_id, s_name, s_handler, s_type, s_branches, s_max_attempts, s_backoff,
-                    s_base_ms, s_max_ms, s_timeout_ms, s_parents, s_batch_spec, s_on_failure)
+                    s_base_ms, s_max_ms, s_timeout_ms, s_queue_timeout_ms, s_parents,
+                    s_batch_spec, s_on_failure)
              AS u(id, name, handler, step_type, branches, max_attempts, backoff, base_ms,
-                  max_ms, timeout_ms, parents, batch_spec, on_failure)
+                  max_ms, timeout_ms, queue_timeout_ms, parents, batch_spec, on_failure)
         RETURNING id, state
     )
     SELECT COALESCE(array_agg(id ORDER BY id), '{}') INTO roots FROM ins WHERE state = 'enqueued';

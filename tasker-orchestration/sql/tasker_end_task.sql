@@ -1,8 +1,14 @@
 -- Ends a running task (error or cancel): the task and every open step become terminal.
 -- Returns false if the task was not running.
+--
+-- Locks are taken in the order the result path takes them — the task's steps (in id order),
+-- then the task row — so a cancel racing a result batch waits instead of deadlocking.
 CREATE OR REPLACE FUNCTION tasker_end_task(v_task uuid, to_state text, err jsonb, why text)
 RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN
+    PERFORM 1 FROM steps
+    WHERE task_id = v_task AND state IN ('pending', 'enqueued', 'waiting_retry')
+    ORDER BY id FOR UPDATE;
     UPDATE tasks SET state = to_state, error = err, completed_at = clock_timestamp()
     WHERE id = v_task AND state = 'running';
     IF NOT FOUND THEN

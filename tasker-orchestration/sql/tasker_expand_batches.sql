@@ -15,12 +15,12 @@ BEGIN
         FROM jsonb_array_elements(batches) WITH ORDINALITY AS e
     ), ins AS (
         INSERT INTO steps (id, task_id, name, handler, step_type, state, attempt, max_attempts,
-                           backoff, base_ms, max_ms, timeout_ms, parent_count, pending_parents,
-                           input, on_failure)
+                           backoff, base_ms, max_ms, timeout_ms, queue_timeout_ms, parent_count,
+                           pending_parents, input, on_failure)
         SELECT b.id, v_task, (spec->>'name') || '#' || b.i, spec->>'handler', 'batch_worker',
                'pending', 0, (spec->>'max_attempts')::int, spec->>'backoff',
                (spec->>'base_ms')::bigint, (spec->>'max_ms')::bigint, (spec->>'timeout_ms')::bigint,
-               0, 0, b.input, spec->>'on_failure'
+               (spec->>'queue_timeout_ms')::bigint, 0, 0, b.input, spec->>'on_failure'
         FROM b
         RETURNING id
     ), kids AS (

@@ -13,7 +13,8 @@ CREATE OR REPLACE FUNCTION tasker_step_messages(ids uuid[]) RETURNS jsonb LANGUA
                                            OR (p.state = 'failed' AND p.on_failure = 'continue'))),
                                    '{}'::jsonb),
         'input', s.input,
-        'dispatched_at', s.dispatched_at, 'timeout_ms', s.timeout_ms) ORDER BY s.id), '[]'::jsonb)
+        'dispatched_at', s.dispatched_at, 'timeout_ms', s.timeout_ms,
+        'queue_timeout_ms', s.queue_timeout_ms) ORDER BY s.id), '[]'::jsonb)
     FROM steps s JOIN tasks t ON t.id = s.task_id
     WHERE s.id = ANY(ids) AND s.state = 'enqueued'
 $$;

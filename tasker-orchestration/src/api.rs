@@ -12,12 +12,13 @@
 //! | GET | /health, /ready, /metrics | liveness, readiness, Prometheus |
 
 mod error;
+mod extract;
 
 use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -28,6 +29,9 @@ use tokio::sync::broadcast::error::RecvError;
 use uuid::Uuid;
 
 pub use error::Error;
+use extract::{Path, Query};
+
+use tasker_shared::json_check;
 
 use crate::effects;
 use crate::events::Event;
@@ -48,6 +52,13 @@ pub fn router(shared: Shared) -> Router {
         .route("/ready", get(ready))
         .route("/metrics", get(metrics))
         .fallback(|| async { Error::not_found("no_such_route", "no such route") })
+        .method_not_allowed_fallback(|| async {
+            Error::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "this route does not accept that method",
+            )
+        })
         .layer(DefaultBodyLimit::max(limit))
         .with_state(shared)
 }
@@ -93,12 +104,18 @@ async fn create_task(
             "`context` must be a JSON object",
         ));
     }
+    if let Err(problem) = json_check::check(&context, json_check::MAX_DEPTH) {
+        return Err(
+            Error::bad_request("invalid_context", format!("`context` {problem}"))
+                .with_details(json!({ "problem": problem.code() })),
+        );
+    }
     if let Some(key) = &req.idempotency_key
-        && (key.is_empty() || key.len() > 255)
+        && (key.is_empty() || key.len() > 255 || key.chars().any(char::is_control))
     {
         return Err(Error::bad_request(
             "invalid_idempotency_key",
-            "`idempotency_key` must be 1 to 255 characters",
+            "`idempotency_key` must be 1 to 255 characters, none of them control characters",
         ));
     }
     let entry = shared
@@ -172,9 +189,16 @@ struct ListQuery {
 
 async fn list_tasks(
     State(shared): State<Shared>,
-    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+    Query(q): Query<ListQuery>,
 ) -> Result<Json<Value>, Error> {
-    let Query(q) = query.map_err(|e| Error::bad_request("invalid_query", e.body_text()))?;
+    if let Some(ns) = &q.namespace
+        && (ns.len() > 128 || ns.chars().any(char::is_control))
+    {
+        return Err(Error::bad_request(
+            "invalid_query",
+            "`namespace` must be at most 128 characters, none of them control characters",
+        ));
+    }
     if let Some(state) = &q.state
         && tasker_shared::TaskState::parse(state).is_none()
     {
@@ -218,10 +242,9 @@ struct GetQuery {
 async fn get_task(
     State(shared): State<Shared>,
     Path(id): Path<String>,
-    query: Result<Query<GetQuery>, axum::extract::rejection::QueryRejection>,
+    Query(q): Query<GetQuery>,
 ) -> Result<Json<TaskView>, Error> {
     let id = parse_id(&id)?;
-    let Query(q) = query.map_err(|e| Error::bad_request("invalid_query", e.body_text()))?;
     let max = shared.config.orchestrator.max_wait_seconds as f64;
     let wait = match q.wait {
         None => None,

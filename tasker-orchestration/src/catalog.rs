@@ -33,7 +33,13 @@ impl Catalog {
     /// Registers `templates` and loads everything registered so far.
     pub async fn load(store: Store, templates: &[Loaded]) -> Result<Catalog, store::Error> {
         for t in templates {
-            store.register_template(&t.template).await?;
+            store.register_template(&t.template).await.map_err(|e| {
+                store::Error::Corrupt(format!(
+                    "registering {} from {}: {e}",
+                    t.template.key(),
+                    t.source.display()
+                ))
+            })?;
         }
         let catalog = Catalog {
             store,

@@ -1,15 +1,20 @@
 //! Publishes step messages to worker queues after their transaction committed. Shared by the
-//! API (root steps), the result processor (ready children), retry timers and the sweeper.
+//! API (root steps), the result processor (ready children), retry timers and the sweeper, all
+//! through [`crate::effects::execute`].
 //!
-//! While the broker is unreachable, messages wait in memory and go out, in order, as soon as a
-//! connection is attached again. The steps are already `enqueued` in the database, so if this
-//! process dies first the sweeper re-publishes them.
+//! While the broker is unreachable, or does not confirm a round in time, messages wait in
+//! memory (up to a bound) and go out, in order, as soon as a connection is attached again. The
+//! steps are already `enqueued` in the database, so if this process dies first, or the bound is
+//! reached, the sweeper re-publishes them after the visibility timeout. A message too large to
+//! send is never sent: its step is handed back to fail on its own.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tasker_broker::{Broker, Outgoing, Publisher, topology};
 use tasker_shared::StepMessage;
+use tasker_shared::config::OrchestratorConfig;
 
 use crate::metrics as m;
 
@@ -22,56 +27,88 @@ pub struct Dispatcher {
 #[derive(Debug)]
 struct Inner {
     prefix: String,
+    limits: Limits,
     state: tokio::sync::Mutex<State>,
     backlog_len: Mutex<usize>,
+}
+
+#[derive(Debug, Clone)]
+struct Limits {
+    max_message_bytes: usize,
+    publish_timeout: Duration,
+    backlog_max: usize,
 }
 
 #[derive(Debug, Default)]
 struct State {
     link: Option<(Broker, Publisher)>,
     declared: HashSet<String>,
-    backlog: Vec<Outgoing>,
+    backlog: VecDeque<Outgoing>,
+}
+
+/// A step whose message could not be sent at all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refused {
+    pub message: StepMessage,
+    pub bytes: usize,
 }
 
 impl Dispatcher {
-    pub fn new(prefix: &str) -> Self {
+    pub fn new(prefix: &str, config: &OrchestratorConfig) -> Self {
         Self {
             inner: Arc::new(Inner {
                 prefix: prefix.to_owned(),
+                limits: Limits {
+                    max_message_bytes: config.max_message_bytes,
+                    publish_timeout: Duration::from_millis(config.publish_timeout_ms),
+                    backlog_max: config.dispatch_backlog_max,
+                },
                 state: tokio::sync::Mutex::new(State::default()),
                 backlog_len: Mutex::new(0),
             }),
         }
     }
 
-    /// Publishes `messages` as one confirm round. Never fails: what cannot go out now waits
-    /// for the next connection.
-    pub async fn publish(&self, messages: &[StepMessage]) {
+    /// Publishes `messages` as one confirm round. What cannot go out now waits for the next
+    /// connection; what can never go out (larger than `max_message_bytes`) is returned.
+    pub async fn publish(&self, messages: &[StepMessage]) -> Vec<Refused> {
+        let mut refused = Vec::new();
         if messages.is_empty() {
-            return;
+            return refused;
         }
+        let limits = &self.inner.limits;
         let mut out = Vec::with_capacity(messages.len());
         let mut namespaces: Vec<&str> = Vec::new();
         for m in messages {
-            match serde_json::to_vec(m) {
-                Ok(payload) => out.push(Outgoing {
-                    queue: topology::steps_queue(&self.inner.prefix, &m.namespace),
-                    payload,
-                }),
+            let payload = match serde_json::to_vec(m) {
+                Ok(p) => p,
                 Err(e) => {
-                    tracing::error!(step = %m.step_id, error = %e, "cannot encode step message")
+                    tracing::error!(step = %m.step_id, error = %e, "cannot encode step message");
+                    continue;
                 }
+            };
+            if payload.len() > limits.max_message_bytes {
+                refused.push(Refused {
+                    message: m.clone(),
+                    bytes: payload.len(),
+                });
+                continue;
             }
+            out.push(Outgoing {
+                queue: topology::steps_queue(&self.inner.prefix, &m.namespace),
+                payload,
+            });
             if !namespaces.contains(&m.namespace.as_str()) {
                 namespaces.push(&m.namespace);
             }
         }
+        if out.is_empty() {
+            return refused;
+        }
         let mut state = self.inner.state.lock().await;
-        let link = state.link.clone();
-        let Some((broker, publisher)) = link else {
-            state.backlog.extend(out);
-            self.set_backlog(state.backlog.len());
-            return;
+        let Some((broker, publisher)) = state.link.clone() else {
+            self.park(&mut state, out);
+            return refused;
         };
         let missing: Vec<String> = namespaces
             .into_iter()
@@ -81,26 +118,60 @@ impl Dispatcher {
         if !missing.is_empty() {
             if let Err(e) = broker.declare(&missing).await {
                 tracing::warn!(error = %e, "declaring step queues failed; will retry on reconnect");
-                state.backlog.extend(out);
-                self.set_backlog(state.backlog.len());
-                return;
+                self.park(&mut state, out);
+                return refused;
             }
             state.declared.extend(missing);
         }
         // Release the lock while waiting for confirms so other publishers are not serialized
         // behind this round trip.
         drop(state);
-        match publisher.publish_all(&out).await {
-            Ok(()) => {
+        let sent = tokio::time::timeout(limits.publish_timeout, publisher.publish_all(&out)).await;
+        let failure = match sent {
+            Ok(Ok(())) => {
                 metrics::counter!(m::STEPS_DISPATCHED.name).increment(out.len() as u64);
+                return refused;
             }
-            Err(e) => {
-                tracing::warn!(error = %e, count = out.len(), "publish failed; keeping messages for the next connection");
-                let mut state = self.inner.state.lock().await;
-                state.backlog.extend(out);
-                self.set_backlog(state.backlog.len());
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!(
+                "no confirm within {} ms (is the broker blocking publishers?)",
+                limits.publish_timeout.as_millis()
+            ),
+        };
+        tracing::warn!(error = %failure, count = out.len(), "publish failed; keeping the messages for later");
+        let mut state = self.inner.state.lock().await;
+        // The broker closes a channel over one bad publish while the connection lives on: take
+        // a fresh channel now instead of waiting for the connection to fail.
+        if !publisher.is_open()
+            && let Some((broker, current)) = state.link.clone()
+            && !current.is_open()
+        {
+            match broker.publisher().await {
+                Ok(fresh) => state.link = Some((broker, fresh)),
+                Err(e) => tracing::warn!(error = %e, "cannot open a new publishing channel"),
             }
         }
+        self.park(&mut state, out);
+        refused
+    }
+
+    /// Keeps messages for the next connection, up to the bound; beyond it the oldest are left
+    /// to the sweeper (their steps are `enqueued` in the database).
+    fn park(&self, state: &mut State, out: Vec<Outgoing>) {
+        state.backlog.extend(out);
+        let excess = state
+            .backlog
+            .len()
+            .saturating_sub(self.inner.limits.backlog_max);
+        if excess > 0 {
+            state.backlog.drain(..excess);
+            metrics::counter!(m::DISPATCH_DROPPED.name).increment(excess as u64);
+            tracing::warn!(
+                dropped = excess,
+                "dispatch backlog full; the sweeper will re-publish those steps"
+            );
+        }
+        self.set_backlog(state.backlog.len());
     }
 
     /// Uses a (new) connection: declares the namespaces given, then flushes the backlog.
@@ -112,11 +183,11 @@ impl Dispatcher {
         broker.declare(namespaces).await?;
         let publisher = broker.publisher().await?;
         let mut state = self.inner.state.lock().await;
-        let backlog = std::mem::take(&mut state.backlog);
+        let backlog: Vec<Outgoing> = state.backlog.drain(..).collect();
         if !backlog.is_empty() {
             tracing::info!(count = backlog.len(), "publishing backlog after reconnect");
             if let Err(e) = publisher.publish_all(&backlog).await {
-                state.backlog = backlog;
+                state.backlog = backlog.into();
                 return Err(e);
             }
         }
@@ -147,5 +218,70 @@ impl Dispatcher {
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = n;
         metrics::gauge!(m::DISPATCH_BACKLOG.name).set(n as f64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Map, json};
+    use uuid::Uuid;
+
+    fn message(context: serde_json::Value) -> StepMessage {
+        StepMessage {
+            task_id: Uuid::now_v7(),
+            step_id: Uuid::now_v7(),
+            namespace: "n".into(),
+            task_name: "t".into(),
+            step_name: "s".into(),
+            handler: "h".into(),
+            attempt: 1,
+            max_attempts: 1,
+            context,
+            parent_results: Map::new(),
+            input: None,
+            dispatched_at: chrono::Utc::now(),
+            timeout_ms: 1_000,
+            queue_timeout_ms: None,
+        }
+    }
+
+    fn dispatcher(max_message_bytes: usize, backlog_max: usize) -> Dispatcher {
+        let config = OrchestratorConfig {
+            max_message_bytes,
+            dispatch_backlog_max: backlog_max,
+            ..OrchestratorConfig::default()
+        };
+        Dispatcher::new("test", &config)
+    }
+
+    #[tokio::test]
+    async fn without_a_connection_messages_wait_up_to_the_bound() {
+        let d = dispatcher(1 << 20, 3);
+        let batch: Vec<StepMessage> = (0..5).map(|i| message(json!({ "i": i }))).collect();
+        assert!(d.publish(&batch).await.is_empty());
+        assert_eq!(d.backlog(), 3, "the oldest are left to the sweeper");
+        let kept: Vec<Vec<u8>> = d
+            .inner
+            .state
+            .lock()
+            .await
+            .backlog
+            .iter()
+            .map(|o| o.payload.clone())
+            .collect();
+        assert_eq!(kept[0], serde_json::to_vec(&batch[2]).unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_message_over_the_limit_is_refused_not_sent() {
+        let d = dispatcher(2_000, 10);
+        let small = message(json!({ "v": 1 }));
+        let big = message(json!({ "pad": "x".repeat(5_000) }));
+        let refused = d.publish(&[small, big.clone()]).await;
+        assert_eq!(refused.len(), 1);
+        assert_eq!(refused[0].message, big);
+        assert!(refused[0].bytes > 5_000);
+        assert_eq!(d.backlog(), 1, "the small one waits for a connection");
     }
 }

@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use tasker_shared::{StepMessage, TaskState};
+use tasker_shared::{Outcome, StepError, StepMessage, StepResult, TaskState};
 
+use crate::dispatcher::Refused;
 use crate::events::Event;
 use crate::metrics as m;
 use crate::shared::Shared;
@@ -45,6 +46,23 @@ pub struct ResultCounts {
 }
 
 impl Effects {
+    /// Adds what another committed operation left to do.
+    pub fn merge(&mut self, other: Effects) {
+        self.dispatch.extend(other.dispatch);
+        self.retries.extend(other.retries);
+        self.finished.extend(other.finished);
+        if let Some(r) = other.results {
+            let mine = self.results.get_or_insert_with(ResultCounts::default);
+            mine.accepted += r.accepted;
+            mine.ignored.extend(r.ignored);
+        }
+        if other.created.is_some() {
+            self.created = other.created;
+        }
+        self.timed_out += other.timed_out;
+        self.republished += other.republished;
+    }
+
     /// Just steps to publish.
     pub fn dispatch(dispatch: Vec<StepMessage>) -> Self {
         Self {
@@ -66,7 +84,12 @@ pub async fn execute(shared: &Shared, effects: Effects) {
         timed_out,
         republished,
     } = effects;
-    shared.dispatcher.publish(&dispatch).await;
+    let refused = shared.dispatcher.publish(&dispatch).await;
+    if !refused.is_empty() {
+        // Boxed: failing those steps has effects of its own (at most one level deep: a failure
+        // publishes nothing larger than what it replaces).
+        Box::pin(fail_refused(shared, refused)).await;
+    }
     for (step_id, delay) in retries {
         schedule_retry(shared, step_id, delay);
     }
@@ -89,6 +112,40 @@ pub async fn execute(shared: &Shared, effects: Effects) {
         shared
             .events
             .emit(Event::ResultsApplied { accepted, ignored });
+    }
+}
+
+/// Steps whose message is too large to send fail on their own, permanently, with the sizes.
+async fn fail_refused(shared: &Shared, refused: Vec<Refused>) {
+    let now = chrono::Utc::now();
+    let limit = shared.config.orchestrator.max_message_bytes;
+    let failures: Vec<StepResult> = refused
+        .into_iter()
+        .map(|r| StepResult {
+            task_id: r.message.task_id,
+            step_id: r.message.step_id,
+            attempt: r.message.attempt,
+            outcome: Outcome::Failure {
+                error: StepError::new(
+                    "message_too_large",
+                    format!(
+                        "the step's message ({} bytes: its context and parent results) exceeds \
+                         max_message_bytes ({limit})",
+                        r.bytes
+                    ),
+                ),
+                retryable: false,
+            },
+            started_at: now,
+            finished_at: now,
+            worker: "orchestrator".into(),
+        })
+        .collect();
+    ::metrics::counter!(m::STEPS_REFUSED.name).increment(failures.len() as u64);
+    match shared.store.apply_results(&failures).await {
+        Ok(effects) => execute(shared, effects).await,
+        Err(e) => tracing::error!(error = %e, "could not fail steps whose message is too large; \
+            the sweeper will re-publish them"),
     }
 }
 

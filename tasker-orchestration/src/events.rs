@@ -23,6 +23,8 @@ pub enum Event {
         accepted: usize,
         ignored: Vec<Uuid>,
     },
+    /// The sweeper finished a round (timeouts, re-publishing, due retries).
+    Swept,
 }
 
 /// Cheap cloneable broadcast hub.

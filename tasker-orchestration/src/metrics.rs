@@ -51,6 +51,11 @@ pub const RESULTS_MALFORMED: Metric = counter(
     "tasker_results_malformed_total",
     "Result messages that could not be decoded; dead-lettered.",
 );
+pub const RESULTS_POISON: Metric = counter(
+    "tasker_results_poison_total",
+    "Results that could not be applied (e.g. a value the database refuses): their step failed \
+     and the message was dead-lettered.",
+);
 pub const RESULT_BATCH_SIZE: Metric = Metric {
     name: "tasker_result_batch_size",
     kind: Kind::Histogram,
@@ -67,6 +72,14 @@ pub const DISPATCH_BACKLOG: Metric = Metric {
     unit: Unit::Count,
     help: "Step messages waiting for a broker connection.",
 };
+pub const DISPATCH_DROPPED: Metric = counter(
+    "tasker_dispatch_dropped_total",
+    "Step messages dropped from a full dispatch backlog; the sweeper re-publishes their steps.",
+);
+pub const STEPS_REFUSED: Metric = counter(
+    "tasker_steps_refused_total",
+    "Steps failed because their message exceeded max_message_bytes.",
+);
 pub const SWEEPER_TIMEOUTS: Metric = counter(
     "tasker_sweeper_timeouts_total",
     "Steps the sweeper failed for running past their deadline.",
@@ -77,8 +90,11 @@ pub const SWEEPER_REPUBLISHED: Metric = counter(
 );
 
 /// Every metric above, described to the recorder at start-up.
-pub const ALL: [Metric; 10] = [
+pub const ALL: [Metric; 13] = [
+    DISPATCH_DROPPED,
+    STEPS_REFUSED,
     TASKS_CREATED,
+    RESULTS_POISON,
     TASKS_FINISHED,
     RESULTS_APPLIED,
     RESULTS_IGNORED,

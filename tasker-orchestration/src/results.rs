@@ -5,12 +5,13 @@
 use std::time::Duration;
 
 use tasker_broker::{BasicAckOptions, BasicRejectOptions, Broker, Delivery, topology};
-use tasker_shared::StepResult;
+use tasker_shared::{Outcome, StepError, StepResult};
 use tokio_util::sync::CancellationToken;
 
-use crate::effects;
+use crate::effects::{self, Effects};
 use crate::metrics as m;
 use crate::shared::Shared;
+use crate::store::{self, Store};
 
 /// Runs until cancelled (`Ok`) or the broker connection fails (`Err`).
 pub(crate) async fn run(
@@ -59,9 +60,9 @@ async fn process(
     if results.is_empty() {
         return Ok(());
     }
-    let applied = loop {
-        match shared.store.apply_results(&results).await {
-            Ok(a) => break a,
+    let (applied, poison) = loop {
+        match apply_isolating(&shared.store, &results).await {
+            Ok(done) => break done,
             Err(e) => {
                 tracing::error!(error = %e, "applying results failed; retrying");
                 // Deliberate backoff: the database is unavailable. The batch stays unacked.
@@ -72,6 +73,22 @@ async fn process(
             }
         }
     };
+    // A result that cannot be applied fails its own step with the reason and goes to the dead
+    // letters; the rest of the batch was applied without it.
+    let mut applied = applied;
+    let mut dead = Vec::new();
+    for (i, error) in poison.into_iter().rev() {
+        metrics::counter!(m::RESULTS_POISON.name).increment(1);
+        let r = &results[i];
+        tracing::error!(step = %r.step_id, task = %r.task_id, attempt = r.attempt, %error,
+            "a result could not be applied; failing its step and dead-lettering it");
+        match shared.store.apply_results(&[unstorable(r, &error)]).await {
+            Ok(failed) => applied.merge(failed),
+            Err(e) => tracing::error!(step = %r.step_id, error = %e,
+                "could not record the failure of a step whose result could not be applied"),
+        }
+        dead.push(good.swap_remove(i));
+    }
     // Publishing the steps this batch made ready waits for broker confirms; meanwhile the next
     // batch can already be applied. The results are acked once their consequences are
     // published (if this process dies first, they are redelivered and ignored as duplicates,
@@ -79,6 +96,11 @@ async fn process(
     let shared = shared.clone();
     tokio::spawn(async move {
         effects::execute(&shared, applied).await;
+        for d in dead {
+            if let Err(e) = d.reject(BasicRejectOptions { requeue: false }).await {
+                tracing::debug!(error = %e, "dead-lettering failed (connection lost?)");
+            }
+        }
         for d in good {
             if let Err(e) = d.ack(BasicAckOptions::default()).await {
                 tracing::debug!(error = %e, "ack failed (connection lost?); the result will be redelivered");
@@ -86,4 +108,60 @@ async fn process(
         }
     });
     Ok(())
+}
+
+/// Applies `results`; if the batch fails for a reason of its own (not an unreachable
+/// database), splits it in halves until the results that cannot be applied stand alone, so
+/// one poison result costs O(log n) extra statements and never blocks the others. Returns the
+/// effects of what was applied and, by index, each result that could not be.
+async fn apply_isolating(
+    store: &Store,
+    results: &[StepResult],
+) -> Result<(Effects, Vec<(usize, store::Error)>), store::Error> {
+    let mut applied = Effects::default();
+    let mut poison = Vec::new();
+    // (offset, len) ranges still to apply.
+    let mut todo = vec![(0, results.len())];
+    while let Some((at, len)) = todo.pop() {
+        match store.apply_results(&results[at..at + len]).await {
+            Ok(effects) => applied.merge(effects),
+            Err(e @ store::Error::Unavailable(_)) => return Err(e),
+            Err(e) if len == 1 => poison.push((at, e)),
+            Err(_) => {
+                let half = len / 2;
+                todo.push((at + half, len - half));
+                todo.push((at, half));
+            }
+        }
+    }
+    poison.sort_by_key(|(i, _)| *i);
+    Ok((applied, poison))
+}
+
+/// The permanent failure recorded for a step whose result could not be applied. Only the
+/// SQLSTATE goes into the step's error; the database's message is in the log.
+fn unstorable(r: &StepResult, error: &store::Error) -> StepResult {
+    let code = match error {
+        store::Error::Query(sqlx::Error::Database(db)) => db.code().map(|c| c.into_owned()),
+        _ => None,
+    };
+    StepResult {
+        outcome: Outcome::Failure {
+            error: StepError::new(
+                "unstorable_result",
+                format!(
+                    "the orchestrator could not apply this step's result (database error {}); \
+                     the result message was dead-lettered",
+                    code.as_deref().unwrap_or("unknown")
+                ),
+            ),
+            retryable: false,
+        },
+        started_at: r.started_at,
+        finished_at: r.finished_at,
+        worker: r.worker.clone(),
+        task_id: r.task_id,
+        step_id: r.step_id,
+        attempt: r.attempt,
+    }
 }

@@ -27,7 +27,7 @@ pub struct Shared {
 impl Shared {
     pub(crate) fn new(config: tasker_shared::Config, store: Store, catalog: Catalog) -> Self {
         Self {
-            dispatcher: Dispatcher::new(&config.queue_prefix),
+            dispatcher: Dispatcher::new(&config.queue_prefix, &config.orchestrator),
             config: Arc::new(config),
             store,
             catalog: Arc::new(catalog),

@@ -167,7 +167,7 @@ struct OverdueRow {
     task_id: Uuid,
     attempt: i32,
     dispatched_at: DateTime<Utc>,
-    timeout_ms: i64,
+    queue_timeout_ms: i64,
 }
 
 impl Store {
@@ -234,7 +234,7 @@ impl Store {
             plan.edges.iter().map(|&(p, c)| (ids[p], ids[c])).unzip();
         let answer: Value = sqlx::query_scalar(
             "SELECT tasker_create_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-                                       $14, $15, $16, $17, $18, $19, $20, $21, $22)",
+                                       $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)",
         )
         .bind(Uuid::now_v7())
         .bind(new.template_id)
@@ -253,6 +253,7 @@ impl Store {
         .bind(&cols.base_ms)
         .bind(&cols.max_ms)
         .bind(&cols.timeout_ms)
+        .bind(&cols.queue_timeout_ms)
         .bind(&cols.parents)
         .bind(&cols.batch_spec)
         .bind(&cols.on_failure)
@@ -277,42 +278,32 @@ impl Store {
     /// Applies a batch of results in one statement (`tasker_apply_results`, one round trip
     /// and one commit), retrying it as a whole on a deadlock.
     pub async fn apply_results(&self, results: &[StepResult]) -> Result<Effects> {
-        let mut attempt = 0;
-        loop {
-            let outcome: Result<Value> = sqlx::query_scalar("SELECT tasker_apply_results($1)")
+        let v: Value = retry_deadlocks(|| async {
+            Ok(sqlx::query_scalar("SELECT tasker_apply_results($1)")
                 .bind(sqlx::types::Json(results))
                 .fetch_one(&self.pool)
-                .await
-                .map_err(Error::from);
-            match outcome {
-                Err(e) if e.is_retryable() && attempt < 5 => {
-                    attempt += 1;
-                    tracing::debug!(error = %e, attempt, "retrying result batch");
-                }
-                Err(e) => return Err(e),
-                Ok(v) => {
-                    let row: AppliedRow = decode("tasker_apply_results", v)?;
-                    return Ok(Effects {
-                        dispatch: row.dispatch,
-                        retries: row
-                            .retries
-                            .into_iter()
-                            .map(|r| (r.step_id, Duration::from_millis(r.delay_ms)))
-                            .collect(),
-                        finished: row
-                            .finished
-                            .into_iter()
-                            .map(|f| (f.task_id, f.state))
-                            .collect(),
-                        results: Some(ResultCounts {
-                            accepted: row.accepted,
-                            ignored: row.ignored,
-                        }),
-                        ..Effects::default()
-                    });
-                }
-            }
-        }
+                .await?)
+        })
+        .await?;
+        let row: AppliedRow = decode("tasker_apply_results", v)?;
+        Ok(Effects {
+            dispatch: row.dispatch,
+            retries: row
+                .retries
+                .into_iter()
+                .map(|r| (r.step_id, Duration::from_millis(r.delay_ms)))
+                .collect(),
+            finished: row
+                .finished
+                .into_iter()
+                .map(|f| (f.task_id, f.state))
+                .collect(),
+            results: Some(ResultCounts {
+                accepted: row.accepted,
+                ignored: row.ignored,
+            }),
+            ..Effects::default()
+        })
     }
 
     /// Moves steps whose backoff elapsed from `waiting_retry` to `enqueued` (next attempt).
@@ -328,11 +319,14 @@ impl Store {
     /// the call with, if this call cancelled it, what the cancellation leaves to do; `None` if
     /// there is no such task.
     pub async fn cancel_task(&self, task_id: Uuid) -> Result<Option<(TaskState, Option<Effects>)>> {
-        let cancelled: bool = sqlx::query_scalar(
-            "SELECT tasker_end_task($1, 'cancelled', NULL, 'cancelled by request')",
-        )
-        .bind(task_id)
-        .fetch_one(&self.pool)
+        let cancelled: bool = retry_deadlocks(|| async {
+            Ok(sqlx::query_scalar(
+                "SELECT tasker_end_task($1, 'cancelled', NULL, 'cancelled by request')",
+            )
+            .bind(task_id)
+            .fetch_one(&self.pool)
+            .await?)
+        })
         .await?;
         if cancelled {
             let effects = Effects {
@@ -354,14 +348,19 @@ impl Store {
             .transpose()
     }
 
-    /// Steps in flight past their deadline (plus `grace`), as synthetic timeout results to
-    /// apply like any other result.
+    /// Steps with a queue timeout that are still in flight past it, plus their run timeout and
+    /// `grace` (by then they have either run to their own timeout or never started), as
+    /// synthetic `queue_timeout` results to apply like any other result. A step without a
+    /// queue timeout is never failed here: the worker bounds the handler's run from its start,
+    /// and the broker redelivers the steps of a worker that vanished.
     pub async fn overdue(&self, grace: Duration, limit: i64) -> Result<Vec<StepResult>> {
         let rows: Vec<OverdueRow> = sqlx::query_as(
-            "SELECT id, task_id, attempt, dispatched_at, timeout_ms FROM steps
-             WHERE state = 'enqueued'
-               AND dispatched_at + make_interval(secs => (timeout_ms + $1)::float8 / 1000)
-                   < clock_timestamp()
+            "SELECT id, task_id, attempt, dispatched_at, queue_timeout_ms FROM steps
+             WHERE state = 'enqueued' AND queue_timeout_ms IS NOT NULL
+               -- LEAST: a stored timeout beyond what templates allow (60 days in all) must not
+               -- overflow the timestamp arithmetic and fail the sweep for everyone.
+               AND dispatched_at < clock_timestamp() - make_interval(
+                       secs => LEAST(queue_timeout_ms + timeout_ms + $1, 5184000000)::float8 / 1000)
              ORDER BY dispatched_at LIMIT $2",
         )
         .bind(grace.as_millis() as i64)
@@ -377,10 +376,13 @@ impl Store {
                 attempt: row.attempt as u32,
                 outcome: Outcome::Failure {
                     error: StepError::new(
-                        "timeout",
-                        format!("no result within the step's {} ms deadline", row.timeout_ms),
+                        "queue_timeout",
+                        format!(
+                            "no worker started the step within its queue timeout ({} ms)",
+                            row.queue_timeout_ms
+                        ),
                     ),
-                    retryable: true,
+                    retryable: false,
                 },
                 started_at: row.dispatched_at,
                 finished_at: now,
@@ -437,6 +439,25 @@ pub fn migrator() -> sqlx::migrate::Migrator {
     sqlx::migrate!("./migrations")
 }
 
+/// Runs a statement that is its own transaction, again (up to five times) when PostgreSQL chose
+/// it as a deadlock victim or failed it for serialization: the whole statement is retried.
+async fn retry_deadlocks<T, F, Fut>(mut statement: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut attempt = 0;
+    loop {
+        match statement().await {
+            Err(e) if e.is_retryable() && attempt < 5 => {
+                attempt += 1;
+                tracing::debug!(error = %e, attempt, "retrying after a deadlock");
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Decodes the JSON answer of an engine function.
 fn decode<T: serde::de::DeserializeOwned>(function: &str, v: Value) -> Result<T> {
     serde_json::from_value(v).map_err(|e| Error::Corrupt(format!("{function} answered: {e}")))
@@ -455,6 +476,7 @@ struct StepColumns {
     base_ms: Vec<i64>,
     max_ms: Vec<i64>,
     timeout_ms: Vec<i64>,
+    queue_timeout_ms: Vec<Option<i64>>,
     parents: Vec<i32>,
     batch_spec: Vec<Option<Value>>,
     on_failure: Vec<String>,
@@ -477,8 +499,10 @@ impl StepColumns {
         self.backoff.push(s.retry.backoff.as_str().to_owned());
         self.base_ms.push(s.retry.base_ms as i64);
         self.max_ms.push(s.retry.max_ms as i64);
-        self.timeout_ms
-            .push((s.timeout_seconds.saturating_mul(1000)).min(i64::MAX as u64) as i64);
+        // Bounded by template validation (30 days); saturating all the same.
+        let ms = |seconds: u64| seconds.saturating_mul(1000).min(i64::MAX as u64) as i64;
+        self.timeout_ms.push(ms(s.timeout_seconds));
+        self.queue_timeout_ms.push(s.queue_timeout_seconds.map(ms));
         self.parents.push(parents);
         self.batch_spec.push(batch_spec);
         self.on_failure.push(s.on_failure.as_str().to_owned());

@@ -1,5 +1,5 @@
-//! The sweeper: off the hot path, on an interval. It times out steps past their deadline
-//! (their worker died or the message was lost), re-publishes steps whose first publication may
+//! The sweeper: off the hot path, on an interval. It fails steps that no worker started within
+//! their queue timeout (when the template sets one), re-publishes steps whose first publication may
 //! have been lost (a crash between commit and publish), and starts retries whose backoff
 //! elapsed while the orchestrator that scheduled them was gone.
 
@@ -8,10 +8,11 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::effects;
+use crate::events::Event;
 use crate::shared::Shared;
 
-/// Extra time past a step's timeout before the sweeper declares it lost; the worker reports
-/// its own timeouts first.
+/// Extra time past a step's queue timeout plus run timeout before the sweeper fails it; a
+/// worker that started it reports its own timeout first.
 const DEADLINE_GRACE: Duration = Duration::from_secs(5);
 const SWEEP_LIMIT: i64 = 500;
 
@@ -25,20 +26,36 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
             () = cancel.cancelled() => return,
             _ = tick.tick() => {}
         }
-        if let Err(e) = sweep(&shared).await {
-            tracing::warn!(error = %e, "sweep failed");
+        // Each phase on its own: one that fails (say on a row it cannot handle) must not stop
+        // the others from recovering everyone else's steps.
+        if let Err(e) = time_out(&shared).await {
+            tracing::warn!(error = %e, "sweep: timing out overdue steps failed");
         }
+        if let Err(e) = republish(&shared).await {
+            tracing::warn!(error = %e, "sweep: re-publishing lost steps failed");
+        }
+        if let Err(e) = retry_due(&shared).await {
+            tracing::warn!(error = %e, "sweep: starting due retries failed");
+        }
+        shared.events.emit(Event::Swept);
     }
 }
 
-async fn sweep(shared: &Shared) -> Result<(), crate::store::Error> {
+async fn time_out(shared: &Shared) -> Result<(), crate::store::Error> {
     let overdue = shared.store.overdue(DEADLINE_GRACE, SWEEP_LIMIT).await?;
     if !overdue.is_empty() {
         let mut applied = shared.store.apply_results(&overdue).await?;
         applied.timed_out = applied.results.as_ref().map_or(0, |r| r.accepted);
-        tracing::info!(count = applied.timed_out, "timed out overdue steps");
+        tracing::info!(
+            count = applied.timed_out,
+            "timed out steps past their queue timeout"
+        );
         effects::execute(shared, applied).await;
     }
+    Ok(())
+}
+
+async fn republish(shared: &Shared) -> Result<(), crate::store::Error> {
     let visibility = Duration::from_millis(shared.config.orchestrator.visibility_timeout_ms);
     let lost = shared.store.republish(visibility, SWEEP_LIMIT).await?;
     if lost.republished > 0 {
@@ -48,6 +65,10 @@ async fn sweep(shared: &Shared) -> Result<(), crate::store::Error> {
         );
         effects::execute(shared, lost).await;
     }
+    Ok(())
+}
+
+async fn retry_due(shared: &Shared) -> Result<(), crate::store::Error> {
     let due = shared.store.due_retries(SWEEP_LIMIT).await?;
     if !due.is_empty() {
         let retried = shared.store.dispatch_retries(&due).await?;

@@ -43,6 +43,15 @@ pub struct OrchestratorConfig {
     pub max_body_bytes: usize,
     /// Longest `GET /v1/tasks/{id}?wait=` a client may ask for.
     pub max_wait_seconds: u64,
+    /// Largest step message published; a step whose message is larger fails with
+    /// `message_too_large` instead of being sent.
+    pub max_message_bytes: usize,
+    /// How long to wait for the broker to confirm a publish round before keeping the messages
+    /// for later (the broker may be blocking publishers).
+    pub publish_timeout_ms: u64,
+    /// Step messages kept in memory while the broker is unreachable; past this, the oldest
+    /// steps are left to the sweeper, which re-publishes them after the visibility timeout.
+    pub dispatch_backlog_max: usize,
 }
 
 /// Settings of a worker (any language).
@@ -85,6 +94,9 @@ impl Default for OrchestratorConfig {
             visibility_timeout_ms: 30_000,
             max_body_bytes: 1024 * 1024,
             max_wait_seconds: 300,
+            max_message_bytes: 16 * 1024 * 1024,
+            publish_timeout_ms: 10_000,
+            dispatch_backlog_max: 100_000,
         }
     }
 }

@@ -8,6 +8,7 @@
 
 pub mod config;
 pub mod dag;
+pub mod json_check;
 pub mod logging;
 pub mod message;
 pub mod plan;

@@ -27,8 +27,12 @@ pub struct StepMessage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<Value>,
     pub dispatched_at: DateTime<Utc>,
-    /// How long the handler may run, in milliseconds.
+    /// How long the handler may run, from its start, in milliseconds.
     pub timeout_ms: u64,
+    /// How long after `dispatched_at` the step may still be started, in milliseconds; `None`:
+    /// no limit. A worker that receives it later reports a `queue_timeout` failure instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_timeout_ms: Option<u64>,
 }
 
 /// The outcome of one attempt, sent to the results queue.

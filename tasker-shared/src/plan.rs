@@ -70,6 +70,7 @@ impl Plan {
             "base_ms": w.retry.base_ms,
             "max_ms": w.retry.max_ms,
             "timeout_ms": w.timeout_seconds.saturating_mul(1000),
+            "queue_timeout_ms": w.queue_timeout_seconds.map(|s| s.saturating_mul(1000)),
             "on_failure": w.on_failure.as_str(),
             "children": children,
         }))

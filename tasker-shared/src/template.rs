@@ -29,6 +29,24 @@ use crate::retry::RetryPolicy;
 /// Default `timeout_seconds` of a step.
 pub const DEFAULT_TIMEOUT_SECONDS: u64 = 30;
 
+/// The range of every bounded value a template can set. A value outside it is refused when the
+/// template loads, with the file, line and field, so that nothing a template says can overflow
+/// a timer, a column or a timestamp later on.
+pub mod limits {
+    /// `retry.max_attempts`: 1 to 1,000.
+    pub const MAX_ATTEMPTS: u32 = 1_000;
+    /// `retry.base_ms` and `retry.max_ms`: at most one day.
+    pub const MAX_BACKOFF_MS: u64 = 86_400_000;
+    /// `timeout_seconds` and `queue_timeout_seconds`: 1 second to 30 days.
+    pub const MAX_TIMEOUT_SECONDS: u64 = 2_592_000;
+    /// Steps in one template.
+    pub const MAX_STEPS: usize = 1_000;
+    /// A template file or registered definition, in bytes.
+    pub const MAX_SOURCE_BYTES: usize = 1024 * 1024;
+    /// `handler`, `description` and every branch name, in characters.
+    pub const MAX_TEXT_CHARS: usize = 4_096;
+}
+
 /// A workflow definition: named steps, their dependencies, handlers and policies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -62,8 +80,13 @@ pub struct StepTemplate {
     pub branches: Vec<String>,
     #[serde(default)]
     pub retry: RetryPolicy,
+    /// How long the handler may run, from its start to its result.
     #[serde(default = "default_timeout")]
     pub timeout_seconds: u64,
+    /// How long the step may wait for a worker to start it (schedule to start). None: it waits
+    /// as long as it takes, however long no worker is up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_timeout_seconds: Option<u64>,
     /// For a `batch_worker` step: what a batch that fails for good does to the task.
     #[serde(default, skip_serializing_if = "FailurePolicy::is_default")]
     pub on_failure: FailurePolicy,
@@ -205,6 +228,19 @@ impl TaskTemplate {
             line,
             kind,
         };
+        if src.len() > limits::MAX_SOURCE_BYTES {
+            return Err(err(
+                None,
+                ErrorKind::InvalidField {
+                    field: "(file)".into(),
+                    problem: format!(
+                        "a template may be at most {} bytes (got {})",
+                        limits::MAX_SOURCE_BYTES,
+                        src.len()
+                    ),
+                },
+            ));
+        }
         if src
             .lines()
             .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#') || l.trim() == "---")
@@ -246,6 +282,33 @@ impl TaskTemplate {
         }
         if self.steps.is_empty() {
             return Err(err(None, ErrorKind::NoSteps));
+        }
+        if self.steps.len() > limits::MAX_STEPS {
+            return Err(err(
+                None,
+                ErrorKind::InvalidField {
+                    field: "steps".into(),
+                    problem: format!(
+                        "at most {} steps per template (got {})",
+                        limits::MAX_STEPS,
+                        self.steps.len()
+                    ),
+                },
+            ));
+        }
+        if let Some(d) = &self.description {
+            check_text("description", d).map_err(|k| err(None, k))?;
+        }
+        if let Some(schema) = &self.context_schema
+            && let Err(problem) = crate::json_check::check(schema, crate::json_check::MAX_DEPTH)
+        {
+            return Err(err(
+                None,
+                ErrorKind::InvalidField {
+                    field: "context_schema".into(),
+                    problem: problem.to_string(),
+                },
+            ));
         }
         let mut first_seen: HashMap<&str, usize> = HashMap::new();
         for (i, step) in self.steps.iter().enumerate() {
@@ -444,21 +507,85 @@ fn check_identifier(field: &str, value: &str) -> Result<(), ErrorKind> {
     Ok(())
 }
 
-fn check_policy(step: &StepTemplate) -> Result<(), ErrorKind> {
-    let invalid = |field: &str, problem: &str| {
+/// Free text (a handler name, a description): not empty where required, bounded, and free of
+/// NUL and other control characters, which PostgreSQL or a log line would choke on.
+fn check_text(field: &str, value: &str) -> Result<(), ErrorKind> {
+    let invalid = |problem: String| {
         Err(ErrorKind::InvalidField {
-            field: format!("steps.{}.{field}", step.name),
-            problem: problem.to_owned(),
+            field: field.to_owned(),
+            problem,
         })
     };
-    if step.retry.max_attempts == 0 {
-        return invalid("retry.max_attempts", "must be at least 1");
+    if value.chars().count() > limits::MAX_TEXT_CHARS {
+        return invalid(format!(
+            "must be at most {} characters",
+            limits::MAX_TEXT_CHARS
+        ));
     }
-    if step.retry.base_ms > step.retry.max_ms {
-        return invalid("retry.base_ms", "must not exceed retry.max_ms");
+    if let Some(c) = value
+        .chars()
+        .find(|c| c.is_control() && !matches!(c, '\n' | '\t'))
+    {
+        return invalid(format!(
+            "must not contain control characters (found U+{:04X})",
+            c as u32
+        ));
     }
-    if step.timeout_seconds == 0 {
-        return invalid("timeout_seconds", "must be at least 1");
+    Ok(())
+}
+
+fn check_policy(step: &StepTemplate) -> Result<(), ErrorKind> {
+    let invalid = |field: &str, problem: String| {
+        Err(ErrorKind::InvalidField {
+            field: format!("steps.{}.{field}", step.name),
+            problem,
+        })
+    };
+    let r = &step.retry;
+    if !(1..=limits::MAX_ATTEMPTS).contains(&r.max_attempts) {
+        return invalid(
+            "retry.max_attempts",
+            format!(
+                "must be 1 to {} (got {})",
+                limits::MAX_ATTEMPTS,
+                r.max_attempts
+            ),
+        );
+    }
+    for (field, ms) in [("retry.base_ms", r.base_ms), ("retry.max_ms", r.max_ms)] {
+        if ms > limits::MAX_BACKOFF_MS {
+            return invalid(
+                field,
+                format!(
+                    "must be at most {} (one day; got {ms})",
+                    limits::MAX_BACKOFF_MS
+                ),
+            );
+        }
+    }
+    if r.base_ms > r.max_ms {
+        return invalid("retry.base_ms", "must not exceed retry.max_ms".into());
+    }
+    let timeouts = [
+        ("timeout_seconds", Some(step.timeout_seconds)),
+        ("queue_timeout_seconds", step.queue_timeout_seconds),
+    ];
+    for (field, seconds) in timeouts {
+        if let Some(s) = seconds
+            && !(1..=limits::MAX_TIMEOUT_SECONDS).contains(&s)
+        {
+            return invalid(
+                field,
+                format!(
+                    "must be 1 to {} seconds (30 days; got {s})",
+                    limits::MAX_TIMEOUT_SECONDS
+                ),
+            );
+        }
+    }
+    check_text(&format!("steps.{}.handler", step.name), &step.handler)?;
+    for branch in &step.branches {
+        check_text(&format!("steps.{}.branches", step.name), branch)?;
     }
     Ok(())
 }

@@ -132,7 +132,11 @@ impl BatchHost {
         let n = max.max(1).min(state.queue.len());
         let now = Utc::now();
         let mut out = Vec::with_capacity(n);
-        for (job, _) in state.queue.drain(..n) {
+        let jobs: Vec<(Job, DateTime<Utc>)> = state.queue.drain(..n).collect();
+        for (job, _) in jobs {
+            if let Some(sink) = &state.sink {
+                sink.started(job.id);
+            }
             state.started.insert(job.id, now);
             out.push(JobView {
                 id: job.id,
@@ -179,6 +183,7 @@ impl BatchHost {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::Report;
     use serde_json::{Map, json};
     use std::sync::Arc;
     use uuid::Uuid;
@@ -199,6 +204,7 @@ mod tests {
                 parent_results: Map::new(),
                 dispatched_at: Utc::now(),
                 timeout_ms: 1000,
+                queue_timeout_ms: None,
                 input: None,
             },
         }
@@ -219,7 +225,15 @@ mod tests {
         assert_eq!(rest.len(), 1);
         host.complete_json(r#"[{"id": 3, "status": "success", "result": {"ok": true}}]"#)
             .unwrap();
-        let c = rx.try_recv().unwrap();
+        // Handing a job to the language side starts its clock; then its completion.
+        let mut started = Vec::new();
+        let c = loop {
+            match rx.try_recv().unwrap() {
+                Report::Started(job) => started.push(job),
+                Report::Done(c) => break c,
+            }
+        };
+        assert_eq!(started, vec![1, 2, 3]);
         assert_eq!(c.job, 3);
         assert_eq!(
             c.outcome,

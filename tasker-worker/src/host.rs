@@ -31,20 +31,34 @@ pub struct Completion {
     pub finished_at: DateTime<Utc>,
 }
 
-/// Where hosts send completions. Cheap to clone; sending never blocks.
+/// What a host tells the core about a job.
 #[derive(Debug, Clone)]
-pub struct CompletionSink(mpsc::UnboundedSender<Completion>);
+pub enum Report {
+    /// A handler has begun running the job: its timeout counts from now. Time spent waiting
+    /// for a free handler slot does not count.
+    Started(u64),
+    Done(Completion),
+}
+
+/// Where hosts report. Cheap to clone; sending never blocks.
+#[derive(Debug, Clone)]
+pub struct CompletionSink(mpsc::UnboundedSender<Report>);
 
 impl CompletionSink {
-    pub fn channel() -> (CompletionSink, mpsc::UnboundedReceiver<Completion>) {
+    pub fn channel() -> (CompletionSink, mpsc::UnboundedReceiver<Report>) {
         let (tx, rx) = mpsc::unbounded_channel();
         (CompletionSink(tx), rx)
+    }
+
+    /// Reports that a handler started `job`.
+    pub fn started(&self, job: u64) {
+        let _ = self.0.send(Report::Started(job));
     }
 
     /// Reports a job's completion. A completion for a job the core no longer tracks (it timed
     /// out, or the connection was lost) is ignored.
     pub fn complete(&self, completion: Completion) {
-        let _ = self.0.send(completion);
+        let _ = self.0.send(Report::Done(completion));
     }
 }
 
@@ -80,6 +94,7 @@ impl HandlerHost for RustHost {
             let done = done.clone();
             tokio::spawn(async move {
                 let _permit = permits.acquire_owned().await;
+                done.started(job.id);
                 let started_at = Utc::now();
                 let outcome = run_one(&registry, &job.message).await;
                 done.complete(Completion {

@@ -14,7 +14,7 @@ pub mod worker;
 pub use batch_host::{BatchHost, JobView, OutcomeView};
 pub use embedded::{EmbeddedOptions, EmbeddedWorker};
 pub use handler::{Handler, HandlerError, Registry, StepContext};
-pub use host::{Completion, CompletionSink, HandlerHost, Job, RustHost};
+pub use host::{Completion, CompletionSink, HandlerHost, Job, Report, RustHost};
 pub use setup::{Overrides, Setup};
 pub use tasker_shared::logging::init as init_logging;
 pub use worker::{Stats, Worker, WorkerOptions};

@@ -21,7 +21,7 @@ use tasker_broker::{
 };
 use tasker_shared::{Config, Outcome, StepMessage, StepResult};
 
-use crate::host::{Completion, CompletionSink, HandlerHost, Job, timed_out};
+use crate::host::{Completion, CompletionSink, HandlerHost, Job, Report, timed_out};
 
 /// Most step messages handed to the host in one batch, and results per confirm round.
 const BATCH_MAX: usize = 256;
@@ -165,10 +165,25 @@ impl Worker {
                         _ => Err(tasker_broker::Error::Closed),
                     };
                 }
-                Some(c) = completions.recv() => {
-                    self.finish(c, &mut in_flight, &mut deadlines, &results_tx);
-                    while let Ok(c) = completions.try_recv() {
-                        self.finish(c, &mut in_flight, &mut deadlines, &results_tx);
+                Some(report) = completions.recv() => {
+                    let mut next = Some(report);
+                    while let Some(report) = next {
+                        match report {
+                            Report::Started(job) => {
+                                // The core enforces the deadline for every host, counted from
+                                // the handler's start, a little after the host's own timeout
+                                // so a host that reports in time always wins.
+                                if let Some(f) = in_flight.get_mut(&job)
+                                    && f.deadline.is_none()
+                                {
+                                    f.deadline = Some(deadlines.insert(job, run_deadline(&f.message)));
+                                }
+                            }
+                            Report::Done(c) => {
+                                self.finish(c, &mut in_flight, &mut deadlines, &results_tx)
+                            }
+                        }
+                        next = completions.try_recv().ok();
                     }
                 }
                 Some(expired) = deadlines.next() => {
@@ -196,11 +211,16 @@ impl Worker {
                         };
                         next_job += 1;
                         tracing::debug!(step = %message.step_id, name = %message.step_name, attempt = message.attempt, "step received");
-                        // The core enforces the deadline for every host, a little after the
-                        // host's own timeout so a host that reports in time always wins.
-                        let key = deadlines.insert(next_job, Duration::from_millis(message.timeout_ms) + Duration::from_millis(250));
-                        jobs.push(Job { id: next_job, message: message.clone() });
-                        in_flight.insert(next_job, InFlight { delivery, message, deadline: key });
+                        let late = queue_timed_out(&message, Utc::now());
+                        in_flight.insert(next_job, InFlight { delivery, message: message.clone(), deadline: None });
+                        if let Some(outcome) = late {
+                            // Too late to start: report it without running the handler.
+                            let now = Utc::now();
+                            self.finish(Completion { job: next_job, outcome, started_at: now, finished_at: now },
+                                        &mut in_flight, &mut deadlines, &results_tx);
+                            continue;
+                        }
+                        jobs.push(Job { id: next_job, message });
                     }
                     self.stats.received.fetch_add(jobs.len() as u64, Ordering::Relaxed);
                     self.stats.in_flight.store(in_flight.len() as u64, Ordering::Relaxed);
@@ -222,8 +242,11 @@ impl Worker {
         let Some(f) = in_flight.remove(&c.job) else {
             return;
         };
-        deadlines.try_remove(&f.deadline);
-        match &c.outcome {
+        if let Some(key) = &f.deadline {
+            deadlines.try_remove(key);
+        }
+        let outcome = storable(c.outcome);
+        match &outcome {
             Outcome::Success { .. } => self.stats.succeeded.fetch_add(1, Ordering::Relaxed),
             Outcome::Failure { .. } => self.stats.failed.fetch_add(1, Ordering::Relaxed),
         };
@@ -234,7 +257,7 @@ impl Worker {
             task_id: f.message.task_id,
             step_id: f.message.step_id,
             attempt: f.message.attempt,
-            outcome: c.outcome,
+            outcome,
             started_at: c.started_at,
             finished_at: c.finished_at,
             worker: self.options.name.clone(),
@@ -246,7 +269,48 @@ impl Worker {
 struct InFlight {
     delivery: Delivery,
     message: StepMessage,
-    deadline: delay_queue::Key,
+    /// Armed when a handler starts the job.
+    deadline: Option<delay_queue::Key>,
+}
+
+/// Longest run deadline the core arms: template validation allows 30 days; a message from
+/// anywhere else is clamped rather than allowed to overflow the timer wheel.
+const MAX_RUN: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// When the core gives up on a started job: its timeout (clamped) plus a margin.
+fn run_deadline(message: &StepMessage) -> Duration {
+    Duration::from_millis(message.timeout_ms).min(MAX_RUN) + Duration::from_millis(250)
+}
+
+/// The failure of a step received after its queue timeout, if it was.
+fn queue_timed_out(message: &StepMessage, now: chrono::DateTime<Utc>) -> Option<Outcome> {
+    let limit = message.queue_timeout_ms?;
+    let waited = (now - message.dispatched_at).num_milliseconds().max(0) as u64;
+    (waited > limit).then(|| Outcome::Failure {
+        error: tasker_shared::StepError::new(
+            "queue_timeout",
+            format!("no worker started the step within its queue timeout ({limit} ms; it waited {waited} ms)"),
+        ),
+        retryable: false,
+    })
+}
+
+/// A handler's result that PostgreSQL could not store (a NUL character, nesting too deep)
+/// fails its own step, permanently and with the reason, here at the source.
+fn storable(outcome: Outcome) -> Outcome {
+    if let Outcome::Success { result } = &outcome
+        && let Err(problem) =
+            tasker_shared::json_check::check(result, tasker_shared::json_check::MAX_DEPTH)
+    {
+        return Outcome::Failure {
+            error: tasker_shared::StepError::new(
+                "invalid_result",
+                format!("the handler's result {problem}"),
+            ),
+            retryable: false,
+        };
+    }
+    outcome
 }
 
 /// Publishes results in batches (one confirm round each), then acks their step messages.
@@ -270,4 +334,79 @@ async fn publish_results(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Map, json};
+    use uuid::Uuid;
+
+    fn message(timeout_ms: u64, queue_timeout_ms: Option<u64>, waited_ms: i64) -> StepMessage {
+        StepMessage {
+            task_id: Uuid::now_v7(),
+            step_id: Uuid::now_v7(),
+            namespace: "n".into(),
+            task_name: "t".into(),
+            step_name: "s".into(),
+            handler: "h".into(),
+            attempt: 1,
+            max_attempts: 1,
+            context: json!({}),
+            parent_results: Map::new(),
+            input: None,
+            dispatched_at: Utc::now() - chrono::Duration::milliseconds(waited_ms),
+            timeout_ms,
+            queue_timeout_ms,
+        }
+    }
+
+    #[test]
+    fn a_huge_timeout_is_clamped_instead_of_overflowing_the_timer() {
+        assert_eq!(
+            run_deadline(&message(2_000, None, 0)),
+            Duration::from_millis(2_250)
+        );
+        let clamped = run_deadline(&message(u64::MAX, None, 0));
+        assert_eq!(clamped, MAX_RUN + Duration::from_millis(250));
+        // The timer wheel takes it (it panics past about two years).
+        let mut q: DelayQueue<u64> = DelayQueue::new();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async { q.insert(1, clamped) });
+    }
+
+    #[test]
+    fn only_a_step_past_its_queue_timeout_is_refused_on_arrival() {
+        let now = Utc::now();
+        assert!(queue_timed_out(&message(1_000, None, 3_600_000), now).is_none());
+        assert!(queue_timed_out(&message(1_000, Some(60_000), 1_000), now).is_none());
+        match queue_timed_out(&message(1_000, Some(60_000), 120_000), now) {
+            Some(Outcome::Failure { error, retryable }) => {
+                assert_eq!(error.kind, "queue_timeout");
+                assert!(!retryable);
+            }
+            other => panic!("expected a queue_timeout failure, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_result_that_cannot_be_stored_fails_its_own_step() {
+        let ok = Outcome::Success {
+            result: json!({"a": "fine"}),
+        };
+        assert_eq!(storable(ok.clone()), ok);
+        match storable(Outcome::Success {
+            result: json!({"a": "bad\u{0}"}),
+        }) {
+            Outcome::Failure { error, retryable } => {
+                assert_eq!(error.kind, "invalid_result");
+                assert!(error.message.contains("/a"), "{}", error.message);
+                assert!(!retryable);
+            }
+            other => panic!("expected invalid_result, got {other:?}"),
+        }
+    }
 }

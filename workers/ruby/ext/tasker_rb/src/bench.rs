@@ -12,7 +12,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use uuid::Uuid;
 
 use tasker_shared::StepMessage;
-use tasker_worker::{BatchHost, Completion, CompletionSink, HandlerHost, Job};
+use tasker_worker::{BatchHost, CompletionSink, HandlerHost, Job, Report};
 
 use crate::without_gvl;
 
@@ -20,7 +20,7 @@ use crate::without_gvl;
 pub(crate) struct BenchHost {
     host: Arc<BatchHost>,
     sink: CompletionSink,
-    completions: Mutex<UnboundedReceiver<Completion>>,
+    completions: Mutex<UnboundedReceiver<Report>>,
     next_id: Mutex<u64>,
     concurrency: usize,
 }
@@ -57,6 +57,7 @@ impl BenchHost {
                     input: None,
                     dispatched_at: Utc::now(),
                     timeout_ms: 60_000,
+                    queue_timeout_ms: None,
                 },
             })
             .collect();
@@ -73,7 +74,9 @@ impl BenchHost {
             let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms);
             while done < n {
                 match tokio::time::timeout_at(deadline, rx.recv()).await {
-                    Ok(Some(c)) => {
+                    // A job handed to Ruby: its clock starts; the outcome comes later.
+                    Ok(Some(Report::Started(_))) => {}
+                    Ok(Some(Report::Done(c))) => {
                         done += 1;
                         ok += usize::from(matches!(
                             c.outcome,

@@ -1,0 +1,210 @@
+//! Nothing stalls, nothing is lost: a result that cannot be applied fails only its own step and
+//! goes to the dead letters while everything else advances; a step that never started survives
+//! a worker outage longer than its timeout; a queue timeout fails a step nobody started.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use serde_json::json;
+use tokio::sync::broadcast;
+use uuid::Uuid;
+
+use tasker::{RunningOrchestrator, TestEnv, steps_by_name};
+use tasker_broker::{Broker, Outgoing, topology};
+use tasker_client::CreateTask;
+use tasker_orchestration::events::Event;
+use tasker_shared::{Outcome, StepResult};
+
+async fn create(o: &RunningOrchestrator, name: &str, value: i64) -> anyhow::Result<Uuid> {
+    Ok(o.client
+        .create_task(&CreateTask::new("rust_examples", name).context(json!({"value": value})))
+        .await?
+        .id)
+}
+
+async fn step_id(o: &RunningOrchestrator, task: Uuid, name: &str) -> anyhow::Result<Uuid> {
+    Ok(steps_by_name(&o.client, task).await?[name].id)
+}
+
+/// Moves a step's dispatch an hour back, as if no worker had been up for that long.
+async fn backdate(o: &RunningOrchestrator, step: Uuid) -> anyhow::Result<()> {
+    sqlx::query("UPDATE steps SET dispatched_at = dispatched_at - interval '1 hour' WHERE id = $1")
+        .bind(step)
+        .execute(o.shared.store.pool())
+        .await?;
+    Ok(())
+}
+
+/// Waits until the sweeper has completed `n` whole rounds from now.
+async fn sweeps(events: &mut broadcast::Receiver<Event>, n: usize) -> anyhow::Result<()> {
+    // The round under way when we subscribed may have read the rows before the change.
+    for _ in 0..=n {
+        tokio::time::timeout(Duration::from_secs(20), async {
+            while events.recv().await? != Event::Swept {}
+            anyhow::Ok(())
+        })
+        .await??;
+    }
+    Ok(())
+}
+
+fn result(task: Uuid, step: Uuid, attempt: u32, value: serde_json::Value) -> StepResult {
+    StepResult {
+        task_id: task,
+        step_id: step,
+        attempt,
+        outcome: Outcome::Success { result: value },
+        started_at: chrono::Utc::now(),
+        finished_at: chrono::Utc::now(),
+        worker: "poisoner".into(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poison_result_fails_only_its_own_step_and_is_dead_lettered() -> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    let o = env.orchestrator().await?;
+    let cfg = &env.config;
+    // No worker yet: every root step waits in its queue.
+    let victim = create(&o, "linear", 6).await?;
+    let healthy = [
+        create(&o, "linear", 1).await?,
+        create(&o, "diamond", 2).await?,
+        create(&o, "linear", 3).await?,
+    ];
+    let victim_step = step_id(&o, victim, "double").await?;
+    let bystander_step = step_id(&o, healthy[0], "double").await?;
+
+    let broker = Broker::connect(&cfg.amqp_url, &cfg.queue_prefix, "poisoner").await?;
+    let mut dead = broker
+        .consume(&topology::dead_letter_queue(&cfg.queue_prefix), "dead", 10)
+        .await?;
+    let poisons: Vec<Vec<u8>> = vec![
+        // jsonb refuses a NUL character.
+        serde_json::to_vec(&result(victim, victim_step, 1, json!({"text": "a\u{0}b"})))?,
+        // An attempt beyond PostgreSQL's integer, aimed at a healthy task's step.
+        serde_json::to_vec(&result(
+            healthy[0],
+            bystander_step,
+            3_000_000_000,
+            json!({}),
+        ))?,
+        // Not a result at all.
+        vec![0xde, 0xad, 0xbe, 0xef, 0x00, 0xff],
+    ];
+    let publisher = broker.publisher().await?;
+    let queue = topology::results_queue(&cfg.queue_prefix);
+    publisher
+        .publish_all(
+            &poisons
+                .iter()
+                .map(|p| Outgoing {
+                    queue: queue.clone(),
+                    payload: p.clone(),
+                })
+                .collect::<Vec<_>>(),
+        )
+        .await?;
+
+    // Each poison reaches the dead letters, once its step's failure (if it has one) is recorded.
+    let mut buried = Vec::new();
+    for _ in 0..poisons.len() {
+        let d = tokio::time::timeout(Duration::from_secs(30), dead.next())
+            .await?
+            .expect("dead-letter consumer open")?;
+        buried.push(d.data.clone());
+    }
+    buried.sort();
+    let mut expected = poisons.clone();
+    expected.sort();
+    assert_eq!(buried, expected);
+
+    let v = o.wait(victim).await?;
+    assert_eq!(v.state, "error", "{v:?}");
+    let steps = steps_by_name(&o.client, victim).await?;
+    let error = steps["double"].error.clone().unwrap_or_default();
+    assert_eq!(error["kind"], "unstorable_result", "{error}");
+    assert!(
+        !error.to_string().contains("INSERT") && !error.to_string().contains("jsonb"),
+        "no SQL or internals in the recorded error: {error}"
+    );
+
+    // Everyone else goes on as if nothing happened.
+    let worker = env.rust_worker();
+    for id in healthy {
+        let t = o.wait(id).await?;
+        assert_eq!(t.state, "complete", "{t:?}");
+    }
+    let linear = o.client.task(healthy[0], None).await?;
+    assert_eq!(linear.result, Some(json!({"halve": {"value": 72}})));
+    worker.stop().await;
+    broker.close().await;
+    o.stop().await;
+    env.cleanup().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_that_never_started_survives_an_outage_longer_than_its_timeout() -> anyhow::Result<()>
+{
+    let env = TestEnv::new().await?;
+    let o = env.orchestrator().await?;
+    let mut events = o.events().subscribe();
+    // `double` may run 30 s; no worker has been up for an hour.
+    let task = create(&o, "linear", 6).await?;
+    let root = step_id(&o, task, "double").await?;
+    backdate(&o, root).await?;
+    sweeps(&mut events, 2).await?;
+    let steps = steps_by_name(&o.client, task).await?;
+    assert_eq!(steps["double"].state, "enqueued");
+    assert_eq!(steps["double"].attempt, 1);
+
+    let worker = env.rust_worker();
+    let done = o.wait(task).await?;
+    assert_eq!(done.state, "complete", "{done:?}");
+    assert_eq!(done.result, Some(json!({"halve": {"value": 242}})));
+    worker.stop().await;
+    o.stop().await;
+    env.cleanup().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_timeout_fails_a_step_no_worker_started() -> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    let o = env.orchestrator().await?;
+    let task = create(&o, "queue_timeout", 1).await?;
+    let only = step_id(&o, task, "only").await?;
+    backdate(&o, only).await?;
+    let done = o.wait(task).await?;
+    assert_eq!(done.state, "error", "{done:?}");
+    let steps = steps_by_name(&o.client, task).await?;
+    let error = steps["only"].error.clone().unwrap_or_default();
+    assert_eq!(error["kind"], "queue_timeout", "{error}");
+    o.stop().await;
+    env.cleanup().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_whose_message_is_too_large_fails_alone() -> anyhow::Result<()> {
+    let mut env = TestEnv::new().await?;
+    env.config.orchestrator.max_message_bytes = 4 * 1024;
+    let o = env.orchestrator().await?;
+    let worker = env.rust_worker();
+    let big = o
+        .client
+        .create_task(
+            &CreateTask::new("rust_examples", "linear")
+                .context(json!({"value": 1, "pad": "x".repeat(8 * 1024)})),
+        )
+        .await?;
+    let small = create(&o, "linear", 2).await?;
+    let failed = o.wait(big.id).await?;
+    assert_eq!(failed.state, "error", "{failed:?}");
+    let steps = steps_by_name(&o.client, big.id).await?;
+    let error = steps["double"].error.clone().unwrap_or_default();
+    assert_eq!(error["kind"], "message_too_large", "{error}");
+    let done = o.wait(small).await?;
+    assert_eq!(done.state, "complete", "{done:?}");
+    worker.stop().await;
+    o.stop().await;
+    env.cleanup().await
+}
