@@ -7,6 +7,8 @@
 #   cargo-make/services.sh status   show what is up (exit 1 if a service is down)
 #   cargo-make/services.sh env      print `export` lines: eval "$(cargo-make/services.sh env)"
 #   cargo-make/services.sh stop-procs  stop only the Tasker processes, leave the services up
+#   cargo-make/services.sh pg-restart  restart the local PostgreSQL in place (the fault suite)
+#   cargo-make/services.sh rabbitmqctl ARGS  rabbitmqctl against the local broker
 #
 # Everything (data, logs, pid files, sockets) lives in one state folder so that a checkout never
 # touches the machine's system services and `rm -rf .tasker` is a full reset:
@@ -560,6 +562,14 @@ case "${1:-}" in
   env) cmd_env ;;
   # Only the Tasker processes (demo.sh restarts its orchestrator/worker this way); services stay up.
   stop-procs) take_lock && stop_tasker_processes ;;
+  # Restart the local PostgreSQL in place (every connection drops), for the fault suite.
+  pg-restart)
+    [[ -z "$EXTERNAL_PG" ]] || die "DATABASE_URL points at an external server; pg-restart only drives the local one"
+    pg_running || die "the local PostgreSQL is not running; start it with: $0 start"
+    pg_as "$PG_BIN/pg_ctl" -D "$(pg_root)/data" -l "$(pg_root)/postgresql.log" -m fast -w -t 60 restart \
+      >"$(pg_root)/pg_ctl.log" 2>&1 9>&- || { show_log_tail "$(pg_root)/pg_ctl.log"; die "postgres did not restart"; }
+    log "postgres: restarted"
+    ;;
   # rabbitmqctl against our own broker, e.g. `rabbitmqctl stop_app` in the broker-restart test.
   rabbitmqctl)
     shift
@@ -569,7 +579,7 @@ case "${1:-}" in
     exec env "${RMQ_ENV[@]}" "$RMQ_BIN/rabbitmqctl" -q -n "$RMQ_NODE" "$@"
     ;;
   *)
-    echo "usage: $0 start|stop|status|env|stop-procs|rabbitmqctl ARGS..." >&2
+    echo "usage: $0 start|stop|status|env|stop-procs|pg-restart|rabbitmqctl ARGS..." >&2
     exit 2
     ;;
 esac

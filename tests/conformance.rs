@@ -2,108 +2,21 @@
 //! of each language, started as its own process the way a user starts it. Every language must
 //! give the same results, final states and attempts.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::process::Stdio;
+mod common;
+
 use std::time::Duration;
 
 use anyhow::Context;
-use serde::Deserialize;
 use serde_json::Value;
-use tasker::{TestEnv, repo_root, steps_by_name, workspace_binary};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tasker::{TestEnv, repo_root, steps_by_name};
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Scenario {
-    name: String,
-    template: String,
-    context: Value,
-    state: String,
-    #[serde(default)]
-    result: Option<Value>,
-    #[serde(default)]
-    steps: BTreeMap<String, StepExpectation>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StepExpectation {
-    state: String,
-    #[serde(default)]
-    attempt: Option<i32>,
-    #[serde(default)]
-    error_kind: Option<String>,
-    #[serde(default)]
-    error_message: Option<String>,
-}
-
-fn scenarios() -> anyhow::Result<Vec<Scenario>> {
-    let path = repo_root().join("tests/conformance/scenarios.yaml");
-    let src = std::fs::read_to_string(&path)?.replace("{repo}", &repo_root().to_string_lossy());
-    serde_norway::from_str(&src).with_context(|| format!("parsing {}", path.display()))
-}
-
-/// How to start a language's worker: its conformance entry point with the fixture handlers.
-fn worker_command(language: &str) -> anyhow::Result<Command> {
-    let templates = tasker::templates(language);
-    let mut cmd = if language == "rust" {
-        Command::new(workspace_binary("tasker-worker-rust")?)
-    } else {
-        let entry: PathBuf = repo_root()
-            .join("workers")
-            .join(language)
-            .join("conformance-worker");
-        anyhow::ensure!(
-            entry.exists(),
-            "{} is missing: build the {language} binding first (cargo make test does)",
-            entry.display()
-        );
-        Command::new(entry)
-    };
-    cmd.arg("--templates")
-        .arg(templates)
-        .arg("--health-port")
-        .arg("0");
-    Ok(cmd)
-}
-
-/// Starts the worker (reporting itself as `<language>-worker`) and waits for its ready line.
-async fn start_worker(env: &TestEnv, language: &str) -> anyhow::Result<Child> {
-    let cfg = &env.config;
-    let mut child = worker_command(language)?
-        .env("TASKER_WORKER__NAME", format!("{language}-worker"))
-        .env("DATABASE_URL", &cfg.database_url)
-        .env("AMQP_URL", &cfg.amqp_url)
-        .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .with_context(|| format!("starting the {language} worker"))?;
-    let mut lines = BufReader::new(child.stdout.take().context("worker stdout")?).lines();
-    tokio::time::timeout(Duration::from_secs(60), async {
-        while let Some(line) = lines.next_line().await? {
-            if line.contains("tasker worker ready") {
-                return anyhow::Ok(());
-            }
-        }
-        anyhow::bail!("the {language} worker exited before it was ready")
-    })
-    .await
-    .with_context(|| format!("the {language} worker was not ready within 60 s"))??;
-    // Keep draining its stdout so it never blocks on a full pipe.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Ok(child)
-}
+use common::{scenarios, start_worker};
 
 async fn conformance(language: &str) -> anyhow::Result<()> {
     let mut env = TestEnv::new().await?;
     env.config.orchestrator.templates = vec![tasker::templates(language)];
     let orchestrator = env.orchestrator().await?;
-    let mut worker = start_worker(&env, language).await?;
+    let mut worker = start_worker(&env, language, &format!("{language}-worker")).await?;
     let namespace = format!("{language}_examples");
     let mut runs = Vec::new();
     for s in scenarios()? {
@@ -171,7 +84,7 @@ async fn conformance(language: &str) -> anyhow::Result<()> {
             failures.push(format!("{language}/{}: {}", s.name, problems.join("; ")));
         }
     }
-    worker.kill().await?;
+    worker.child.kill().await?;
     orchestrator.stop().await;
     env.cleanup().await?;
     anyhow::ensure!(
@@ -212,7 +125,7 @@ async fn each_worker_runs_only_its_own_namespace() -> anyhow::Result<()> {
     let orchestrator = env.orchestrator().await?;
     let mut workers = Vec::new();
     for language in LANGUAGES {
-        workers.push(start_worker(&env, language).await?);
+        workers.push(start_worker(&env, language, &format!("{language}-worker")).await?);
     }
     let mut runs = Vec::new();
     for language in LANGUAGES {
@@ -249,7 +162,7 @@ async fn each_worker_runs_only_its_own_namespace() -> anyhow::Result<()> {
         assert_eq!(*steps, 20, "{namespace}");
     }
     for mut w in workers {
-        w.kill().await?;
+        w.child.kill().await?;
     }
     orchestrator.stop().await;
     env.cleanup().await

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The fault suite, long form (`cargo make chaos`): builds the binaries and every language's
+# binding, then runs tests/chaos.rs with TASKER_CHAOS_TASKS tasks (default here 320) across two
+# orchestrators and two workers per language, printing its report. The test suite runs the
+# short form (48 tasks) with everything else.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo-make/services.sh start
+eval "$(cargo-make/services.sh env)"
+cargo-make/ensure-deps.sh ruby python typescript
+cargo build --workspace --bins
+for lang_build in workers/*/build.sh; do
+  "$lang_build"
+done
+export TASKER_CHAOS_TASKS="${TASKER_CHAOS_TASKS:-320}"
+exec cargo test --test chaos -- --nocapture "$@"

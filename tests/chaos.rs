@@ -1,0 +1,430 @@
+//! The fault suite (`cargo make chaos`; a short form runs with the tests): tasks of every
+//! conformance scenario, in every language, across two orchestrators and two workers per
+//! language — all real processes — while workers and orchestrators are SIGKILLed mid-flight,
+//! RabbitMQ and PostgreSQL restart, and duplicate, stale and poison results are injected. Then,
+//! from the database and the workers' own counters: no task lost, none stuck, no transition
+//! applied twice, every result correct; and how many handler executions were repeated and how
+//! long the system took to complete a new task after each fault.
+//!
+//! `TASKER_CHAOS_TASKS` sets the number of tasks (default 48; `cargo make chaos` runs 320).
+//! A test binary of its own: restarting the servers must not disturb other tests.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use uuid::Uuid;
+
+use tasker::{TestEnv, repo_root, workspace_binary};
+use tasker_broker::{Broker, Outgoing, topology};
+use tasker_client::{Client, CreateTask};
+use tasker_shared::{Outcome, StepResult};
+
+use common::{Scenario, WorkerProcess, scenarios, start_worker};
+
+const LANGUAGES: [&str; 4] = ["rust", "ruby", "python", "typescript"];
+
+/// An orchestrator process and the client that talks to it.
+struct OrchestratorProcess {
+    child: Child,
+    client: Client,
+    port: u16,
+}
+
+async fn start_orchestrator(env: &TestEnv, port: u16) -> anyhow::Result<OrchestratorProcess> {
+    let cfg = &env.config;
+    let mut child = Command::new(workspace_binary("tasker-orchestrator")?)
+        .arg("--bind")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--templates")
+        .arg(repo_root().join("tests/fixtures/task_templates"))
+        .env("DATABASE_URL", &cfg.database_url)
+        .env("AMQP_URL", &cfg.amqp_url)
+        .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
+        .env("TASKER_ORCHESTRATOR__SWEEP_INTERVAL_MS", "250")
+        // A publication lost with a killed orchestrator is re-sent after 3 s, not 30.
+        .env("TASKER_ORCHESTRATOR__VISIBILITY_TIMEOUT_MS", "3000")
+        .env("RUST_LOG", "warn,tasker_orchestrator=info")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut lines = BufReader::new(child.stderr.take().context("stderr")?).lines();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await? {
+            if line.contains("tasker-orchestrator listening") {
+                return anyhow::Ok(());
+            }
+        }
+        anyhow::bail!("the orchestrator exited before listening")
+    })
+    .await
+    .context("the orchestrator did not listen within 60 s")??;
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok(OrchestratorProcess {
+        child,
+        client: Client::new(&format!("http://127.0.0.1:{port}")),
+        port,
+    })
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+async fn services(args: &[&str]) -> anyhow::Result<()> {
+    let status = Command::new(repo_root().join("cargo-make/services.sh"))
+        .args(args)
+        .stdout(Stdio::null())
+        .status()
+        .await?;
+    anyhow::ensure!(status.success(), "services.sh {args:?} failed: {status}");
+    Ok(())
+}
+
+/// Steps a worker has received, from its `/health` (`None` if it does not answer).
+async fn received(health: &str) -> Option<u64> {
+    let v: Value = reqwest::get(format!("http://{health}/health"))
+        .await
+        .ok()?
+        .json()
+        .await
+        .ok()?;
+    v["received"].as_u64()
+}
+
+struct Cluster {
+    env: TestEnv,
+    orchestrators: Vec<OrchestratorProcess>,
+    workers: Vec<(&'static str, WorkerProcess)>,
+    /// Steps received by workers that were killed, read just before the kill.
+    received_by_the_dead: u64,
+    next_worker: usize,
+}
+
+impl Cluster {
+    /// A client of a live orchestrator, `k` choosing among them.
+    fn client(&self, k: usize) -> &Client {
+        &self.orchestrators[k % self.orchestrators.len()].client
+    }
+
+    async fn add_worker(&mut self, language: &'static str) -> anyhow::Result<()> {
+        self.next_worker += 1;
+        let name = format!("{language}-{}", self.next_worker);
+        let w = start_worker(&self.env, language, &name).await?;
+        self.workers.push((language, w));
+        Ok(())
+    }
+
+    /// SIGKILLs the first worker of `language` and starts a replacement.
+    async fn kill_worker(&mut self, language: &'static str) -> anyhow::Result<()> {
+        let i = self
+            .workers
+            .iter()
+            .position(|(l, _)| *l == language)
+            .context("no such worker")?;
+        let (_, mut w) = self.workers.remove(i);
+        self.received_by_the_dead += received(&w.health).await.unwrap_or(0);
+        w.child.start_kill()?;
+        w.child.wait().await?;
+        self.add_worker(language).await
+    }
+
+    /// SIGKILLs orchestrator `i` and starts it again on the same port.
+    async fn kill_orchestrator(&mut self, i: usize) -> anyhow::Result<()> {
+        let o = &mut self.orchestrators[i];
+        o.child.start_kill()?;
+        o.child.wait().await?;
+        let port = o.port;
+        self.orchestrators[i] = start_orchestrator(&self.env, port).await?;
+        Ok(())
+    }
+}
+
+/// Creates the `i`-th task (idempotently, so a retry after a lost answer creates nothing
+/// new), trying each orchestrator until one answers.
+async fn create(
+    cluster: &Cluster,
+    i: usize,
+    namespace: &str,
+    s: &Scenario,
+) -> anyhow::Result<Uuid> {
+    let request = CreateTask::new(namespace, &s.template)
+        .context(s.context.clone())
+        .idempotency_key(format!("chaos-{i}"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut k = i;
+    loop {
+        match cluster.client(k).create_task(&request).await {
+            Ok(t) => return Ok(t.id),
+            Err(e) if Instant::now() < deadline => {
+                note(&format!(
+                    "create chaos-{i}: {e}; trying the next orchestrator"
+                ));
+                k += 1;
+                // Backoff between attempts while an orchestrator or the database is down.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+fn note(s: &str) {
+    eprintln!("chaos: {s}");
+}
+
+/// Waits for a task to be terminal, through whichever orchestrator answers.
+async fn finished(
+    cluster: &Cluster,
+    id: Uuid,
+    within: Duration,
+) -> anyhow::Result<tasker_client::Task> {
+    let deadline = Instant::now() + within;
+    let mut k = 0;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        anyhow::ensure!(!left.is_zero(), "task {id} not terminal within {within:?}");
+        let wait = left.min(Duration::from_secs(30));
+        match cluster.client(k).task(id, Some(wait)).await {
+            Ok(t) if t.is_terminal() => return Ok(t),
+            Ok(_) => {}
+            Err(_) => {
+                k += 1;
+                // Backoff between attempts while an orchestrator or the database is down.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+}
+
+/// Time until a new task completes after a fault: the recovery time.
+async fn recovery(
+    cluster: &Cluster,
+    probe: &mut usize,
+    started: Instant,
+) -> anyhow::Result<Duration> {
+    *probe += 1;
+    let s = Scenario {
+        name: "probe".into(),
+        template: "linear".into(),
+        context: json!({"value": 1}),
+        state: "complete".into(),
+        result: Some(json!({"halve": {"value": 72}})),
+        steps: BTreeMap::new(),
+    };
+    let id = create(cluster, 1_000_000 + *probe, "rust_examples", &s).await?;
+    let t = finished(cluster, id, Duration::from_secs(120)).await?;
+    anyhow::ensure!(t.state == "complete", "probe task {id} ended {}", t.state);
+    Ok(started.elapsed())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_lose_nothing_and_apply_every_transition_once() -> anyhow::Result<()> {
+    let tasks: usize = std::env::var("TASKER_CHAOS_TASKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(48);
+    let env = TestEnv::new().await?;
+    let cfg = env.config.clone();
+    let mut cluster = Cluster {
+        env,
+        orchestrators: Vec::new(),
+        workers: Vec::new(),
+        received_by_the_dead: 0,
+        next_worker: 0,
+    };
+    for _ in 0..2 {
+        let o = start_orchestrator(&cluster.env, free_port()?).await?;
+        cluster.orchestrators.push(o);
+    }
+    for language in LANGUAGES {
+        for _ in 0..2 {
+            cluster.add_worker(language).await?;
+        }
+    }
+    let scenarios: Vec<Scenario> = scenarios()?
+        .into_iter()
+        .filter(|s| s.template != "timeout")
+        .collect();
+    let work: Vec<(String, &Scenario)> = (0..tasks)
+        .map(|i| {
+            let language = LANGUAGES[i % LANGUAGES.len()];
+            (
+                format!("{language}_examples"),
+                &scenarios[(i / LANGUAGES.len()) % scenarios.len()],
+            )
+        })
+        .collect();
+
+    // Faults between waves of task creation, so each one lands while tasks are in flight.
+    let faults: [&str; 6] = [
+        "kill a Rust worker",
+        "kill an orchestrator",
+        "restart RabbitMQ",
+        "restart PostgreSQL",
+        "inject duplicate, stale and poison results",
+        "kill a Python and a Ruby worker",
+    ];
+    let wave = tasks.div_ceil(faults.len() + 1);
+    let mut ids: Vec<Option<Uuid>> = vec![None; tasks];
+    let mut recoveries: Vec<(&str, Duration)> = Vec::new();
+    let mut probes = 0usize;
+    let broker = Broker::connect(&cfg.amqp_url, &cfg.queue_prefix, "chaos").await?;
+    let suite = Instant::now();
+    for (w, chunk) in work.chunks(wave).enumerate() {
+        for (j, (namespace, s)) in chunk.iter().enumerate() {
+            let i = w * wave + j;
+            ids[i] = Some(create(&cluster, i, namespace, s).await?);
+        }
+        let Some(fault) = faults.get(w) else { continue };
+        let started = Instant::now();
+        match *fault {
+            "kill a Rust worker" => cluster.kill_worker("rust").await?,
+            "kill an orchestrator" => cluster.kill_orchestrator(0).await?,
+            "restart RabbitMQ" => {
+                services(&["rabbitmqctl", "stop_app"]).await?;
+                services(&["rabbitmqctl", "start_app"]).await?;
+            }
+            "restart PostgreSQL" => services(&["pg-restart"]).await?,
+            "inject duplicate, stale and poison results" => {
+                inject(&cluster, &broker, &cfg.queue_prefix, &ids).await?;
+            }
+            _ => {
+                cluster.kill_worker("python").await?;
+                cluster.kill_worker("ruby").await?;
+            }
+        }
+        let took = recovery(&cluster, &mut probes, started).await?;
+        note(&format!(
+            "{fault}: a new task completed {took:?} after the fault began"
+        ));
+        recoveries.push((fault, took));
+    }
+
+    // Every task ends, with the scenario's state and result.
+    let mut wrong = Vec::new();
+    for (i, (namespace, s)) in work.iter().enumerate() {
+        let id = ids[i].context("task not created")?;
+        let t = finished(&cluster, id, Duration::from_secs(180)).await?;
+        if t.state != s.state || (s.result.is_some() && t.result != s.result) {
+            wrong.push(format!(
+                "{namespace}/{} {id}: {} {:?}",
+                s.name, t.state, t.result
+            ));
+        }
+    }
+    let elapsed = suite.elapsed();
+    let pool = sqlx::PgPool::connect(&cfg.database_url).await?;
+    let work_ids: Vec<Uuid> = ids.iter().flatten().copied().collect();
+    let found: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks WHERE id = ANY($1)")
+        .bind(&work_ids)
+        .fetch_one(&pool)
+        .await?;
+    let stuck: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks WHERE state = 'running'")
+        .fetch_one(&pool)
+        .await?;
+    let twice: Vec<(Option<Uuid>, Option<i32>, String, i64)> = sqlx::query_as(
+        "SELECT step_id, attempt, to_state, count(*) FROM transitions WHERE step_id IS NOT NULL
+         GROUP BY 1, 2, 3 HAVING count(*) > 1
+         UNION ALL
+         SELECT NULL, NULL, task_id::text || ' ' || to_state, count(*) FROM transitions
+         WHERE step_id IS NULL GROUP BY task_id, to_state HAVING count(*) > 1",
+    )
+    .fetch_all(&pool)
+    .await?;
+    let attempts: i64 = sqlx::query_scalar("SELECT COALESCE(sum(attempt), 0)::bigint FROM steps")
+        .fetch_one(&pool)
+        .await?;
+    let mut received_total = cluster.received_by_the_dead;
+    for (_, w) in &cluster.workers {
+        received_total += received(&w.health).await.unwrap_or(0);
+    }
+    let report = json!({
+        "tasks": tasks + probes,
+        "faults": faults.len(),
+        "elapsed_s": elapsed.as_secs_f64(),
+        "lost": tasks as i64 - found,
+        "stuck": stuck,
+        "transitions_applied_twice": twice.len(),
+        "wrong_results": wrong.len(),
+        "step_attempts": attempts,
+        "deliveries_received_by_workers": received_total,
+        "repeated_deliveries": received_total as i64 - attempts,
+        "recovery_s": recoveries.iter().map(|(f, d)| (f.to_string(), json!(d.as_secs_f64()))).collect::<BTreeMap<_, _>>(),
+    });
+    println!("chaos report: {}", serde_json::to_string_pretty(&report)?);
+
+    anyhow::ensure!(
+        found == tasks as i64,
+        "tasks lost: {found} of {tasks} found"
+    );
+    anyhow::ensure!(stuck == 0, "{stuck} tasks still running");
+    anyhow::ensure!(twice.is_empty(), "transitions applied twice: {twice:?}");
+    anyhow::ensure!(wrong.is_empty(), "wrong results:\n{}", wrong.join("\n"));
+
+    pool.close().await;
+    broker.close().await;
+    for (_, mut w) in std::mem::take(&mut cluster.workers) {
+        let _ = w.child.start_kill();
+        let _ = w.child.wait().await;
+    }
+    for mut o in std::mem::take(&mut cluster.orchestrators) {
+        let _ = o.child.start_kill();
+        let _ = o.child.wait().await;
+    }
+    cluster.env.cleanup().await
+}
+
+/// Duplicates and stale copies of completed steps' results, and poison (random bytes, an
+/// attempt beyond PostgreSQL's integer): all must change nothing.
+async fn inject(
+    cluster: &Cluster,
+    broker: &Broker,
+    prefix: &str,
+    ids: &[Option<Uuid>],
+) -> anyhow::Result<()> {
+    let publisher = broker.publisher().await?;
+    let queue = topology::results_queue(prefix);
+    let mut out = Vec::new();
+    for id in ids.iter().flatten().take(12) {
+        let Ok(steps) = cluster.client(0).steps(*id).await else {
+            continue;
+        };
+        for s in steps.into_iter().filter(|s| s.state == "completed") {
+            for attempt in [s.attempt as u32, s.attempt as u32 + 5, 3_000_000_000] {
+                let r = StepResult {
+                    task_id: *id,
+                    step_id: s.id,
+                    attempt,
+                    outcome: Outcome::Success {
+                        result: json!({"forged": true}),
+                    },
+                    started_at: chrono::Utc::now(),
+                    finished_at: chrono::Utc::now(),
+                    worker: "chaos".into(),
+                };
+                out.push(Outgoing {
+                    queue: queue.clone(),
+                    payload: serde_json::to_vec(&r)?,
+                });
+            }
+        }
+    }
+    out.push(Outgoing {
+        queue: queue.clone(),
+        payload: vec![0xff, 0x00, 0x13, 0x37],
+    });
+    publisher.publish_all(&out).await?;
+    note(&format!("injected {} forged results", out.len()));
+    Ok(())
+}

@@ -1,0 +1,114 @@
+//! Shared by the test binaries that run every language's worker as a real process: the
+//! conformance scenarios and how to start a worker.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::Deserialize;
+use serde_json::Value;
+use tasker::{TestEnv, repo_root, workspace_binary};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    pub template: String,
+    pub context: Value,
+    pub state: String,
+    #[serde(default)]
+    pub result: Option<Value>,
+    #[serde(default)]
+    pub steps: BTreeMap<String, StepExpectation>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepExpectation {
+    pub state: String,
+    #[serde(default)]
+    pub attempt: Option<i32>,
+    #[serde(default)]
+    pub error_kind: Option<String>,
+    #[serde(default)]
+    pub error_message: Option<String>,
+}
+
+pub fn scenarios() -> anyhow::Result<Vec<Scenario>> {
+    let path = repo_root().join("tests/conformance/scenarios.yaml");
+    let src = std::fs::read_to_string(&path)?.replace("{repo}", &repo_root().to_string_lossy());
+    serde_norway::from_str(&src).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// How to start a language's worker: its conformance entry point with the fixture handlers.
+pub fn worker_command(language: &str) -> anyhow::Result<Command> {
+    let templates = tasker::templates(language);
+    let mut cmd = if language == "rust" {
+        Command::new(workspace_binary("tasker-worker-rust")?)
+    } else {
+        let entry: PathBuf = repo_root()
+            .join("workers")
+            .join(language)
+            .join("conformance-worker");
+        anyhow::ensure!(
+            entry.exists(),
+            "{} is missing: build the {language} binding first (cargo make test does)",
+            entry.display()
+        );
+        Command::new(entry)
+    };
+    cmd.arg("--templates")
+        .arg(templates)
+        .arg("--health-port")
+        .arg("0");
+    Ok(cmd)
+}
+
+/// A worker process and the address of its `/health`.
+pub struct WorkerProcess {
+    pub child: Child,
+    pub health: String,
+}
+
+/// Starts a worker reporting itself as `name` and waits for its ready line.
+pub async fn start_worker(
+    env: &TestEnv,
+    language: &str,
+    name: &str,
+) -> anyhow::Result<WorkerProcess> {
+    let cfg = &env.config;
+    let mut child = worker_command(language)?
+        .env("TASKER_WORKER__NAME", name)
+        .env("DATABASE_URL", &cfg.database_url)
+        .env("AMQP_URL", &cfg.amqp_url)
+        .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("starting the {language} worker"))?;
+    let mut lines = BufReader::new(child.stdout.take().context("worker stdout")?).lines();
+    let health = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await? {
+            if line.contains("tasker worker ready") {
+                let health = line
+                    .split_whitespace()
+                    .find_map(|w| w.strip_prefix("health="))
+                    .unwrap_or_default()
+                    .to_owned();
+                return anyhow::Ok(health);
+            }
+        }
+        anyhow::bail!("the {language} worker exited before it was ready")
+    })
+    .await
+    .with_context(|| format!("the {language} worker was not ready within 60 s"))??;
+    // Keep draining its stdout so it never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok(WorkerProcess { child, health })
+}
