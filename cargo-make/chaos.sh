@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The fault suite, long form (`cargo make chaos`): builds the binaries and every language's
-# binding, then runs tests/chaos.rs with TASKER_CHAOS_TASKS tasks (default here 320) across two
+# binding, then runs tests/chaos.rs with TASKER_CHAOS_TASKS tasks (default here 350) across two
 # orchestrators and two workers per language, printing its report. The test suite runs the
-# short form (48 tasks) with everything else.
+# short form (84 tasks) with everything else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo-make/services.sh start
@@ -12,5 +12,5 @@ cargo build --workspace --bins
 for lang_build in workers/*/build.sh; do
   "$lang_build"
 done
-export TASKER_CHAOS_TASKS="${TASKER_CHAOS_TASKS:-320}"
+export TASKER_CHAOS_TASKS="${TASKER_CHAOS_TASKS:-350}"
 exec cargo test --test chaos -- --nocapture "$@"

@@ -6,7 +6,7 @@
 //! applied twice, every result correct; and how many handler executions were repeated and how
 //! long the system took to complete a new task after each fault.
 //!
-//! `TASKER_CHAOS_TASKS` sets the number of tasks (default 48; `cargo make chaos` runs 320).
+//! `TASKER_CHAOS_TASKS` sets the number of tasks (default 84; `cargo make chaos` runs 350).
 //! A test binary of its own: restarting the servers must not disturb other tests.
 
 mod common;
@@ -233,7 +233,7 @@ async fn faults_lose_nothing_and_apply_every_transition_once() -> anyhow::Result
     let tasks: usize = std::env::var("TASKER_CHAOS_TASKS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(48);
+        .unwrap_or(84);
     let env = TestEnv::new().await?;
     let cfg = env.config.clone();
     let mut cluster = Cluster {
@@ -256,17 +256,9 @@ async fn faults_lose_nothing_and_apply_every_transition_once() -> anyhow::Result
         .into_iter()
         .filter(|s| s.template != "timeout")
         .collect();
-    let work: Vec<(String, &Scenario)> = (0..tasks)
-        .map(|i| {
-            let language = LANGUAGES[i % LANGUAGES.len()];
-            (
-                format!("{language}_examples"),
-                &scenarios[(i / LANGUAGES.len()) % scenarios.len()],
-            )
-        })
-        .collect();
-
-    // Faults between waves of task creation, so each one lands while tasks are in flight.
+    // Faults between waves of task creation. Each wave starts with two sleeping tasks per
+    // language, so each fault lands on steps mid-run in every worker, then runs the conformance
+    // scenarios round-robin over the languages.
     let faults: [&str; 6] = [
         "kill a Rust worker",
         "kill an orchestrator",
@@ -275,11 +267,30 @@ async fn faults_lose_nothing_and_apply_every_transition_once() -> anyhow::Result
         "inject duplicate, stale and poison results",
         "kill a Python and a Ruby worker",
     ];
+    let slow = Scenario {
+        name: "slow_chain".into(),
+        template: "slow_chain".into(),
+        context: json!({"sleep_ms": 700}),
+        state: "complete".into(),
+        result: None,
+        steps: BTreeMap::new(),
+    };
     let wave = tasks.div_ceil(faults.len() + 1);
+    let work: Vec<(String, &Scenario)> = (0..tasks)
+        .map(|i| {
+            let k = i % wave;
+            let language = LANGUAGES[k % LANGUAGES.len()];
+            let s = if k < 2 * LANGUAGES.len() {
+                &slow
+            } else {
+                &scenarios[(i / LANGUAGES.len()) % scenarios.len()]
+            };
+            (format!("{language}_examples"), s)
+        })
+        .collect();
     let mut ids: Vec<Option<Uuid>> = vec![None; tasks];
     let mut recoveries: Vec<(&str, Duration)> = Vec::new();
     let mut probes = 0usize;
-    let broker = Broker::connect(&cfg.amqp_url, &cfg.queue_prefix, "chaos").await?;
     let suite = Instant::now();
     for (w, chunk) in work.chunks(wave).enumerate() {
         for (j, (namespace, s)) in chunk.iter().enumerate() {
@@ -297,7 +308,7 @@ async fn faults_lose_nothing_and_apply_every_transition_once() -> anyhow::Result
             }
             "restart PostgreSQL" => services(&["pg-restart"]).await?,
             "inject duplicate, stale and poison results" => {
-                inject(&cluster, &broker, &cfg.queue_prefix, &ids).await?;
+                inject(&cluster, &cfg, &ids).await?;
             }
             _ => {
                 cluster.kill_worker("python").await?;
@@ -373,7 +384,6 @@ async fn faults_lose_nothing_and_apply_every_transition_once() -> anyhow::Result
     anyhow::ensure!(wrong.is_empty(), "wrong results:\n{}", wrong.join("\n"));
 
     pool.close().await;
-    broker.close().await;
     for (_, mut w) in std::mem::take(&mut cluster.workers) {
         let _ = w.child.start_kill();
         let _ = w.child.wait().await;
@@ -389,12 +399,12 @@ async fn faults_lose_nothing_and_apply_every_transition_once() -> anyhow::Result
 /// attempt beyond PostgreSQL's integer): all must change nothing.
 async fn inject(
     cluster: &Cluster,
-    broker: &Broker,
-    prefix: &str,
+    cfg: &tasker_shared::Config,
     ids: &[Option<Uuid>],
 ) -> anyhow::Result<()> {
+    let broker = Broker::connect(&cfg.amqp_url, &cfg.queue_prefix, "chaos").await?;
     let publisher = broker.publisher().await?;
-    let queue = topology::results_queue(prefix);
+    let queue = topology::results_queue(&cfg.queue_prefix);
     let mut out = Vec::new();
     for id in ids.iter().flatten().take(12) {
         let Ok(steps) = cluster.client(0).steps(*id).await else {
@@ -425,6 +435,7 @@ async fn inject(
         payload: vec![0xff, 0x00, 0x13, 0x37],
     });
     publisher.publish_all(&out).await?;
+    broker.close().await;
     note(&format!("injected {} forged results", out.len()));
     Ok(())
 }

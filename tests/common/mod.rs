@@ -1,6 +1,9 @@
 //! Shared by the test binaries that run every language's worker as a real process: the
 //! conformance scenarios and how to start a worker.
 
+// Each test binary that includes this module uses only part of it.
+#![allow(dead_code)]
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
