@@ -103,11 +103,17 @@ reserve_ports() {
   fi
 }
 
+# Logs, pid files and the broker's message store hold task data: readable by this user only
+# (umask for what is created from here on, chmod for folders an older version left open). The
+# state folder itself stays traversable so the postgres user can reach its cluster in pg/.
+umask 077
 mkdir -p "$STATE"
 STATE="$(cd "$STATE" && pwd)"   # absolute, since it ends up in configs and pid files
 RUN_DIR="$STATE/run"
 LOG_DIR="$STATE/logs"
 mkdir -p "$RUN_DIR" "$LOG_DIR"
+chmod 711 "$STATE"
+chmod 700 "$RUN_DIR" "$LOG_DIR"
 
 # --------------------------------------------------------------------------------------------
 # Packages: cargo-make/ensure-deps.sh installs what is missing (see cmd_start), from the one list
@@ -328,6 +334,11 @@ find_epmd() { command -v epmd || compgen -G '/usr/lib/erlang/erts-*/bin/epmd' | 
 RMQ_LAUNCHED_AT=""
 rmq_launch() {
   RMQ_LAUNCHED_AT="$(now_ms)"
+  # The message store and the broker's logs hold task data: this user only (also for folders
+  # an older version of this script left open).
+  mkdir -p "$RMQ_DIR" "$RMQ_LOG_DIR"
+  chmod 700 "$RMQ_DIR" "$RMQ_LOG_DIR"
+  if [[ -d "$RMQ_DIR/mnesia" ]]; then chmod 700 "$RMQ_DIR/mnesia"; fi
   [[ -x "$RMQ_BIN/rabbitmq-server" ]] || die "rabbitmq-server is installed but $RMQ_BIN/rabbitmq-server is missing"
   if rmq_running; then
     log "rabbitmq: already running on 127.0.0.1:$AMQP_PORT (pid $(rmq_pid))"

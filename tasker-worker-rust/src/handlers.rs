@@ -209,4 +209,25 @@ mod tests {
         let v = call("flaky", ctx(json!({}), &[], 3)).await.unwrap();
         assert_eq!(v, json!({"attempts": 3}));
     }
+
+    #[tokio::test]
+    async fn csv_files_outside_the_allowed_folder_are_refused() {
+        // A task's context names the file: only the fixtures folder (TASKER_CSV_ROOT) may be read.
+        let e = call("csv_split", ctx(json!({"csv_path": "/etc/passwd"}), &[], 1))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(e, HandlerError::Permanent(ref err)
+                if err.kind == "invalid_input" && err.message.contains("must name a file under")),
+            "{e:?}"
+        );
+        let fixture = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/products.csv"
+        );
+        let v = call("csv_split", ctx(json!({"csv_path": fixture}), &[], 1))
+            .await
+            .unwrap();
+        assert_eq!(v["rows"], 1000);
+    }
 }

@@ -9,12 +9,39 @@ use tasker_worker::{HandlerError, StepContext};
 
 use super::{cursor, ranges};
 
+/// The folder CSV files may be read from: `TASKER_CSV_ROOT`, else the repository's
+/// `tests/fixtures`. A task's context names the file, so without this bound any task could make
+/// the worker read any file it can.
+fn csv_root() -> PathBuf {
+    std::env::var_os("TASKER_CSV_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures"))
+}
+
 fn path(ctx: &StepContext) -> Result<PathBuf, HandlerError> {
-    ctx.context
+    let given = ctx
+        .context
         .get("csv_path")
         .and_then(Value::as_str)
         .map(PathBuf::from)
-        .ok_or_else(|| HandlerError::permanent("invalid_input", "context.csv_path is required"))
+        .ok_or_else(|| HandlerError::permanent("invalid_input", "context.csv_path is required"))?;
+    let root = csv_root();
+    let outside = || {
+        HandlerError::permanent(
+            "invalid_input",
+            format!(
+                "csv_path must name a file under {} (TASKER_CSV_ROOT allows another folder)",
+                root.display()
+            ),
+        )
+    };
+    let real = given.canonicalize().map_err(|e| {
+        HandlerError::permanent("io", format!("cannot read {}: {e}", given.display()))
+    })?;
+    match root.canonicalize() {
+        Ok(root) if real.starts_with(&root) => Ok(real),
+        _ => Err(outside()),
+    }
 }
 
 fn reader(ctx: &StepContext) -> Result<csv::Reader<std::fs::File>, HandlerError> {

@@ -70,3 +70,11 @@ def test_the_other_fixtures(fixture_handlers) -> None:
         call(fixture_handlers, "fail_permanently", ctx())
     with pytest.raises(RuntimeError, match="always panics"):
         call(fixture_handlers, "panic", ctx())
+
+
+def test_csv_files_outside_the_allowed_folder_are_refused(fixture_handlers) -> None:
+    # A task's context names the file: only the fixtures folder (TASKER_CSV_ROOT) may be read.
+    for outside in ("/etc/passwd", "/etc/../etc/hostname"):
+        with pytest.raises(tasker.PermanentError, match="must name a file under") as e:
+            call(fixture_handlers, "csv_split", ctx({"csv_path": outside}))
+        assert type(e.value).__name__ == "InvalidInput"

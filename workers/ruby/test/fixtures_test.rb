@@ -112,6 +112,13 @@ class CsvFixturesTest < Minitest::Test
     assert_nil Fixtures::Csv.cents("x.10")
   end
 
+  def test_a_file_outside_the_fixtures_folder_is_refused
+    # A task's context names the file: only the fixtures folder (TASKER_CSV_ROOT) may be read.
+    e = assert_raises(Tasker::PermanentError) { call("csv_split", context: { "csv_path" => "/etc/passwd" }) }
+    assert_equal "invalid_input", e.kind
+    assert_includes e.message, "must name a file under"
+  end
+
   def test_a_missing_file_and_a_missing_batch_are_permanent
     e = assert_raises(Tasker::PermanentError) { call("csv_split", context: { "csv_path" => "/nonexistent.csv" }) }
     assert_equal "io", e.kind

@@ -61,3 +61,11 @@ test("fail_permanently, panic and sleep", async () => {
   abort.abort();
   await assert.rejects(slow, { name: "AbortError" });
 });
+
+test("a CSV file outside the fixtures folder is refused", async () => {
+  // A task's context names the file: only the fixtures folder (TASKER_CSV_ROOT) may be read.
+  await assert.rejects(async () => call("csv_split", ctx({ csv_path: "/etc/passwd" })), {
+    name: "InvalidInput",
+    message: /must name a file under/,
+  });
+});
