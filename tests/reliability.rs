@@ -208,3 +208,64 @@ async fn a_step_whose_message_is_too_large_fails_alone() -> anyhow::Result<()> {
     o.stop().await;
     env.cleanup().await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_healthy_step_running_past_the_visibility_timeout_runs_once() -> anyhow::Result<()> {
+    let mut env = TestEnv::new().await?;
+    env.config.orchestrator.visibility_timeout_ms = 300;
+    let o = env.orchestrator().await?;
+    let worker = env.rust_worker();
+    // The slow step runs seven visibility timeouts (and some ten sweeps) long.
+    let task = o
+        .client
+        .create_task(
+            &CreateTask::new("rust_examples", "slow_chain").context(json!({"sleep_ms": 2100})),
+        )
+        .await?;
+    let done = o.wait(task.id).await?;
+    assert_eq!(done.state, "complete", "{done:?}");
+    let received = worker
+        .stats
+        .received
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        received, 2,
+        "each of the two steps delivered once, not re-published"
+    );
+    worker.stop().await;
+    o.stop().await;
+    env.cleanup().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publication_never_confirmed_is_sent_again() -> anyhow::Result<()> {
+    let mut env = TestEnv::new().await?;
+    env.config.orchestrator.visibility_timeout_ms = 300;
+    let o = env.orchestrator().await?;
+    let mut events = o.events().subscribe();
+    let task = create(&o, "linear", 6).await?;
+    let root = step_id(&o, task, "double").await?;
+    // As if the orchestrator had died between commit and confirm: the message never reached
+    // the queue, and no confirmation was recorded.
+    sweeps(&mut events, 1).await?;
+    let cfg = &env.config;
+    let broker = Broker::connect(&cfg.amqp_url, &cfg.queue_prefix, "loser").await?;
+    let channel = broker.channel().await?;
+    let queue = topology::steps_queue(&cfg.queue_prefix, "rust_examples");
+    let purged = channel
+        .queue_purge(queue.as_str().into(), Default::default())
+        .await?;
+    assert_eq!(purged, 1, "the root step's message was in its queue");
+    sqlx::query("UPDATE steps SET published_at = NULL WHERE id = $1")
+        .bind(root)
+        .execute(o.shared.store.pool())
+        .await?;
+    let worker = env.rust_worker();
+    let done = o.wait(task).await?;
+    assert_eq!(done.state, "complete", "{done:?}");
+    assert_eq!(done.result, Some(json!({"halve": {"value": 242}})));
+    broker.close().await;
+    worker.stop().await;
+    o.stop().await;
+    env.cleanup().await
+}

@@ -12,11 +12,19 @@ use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
 use tasker_broker::{Broker, Outgoing, Publisher, topology};
 use tasker_shared::StepMessage;
 use tasker_shared::config::OrchestratorConfig;
 
 use crate::metrics as m;
+use crate::store::Store;
+
+/// A step attempt whose message went out.
+type Attempt = (Uuid, u32);
 
 /// Cheap cloneable handle.
 #[derive(Debug, Clone)]
@@ -30,6 +38,9 @@ struct Inner {
     limits: Limits,
     state: tokio::sync::Mutex<State>,
     backlog_len: Mutex<usize>,
+    /// Attempts the broker confirmed, for [`record_confirmations`] to store.
+    confirmed: mpsc::UnboundedSender<Vec<Attempt>>,
+    confirmed_rx: Mutex<Option<mpsc::UnboundedReceiver<Vec<Attempt>>>>,
 }
 
 #[derive(Debug, Clone)]
@@ -43,7 +54,7 @@ struct Limits {
 struct State {
     link: Option<(Broker, Publisher)>,
     declared: HashSet<String>,
-    backlog: VecDeque<Outgoing>,
+    backlog: VecDeque<(Outgoing, Attempt)>,
 }
 
 /// A step whose message could not be sent at all.
@@ -55,6 +66,7 @@ pub struct Refused {
 
 impl Dispatcher {
     pub fn new(prefix: &str, config: &OrchestratorConfig) -> Self {
+        let (confirmed, confirmed_rx) = mpsc::unbounded_channel();
         Self {
             inner: Arc::new(Inner {
                 prefix: prefix.to_owned(),
@@ -65,8 +77,19 @@ impl Dispatcher {
                 },
                 state: tokio::sync::Mutex::new(State::default()),
                 backlog_len: Mutex::new(0),
+                confirmed,
+                confirmed_rx: Mutex::new(Some(confirmed_rx)),
             }),
         }
+    }
+
+    /// The stream of confirmed attempts; the first caller gets it.
+    pub fn take_confirmations(&self) -> Option<mpsc::UnboundedReceiver<Vec<Attempt>>> {
+        self.inner
+            .confirmed_rx
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
     }
 
     /// Publishes `messages` as one confirm round. What cannot go out now waits for the next
@@ -78,6 +101,7 @@ impl Dispatcher {
         }
         let limits = &self.inner.limits;
         let mut out = Vec::with_capacity(messages.len());
+        let mut attempts = Vec::with_capacity(messages.len());
         let mut namespaces: Vec<&str> = Vec::new();
         for m in messages {
             let payload = match serde_json::to_vec(m) {
@@ -98,6 +122,7 @@ impl Dispatcher {
                 queue: topology::steps_queue(&self.inner.prefix, &m.namespace),
                 payload,
             });
+            attempts.push((m.step_id, m.attempt));
             if !namespaces.contains(&m.namespace.as_str()) {
                 namespaces.push(&m.namespace);
             }
@@ -107,7 +132,7 @@ impl Dispatcher {
         }
         let mut state = self.inner.state.lock().await;
         let Some((broker, publisher)) = state.link.clone() else {
-            self.park(&mut state, out);
+            self.park(&mut state, out, attempts);
             return refused;
         };
         let missing: Vec<String> = namespaces
@@ -118,7 +143,7 @@ impl Dispatcher {
         if !missing.is_empty() {
             if let Err(e) = broker.declare(&missing).await {
                 tracing::warn!(error = %e, "declaring step queues failed; will retry on reconnect");
-                self.park(&mut state, out);
+                self.park(&mut state, out, attempts);
                 return refused;
             }
             state.declared.extend(missing);
@@ -130,6 +155,7 @@ impl Dispatcher {
         let failure = match sent {
             Ok(Ok(())) => {
                 metrics::counter!(m::STEPS_DISPATCHED.name).increment(out.len() as u64);
+                let _ = self.inner.confirmed.send(attempts);
                 return refused;
             }
             Ok(Err(e)) => e.to_string(),
@@ -151,14 +177,14 @@ impl Dispatcher {
                 Err(e) => tracing::warn!(error = %e, "cannot open a new publishing channel"),
             }
         }
-        self.park(&mut state, out);
+        self.park(&mut state, out, attempts);
         refused
     }
 
     /// Keeps messages for the next connection, up to the bound; beyond it the oldest are left
     /// to the sweeper (their steps are `enqueued` in the database).
-    fn park(&self, state: &mut State, out: Vec<Outgoing>) {
-        state.backlog.extend(out);
+    fn park(&self, state: &mut State, out: Vec<Outgoing>, attempts: Vec<Attempt>) {
+        state.backlog.extend(out.into_iter().zip(attempts));
         let excess = state
             .backlog
             .len()
@@ -183,13 +209,14 @@ impl Dispatcher {
         broker.declare(namespaces).await?;
         let publisher = broker.publisher().await?;
         let mut state = self.inner.state.lock().await;
-        let backlog: Vec<Outgoing> = state.backlog.drain(..).collect();
+        let (backlog, attempts): (Vec<Outgoing>, Vec<Attempt>) = state.backlog.drain(..).unzip();
         if !backlog.is_empty() {
             tracing::info!(count = backlog.len(), "publishing backlog after reconnect");
             if let Err(e) = publisher.publish_all(&backlog).await {
-                state.backlog = backlog.into();
+                state.backlog = backlog.into_iter().zip(attempts).collect();
                 return Err(e);
             }
+            let _ = self.inner.confirmed.send(attempts);
         }
         self.set_backlog(0);
         state.declared = namespaces.iter().cloned().collect();
@@ -218,6 +245,28 @@ impl Dispatcher {
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = n;
         metrics::gauge!(m::DISPATCH_BACKLOG.name).set(n as f64);
+    }
+}
+
+/// Stores which attempts the broker confirmed, in batches formed by load, until cancelled. If
+/// this process stops first, the sweeper re-publishes those steps once: at-least-once.
+pub(crate) async fn record_confirmations(
+    store: Store,
+    mut confirmed: mpsc::UnboundedReceiver<Vec<Attempt>>,
+    cancel: CancellationToken,
+) {
+    let mut arrivals = futures_util::stream::poll_fn(|cx| confirmed.poll_recv(cx));
+    loop {
+        let batch = tokio::select! {
+            () = cancel.cancelled() => return,
+            b = tasker_broker::next_batch(&mut arrivals, 256) => b,
+        };
+        let Some(batch) = batch else { return };
+        let attempts: Vec<Attempt> = batch.into_iter().flatten().collect();
+        if let Err(e) = store.mark_published(&attempts).await {
+            tracing::warn!(error = %e, count = attempts.len(),
+                "recording confirmed publications failed; the sweeper may publish those steps again");
+        }
     }
 }
 
@@ -268,7 +317,7 @@ mod tests {
             .await
             .backlog
             .iter()
-            .map(|o| o.payload.clone())
+            .map(|(o, _)| o.payload.clone())
             .collect();
         assert_eq!(kept[0], serde_json::to_vec(&batch[2]).unwrap());
     }

@@ -81,6 +81,13 @@ impl Orchestrator {
                 .listen(shared.config.database_url.clone(), cancel.clone()),
         );
         tasks.spawn(sweeper::run(shared.clone(), cancel.clone()));
+        if let Some(confirmed) = shared.dispatcher.take_confirmations() {
+            tasks.spawn(dispatcher::record_confirmations(
+                shared.store.clone(),
+                confirmed,
+                cancel.clone(),
+            ));
+        }
         tasks.spawn(broker_loop(shared.clone(), cancel.clone()));
         let app = api::router(shared.clone());
         let served = axum::serve(listener, app)

@@ -391,14 +391,33 @@ impl Store {
             .collect())
     }
 
-    /// Steps enqueued longer than `visibility` that were published only once: publish them once
-    /// more (a crash between commit and publish loses the first publication).
+    /// Records that the broker confirmed the publication of these step attempts.
+    pub async fn mark_published(&self, steps: &[(Uuid, u32)]) -> Result<()> {
+        let (ids, attempts): (Vec<Uuid>, Vec<i32>) =
+            steps.iter().map(|&(id, a)| (id, a as i32)).unzip();
+        sqlx::query(
+            "UPDATE steps s SET published_at = clock_timestamp()
+             FROM unnest($1::uuid[], $2::int[]) AS p(id, attempt)
+             WHERE s.id = p.id AND s.attempt = p.attempt AND s.state = 'enqueued'
+               AND s.published_at IS NULL",
+        )
+        .bind(&ids)
+        .bind(&attempts)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Steps enqueued longer than `visibility` whose publication the broker never confirmed
+    /// (their orchestrator died between commit and confirm, or dropped them from a full
+    /// backlog): publish them once more. A confirmed step is in a durable queue, so a healthy
+    /// step that runs longer than `visibility` is never sent twice.
     pub async fn republish(&self, visibility: Duration, limit: i64) -> Result<Effects> {
         let mut tx = self.pool.begin().await?;
         let ids: Vec<Uuid> = sqlx::query_scalar(
             "UPDATE steps SET publish_count = publish_count + 1
              WHERE id IN (SELECT id FROM steps
-                          WHERE state = 'enqueued' AND publish_count = 1
+                          WHERE state = 'enqueued' AND publish_count = 1 AND published_at IS NULL
                             AND dispatched_at < clock_timestamp() - make_interval(secs => $1)
                           ORDER BY dispatched_at LIMIT $2
                           FOR UPDATE SKIP LOCKED)
