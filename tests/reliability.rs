@@ -238,15 +238,15 @@ async fn a_healthy_step_running_past_the_visibility_timeout_runs_once() -> anyho
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_publication_never_confirmed_is_sent_again() -> anyhow::Result<()> {
+async fn a_step_whose_orchestrator_died_before_publishing_is_sent_again() -> anyhow::Result<()> {
     let mut env = TestEnv::new().await?;
     env.config.orchestrator.visibility_timeout_ms = 300;
     let o = env.orchestrator().await?;
     let mut events = o.events().subscribe();
     let task = create(&o, "linear", 6).await?;
     let root = step_id(&o, task, "double").await?;
-    // As if the orchestrator had died between commit and confirm: the message never reached
-    // the queue, and no confirmation was recorded.
+    // As if the orchestrator that dispatched it had died between commit and publish: the
+    // message never reached the queue, and that orchestrator no longer heartbeats.
     sweeps(&mut events, 1).await?;
     let cfg = &env.config;
     let broker = Broker::connect(&cfg.amqp_url, &cfg.queue_prefix, "loser").await?;
@@ -256,8 +256,9 @@ async fn a_publication_never_confirmed_is_sent_again() -> anyhow::Result<()> {
         .queue_purge(queue.as_str().into(), Default::default())
         .await?;
     assert_eq!(purged, 1, "the root step's message was in its queue");
-    sqlx::query("UPDATE steps SET published_at = NULL WHERE id = $1")
+    sqlx::query("UPDATE steps SET dispatched_by = $2 WHERE id = $1")
         .bind(root)
+        .bind(Uuid::now_v7())
         .execute(o.shared.store.pool())
         .await?;
     let worker = env.rust_worker();

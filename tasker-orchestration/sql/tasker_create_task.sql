@@ -35,13 +35,14 @@ BEGIN
     WITH ins AS (
         INSERT INTO steps (id, task_id, name, handler, step_type, branches, state, attempt,
                            max_attempts, backoff, base_ms, max_ms, timeout_ms, queue_timeout_ms,
-                           parent_count, pending_parents, publish_count, dispatched_at, batch_spec,
-                           on_failure)
+                           parent_count, pending_parents, publish_count, dispatched_at,
+                           dispatched_by, batch_spec, on_failure)
         SELECT u.id, v_id, u.name, u.handler, u.step_type, u.branches,
                CASE WHEN u.parents = 0 THEN 'enqueued' ELSE 'pending' END,
                (u.parents = 0)::int, u.max_attempts, u.backoff, u.base_ms, u.max_ms,
                u.timeout_ms, u.queue_timeout_ms, u.parents, u.parents, (u.parents = 0)::int,
                CASE WHEN u.parents = 0 THEN clock_timestamp() END,
+               CASE WHEN u.parents = 0 THEN tasker_orchestrator() END,
                u.batch_spec, u.on_failure
         FROM unnest(s_id, s_name, s_handler, s_type, s_branches, s_max_attempts, s_backoff,
                     s_base_ms, s_max_ms, s_timeout_ms, s_queue_timeout_ms, s_parents,

@@ -4,8 +4,9 @@
 //!
 //! While the broker is unreachable, or does not confirm a round in time, messages wait in
 //! memory (up to a bound) and go out, in order, as soon as a connection is attached again. The
-//! steps are already `enqueued` in the database, so if this process dies first, or the bound is
-//! reached, the sweeper re-publishes them after the visibility timeout. A message too large to
+//! steps are already `enqueued` in the database, recording this orchestrator as their
+//! dispatcher, so if this process dies first (it stops heartbeating), or the bound is reached
+//! (the dropped steps are released), the sweeper re-publishes them after the visibility timeout. A message too large to
 //! send is never sent: its step is handed back to fail on its own.
 
 use std::collections::{HashSet, VecDeque};
@@ -38,9 +39,9 @@ struct Inner {
     limits: Limits,
     state: tokio::sync::Mutex<State>,
     backlog_len: Mutex<usize>,
-    /// Attempts the broker confirmed, for [`record_confirmations`] to store.
-    confirmed: mpsc::UnboundedSender<Vec<Attempt>>,
-    confirmed_rx: Mutex<Option<mpsc::UnboundedReceiver<Vec<Attempt>>>>,
+    /// Attempts dropped from a full backlog, for [`release_dropped`] to hand to the sweeper.
+    dropped: mpsc::UnboundedSender<Vec<Attempt>>,
+    dropped_rx: Mutex<Option<mpsc::UnboundedReceiver<Vec<Attempt>>>>,
 }
 
 #[derive(Debug, Clone)]
@@ -66,7 +67,7 @@ pub struct Refused {
 
 impl Dispatcher {
     pub fn new(prefix: &str, config: &OrchestratorConfig) -> Self {
-        let (confirmed, confirmed_rx) = mpsc::unbounded_channel();
+        let (dropped, dropped_rx) = mpsc::unbounded_channel();
         Self {
             inner: Arc::new(Inner {
                 prefix: prefix.to_owned(),
@@ -77,16 +78,16 @@ impl Dispatcher {
                 },
                 state: tokio::sync::Mutex::new(State::default()),
                 backlog_len: Mutex::new(0),
-                confirmed,
-                confirmed_rx: Mutex::new(Some(confirmed_rx)),
+                dropped,
+                dropped_rx: Mutex::new(Some(dropped_rx)),
             }),
         }
     }
 
-    /// The stream of confirmed attempts; the first caller gets it.
-    pub fn take_confirmations(&self) -> Option<mpsc::UnboundedReceiver<Vec<Attempt>>> {
+    /// The stream of attempts dropped from a full backlog; the first caller gets it.
+    pub fn take_dropped(&self) -> Option<mpsc::UnboundedReceiver<Vec<Attempt>>> {
         self.inner
-            .confirmed_rx
+            .dropped_rx
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take()
@@ -155,7 +156,6 @@ impl Dispatcher {
         let failure = match sent {
             Ok(Ok(())) => {
                 metrics::counter!(m::STEPS_DISPATCHED.name).increment(out.len() as u64);
-                let _ = self.inner.confirmed.send(attempts);
                 return refused;
             }
             Ok(Err(e)) => e.to_string(),
@@ -190,7 +190,8 @@ impl Dispatcher {
             .len()
             .saturating_sub(self.inner.limits.backlog_max);
         if excess > 0 {
-            state.backlog.drain(..excess);
+            let dropped: Vec<Attempt> = state.backlog.drain(..excess).map(|(_, a)| a).collect();
+            let _ = self.inner.dropped.send(dropped);
             metrics::counter!(m::DISPATCH_DROPPED.name).increment(excess as u64);
             tracing::warn!(
                 dropped = excess,
@@ -216,7 +217,6 @@ impl Dispatcher {
                 state.backlog = backlog.into_iter().zip(attempts).collect();
                 return Err(e);
             }
-            let _ = self.inner.confirmed.send(attempts);
         }
         self.set_backlog(0);
         state.declared = namespaces.iter().cloned().collect();
@@ -248,14 +248,14 @@ impl Dispatcher {
     }
 }
 
-/// Stores which attempts the broker confirmed, in batches formed by load, until cancelled. If
-/// this process stops first, the sweeper re-publishes those steps once: at-least-once.
-pub(crate) async fn record_confirmations(
+/// Hands steps dropped from a full backlog to the sweeper (clears their `dispatched_by`), in
+/// batches formed by load, until cancelled.
+pub(crate) async fn release_dropped(
     store: Store,
-    mut confirmed: mpsc::UnboundedReceiver<Vec<Attempt>>,
+    mut dropped: mpsc::UnboundedReceiver<Vec<Attempt>>,
     cancel: CancellationToken,
 ) {
-    let mut arrivals = futures_util::stream::poll_fn(|cx| confirmed.poll_recv(cx));
+    let mut arrivals = futures_util::stream::poll_fn(|cx| dropped.poll_recv(cx));
     loop {
         let batch = tokio::select! {
             () = cancel.cancelled() => return,
@@ -263,9 +263,9 @@ pub(crate) async fn record_confirmations(
         };
         let Some(batch) = batch else { return };
         let attempts: Vec<Attempt> = batch.into_iter().flatten().collect();
-        if let Err(e) = store.mark_published(&attempts).await {
+        if let Err(e) = store.release(&attempts).await {
             tracing::warn!(error = %e, count = attempts.len(),
-                "recording confirmed publications failed; the sweeper may publish those steps again");
+                "handing dropped steps to the sweeper failed; they go out when this orchestrator stops");
         }
     }
 }

@@ -81,10 +81,10 @@ impl Orchestrator {
                 .listen(shared.config.database_url.clone(), cancel.clone()),
         );
         tasks.spawn(sweeper::run(shared.clone(), cancel.clone()));
-        if let Some(confirmed) = shared.dispatcher.take_confirmations() {
-            tasks.spawn(dispatcher::record_confirmations(
+        if let Some(dropped) = shared.dispatcher.take_dropped() {
+            tasks.spawn(dispatcher::release_dropped(
                 shared.store.clone(),
-                confirmed,
+                dropped,
                 cancel.clone(),
             ));
         }

@@ -99,6 +99,9 @@ pub type Result<T> = std::result::Result<T, Error>;
 #[derive(Debug, Clone)]
 pub struct Store {
     pool: PgPool,
+    /// This orchestrator's id: every step it dispatches records it (`steps.dispatched_by`,
+    /// through the `tasker.orchestrator` setting of each pooled connection).
+    instance: Uuid,
 }
 
 /// A task to create from a registered template.
@@ -173,14 +176,43 @@ struct OverdueRow {
 impl Store {
     /// Connects, applies pending migrations, then (re)creates the engine's functions.
     pub async fn connect(url: &str, max_connections: u32) -> Result<Store> {
+        let instance = Uuid::now_v7();
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
             .acquire_timeout(Duration::from_secs(10))
+            .after_connect(move |conn, _| {
+                Box::pin(async move {
+                    sqlx::query("SELECT set_config('tasker.orchestrator', $1, false)")
+                        .bind(instance.to_string())
+                        .execute(conn)
+                        .await?;
+                    Ok(())
+                })
+            })
             .connect(url)
             .await?;
         migrator().run(&pool).await?;
         functions::apply(&pool).await?;
-        Ok(Store { pool })
+        let store = Store { pool, instance };
+        store.heartbeat().await?;
+        Ok(store)
+    }
+
+    /// This orchestrator's id.
+    pub fn instance(&self) -> Uuid {
+        self.instance
+    }
+
+    /// Says this orchestrator is alive (the sweeper calls it every round).
+    pub async fn heartbeat(&self) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO orchestrators (id) VALUES ($1)
+             ON CONFLICT (id) DO UPDATE SET heartbeat_at = clock_timestamp()",
+        )
+        .bind(self.instance)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
     }
 
     pub fn pool(&self) -> &PgPool {
@@ -391,15 +423,15 @@ impl Store {
             .collect())
     }
 
-    /// Records that the broker confirmed the publication of these step attempts.
-    pub async fn mark_published(&self, steps: &[(Uuid, u32)]) -> Result<()> {
+    /// Hands steps whose messages this orchestrator dropped (a full backlog) to the sweeper:
+    /// as if their dispatcher had died.
+    pub async fn release(&self, steps: &[(Uuid, u32)]) -> Result<()> {
         let (ids, attempts): (Vec<Uuid>, Vec<i32>) =
             steps.iter().map(|&(id, a)| (id, a as i32)).unzip();
         sqlx::query(
-            "UPDATE steps s SET published_at = clock_timestamp()
+            "UPDATE steps s SET dispatched_by = NULL
              FROM unnest($1::uuid[], $2::int[]) AS p(id, attempt)
-             WHERE s.id = p.id AND s.attempt = p.attempt AND s.state = 'enqueued'
-               AND s.published_at IS NULL",
+             WHERE s.id = p.id AND s.attempt = p.attempt AND s.state = 'enqueued'",
         )
         .bind(&ids)
         .bind(&attempts)
@@ -408,18 +440,23 @@ impl Store {
         Ok(())
     }
 
-    /// Steps enqueued longer than `visibility` whose publication the broker never confirmed
-    /// (their orchestrator died between commit and confirm, or dropped them from a full
-    /// backlog): publish them once more. A confirmed step is in a durable queue, so a healthy
-    /// step that runs longer than `visibility` is never sent twice.
+    /// Steps enqueued longer than `visibility` by an orchestrator that has not heartbeat for as
+    /// long (it died between commit and publish, or dropped them): publish them once more. A
+    /// live orchestrator publishes what it dispatched, so a healthy step that runs longer than
+    /// `visibility` is never sent twice.
     pub async fn republish(&self, visibility: Duration, limit: i64) -> Result<Effects> {
         let mut tx = self.pool.begin().await?;
         let ids: Vec<Uuid> = sqlx::query_scalar(
-            "UPDATE steps SET publish_count = publish_count + 1
-             WHERE id IN (SELECT id FROM steps
-                          WHERE state = 'enqueued' AND publish_count = 1 AND published_at IS NULL
-                            AND dispatched_at < clock_timestamp() - make_interval(secs => $1)
-                          ORDER BY dispatched_at LIMIT $2
+            "UPDATE steps SET publish_count = publish_count + 1,
+                              dispatched_by = tasker_orchestrator()
+             WHERE id IN (SELECT s.id FROM steps s
+                          WHERE s.state = 'enqueued' AND s.publish_count = 1
+                            AND s.dispatched_at < clock_timestamp() - make_interval(secs => $1)
+                            AND NOT EXISTS (
+                                SELECT 1 FROM orchestrators o
+                                WHERE o.id = s.dispatched_by
+                                  AND o.heartbeat_at > clock_timestamp() - make_interval(secs => $1))
+                          ORDER BY s.dispatched_at LIMIT $2
                           FOR UPDATE SKIP LOCKED)
              RETURNING id",
         )

@@ -1,7 +1,8 @@
-//! The sweeper: off the hot path, on an interval. It fails steps that no worker started within
-//! their queue timeout (when the template sets one), re-publishes steps whose first publication may
-//! have been lost (a crash between commit and publish), and starts retries whose backoff
-//! elapsed while the orchestrator that scheduled them was gone.
+//! The sweeper: off the hot path, on an interval. It heartbeats for this orchestrator, fails
+//! steps that no worker started within their queue timeout (when the template sets one),
+//! re-publishes the steps of an orchestrator that stopped heartbeating (a crash between commit
+//! and publish), and starts retries whose backoff elapsed while the orchestrator that scheduled
+//! them was gone.
 
 use std::time::Duration;
 
@@ -25,6 +26,9 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
         tokio::select! {
             () = cancel.cancelled() => return,
             _ = tick.tick() => {}
+        }
+        if let Err(e) = shared.store.heartbeat().await {
+            tracing::warn!(error = %e, "sweep: heartbeat failed");
         }
         // Each phase on its own: one that fails (say on a row it cannot handle) must not stop
         // the others from recovering everyone else's steps.

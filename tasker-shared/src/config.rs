@@ -37,7 +37,7 @@ pub struct OrchestratorConfig {
     pub result_prefetch: u16,
     /// How often the sweeper looks for lost, overdue and retry-ready steps.
     pub sweep_interval_ms: u64,
-    /// A step enqueued this long ago whose publication was never confirmed is published again.
+    /// A step enqueued this long ago by an orchestrator silent for as long is published again.
     pub visibility_timeout_ms: u64,
     /// Largest accepted request body.
     pub max_body_bytes: usize,

@@ -8,7 +8,7 @@ use super::{Error, Result};
 
 /// In dependency order: a function is created after the functions it calls in SQL-language
 /// bodies (PL/pgSQL bodies are resolved at call time, but keeping one order is simplest).
-pub(super) const FUNCTIONS: [(&str, &str); 11] = [
+pub(super) const FUNCTIONS: [(&str, &str); 12] = [
     (
         "tasker_retry_delay_ms",
         include_str!("../../sql/tasker_retry_delay_ms.sql"),
@@ -20,6 +20,10 @@ pub(super) const FUNCTIONS: [(&str, &str); 11] = [
     (
         "tasker_uuid_v7",
         include_str!("../../sql/tasker_uuid_v7.sql"),
+    ),
+    (
+        "tasker_orchestrator",
+        include_str!("../../sql/tasker_orchestrator.sql"),
     ),
     (
         "tasker_step_messages",
