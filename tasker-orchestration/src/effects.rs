@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use tasker_shared::{Outcome, StepError, StepMessage, StepResult, TaskState};
+use tasker_shared::{StepMessage, StepResult, TaskState};
 
 use crate::dispatcher::Refused;
 use crate::events::Event;
@@ -117,28 +117,22 @@ pub async fn execute(shared: &Shared, effects: Effects) {
 
 /// Steps whose message is too large to send fail on their own, permanently, with the sizes.
 async fn fail_refused(shared: &Shared, refused: Vec<Refused>) {
-    let now = chrono::Utc::now();
     let limit = shared.config.orchestrator.max_message_bytes;
     let failures: Vec<StepResult> = refused
         .into_iter()
-        .map(|r| StepResult {
-            task_id: r.message.task_id,
-            step_id: r.message.step_id,
-            attempt: r.message.attempt,
-            outcome: Outcome::Failure {
-                error: StepError::new(
-                    "message_too_large",
-                    format!(
-                        "the step's message ({} bytes: its context and parent results) exceeds \
-                         max_message_bytes ({limit})",
-                        r.bytes
-                    ),
+        .map(|r| {
+            StepResult::permanent_failure(
+                r.message.task_id,
+                r.message.step_id,
+                r.message.attempt,
+                "message_too_large",
+                format!(
+                    "the step's message ({} bytes: its context and parent results) exceeds \
+                     max_message_bytes ({limit})",
+                    r.bytes
                 ),
-                retryable: false,
-            },
-            started_at: now,
-            finished_at: now,
-            worker: "orchestrator".into(),
+                "orchestrator",
+            )
         })
         .collect();
     ::metrics::counter!(m::STEPS_REFUSED.name).increment(failures.len() as u64);

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use tasker_broker::{BasicAckOptions, BasicRejectOptions, Broker, Delivery, topology};
-use tasker_shared::{Outcome, StepError, StepResult};
+use tasker_shared::{Outcome, StepResult};
 use tokio_util::sync::CancellationToken;
 
 use crate::effects::{self, Effects};
@@ -60,7 +60,7 @@ async fn process(
     if results.is_empty() {
         return Ok(());
     }
-    let (applied, poison) = loop {
+    let (mut applied, poison) = loop {
         match apply_isolating(&shared.store, &results).await {
             Ok(done) => break done,
             Err(e) => {
@@ -75,7 +75,6 @@ async fn process(
     };
     // A result that cannot be applied fails its own step with the reason and goes to the dead
     // letters; the rest of the batch was applied without it.
-    let mut applied = applied;
     let mut dead = Vec::new();
     for (i, error) in poison.into_iter().rev() {
         metrics::counter!(m::RESULTS_POISON.name).increment(1);
@@ -146,22 +145,14 @@ fn unstorable(r: &StepResult, error: &store::Error) -> StepResult {
         _ => None,
     };
     StepResult {
-        outcome: Outcome::Failure {
-            error: StepError::new(
-                "unstorable_result",
-                format!(
-                    "the orchestrator could not apply this step's result (database error {}); \
-                     the result message was dead-lettered",
-                    code.as_deref().unwrap_or("unknown")
-                ),
+        outcome: Outcome::permanent(
+            "unstorable_result",
+            format!(
+                "the orchestrator could not apply this step's result (database error {}); \
+                 the result message was dead-lettered",
+                code.as_deref().unwrap_or("unknown")
             ),
-            retryable: false,
-        },
-        started_at: r.started_at,
-        finished_at: r.finished_at,
-        worker: r.worker.clone(),
-        task_id: r.task_id,
-        step_id: r.step_id,
-        attempt: r.attempt,
+        ),
+        ..r.clone()
     }
 }

@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use tasker_shared::plan::Plan;
 use tasker_shared::template::Loaded;
-use tasker_shared::{Outcome, StepError, StepMessage, StepResult, TaskState, TaskTemplate};
+use tasker_shared::{StepMessage, StepResult, TaskState, TaskTemplate};
 
 use crate::effects::{Effects, ResultCounts};
 
@@ -399,26 +399,21 @@ impl Store {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        let now = Utc::now();
         Ok(rows
             .into_iter()
             .map(|row| StepResult {
-                task_id: row.task_id,
-                step_id: row.id,
-                attempt: row.attempt as u32,
-                outcome: Outcome::Failure {
-                    error: StepError::new(
-                        "queue_timeout",
-                        format!(
-                            "no worker started the step within its queue timeout ({} ms)",
-                            row.queue_timeout_ms
-                        ),
-                    ),
-                    retryable: false,
-                },
                 started_at: row.dispatched_at,
-                finished_at: now,
-                worker: "sweeper".into(),
+                ..StepResult::permanent_failure(
+                    row.task_id,
+                    row.id,
+                    row.attempt as u32,
+                    "queue_timeout",
+                    format!(
+                        "no worker started the step within its queue timeout ({} ms)",
+                        row.queue_timeout_ms
+                    ),
+                    "sweeper",
+                )
             })
             .collect())
     }

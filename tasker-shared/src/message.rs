@@ -56,6 +56,40 @@ pub enum Outcome {
     Failure { error: StepError, retryable: bool },
 }
 
+impl Outcome {
+    /// A failure that is not retried.
+    pub fn permanent(kind: impl Into<String>, message: impl Into<String>) -> Self {
+        Outcome::Failure {
+            error: StepError::new(kind, message),
+            retryable: false,
+        }
+    }
+}
+
+impl StepResult {
+    /// A permanent failure that Tasker records for an attempt itself, now — no handler's result
+    /// (a step too large to send, or never started in time).
+    pub fn permanent_failure(
+        task_id: Uuid,
+        step_id: Uuid,
+        attempt: u32,
+        kind: &str,
+        message: String,
+        worker: &str,
+    ) -> Self {
+        let now = Utc::now();
+        StepResult {
+            task_id,
+            step_id,
+            attempt,
+            outcome: Outcome::permanent(kind, message),
+            started_at: now,
+            finished_at: now,
+            worker: worker.to_owned(),
+        }
+    }
+}
+
 /// A handler failure as stored with the step: the error's class (or kind), message and backtrace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepError {

@@ -135,13 +135,10 @@ async fn run_one(registry: &Registry, message: &StepMessage) -> Outcome {
 /// The outcome for a step whose handler no host knows: permanent, so the task fails with a
 /// clear error instead of retrying a step that can never run here.
 pub fn unknown_handler(name: &str) -> Outcome {
-    Outcome::Failure {
-        error: StepError::new(
-            "unknown_handler",
-            format!("no handler named {name:?} is registered in this worker"),
-        ),
-        retryable: false,
-    }
+    Outcome::permanent(
+        "unknown_handler",
+        format!("no handler named {name:?} is registered in this worker"),
+    )
 }
 
 /// The outcome for an attempt that outlived its timeout (retryable).

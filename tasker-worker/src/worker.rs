@@ -286,12 +286,11 @@ fn run_deadline(message: &StepMessage) -> Duration {
 fn queue_timed_out(message: &StepMessage, now: chrono::DateTime<Utc>) -> Option<Outcome> {
     let limit = message.queue_timeout_ms?;
     let waited = (now - message.dispatched_at).num_milliseconds().max(0) as u64;
-    (waited > limit).then(|| Outcome::Failure {
-        error: tasker_shared::StepError::new(
+    (waited > limit).then(|| {
+        Outcome::permanent(
             "queue_timeout",
             format!("no worker started the step within its queue timeout ({limit} ms; it waited {waited} ms)"),
-        ),
-        retryable: false,
+        )
     })
 }
 
@@ -302,13 +301,7 @@ fn storable(outcome: Outcome) -> Outcome {
         && let Err(problem) =
             tasker_shared::json_check::check(result, tasker_shared::json_check::MAX_DEPTH)
     {
-        return Outcome::Failure {
-            error: tasker_shared::StepError::new(
-                "invalid_result",
-                format!("the handler's result {problem}"),
-            ),
-            retryable: false,
-        };
+        return Outcome::permanent("invalid_result", format!("the handler's result {problem}"));
     }
     outcome
 }
