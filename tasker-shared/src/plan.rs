@@ -16,6 +16,8 @@ pub struct Plan {
     pub steps: Vec<usize>,
     /// `(parent, child)` edges between created steps.
     pub edges: Vec<(usize, usize)>,
+    /// Parents of each step, by template index (counted once from `edges`).
+    parent_counts: Vec<usize>,
 }
 
 impl Plan {
@@ -33,14 +35,19 @@ impl Plan {
             let p = if is_worker(p) { dag.parents(p)[0] } else { p };
             edges.insert((p, c));
         }
+        let mut parent_counts = vec![0; t.steps.len()];
+        for &(_, c) in &edges {
+            parent_counts[c] += 1;
+        }
         Plan {
             steps,
             edges: edges.into_iter().collect(),
+            parent_counts,
         }
     }
 
     pub fn parent_count(&self, step: usize) -> usize {
-        self.edges.iter().filter(|(_, c)| *c == step).count()
+        self.parent_counts[step]
     }
 
     /// For a batchable step: how to instantiate its batch worker.
