@@ -100,6 +100,10 @@ impl Stack {
             .env("DATABASE_URL", &cfg.database_url)
             .env("AMQP_URL", &cfg.amqp_url)
             .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
+            .env(
+                "TASKER_WORKER__ORCHESTRATOR_URL",
+                self.orchestrators[0].url(),
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .kill_on_drop(true)

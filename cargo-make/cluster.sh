@@ -345,6 +345,8 @@ cmd_start() {
 
   say "starting the instances"
   STARTED=()
+  # Workers register their templates with the first orchestrator when they start.
+  export TASKER_WORKER__ORCHESTRATOR_URL="http://127.0.0.1:${ORCH_PORTS[0]}"
   for port in "${ORCH_PORTS[@]}"; do
     start_instance orchestrator "$port" \
       "$BIN_DIR/tasker-orchestrator" --bind "127.0.0.1:$port" --templates "$TEMPLATES"

@@ -115,9 +115,11 @@ wait_healthy() {
 
 say "starting orchestrator and Rust worker"
 t0=$SECONDS
-start_bg orchestrator "$BIN_DIR/tasker-orchestrator" --bind "$ORCH_BIND" --templates tests/fixtures/task_templates
-start_bg worker-rust "$BIN_DIR/tasker-worker-rust" --templates tests/fixtures/task_templates/rust --health-port "$WORKER_HEALTH_PORT"
+# The orchestrator starts with no templates: each worker registers its own when it starts.
+export TASKER_WORKER__ORCHESTRATOR_URL="$ORCH_URL"
+start_bg orchestrator "$BIN_DIR/tasker-orchestrator" --bind "$ORCH_BIND"
 wait_healthy orchestrator "$ORCH_URL/health"
+start_bg worker-rust "$BIN_DIR/tasker-worker-rust" --templates tests/fixtures/task_templates/rust --health-port "$WORKER_HEALTH_PORT"
 wait_healthy worker-rust "$WORKER_HEALTH_URL"
 echo "both ready in $((SECONDS - t0))s"
 

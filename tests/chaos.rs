@@ -120,7 +120,10 @@ impl Cluster {
     async fn add_worker(&mut self, language: &'static str) -> anyhow::Result<()> {
         self.next_worker += 1;
         let name = format!("{language}-{}", self.next_worker);
-        let w = start_worker(&self.env, language, &name).await?;
+        // Registration goes to the first orchestrator; while it is down the worker starts
+        // anyway and retries (its templates are registered already).
+        let orchestrator = format!("http://127.0.0.1:{}", self.orchestrators[0].port);
+        let w = start_worker(&self.env, language, &name, &orchestrator).await?;
         self.workers.push((language, w));
         Ok(())
     }

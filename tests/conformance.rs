@@ -14,9 +14,16 @@ use common::{scenarios, start_worker};
 
 async fn conformance(language: &str) -> anyhow::Result<()> {
     let mut env = TestEnv::new().await?;
-    env.config.orchestrator.templates = vec![tasker::templates(language)];
+    // The orchestrator starts with no templates: the worker registers its own when it starts.
+    env.config.orchestrator.templates = Vec::new();
     let orchestrator = env.orchestrator().await?;
-    let mut worker = start_worker(&env, language, &format!("{language}-worker")).await?;
+    let mut worker = start_worker(
+        &env,
+        language,
+        &format!("{language}-worker"),
+        &orchestrator.url(),
+    )
+    .await?;
     let namespace = format!("{language}_examples");
     let mut runs = Vec::new();
     for s in scenarios()? {
@@ -125,7 +132,15 @@ async fn each_worker_runs_only_its_own_namespace() -> anyhow::Result<()> {
     let orchestrator = env.orchestrator().await?;
     let mut workers = Vec::new();
     for language in LANGUAGES {
-        workers.push(start_worker(&env, language, &format!("{language}-worker")).await?);
+        workers.push(
+            start_worker(
+                &env,
+                language,
+                &format!("{language}-worker"),
+                &orchestrator.url(),
+            )
+            .await?,
+        );
     }
     let mut runs = Vec::new();
     for language in LANGUAGES {

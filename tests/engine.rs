@@ -43,7 +43,12 @@ struct Engine {
 
 impl Engine {
     async fn create(&self, loaded: &Loaded) -> anyhow::Result<Uuid> {
-        let template_id = self.store.register_template(&loaded.template).await?;
+        let template_id = self
+            .store
+            .register_template(&loaded.template, "test")
+            .await?
+            .view()
+            .id;
         let created = self
             .store
             .create_task(NewTask {

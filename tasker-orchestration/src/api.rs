@@ -8,11 +8,14 @@
 //! | GET | /v1/tasks/{id}/steps | its steps with results, errors and timings |
 //! | GET | /v1/tasks/{id}/history | its transition history |
 //! | POST | /v1/tasks/{id}/cancel | cancel it |
-//! | GET | /v1/templates | registered templates |
+//! | POST | /v1/templates | register a template version (YAML or JSON body) |
+//! | GET | /v1/templates | registered versions (`namespace`, `name`) |
+//! | GET | /v1/templates/{namespace}/{name} | one version (`version`; default the newest) |
 //! | GET | /health, /ready, /metrics | liveness, readiness, Prometheus |
 
 mod error;
 mod extract;
+mod templates;
 
 use std::time::Duration;
 
@@ -47,7 +50,11 @@ pub fn router(shared: Shared) -> Router {
         .route("/v1/tasks/{id}/steps", get(task_steps))
         .route("/v1/tasks/{id}/history", get(task_history))
         .route("/v1/tasks/{id}/cancel", post(cancel_task))
-        .route("/v1/templates", get(list_templates))
+        .route(
+            "/v1/templates",
+            post(templates::register).get(templates::list),
+        )
+        .route("/v1/templates/{namespace}/{name}", get(templates::show))
         .route("/health", get(health))
         .route("/ready", get(ready))
         .route("/metrics", get(metrics))
@@ -76,11 +83,9 @@ struct CreateTask {
     idempotency_key: Option<String>,
 }
 
-async fn create_task(
-    State(shared): State<Shared>,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, Error> {
-    let body = body.map_err(|e| {
+/// The request body, or the API's error for one that is too large or unreadable.
+fn request_body(shared: &Shared, body: Result<Bytes, BytesRejection>) -> Result<Bytes, Error> {
+    body.map_err(|e| {
         let status = e.status();
         if status == StatusCode::PAYLOAD_TOO_LARGE {
             Error::new(
@@ -94,7 +99,36 @@ async fn create_task(
         } else {
             Error::new(status, "bad_body", e.body_text())
         }
-    })?;
+    })
+}
+
+/// A query-string filter matched against stored text: bounded, no control characters (NUL
+/// cannot even be sent to PostgreSQL).
+fn check_filter(field: &str, value: Option<&str>) -> Result<(), Error> {
+    match value {
+        Some(v) if v.len() > 128 || v.chars().any(char::is_control) => Err(Error::bad_request(
+            "invalid_query",
+            format!("`{field}` must be at most 128 characters, none of them control characters"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn unknown_template(namespace: &str, name: &str, version: Option<&str>) -> Error {
+    Error::not_found(
+        "unknown_template",
+        format!(
+            "no template {namespace}/{name}{}",
+            version.map(|v| format!("@{v}")).unwrap_or_default()
+        ),
+    )
+}
+
+async fn create_task(
+    State(shared): State<Shared>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, Error> {
+    let body = request_body(&shared, body)?;
     let req: CreateTask = serde_json::from_slice(&body)
         .map_err(|e| Error::bad_request("invalid_json", format!("invalid request body: {e}")))?;
     let context = req.context.unwrap_or_else(|| json!({}));
@@ -122,20 +156,7 @@ async fn create_task(
         .catalog
         .get(&req.namespace, &req.name, req.version.as_deref())
         .await?
-        .ok_or_else(|| {
-            Error::not_found(
-                "unknown_template",
-                format!(
-                    "no template {}/{}{}",
-                    req.namespace,
-                    req.name,
-                    req.version
-                        .as_deref()
-                        .map(|v| format!("@{v}"))
-                        .unwrap_or_default()
-                ),
-            )
-        })?;
+        .ok_or_else(|| unknown_template(&req.namespace, &req.name, req.version.as_deref()))?;
     if let Err(problems) = entry.loaded.check_context(&context) {
         return Err(Error::new(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -191,14 +212,7 @@ async fn list_tasks(
     State(shared): State<Shared>,
     Query(q): Query<ListQuery>,
 ) -> Result<Json<Value>, Error> {
-    if let Some(ns) = &q.namespace
-        && (ns.len() > 128 || ns.chars().any(char::is_control))
-    {
-        return Err(Error::bad_request(
-            "invalid_query",
-            "`namespace` must be at most 128 characters, none of them control characters",
-        ));
-    }
+    check_filter("namespace", q.namespace.as_deref())?;
     if let Some(state) = &q.state
         && tasker_shared::TaskState::parse(state).is_none()
     {
@@ -332,11 +346,6 @@ async fn cancel_task(
             format!("task {id} is already {state}"),
         )),
     }
-}
-
-async fn list_templates(State(shared): State<Shared>) -> Result<Json<Value>, Error> {
-    let templates = shared.store.template_views().await?;
-    Ok(Json(json!({ "templates": templates })))
 }
 
 async fn health() -> Json<Value> {

@@ -1,28 +1,57 @@
 //! The templates this orchestrator can create tasks from: registered in PostgreSQL (so every
 //! orchestrator sees the same set) and held compiled in memory.
+//!
+//! A version registered anywhere reaches every orchestrator at once: registration sends a
+//! `pg_notify` that [`Catalog::follow`] turns into a load of that one version. After the
+//! listener (re)connects, the whole registry is read again, so a notification missed while it
+//! was away loses nothing. A request for a template not in memory still asks the database
+//! once, for that template only (it may have been registered a moment ago on another
+//! orchestrator).
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
+use chrono::{DateTime, Utc};
+use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use tasker_shared::TaskTemplate;
-use tasker_shared::template::Loaded;
+use tasker_shared::template::{Loaded, is_identifier};
 
-use crate::store::{self, Store};
+use crate::events::{Event, Events};
+use crate::store::{self, Registration, Store, TemplateView};
 
-/// A registered, compiled template.
+/// A registered, compiled template version.
 #[derive(Debug)]
 pub struct Entry {
     pub id: Uuid,
     pub loaded: Loaded,
-    /// Registration order; the newest version wins when a request names none.
-    order: usize,
+    /// The newest registration wins when a request names no version.
+    pub registered_at: DateTime<Utc>,
 }
 
 type Key = (String, String, String);
 
-/// Registered templates, refreshed from the database on a miss.
+/// Why templates could not be registered.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Store(#[from] store::Error),
+    /// The version is registered with another definition; a version never changes.
+    #[error(
+        "{key} from {source_file} differs from the definition registered under that version \
+         (registered at {registered_at} by {registered_by}); a version is immutable: give the \
+         changed template a new version"
+    )]
+    Conflict {
+        key: String,
+        source_file: String,
+        registered_at: DateTime<Utc>,
+        registered_by: String,
+    },
+}
+
+/// Registered templates, kept in step with the registry.
 #[derive(Debug)]
 pub struct Catalog {
     store: Store,
@@ -30,57 +59,94 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// Registers `templates` and loads everything registered so far.
-    pub async fn load(store: Store, templates: &[Loaded]) -> Result<Catalog, store::Error> {
-        for t in templates {
-            store.register_template(&t.template).await.map_err(|e| {
-                store::Error::Corrupt(format!(
-                    "registering {} from {}: {e}",
-                    t.template.key(),
-                    t.source.display()
-                ))
-            })?;
-        }
+    /// Registers `templates` (an orchestrator's `--templates` folders) as `registered_by`, then
+    /// loads everything registered so far.
+    pub async fn load(
+        store: Store,
+        templates: &[Loaded],
+        registered_by: &str,
+    ) -> Result<Catalog, Error> {
         let catalog = Catalog {
             store,
             entries: RwLock::new(HashMap::new()),
         };
+        for t in templates {
+            if let Registration::Conflict(existing) =
+                catalog.register(t.clone(), registered_by).await?
+            {
+                return Err(Error::Conflict {
+                    key: t.template.key(),
+                    source_file: t.source.display().to_string(),
+                    registered_at: existing.registered_at,
+                    registered_by: existing.registered_by.unwrap_or_else(|| "unknown".into()),
+                });
+            }
+        }
         catalog.refresh().await?;
         Ok(catalog)
     }
 
-    /// Re-reads the registry (templates other orchestrators registered since).
-    pub async fn refresh(&self) -> Result<(), store::Error> {
+    /// Registers a validated template version; a new or identical version is usable at once.
+    pub async fn register(
+        &self,
+        loaded: Loaded,
+        registered_by: &str,
+    ) -> Result<Registration, store::Error> {
+        let registration = self
+            .store
+            .register_template(&loaded.template, registered_by)
+            .await?;
+        if let Registration::Created(v) | Registration::Unchanged(v) = &registration {
+            self.insert(Entry {
+                id: v.id,
+                loaded,
+                registered_at: v.registered_at,
+            });
+        }
+        Ok(registration)
+    }
+
+    /// Re-reads the whole registry. Returns the keys that were not in memory before.
+    pub async fn refresh(&self) -> Result<Vec<String>, store::Error> {
         let mut entries = HashMap::new();
-        for (order, (id, template)) in self.store.templates().await?.into_iter().enumerate() {
-            match template.clone().validate("<registry>") {
-                Ok(loaded) => {
-                    entries.insert(key(&template), Arc::new(Entry { id, loaded, order }));
-                }
-                Err(e) => {
-                    tracing::warn!(template = %template.key(), error = %e, "skipping invalid registered template")
-                }
+        for view in self.store.templates().await? {
+            if let Some(entry) = compile(view) {
+                entries.insert(key(&entry.loaded), Arc::new(entry));
             }
         }
-        *self.entries.write().unwrap_or_else(|p| p.into_inner()) = entries;
-        Ok(())
+        let mut current = self.entries.write().unwrap_or_else(|p| p.into_inner());
+        let new = entries
+            .iter()
+            .filter(|(k, _)| !current.contains_key(*k))
+            .map(|(_, e)| e.loaded.template.key())
+            .collect();
+        *current = entries;
+        Ok(new)
     }
 
     /// The template `namespace/name@version`, or the newest version when `version` is `None`.
+    /// Not in memory: asks the database for that one template.
     pub async fn get(
         &self,
         namespace: &str,
         name: &str,
         version: Option<&str>,
     ) -> Result<Option<Arc<Entry>>, store::Error> {
-        if let Some(e) = self.lookup(namespace, name, version) {
+        if let Some(e) = self.cached(namespace, name, version) {
             return Ok(Some(e));
         }
-        self.refresh().await?;
-        Ok(self.lookup(namespace, name, version))
+        let identifiers = [Some(namespace), Some(name), version];
+        if !identifiers.into_iter().flatten().all(is_identifier) {
+            return Ok(None);
+        }
+        let Some(view) = self.store.template(namespace, name, version).await? else {
+            return Ok(None);
+        };
+        Ok(compile(view).map(|e| self.insert(e)))
     }
 
-    fn lookup(&self, namespace: &str, name: &str, version: Option<&str>) -> Option<Arc<Entry>> {
+    /// The template as held in memory, without asking the database.
+    pub fn cached(&self, namespace: &str, name: &str, version: Option<&str>) -> Option<Arc<Entry>> {
         let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
         match version {
             Some(v) => entries
@@ -89,7 +155,7 @@ impl Catalog {
             None => entries
                 .iter()
                 .filter(|((ns, n, _), _)| ns == namespace && n == name)
-                .max_by_key(|(_, e)| e.order)
+                .max_by_key(|(_, e)| (e.registered_at, e.id))
                 .map(|(_, e)| e.clone()),
         }
     }
@@ -102,8 +168,97 @@ impl Catalog {
         ns.dedup();
         ns
     }
+
+    /// Loads versions as their registrations are announced, until cancelled; emits
+    /// [`Event::TemplateLoaded`] for each version that is new here. Subscribes before it
+    /// returns, so nothing announced after this call is missed.
+    pub fn follow(
+        self: Arc<Self>,
+        events: Events,
+        cancel: CancellationToken,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let mut rx = events.subscribe();
+        async move {
+            loop {
+                let event = tokio::select! {
+                    () = cancel.cancelled() => return,
+                    e = rx.recv() => e,
+                };
+                let loaded = match event {
+                    Ok(Event::TemplateRegistered { id }) => self.load_one(id).await,
+                    // Notifications may have been missed: while disconnected, or by lagging.
+                    Ok(Event::ListenerConnected) | Err(RecvError::Lagged(_)) => {
+                        self.refresh().await
+                    }
+                    Ok(_) => continue,
+                    Err(RecvError::Closed) => return,
+                };
+                match loaded {
+                    Ok(keys) => {
+                        for key in keys {
+                            tracing::info!(template = %key, "template registered");
+                            events.emit(Event::TemplateLoaded { key });
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "loading registered templates"),
+                }
+            }
+        }
+    }
+
+    /// Loads one version by id; returns its key if it was not in memory.
+    async fn load_one(&self, id: Uuid) -> Result<Vec<String>, store::Error> {
+        let Some(entry) = self.store.template_by_id(id).await?.and_then(compile) else {
+            return Ok(Vec::new());
+        };
+        let new = !self
+            .entries
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(&key(&entry.loaded));
+        let entry = self.insert(entry);
+        Ok(if new {
+            vec![entry.loaded.template.key()]
+        } else {
+            Vec::new()
+        })
+    }
+
+    fn insert(&self, entry: Entry) -> Arc<Entry> {
+        let entry = Arc::new(entry);
+        self.entries
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key(&entry.loaded), entry.clone());
+        entry
+    }
 }
 
-fn key(t: &TaskTemplate) -> Key {
+/// Compiles a stored version; one that no longer validates (stored by an older release with
+/// looser rules) is skipped with a warning rather than failing everything else.
+fn compile(view: TemplateView) -> Option<Entry> {
+    let loaded = view
+        .template()
+        .map_err(|e| e.to_string())
+        .and_then(|t| t.validate("<registry>").map_err(|e| e.to_string()));
+    match loaded {
+        Ok(loaded) => Some(Entry {
+            id: view.id,
+            loaded,
+            registered_at: view.registered_at,
+        }),
+        Err(e) => {
+            tracing::warn!(
+                template = %format!("{}/{}@{}", view.namespace, view.name, view.version),
+                error = %e,
+                "skipping invalid registered template"
+            );
+            None
+        }
+    }
+}
+
+fn key(loaded: &Loaded) -> Key {
+    let t = &loaded.template;
     (t.namespace.clone(), t.name.clone(), t.version.clone())
 }

@@ -1,5 +1,6 @@
-//! Events of this orchestrator, for API waiters and tests: tasks that finished (here or on
-//! another orchestrator, through PostgreSQL `LISTEN`) and results that were applied or ignored.
+//! Events of this orchestrator, for API waiters, the template catalog and tests: tasks that
+//! finished and template versions registered (here or on another orchestrator, through
+//! PostgreSQL `LISTEN`), and results that were applied or ignored.
 
 use sqlx::postgres::PgListener;
 use tokio::sync::broadcast;
@@ -9,7 +10,7 @@ use uuid::Uuid;
 use tasker_broker::{Supervisor, supervisor};
 use tasker_shared::TaskState;
 
-use crate::store::TASK_FINISHED_CHANNEL;
+use crate::store::{TASK_FINISHED_CHANNEL, TEMPLATE_REGISTERED_CHANNEL};
 
 /// Something that happened.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,6 +26,16 @@ pub enum Event {
     },
     /// The sweeper finished a round (timeouts, re-publishing, due retries).
     Swept,
+    /// A template version was registered (by any orchestrator).
+    TemplateRegistered {
+        id: Uuid,
+    },
+    /// The catalog loaded a version it did not hold: `namespace/name@version`.
+    TemplateLoaded {
+        key: String,
+    },
+    /// The notification listener (re)connected: what it announces may have been missed before.
+    ListenerConnected,
 }
 
 /// Cheap cloneable broadcast hub.
@@ -51,10 +62,10 @@ impl Events {
         self.tx.subscribe()
     }
 
-    /// Relays `pg_notify` task completions from every orchestrator until cancelled,
-    /// reconnecting after a lost connection.
+    /// Relays `pg_notify` task completions and template registrations from every orchestrator
+    /// until cancelled, reconnecting after a lost connection.
     pub async fn listen(self, database_url: String, cancel: CancellationToken) {
-        Supervisor::new("completion listener", supervisor::Options::default())
+        Supervisor::new("notification listener", supervisor::Options::default())
             .run(&cancel, || async {
                 tokio::select! {
                     () = cancel.cancelled() => Ok(()),
@@ -66,9 +77,18 @@ impl Events {
 
     async fn listen_once(&self, database_url: &str) -> Result<(), sqlx::Error> {
         let mut listener = PgListener::connect(database_url).await?;
-        listener.listen(TASK_FINISHED_CHANNEL).await?;
+        listener
+            .listen_all([TASK_FINISHED_CHANNEL, TEMPLATE_REGISTERED_CHANNEL])
+            .await?;
+        self.emit(Event::ListenerConnected);
         loop {
             let n = listener.recv().await?;
+            if n.channel() == TEMPLATE_REGISTERED_CHANNEL {
+                if let Ok(id) = n.payload().parse() {
+                    self.emit(Event::TemplateRegistered { id });
+                }
+                continue;
+            }
             let Some((id, state)) = n.payload().split_once(':') else {
                 continue;
             };

@@ -2,7 +2,8 @@
 //! processing of results. Orchestrators are stateless and interchangeable: any number can run
 //! against one database and one broker.
 //!
-//! [`Orchestrator::start`] connects and registers templates; [`Orchestrator::run`] serves until
+//! [`Orchestrator::start`] connects and registers the templates of its `--templates` folders
+//! (optional: workers and users register theirs through the API); [`Orchestrator::run`] serves until
 //! cancelled. Every durable operation returns an [`effects::Effects`] that
 //! [`effects::execute`] carries out after the commit.
 
@@ -33,6 +34,8 @@ pub enum Error {
     Template(#[from] tasker_shared::template::Error),
     #[error(transparent)]
     Store(#[from] store::Error),
+    #[error("registering templates: {0}")]
+    Catalog(#[from] catalog::Error),
     #[error("serving HTTP: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -54,7 +57,8 @@ impl Orchestrator {
         }
         let store =
             Store::connect(&config.database_url, config.orchestrator.db_max_connections).await?;
-        let catalog = Catalog::load(store.clone(), &loaded).await?;
+        let registered_by = format!("orchestrator:{}", tasker_shared::config::process_name());
+        let catalog = Catalog::load(store.clone(), &loaded, &registered_by).await?;
         tracing::info!(
             templates = loaded.len(),
             namespaces = ?catalog.namespaces(),
@@ -74,6 +78,12 @@ impl Orchestrator {
     pub async fn run(self, listener: TcpListener, cancel: CancellationToken) -> Result<(), Error> {
         let shared = self.shared;
         let mut tasks = tokio::task::JoinSet::new();
+        tasks.spawn(
+            shared
+                .catalog
+                .clone()
+                .follow(shared.events.clone(), cancel.clone()),
+        );
         tasks.spawn(
             shared
                 .events

@@ -17,14 +17,16 @@ use uuid::Uuid;
 
 use tasker_shared::plan::Plan;
 use tasker_shared::template::Loaded;
-use tasker_shared::{StepMessage, StepResult, TaskState, TaskTemplate};
+use tasker_shared::{StepMessage, StepResult, TaskState};
 
 use crate::effects::{Effects, ResultCounts};
 
 mod functions;
 mod read;
+mod templates;
 
-pub use read::{StepView, TaskFilter, TaskView, TemplateView};
+pub use read::{StepView, TaskFilter, TaskView};
+pub use templates::{Registration, TEMPLATE_REGISTERED_CHANNEL, TemplateFilter, TemplateView};
 
 /// Channel of the `pg_notify` sent when a task reaches a terminal state; the payload is
 /// `<task id>:<state>`.
@@ -159,12 +161,6 @@ struct RetryRow {
 }
 
 #[derive(FromRow)]
-struct TemplateRow {
-    id: Uuid,
-    definition: sqlx::types::Json<TaskTemplate>,
-}
-
-#[derive(FromRow)]
 struct OverdueRow {
     id: Uuid,
     task_id: Uuid,
@@ -217,34 +213,6 @@ impl Store {
 
     pub fn pool(&self) -> &PgPool {
         &self.pool
-    }
-
-    /// Registers (or refreshes) a template; returns its id.
-    pub async fn register_template(&self, template: &TaskTemplate) -> Result<Uuid> {
-        Ok(sqlx::query_scalar(
-            "INSERT INTO task_templates (id, namespace, name, version, description, definition)
-             VALUES ($1, $2, $3, $4, $5, $6)
-             ON CONFLICT (namespace, name, version)
-             DO UPDATE SET description = EXCLUDED.description, definition = EXCLUDED.definition
-             RETURNING id",
-        )
-        .bind(Uuid::now_v7())
-        .bind(&template.namespace)
-        .bind(&template.name)
-        .bind(&template.version)
-        .bind(&template.description)
-        .bind(sqlx::types::Json(template))
-        .fetch_one(&self.pool)
-        .await?)
-    }
-
-    /// Every registered template, oldest registration first.
-    pub async fn templates(&self) -> Result<Vec<(Uuid, TaskTemplate)>> {
-        let rows: Vec<TemplateRow> =
-            sqlx::query_as("SELECT id, definition FROM task_templates ORDER BY registered_at")
-                .fetch_all(&self.pool)
-                .await?;
-        Ok(rows.into_iter().map(|r| (r.id, r.definition.0)).collect())
     }
 
     /// Creates a task, its steps and edges in one statement (`tasker_create_task`). Root steps

@@ -68,6 +68,10 @@ pub struct WorkerConfig {
     pub prefetch: u16,
     /// Name reported with results; defaults to `<host>-<pid>`.
     pub name: Option<String>,
+    /// The orchestrator API the worker registers its templates with when it starts.
+    pub orchestrator_url: String,
+    /// Register the templates at start-up (off: orchestrators' `--templates` must carry them).
+    pub register_templates: bool,
 }
 
 impl Default for Config {
@@ -109,8 +113,18 @@ impl Default for WorkerConfig {
             concurrency: 64,
             prefetch: 128,
             name: None,
+            orchestrator_url: "http://127.0.0.1:8080".into(),
+            register_templates: true,
         }
     }
+}
+
+/// `<host>-<pid>`: how a process names itself in results and registrations unless configured.
+pub fn process_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "localhost".into());
+    format!("{host}-{}", std::process::id())
 }
 
 /// A configuration that failed to load or validate.
@@ -198,6 +212,14 @@ impl Config {
         }
         if self.worker.concurrency == 0 {
             return invalid("worker.concurrency", "must be at least 1");
+        }
+        if !self.worker.orchestrator_url.starts_with("http://")
+            && !self.worker.orchestrator_url.starts_with("https://")
+        {
+            return invalid(
+                "worker.orchestrator_url",
+                "must start with http:// or https://",
+            );
         }
         if self.worker.prefetch == 0 || self.orchestrator.result_prefetch == 0 {
             return invalid("worker.prefetch", "prefetch values must be at least 1");

@@ -92,6 +92,24 @@ impl Dag {
         (0..self.len()).flat_map(move |c| self.parents[c].iter().map(move |&p| (p, c)))
     }
 
+    /// Each step's depth: 0 for a root, else one more than its deepest parent. Steps of one
+    /// depth can run at the same time; `tasker templates show` draws the graph by depth.
+    pub fn depths(&self) -> Vec<usize> {
+        let mut depth = vec![0; self.len()];
+        let mut waiting: Vec<usize> = self.parents.iter().map(Vec::len).collect();
+        let mut ready: Vec<usize> = self.roots().collect();
+        while let Some(i) = ready.pop() {
+            for &c in &self.children[i] {
+                depth[c] = depth[c].max(depth[i] + 1);
+                waiting[c] -= 1;
+                if waiting[c] == 0 {
+                    ready.push(c);
+                }
+            }
+        }
+        depth
+    }
+
     /// A cycle through the dependency edges, if there is one, named child → parent order reversed
     /// so it reads in execution order: `a -> b -> a` means b depends on a and a depends on b.
     fn find_cycle(&self) -> Option<Vec<String>> {
@@ -153,6 +171,21 @@ mod tests {
         assert_eq!(dag.edges().count(), 4);
         assert_eq!(dag.parents(3), &[1, 2]);
         assert_eq!(dag.children(0), &[1, 2]);
+    }
+
+    #[test]
+    fn depth_is_the_longest_path_from_a_root() {
+        // e depends on a directly and on d, which is three steps down.
+        let dag = build(&[
+            ("a", &[]),
+            ("b", &["a"]),
+            ("c", &["b"]),
+            ("d", &["c", "a"]),
+            ("e", &["a", "d"]),
+            ("lone", &[]),
+        ])
+        .unwrap();
+        assert_eq!(dag.depths(), vec![0, 1, 2, 3, 4, 0]);
     }
 
     #[test]

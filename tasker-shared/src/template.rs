@@ -485,6 +485,12 @@ impl Loaded {
     }
 }
 
+/// Whether `value` can be a namespace, name or version: 1 to 128 ASCII letters, digits, `_`,
+/// `-` and `.`. Anything else names no template, so callers need not look it up.
+pub fn is_identifier(value: &str) -> bool {
+    check_identifier("", value).is_ok()
+}
+
 fn check_identifier(field: &str, value: &str) -> Result<(), ErrorKind> {
     let invalid = |problem: &str| {
         Err(ErrorKind::InvalidField {

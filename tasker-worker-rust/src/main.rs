@@ -26,6 +26,9 @@ struct Args {
     /// Steps run at the same time.
     #[arg(long)]
     concurrency: Option<usize>,
+    /// Orchestrator API the templates are registered with at start-up.
+    #[arg(long)]
+    orchestrator_url: Option<String>,
 }
 
 #[tokio::main]
@@ -37,6 +40,7 @@ async fn main() -> anyhow::Result<()> {
         templates: args.templates,
         health_port: args.health_port,
         concurrency: args.concurrency,
+        orchestrator_url: args.orchestrator_url,
     })?;
     let registry = tasker_worker_rust::registry();
     for t in &setup.templates {
@@ -52,6 +56,7 @@ async fn main() -> anyhow::Result<()> {
     let worker = Worker::new(setup.options.clone(), host);
     let namespaces = setup.namespaces.clone();
     let cancel = CancellationToken::new();
+    tasker_worker::register_templates(&setup, "rust", &cancel).await?;
     let addr = tasker_worker::health::serve(
         config.worker.health_port,
         worker.stats(),

@@ -31,6 +31,8 @@ pub struct EmbeddedOptions {
 pub enum Error {
     #[error(transparent)]
     Setup(#[from] crate::setup::Error),
+    #[error(transparent)]
+    Refused(#[from] crate::registration::Refused),
     #[error("starting the worker runtime: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -50,25 +52,32 @@ pub struct EmbeddedWorker {
 impl EmbeddedWorker {
     /// Loads configuration and templates, connects in the background and serves `/health`.
     pub fn start(options: EmbeddedOptions) -> Result<EmbeddedWorker, Error> {
-        let Setup {
-            config,
-            namespaces,
-            options: worker_options,
-            ..
-        } = Setup::load(&Overrides {
+        let setup = Setup::load(&Overrides {
             config_file: options.config_file.clone(),
             templates: Some(options.templates.clone()),
             health_port: options.health_port,
             concurrency: options.concurrency,
+            ..Overrides::default()
         })?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("tasker-worker-core")
             .enable_all()
             .build()?;
+        let cancel = CancellationToken::new();
+        runtime.block_on(crate::registration::register_templates(
+            &setup,
+            options.language,
+            &cancel,
+        ))?;
+        let Setup {
+            config,
+            namespaces,
+            options: worker_options,
+            ..
+        } = setup;
         let host = Arc::new(BatchHost::new());
         let worker = Worker::new(worker_options, host.clone());
-        let cancel = CancellationToken::new();
         let health = runtime.block_on(crate::health::serve(
             config.worker.health_port,
             worker.stats(),

@@ -8,6 +8,7 @@ pub mod embedded;
 pub mod handler;
 pub mod health;
 pub mod host;
+pub mod registration;
 pub mod setup;
 pub mod worker;
 
@@ -15,6 +16,7 @@ pub use batch_host::{BatchHost, JobView, OutcomeView};
 pub use embedded::{EmbeddedOptions, EmbeddedWorker};
 pub use handler::{Handler, HandlerError, Registry, StepContext};
 pub use host::{Completion, CompletionSink, HandlerHost, Job, Report, RustHost};
+pub use registration::register_templates;
 pub use setup::{Overrides, Setup};
 pub use tasker_shared::logging::init as init_logging;
 pub use worker::{Stats, Worker, WorkerOptions};

@@ -25,6 +25,9 @@ pub struct Overrides {
     pub health_port: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<usize>,
+    /// The orchestrator API the templates are registered with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub orchestrator_url: Option<String>,
 }
 
 /// Why a worker could not be set up.

@@ -41,12 +41,11 @@ pub struct WorkerOptions {
 impl WorkerOptions {
     /// Options from configuration, for the given namespaces.
     pub fn from_config(config: &Config, namespaces: Vec<String>) -> Self {
-        let name = config.worker.name.clone().unwrap_or_else(|| {
-            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .map(|h| h.trim().to_owned())
-                .unwrap_or_else(|_| "worker".into());
-            format!("{host}-{}", std::process::id())
-        });
+        let name = config
+            .worker
+            .name
+            .clone()
+            .unwrap_or_else(tasker_shared::config::process_name);
         Self {
             amqp_url: config.amqp_url.clone(),
             queue_prefix: config.queue_prefix.clone(),

@@ -77,15 +77,18 @@ pub struct WorkerProcess {
     pub health: String,
 }
 
-/// Starts a worker reporting itself as `name` and waits for its ready line.
+/// Starts a worker reporting itself as `name`, registering its templates with the
+/// orchestrator at `orchestrator` (a base URL), and waits for its ready line.
 pub async fn start_worker(
     env: &TestEnv,
     language: &str,
     name: &str,
+    orchestrator: &str,
 ) -> anyhow::Result<WorkerProcess> {
     let cfg = &env.config;
     let mut child = worker_command(language)?
         .env("TASKER_WORKER__NAME", name)
+        .env("TASKER_WORKER__ORCHESTRATOR_URL", orchestrator)
         .env("DATABASE_URL", &cfg.database_url)
         .env("AMQP_URL", &cfg.amqp_url)
         .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)

@@ -87,10 +87,16 @@ impl TestEnv {
 
     /// Starts an in-process Rust worker for the fixture namespaces.
     pub fn rust_worker(&self) -> RunningWorker {
+        self.rust_worker_for(&["rust_examples"])
+    }
+
+    /// Starts an in-process worker running the Rust fixture handlers for `namespaces`.
+    pub fn rust_worker_for(&self, namespaces: &[&str]) -> RunningWorker {
         let registry = tasker_worker_rust::registry();
         let host = Arc::new(RustHost::new(registry, self.config.worker.concurrency));
+        let namespaces = namespaces.iter().map(|n| (*n).to_owned()).collect();
         RunningWorker::start(Worker::new(
-            WorkerOptions::from_config(&self.config, vec!["rust_examples".into()]),
+            WorkerOptions::from_config(&self.config, namespaces),
             host,
         ))
     }
@@ -109,11 +115,22 @@ impl TestEnv {
             tasker_broker::topology::results_queue(p),
             tasker_broker::topology::dead_letter_queue(p),
         ];
-        for language in ["rust", "ruby", "python", "typescript"] {
-            queues.push(tasker_broker::topology::steps_queue(
-                p,
-                &format!("{language}_examples"),
-            ));
+        let mut namespaces: Vec<String> = ["rust", "ruby", "python", "typescript"]
+            .iter()
+            .map(|l| format!("{l}_examples"))
+            .collect();
+        // And every namespace the test registered (none if it never migrated the database).
+        if let Ok(mut db) = sqlx::PgConnection::connect(&self.config.database_url).await {
+            let registered: Vec<(String,)> =
+                sqlx::query_as("SELECT DISTINCT namespace FROM task_templates")
+                    .fetch_all(&mut db)
+                    .await
+                    .unwrap_or_default();
+            namespaces.extend(registered.into_iter().map(|(n,)| n));
+            let _ = db.close().await;
+        }
+        for namespace in namespaces {
+            queues.push(tasker_broker::topology::steps_queue(p, &namespace));
         }
         for q in queues {
             let _ = channel

@@ -1,4 +1,4 @@
-//! Read models for the API: tasks, their steps with results and timings, and templates.
+//! Read models for the API: tasks, their steps with results and timings, and their history.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -47,18 +47,6 @@ pub struct StepView {
     pub finished_at: Option<DateTime<Utc>>,
     pub processed_at: Option<DateTime<Utc>>,
     pub next_attempt_at: Option<DateTime<Utc>>,
-}
-
-/// A registered template.
-#[derive(Debug, Clone, Serialize, FromRow)]
-pub struct TemplateView {
-    pub id: Uuid,
-    pub namespace: String,
-    pub name: String,
-    pub version: String,
-    pub description: Option<String>,
-    pub definition: Value,
-    pub registered_at: DateTime<Utc>,
 }
 
 /// Filter and page of `list_tasks`. Tasks come newest first; `before` is the last id of the
@@ -118,15 +106,6 @@ impl Store {
              FROM steps WHERE task_id = $1 ORDER BY id",
         )
         .bind(task_id)
-        .fetch_all(self.pool())
-        .await?)
-    }
-
-    pub async fn template_views(&self) -> Result<Vec<TemplateView>> {
-        Ok(sqlx::query_as(
-            "SELECT id, namespace, name, version, description, definition, registered_at
-             FROM task_templates ORDER BY namespace, name, version",
-        )
         .fetch_all(self.pool())
         .await?)
     }

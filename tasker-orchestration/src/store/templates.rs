@@ -1,0 +1,170 @@
+//! The template registry: every registered version of every template, immutable once stored.
+//! Registering announces the new version with `pg_notify` so every orchestrator loads it at once.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::FromRow;
+use uuid::Uuid;
+
+use tasker_shared::TaskTemplate;
+
+use super::{Result, Store};
+
+/// Channel of the `pg_notify` sent when a template version is registered; the payload is its id.
+pub const TEMPLATE_REGISTERED_CHANNEL: &str = "tasker_template_registered";
+
+/// A registered template version.
+#[derive(Debug, Clone, Serialize, FromRow)]
+pub struct TemplateView {
+    pub id: Uuid,
+    pub namespace: String,
+    pub name: String,
+    pub version: String,
+    pub description: Option<String>,
+    pub definition: Value,
+    pub registered_at: DateTime<Utc>,
+    /// The worker, user or orchestrator that registered it (`None` for versions registered
+    /// before this was recorded).
+    pub registered_by: Option<String>,
+}
+
+impl TemplateView {
+    /// The stored definition, parsed.
+    pub fn template(&self) -> std::result::Result<TaskTemplate, serde_json::Error> {
+        serde_json::from_value(self.definition.clone())
+    }
+}
+
+/// What registering a template version did.
+#[derive(Debug, Clone)]
+pub enum Registration {
+    /// A new version was stored.
+    Created(TemplateView),
+    /// This version was already registered with the same definition: nothing changed.
+    Unchanged(TemplateView),
+    /// This version is registered with a different definition; nothing changed.
+    Conflict(TemplateView),
+}
+
+impl Registration {
+    /// The stored version (the existing one for `Unchanged` and `Conflict`).
+    pub fn view(&self) -> &TemplateView {
+        match self {
+            Registration::Created(v) | Registration::Unchanged(v) | Registration::Conflict(v) => v,
+        }
+    }
+}
+
+const COLUMNS: &str =
+    "id, namespace, name, version, description, definition, registered_at, registered_by";
+
+/// Which versions [`Store::template_views`] lists.
+#[derive(Debug, Clone, Default)]
+pub struct TemplateFilter {
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+}
+
+impl Store {
+    /// Stores `template` as a new version, or confirms that the same definition is already
+    /// registered under its version. Definitions are compared parsed, so formatting, comments
+    /// and key order do not matter. Concurrent registrations of one version are safe: the loser
+    /// of the insert reads the winner's definition.
+    pub async fn register_template(
+        &self,
+        template: &TaskTemplate,
+        registered_by: &str,
+    ) -> Result<Registration> {
+        let mut tx = self.pool().begin().await?;
+        let inserted: Option<TemplateView> = sqlx::query_as(&format!(
+            "INSERT INTO task_templates
+                 (id, namespace, name, version, description, definition, registered_by)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)
+             ON CONFLICT (namespace, name, version) DO NOTHING
+             RETURNING {COLUMNS}"
+        ))
+        .bind(Uuid::now_v7())
+        .bind(&template.namespace)
+        .bind(&template.name)
+        .bind(&template.version)
+        .bind(&template.description)
+        .bind(sqlx::types::Json(template))
+        .bind(registered_by)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some(view) = inserted {
+            // Delivered when the transaction commits, never before the row is visible.
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(TEMPLATE_REGISTERED_CHANNEL)
+                .bind(view.id.to_string())
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            return Ok(Registration::Created(view));
+        }
+        let existing: TemplateView = sqlx::query_as(&format!(
+            "SELECT {COLUMNS} FROM task_templates
+             WHERE namespace = $1 AND name = $2 AND version = $3"
+        ))
+        .bind(&template.namespace)
+        .bind(&template.name)
+        .bind(&template.version)
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let same = existing.template().is_ok_and(|t| &t == template);
+        Ok(if same {
+            Registration::Unchanged(existing)
+        } else {
+            Registration::Conflict(existing)
+        })
+    }
+
+    /// One registered version by id.
+    pub async fn template_by_id(&self, id: Uuid) -> Result<Option<TemplateView>> {
+        Ok(sqlx::query_as(&format!(
+            "SELECT {COLUMNS} FROM task_templates WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(self.pool())
+        .await?)
+    }
+
+    /// `namespace/name@version`, or its newest registered version when `version` is `None`.
+    pub async fn template(
+        &self,
+        namespace: &str,
+        name: &str,
+        version: Option<&str>,
+    ) -> Result<Option<TemplateView>> {
+        Ok(sqlx::query_as(&format!(
+            "SELECT {COLUMNS} FROM task_templates
+             WHERE namespace = $1 AND name = $2 AND ($3::text IS NULL OR version = $3)
+             ORDER BY registered_at DESC, id DESC LIMIT 1"
+        ))
+        .bind(namespace)
+        .bind(name)
+        .bind(version)
+        .fetch_optional(self.pool())
+        .await?)
+    }
+
+    /// Every registered version, oldest registration first.
+    pub async fn templates(&self) -> Result<Vec<TemplateView>> {
+        self.template_views(&TemplateFilter::default()).await
+    }
+
+    /// Registered versions matching `filter`, by namespace and name, oldest registration first.
+    pub async fn template_views(&self, filter: &TemplateFilter) -> Result<Vec<TemplateView>> {
+        Ok(sqlx::query_as(&format!(
+            "SELECT {COLUMNS} FROM task_templates
+             WHERE ($1::text IS NULL OR namespace = $1) AND ($2::text IS NULL OR name = $2)
+             ORDER BY namespace, name, registered_at, id"
+        ))
+        .bind(&filter.namespace)
+        .bind(&filter.name)
+        .fetch_all(self.pool())
+        .await?)
+    }
+}

@@ -1,0 +1,161 @@
+//! A worker registers the templates it was given with an orchestrator when it starts, so a
+//! workflow's YAML lives next to its handlers and a new or changed workflow never needs an
+//! orchestrator restart. Every language's worker does it here, once, in the core. Workers still
+//! never touch the database: registration is one `POST /v1/templates` per template.
+//!
+//! A refused template — invalid, or a changed definition under a version already registered —
+//! stops the worker with the orchestrator's message: the user must fix it. An orchestrator that
+//! cannot be reached does not stop it (workers need only the broker to run steps, and their
+//! templates are usually registered already): the worker starts, and keeps trying in the
+//! background with the same backoff as every other connection.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use tasker_broker::{Supervisor, supervisor};
+use tasker_client::Client;
+
+use crate::setup::Setup;
+
+/// A template the orchestrator refused.
+#[derive(Debug, thiserror::Error)]
+#[error("the orchestrator at {url} refused the template {file}: {message} ({code})")]
+pub struct Refused {
+    pub url: String,
+    pub file: String,
+    pub code: String,
+    pub message: String,
+}
+
+/// The templates still to register, and where.
+#[derive(Debug)]
+struct Registrar {
+    client: Client,
+    url: String,
+    registered_by: String,
+    pending: Vec<PathBuf>,
+}
+
+/// What one round of attempts found.
+enum Round {
+    Done,
+    /// The orchestrator could not be reached (or is unavailable); the rest are still pending.
+    Unreachable(String),
+    Refused(Refused),
+}
+
+impl Registrar {
+    /// Tries every pending template in order, stopping at the first that cannot be registered.
+    async fn attempt(&mut self) -> Round {
+        while let Some(file) = self.pending.first() {
+            let label = file.display().to_string();
+            // The file was read and validated a moment ago; read it again so the server sees
+            // (and its errors point into) exactly the text the user wrote.
+            let text = match std::fs::read_to_string(file) {
+                Ok(t) => t,
+                Err(e) => {
+                    return Round::Refused(Refused {
+                        url: self.url.clone(),
+                        file: label,
+                        code: "unreadable".into(),
+                        message: e.to_string(),
+                    });
+                }
+            };
+            match self
+                .client
+                .register_template(&text, Some(&label), Some(&self.registered_by))
+                .await
+            {
+                Ok(r) => {
+                    let key = r.template.key();
+                    if r.created {
+                        tracing::info!(template = %key, file = %label, "template registered");
+                    } else {
+                        tracing::debug!(template = %key, file = %label, "template already registered");
+                    }
+                    self.pending.remove(0);
+                }
+                Err(tasker_client::Error::Api {
+                    status,
+                    code,
+                    message,
+                }) if (400..500).contains(&status) && status != 408 && status != 429 => {
+                    return Round::Refused(Refused {
+                        url: self.url.clone(),
+                        file: label,
+                        code,
+                        message,
+                    });
+                }
+                Err(e) => return Round::Unreachable(e.to_string()),
+            }
+        }
+        Round::Done
+    }
+}
+
+/// Registers `setup`'s templates with the configured orchestrator, as `worker:<language>:<name>`.
+/// Returns once every template is registered, or — when the orchestrator cannot be reached —
+/// at once, leaving a background task (on the current tokio runtime) to retry until it
+/// succeeds or `cancel` fires. Does nothing when `worker.register_templates` is off.
+pub async fn register_templates(
+    setup: &Setup,
+    language: &str,
+    cancel: &CancellationToken,
+) -> Result<(), Refused> {
+    let worker = &setup.config.worker;
+    if !worker.register_templates || setup.templates.is_empty() {
+        return Ok(());
+    }
+    let mut registrar = Registrar {
+        client: Client::new(&worker.orchestrator_url),
+        url: worker.orchestrator_url.clone(),
+        registered_by: format!("worker:{language}:{}", setup.options.name),
+        pending: setup.templates.iter().map(|t| t.source.clone()).collect(),
+    };
+    let why = match registrar.attempt().await {
+        Round::Done => return Ok(()),
+        Round::Refused(r) => return Err(r),
+        Round::Unreachable(why) => why,
+    };
+    tracing::warn!(
+        orchestrator = %registrar.url,
+        error = %why,
+        pending = registrar.pending.len(),
+        "cannot register templates yet; starting anyway and retrying in the background"
+    );
+    let registrar = Arc::new(Mutex::new(registrar));
+    let cancel = cancel.clone();
+    tokio::spawn(async move {
+        let options = supervisor::Options {
+            initial: Duration::from_millis(500),
+            max: Duration::from_secs(30),
+            ..supervisor::Options::default()
+        };
+        Supervisor::new("template registration", options)
+            .run(&cancel, || {
+                let registrar = registrar.clone();
+                async move {
+                    match registrar.lock().await.attempt().await {
+                        Round::Done => {
+                            tracing::info!("every template registered");
+                            Ok(())
+                        }
+                        Round::Refused(r) => {
+                            // Nothing to retry: the template must change first.
+                            tracing::error!(error = %r, "template refused; it cannot be used");
+                            Ok(())
+                        }
+                        Round::Unreachable(why) => Err(why),
+                    }
+                }
+            })
+            .await;
+    });
+    Ok(())
+}
