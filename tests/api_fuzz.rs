@@ -119,6 +119,39 @@ fn create_body(rng: &mut Rng) -> Vec<u8> {
     bytes
 }
 
+/// A template registration body (JSON, which is YAML), valid or mutated: versions repeat, so
+/// some registrations are no-ops and some conflict.
+fn template_body(rng: &mut Rng) -> Vec<u8> {
+    let mut body = json!({
+        "namespace": "fuzz",
+        "name": *rng.pick(&["a", "b"]),
+        "version": *rng.pick(&["1", "2", "3"]),
+        "steps": [{"name": "s", "handler": *rng.pick(&["double", "square"])}],
+    });
+    for _ in 0..rng.below(3) {
+        match rng.below(6) {
+            0 => body["steps"][0]["retry"] = json!({"max_attempts": nasty_value(rng)}),
+            1 => body["steps"][0]["depends_on"] = json!([nasty_value(rng)]),
+            2 => body["context_schema"] = nasty_value(rng),
+            3 => body["steps"][0]["timeout_seconds"] = nasty_value(rng),
+            _ => {
+                let field = *rng.pick(&["namespace", "name", "version", "description", "x"]);
+                body[field] = nasty_value(rng);
+            }
+        }
+    }
+    let mut bytes = serde_json::to_vec(&body).unwrap_or_default();
+    match rng.below(12) {
+        0 => bytes.truncate(rng.below(bytes.len().max(1))),
+        1 => {
+            let at = rng.below(bytes.len().max(1));
+            bytes.insert(at, (rng.next() & 0xff) as u8);
+        }
+        _ => {}
+    }
+    bytes
+}
+
 fn path(rng: &mut Rng) -> String {
     let id = match rng.below(4) {
         0 => uuid::Uuid::now_v7().to_string(),
@@ -129,7 +162,9 @@ fn path(rng: &mut Rng) -> String {
     let id = id
         .replace(['/', ' ', '\u{0}', '\\', '"'], "%20")
         .replace('%', "%25");
-    let base = match rng.below(9) {
+    let base = match rng.below(11) {
+        9 => format!("/v1/templates/{id}/{id}"),
+        10 => "/v1/templates/rust_examples/linear".to_owned(),
         0 => "/v1/tasks".to_owned(),
         1 => format!("/v1/tasks/{id}"),
         2 => format!("/v1/tasks/{id}/steps"),
@@ -143,7 +178,18 @@ fn path(rng: &mut Rng) -> String {
     if rng.below(2) == 0 {
         return base;
     }
-    let key = *rng.pick(&["state", "namespace", "limit", "before", "wait", "x"]);
+    let key = *rng.pick(&[
+        "state",
+        "namespace",
+        "name",
+        "version",
+        "limit",
+        "before",
+        "wait",
+        "registered_by",
+        "source",
+        "x",
+    ]);
     let value = match key {
         // A real wait on a task that never ends would only measure the clock.
         "wait" => rng
@@ -182,6 +228,13 @@ async fn no_request_gets_a_5xx_or_a_body_that_is_not_json() -> anyhow::Result<()
     for n in 0..requests {
         let (method, uri, body) = if rng.below(3) == 0 {
             (Method::POST, "/v1/tasks".to_owned(), create_body(&mut rng))
+        } else if rng.below(5) == 0 {
+            // A random query string (`registered_by`, `source`, ... with hostile values).
+            let uri = match path(&mut rng).split_once('?') {
+                Some((_, query)) => format!("/v1/templates?{query}"),
+                None => "/v1/templates".to_owned(),
+            };
+            (Method::POST, uri, template_body(&mut rng))
         } else {
             let method = rng
                 .pick(&[

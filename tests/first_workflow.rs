@@ -1,0 +1,276 @@
+//! The README's "Your first workflow", executed as written for Python, Ruby and TypeScript: its
+//! template and handler files are written to a fresh folder, its worker command starts a worker
+//! against an orchestrator that was started with no templates, and its submit command runs the
+//! first task to completion. The Rust worker does the same with a template of its own in a
+//! brand-new namespace. Nothing restarts the orchestrator.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::Context;
+use tasker::{RunningOrchestrator, TestEnv, repo_root, workspace_binary};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// The README's section, from its heading to the next one.
+fn section() -> anyhow::Result<String> {
+    let readme = std::fs::read_to_string(repo_root().join("README.md"))?;
+    let start = readme
+        .find("## Your first workflow")
+        .context("README has no `## Your first workflow`")?;
+    let rest = &readme[start + 3..];
+    let end = rest.find("\n## ").map_or(rest.len(), |i| i);
+    Ok(rest[..end].to_owned())
+}
+
+/// Fenced blocks of `text` as (language, body).
+fn blocks(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if let Some(lang) = line.strip_prefix("```") {
+            let body: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
+            out.push((lang.to_owned(), body.join("\n") + "\n"));
+        }
+    }
+    out
+}
+
+/// Writes every block whose first line names a file (`# hello/...` or `// hello/...`) under
+/// `dir`, and returns the shell blocks.
+fn write_files(dir: &Path) -> anyhow::Result<Vec<String>> {
+    let mut shell = Vec::new();
+    for (lang, body) in blocks(&section()?) {
+        let first = body.lines().next().unwrap_or_default();
+        let named = first
+            .strip_prefix("# ")
+            .or_else(|| first.strip_prefix("// "))
+            .filter(|f| f.starts_with("hello/"));
+        match named {
+            Some(file) => {
+                let path = dir.join(file);
+                std::fs::create_dir_all(path.parent().context("file path")?)?;
+                std::fs::write(path, &body)?;
+            }
+            None if lang == "sh" => shell.push(body),
+            None => {}
+        }
+    }
+    Ok(shell)
+}
+
+/// The commands under `# <heading>` in the worker block (up to the next comment line).
+fn commands(shell: &[String], heading: &str) -> anyhow::Result<Vec<String>> {
+    let block = shell
+        .iter()
+        .find(|b| b.contains(&format!("# {heading}")))
+        .with_context(|| format!("no `# {heading}` commands in the README"))?;
+    Ok(block
+        .lines()
+        .skip_while(|l| !l.starts_with(&format!("# {heading}")))
+        .skip(1)
+        .take_while(|l| !l.starts_with('#'))
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect())
+}
+
+fn shell(env: &TestEnv, orchestrator: &RunningOrchestrator, dir: &Path, line: &str) -> Command {
+    let cfg = &env.config;
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg(format!("exec {line}"))
+        .current_dir(dir)
+        .env("DATABASE_URL", &cfg.database_url)
+        .env("AMQP_URL", &cfg.amqp_url)
+        .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
+        .env("TASKER_WORKER__ORCHESTRATOR_URL", orchestrator.url())
+        .env("TASKER_WORKER__HEALTH_PORT", "0")
+        .env("TASKER_URL", orchestrator.url())
+        .env("NO_COLOR", "1")
+        .kill_on_drop(true);
+    cmd
+}
+
+/// Starts `line` and waits for the worker's ready line.
+async fn start_worker(mut cmd: Command, what: &str) -> anyhow::Result<Child> {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .with_context(|| format!("starting {what}"))?;
+    let mut lines = BufReader::new(child.stdout.take().context("stdout")?).lines();
+    tokio::time::timeout(Duration::from_secs(90), async {
+        while let Some(line) = lines.next_line().await? {
+            if line.contains("tasker worker ready") {
+                return anyhow::Ok(());
+            }
+        }
+        anyhow::bail!("{what} exited before it was ready")
+    })
+    .await
+    .with_context(|| format!("{what} not ready within 90 s"))??;
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok(child)
+}
+
+/// A fresh folder with `workers` (the built bindings) linked in, as in the repository.
+fn project(label: &str) -> anyhow::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("tasker-first-{label}-{}", uuid::Uuid::now_v7()));
+    std::fs::create_dir_all(&dir)?;
+    std::os::unix::fs::symlink(repo_root().join("workers"), dir.join("workers"))?;
+    Ok(dir)
+}
+
+async fn readme_path(language: &str, heading: &str) -> anyhow::Result<()> {
+    let mut env = TestEnv::new().await?;
+    env.config.orchestrator.templates = Vec::new();
+    let o = env.orchestrator().await?;
+    let unknown = o
+        .client
+        .create_task(&tasker_client::CreateTask::new("hello", "greet"))
+        .await
+        .expect_err("the orchestrator starts without the template");
+    assert!(
+        unknown.to_string().contains("unknown_template"),
+        "{unknown}"
+    );
+
+    let dir = project(language)?;
+    let shell_blocks = write_files(&dir)?;
+    let mut steps = commands(&shell_blocks, heading)?;
+    let worker_line = steps.pop().context("no worker command")?;
+    for line in steps {
+        let status = shell(&env, &o, &dir, &line)
+            .stdout(Stdio::null())
+            .status()
+            .await?;
+        anyhow::ensure!(status.success(), "`{line}` failed: {status}");
+    }
+    let mut worker = start_worker(shell(&env, &o, &dir, &worker_line), language).await?;
+
+    // The README's submit line, with this build's CLI for target/release/tasker.
+    let submit = shell_blocks
+        .iter()
+        .flat_map(|b| b.lines())
+        .find(|l| l.contains("tasker submit hello greet"))
+        .context("no submit command in the README")?
+        .replace(
+            "target/release/tasker",
+            &workspace_binary("tasker")?.display().to_string(),
+        );
+    let out = shell(&env, &o, &dir, &submit).output().await?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{submit}: {stdout}{out:?}");
+    assert!(stdout.contains("state    complete"), "{stdout}");
+    assert!(
+        stdout.contains(r#"{"shout":{"greeting":"HELLO, ADA!"}}"#),
+        "{stdout}"
+    );
+    let registered = o.client.template("hello", "greet", None).await?;
+    let by = registered.registered_by.unwrap_or_default();
+    assert!(by.starts_with(&format!("worker:{language}:")), "{by}");
+
+    worker.kill().await?;
+    o.stop().await;
+    std::fs::remove_dir_all(&dir)?;
+    env.cleanup().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_first_workflow() -> anyhow::Result<()> {
+    readme_path("python", "Python").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ruby_first_workflow() -> anyhow::Result<()> {
+    readme_path("ruby", "Ruby").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_first_workflow() -> anyhow::Result<()> {
+    readme_path("typescript", "TypeScript").await
+}
+
+/// The Rust worker registers a template in a namespace no orchestrator has seen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_first_workflow() -> anyhow::Result<()> {
+    let mut env = TestEnv::new().await?;
+    env.config.orchestrator.templates = Vec::new();
+    let o = env.orchestrator().await?;
+    let dir = project("rust")?;
+    std::fs::create_dir_all(dir.join("templates"))?;
+    std::fs::write(
+        dir.join("templates/calc.yaml"),
+        "namespace: calc\nname: twice_plus_ten\nversion: 1.0.0\nsteps:\n  - name: twice\n    \
+         handler: double\n  - name: plus\n    handler: add_ten\n    depends_on: [twice]\n",
+    )?;
+    let mut cmd = Command::new(workspace_binary("tasker-worker-rust")?);
+    cmd.args(["--templates", "templates", "--health-port", "0"])
+        .arg("--orchestrator-url")
+        .arg(o.url())
+        .current_dir(&dir)
+        .env("DATABASE_URL", &env.config.database_url)
+        .env("AMQP_URL", &env.config.amqp_url)
+        .env("TASKER_QUEUE_PREFIX", &env.config.queue_prefix)
+        .kill_on_drop(true);
+    let mut worker = start_worker(cmd, "rust").await?;
+    let task = o
+        .run_task("calc", "twice_plus_ten", serde_json::json!({"value": 4}))
+        .await?;
+    assert_eq!(task.state, "complete", "{task:?}");
+    assert_eq!(
+        task.result,
+        Some(serde_json::json!({"plus": {"value": 18}}))
+    );
+    worker.kill().await?;
+    o.stop().await;
+    std::fs::remove_dir_all(&dir)?;
+    env.cleanup().await
+}
+
+/// A worker whose template changes a registered version does not start, and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_with_a_changed_definition_under_a_registered_version_does_not_start()
+-> anyhow::Result<()> {
+    let mut env = TestEnv::new().await?;
+    env.config.orchestrator.templates = Vec::new();
+    let o = env.orchestrator().await?;
+    let template = |handler: &str| {
+        format!(
+            "namespace: calc\nname: one\nversion: 1.0.0\nsteps:\n  - name: only\n    \
+             handler: {handler}\n"
+        )
+    };
+    o.client
+        .register_template(&template("double"), None, Some("ada"))
+        .await?;
+    let dir = project("conflict")?;
+    std::fs::create_dir_all(dir.join("templates"))?;
+    std::fs::write(dir.join("templates/one.yaml"), template("square"))?;
+    let out = Command::new(workspace_binary("tasker-worker-rust")?)
+        .args(["--templates", "templates", "--health-port", "0"])
+        .arg("--orchestrator-url")
+        .arg(o.url())
+        .current_dir(&dir)
+        .env("DATABASE_URL", &env.config.database_url)
+        .env("AMQP_URL", &env.config.amqp_url)
+        .env("TASKER_QUEUE_PREFIX", &env.config.queue_prefix)
+        .env("NO_COLOR", "1")
+        .output()
+        .await?;
+    assert!(!out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("template_version_conflict"), "{stderr}");
+    assert!(stderr.contains("one.yaml"), "{stderr}");
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("tasker worker ready"),
+        "it must not report ready"
+    );
+    o.stop().await;
+    std::fs::remove_dir_all(&dir)?;
+    env.cleanup().await
+}
