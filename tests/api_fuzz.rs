@@ -82,6 +82,20 @@ fn nasty_value(rng: &mut Rng) -> Value {
     }
 }
 
+/// `body` as JSON, now and then cut short or with a random byte inserted.
+fn serialize_mangled(rng: &mut Rng, body: &Value) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec(body).unwrap_or_default();
+    match rng.below(12) {
+        0 => bytes.truncate(rng.below(bytes.len().max(1))),
+        1 => {
+            let at = rng.below(bytes.len().max(1));
+            bytes.insert(at, (rng.next() & 0xff) as u8);
+        }
+        _ => {}
+    }
+    bytes
+}
+
 /// A create request, valid or mutated.
 fn create_body(rng: &mut Rng) -> Vec<u8> {
     let mut body = json!({
@@ -107,16 +121,7 @@ fn create_body(rng: &mut Rng) -> Vec<u8> {
             body[field] = nasty_value(rng);
         }
     }
-    let mut bytes = serde_json::to_vec(&body).unwrap_or_default();
-    match rng.below(12) {
-        0 => bytes.truncate(rng.below(bytes.len().max(1))),
-        1 => {
-            let at = rng.below(bytes.len().max(1));
-            bytes.insert(at, (rng.next() & 0xff) as u8);
-        }
-        _ => {}
-    }
-    bytes
+    serialize_mangled(rng, &body)
 }
 
 /// A template registration body (JSON, which is YAML), valid or mutated: versions repeat, so
@@ -140,16 +145,7 @@ fn template_body(rng: &mut Rng) -> Vec<u8> {
             }
         }
     }
-    let mut bytes = serde_json::to_vec(&body).unwrap_or_default();
-    match rng.below(12) {
-        0 => bytes.truncate(rng.below(bytes.len().max(1))),
-        1 => {
-            let at = rng.below(bytes.len().max(1));
-            bytes.insert(at, (rng.next() & 0xff) as u8);
-        }
-        _ => {}
-    }
-    bytes
+    serialize_mangled(rng, &body)
 }
 
 fn path(rng: &mut Rng) -> String {

@@ -195,6 +195,21 @@ async fn typescript_first_workflow() -> anyhow::Result<()> {
     readme_path("typescript", "TypeScript").await
 }
 
+/// `tasker-worker-rust --templates templates` in `dir`, registering with `o`.
+fn rust_worker(env: &TestEnv, o: &RunningOrchestrator, dir: &Path) -> anyhow::Result<Command> {
+    let mut cmd = Command::new(workspace_binary("tasker-worker-rust")?);
+    cmd.args(["--templates", "templates", "--health-port", "0"])
+        .arg("--orchestrator-url")
+        .arg(o.url())
+        .current_dir(dir)
+        .env("DATABASE_URL", &env.config.database_url)
+        .env("AMQP_URL", &env.config.amqp_url)
+        .env("TASKER_QUEUE_PREFIX", &env.config.queue_prefix)
+        .env("NO_COLOR", "1")
+        .kill_on_drop(true);
+    Ok(cmd)
+}
+
 /// The Rust worker registers a template in a namespace no orchestrator has seen.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rust_first_workflow() -> anyhow::Result<()> {
@@ -208,16 +223,7 @@ async fn rust_first_workflow() -> anyhow::Result<()> {
         "namespace: calc\nname: twice_plus_ten\nversion: 1.0.0\nsteps:\n  - name: twice\n    \
          handler: double\n  - name: plus\n    handler: add_ten\n    depends_on: [twice]\n",
     )?;
-    let mut cmd = Command::new(workspace_binary("tasker-worker-rust")?);
-    cmd.args(["--templates", "templates", "--health-port", "0"])
-        .arg("--orchestrator-url")
-        .arg(o.url())
-        .current_dir(&dir)
-        .env("DATABASE_URL", &env.config.database_url)
-        .env("AMQP_URL", &env.config.amqp_url)
-        .env("TASKER_QUEUE_PREFIX", &env.config.queue_prefix)
-        .kill_on_drop(true);
-    let mut worker = start_worker(cmd, "rust").await?;
+    let mut worker = start_worker(rust_worker(&env, &o, &dir)?, "rust").await?;
     let task = o
         .run_task("calc", "twice_plus_ten", serde_json::json!({"value": 4}))
         .await?;
@@ -251,17 +257,7 @@ async fn a_worker_with_a_changed_definition_under_a_registered_version_does_not_
     let dir = project("conflict")?;
     std::fs::create_dir_all(dir.join("templates"))?;
     std::fs::write(dir.join("templates/one.yaml"), template("square"))?;
-    let out = Command::new(workspace_binary("tasker-worker-rust")?)
-        .args(["--templates", "templates", "--health-port", "0"])
-        .arg("--orchestrator-url")
-        .arg(o.url())
-        .current_dir(&dir)
-        .env("DATABASE_URL", &env.config.database_url)
-        .env("AMQP_URL", &env.config.amqp_url)
-        .env("TASKER_QUEUE_PREFIX", &env.config.queue_prefix)
-        .env("NO_COLOR", "1")
-        .output()
-        .await?;
+    let out = rust_worker(&env, &o, &dir)?.output().await?;
     assert!(!out.status.success(), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("template_version_conflict"), "{stderr}");

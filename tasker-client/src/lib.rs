@@ -77,27 +77,8 @@ pub struct Step {
     pub processed_at: Option<DateTime<Utc>>,
 }
 
-/// A registered template version.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct TemplateInfo {
-    pub id: Uuid,
-    pub namespace: String,
-    pub name: String,
-    pub version: String,
-    pub description: Option<String>,
-    /// The template as stored (JSON form of the YAML).
-    pub definition: Value,
-    pub registered_at: DateTime<Utc>,
-    /// The worker, user or orchestrator that registered it.
-    pub registered_by: Option<String>,
-}
-
-impl TemplateInfo {
-    /// `namespace/name@version`.
-    pub fn key(&self) -> String {
-        format!("{}/{}@{}", self.namespace, self.name, self.version)
-    }
-}
+/// A registered template version (the server's own wire type).
+pub use tasker_shared::template::RegisteredTemplate as TemplateInfo;
 
 /// What [`Client::register_template`] did.
 #[derive(Debug, Clone)]

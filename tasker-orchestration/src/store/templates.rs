@@ -2,9 +2,7 @@
 //! Registering announces the new version with `pg_notify` so every orchestrator loads it at once.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 use serde_json::Value;
-use sqlx::FromRow;
 use uuid::Uuid;
 
 use tasker_shared::TaskTemplate;
@@ -14,25 +12,31 @@ use super::{Result, Store};
 /// Channel of the `pg_notify` sent when a template version is registered; the payload is its id.
 pub const TEMPLATE_REGISTERED_CHANNEL: &str = "tasker_template_registered";
 
-/// A registered template version.
-#[derive(Debug, Clone, Serialize, FromRow)]
-pub struct TemplateView {
-    pub id: Uuid,
-    pub namespace: String,
-    pub name: String,
-    pub version: String,
-    pub description: Option<String>,
-    pub definition: Value,
-    pub registered_at: DateTime<Utc>,
-    /// The worker, user or orchestrator that registered it (`None` for versions registered
-    /// before this was recorded).
-    pub registered_by: Option<String>,
-}
+pub use tasker_shared::template::RegisteredTemplate as TemplateView;
 
-impl TemplateView {
-    /// The stored definition, parsed.
-    pub fn template(&self) -> std::result::Result<TaskTemplate, serde_json::Error> {
-        serde_json::from_value(self.definition.clone())
+/// A `task_templates` row, in [`COLUMNS`] order.
+type Row = (
+    Uuid,
+    String,
+    String,
+    String,
+    Option<String>,
+    Value,
+    DateTime<Utc>,
+    Option<String>,
+);
+
+fn view(row: Row) -> TemplateView {
+    let (id, namespace, name, version, description, definition, registered_at, registered_by) = row;
+    TemplateView {
+        id,
+        namespace,
+        name,
+        version,
+        description,
+        definition,
+        registered_at,
+        registered_by,
     }
 }
 
@@ -77,7 +81,7 @@ impl Store {
         registered_by: &str,
     ) -> Result<Registration> {
         let mut tx = self.pool().begin().await?;
-        let inserted: Option<TemplateView> = sqlx::query_as(&format!(
+        let inserted: Option<Row> = sqlx::query_as(&format!(
             "INSERT INTO task_templates
                  (id, namespace, name, version, description, definition, registered_by)
              VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -93,7 +97,7 @@ impl Store {
         .bind(registered_by)
         .fetch_optional(&mut *tx)
         .await?;
-        if let Some(view) = inserted {
+        if let Some(view) = inserted.map(view) {
             // Delivered when the transaction commits, never before the row is visible.
             sqlx::query("SELECT pg_notify($1, $2)")
                 .bind(TEMPLATE_REGISTERED_CHANNEL)
@@ -103,7 +107,7 @@ impl Store {
             tx.commit().await?;
             return Ok(Registration::Created(view));
         }
-        let existing: TemplateView = sqlx::query_as(&format!(
+        let existing: Row = sqlx::query_as(&format!(
             "SELECT {COLUMNS} FROM task_templates
              WHERE namespace = $1 AND name = $2 AND version = $3"
         ))
@@ -113,6 +117,7 @@ impl Store {
         .fetch_one(&mut *tx)
         .await?;
         tx.commit().await?;
+        let existing = view(existing);
         let same = existing.template().is_ok_and(|t| &t == template);
         Ok(if same {
             Registration::Unchanged(existing)
@@ -123,12 +128,13 @@ impl Store {
 
     /// One registered version by id.
     pub async fn template_by_id(&self, id: Uuid) -> Result<Option<TemplateView>> {
-        Ok(sqlx::query_as(&format!(
+        let row: Option<Row> = sqlx::query_as(&format!(
             "SELECT {COLUMNS} FROM task_templates WHERE id = $1"
         ))
         .bind(id)
         .fetch_optional(self.pool())
-        .await?)
+        .await?;
+        Ok(row.map(view))
     }
 
     /// `namespace/name@version`, or its newest registered version when `version` is `None`.
@@ -138,7 +144,7 @@ impl Store {
         name: &str,
         version: Option<&str>,
     ) -> Result<Option<TemplateView>> {
-        Ok(sqlx::query_as(&format!(
+        let row: Option<Row> = sqlx::query_as(&format!(
             "SELECT {COLUMNS} FROM task_templates
              WHERE namespace = $1 AND name = $2 AND ($3::text IS NULL OR version = $3)
              ORDER BY registered_at DESC, id DESC LIMIT 1"
@@ -147,7 +153,8 @@ impl Store {
         .bind(name)
         .bind(version)
         .fetch_optional(self.pool())
-        .await?)
+        .await?;
+        Ok(row.map(view))
     }
 
     /// Every registered version, oldest registration first.
@@ -157,7 +164,7 @@ impl Store {
 
     /// Registered versions matching `filter`, by namespace and name, oldest registration first.
     pub async fn template_views(&self, filter: &TemplateFilter) -> Result<Vec<TemplateView>> {
-        Ok(sqlx::query_as(&format!(
+        let rows: Vec<Row> = sqlx::query_as(&format!(
             "SELECT {COLUMNS} FROM task_templates
              WHERE ($1::text IS NULL OR namespace = $1) AND ($2::text IS NULL OR name = $2)
              ORDER BY namespace, name, registered_at, id"
@@ -165,6 +172,7 @@ impl Store {
         .bind(&filter.namespace)
         .bind(&filter.name)
         .fetch_all(self.pool())
-        .await?)
+        .await?;
+        Ok(rows.into_iter().map(view).collect())
     }
 }
