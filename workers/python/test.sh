@@ -3,6 +3,10 @@
 # and RabbitMQ: uses DATABASE_URL/AMQP_URL when set, else the project's services
 # (cargo-make/services.sh). Extra arguments go to pytest. Runs from any folder.
 set -euo pipefail
+# Workers in these tests run against RabbitMQ alone; the ones that start an orchestrator turn
+# template registration back on and point it there (tests/first_workflow.rs and the conformance
+# suite cover registration in every language).
+export TASKER_WORKER__REGISTER_TEMPLATES=false
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 "$here/build.sh"

@@ -98,11 +98,15 @@ class EndToEndTest < Minitest::Test
       @orchestrator = IO.popen(env, [bin, "--bind", "127.0.0.1:#{port}", "--templates", @dir], err: %i[child out])
       wait_for_line(@orchestrator, "tasker-orchestrator listening", 60)
       @drain = Thread.new { @orchestrator.each_line { |_| nil } }
+      # The worker registers its templates with this orchestrator (a no-op: it has them).
+      ENV["TASKER_WORKER__ORCHESTRATOR_URL"] = @base
+      ENV["TASKER_WORKER__REGISTER_TEMPLATES"] = "true"
       @worker = Tasker::Worker.new(templates: @dir, registry: EndToEndTest.registry, concurrency: 4, health_port: 0).start
     end
 
     def stop
       @worker&.stop
+      ENV["TASKER_WORKER__REGISTER_TEMPLATES"] = "false"
       if @orchestrator
         Process.kill("TERM", @orchestrator.pid)
         Process.wait(@orchestrator.pid)

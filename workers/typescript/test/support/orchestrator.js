@@ -72,8 +72,15 @@ async function startOrchestrator({ templates, namespaces }) {
   execFileSync("psql", [databaseUrl, "-qc", `CREATE DATABASE ${database}`]);
   const url = new URL(databaseUrl);
   url.pathname = `/${database}`;
-  const env = { DATABASE_URL: url.toString(), AMQP_URL: amqpUrl, TASKER_QUEUE_PREFIX: `test_ts_${id}` };
   const port = await freePort();
+  // A worker started with this environment registers its templates with this orchestrator.
+  const env = {
+    DATABASE_URL: url.toString(),
+    AMQP_URL: amqpUrl,
+    TASKER_QUEUE_PREFIX: `test_ts_${id}`,
+    TASKER_WORKER__ORCHESTRATOR_URL: `http://127.0.0.1:${port}`,
+    TASKER_WORKER__REGISTER_TEMPLATES: "true",
+  };
   const child = spawn(orchestratorBinary(), ["--bind", `127.0.0.1:${port}`, "--templates", templates], {
     env: { ...process.env, ...env, NO_COLOR: "1", RUST_LOG: "warn,tasker_orchestrator=info" },
     // Logs go to stderr (stdout is left for a program's own output).
