@@ -98,15 +98,15 @@ class EndToEndTest < Minitest::Test
       @orchestrator = IO.popen(env, [bin, "--bind", "127.0.0.1:#{port}", "--templates", @dir], err: %i[child out])
       wait_for_line(@orchestrator, "tasker-orchestrator listening", 60)
       @drain = Thread.new { @orchestrator.each_line { |_| nil } }
-      # The worker registers its templates with this orchestrator (a no-op: it has them).
-      ENV["TASKER_WORKER__ORCHESTRATOR_URL"] = @base
-      ENV["TASKER_WORKER__REGISTER_TEMPLATES"] = "true"
-      @worker = Tasker::Worker.new(templates: @dir, registry: EndToEndTest.registry, concurrency: 4, health_port: 0).start
+      # The worker registers its templates with this orchestrator (a no-op: it has them); the
+      # core reads its configuration while it starts, so the environment is restored after.
+      @worker = with_env("TASKER_WORKER__ORCHESTRATOR_URL" => @base, "TASKER_WORKER__REGISTER_TEMPLATES" => "true") do
+        Tasker::Worker.new(templates: @dir, registry: EndToEndTest.registry, concurrency: 4, health_port: 0).start
+      end
     end
 
     def stop
       @worker&.stop
-      ENV["TASKER_WORKER__REGISTER_TEMPLATES"] = "false"
       if @orchestrator
         Process.kill("TERM", @orchestrator.pid)
         Process.wait(@orchestrator.pid)
@@ -144,6 +144,14 @@ class EndToEndTest < Minitest::Test
 
         JSON.parse(res.body)
       end
+    end
+
+    def with_env(vars)
+      saved = vars.keys.to_h { |k| [k, ENV.fetch(k, nil)] }
+      vars.each { |k, v| ENV[k] = v }
+      yield
+    ensure
+      saved.each { |k, v| ENV[k] = v }
     end
 
     def psql(url, sql)
