@@ -195,12 +195,11 @@ async fn typescript_first_workflow() -> anyhow::Result<()> {
     readme_path("typescript", "TypeScript").await
 }
 
-/// `tasker-worker-rust --templates templates` in `dir`, registering with `o`.
-fn rust_worker(env: &TestEnv, o: &RunningOrchestrator, dir: &Path) -> anyhow::Result<Command> {
+/// `tasker-worker-rust --templates templates` in `dir`, registering with `orchestrator`.
+fn rust_worker(env: &TestEnv, orchestrator: &str, dir: &Path) -> anyhow::Result<Command> {
     let mut cmd = Command::new(workspace_binary("tasker-worker-rust")?);
     cmd.args(["--templates", "templates", "--health-port", "0"])
-        .arg("--orchestrator-url")
-        .arg(o.url())
+        .args(["--orchestrator-url", orchestrator])
         .current_dir(dir)
         .env("DATABASE_URL", &env.config.database_url)
         .env("AMQP_URL", &env.config.amqp_url)
@@ -223,7 +222,7 @@ async fn rust_first_workflow() -> anyhow::Result<()> {
         "namespace: calc\nname: twice_plus_ten\nversion: 1.0.0\nsteps:\n  - name: twice\n    \
          handler: double\n  - name: plus\n    handler: add_ten\n    depends_on: [twice]\n",
     )?;
-    let mut worker = start_worker(rust_worker(&env, &o, &dir)?, "rust").await?;
+    let mut worker = start_worker(rust_worker(&env, &o.url(), &dir)?, "rust").await?;
     let task = o
         .run_task("calc", "twice_plus_ten", serde_json::json!({"value": 4}))
         .await?;
@@ -231,6 +230,55 @@ async fn rust_first_workflow() -> anyhow::Result<()> {
     assert_eq!(
         task.result,
         Some(serde_json::json!({"plus": {"value": 18}}))
+    );
+    worker.kill().await?;
+    o.stop().await;
+    std::fs::remove_dir_all(&dir)?;
+    env.cleanup().await
+}
+
+/// A worker whose orchestrator is down starts anyway, and registers once one answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_starts_without_an_orchestrator_and_registers_when_one_answers()
+-> anyhow::Result<()> {
+    let mut env = TestEnv::new().await?;
+    env.config.orchestrator.templates = Vec::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let dir = project("later")?;
+    std::fs::create_dir_all(dir.join("templates"))?;
+    std::fs::write(
+        dir.join("templates/later.yaml"),
+        "namespace: calc\nname: later\nversion: 1.0.0\nsteps:\n  - name: only\n    \
+         handler: double\n",
+    )?;
+    // Ready although nothing answers at `url`.
+    let mut worker = start_worker(rust_worker(&env, &url, &dir)?, "rust").await?;
+
+    let o = RunningOrchestrator::start_on(env.config.clone(), &format!("127.0.0.1:{port}")).await?;
+    let mut events = o.events().subscribe();
+    if o.shared.catalog.cached("calc", "later", None).is_none() {
+        tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                if let tasker_orchestration::events::Event::TemplateRegistered { .. } =
+                    events.recv().await?
+                    && o.shared.catalog.cached("calc", "later", None).is_some()
+                {
+                    return anyhow::Ok(());
+                }
+            }
+        })
+        .await
+        .context("the worker did not register within 30 s of the orchestrator starting")??;
+    }
+    let task = o
+        .run_task("calc", "later", serde_json::json!({"value": 5}))
+        .await?;
+    assert_eq!(
+        task.result,
+        Some(serde_json::json!({"only": {"value": 10}}))
     );
     worker.kill().await?;
     o.stop().await;
@@ -257,7 +305,7 @@ async fn a_worker_with_a_changed_definition_under_a_registered_version_does_not_
     let dir = project("conflict")?;
     std::fs::create_dir_all(dir.join("templates"))?;
     std::fs::write(dir.join("templates/one.yaml"), template("square"))?;
-    let out = rust_worker(&env, &o, &dir)?.output().await?;
+    let out = rust_worker(&env, &o.url(), &dir)?.output().await?;
     assert!(!out.status.success(), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("template_version_conflict"), "{stderr}");

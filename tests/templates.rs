@@ -216,16 +216,21 @@ async fn a_version_registered_on_one_orchestrator_reaches_the_others_at_once() -
     let a = env.orchestrator().await?;
     let b = env.orchestrator().await?;
     let mut b_events = b.events().subscribe();
-    a.client
+    let registered = a
+        .client
         .register_template(&order("1.0.0", "add_ten"), None, Some("test"))
         .await?;
     // b learns of it from the registration's notification, not from a request or a poll.
     tokio::time::timeout(Duration::from_secs(10), async {
+        let mut notified = false;
         loop {
-            if let Event::TemplateLoaded { key } = b_events.recv().await?
-                && key == "shop/order@1.0.0"
-            {
-                return anyhow::Ok(());
+            match b_events.recv().await? {
+                Event::TemplateRegistered { id } if id == registered.template.id => notified = true,
+                Event::TemplateLoaded { key } if key == "shop/order@1.0.0" => {
+                    anyhow::ensure!(notified, "loaded before the notification arrived");
+                    return anyhow::Ok(());
+                }
+                _ => {}
             }
         }
     })

@@ -157,7 +157,11 @@ pub struct Client {
 impl Client {
     pub fn new(base_url: &str) -> Self {
         Self {
-            http: reqwest::Client::new(),
+            // An unreachable address fails in seconds, not at the OS's connect timeout.
+            http: reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(5))
+                .build()
+                .unwrap_or_default(),
             base: base_url.trim_end_matches('/').to_owned(),
         }
     }
@@ -273,7 +277,7 @@ impl Client {
             .query(&query)
             .header("content-type", "application/yaml")
             .body(text.to_owned())
-            .timeout(Duration::from_secs(30))
+            .timeout(Duration::from_secs(10))
             .send()
             .await?;
         let created = resp.status() == reqwest::StatusCode::CREATED;

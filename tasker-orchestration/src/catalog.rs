@@ -9,6 +9,7 @@
 //! orchestrator).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use chrono::{DateTime, Utc};
@@ -56,6 +57,8 @@ pub enum Error {
 pub struct Catalog {
     store: Store,
     entries: RwLock<HashMap<Key, Arc<Entry>>>,
+    /// A registration was announced but could not be loaded: the next lookup reloads first.
+    stale: AtomicBool,
 }
 
 impl Catalog {
@@ -69,6 +72,7 @@ impl Catalog {
         let catalog = Catalog {
             store,
             entries: RwLock::new(HashMap::new()),
+            stale: AtomicBool::new(false),
         };
         for t in templates {
             if let Registration::Conflict(existing) =
@@ -106,21 +110,28 @@ impl Catalog {
         Ok(registration)
     }
 
-    /// Re-reads the whole registry. Returns the keys that were not in memory before.
+    /// Re-reads the whole registry and adds what memory lacks. Versions are immutable and never
+    /// deleted, so nothing held is replaced (and nothing registered meanwhile is lost). Returns
+    /// the keys that were not in memory before.
     pub async fn refresh(&self) -> Result<Vec<String>, store::Error> {
-        let mut entries = HashMap::new();
-        for view in self.store.templates().await? {
+        let views = self.store.templates().await?;
+        let mut current = self.entries.write().unwrap_or_else(|p| p.into_inner());
+        let mut new = Vec::new();
+        for view in views {
+            let k = (
+                view.namespace.clone(),
+                view.name.clone(),
+                view.version.clone(),
+            );
+            if current.contains_key(&k) {
+                continue;
+            }
             if let Some(entry) = compile(view) {
-                entries.insert(key(&entry.loaded), Arc::new(entry));
+                new.push(entry.loaded.template.key());
+                current.insert(k, Arc::new(entry));
             }
         }
-        let mut current = self.entries.write().unwrap_or_else(|p| p.into_inner());
-        let new = entries
-            .iter()
-            .filter(|(k, _)| !current.contains_key(*k))
-            .map(|(_, e)| e.loaded.template.key())
-            .collect();
-        *current = entries;
+        self.stale.store(false, Ordering::Relaxed);
         Ok(new)
     }
 
@@ -132,6 +143,9 @@ impl Catalog {
         name: &str,
         version: Option<&str>,
     ) -> Result<Option<Arc<Entry>>, store::Error> {
+        if self.stale.load(Ordering::Relaxed) {
+            self.refresh().await?;
+        }
         if let Some(e) = self.cached(namespace, name, version) {
             return Ok(Some(e));
         }
@@ -177,7 +191,7 @@ impl Catalog {
         events: Events,
         cancel: CancellationToken,
     ) -> impl Future<Output = ()> + Send + 'static {
-        let mut rx = events.subscribe();
+        let mut rx = events.subscribe_templates();
         async move {
             loop {
                 let event = tokio::select! {
@@ -200,7 +214,10 @@ impl Catalog {
                             events.emit(Event::TemplateLoaded { key });
                         }
                     }
-                    Err(e) => tracing::warn!(error = %e, "loading registered templates"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "loading registered templates; will reload on the next request");
+                        self.stale.store(true, Ordering::Relaxed);
+                    }
                 }
             }
         }

@@ -3,7 +3,7 @@
 //! PostgreSQL `LISTEN`), and results that were applied or ignored.
 
 use sqlx::postgres::PgListener;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -38,16 +38,33 @@ pub enum Event {
     ListenerConnected,
 }
 
+impl Event {
+    /// Whether the template catalog follows it (see [`Events::subscribe_templates`]).
+    fn concerns_templates(&self) -> bool {
+        matches!(
+            self,
+            Event::TemplateRegistered { .. } | Event::ListenerConnected
+        )
+    }
+}
+
 /// Cheap cloneable broadcast hub.
 #[derive(Debug, Clone)]
 pub struct Events {
     tx: broadcast::Sender<Event>,
+    /// Template registrations and listener reconnects only, so that the catalog never lags
+    /// behind a flood of task events (a lag costs it a reload of every template).
+    templates: broadcast::Sender<Event>,
+    /// Whether the notification listener is connected.
+    listening: std::sync::Arc<watch::Sender<bool>>,
 }
 
 impl Default for Events {
     fn default() -> Self {
         Self {
             tx: broadcast::channel(4096).0,
+            templates: broadcast::channel(256).0,
+            listening: std::sync::Arc::new(watch::Sender::new(false)),
         }
     }
 }
@@ -55,7 +72,20 @@ impl Default for Events {
 impl Events {
     pub fn emit(&self, event: Event) {
         // No receiver is fine: nobody is waiting.
+        if event.concerns_templates() {
+            let _ = self.templates.send(event.clone());
+        }
         let _ = self.tx.send(event);
+    }
+
+    /// Template registrations and listener (re)connections only.
+    pub fn subscribe_templates(&self) -> broadcast::Receiver<Event> {
+        self.templates.subscribe()
+    }
+
+    /// Changes of the notification listener's connection, to wait for it without polling.
+    pub fn listening(&self) -> watch::Receiver<bool> {
+        self.listening.subscribe()
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
@@ -67,10 +97,12 @@ impl Events {
     pub async fn listen(self, database_url: String, cancel: CancellationToken) {
         Supervisor::new("notification listener", supervisor::Options::default())
             .run(&cancel, || async {
-                tokio::select! {
+                let outcome = tokio::select! {
                     () = cancel.cancelled() => Ok(()),
                     r = self.listen_once(&database_url) => r,
-                }
+                };
+                self.listening.send_replace(false);
+                outcome
             })
             .await;
     }
@@ -80,6 +112,7 @@ impl Events {
         listener
             .listen_all([TASK_FINISHED_CHANNEL, TEMPLATE_REGISTERED_CHANNEL])
             .await?;
+        self.listening.send_replace(true);
         self.emit(Event::ListenerConnected);
         loop {
             let n = listener.recv().await?;

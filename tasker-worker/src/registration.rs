@@ -3,11 +3,14 @@
 //! orchestrator restart. Every language's worker does it here, once, in the core. Workers still
 //! never touch the database: registration is one `POST /v1/templates` per template.
 //!
-//! A refused template — invalid, or a changed definition under a version already registered —
-//! stops the worker with the orchestrator's message: the user must fix it. An orchestrator that
-//! cannot be reached does not stop it (workers need only the broker to run steps, and their
-//! templates are usually registered already): the worker starts, and keeps trying in the
-//! background with the same backoff as every other connection.
+//! A refused template — invalid (422), too large (413), or a changed definition under a version
+//! already registered (409) — stops the worker at start-up with the orchestrator's message: the
+//! user must fix it. An orchestrator that cannot be reached, or that answers anything else (an
+//! older release without the route, a proxy), does not stop it (workers need only the broker to
+//! run steps, and their templates are usually registered already): the worker starts, and keeps
+//! trying in the background with the same backoff as every other connection. A refusal that
+//! arrives only then is logged as an error and leaves that template unregistered; the running
+//! worker is not stopped.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,6 +23,10 @@ use tasker_broker::{Supervisor, supervisor};
 use tasker_client::Client;
 
 use crate::setup::Setup;
+
+/// The answers that refuse a template for what it says (retrying cannot help): too large,
+/// a changed definition under a registered version, invalid.
+const REFUSALS: [u16; 3] = [413, 409, 422];
 
 /// A template the orchestrator refused.
 #[derive(Debug, thiserror::Error)]
@@ -84,7 +91,7 @@ impl Registrar {
                     status,
                     code,
                     message,
-                }) if (400..500).contains(&status) && status != 408 && status != 429 => {
+                }) if REFUSALS.contains(&status) => {
                     return Round::Refused(Refused {
                         url: self.url.clone(),
                         file: label,
@@ -115,7 +122,7 @@ pub async fn register_templates(
     let mut registrar = Registrar {
         client: Client::new(&worker.orchestrator_url),
         url: worker.orchestrator_url.clone(),
-        registered_by: format!("worker:{language}:{}", setup.options.name),
+        registered_by: label(&format!("worker:{language}:{}", setup.options.name)),
         pending: setup.templates.iter().map(|t| t.source.clone()).collect(),
     };
     let why = match registrar.attempt().await {
@@ -140,8 +147,13 @@ pub async fn register_templates(
         Supervisor::new("template registration", options)
             .run(&cancel, || {
                 let registrar = registrar.clone();
+                let cancel = cancel.clone();
                 async move {
-                    match registrar.lock().await.attempt().await {
+                    let round = tokio::select! {
+                        () = cancel.cancelled() => return Ok(()),
+                        round = async { registrar.lock().await.attempt().await } => round,
+                    };
+                    match round {
                         Round::Done => {
                             tracing::info!("every template registered");
                             Ok(())
@@ -158,4 +170,22 @@ pub async fn register_templates(
             .await;
     });
     Ok(())
+}
+
+/// `registered_by` as the API accepts it: no control characters, at most 256 characters.
+fn label(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .take(256)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_long_or_odd_worker_name_still_makes_a_valid_label() {
+        let l = super::label(&format!("worker:rust:a\u{0}b{}", "x".repeat(400)));
+        assert_eq!(l.chars().count(), 256);
+        assert!(l.starts_with("worker:rust:a?b"));
+    }
 }

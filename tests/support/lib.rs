@@ -176,8 +176,13 @@ pub struct RunningOrchestrator {
 
 impl RunningOrchestrator {
     pub async fn start(config: Config) -> anyhow::Result<RunningOrchestrator> {
+        Self::start_on(config, "127.0.0.1:0").await
+    }
+
+    /// Starts one whose API listens on `addr`.
+    pub async fn start_on(config: Config, addr: &str) -> anyhow::Result<RunningOrchestrator> {
         let orchestrator = Orchestrator::start(config).await?;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let shared = orchestrator.shared().clone();
         let cancel = CancellationToken::new();
@@ -192,6 +197,12 @@ impl RunningOrchestrator {
         tokio::time::timeout(Duration::from_secs(20), up.wait_for(|up| *up))
             .await
             .context("orchestrator not connected to the broker after 20 s")??;
+        // And listening for notifications, so a test's next registration or completion on
+        // another orchestrator reaches this one.
+        let mut listening = shared.events.listening();
+        tokio::time::timeout(Duration::from_secs(20), listening.wait_for(|up| *up))
+            .await
+            .context("orchestrator not listening for notifications after 20 s")??;
         Ok(RunningOrchestrator {
             addr,
             client,

@@ -21,7 +21,7 @@ use super::{Error, check_filter, request_body};
 use crate::shared::Shared;
 use crate::store::{Registration, TemplateFilter, TemplateView};
 
-/// Longest `registered_by` and `source` label.
+/// Longest `registered_by` and `source` label, in characters.
 const MAX_LABEL_CHARS: usize = 256;
 
 #[derive(Debug, Deserialize)]
@@ -43,8 +43,8 @@ pub(super) async fn register(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, Error> {
     let body = request_body(&shared, body)?;
-    let registered_by = label("registered_by", q.registered_by, "api")?;
-    let source = label("source", q.source, "<request>")?;
+    let registered_by = registered_by(q.registered_by)?;
+    let source = source_label(q.source);
     let text = std::str::from_utf8(&body).map_err(|e| {
         invalid_template(
             format!("{source}: the template is not UTF-8 text: {e}"),
@@ -92,24 +92,35 @@ fn invalid_template(message: String, details: Option<Value>) -> Error {
     }
 }
 
-/// A short free-text label from the query string: bounded, no control characters.
-fn label(field: &str, value: Option<String>, default: &str) -> Result<String, Error> {
+/// `registered_by` from the query string: no control characters (400), cut to 256 characters.
+fn registered_by(value: Option<String>) -> Result<String, Error> {
     let Some(value) = value else {
-        return Ok(default.to_owned());
+        return Ok("api".to_owned());
     };
-    if value.is_empty()
-        || value.chars().count() > MAX_LABEL_CHARS
-        || value.chars().any(char::is_control)
-    {
+    if value.is_empty() || value.chars().any(char::is_control) {
         return Err(Error::bad_request(
             "invalid_query",
-            format!(
-                "`{field}` must be 1 to {MAX_LABEL_CHARS} characters, none of them control \
-                 characters"
-            ),
+            "`registered_by` must be non-empty and free of control characters",
         ));
     }
-    Ok(value)
+    Ok(value.chars().take(MAX_LABEL_CHARS).collect())
+}
+
+/// The `source` label, only ever shown in messages: control characters become `?` and a long
+/// path keeps its last 256 characters (the file name), so that a valid template is never
+/// refused for where it was read from.
+fn source_label(value: Option<String>) -> String {
+    let Some(value) = value.filter(|v| !v.is_empty()) else {
+        return "<request>".to_owned();
+    };
+    let chars: Vec<char> = value
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    match chars.len().checked_sub(MAX_LABEL_CHARS) {
+        Some(cut) if cut > 0 => format!("…{}", chars[cut + 1..].iter().collect::<String>()),
+        _ => chars.into_iter().collect(),
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -164,4 +175,32 @@ pub(super) async fn show(
         .await?
         .map(Json)
         .ok_or_else(not_found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_source_keeps_its_file_name_and_loses_control_characters() {
+        let long = format!("/{}/greet\n.yaml", "d".repeat(1000));
+        let label = source_label(Some(long));
+        assert_eq!(label.chars().count(), MAX_LABEL_CHARS);
+        assert!(
+            label.starts_with('…') && label.ends_with("/greet?.yaml"),
+            "{label}"
+        );
+        assert_eq!(source_label(Some("a.yaml".into())), "a.yaml");
+        assert_eq!(source_label(None), "<request>");
+    }
+
+    #[test]
+    fn registered_by_is_cut_not_refused_but_control_characters_are_refused() {
+        let long = registered_by(Some("u".repeat(300)))
+            .ok()
+            .unwrap_or_default();
+        assert_eq!(long.chars().count(), MAX_LABEL_CHARS);
+        assert!(registered_by(Some("a\u{0}".into())).is_err());
+        assert_eq!(registered_by(None).ok().as_deref(), Some("api"));
+    }
 }
