@@ -17,7 +17,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use tasker_shared::template::{Loaded, is_identifier};
+use tasker_shared::template::Loaded;
 
 use crate::events::{Event, Events};
 use crate::store::{self, Registration, Store, TemplateView};
@@ -148,10 +148,6 @@ impl Catalog {
         }
         if let Some(e) = self.cached(namespace, name, version) {
             return Ok(Some(e));
-        }
-        let identifiers = [Some(namespace), Some(name), version];
-        if !identifiers.into_iter().flatten().all(is_identifier) {
-            return Ok(None);
         }
         let Some(view) = self.store.template(namespace, name, version).await? else {
             return Ok(None);

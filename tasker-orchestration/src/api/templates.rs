@@ -14,7 +14,6 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use tasker_shared::TaskTemplate;
-use tasker_shared::template::is_identifier;
 
 use super::extract::{Path, Query};
 use super::{Error, check_filter, request_body};
@@ -160,21 +159,12 @@ pub(super) async fn show(
     Path((namespace, name)): Path<(String, String)>,
     Query(q): Query<ShowQuery>,
 ) -> Result<Json<TemplateView>, Error> {
-    let not_found = || super::unknown_template(&namespace, &name, q.version.as_deref());
-    let identifiers = [
-        Some(namespace.as_str()),
-        Some(name.as_str()),
-        q.version.as_deref(),
-    ];
-    if !identifiers.into_iter().flatten().all(is_identifier) {
-        return Err(not_found());
-    }
     shared
         .store
         .template(&namespace, &name, q.version.as_deref())
         .await?
         .map(Json)
-        .ok_or_else(not_found)
+        .ok_or_else(|| super::unknown_template(&namespace, &name, q.version.as_deref()))
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use tasker_shared::TaskTemplate;
+use tasker_shared::template::is_identifier;
 
 use super::{Result, Store};
 
@@ -138,12 +139,18 @@ impl Store {
     }
 
     /// `namespace/name@version`, or its newest registered version when `version` is `None`.
+    /// A part that cannot be an identifier names no template and never reaches SQL (a NUL
+    /// would be a database error, not a "not found").
     pub async fn template(
         &self,
         namespace: &str,
         name: &str,
         version: Option<&str>,
     ) -> Result<Option<TemplateView>> {
+        let parts = [Some(namespace), Some(name), version];
+        if !parts.into_iter().flatten().all(is_identifier) {
+            return Ok(None);
+        }
         let row: Option<Row> = sqlx::query_as(&format!(
             "SELECT {COLUMNS} FROM task_templates
              WHERE namespace = $1 AND name = $2 AND ($3::text IS NULL OR version = $3)
