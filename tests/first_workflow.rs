@@ -258,13 +258,17 @@ async fn a_worker_starts_without_an_orchestrator_and_registers_when_one_answers(
     let mut worker = start_worker(rust_worker(&env, &url, &dir)?, "rust").await?;
 
     let o = RunningOrchestrator::start_on(env.config.clone(), &format!("127.0.0.1:{port}")).await?;
+    // Subscribed before looking, so a registration is either seen in the database or announced.
     let mut events = o.events().subscribe();
-    if o.shared.catalog.cached("calc", "later", None).is_none() {
+    if o.client
+        .templates(Some("calc"), Some("later"))
+        .await?
+        .is_empty()
+    {
         tokio::time::timeout(Duration::from_secs(30), async {
             loop {
                 if let tasker_orchestration::events::Event::TemplateRegistered { .. } =
                     events.recv().await?
-                    && o.shared.catalog.cached("calc", "later", None).is_some()
                 {
                     return anyhow::Ok(());
                 }
@@ -273,6 +277,9 @@ async fn a_worker_starts_without_an_orchestrator_and_registers_when_one_answers(
         .await
         .context("the worker did not register within 30 s of the orchestrator starting")??;
     }
+    let registered = o.client.template("calc", "later", None).await?;
+    let by = registered.registered_by.unwrap_or_default();
+    assert!(by.starts_with("worker:rust:"), "{by}");
     let task = o
         .run_task("calc", "later", serde_json::json!({"value": 5}))
         .await?;
