@@ -32,7 +32,9 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::runtime::Runtime;
 use uuid::Uuid;
 
-use tasker::{Completions, RunningOrchestrator, RunningWorker, TestEnv, repo_root};
+use tasker::{
+    Completions, RunningOrchestrator, RunningWorker, TestEnv, repo_root, write_bench_summary,
+};
 use tasker_broker::{BasicAckOptions, Broker, Outgoing, Publisher};
 use tasker_client::CreateTask;
 use tasker_shared::TaskState;
@@ -512,19 +514,7 @@ fn main() -> anyhow::Result<()> {
             }),
         );
     }
-    for n in &notes {
-        println!("note: {n}");
-    }
-    let dir = repo_root().join("target/e2e_latency");
-    std::fs::create_dir_all(&dir)?;
-    std::fs::write(
-        dir.join("summary.json"),
-        serde_json::to_vec_pretty(&json!({
-            "scenarios": summary,
-            "notes": notes,
-            "recorded_at": chrono::Utc::now().to_rfc3339(),
-        }))?,
-    )?;
+    write_bench_summary("e2e_latency", json!({ "scenarios": summary }), &notes)?;
     rt.block_on(async {
         for mut p in stack.processes {
             let _ = p.kill().await;

@@ -33,6 +33,14 @@ pub enum Error {
     },
 }
 
+/// One page of a step's parent results.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct ParentResults {
+    pub parent_results: serde_json::Map<String, Value>,
+    /// The cursor of the next page, if there may be one.
+    pub next: Option<Uuid>,
+}
+
 /// A task as the API returns it.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Task {
@@ -184,6 +192,27 @@ impl Client {
             req = req
                 .query(&[("wait", w.as_secs_f64())])
                 .timeout(w + Duration::from_secs(10));
+        }
+        decode(req.send().await?).await
+    }
+
+    /// One page of a step's parent results, in parent order after the cursor `after`.
+    pub async fn parent_results(
+        &self,
+        task: Uuid,
+        step: Uuid,
+        after: Option<Uuid>,
+        limit: u32,
+    ) -> Result<ParentResults, Error> {
+        let mut req = self
+            .http
+            .get(format!(
+                "{}/v1/tasks/{task}/steps/{step}/parent_results",
+                self.base
+            ))
+            .query(&[("limit", limit)]);
+        if let Some(a) = after {
+            req = req.query(&[("after", a)]);
         }
         decode(req.send().await?).await
     }

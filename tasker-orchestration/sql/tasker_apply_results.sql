@@ -18,6 +18,7 @@ DECLARE
     resolved boolean;
     ready uuid[] := '{}';
     closed uuid[] := '{}';
+    counted uuid[] := '{}';
     accepted int := 0;
     ignored uuid[] := '{}';
     finished jsonb := '[]';
@@ -128,15 +129,18 @@ BEGIN
 
         IF resolved THEN
             closed := closed || st.task_id;
-            SELECT * INTO cd FROM tasker_count_down(v_step, false);
-            ready := ready || cd.ready;
-            IF array_length(cd.skip, 1) > 0 THEN
-                SELECT * INTO sk FROM tasker_skip(cd.skip);
-                ready := ready || sk.ready;
-                closed := closed || sk.closed;
-            END IF;
+            counted := counted || v_step;
         END IF;
     END LOOP;
+
+    -- Count every resolved step off its children at once (one update per child per batch).
+    SELECT * INTO cd FROM tasker_count_down_all(counted, false);
+    ready := ready || cd.ready;
+    IF array_length(cd.skip, 1) > 0 THEN
+        SELECT * INTO sk FROM tasker_skip(cd.skip);
+        ready := ready || sk.ready;
+        closed := closed || sk.closed;
+    END IF;
 
     -- Close finished steps: one counter update per task, in id order. A task whose last open
     -- step closed completes through its own guarded update, so only a running task completes

@@ -1,15 +1,23 @@
--- Moves pending / waiting_retry steps to enqueued (next attempt) and returns their messages.
-CREATE OR REPLACE FUNCTION tasker_dispatch(ids uuid[]) RETURNS jsonb LANGUAGE plpgsql AS $$
+-- Moves pending / waiting_retry steps to enqueued (next attempt). Returns
+-- {messages: [StepMessage], deferred: [step id]}: the messages of the first 512 steps, and the
+-- ids of the rest, whose messages the orchestrator builds page by page after the commit
+-- (tasker_step_messages), so a 100,000-step fan-out never becomes one huge value.
+CREATE OR REPLACE FUNCTION tasker_dispatch(ids uuid[]) RETURNS jsonb LANGUAGE plpgsql
+-- Every statement here is driven by step ids: index lookups whatever the statistics say (a
+-- 100,000-step fan-out grows the tables faster than autovacuum re-analyzes them).
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 DECLARE
     enqueued uuid[];
+    page constant int := 512;
 BEGIN
     IF COALESCE(array_length(ids, 1), 0) = 0 THEN
-        RETURN '[]'::jsonb;
+        RETURN jsonb_build_object('messages', '[]'::jsonb, 'deferred', '[]'::jsonb);
     END IF;
     WITH old AS (
-        SELECT id, state FROM steps
-        WHERE id = ANY(ids) AND state IN ('pending', 'waiting_retry')
-        ORDER BY id FOR UPDATE
+        SELECT s.id, s.state
+        FROM unnest(ids) AS i(id) CROSS JOIN LATERAL (SELECT * FROM steps WHERE id = i.id OFFSET 0) s
+        WHERE s.state IN ('pending', 'waiting_retry')
+        ORDER BY s.id FOR UPDATE OF s
     ), upd AS (
         UPDATE steps s SET state = 'enqueued', attempt = s.attempt + 1, publish_count = 1,
                            dispatched_at = clock_timestamp(), next_attempt_at = NULL,
@@ -22,7 +30,8 @@ BEGIN
                CASE from_state WHEN 'pending' THEN 'parents done' ELSE 'retry' END
         FROM upd
     )
-    SELECT array_agg(id) INTO enqueued FROM upd;
-    RETURN tasker_step_messages(enqueued);
+    SELECT array_agg(id ORDER BY id) INTO enqueued FROM upd;
+    RETURN jsonb_build_object('messages', tasker_step_messages(enqueued[1:page]),
+                              'deferred', COALESCE(to_jsonb(enqueued[page + 1:]), '[]'::jsonb));
 END
 $$;

@@ -19,7 +19,7 @@ BEGIN
         INSERT INTO transitions (task_id, step_id, from_state, to_state, attempt, reason)
         VALUES (v_task, v_id, 'pending', 'skipped', 0, 'branch not chosen');
         closed := closed || v_task;
-        SELECT * INTO cd FROM tasker_count_down(v_id, true);
+        SELECT * INTO cd FROM tasker_count_down_all(ARRAY[v_id], true);
         ready := ready || cd.ready;
         queue := queue || cd.skip;
     END LOOP;

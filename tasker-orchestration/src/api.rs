@@ -48,6 +48,10 @@ pub fn router(shared: Shared) -> Router {
         .route("/v1/tasks", post(create_task).get(list_tasks))
         .route("/v1/tasks/{id}", get(get_task))
         .route("/v1/tasks/{id}/steps", get(task_steps))
+        .route(
+            "/v1/tasks/{id}/steps/{step}/parent_results",
+            get(parent_results),
+        )
         .route("/v1/tasks/{id}/history", get(task_history))
         .route("/v1/tasks/{id}/cancel", post(cancel_task))
         .route(
@@ -137,6 +141,16 @@ async fn create_task(
             "invalid_context",
             "`context` must be a JSON object",
         ));
+    }
+    let limit = shared.config.orchestrator.max_context_bytes;
+    let size = serde_json::to_vec(&context).map_or(usize::MAX, |b| b.len());
+    if size > limit {
+        return Err(Error::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "context_too_large",
+            format!("`context` is {size} bytes of JSON; the limit is {limit} (orchestrator.max_context_bytes)"),
+        )
+        .with_details(json!({ "bytes": size, "limit": limit })));
     }
     if let Err(problem) = json_check::check(&context, json_check::MAX_DEPTH) {
         return Err(
@@ -317,6 +331,45 @@ async fn task_steps(
     fetch_task(&shared, id).await?;
     let steps = shared.store.steps(id).await?;
     Ok(Json(json!({ "task_id": id, "steps": steps })))
+}
+
+/// `?after=&limit=` of `GET /v1/tasks/{id}/steps/{step}/parent_results`.
+#[derive(Debug, Deserialize)]
+struct PageQuery {
+    after: Option<String>,
+    limit: Option<i64>,
+}
+
+/// A step's parent results, page by page: what the worker core reads for a step whose message
+/// carries them by reference (a fan-out's convergence step).
+async fn parent_results(
+    State(shared): State<Shared>,
+    Path((id, step)): Path<(String, String)>,
+    Query(q): Query<PageQuery>,
+) -> Result<Json<Value>, Error> {
+    let (id, step) = (parse_id(&id)?, parse_id(&step)?);
+    let after = q.after.as_deref().map(parse_id).transpose()?;
+    let limit = q.limit.unwrap_or(1_000);
+    if !(1..=5_000).contains(&limit) {
+        return Err(Error::bad_request(
+            "invalid_query",
+            "`limit` must be between 1 and 5000",
+        ));
+    }
+    let (page, next) = shared
+        .store
+        .parent_results(id, step, after, limit)
+        .await?
+        .ok_or_else(|| {
+            Error::new(
+                StatusCode::NOT_FOUND,
+                "step_not_found",
+                format!("task {id} has no step {step}"),
+            )
+        })?;
+    Ok(Json(
+        json!({ "task_id": id, "step_id": step, "parent_results": page, "next": next }),
+    ))
 }
 
 async fn task_history(

@@ -20,6 +20,7 @@ use uuid::Uuid;
 use tasker_broker::{Broker, Outgoing, Publisher, topology};
 use tasker_shared::StepMessage;
 use tasker_shared::config::OrchestratorConfig;
+use tasker_shared::message::pack_batches;
 
 use crate::metrics as m;
 use crate::store::Store;
@@ -47,6 +48,7 @@ struct Inner {
 #[derive(Debug, Clone)]
 struct Limits {
     max_message_bytes: usize,
+    steps_per_message: usize,
     publish_timeout: Duration,
     backlog_max: usize,
 }
@@ -55,7 +57,15 @@ struct Limits {
 struct State {
     link: Option<(Broker, Publisher)>,
     declared: HashSet<String>,
-    backlog: VecDeque<(Outgoing, Attempt)>,
+    /// Packed messages with the step attempts each carries.
+    backlog: VecDeque<(Outgoing, Vec<Attempt>)>,
+}
+
+/// The encoded messages of one namespace's steps, with their indexes in the published slice.
+struct Group<'a> {
+    namespace: &'a str,
+    indexes: Vec<usize>,
+    encoded: Vec<Vec<u8>>,
 }
 
 /// A step whose message could not be sent at all.
@@ -73,6 +83,7 @@ impl Dispatcher {
                 prefix: prefix.to_owned(),
                 limits: Limits {
                     max_message_bytes: config.max_message_bytes,
+                    steps_per_message: config.steps_per_message,
                     publish_timeout: Duration::from_millis(config.publish_timeout_ms),
                     backlog_max: config.dispatch_backlog_max,
                 },
@@ -93,18 +104,19 @@ impl Dispatcher {
             .take()
     }
 
-    /// Publishes `messages` as one confirm round. What cannot go out now waits for the next
-    /// connection; what can never go out (larger than `max_message_bytes`) is returned.
+    /// Publishes `messages` as one confirm round, packed into batches (one broker message per
+    /// up to `steps_per_message` steps of one namespace). What cannot go out now waits for the
+    /// next connection; what can never go out (one step's message larger than
+    /// `max_message_bytes`) is returned.
     pub async fn publish(&self, messages: &[StepMessage]) -> Vec<Refused> {
         let mut refused = Vec::new();
         if messages.is_empty() {
             return refused;
         }
         let limits = &self.inner.limits;
-        let mut out = Vec::with_capacity(messages.len());
-        let mut attempts = Vec::with_capacity(messages.len());
-        let mut namespaces: Vec<&str> = Vec::new();
-        for m in messages {
+        // Encode each step once, grouped by namespace in order of first appearance.
+        let mut groups: Vec<Group> = Vec::new();
+        for (i, m) in messages.iter().enumerate() {
             let payload = match serde_json::to_vec(m) {
                 Ok(p) => p,
                 Err(e) => {
@@ -112,20 +124,52 @@ impl Dispatcher {
                     continue;
                 }
             };
-            if payload.len() > limits.max_message_bytes {
-                refused.push(Refused {
-                    message: m.clone(),
-                    bytes: payload.len(),
-                });
-                continue;
+            match groups.iter_mut().find(|g| g.namespace == m.namespace) {
+                Some(g) => {
+                    g.indexes.push(i);
+                    g.encoded.push(payload);
+                }
+                None => groups.push(Group {
+                    namespace: &m.namespace,
+                    indexes: vec![i],
+                    encoded: vec![payload],
+                }),
             }
-            out.push(Outgoing {
-                queue: topology::steps_queue(&self.inner.prefix, &m.namespace),
-                payload,
-            });
-            attempts.push((m.step_id, m.attempt));
-            if !namespaces.contains(&m.namespace.as_str()) {
-                namespaces.push(&m.namespace);
+        }
+        let mut out = Vec::new();
+        let mut namespaces: Vec<&str> = Vec::new();
+        for Group {
+            namespace: ns,
+            indexes: idx,
+            encoded,
+        } in groups
+        {
+            for packed in pack_batches(encoded, limits.steps_per_message, limits.max_message_bytes)
+            {
+                match packed {
+                    Err((k, item)) => refused.push(Refused {
+                        message: messages[idx[k]].clone(),
+                        bytes: item.len(),
+                    }),
+                    Ok(batch) => {
+                        metrics::histogram!(m::MESSAGE_STEPS.name).record(batch.items.len() as f64);
+                        let attempts = batch
+                            .items
+                            .iter()
+                            .map(|&k| (messages[idx[k]].step_id, messages[idx[k]].attempt))
+                            .collect();
+                        out.push((
+                            Outgoing {
+                                queue: topology::steps_queue(&self.inner.prefix, ns),
+                                payload: batch.body,
+                            },
+                            attempts,
+                        ));
+                    }
+                }
+            }
+            if !namespaces.contains(&ns) {
+                namespaces.push(ns);
             }
         }
         if out.is_empty() {
@@ -133,7 +177,7 @@ impl Dispatcher {
         }
         let mut state = self.inner.state.lock().await;
         let Some((broker, publisher)) = state.link.clone() else {
-            self.park(&mut state, out, attempts);
+            self.park(&mut state, out);
             return refused;
         };
         let missing: Vec<String> = namespaces
@@ -144,7 +188,7 @@ impl Dispatcher {
         if !missing.is_empty() {
             if let Err(e) = broker.declare(&missing).await {
                 tracing::warn!(error = %e, "declaring step queues failed; will retry on reconnect");
-                self.park(&mut state, out, attempts);
+                self.park(&mut state, out);
                 return refused;
             }
             state.declared.extend(missing);
@@ -152,10 +196,14 @@ impl Dispatcher {
         // Release the lock while waiting for confirms so other publishers are not serialized
         // behind this round trip.
         drop(state);
-        let sent = tokio::time::timeout(limits.publish_timeout, publisher.publish_all(&out)).await;
+        let steps: usize = out.iter().map(|(_, a)| a.len()).sum();
+        let bodies: Vec<Outgoing> = out.iter().map(|(o, _)| o.clone()).collect();
+        let sent =
+            tokio::time::timeout(limits.publish_timeout, publisher.publish_all(&bodies)).await;
         let failure = match sent {
             Ok(Ok(())) => {
-                metrics::counter!(m::STEPS_DISPATCHED.name).increment(out.len() as u64);
+                metrics::counter!(m::STEPS_DISPATCHED.name).increment(steps as u64);
+                metrics::histogram!(m::DISPATCH_ROUND_STEPS.name).record(steps as f64);
                 return refused;
             }
             Ok(Err(e)) => e.to_string(),
@@ -164,7 +212,7 @@ impl Dispatcher {
                 limits.publish_timeout.as_millis()
             ),
         };
-        tracing::warn!(error = %failure, count = out.len(), "publish failed; keeping the messages for later");
+        tracing::warn!(error = %failure, count = steps, "publish failed; keeping the messages for later");
         let mut state = self.inner.state.lock().await;
         // The broker closes a channel over one bad publish while the connection lives on: take
         // a fresh channel now instead of waiting for the connection to fail.
@@ -177,28 +225,32 @@ impl Dispatcher {
                 Err(e) => tracing::warn!(error = %e, "cannot open a new publishing channel"),
             }
         }
-        self.park(&mut state, out, attempts);
+        self.park(&mut state, out);
         refused
     }
 
-    /// Keeps messages for the next connection, up to the bound; beyond it the oldest are left
-    /// to the sweeper (their steps are `enqueued` in the database).
-    fn park(&self, state: &mut State, out: Vec<Outgoing>, attempts: Vec<Attempt>) {
-        state.backlog.extend(out.into_iter().zip(attempts));
-        let excess = state
-            .backlog
-            .len()
-            .saturating_sub(self.inner.limits.backlog_max);
-        if excess > 0 {
-            let dropped: Vec<Attempt> = state.backlog.drain(..excess).map(|(_, a)| a).collect();
-            let _ = self.inner.dropped.send(dropped);
-            metrics::counter!(m::DISPATCH_DROPPED.name).increment(excess as u64);
+    /// Keeps messages for the next connection, up to the bound (in steps); beyond it the
+    /// oldest are left to the sweeper (their steps are `enqueued` in the database).
+    fn park(&self, state: &mut State, out: Vec<(Outgoing, Vec<Attempt>)>) {
+        state.backlog.extend(out);
+        let mut steps: usize = state.backlog.iter().map(|(_, a)| a.len()).sum();
+        let mut dropped: Vec<Attempt> = Vec::new();
+        while steps > self.inner.limits.backlog_max {
+            let Some((_, attempts)) = state.backlog.pop_front() else {
+                break;
+            };
+            steps -= attempts.len();
+            dropped.extend(attempts);
+        }
+        if !dropped.is_empty() {
+            metrics::counter!(m::DISPATCH_DROPPED.name).increment(dropped.len() as u64);
             tracing::warn!(
-                dropped = excess,
+                dropped = dropped.len(),
                 "dispatch backlog full; the sweeper will re-publish those steps"
             );
+            let _ = self.inner.dropped.send(dropped);
         }
-        self.set_backlog(state.backlog.len());
+        self.set_backlog(steps);
     }
 
     /// Uses a (new) connection: declares the namespaces given, then flushes the backlog.
@@ -210,7 +262,8 @@ impl Dispatcher {
         broker.declare(namespaces).await?;
         let publisher = broker.publisher().await?;
         let mut state = self.inner.state.lock().await;
-        let (backlog, attempts): (Vec<Outgoing>, Vec<Attempt>) = state.backlog.drain(..).unzip();
+        let (backlog, attempts): (Vec<Outgoing>, Vec<Vec<Attempt>>) =
+            state.backlog.drain(..).unzip();
         if !backlog.is_empty() {
             tracing::info!(count = backlog.len(), "publishing backlog after reconnect");
             if let Err(e) = publisher.publish_all(&backlog).await {
@@ -229,7 +282,7 @@ impl Dispatcher {
         self.inner.state.lock().await.link = None;
     }
 
-    /// Messages waiting for a connection.
+    /// Steps waiting for a connection.
     pub fn backlog(&self) -> usize {
         *self
             .inner
@@ -288,6 +341,8 @@ mod tests {
             max_attempts: 1,
             context,
             parent_results: Map::new(),
+            context_by_reference: false,
+            parent_results_by_reference: false,
             input: None,
             dispatched_at: chrono::Utc::now(),
             timeout_ms: 1_000,
@@ -298,6 +353,7 @@ mod tests {
     fn dispatcher(max_message_bytes: usize, backlog_max: usize) -> Dispatcher {
         let config = OrchestratorConfig {
             max_message_bytes,
+            steps_per_message: 1,
             dispatch_backlog_max: backlog_max,
             ..OrchestratorConfig::default()
         };
@@ -319,7 +375,35 @@ mod tests {
             .iter()
             .map(|(o, _)| o.payload.clone())
             .collect();
-        assert_eq!(kept[0], serde_json::to_vec(&batch[2]).unwrap());
+        let third: Vec<StepMessage> = tasker_shared::message::decode_batch(&kept[0]).unwrap();
+        assert_eq!(third, vec![batch[2].clone()]);
+    }
+
+    #[tokio::test]
+    async fn steps_of_one_namespace_travel_together_up_to_the_limit() {
+        let config = OrchestratorConfig {
+            steps_per_message: 2,
+            ..OrchestratorConfig::default()
+        };
+        let d = Dispatcher::new("test", &config);
+        let mut batch: Vec<StepMessage> = (0..5).map(|i| message(json!({ "i": i }))).collect();
+        batch[1].namespace = "other".into();
+        assert!(d.publish(&batch).await.is_empty());
+        let state = d.inner.state.lock().await;
+        let packed: Vec<(String, usize)> = state
+            .backlog
+            .iter()
+            .map(|(o, a)| (o.queue.clone(), a.len()))
+            .collect();
+        assert_eq!(
+            packed,
+            vec![
+                ("test.steps.n".to_owned(), 2),
+                ("test.steps.n".to_owned(), 2),
+                ("test.steps.other".to_owned(), 1)
+            ]
+        );
+        assert_eq!(d.backlog(), 5);
     }
 
     #[tokio::test]

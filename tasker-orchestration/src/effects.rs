@@ -22,6 +22,9 @@ use crate::shared::Shared;
 pub struct Effects {
     /// Steps now `enqueued` in the database, to publish.
     pub dispatch: Vec<StepMessage>,
+    /// More steps now `enqueued`, whose messages are built and published page by page (a
+    /// large fan-out), so memory does not grow with the number of steps.
+    pub deferred: Vec<Uuid>,
     /// Steps in `waiting_retry`: start their next attempt after the delay.
     pub retries: Vec<(Uuid, Duration)>,
     /// Tasks that reached a terminal state, to announce.
@@ -49,6 +52,7 @@ impl Effects {
     /// Adds what another committed operation left to do.
     pub fn merge(&mut self, other: Effects) {
         self.dispatch.extend(other.dispatch);
+        self.deferred.extend(other.deferred);
         self.retries.extend(other.retries);
         self.finished.extend(other.finished);
         if let Some(r) = other.results {
@@ -77,6 +81,7 @@ impl Effects {
 pub async fn execute(shared: &Shared, effects: Effects) {
     let Effects {
         dispatch,
+        deferred,
         retries,
         finished,
         results,
@@ -84,11 +89,21 @@ pub async fn execute(shared: &Shared, effects: Effects) {
         timed_out,
         republished,
     } = effects;
-    let refused = shared.dispatcher.publish(&dispatch).await;
-    if !refused.is_empty() {
-        // Boxed: failing those steps has effects of its own (at most one level deep: a failure
-        // publishes nothing larger than what it replaces).
-        Box::pin(fail_refused(shared, refused)).await;
+    publish(shared, &dispatch).await;
+    drop(dispatch);
+    for (i, page) in deferred.chunks(DEFERRED_PAGE).enumerate() {
+        match shared.store.step_messages(page).await {
+            Ok(messages) => publish(shared, &messages).await,
+            Err(e) => {
+                let rest = &deferred[i * DEFERRED_PAGE..];
+                tracing::warn!(error = %e, steps = rest.len(),
+                    "cannot build the messages of dispatched steps; handing them to the sweeper");
+                if let Err(e) = shared.store.release_steps(rest).await {
+                    tracing::error!(error = %e, "cannot hand steps to the sweeper; they go out when this orchestrator stops");
+                }
+                break;
+            }
+        }
     }
     for (step_id, delay) in retries {
         schedule_retry(shared, step_id, delay);
@@ -112,6 +127,19 @@ pub async fn execute(shared: &Shared, effects: Effects) {
         shared
             .events
             .emit(Event::ResultsApplied { accepted, ignored });
+    }
+}
+
+/// Steps whose messages are built per query when a dispatch is deferred.
+const DEFERRED_PAGE: usize = 512;
+
+/// Publishes step messages; those too large to send fail their steps.
+async fn publish(shared: &Shared, messages: &[StepMessage]) {
+    let refused = shared.dispatcher.publish(messages).await;
+    if !refused.is_empty() {
+        // Boxed: failing those steps has effects of its own (at most one level deep: a failure
+        // publishes nothing larger than what it replaces).
+        Box::pin(fail_refused(shared, refused)).await;
     }
 }
 

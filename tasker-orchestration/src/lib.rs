@@ -55,8 +55,15 @@ impl Orchestrator {
         for dir in &config.orchestrator.templates {
             loaded.extend(tasker_shared::template::load_dir(dir)?);
         }
-        let store =
-            Store::connect(&config.database_url, config.orchestrator.db_max_connections).await?;
+        let store = Store::connect_with(
+            &config.database_url,
+            config.orchestrator.db_max_connections,
+            store::Inline {
+                max_bytes: config.orchestrator.inline_max_bytes,
+                max_parents: config.orchestrator.inline_max_parents,
+            },
+        )
+        .await?;
         let registered_by = format!("orchestrator:{}", tasker_shared::config::process_name());
         let catalog = Catalog::load(store.clone(), &loaded, &registered_by).await?;
         tracing::info!(

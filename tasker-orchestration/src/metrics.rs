@@ -1,35 +1,9 @@
 //! Every metric the orchestrator exports, named and described once, and the process's
 //! Prometheus recorder.
 
-use std::sync::OnceLock;
-
 use metrics::Unit;
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-
-/// A metric's name, unit and help text.
-#[derive(Debug, Clone, Copy)]
-pub struct Metric {
-    pub name: &'static str,
-    pub kind: Kind,
-    pub unit: Unit,
-    pub help: &'static str,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Counter,
-    Gauge,
-    Histogram,
-}
-
-const fn counter(name: &'static str, help: &'static str) -> Metric {
-    Metric {
-        name,
-        kind: Kind::Counter,
-        unit: Unit::Count,
-        help,
-    }
-}
+use metrics_exporter_prometheus::PrometheusHandle;
+use tasker_shared::metric::{Kind, Metric, batch_size, counter};
 
 pub const TASKS_CREATED: Metric = counter(
     "tasker_tasks_created_total",
@@ -56,12 +30,22 @@ pub const RESULTS_POISON: Metric = counter(
     "Results that could not be applied (e.g. a value the database refuses): their step failed \
      and the message was dead-lettered.",
 );
-pub const RESULT_BATCH_SIZE: Metric = Metric {
-    name: "tasker_result_batch_size",
-    kind: Kind::Histogram,
-    unit: Unit::Count,
-    help: "Results applied per transaction.",
-};
+pub const RESULT_BATCH_SIZE: Metric = batch_size(
+    "tasker_result_batch_size",
+    "Results applied per transaction.",
+);
+pub const RESULT_CONSUME_BATCH_SIZE: Metric = batch_size(
+    "tasker_result_consume_batch_size",
+    "Result messages taken from the broker per batch (each may carry many results).",
+);
+pub const MESSAGE_STEPS: Metric = batch_size(
+    "tasker_dispatch_message_batch_size",
+    "Steps carried by one published step message.",
+);
+pub const DISPATCH_ROUND_STEPS: Metric = batch_size(
+    "tasker_dispatch_round_batch_size",
+    "Steps published per confirm round.",
+);
 pub const STEPS_DISPATCHED: Metric = counter(
     "tasker_steps_dispatched_total",
     "Step messages published and confirmed by the broker.",
@@ -90,7 +74,10 @@ pub const SWEEPER_REPUBLISHED: Metric = counter(
 );
 
 /// Every metric above, described to the recorder at start-up.
-pub const ALL: [Metric; 13] = [
+pub const ALL: [Metric; 16] = [
+    RESULT_CONSUME_BATCH_SIZE,
+    MESSAGE_STEPS,
+    DISPATCH_ROUND_STEPS,
     DISPATCH_DROPPED,
     STEPS_REFUSED,
     TASKS_CREATED,
@@ -106,44 +93,7 @@ pub const ALL: [Metric; 13] = [
     SWEEPER_REPUBLISHED,
 ];
 
-/// The process-wide handle; installs the recorder and describes every metric on first use.
+/// The process-wide handle; installs the recorder and describes every metric.
 pub fn handle() -> &'static PrometheusHandle {
-    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
-    HANDLE.get_or_init(|| {
-        let recorder = PrometheusBuilder::new().build_recorder();
-        let handle = recorder.handle();
-        if metrics::set_global_recorder(recorder).is_err() {
-            tracing::warn!("a metrics recorder was already installed; /metrics may be empty");
-        }
-        for m in ALL {
-            match m.kind {
-                Kind::Counter => metrics::describe_counter!(m.name, m.unit, m.help),
-                Kind::Gauge => metrics::describe_gauge!(m.name, m.unit, m.help),
-                Kind::Histogram => metrics::describe_histogram!(m.name, m.unit, m.help),
-            }
-        }
-        handle
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_unique_and_counters_end_in_total() {
-        let mut names: Vec<&str> = ALL.iter().map(|m| m.name).collect();
-        names.sort();
-        names.dedup();
-        assert_eq!(names.len(), ALL.len());
-        for m in ALL {
-            assert!(m.name.starts_with("tasker_"), "{}", m.name);
-            assert_eq!(
-                m.kind == Kind::Counter,
-                m.name.ends_with("_total"),
-                "{}",
-                m.name
-            );
-        }
-    }
+    tasker_shared::metric::recorder(&ALL)
 }

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use tasker_broker::{BasicAckOptions, BasicRejectOptions, Broker, Delivery, topology};
+use tasker_shared::message::decode_batch;
 use tasker_shared::{Outcome, StepResult};
 use tokio_util::sync::CancellationToken;
 
@@ -41,14 +42,17 @@ async fn process(
     deliveries: Vec<Delivery>,
     cancel: &CancellationToken,
 ) -> Result<(), tasker_broker::Error> {
-    metrics::histogram!(m::RESULT_BATCH_SIZE.name).record(deliveries.len() as f64);
+    metrics::histogram!(m::RESULT_CONSUME_BATCH_SIZE.name).record(deliveries.len() as f64);
+    // Each message carries one or many results; `from[i]` is the message of `results[i]`.
     let mut results = Vec::with_capacity(deliveries.len());
+    let mut from = Vec::with_capacity(deliveries.len());
     let mut good = Vec::with_capacity(deliveries.len());
     for d in deliveries {
-        match serde_json::from_slice::<StepResult>(&d.data) {
-            Ok(r) => {
-                results.push(r);
-                good.push(d);
+        match decode_batch::<StepResult>(&d.data) {
+            Ok(batch) => {
+                from.extend(std::iter::repeat_n(good.len(), batch.len()));
+                results.extend(batch);
+                good.push(Some(d));
             }
             Err(e) => {
                 metrics::counter!(m::RESULTS_MALFORMED.name).increment(1);
@@ -61,7 +65,13 @@ async fn process(
         return Ok(());
     }
     let (mut applied, poison) = loop {
-        match apply_isolating(&shared.store, &results).await {
+        match apply_isolating(
+            &shared.store,
+            &results,
+            shared.config.orchestrator.result_batch_max,
+        )
+        .await
+        {
             Ok(done) => break done,
             Err(e) => {
                 tracing::error!(error = %e, "applying results failed; retrying");
@@ -73,20 +83,23 @@ async fn process(
             }
         }
     };
-    // A result that cannot be applied fails its own step with the reason and goes to the dead
-    // letters; the rest of the batch was applied without it.
+    // A result that cannot be applied fails its own step with the reason, and the message that
+    // carried it goes to the dead letters (its other results were applied; replayed, they
+    // would be ignored as duplicates).
     let mut dead = Vec::new();
-    for (i, error) in poison.into_iter().rev() {
+    for (i, error) in poison {
         metrics::counter!(m::RESULTS_POISON.name).increment(1);
         let r = &results[i];
         tracing::error!(step = %r.step_id, task = %r.task_id, attempt = r.attempt, %error,
-            "a result could not be applied; failing its step and dead-lettering it");
+            "a result could not be applied; failing its step and dead-lettering its message");
         match shared.store.apply_results(&[unstorable(r, &error)]).await {
             Ok(failed) => applied.merge(failed),
             Err(e) => tracing::error!(step = %r.step_id, error = %e,
                 "could not record the failure of a step whose result could not be applied"),
         }
-        dead.push(good.swap_remove(i));
+        if let Some(d) = good[from[i]].take() {
+            dead.push(d);
+        }
     }
     // Publishing the steps this batch made ready waits for broker confirms; meanwhile the next
     // batch can already be applied. The results are acked once their consequences are
@@ -100,7 +113,7 @@ async fn process(
                 tracing::debug!(error = %e, "dead-lettering failed (connection lost?)");
             }
         }
-        for d in good {
+        for d in good.into_iter().flatten() {
             if let Err(e) = d.ack(BasicAckOptions::default()).await {
                 tracing::debug!(error = %e, "ack failed (connection lost?); the result will be redelivered");
             }
@@ -109,21 +122,30 @@ async fn process(
     Ok(())
 }
 
-/// Applies `results`; if the batch fails for a reason of its own (not an unreachable
-/// database), splits it in halves until the results that cannot be applied stand alone, so
+/// Applies `results`, at most `max` per transaction; if a transaction fails for a reason of its
+/// own (not an unreachable database), splits it in halves until the results that cannot be applied stand alone, so
 /// one poison result costs O(log n) extra statements and never blocks the others. Returns the
 /// effects of what was applied and, by index, each result that could not be.
 async fn apply_isolating(
     store: &Store,
     results: &[StepResult],
+    max: usize,
 ) -> Result<(Effects, Vec<(usize, store::Error)>), store::Error> {
     let mut applied = Effects::default();
     let mut poison = Vec::new();
-    // (offset, len) ranges still to apply.
-    let mut todo = vec![(0, results.len())];
+    // (offset, len) ranges still to apply, the first on top.
+    let max = max.max(1);
+    let mut todo: Vec<(usize, usize)> = (0..results.len())
+        .step_by(max)
+        .map(|at| (at, max.min(results.len() - at)))
+        .rev()
+        .collect();
     while let Some((at, len)) = todo.pop() {
         match store.apply_results(&results[at..at + len]).await {
-            Ok(effects) => applied.merge(effects),
+            Ok(effects) => {
+                metrics::histogram!(m::RESULT_BATCH_SIZE.name).record(len as f64);
+                applied.merge(effects)
+            }
             Err(e @ store::Error::Unavailable(_)) => return Err(e),
             Err(e) if len == 1 => poison.push((at, e)),
             Err(_) => {

@@ -138,12 +138,30 @@ struct CreatedRow {
     dispatch: Vec<StepMessage>,
 }
 
+/// The JSON answer of `tasker_dispatch`: the first messages, and the steps whose messages are
+/// built page by page after the commit.
+#[derive(serde::Deserialize)]
+struct Dispatched {
+    messages: Vec<StepMessage>,
+    deferred: Vec<Uuid>,
+}
+
+impl From<Dispatched> for Effects {
+    fn from(d: Dispatched) -> Self {
+        Effects {
+            dispatch: d.messages,
+            deferred: d.deferred,
+            ..Effects::default()
+        }
+    }
+}
+
 /// The JSON answer of `tasker_apply_results`.
 #[derive(serde::Deserialize)]
 struct AppliedRow {
     accepted: usize,
     ignored: Vec<Uuid>,
-    dispatch: Vec<StepMessage>,
+    dispatch: Dispatched,
     finished: Vec<FinishedRow>,
     retries: Vec<RetryRow>,
 }
@@ -169,19 +187,52 @@ struct OverdueRow {
     queue_timeout_ms: i64,
 }
 
+/// Above what a step message carries its context and parent results by reference.
+#[derive(Debug, Clone, Copy)]
+pub struct Inline {
+    /// A context (or a set of parent results) larger than this, in bytes of JSON.
+    pub max_bytes: usize,
+    /// More parents than this.
+    pub max_parents: usize,
+}
+
+impl Default for Inline {
+    fn default() -> Self {
+        let d = tasker_shared::config::OrchestratorConfig::default();
+        Inline {
+            max_bytes: d.inline_max_bytes,
+            max_parents: d.inline_max_parents,
+        }
+    }
+}
+
 impl Store {
     /// Connects, applies pending migrations, then (re)creates the engine's functions.
     pub async fn connect(url: &str, max_connections: u32) -> Result<Store> {
+        Self::connect_with(url, max_connections, Inline::default()).await
+    }
+
+    /// [`Store::connect`] with the thresholds above which step messages carry references.
+    pub async fn connect_with(url: &str, max_connections: u32, inline: Inline) -> Result<Store> {
         let instance = Uuid::now_v7();
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
             .acquire_timeout(Duration::from_secs(10))
             .after_connect(move |conn, _| {
                 Box::pin(async move {
-                    sqlx::query("SELECT set_config('tasker.orchestrator', $1, false)")
-                        .bind(instance.to_string())
-                        .execute(conn)
-                        .await?;
+                    // Generic plans: the engine's statements are keyed by ids, so a plan made
+                    // once per session serves every call (custom plans re-plan each one).
+                    sqlx::query(
+                        "SELECT set_config('tasker.orchestrator', $1, false), \
+                                set_config('plan_cache_mode', 'force_generic_plan', false), \
+                                set_config('tasker.inline_max_bytes', $2, false), \
+                                set_config('tasker.inline_max_parents', $3, false)",
+                    )
+                    .bind(instance.to_string())
+                    .bind(inline.max_bytes.to_string())
+                    .bind(inline.max_parents.to_string())
+                    .execute(conn)
+                    .await?;
                     Ok(())
                 })
             })
@@ -287,7 +338,8 @@ impl Store {
         .await?;
         let row: AppliedRow = decode("tasker_apply_results", v)?;
         Ok(Effects {
-            dispatch: row.dispatch,
+            dispatch: row.dispatch.messages,
+            deferred: row.dispatch.deferred,
             retries: row
                 .retries
                 .into_iter()
@@ -312,7 +364,29 @@ impl Store {
             .bind(step_ids)
             .fetch_one(&self.pool)
             .await?;
-        Ok(Effects::dispatch(decode("tasker_dispatch", v)?))
+        Ok(decode::<Dispatched>("tasker_dispatch", v)?.into())
+    }
+
+    /// The messages of enqueued steps (those dispatched with their messages deferred).
+    pub async fn step_messages(&self, step_ids: &[Uuid]) -> Result<Vec<StepMessage>> {
+        let v: Value = sqlx::query_scalar("SELECT tasker_step_messages($1)")
+            .bind(step_ids)
+            .fetch_one(&self.pool)
+            .await?;
+        decode("tasker_step_messages", v)
+    }
+
+    /// Hands enqueued steps this orchestrator could not publish to the sweeper, as if their
+    /// dispatcher had died.
+    pub async fn release_steps(&self, step_ids: &[Uuid]) -> Result<()> {
+        sqlx::query(
+            "UPDATE steps SET dispatched_by = NULL
+             WHERE id = ANY($1) AND state = 'enqueued' AND dispatched_by = tasker_orchestrator()",
+        )
+        .bind(step_ids)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
     }
 
     /// Cancels a running task and every step not yet terminal. Returns the task's state after

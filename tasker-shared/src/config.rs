@@ -33,7 +33,8 @@ pub struct OrchestratorConfig {
     pub db_max_connections: u32,
     /// Most results applied in one transaction.
     pub result_batch_max: usize,
-    /// Unacknowledged results the broker may push to one orchestrator.
+    /// Unacknowledged result messages the broker may push to one orchestrator (each carries
+    /// up to 256 results).
     pub result_prefetch: u16,
     /// How often the sweeper looks for lost, overdue and retry-ready steps.
     pub sweep_interval_ms: u64,
@@ -46,6 +47,18 @@ pub struct OrchestratorConfig {
     /// Largest step message published; a step whose message is larger fails with
     /// `message_too_large` instead of being sent.
     pub max_message_bytes: usize,
+    /// Most steps of one namespace carried by one broker message. Steps made ready together
+    /// travel together (the broker's cost is per message); a larger ready set is spread over
+    /// several messages, so several workers share it.
+    pub steps_per_message: usize,
+    /// A task context larger than this (bytes of JSON) is not copied into step messages: the
+    /// worker core fetches it once per task. The same bound applies to a step's parent results.
+    pub inline_max_bytes: usize,
+    /// A step with more parents than this (a fan-out's convergence step) receives its parent
+    /// results by reference: the worker core reads them page by page.
+    pub inline_max_parents: usize,
+    /// Largest task context accepted at task creation, in bytes of JSON.
+    pub max_context_bytes: usize,
     /// How long to wait for the broker to confirm a publish round before keeping the messages
     /// for later (the broker may be blocking publishers).
     pub publish_timeout_ms: u64,
@@ -64,8 +77,12 @@ pub struct WorkerConfig {
     pub health_port: u16,
     /// Steps run at the same time.
     pub concurrency: usize,
-    /// Unacknowledged steps the broker may push to this worker.
+    /// Unacknowledged step messages the broker may push to this worker (each carries up to
+    /// `orchestrator.steps_per_message` steps).
     pub prefetch: u16,
+    /// Largest handler result, in bytes of JSON: a larger one fails its step, permanently,
+    /// with `result_too_large`, instead of being sent.
+    pub max_result_bytes: usize,
     /// Name reported with results; defaults to `<host>-<pid>`.
     pub name: Option<String>,
     /// The orchestrator API the worker registers its templates with when it starts.
@@ -93,12 +110,16 @@ impl Default for OrchestratorConfig {
             templates: Vec::new(),
             db_max_connections: 16,
             result_batch_max: 256,
-            result_prefetch: 512,
+            result_prefetch: 64,
             sweep_interval_ms: 1_000,
             visibility_timeout_ms: 30_000,
             max_body_bytes: 1024 * 1024,
             max_wait_seconds: 300,
             max_message_bytes: 16 * 1024 * 1024,
+            steps_per_message: 32,
+            inline_max_bytes: 64 * 1024,
+            inline_max_parents: 1_000,
+            max_context_bytes: 512 * 1024,
             publish_timeout_ms: 10_000,
             dispatch_backlog_max: 100_000,
         }
@@ -112,6 +133,7 @@ impl Default for WorkerConfig {
             health_port: 8100,
             concurrency: 64,
             prefetch: 128,
+            max_result_bytes: 4 * 1024 * 1024,
             name: None,
             orchestrator_url: "http://127.0.0.1:8080".into(),
             register_templates: true,
@@ -203,6 +225,9 @@ impl Config {
                 "queue_prefix",
                 "must be non-empty ASCII letters, digits, `_`, `-` or `.`",
             );
+        }
+        if self.orchestrator.steps_per_message == 0 {
+            return invalid("orchestrator.steps_per_message", "must be at least 1");
         }
         if self.orchestrator.result_batch_max == 0 {
             return invalid("orchestrator.result_batch_max", "must be at least 1");

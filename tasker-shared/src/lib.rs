@@ -11,6 +11,7 @@ pub mod dag;
 pub mod json_check;
 pub mod logging;
 pub mod message;
+pub mod metric;
 pub mod plan;
 pub mod retry;
 pub mod step_state;

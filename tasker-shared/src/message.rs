@@ -1,5 +1,9 @@
 //! Messages that cross the broker. A [`StepMessage`] carries everything a worker needs to run a
 //! step (no database access on the worker side); a [`StepResult`] carries the outcome back.
+//!
+//! One broker message carries a **batch**: a JSON array of step messages (or of results), so
+//! the broker's fixed cost per message is paid once per batch, not once per step. A single
+//! object (what releases before batching sent) is still read as a batch of one.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -18,11 +22,21 @@ pub struct StepMessage {
     /// 1-based attempt number; a result is accepted only for the step's current attempt.
     pub attempt: u32,
     pub max_attempts: u32,
-    /// The task's input context.
+    /// The task's input context (`null` when [`context_by_reference`](Self::context_by_reference)).
     pub context: Value,
+    /// The context was too large to copy into every step message: the worker core fetches it
+    /// from the orchestrator (`GET /v1/tasks/{id}`) before the handler runs.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub context_by_reference: bool,
     /// Results of the step's completed parents, by step name (a batch that failed under
-    /// `on_failure: continue` appears as `{"failed": true, "error": …}`).
+    /// `on_failure: continue` appears as `{"failed": true, "error": …}`). Empty when
+    /// [`parent_results_by_reference`](Self::parent_results_by_reference).
     pub parent_results: Map<String, Value>,
+    /// The parent results were too many or too large for the message: the worker core reads
+    /// them page by page from the orchestrator
+    /// (`GET /v1/tasks/{task}/steps/{step}/parent_results`) before the handler runs.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub parent_results_by_reference: bool,
     /// The batch of a `batch_worker` instance, as its batchable parent returned it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<Value>,
@@ -109,6 +123,62 @@ impl StepError {
     }
 }
 
+/// Decodes a broker message body: a JSON array of `T`, or a single `T`.
+pub fn decode_batch<T: serde::de::DeserializeOwned>(body: &[u8]) -> serde_json::Result<Vec<T>> {
+    match body.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'[') => serde_json::from_slice(body),
+        _ => serde_json::from_slice(body).map(|one| vec![one]),
+    }
+}
+
+/// Packs items already encoded as JSON into batches (JSON arrays) of at most `max_items`
+/// items and `max_bytes` bytes each, keeping their order. An item that alone exceeds
+/// `max_bytes` is handed back as `Err((index, item))` instead of being packed.
+pub fn pack_batches(
+    encoded: Vec<Vec<u8>>,
+    max_items: usize,
+    max_bytes: usize,
+) -> Vec<Result<Batch, (usize, Vec<u8>)>> {
+    let mut out = Vec::new();
+    let mut current = Batch::default();
+    for (i, item) in encoded.into_iter().enumerate() {
+        // The brackets and one comma per item.
+        if item.len() + 2 > max_bytes {
+            out.push(Err((i, item)));
+            continue;
+        }
+        if !current.items.is_empty()
+            && (current.items.len() >= max_items.max(1)
+                || current.body.len() + item.len() + 2 > max_bytes)
+        {
+            out.push(Ok(std::mem::take(&mut current).finish()));
+        }
+        current
+            .body
+            .push(if current.items.is_empty() { b'[' } else { b',' });
+        current.body.extend_from_slice(&item);
+        current.items.push(i);
+    }
+    if !current.items.is_empty() {
+        out.push(Ok(current.finish()));
+    }
+    out
+}
+
+/// One packed broker message: the JSON array and the indexes of the items it carries.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Batch {
+    pub body: Vec<u8>,
+    pub items: Vec<usize>,
+}
+
+impl Batch {
+    fn finish(mut self) -> Self {
+        self.body.push(b']');
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,6 +204,50 @@ mod tests {
                 retryable: false
             }
         );
+    }
+
+    #[test]
+    fn a_batch_is_an_array_and_a_single_object_still_reads_as_one() {
+        let bodies: Vec<Vec<u8>> = (0..5)
+            .map(|i| format!("{{\"n\":{i}}}").into_bytes())
+            .collect();
+        let packed = pack_batches(bodies, 2, 1 << 20);
+        let sizes: Vec<Vec<usize>> = packed
+            .iter()
+            .map(|b| b.as_ref().unwrap().items.clone())
+            .collect();
+        assert_eq!(sizes, vec![vec![0, 1], vec![2, 3], vec![4]]);
+        let first: Vec<serde_json::Value> =
+            decode_batch(&packed[0].as_ref().unwrap().body).unwrap();
+        assert_eq!(first, vec![json!({"n": 0}), json!({"n": 1})]);
+        let one: Vec<serde_json::Value> = decode_batch(b" {\"n\": 7}").unwrap();
+        assert_eq!(one, vec![json!({"n": 7})]);
+        assert!(decode_batch::<StepResult>(b"[{\"task_id\": 1}]").is_err());
+    }
+
+    #[test]
+    fn batches_respect_the_byte_limit_and_refuse_what_cannot_fit() {
+        let small = br#"{"a":1}"#.to_vec();
+        let big = vec![b'1'; 100];
+        let packed = pack_batches(vec![small.clone(), big, small.clone(), small], 100, 20);
+        let refused: Vec<usize> = packed
+            .iter()
+            .filter_map(|b| b.clone().err())
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(refused, vec![1]);
+        let sent: Vec<Batch> = packed.into_iter().flatten().collect();
+        assert_eq!(
+            sent.iter().map(|b| b.items.clone()).collect::<Vec<_>>(),
+            vec![vec![0, 2], vec![3]]
+        );
+        assert!(sent.iter().all(|b| b.body.len() <= 20));
+        for b in &sent {
+            assert_eq!(
+                decode_batch::<serde_json::Value>(&b.body).unwrap().len(),
+                b.items.len()
+            );
+        }
     }
 
     #[test]

@@ -130,6 +130,9 @@ impl BatchHost {
 
     fn take(state: &mut State, max: usize) -> Vec<JobView> {
         let n = max.max(1).min(state.queue.len());
+        if n > 0 {
+            ::metrics::histogram!(crate::metrics::FFI_BATCH_SIZE.name).record(n as f64);
+        }
         let now = Utc::now();
         let mut out = Vec::with_capacity(n);
         let jobs: Vec<(Job, DateTime<Utc>)> = state.queue.drain(..n).collect();
@@ -202,6 +205,8 @@ mod tests {
                 max_attempts: 1,
                 context: json!({"value": id}),
                 parent_results: Map::new(),
+                context_by_reference: false,
+                parent_results_by_reference: false,
                 dispatched_at: Utc::now(),
                 timeout_ms: 1000,
                 queue_timeout_ms: None,

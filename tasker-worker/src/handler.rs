@@ -34,6 +34,24 @@ pub struct StepContext {
     pub input: Option<Value>,
 }
 
+impl From<StepMessage> for StepContext {
+    fn from(m: StepMessage) -> Self {
+        Self {
+            task_id: m.task_id,
+            step_id: m.step_id,
+            namespace: m.namespace,
+            task_name: m.task_name,
+            step_name: m.step_name,
+            handler: m.handler,
+            attempt: m.attempt,
+            max_attempts: m.max_attempts,
+            context: m.context,
+            parent_results: m.parent_results,
+            input: m.input,
+        }
+    }
+}
+
 impl From<&StepMessage> for StepContext {
     fn from(m: &StepMessage) -> Self {
         Self {

@@ -1,5 +1,5 @@
-//! The worker's `/health` endpoint: 200 while connected to the broker, 503 otherwise, with
-//! its namespaces and counters.
+//! The worker's health port: `/health` (200 while connected to the broker, 503 otherwise, with
+//! its namespaces and counters) and `/metrics` (Prometheus).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,7 +21,7 @@ struct Health {
     language: &'static str,
 }
 
-/// Serves `/health` on 127.0.0.1:`port` (0 picks a free port) until `cancel` fires; returns
+/// Serves `/health` and `/metrics` on 127.0.0.1:`port` (0 picks a free port) until `cancel` fires; returns
 /// the bound address.
 pub async fn serve(
     port: u16,
@@ -30,10 +30,15 @@ pub async fn serve(
     language: &'static str,
     cancel: CancellationToken,
 ) -> std::io::Result<SocketAddr> {
+    crate::metrics::handle();
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let addr = listener.local_addr()?;
     let app = axum::Router::new()
         .route("/health", get(health))
+        .route(
+            "/metrics",
+            get(|| async { crate::metrics::handle().render() }),
+        )
         .with_state(Health {
             stats,
             namespaces: Arc::new(namespaces),

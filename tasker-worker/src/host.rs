@@ -96,7 +96,7 @@ impl HandlerHost for RustHost {
                 let _permit = permits.acquire_owned().await;
                 done.started(job.id);
                 let started_at = Utc::now();
-                let outcome = run_one(&registry, &job.message).await;
+                let outcome = run_one(&registry, job.message).await;
                 done.complete(Completion {
                     job: job.id,
                     outcome,
@@ -108,14 +108,14 @@ impl HandlerHost for RustHost {
     }
 }
 
-async fn run_one(registry: &Registry, message: &StepMessage) -> Outcome {
+async fn run_one(registry: &Registry, message: StepMessage) -> Outcome {
     let Some(handler) = registry.get(&message.handler) else {
         return unknown_handler(&message.handler);
     };
-    let timeout = std::time::Duration::from_millis(message.timeout_ms);
+    let timeout_ms = message.timeout_ms;
     let call = AssertUnwindSafe(handler.call(StepContext::from(message))).catch_unwind();
-    match tokio::time::timeout(timeout, call).await {
-        Err(_) => timed_out(message.timeout_ms),
+    match tokio::time::timeout(std::time::Duration::from_millis(timeout_ms), call).await {
+        Err(_) => timed_out(timeout_ms),
         Ok(Err(panic)) => Outcome::Failure {
             error: StepError::new("panic", panic_message(panic.as_ref())),
             retryable: true,

@@ -8,6 +8,8 @@ pub mod embedded;
 pub mod handler;
 pub mod health;
 pub mod host;
+pub mod metrics;
+pub mod references;
 pub mod registration;
 pub mod setup;
 pub mod worker;

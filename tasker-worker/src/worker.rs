@@ -1,11 +1,12 @@
 //! The worker service: consumes its namespaces' step queues, hands steps to the host in
-//! batches, publishes results with publisher confirms (a batch per confirm round), then acks
-//! the step messages. A step message is acknowledged only after its result is confirmed, so a
+//! batches, publishes results with publisher confirms (a batch per confirm round, packed into
+//! as few messages as fit), then acks the step messages. One step message may carry many
+//! steps; it is acknowledged only after the result of every step it carried is confirmed, so a
 //! worker that dies mid-step has its steps redelivered by the broker.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use chrono::Utc;
@@ -19,12 +20,19 @@ use tasker_broker::{
     BasicAckOptions, BasicRejectOptions, Broker, Delivery, Outgoing, Publisher, Supervisor,
     next_batch, supervisor, topology,
 };
-use tasker_shared::{Config, Outcome, StepMessage, StepResult};
+use tasker_shared::message::{decode_batch, pack_batches};
+use tasker_shared::{Config, Outcome, StepError, StepMessage, StepResult};
+
+use crate::metrics as m;
 
 use crate::host::{Completion, CompletionSink, HandlerHost, Job, Report, timed_out};
+use crate::references::References;
 
-/// Most step messages handed to the host in one batch, and results per confirm round.
+/// Most step messages taken from the broker at once, and results per confirm round.
 const BATCH_MAX: usize = 256;
+
+/// Most bytes of one result message (a result larger than this travels alone).
+const RESULT_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
 /// How a worker connects and what it consumes.
 #[derive(Debug, Clone)]
@@ -36,6 +44,10 @@ pub struct WorkerOptions {
     pub prefetch: u16,
     /// Reported with every result.
     pub name: String,
+    /// Where contexts and parent results carried by reference are fetched from.
+    pub orchestrator_url: String,
+    /// Largest handler result sent, in bytes of JSON.
+    pub max_result_bytes: usize,
 }
 
 impl WorkerOptions {
@@ -52,6 +64,8 @@ impl WorkerOptions {
             namespaces,
             prefetch: config.worker.prefetch,
             name,
+            orchestrator_url: config.worker.orchestrator_url.clone(),
+            max_result_bytes: config.worker.max_result_bytes,
         }
     }
 }
@@ -73,6 +87,7 @@ pub struct Worker {
     options: WorkerOptions,
     host: Arc<dyn HandlerHost>,
     stats: Arc<Stats>,
+    references: Arc<References>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -87,6 +102,7 @@ impl std::fmt::Debug for Worker {
 impl Worker {
     pub fn new(options: WorkerOptions, host: Arc<dyn HandlerHost>) -> Self {
         Self {
+            references: Arc::new(References::new(&options.orchestrator_url)),
             options,
             host,
             stats: Arc::new(Stats::default()),
@@ -175,7 +191,7 @@ impl Worker {
                                 if let Some(f) = in_flight.get_mut(&job)
                                     && f.deadline.is_none()
                                 {
-                                    f.deadline = Some(deadlines.insert(job, run_deadline(&f.message)));
+                                    f.deadline = Some(deadlines.insert(job, run_deadline(f.step.timeout_ms)));
                                 }
                             }
                             Report::Done(c) => {
@@ -188,7 +204,7 @@ impl Worker {
                 Some(expired) = deadlines.next() => {
                     let job = expired.into_inner();
                     if let Some(f) = in_flight.get(&job) {
-                        let outcome = timed_out(f.message.timeout_ms);
+                        let outcome = timed_out(f.step.timeout_ms);
                         let now = Utc::now();
                         self.finish(Completion { job, outcome, started_at: now, finished_at: now },
                                     &mut in_flight, &mut deadlines, &results_tx);
@@ -196,11 +212,16 @@ impl Worker {
                 }
                 batch = next_batch(&mut deliveries, BATCH_MAX) => {
                     let batch = batch.ok_or(tasker_broker::Error::Closed)?;
+                    ::metrics::histogram!(m::CONSUME_BATCH_SIZE.name).record(batch.len() as f64);
                     let mut jobs = Vec::with_capacity(batch.len());
                     for delivery in batch {
                         let delivery = delivery?;
-                        let message = match serde_json::from_slice::<StepMessage>(&delivery.data) {
-                            Ok(m) => m,
+                        let messages = match decode_batch::<StepMessage>(&delivery.data) {
+                            Ok(m) if !m.is_empty() => m,
+                            Ok(_) => {
+                                delivery.ack(BasicAckOptions::default()).await?;
+                                continue;
+                            }
                             Err(e) => {
                                 self.stats.malformed.fetch_add(1, Ordering::Relaxed);
                                 tracing::warn!(error = %e, "malformed step message; dead-lettering it");
@@ -208,22 +229,31 @@ impl Worker {
                                 continue;
                             }
                         };
-                        next_job += 1;
-                        tracing::debug!(step = %message.step_id, name = %message.step_name, attempt = message.attempt, "step received");
-                        let late = queue_timed_out(&message, Utc::now());
-                        in_flight.insert(next_job, InFlight { delivery, message: message.clone(), deadline: None });
-                        if let Some(outcome) = late {
-                            // Too late to start: report it without running the handler.
-                            let now = Utc::now();
-                            self.finish(Completion { job: next_job, outcome, started_at: now, finished_at: now },
-                                        &mut in_flight, &mut deadlines, &results_tx);
-                            continue;
+                        let carrier = Arc::new(Carrier { delivery, open: AtomicUsize::new(messages.len()) });
+                        for message in messages {
+                            next_job += 1;
+                            tracing::debug!(step = %message.step_id, name = %message.step_name, attempt = message.attempt, "step received");
+                            let late = queue_timed_out(&message, Utc::now());
+                            in_flight.insert(next_job, InFlight { carrier: carrier.clone(), step: Attempt::from(&message), deadline: None });
+                            if let Some(outcome) = late {
+                                // Too late to start: report it without running the handler.
+                                let now = Utc::now();
+                                self.finish(Completion { job: next_job, outcome, started_at: now, finished_at: now },
+                                            &mut in_flight, &mut deadlines, &results_tx);
+                                continue;
+                            }
+                            if References::needed(&message) {
+                                self.resolve_then_submit(Job { id: next_job, message }, &sink);
+                            } else {
+                                jobs.push(Job { id: next_job, message });
+                            }
                         }
-                        jobs.push(Job { id: next_job, message });
                     }
                     self.stats.received.fetch_add(jobs.len() as u64, Ordering::Relaxed);
+                    ::metrics::counter!(m::STEPS_RECEIVED.name).increment(jobs.len() as u64);
                     self.stats.in_flight.store(in_flight.len() as u64, Ordering::Relaxed);
                     if !jobs.is_empty() {
+                        ::metrics::histogram!(m::HOST_BATCH_SIZE.name).record(jobs.len() as f64);
                         self.host.submit(jobs, &sink);
                     }
                 }
@@ -231,12 +261,38 @@ impl Worker {
         }
     }
 
+    /// Fetches what the job's message carries by reference, then hands it to the host; if the
+    /// orchestrator cannot answer, the attempt fails retryably.
+    fn resolve_then_submit(&self, mut job: Job, sink: &CompletionSink) {
+        let (references, host, sink) = (self.references.clone(), self.host.clone(), sink.clone());
+        tokio::spawn(async move {
+            match references.resolve(&mut job.message).await {
+                Ok(()) => host.submit(vec![job], &sink),
+                Err(e) => {
+                    let now = Utc::now();
+                    sink.complete(Completion {
+                        job: job.id,
+                        outcome: Outcome::Failure {
+                            error: StepError::new(
+                                "reference_unavailable",
+                                format!("cannot fetch the step's context or parent results from the orchestrator: {e}"),
+                            ),
+                            retryable: true,
+                        },
+                        started_at: now,
+                        finished_at: now,
+                    });
+                }
+            }
+        });
+    }
+
     fn finish(
         &self,
         c: Completion,
         in_flight: &mut HashMap<u64, InFlight>,
         deadlines: &mut DelayQueue<u64>,
-        results: &mpsc::UnboundedSender<(Delivery, StepResult)>,
+        results: &mpsc::UnboundedSender<(Arc<Carrier>, StepResult)>,
     ) {
         let Some(f) = in_flight.remove(&c.job) else {
             return;
@@ -244,32 +300,73 @@ impl Worker {
         if let Some(key) = &f.deadline {
             deadlines.try_remove(key);
         }
-        let outcome = storable(c.outcome);
+        let outcome = storable(c.outcome, self.options.max_result_bytes);
         match &outcome {
-            Outcome::Success { .. } => self.stats.succeeded.fetch_add(1, Ordering::Relaxed),
-            Outcome::Failure { .. } => self.stats.failed.fetch_add(1, Ordering::Relaxed),
+            Outcome::Success { .. } => {
+                self.stats.succeeded.fetch_add(1, Ordering::Relaxed);
+                ::metrics::counter!(m::STEPS_SUCCEEDED.name).increment(1);
+            }
+            Outcome::Failure { .. } => {
+                self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                ::metrics::counter!(m::STEPS_FAILED.name).increment(1);
+            }
         };
         self.stats
             .in_flight
             .store(in_flight.len() as u64, Ordering::Relaxed);
         let result = StepResult {
-            task_id: f.message.task_id,
-            step_id: f.message.step_id,
-            attempt: f.message.attempt,
+            task_id: f.step.task_id,
+            step_id: f.step.step_id,
+            attempt: f.step.attempt,
             outcome,
             started_at: c.started_at,
             finished_at: c.finished_at,
             worker: self.options.name.clone(),
         };
-        let _ = results.send((f.delivery, result));
+        let _ = results.send((f.carrier, result));
+    }
+}
+
+/// A step message and how many of the steps it carried still await a confirmed result.
+struct Carrier {
+    delivery: Delivery,
+    open: AtomicUsize,
+}
+
+impl Carrier {
+    /// Records one confirmed result; acks the message when it was the last.
+    async fn settle(&self) -> Result<(), tasker_broker::Error> {
+        if self.open.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.delivery.ack(BasicAckOptions::default()).await?;
+        }
+        Ok(())
     }
 }
 
 struct InFlight {
-    delivery: Delivery,
-    message: StepMessage,
+    carrier: Arc<Carrier>,
+    step: Attempt,
     /// Armed when a handler starts the job.
     deadline: Option<delay_queue::Key>,
+}
+
+/// What the core keeps of a job while a handler has it (the message itself went to the host).
+struct Attempt {
+    task_id: uuid::Uuid,
+    step_id: uuid::Uuid,
+    attempt: u32,
+    timeout_ms: u64,
+}
+
+impl From<&StepMessage> for Attempt {
+    fn from(m: &StepMessage) -> Self {
+        Attempt {
+            task_id: m.task_id,
+            step_id: m.step_id,
+            attempt: m.attempt,
+            timeout_ms: m.timeout_ms,
+        }
+    }
 }
 
 /// Longest run deadline the core arms: template validation allows 30 days; a message from
@@ -277,8 +374,8 @@ struct InFlight {
 const MAX_RUN: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// When the core gives up on a started job: its timeout (clamped) plus a margin.
-fn run_deadline(message: &StepMessage) -> Duration {
-    Duration::from_millis(message.timeout_ms).min(MAX_RUN) + Duration::from_millis(250)
+fn run_deadline(timeout_ms: u64) -> Duration {
+    Duration::from_millis(timeout_ms).min(MAX_RUN) + Duration::from_millis(250)
 }
 
 /// The failure of a step received after its queue timeout, if it was.
@@ -293,39 +390,81 @@ fn queue_timed_out(message: &StepMessage, now: chrono::DateTime<Utc>) -> Option<
     })
 }
 
-/// A handler's result that PostgreSQL could not store (a NUL character, nesting too deep)
-/// fails its own step, permanently and with the reason, here at the source.
-fn storable(outcome: Outcome) -> Outcome {
-    if let Outcome::Success { result } = &outcome
-        && let Err(problem) =
-            tasker_shared::json_check::check(result, tasker_shared::json_check::MAX_DEPTH)
+/// A handler's result that PostgreSQL could not store (a NUL character, nesting too deep) or
+/// that exceeds `max_bytes` fails its own step, permanently and with the reason, here at the
+/// source.
+fn storable(outcome: Outcome, max_bytes: usize) -> Outcome {
+    let Outcome::Success { result } = &outcome else {
+        return outcome;
+    };
+    if let Err(problem) =
+        tasker_shared::json_check::check(result, tasker_shared::json_check::MAX_DEPTH)
     {
         return Outcome::permanent("invalid_result", format!("the handler's result {problem}"));
+    }
+    let size = serde_json::to_vec(result).map_or(usize::MAX, |b| b.len());
+    if size > max_bytes {
+        return Outcome::permanent(
+            "result_too_large",
+            format!(
+                "the handler's result is {size} bytes of JSON; the limit is {max_bytes} (worker.max_result_bytes)"
+            ),
+        );
     }
     outcome
 }
 
-/// Publishes results in batches (one confirm round each), then acks their step messages.
+/// Publishes results in batches (one confirm round each, as few messages as fit), then settles
+/// the step messages that carried them.
 async fn publish_results(
     publisher: Publisher,
     queue: String,
-    mut rx: mpsc::UnboundedReceiver<(Delivery, StepResult)>,
+    mut rx: mpsc::UnboundedReceiver<(Arc<Carrier>, StepResult)>,
 ) -> Result<(), tasker_broker::Error> {
     let mut arrivals = futures_util::stream::poll_fn(|cx| rx.poll_recv(cx));
     while let Some(batch) = next_batch(&mut arrivals, BATCH_MAX).await {
-        let out: Vec<Outgoing> = batch
+        ::metrics::histogram!(m::RESULT_BATCH_SIZE.name).record(batch.len() as f64);
+        let encoded: Vec<Vec<u8>> = batch
             .iter()
-            .map(|(_, r)| Outgoing {
+            .map(|(_, r)| serde_json::to_vec(r).expect("a StepResult always serializes"))
+            .collect();
+        let out: Vec<Outgoing> = pack_results(encoded)
+            .into_iter()
+            .map(|payload| Outgoing {
                 queue: queue.clone(),
-                payload: serde_json::to_vec(r).expect("a StepResult always serializes"),
+                payload,
             })
             .collect();
         publisher.publish_all(&out).await?;
-        for (delivery, _) in batch {
-            delivery.ack(BasicAckOptions::default()).await?;
+        for (carrier, _) in batch {
+            carrier.settle().await?;
         }
     }
     Ok(())
+}
+
+/// Result messages for encoded results: JSON arrays of up to [`RESULT_MESSAGE_BYTES`]; a
+/// result larger than that travels alone.
+fn pack_results(encoded: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    let packed = pack_batches(encoded, BATCH_MAX, RESULT_MESSAGE_BYTES);
+    let mut out = Vec::with_capacity(packed.len());
+    for p in packed {
+        match p {
+            Ok(batch) => {
+                ::metrics::histogram!(m::RESULT_MESSAGE_BATCH_SIZE.name)
+                    .record(batch.items.len() as f64);
+                out.push(batch.body);
+            }
+            Err((_, item)) => {
+                let mut body = Vec::with_capacity(item.len() + 2);
+                body.push(b'[');
+                body.extend_from_slice(&item);
+                body.push(b']');
+                out.push(body);
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -346,6 +485,8 @@ mod tests {
             max_attempts: 1,
             context: json!({}),
             parent_results: Map::new(),
+            context_by_reference: false,
+            parent_results_by_reference: false,
             input: None,
             dispatched_at: Utc::now() - chrono::Duration::milliseconds(waited_ms),
             timeout_ms,
@@ -356,10 +497,10 @@ mod tests {
     #[test]
     fn a_huge_timeout_is_clamped_instead_of_overflowing_the_timer() {
         assert_eq!(
-            run_deadline(&message(2_000, None, 0)),
+            run_deadline(message(2_000, None, 0).timeout_ms),
             Duration::from_millis(2_250)
         );
-        let clamped = run_deadline(&message(u64::MAX, None, 0));
+        let clamped = run_deadline(message(u64::MAX, None, 0).timeout_ms);
         assert_eq!(clamped, MAX_RUN + Duration::from_millis(250));
         // The timer wheel takes it (it panics past about two years).
         let mut q: DelayQueue<u64> = DelayQueue::new();
@@ -389,10 +530,26 @@ mod tests {
         let ok = Outcome::Success {
             result: json!({"a": "fine"}),
         };
-        assert_eq!(storable(ok.clone()), ok);
-        match storable(Outcome::Success {
-            result: json!({"a": "bad\u{0}"}),
-        }) {
+        assert_eq!(storable(ok.clone(), 1 << 20), ok);
+        match storable(
+            Outcome::Success {
+                result: json!({"a": "x".repeat(100)}),
+            },
+            64,
+        ) {
+            Outcome::Failure { error, retryable } => {
+                assert_eq!(error.kind, "result_too_large");
+                assert!(error.message.contains("limit is 64"), "{}", error.message);
+                assert!(!retryable);
+            }
+            other => panic!("expected result_too_large, got {other:?}"),
+        }
+        match storable(
+            Outcome::Success {
+                result: json!({"a": "bad\u{0}"}),
+            },
+            1 << 20,
+        ) {
             Outcome::Failure { error, retryable } => {
                 assert_eq!(error.kind, "invalid_result");
                 assert!(error.message.contains("/a"), "{}", error.message);

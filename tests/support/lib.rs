@@ -25,6 +25,38 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Cargo's target folder: `CARGO_TARGET_DIR`, else the repository's `target/`.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"))
+}
+
+/// Prints a benchmark's notes and writes its figures (`fields`, a JSON object, plus the notes
+/// and the time of the run) to `<target>/<bench>/summary.json`, where
+/// `cargo make bench-report` reads them.
+pub fn write_bench_summary(bench: &str, fields: Value, notes: &[String]) -> anyhow::Result<()> {
+    for n in notes {
+        println!("note: {n}");
+    }
+    let mut summary = match fields {
+        Value::Object(m) => m,
+        other => anyhow::bail!("a benchmark summary is a JSON object, not {other}"),
+    };
+    summary.insert("notes".into(), serde_json::json!(notes));
+    summary.insert(
+        "recorded_at".into(),
+        Value::String(chrono::Utc::now().to_rfc3339()),
+    );
+    let dir = target_dir().join(bench);
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(
+        dir.join("summary.json"),
+        serde_json::to_vec_pretty(&summary)?,
+    )?;
+    Ok(())
+}
+
 /// Folder of the fixture templates of one language.
 pub fn templates(language: &str) -> PathBuf {
     repo_root()
@@ -330,8 +362,10 @@ pub struct Cluster {
 
 impl Cluster {
     pub async fn start() -> anyhow::Result<Cluster> {
-        let env = TestEnv::new().await?;
+        let mut env = TestEnv::new().await?;
         let orchestrator = env.orchestrator().await?;
+        // What steps carry by reference, the worker fetches from this orchestrator.
+        env.config.worker.orchestrator_url = orchestrator.url();
         let worker = env.rust_worker();
         Ok(Cluster {
             env,

@@ -38,8 +38,8 @@ pub(super) const FUNCTIONS: [(&str, &str); 12] = [
         include_str!("../../sql/tasker_end_task.sql"),
     ),
     (
-        "tasker_count_down",
-        include_str!("../../sql/tasker_count_down.sql"),
+        "tasker_count_down_all",
+        include_str!("../../sql/tasker_count_down_all.sql"),
     ),
     ("tasker_skip", include_str!("../../sql/tasker_skip.sql")),
     (

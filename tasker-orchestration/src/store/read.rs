@@ -123,4 +123,47 @@ impl Store {
         .await?;
         Ok(rows.into_iter().map(|(v,)| v).collect())
     }
+
+    /// One page of a step's parent results (what its message carries when it is small), in
+    /// parent id order after `after`, with the cursor of the next page if there may be one.
+    /// `None` if the task has no such step.
+    pub async fn parent_results(
+        &self,
+        task_id: Uuid,
+        step_id: Uuid,
+        after: Option<Uuid>,
+        limit: i64,
+    ) -> Result<Option<(serde_json::Map<String, Value>, Option<Uuid>)>> {
+        let exists: Option<i32> =
+            sqlx::query_scalar("SELECT 1 FROM steps WHERE id = $1 AND task_id = $2")
+                .bind(step_id)
+                .bind(task_id)
+                .fetch_optional(self.pool())
+                .await?;
+        if exists.is_none() {
+            return Ok(None);
+        }
+        let rows: Vec<(Uuid, String, Value)> = sqlx::query_as(
+            "SELECT e.parent_id, p.name,
+                    CASE p.state WHEN 'completed' THEN p.result
+                         ELSE jsonb_build_object('failed', true, 'error', p.error) END
+             FROM step_edges e JOIN steps p ON p.id = e.parent_id
+             WHERE e.child_id = $1 AND e.parent_id > $2
+               AND (p.state = 'completed' OR (p.state = 'failed' AND p.on_failure = 'continue'))
+             ORDER BY e.parent_id LIMIT $3",
+        )
+        .bind(step_id)
+        .bind(after.unwrap_or(Uuid::nil()))
+        .bind(limit)
+        .fetch_all(self.pool())
+        .await?;
+        let next = (rows.len() as i64 == limit)
+            .then(|| rows.last().map(|r| r.0))
+            .flatten();
+        let page = rows
+            .into_iter()
+            .map(|(_, name, v)| (name, if v.is_null() { Value::Null } else { v }))
+            .collect();
+        Ok(Some((page, next)))
+    }
 }

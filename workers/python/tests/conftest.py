@@ -101,7 +101,9 @@ class Broker:
                 if method is None:
                     break
                 self.channel.basic_ack(method.delivery_tag)
-                self._results.append(json.loads(body))
+                # One message carries a batch of results (a JSON array).
+                batch = json.loads(body)
+                self._results.extend(batch if isinstance(batch, list) else [batch])
                 if len(self._results) >= n:
                     break
             self.channel.cancel()

@@ -54,6 +54,8 @@ impl BenchHost {
                     max_attempts: 1,
                     context: json!({ "value": i }),
                     parent_results: Map::new(),
+                    context_by_reference: false,
+                    parent_results_by_reference: false,
                     input: None,
                     dispatched_at: Utc::now(),
                     timeout_ms: 60_000,

@@ -1,0 +1,60 @@
+//! Every metric a worker exports on its health port's `/metrics`, named and described once.
+
+use metrics_exporter_prometheus::PrometheusHandle;
+use tasker_shared::metric::{Metric, batch_size, counter};
+
+pub const STEPS_RECEIVED: Metric = counter(
+    "tasker_worker_steps_received_total",
+    "Steps received from the broker.",
+);
+pub const STEPS_SUCCEEDED: Metric = counter(
+    "tasker_worker_steps_succeeded_total",
+    "Steps whose handler succeeded.",
+);
+pub const STEPS_FAILED: Metric = counter(
+    "tasker_worker_steps_failed_total",
+    "Steps whose handler failed (or that timed out, or arrived past their queue timeout).",
+);
+pub const REFERENCES_FETCHED: Metric = counter(
+    "tasker_worker_references_fetched_total",
+    "Task contexts and parent-result sets fetched from the orchestrator for steps that carry them \
+     by reference.",
+);
+pub const CONSUME_BATCH_SIZE: Metric = batch_size(
+    "tasker_worker_consume_batch_size",
+    "Step messages taken from the broker per batch (each may carry many steps).",
+);
+pub const HOST_BATCH_SIZE: Metric = batch_size(
+    "tasker_worker_host_batch_size",
+    "Steps handed to the handler host at once.",
+);
+pub const FFI_BATCH_SIZE: Metric = batch_size(
+    "tasker_worker_ffi_batch_size",
+    "Steps a language binding took per call (Ruby, Python, TypeScript workers).",
+);
+pub const RESULT_BATCH_SIZE: Metric = batch_size(
+    "tasker_worker_result_batch_size",
+    "Results published per confirm round.",
+);
+pub const RESULT_MESSAGE_BATCH_SIZE: Metric = batch_size(
+    "tasker_worker_result_message_batch_size",
+    "Results carried by one published result message.",
+);
+
+/// Every metric above.
+pub const ALL: [Metric; 9] = [
+    STEPS_RECEIVED,
+    REFERENCES_FETCHED,
+    STEPS_SUCCEEDED,
+    STEPS_FAILED,
+    CONSUME_BATCH_SIZE,
+    HOST_BATCH_SIZE,
+    FFI_BATCH_SIZE,
+    RESULT_BATCH_SIZE,
+    RESULT_MESSAGE_BATCH_SIZE,
+];
+
+/// The process-wide handle; installs the recorder and describes every metric.
+pub fn handle() -> &'static PrometheusHandle {
+    tasker_shared::metric::recorder(&ALL)
+}

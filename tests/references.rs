@@ -1,0 +1,195 @@
+//! What a step message carries by reference — a large task context, the parent results of a
+//! step with many parents — reaches the handler complete, in Rust and through an FFI worker;
+//! parent results page without gaps or repeats; size limits answer with clear errors.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use serde_json::json;
+
+use tasker::{RunningOrchestrator, TestEnv};
+use tasker_client::{Client, CreateTask, Error};
+
+/// Thresholds low enough that the fixtures' tasks travel by reference.
+async fn start() -> anyhow::Result<(TestEnv, RunningOrchestrator)> {
+    let mut env = TestEnv::new().await?;
+    env.config.orchestrator.inline_max_bytes = 256;
+    env.config.orchestrator.inline_max_parents = 4;
+    env.config.orchestrator.max_context_bytes = 16 * 1024;
+    let orchestrator = env.orchestrator().await?;
+    env.config.worker.orchestrator_url = orchestrator.url();
+    Ok((env, orchestrator))
+}
+
+/// How many references the in-process worker core fetched, from its Prometheus counter.
+fn references_fetched() -> f64 {
+    tasker_worker::metrics::handle()
+        .render()
+        .lines()
+        .find(|l| l.starts_with("tasker_worker_references_fetched_total"))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_context_and_many_parent_results_reach_the_rust_handler() -> anyhow::Result<()> {
+    let (env, o) = start().await?;
+    let worker = env.rust_worker();
+    let before = references_fetched();
+
+    // The context (over 256 bytes of JSON) travels by reference; the handlers need its `value`.
+    let task = o
+        .run_task(
+            "rust_examples",
+            "linear",
+            json!({"value": 6, "pad": "x".repeat(2_000)}),
+        )
+        .await?;
+    assert_eq!(task.state, "complete", "{task:?}");
+    assert_eq!(task.result, Some(json!({"halve": {"value": 242}})));
+    let after_context = references_fetched();
+    assert!(after_context >= before + 1.0, "the context was not fetched");
+
+    // 30 batches: the convergence step has 30 parents (over 4), read page by page.
+    let task = o
+        .run_task(
+            "rust_examples",
+            "batch_numbers",
+            json!({"count": 30, "batch_size": 1}),
+        )
+        .await?;
+    assert_eq!(task.state, "complete", "{task:?}");
+    let total = &task.result.as_ref().unwrap()["total"];
+    assert_eq!(total["sum"], (0..30).sum::<u64>());
+    assert_eq!(total["batches"], 30);
+    assert!(
+        references_fetched() > after_context,
+        "the parent results were not fetched"
+    );
+
+    worker.stop().await;
+    o.stop().await;
+    env.cleanup().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_context_reaches_a_python_handler() -> anyhow::Result<()> {
+    let (env, o) = start().await?;
+    let python = common::start_worker(&env, "python", "py-references", &o.url()).await?;
+    let task = o
+        .run_task(
+            "python_examples",
+            "linear",
+            json!({"value": 6, "pad": "x".repeat(2_000)}),
+        )
+        .await?;
+    assert_eq!(task.state, "complete", "{task:?}");
+    assert_eq!(task.result, Some(json!({"halve": {"value": 242}})));
+    // The worker core fetched it (its own counter, on its health port).
+    let metrics = reqwest::get(format!("http://{}/metrics", python.health))
+        .await?
+        .text()
+        .await?;
+    let fetched: f64 = metrics
+        .lines()
+        .find(|l| l.starts_with("tasker_worker_references_fetched_total"))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or(0.0);
+    assert!(
+        fetched >= 1.0,
+        "the Python worker fetched no context:\n{metrics}"
+    );
+    o.stop().await;
+    env.cleanup().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parent_results_page_without_gaps_or_repeats() -> anyhow::Result<()> {
+    let (env, o) = start().await?;
+    let worker = env.rust_worker();
+    let task = o
+        .run_task(
+            "rust_examples",
+            "batch_numbers",
+            json!({"count": 23, "batch_size": 1}),
+        )
+        .await?;
+    assert_eq!(task.state, "complete", "{task:?}");
+    let total = o
+        .client
+        .steps(task.id)
+        .await?
+        .into_iter()
+        .find(|s| s.name == "total")
+        .expect("the convergence step");
+    let (mut seen, mut after, mut pages) = (BTreeSet::new(), None, 0);
+    loop {
+        let page = o.client.parent_results(task.id, total.id, after, 5).await?;
+        pages += 1;
+        for (name, result) in &page.parent_results {
+            if name == "split" {
+                assert!(result.get("batches").is_some(), "{result}");
+            } else {
+                assert!(name.starts_with("sum#"), "{name}");
+                assert!(result.get("sum").is_some(), "{result}");
+            }
+            assert!(seen.insert(name.clone()), "{name} came twice");
+        }
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    // The batchable step and its 23 batches.
+    assert_eq!(seen.len(), 24);
+    assert_eq!(pages, 5, "pages of 5 for 24 parents");
+
+    // A step of another task, and a bad limit, are refused.
+    match o
+        .client
+        .parent_results(uuid::Uuid::now_v7(), total.id, None, 5)
+        .await
+    {
+        Err(Error::Api { status, code, .. }) => {
+            assert_eq!((status, code.as_str()), (404, "step_not_found"))
+        }
+        other => panic!("expected 404 step_not_found, got {other:?}"),
+    }
+    match o.client.parent_results(task.id, total.id, None, 0).await {
+        Err(Error::Api { status, code, .. }) => {
+            assert_eq!((status, code.as_str()), (400, "invalid_query"))
+        }
+        other => panic!("expected 400 invalid_query, got {other:?}"),
+    }
+    worker.stop().await;
+    o.stop().await;
+    env.cleanup().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_context_over_the_limit_is_refused_and_creates_nothing() -> anyhow::Result<()> {
+    let (env, o) = start().await?;
+    let client = Client::new(&o.url());
+    let refused = client
+        .create_task(
+            &CreateTask::new("rust_examples", "linear")
+                .context(json!({"value": 1, "pad": "x".repeat(20_000)})),
+        )
+        .await;
+    match refused {
+        Err(Error::Api {
+            status,
+            code,
+            message,
+        }) => {
+            assert_eq!((status, code.as_str()), (413, "context_too_large"));
+            assert!(message.contains("16384"), "{message}");
+        }
+        other => panic!("expected 413 context_too_large, got {other:?}"),
+    }
+    let page = client.tasks(&Default::default()).await?;
+    assert!(page.tasks.is_empty(), "nothing was created: {page:?}");
+    o.stop().await;
+    env.cleanup().await
+}
