@@ -329,14 +329,17 @@ impl Store {
     /// Applies a batch of results in one statement (`tasker_apply_results`, one round trip
     /// and one commit), retrying it as a whole on a deadlock.
     pub async fn apply_results(&self, results: &[StepResult]) -> Result<Effects> {
-        let v: Value = retry_deadlocks(|| async {
-            Ok(sqlx::query_scalar("SELECT tasker_apply_results($1)")
+        // As text, decoded straight into the answer's types: a large fan-out's answer never
+        // becomes a generic JSON tree in memory.
+        let text: String = retry_deadlocks(|| async {
+            Ok(sqlx::query_scalar("SELECT tasker_apply_results($1)::text")
                 .bind(sqlx::types::Json(results))
                 .fetch_one(&self.pool)
                 .await?)
         })
         .await?;
-        let row: AppliedRow = decode("tasker_apply_results", v)?;
+        let row: AppliedRow = serde_json::from_str(&text)
+            .map_err(|e| Error::Corrupt(format!("tasker_apply_results answered: {e}")))?;
         Ok(Effects {
             dispatch: row.dispatch.messages,
             deferred: row.dispatch.deferred,
@@ -369,11 +372,12 @@ impl Store {
 
     /// The messages of enqueued steps (those dispatched with their messages deferred).
     pub async fn step_messages(&self, step_ids: &[Uuid]) -> Result<Vec<StepMessage>> {
-        let v: Value = sqlx::query_scalar("SELECT tasker_step_messages($1)")
+        let text: String = sqlx::query_scalar("SELECT tasker_step_messages($1)::text")
             .bind(step_ids)
             .fetch_one(&self.pool)
             .await?;
-        decode("tasker_step_messages", v)
+        serde_json::from_str(&text)
+            .map_err(|e| Error::Corrupt(format!("tasker_step_messages answered: {e}")))
     }
 
     /// Hands enqueued steps this orchestrator could not publish to the sweeper, as if their
