@@ -22,14 +22,18 @@ async fn start() -> anyhow::Result<(TestEnv, RunningOrchestrator)> {
     Ok((env, orchestrator))
 }
 
-/// How many references the in-process worker core fetched, from its Prometheus counter.
-fn references_fetched() -> f64 {
-    tasker_worker::metrics::handle()
-        .render()
+/// The worker counter of references fetched, from Prometheus text.
+fn fetched(metrics: &str) -> f64 {
+    metrics
         .lines()
         .find(|l| l.starts_with("tasker_worker_references_fetched_total"))
         .and_then(|l| l.rsplit(' ').next()?.parse().ok())
         .unwrap_or(0.0)
+}
+
+/// How many references the in-process worker core fetched.
+fn references_fetched() -> f64 {
+    fetched(&tasker_worker::metrics::handle().render())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -91,13 +95,8 @@ async fn a_large_context_reaches_a_python_handler() -> anyhow::Result<()> {
         .await?
         .text()
         .await?;
-    let fetched: f64 = metrics
-        .lines()
-        .find(|l| l.starts_with("tasker_worker_references_fetched_total"))
-        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-        .unwrap_or(0.0);
     assert!(
-        fetched >= 1.0,
+        fetched(&metrics) >= 1.0,
         "the Python worker fetched no context:\n{metrics}"
     );
     o.stop().await;

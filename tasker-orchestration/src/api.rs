@@ -142,8 +142,13 @@ async fn create_task(
             "`context` must be a JSON object",
         ));
     }
+    // The body bounds the context's size: encode it again only when the body alone is over.
     let limit = shared.config.orchestrator.max_context_bytes;
-    let size = serde_json::to_vec(&context).map_or(usize::MAX, |b| b.len());
+    let size = if body.len() <= limit {
+        0
+    } else {
+        serde_json::to_vec(&context).map_or(usize::MAX, |b| b.len())
+    };
     if size > limit {
         return Err(Error::new(
             StatusCode::PAYLOAD_TOO_LARGE,

@@ -136,7 +136,8 @@ impl Dispatcher {
                 }),
             }
         }
-        let mut out = Vec::new();
+        // The packed messages, and the step attempts each carries.
+        let (mut out, mut carried) = (Vec::new(), Vec::new());
         let mut namespaces: Vec<&str> = Vec::new();
         for Group {
             namespace: ns,
@@ -158,13 +159,11 @@ impl Dispatcher {
                             .iter()
                             .map(|&k| (messages[idx[k]].step_id, messages[idx[k]].attempt))
                             .collect();
-                        out.push((
-                            Outgoing {
-                                queue: topology::steps_queue(&self.inner.prefix, ns),
-                                payload: batch.body,
-                            },
-                            attempts,
-                        ));
+                        out.push(Outgoing {
+                            queue: topology::steps_queue(&self.inner.prefix, ns),
+                            payload: batch.body,
+                        });
+                        carried.push(attempts);
                     }
                 }
             }
@@ -177,7 +176,7 @@ impl Dispatcher {
         }
         let mut state = self.inner.state.lock().await;
         let Some((broker, publisher)) = state.link.clone() else {
-            self.park(&mut state, out);
+            self.park(&mut state, out, carried);
             return refused;
         };
         let missing: Vec<String> = namespaces
@@ -188,7 +187,7 @@ impl Dispatcher {
         if !missing.is_empty() {
             if let Err(e) = broker.declare(&missing).await {
                 tracing::warn!(error = %e, "declaring step queues failed; will retry on reconnect");
-                self.park(&mut state, out);
+                self.park(&mut state, out, carried);
                 return refused;
             }
             state.declared.extend(missing);
@@ -196,10 +195,8 @@ impl Dispatcher {
         // Release the lock while waiting for confirms so other publishers are not serialized
         // behind this round trip.
         drop(state);
-        let steps: usize = out.iter().map(|(_, a)| a.len()).sum();
-        let bodies: Vec<Outgoing> = out.iter().map(|(o, _)| o.clone()).collect();
-        let sent =
-            tokio::time::timeout(limits.publish_timeout, publisher.publish_all(&bodies)).await;
+        let steps: usize = carried.iter().map(Vec::len).sum();
+        let sent = tokio::time::timeout(limits.publish_timeout, publisher.publish_all(&out)).await;
         let failure = match sent {
             Ok(Ok(())) => {
                 metrics::counter!(m::STEPS_DISPATCHED.name).increment(steps as u64);
@@ -225,14 +222,14 @@ impl Dispatcher {
                 Err(e) => tracing::warn!(error = %e, "cannot open a new publishing channel"),
             }
         }
-        self.park(&mut state, out);
+        self.park(&mut state, out, carried);
         refused
     }
 
     /// Keeps messages for the next connection, up to the bound (in steps); beyond it the
     /// oldest are left to the sweeper (their steps are `enqueued` in the database).
-    fn park(&self, state: &mut State, out: Vec<(Outgoing, Vec<Attempt>)>) {
-        state.backlog.extend(out);
+    fn park(&self, state: &mut State, out: Vec<Outgoing>, carried: Vec<Vec<Attempt>>) {
+        state.backlog.extend(out.into_iter().zip(carried));
         let mut steps: usize = state.backlog.iter().map(|(_, a)| a.len()).sum();
         let mut dropped: Vec<Attempt> = Vec::new();
         while steps > self.inner.limits.backlog_max {
