@@ -7,6 +7,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use serde_json::json;
+use uuid::Uuid;
 
 use tasker::{RunningOrchestrator, TestEnv};
 use tasker_client::{Client, CreateTask, Error};
@@ -103,10 +104,9 @@ async fn a_large_context_reaches_a_python_handler() -> anyhow::Result<()> {
     env.cleanup().await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn parent_results_page_without_gaps_or_repeats() -> anyhow::Result<()> {
-    let (env, o) = start().await?;
-    let worker = env.rust_worker();
+/// Runs `batch_numbers` over 23 batches to completion: the task's id and its convergence
+/// step's id (24 parents: `split` and `sum#0` … `sum#22`).
+async fn sum_of_23_batches(o: &RunningOrchestrator) -> anyhow::Result<(Uuid, Uuid)> {
     let task = o
         .run_task(
             "rust_examples",
@@ -122,9 +122,17 @@ async fn parent_results_page_without_gaps_or_repeats() -> anyhow::Result<()> {
         .into_iter()
         .find(|s| s.name == "total")
         .expect("the convergence step");
+    Ok((task.id, total.id))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parent_results_page_without_gaps_or_repeats() -> anyhow::Result<()> {
+    let (env, o) = start().await?;
+    let worker = env.rust_worker();
+    let (task, total) = sum_of_23_batches(&o).await?;
     let (mut seen, mut after, mut pages) = (BTreeSet::new(), None, 0);
     loop {
-        let page = o.client.parent_results(task.id, total.id, after, 5).await?;
+        let page = o.client.parent_results(task, total, after, 5).await?;
         pages += 1;
         for (name, result) in &page.parent_results {
             if name == "split" {
@@ -147,7 +155,7 @@ async fn parent_results_page_without_gaps_or_repeats() -> anyhow::Result<()> {
     // A step of another task, and a bad limit, are refused.
     match o
         .client
-        .parent_results(uuid::Uuid::now_v7(), total.id, None, 5)
+        .parent_results(Uuid::now_v7(), total, None, 5)
         .await
     {
         Err(Error::Api { status, code, .. }) => {
@@ -155,12 +163,56 @@ async fn parent_results_page_without_gaps_or_repeats() -> anyhow::Result<()> {
         }
         other => panic!("expected 404 step_not_found, got {other:?}"),
     }
-    match o.client.parent_results(task.id, total.id, None, 0).await {
+    match o.client.parent_results(task, total, None, 0).await {
         Err(Error::Api { status, code, .. }) => {
             assert_eq!((status, code.as_str()), (400, "invalid_query"))
         }
         other => panic!("expected 400 invalid_query, got {other:?}"),
     }
+    worker.stop().await;
+    o.stop().await;
+    env.cleanup().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_of_parent_results_ends_at_its_byte_budget() -> anyhow::Result<()> {
+    let mut env = TestEnv::new().await?;
+    env.config.orchestrator.inline_max_parents = 4;
+    env.config.orchestrator.parent_page_bytes = 64;
+    let o = env.orchestrator().await?;
+    env.config.worker.orchestrator_url = o.url();
+    let worker = env.rust_worker();
+    let (task, total) = sum_of_23_batches(&o).await?;
+    // The count limit never cuts here: only the 64-byte budget does.
+    let (mut seen, mut after, mut pages) = (BTreeSet::new(), None, 0);
+    loop {
+        let page = o.client.parent_results(task, total, after, 5_000).await?;
+        pages += 1;
+        let names: Vec<&String> = page.parent_results.keys().collect();
+        if names.iter().any(|n| *n == "split") {
+            // Over the budget alone (23 batches): a page of its own.
+            assert_eq!(
+                names.len(),
+                1,
+                "the batchable result shares a page: {names:?}"
+            );
+        } else {
+            // Each batch sum is at least 16 bytes of JSON: a page ends by its fifth.
+            assert!((1..=5).contains(&names.len()), "a page of {}", names.len());
+        }
+        for name in names {
+            assert!(seen.insert(name.clone()), "{name} came twice");
+        }
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 24, "every parent once");
+    assert!(
+        pages >= 6,
+        "24 results in {pages} pages of at most 64 bytes"
+    );
     worker.stop().await;
     o.stop().await;
     env.cleanup().await

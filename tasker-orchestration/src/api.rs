@@ -26,7 +26,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use uuid::Uuid;
@@ -346,12 +347,13 @@ struct PageQuery {
 }
 
 /// A step's parent results, page by page: what the worker core reads for a step whose message
-/// carries them by reference (a fan-out's convergence step).
+/// carries them by reference (a fan-out's convergence step). The page is passed through as
+/// PostgreSQL wrote it.
 async fn parent_results(
     State(shared): State<Shared>,
     Path((id, step)): Path<(String, String)>,
     Query(q): Query<PageQuery>,
-) -> Result<Json<Value>, Error> {
+) -> Result<Json<ParentResultsPage>, Error> {
     let (id, step) = (parse_id(&id)?, parse_id(&step)?);
     let after = q.after.as_deref().map(parse_id).transpose()?;
     let limit = q.limit.unwrap_or(1_000);
@@ -361,9 +363,15 @@ async fn parent_results(
             "`limit` must be between 1 and 5000",
         ));
     }
-    let (page, next) = shared
+    let (parent_results, next) = shared
         .store
-        .parent_results(id, step, after, limit)
+        .parent_results(
+            id,
+            step,
+            after,
+            limit,
+            shared.config.orchestrator.parent_page_bytes,
+        )
         .await?
         .ok_or_else(|| {
             Error::new(
@@ -372,9 +380,20 @@ async fn parent_results(
                 format!("task {id} has no step {step}"),
             )
         })?;
-    Ok(Json(
-        json!({ "task_id": id, "step_id": step, "parent_results": page, "next": next }),
-    ))
+    Ok(Json(ParentResultsPage {
+        task_id: id,
+        step_id: step,
+        parent_results,
+        next,
+    }))
+}
+
+#[derive(Debug, Serialize)]
+struct ParentResultsPage {
+    task_id: Uuid,
+    step_id: Uuid,
+    parent_results: Box<RawValue>,
+    next: Option<Uuid>,
 }
 
 async fn task_history(

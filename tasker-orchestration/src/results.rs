@@ -4,10 +4,14 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use tasker_broker::{BasicAckOptions, BasicRejectOptions, Broker, Delivery, topology};
 use tasker_shared::message::decode_batch;
-use tasker_shared::{Outcome, StepResult};
+use tasker_shared::{Outcome, StepError, StepResult};
 use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
 
 use crate::effects::{self, Effects};
 use crate::metrics as m;
@@ -43,64 +47,70 @@ async fn process(
     cancel: &CancellationToken,
 ) -> Result<(), tasker_broker::Error> {
     metrics::histogram!(m::RESULT_CONSUME_BATCH_SIZE.name).record(deliveries.len() as f64);
-    // Each message carries one or many results; `from[i]` is the message of `results[i]`.
-    let mut results = Vec::with_capacity(deliveries.len());
-    let mut from = Vec::with_capacity(deliveries.len());
-    let mut good = Vec::with_capacity(deliveries.len());
-    for d in deliveries {
-        match decode_batch::<StepResult>(&d.data) {
-            Ok(batch) => {
-                from.extend(std::iter::repeat_n(good.len(), batch.len()));
-                results.extend(batch);
-                good.push(Some(d));
-            }
-            Err(e) => {
-                metrics::counter!(m::RESULTS_MALFORMED.name).increment(1);
-                tracing::warn!(error = %e, "malformed result message; dead-lettering it");
-                d.reject(BasicRejectOptions { requeue: false }).await?;
-            }
-        }
-    }
-    if results.is_empty() {
-        return Ok(());
-    }
-    let (mut applied, poison) = loop {
-        match apply_isolating(
-            &shared.store,
-            &results,
-            shared.config.orchestrator.result_batch_max,
-        )
-        .await
-        {
-            Ok(done) => break done,
-            Err(e) => {
-                tracing::error!(error = %e, "applying results failed; retrying");
-                // Deliberate backoff: the database is unavailable. The batch stays unacked.
-                tokio::select! {
-                    () = cancel.cancelled() => return Ok(()),
-                    () = tokio::time::sleep(Duration::from_millis(250)) => {}
+    // What becomes of each message once its results are applied.
+    let mut fate = vec![Fate::Ack; deliveries.len()];
+    let applied = {
+        // Each message carries one or many results, kept as the worker's JSON text; `from[i]`
+        // is the message of `results[i]`.
+        let mut results: Vec<Incoming<'_>> = Vec::with_capacity(deliveries.len());
+        let mut from = Vec::with_capacity(deliveries.len());
+        for (at, d) in deliveries.iter().enumerate() {
+            match decode_batch::<&RawValue>(&d.data).and_then(|raw| {
+                raw.into_iter()
+                    .map(Incoming::read)
+                    .collect::<Result<Vec<_>, _>>()
+            }) {
+                Ok(batch) => {
+                    from.extend(std::iter::repeat_n(at, batch.len()));
+                    results.extend(batch);
+                }
+                Err(e) => {
+                    metrics::counter!(m::RESULTS_MALFORMED.name).increment(1);
+                    tracing::warn!(error = %e, "malformed result message; dead-lettering it");
+                    d.reject(BasicRejectOptions { requeue: false }).await?;
+                    fate[at] = Fate::Settled;
                 }
             }
         }
+        if results.is_empty() {
+            return Ok(());
+        }
+        let (mut applied, poison) = loop {
+            match apply_isolating(
+                &shared.store,
+                &results,
+                shared.config.orchestrator.result_batch_max,
+            )
+            .await
+            {
+                Ok(done) => break done,
+                Err(e) => {
+                    tracing::error!(error = %e, "applying results failed; retrying");
+                    // Deliberate backoff: the database is unavailable. The batch stays unacked.
+                    tokio::select! {
+                        () = cancel.cancelled() => return Ok(()),
+                        () = tokio::time::sleep(Duration::from_millis(250)) => {}
+                    }
+                }
+            }
+        };
+        // A result that cannot be applied fails its own step with the reason, and the message
+        // that carried it goes to the dead letters (its other results were applied; replayed,
+        // they would be ignored as duplicates).
+        for (i, error) in poison {
+            metrics::counter!(m::RESULTS_POISON.name).increment(1);
+            let r = &results[i].head;
+            tracing::error!(step = %r.step_id, task = %r.task_id, attempt = r.attempt, %error,
+                "a result could not be applied; failing its step and dead-lettering its message");
+            match shared.store.apply_results(&[unstorable(r, &error)]).await {
+                Ok(failed) => applied.merge(failed),
+                Err(e) => tracing::error!(step = %r.step_id, error = %e,
+                    "could not record the failure of a step whose result could not be applied"),
+            }
+            fate[from[i]] = Fate::Dead;
+        }
+        applied
     };
-    // A result that cannot be applied fails its own step with the reason, and the message that
-    // carried it goes to the dead letters (its other results were applied; replayed, they
-    // would be ignored as duplicates).
-    let mut dead = Vec::new();
-    for (i, error) in poison {
-        metrics::counter!(m::RESULTS_POISON.name).increment(1);
-        let r = &results[i];
-        tracing::error!(step = %r.step_id, task = %r.task_id, attempt = r.attempt, %error,
-            "a result could not be applied; failing its step and dead-lettering its message");
-        match shared.store.apply_results(&[unstorable(r, &error)]).await {
-            Ok(failed) => applied.merge(failed),
-            Err(e) => tracing::error!(step = %r.step_id, error = %e,
-                "could not record the failure of a step whose result could not be applied"),
-        }
-        if let Some(d) = good[from[i]].take() {
-            dead.push(d);
-        }
-    }
     // Publishing the steps this batch made ready waits for broker confirms; meanwhile the next
     // batch can already be applied. The results are acked once their consequences are
     // published (if this process dies first, they are redelivered and ignored as duplicates,
@@ -108,18 +118,101 @@ async fn process(
     let shared = shared.clone();
     tokio::spawn(async move {
         effects::execute(&shared, applied).await;
-        for d in dead {
-            if let Err(e) = d.reject(BasicRejectOptions { requeue: false }).await {
-                tracing::debug!(error = %e, "dead-lettering failed (connection lost?)");
-            }
-        }
-        for d in good.into_iter().flatten() {
-            if let Err(e) = d.ack(BasicAckOptions::default()).await {
-                tracing::debug!(error = %e, "ack failed (connection lost?); the result will be redelivered");
+        for (d, fate) in deliveries.iter().zip(fate) {
+            let settled = match fate {
+                Fate::Settled => continue,
+                Fate::Dead => d.reject(BasicRejectOptions { requeue: false }).await,
+                Fate::Ack => d.ack(BasicAckOptions::default()).await,
+            };
+            if let Err(e) = settled {
+                tracing::debug!(error = %e, "settling a result message failed (connection lost?); \
+                    it will be redelivered");
             }
         }
     });
     Ok(())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    /// Its results were applied.
+    Ack,
+    /// One of its results could not be applied: to the dead letters.
+    Dead,
+    /// Already rejected (malformed).
+    Settled,
+}
+
+/// A result as the orchestrator reads it: its identity and the shape of its outcome checked,
+/// its value left as the worker's JSON text for PostgreSQL. (A batchable step's result can list
+/// 100,000 batches; as a `serde_json::Value` tree that is ~600 bytes a batch, only to be encoded
+/// again for the database.)
+#[derive(Debug)]
+struct Incoming<'a> {
+    raw: &'a RawValue,
+    head: Head,
+}
+
+/// Everything of a [`StepResult`] but the value of a success, which is skipped unparsed.
+#[derive(Debug, Deserialize)]
+struct Head {
+    task_id: Uuid,
+    step_id: Uuid,
+    attempt: u32,
+    outcome: OutcomeShape,
+    started_at: DateTime<Utc>,
+    finished_at: DateTime<Utc>,
+    worker: String,
+}
+
+/// The shape of an [`Outcome`], checked without building the success's value.
+#[derive(Debug, Deserialize)]
+struct OutcomeShape {
+    status: Status,
+    #[serde(default)]
+    result: Present,
+    error: Option<StepError>,
+    retryable: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Status {
+    Success,
+    Failure,
+}
+
+/// Whether a field was there (any JSON value, `null` included), skipped without allocating.
+#[derive(Debug, Default)]
+struct Present(bool);
+
+impl<'de> Deserialize<'de> for Present {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(d).map(|_| Present(true))
+    }
+}
+
+impl<'a> Incoming<'a> {
+    fn read(raw: &'a RawValue) -> serde_json::Result<Self> {
+        let head: Head = serde_json::from_str(raw.get())?;
+        let o = &head.outcome;
+        let complete = match o.status {
+            Status::Success => o.result.0,
+            Status::Failure => o.error.is_some() && o.retryable.is_some(),
+        };
+        if !complete {
+            return Err(serde::de::Error::custom(
+                "an outcome needs `result` (success) or `error` and `retryable` (failure)",
+            ));
+        }
+        Ok(Self { raw, head })
+    }
+}
+
+impl Serialize for Incoming<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.raw.serialize(s)
+    }
 }
 
 /// Applies `results`, at most `max` per transaction; if a transaction fails for a reason of its
@@ -128,7 +221,7 @@ async fn process(
 /// effects of what was applied and, by index, each result that could not be.
 async fn apply_isolating(
     store: &Store,
-    results: &[StepResult],
+    results: &[Incoming<'_>],
     max: usize,
 ) -> Result<(Effects, Vec<(usize, store::Error)>), store::Error> {
     let mut applied = Effects::default();
@@ -161,7 +254,7 @@ async fn apply_isolating(
 
 /// The permanent failure recorded for a step whose result could not be applied. Only the
 /// SQLSTATE goes into the step's error; the database's message is in the log.
-fn unstorable(r: &StepResult, error: &store::Error) -> StepResult {
+fn unstorable(r: &Head, error: &store::Error) -> StepResult {
     let code = match error {
         store::Error::Query(sqlx::Error::Database(db)) => db.code().map(|c| c.into_owned()),
         _ => None,
@@ -175,6 +268,59 @@ fn unstorable(r: &StepResult, error: &store::Error) -> StepResult {
                 code.as_deref().unwrap_or("unknown")
             ),
         ),
-        ..r.clone()
+        task_id: r.task_id,
+        step_id: r.step_id,
+        attempt: r.attempt,
+        started_at: r.started_at,
+        finished_at: r.finished_at,
+        worker: r.worker.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(json: &str) -> serde_json::Result<(String, Uuid)> {
+        let raw: &RawValue = serde_json::from_str(json)?;
+        Incoming::read(raw).map(|i| (serde_json::to_string(&i).unwrap(), i.head.step_id))
+    }
+
+    fn result(outcome: &str) -> String {
+        format!(
+            r#"{{"task_id":"{}","step_id":"{}","attempt":1,"outcome":{outcome},
+               "started_at":"2026-01-01T00:00:00Z","finished_at":"2026-01-01T00:00:01Z","worker":"w"}}"#,
+            Uuid::nil(),
+            Uuid::max()
+        )
+    }
+
+    #[test]
+    fn a_result_passes_through_as_the_worker_wrote_it() {
+        let text = result(r#"{"status":"success","result":{"batches":[{"start":0,"end":1}]}}"#);
+        let (out, step) = read(&text).unwrap();
+        assert_eq!(out, text, "re-encoded instead of passed through");
+        assert_eq!(step, Uuid::max());
+        // It is what a StepResult reads.
+        let typed: StepResult = serde_json::from_str(&out).unwrap();
+        assert_eq!(typed.step_id, Uuid::max());
+        // A null result is a result.
+        assert!(read(&result(r#"{"status":"success","result":null}"#)).is_ok());
+        let failure = r#"{"status":"failure","error":{"kind":"k","message":"m"},"retryable":true}"#;
+        assert!(read(&result(failure)).is_ok());
+    }
+
+    #[test]
+    fn an_incomplete_outcome_is_malformed() {
+        for outcome in [
+            r#"{"status":"success"}"#,
+            r#"{"status":"failure","error":{"kind":"k","message":"m"}}"#,
+            r#"{"status":"failure","retryable":false}"#,
+            r#"{"status":"done","result":1}"#,
+            r#"{"status":"failure","error":{"kind":"k"},"retryable":false}"#,
+        ] {
+            assert!(read(&result(outcome)).is_err(), "{outcome} was accepted");
+        }
+        assert!(read(r#"{"step_id":"x"}"#).is_err());
     }
 }

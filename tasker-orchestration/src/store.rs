@@ -10,6 +10,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use serde::Serialize;
 use serde_json::{Value, json};
 use sqlx::FromRow;
 use sqlx::postgres::{PgPool, PgPoolOptions};
@@ -328,7 +329,7 @@ impl Store {
 
     /// Applies a batch of results in one statement (`tasker_apply_results`, one round trip
     /// and one commit), retrying it as a whole on a deadlock.
-    pub async fn apply_results(&self, results: &[StepResult]) -> Result<Effects> {
+    pub async fn apply_results<R: Serialize + Sync>(&self, results: &[R]) -> Result<Effects> {
         // As text, decoded straight into the answer's types: a large fan-out's answer never
         // becomes a generic JSON tree in memory.
         let text: String = retry_deadlocks(|| async {

@@ -57,6 +57,10 @@ pub struct OrchestratorConfig {
     /// A step with more parents than this (a fan-out's convergence step) receives its parent
     /// results by reference: the worker core reads them page by page.
     pub inline_max_parents: usize,
+    /// A page of parent results (`GET /v1/tasks/{id}/steps/{step}/parent_results`) ends with
+    /// the result that reaches this many bytes of JSON, so the orchestrator and the worker hold
+    /// at most this plus one result per page, whatever the results.
+    pub parent_page_bytes: usize,
     /// Largest task context accepted at task creation, in bytes of JSON.
     pub max_context_bytes: usize,
     /// How long to wait for the broker to confirm a publish round before keeping the messages
@@ -119,6 +123,7 @@ impl Default for OrchestratorConfig {
             steps_per_message: 32,
             inline_max_bytes: 64 * 1024,
             inline_max_parents: 1_000,
+            parent_page_bytes: 4 * 1024 * 1024,
             max_context_bytes: 512 * 1024,
             publish_timeout_ms: 10_000,
             dispatch_backlog_max: 100_000,

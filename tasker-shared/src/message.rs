@@ -123,8 +123,9 @@ impl StepError {
     }
 }
 
-/// Decodes a broker message body: a JSON array of `T`, or a single `T`.
-pub fn decode_batch<T: serde::de::DeserializeOwned>(body: &[u8]) -> serde_json::Result<Vec<T>> {
+/// Decodes a broker message body: a JSON array of `T`, or a single `T`. `T` may borrow from
+/// the body (`&RawValue` keeps each item as its JSON text).
+pub fn decode_batch<'a, T: Deserialize<'a>>(body: &'a [u8]) -> serde_json::Result<Vec<T>> {
     match body.iter().find(|b| !b.is_ascii_whitespace()) {
         Some(b'[') => serde_json::from_slice(body),
         _ => serde_json::from_slice(body).map(|one| vec![one]),

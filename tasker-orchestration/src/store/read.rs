@@ -3,6 +3,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use sqlx::FromRow;
 use uuid::Uuid;
 
@@ -125,15 +126,19 @@ impl Store {
     }
 
     /// One page of a step's parent results (what its message carries when it is small), in
-    /// parent id order after `after`, with the cursor of the next page if there may be one.
-    /// `None` if the task has no such step.
+    /// parent id order after `after`: a JSON object by step name, as PostgreSQL wrote it (a
+    /// batchable parent's result can list 100,000 batches; it is passed through, never parsed
+    /// here), and the cursor of the next page if there may be one. A page holds at most `limit`
+    /// results and ends with the one that reaches `max_bytes` of JSON, so its size is bounded
+    /// whatever the results. `None` if the task has no such step.
     pub async fn parent_results(
         &self,
         task_id: Uuid,
         step_id: Uuid,
         after: Option<Uuid>,
         limit: i64,
-    ) -> Result<Option<(serde_json::Map<String, Value>, Option<Uuid>)>> {
+        max_bytes: usize,
+    ) -> Result<Option<(Box<RawValue>, Option<Uuid>)>> {
         let exists: Option<i32> =
             sqlx::query_scalar("SELECT 1 FROM steps WHERE id = $1 AND task_id = $2")
                 .bind(step_id)
@@ -143,27 +148,38 @@ impl Store {
         if exists.is_none() {
             return Ok(None);
         }
-        let rows: Vec<(Uuid, String, Value)> = sqlx::query_as(
-            "SELECT e.parent_id, p.name,
-                    CASE p.state WHEN 'completed' THEN p.result
-                         ELSE jsonb_build_object('failed', true, 'error', p.error) END
-             FROM step_edges e JOIN steps p ON p.id = e.parent_id
-             WHERE e.child_id = $1 AND e.parent_id > $2
-               AND (p.state = 'completed' OR (p.state = 'failed' AND p.on_failure = 'continue'))
-             ORDER BY e.parent_id LIMIT $3",
+        let (page, read, kept, last): (String, i64, i64, Option<Uuid>) = sqlx::query_as(
+            "WITH page AS (
+                 SELECT e.parent_id, p.name,
+                        COALESCE((CASE p.state WHEN 'completed' THEN p.result
+                                  ELSE jsonb_build_object('failed', true, 'error', p.error)
+                                  END)::text, 'null') AS body
+                 FROM step_edges e JOIN steps p ON p.id = e.parent_id
+                 WHERE e.child_id = $1 AND e.parent_id > $2
+                   AND (p.state = 'completed' OR (p.state = 'failed' AND p.on_failure = 'continue'))
+                 ORDER BY e.parent_id LIMIT $3
+             ), sized AS (
+                 SELECT parent_id, name, body, row_number() OVER w AS n,
+                        COALESCE(sum(octet_length(body)) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING
+                                                                  AND 1 PRECEDING), 0) AS before
+                 FROM page WINDOW w AS (ORDER BY parent_id)
+             )
+             SELECT '{' || COALESCE(string_agg(to_json(name)::text || ':' || body, ','
+                                               ORDER BY parent_id), '') || '}',
+                    (SELECT count(*) FROM page), count(*),
+                    (array_agg(parent_id ORDER BY parent_id DESC))[1]
+             FROM sized WHERE n = 1 OR before < $4",
         )
         .bind(step_id)
         .bind(after.unwrap_or(Uuid::nil()))
         .bind(limit)
-        .fetch_all(self.pool())
+        .bind(i64::try_from(max_bytes).unwrap_or(i64::MAX))
+        .fetch_one(self.pool())
         .await?;
-        let next = (rows.len() as i64 == limit)
-            .then(|| rows.last().map(|r| r.0))
-            .flatten();
-        let page = rows
-            .into_iter()
-            .map(|(_, name, v)| (name, if v.is_null() { Value::Null } else { v }))
-            .collect();
+        // More may follow a full page, or a page cut short by its size.
+        let next = (kept == limit || kept < read).then_some(last).flatten();
+        let page = RawValue::from_string(page)
+            .map_err(|e| super::Error::Corrupt(format!("a page of parent results: {e}")))?;
         Ok(Some((page, next)))
     }
 }
