@@ -218,6 +218,75 @@ async fn a_page_of_parent_results_ends_at_its_byte_budget() -> anyhow::Result<()
     env.cleanup().await
 }
 
+/// In every language, a convergence step whose parent results are more than one page reads
+/// them page by page: each page once, the same totals as Rust's. `csv_products` over 20
+/// batches with 256-byte pages; every worker runs as its own process, so its counter of
+/// references fetched is its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_language_reads_parent_results_over_a_page_one_page_at_a_time() -> anyhow::Result<()>
+{
+    let mut env = TestEnv::new().await?;
+    env.config.orchestrator.inline_max_parents = 4;
+    env.config.orchestrator.parent_page_bytes = 256;
+    let o = env.orchestrator().await?;
+    let csv = tasker::repo_root().join("tests/fixtures/products.csv");
+    let mut totals = Vec::new();
+    for language in ["rust", "python", "ruby", "typescript"] {
+        let worker =
+            common::start_worker(&env, language, &format!("{language}-pages"), &o.url()).await?;
+        let task = o
+            .run_task(
+                &format!("{language}_examples"),
+                "csv_products",
+                json!({"csv_path": csv, "batch_size": 50}),
+            )
+            .await?;
+        assert_eq!(task.state, "complete", "{language}: {task:?}");
+        let aggregate = o
+            .client
+            .steps(task.id)
+            .await?
+            .into_iter()
+            .find(|s| s.name == "aggregate")
+            .expect("the convergence step");
+        // The pages as the worker reads them (its page limit is 2,000; only bytes cut here).
+        let (mut pages, mut after) = (0, None);
+        loop {
+            let page = o
+                .client
+                .parent_results(task.id, aggregate.id, after, 2_000)
+                .await?;
+            pages += 1;
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+        assert!(pages >= 10, "21 results of over 100 bytes in {pages} pages");
+        let metrics = reqwest::get(format!("http://{}/metrics", worker.health))
+            .await?
+            .text()
+            .await?;
+        // The core's look at the first page (more follow, so it is not carried), then each
+        // page once as the handler iterates.
+        assert_eq!(
+            fetched(&metrics),
+            (pages + 1) as f64,
+            "{language}: pages fetched, against {pages} pages"
+        );
+        let total = task.result.expect("a result")["aggregate"].clone();
+        assert_eq!(total["rows_processed"], 1000, "{language}: {total}");
+        assert_eq!(total["batches"], 20, "{language}: {total}");
+        totals.push(total);
+    }
+    assert!(
+        totals.windows(2).all(|w| w[0] == w[1]),
+        "the languages disagree: {totals:#?}"
+    );
+    o.stop().await;
+    env.cleanup().await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_context_over_the_limit_is_refused_and_creates_nothing() -> anyhow::Result<()> {
     let (env, o) = start().await?;

@@ -33,10 +33,12 @@ pub enum Error {
     },
 }
 
-/// One page of a step's parent results.
+/// One page of a step's parent results: by default as a map of step name to result;
+/// [`Client::parent_results_text`] leaves them as the orchestrator wrote them
+/// (`ParentResults<Box<RawValue>>`, a JSON object's text).
 #[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct ParentResults {
-    pub parent_results: serde_json::Map<String, Value>,
+pub struct ParentResults<R = serde_json::Map<String, Value>> {
+    pub parent_results: R,
     /// The cursor of the next page, if there may be one.
     pub next: Option<Uuid>,
 }
@@ -204,6 +206,28 @@ impl Client {
         after: Option<Uuid>,
         limit: u32,
     ) -> Result<ParentResults, Error> {
+        self.parent_results_as(task, step, after, limit).await
+    }
+
+    /// A page of parent results as JSON text, unparsed: what a worker core hands to another
+    /// language, which parses it itself.
+    pub async fn parent_results_text(
+        &self,
+        task: Uuid,
+        step: Uuid,
+        after: Option<Uuid>,
+        limit: u32,
+    ) -> Result<ParentResults<Box<serde_json::value::RawValue>>, Error> {
+        self.parent_results_as(task, step, after, limit).await
+    }
+
+    async fn parent_results_as<R: serde::de::DeserializeOwned>(
+        &self,
+        task: Uuid,
+        step: Uuid,
+        after: Option<Uuid>,
+        limit: u32,
+    ) -> Result<ParentResults<R>, Error> {
         let mut req = self
             .http
             .get(format!(

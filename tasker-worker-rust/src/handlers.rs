@@ -32,8 +32,9 @@ pub fn registry() -> Registry {
 }
 
 /// The step's input: `context.value` for a root step, else the sum of the parents' values.
-fn input(ctx: &StepContext) -> Result<i64, HandlerError> {
-    if ctx.parent_results.is_empty() {
+async fn input(ctx: &StepContext) -> Result<i64, HandlerError> {
+    let parents = ctx.parent_results.all().await?;
+    if parents.is_empty() {
         return ctx
             .context
             .get("value")
@@ -42,7 +43,7 @@ fn input(ctx: &StepContext) -> Result<i64, HandlerError> {
                 HandlerError::permanent("invalid_input", "context.value must be an integer")
             });
     }
-    ctx.parent_results.iter().try_fold(0i64, |sum, (name, r)| {
+    parents.iter().try_fold(0i64, |sum, (name, r)| {
         let v = r.get("value").and_then(Value::as_i64).ok_or_else(|| {
             HandlerError::permanent(
                 "invalid_input",
@@ -55,14 +56,14 @@ fn input(ctx: &StepContext) -> Result<i64, HandlerError> {
 }
 
 async fn arith(ctx: StepContext, f: impl Fn(i64) -> Option<i64>) -> Result<Value, HandlerError> {
-    let n = input(&ctx)?;
+    let n = input(&ctx).await?;
     let v = f(n).ok_or_else(|| HandlerError::permanent("overflow", format!("{n} overflows")))?;
     Ok(json!({ "value": v }))
 }
 
 /// Decision: values of 50 or more take the `large` branch, smaller ones `small`.
 async fn route_by_size(ctx: StepContext) -> Result<Value, HandlerError> {
-    let n = input(&ctx)?;
+    let n = input(&ctx).await?;
     let branch = if n >= 50 { "large" } else { "small" };
     Ok(json!({ "branches": [branch], "value": n }))
 }
@@ -84,7 +85,7 @@ async fn flaky(ctx: StepContext) -> Result<Value, HandlerError> {
 }
 
 async fn echo_attempts(ctx: StepContext) -> Result<Value, HandlerError> {
-    Ok(json!({ "attempt": ctx.attempt, "parents": ctx.parent_results }))
+    Ok(json!({ "attempt": ctx.attempt, "parents": ctx.parent_results.all().await? }))
 }
 
 async fn fail_permanently(_ctx: StepContext) -> Result<Value, HandlerError> {
@@ -150,7 +151,8 @@ mod tests {
             parent_results: parents
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), v.clone()))
-                .collect::<Map<_, _>>(),
+                .collect::<Map<_, _>>()
+                .into(),
             input: None,
         }
     }

@@ -192,9 +192,9 @@ mod tests {
     use uuid::Uuid;
 
     fn job(id: u64) -> Job {
-        Job {
+        Job::new(
             id,
-            message: StepMessage {
+            StepMessage {
                 task_id: Uuid::nil(),
                 step_id: Uuid::nil(),
                 namespace: "ns".into(),
@@ -212,7 +212,7 @@ mod tests {
                 queue_timeout_ms: None,
                 input: None,
             },
-        }
+        )
     }
 
     #[test]

@@ -9,7 +9,10 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use uuid::Uuid;
+
 use crate::batch_host::{BatchHost, JobView};
+use crate::references::References;
 use crate::setup::{Overrides, Setup};
 use crate::worker::Worker;
 
@@ -43,6 +46,7 @@ pub struct EmbeddedWorker {
     running: Option<tokio::task::JoinHandle<()>>,
     runtime: Option<tokio::runtime::Runtime>,
     host: Arc<BatchHost>,
+    parent_pages: ParentPages,
     cancel: CancellationToken,
     health: SocketAddr,
     namespaces: Vec<String>,
@@ -85,12 +89,17 @@ impl EmbeddedWorker {
             options.language,
             cancel.clone(),
         ))?;
+        let parent_pages = ParentPages {
+            references: worker.references(),
+            runtime: runtime.handle().clone(),
+        };
         let token = cancel.clone();
         let running = runtime.spawn(async move { worker.run(token).await });
         Ok(EmbeddedWorker {
             running: Some(running),
             runtime: Some(runtime),
             host,
+            parent_pages,
             cancel,
             health,
             namespaces,
@@ -106,6 +115,12 @@ impl EmbeddedWorker {
     /// The host, for bindings that wait asynchronously ([`BatchHost::next_batch_async`]).
     pub fn host(&self) -> Arc<BatchHost> {
         self.host.clone()
+    }
+
+    /// Reads the parent results of steps whose jobs say `"parent_results_by_reference": true`;
+    /// cheap to clone and keep apart from the worker.
+    pub fn parent_pages(&self) -> ParentPages {
+        self.parent_pages.clone()
     }
 
     /// Reports outcomes as a JSON array (see [`crate::batch_host::OutcomeView`]).
@@ -142,6 +157,86 @@ impl EmbeddedWorker {
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_timeout(Duration::from_secs(5));
         }
+    }
+}
+
+/// Reads, for a binding, the parent results a job carries by reference (more than one page:
+/// the convergence step of a large fan-out), a page at a time as the orchestrator wrote them.
+/// The language side parses each page and offers its handlers all of them or one at a time.
+#[derive(Debug, Clone)]
+pub struct ParentPages {
+    references: Arc<References>,
+    runtime: tokio::runtime::Handle,
+}
+
+/// One page: a JSON object of step name to result, and the cursor of the next page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParentPage {
+    pub results: String,
+    pub next: Option<String>,
+}
+
+/// Why a page could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum PageError {
+    #[error("{0:?} is not a task, step or cursor id")]
+    BadId(String),
+    #[error("cannot read the step's parent results from the orchestrator: {0}")]
+    Unavailable(#[from] tasker_client::Error),
+    #[error("the worker is stopped")]
+    Stopped,
+}
+
+impl ParentPages {
+    /// The page of `step`'s parent results after the cursor `after` (the first page with
+    /// `None`). Waits on the core's runtime; call it with the GIL/GVL released.
+    pub fn page_blocking(
+        &self,
+        task: &str,
+        step: &str,
+        after: Option<&str>,
+    ) -> Result<ParentPage, PageError> {
+        self.start(task, step, after)?
+            .blocking_recv()
+            .map_err(|_| PageError::Stopped)?
+    }
+
+    /// [`page_blocking`](Self::page_blocking) for a binding with a runtime of its own (Node).
+    pub async fn page(
+        &self,
+        task: &str,
+        step: &str,
+        after: Option<&str>,
+    ) -> Result<ParentPage, PageError> {
+        self.start(task, step, after)?
+            .await
+            .map_err(|_| PageError::Stopped)?
+    }
+
+    /// Reads the page on the core's runtime (whose HTTP client it is); the answer arrives on
+    /// the receiver, which sees the sender dropped if the runtime stopped first.
+    fn start(
+        &self,
+        task: &str,
+        step: &str,
+        after: Option<&str>,
+    ) -> Result<tokio::sync::oneshot::Receiver<Result<ParentPage, PageError>>, PageError> {
+        let id = |s: &str| Uuid::parse_str(s).map_err(|_| PageError::BadId(s.to_owned()));
+        let (task, step, after) = (id(task)?, id(step)?, after.map(id).transpose()?);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let references = self.references.clone();
+        self.runtime.spawn(async move {
+            let page = references
+                .parent_results_text(task, step, after)
+                .await
+                .map(|p| ParentPage {
+                    results: p.parent_results.get().to_owned(),
+                    next: p.next.map(|n| n.to_string()),
+                })
+                .map_err(PageError::from);
+            let _ = tx.send(page);
+        });
+        Ok(rx)
     }
 }
 

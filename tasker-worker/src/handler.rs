@@ -8,14 +8,16 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use serde::Serialize;
 use serde_json::{Map, Value};
+use tokio::sync::OnceCell;
 use uuid::Uuid;
 
 use tasker_shared::{StepError, StepMessage};
 
+use crate::references::ParentSource;
+
 /// What a handler receives.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone)]
 pub struct StepContext {
     pub task_id: Uuid,
     pub step_id: Uuid,
@@ -28,8 +30,9 @@ pub struct StepContext {
     pub max_attempts: u32,
     /// The task's input.
     pub context: Value,
-    /// Results of completed parent steps, by step name.
-    pub parent_results: Map<String, Value>,
+    /// Results of completed parent steps, by step name: `ctx.parent_results.all().await?`
+    /// for all of them, `ctx.parent_results.each()` to read them one at a time.
+    pub parent_results: ParentResults,
     /// A batch worker's batch (what its batchable parent returned for it).
     pub input: Option<Value>,
 }
@@ -46,7 +49,7 @@ impl From<StepMessage> for StepContext {
             attempt: m.attempt,
             max_attempts: m.max_attempts,
             context: m.context,
-            parent_results: m.parent_results,
+            parent_results: m.parent_results.into(),
             input: m.input,
         }
     }
@@ -64,8 +67,124 @@ impl From<&StepMessage> for StepContext {
             attempt: m.attempt,
             max_attempts: m.max_attempts,
             context: m.context.clone(),
-            parent_results: m.parent_results.clone(),
+            parent_results: m.parent_results.clone().into(),
             input: m.input.clone(),
+        }
+    }
+}
+
+/// The results of a step's completed parents, by step name.
+///
+/// The step message carries them when they fit on one page (up to 2,000 parents and
+/// `orchestrator.parent_page_bytes`); beyond that (the convergence step of a large fan-out)
+/// they are read from the orchestrator when asked for. [`all`](Self::all) reads them all once
+/// and keeps them; [`each`](Self::each) reads them a page at a time and keeps none, so a
+/// handler that folds 100,000 parent results holds one page of them at a time.
+#[derive(Debug, Clone, Default)]
+pub struct ParentResults {
+    /// All of them, unless `source` is set.
+    carried: Map<String, Value>,
+    source: Option<ParentSource>,
+    all: Arc<OnceCell<Map<String, Value>>>,
+}
+
+impl From<Map<String, Value>> for ParentResults {
+    fn from(carried: Map<String, Value>) -> Self {
+        Self {
+            carried,
+            ..Self::default()
+        }
+    }
+}
+
+impl ParentResults {
+    /// Parent results read from the orchestrator when asked for.
+    pub fn from_source(source: ParentSource) -> Self {
+        Self {
+            source: Some(source),
+            ..Self::default()
+        }
+    }
+
+    /// Whether they are read from the orchestrator rather than carried by the step message.
+    pub fn by_reference(&self) -> bool {
+        self.source.is_some()
+    }
+
+    /// All of them, by step name (read on the first call if they are not carried).
+    pub async fn all(&self) -> Result<&Map<String, Value>, HandlerError> {
+        let Some(source) = &self.source else {
+            return Ok(&self.carried);
+        };
+        self.all
+            .get_or_try_init(|| async {
+                let mut all = Map::new();
+                let mut each = self.each();
+                while let Some((name, result)) = each.next_page(source).await? {
+                    all.insert(name, result);
+                }
+                Ok(all)
+            })
+            .await
+    }
+
+    /// One at a time, in the order of the parents' ids:
+    /// `while let Some((name, result)) = each.next().await? { … }`.
+    pub fn each(&self) -> EachParentResult<'_> {
+        EachParentResult {
+            results: self,
+            carried: self.carried.iter(),
+            page: Map::new().into_iter(),
+            after: None,
+            done: false,
+        }
+    }
+}
+
+/// Reads [`ParentResults`] one at a time; see [`ParentResults::each`].
+#[derive(Debug)]
+pub struct EachParentResult<'a> {
+    results: &'a ParentResults,
+    carried: serde_json::map::Iter<'a>,
+    page: serde_json::map::IntoIter,
+    after: Option<Uuid>,
+    done: bool,
+}
+
+impl EachParentResult<'_> {
+    /// The next parent's name and result; `None` after the last. Fails (retryably) if the
+    /// orchestrator cannot be reached.
+    pub async fn next(&mut self) -> Result<Option<(String, Value)>, HandlerError> {
+        match &self.results.source {
+            None => Ok(self
+                .carried
+                .next()
+                .map(|(name, result)| (name.clone(), result.clone()))),
+            Some(source) => self.next_page(source).await,
+        }
+    }
+
+    /// The next entry of the current page, reading the next page when it is used up.
+    async fn next_page(
+        &mut self,
+        source: &ParentSource,
+    ) -> Result<Option<(String, Value)>, HandlerError> {
+        loop {
+            if let Some(entry) = self.page.next() {
+                return Ok(Some(entry));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            let page = source.page(self.after).await.map_err(|e| {
+                HandlerError::retryable(
+                    "reference_unavailable",
+                    format!("cannot read the step's parent results from the orchestrator: {e}"),
+                )
+            })?;
+            self.done = page.next.is_none();
+            self.after = page.next;
+            self.page = page.parent_results.into_iter();
         }
     }
 }

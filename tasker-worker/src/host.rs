@@ -12,7 +12,8 @@ use tokio::sync::{Semaphore, mpsc};
 
 use tasker_shared::{Outcome, StepError, StepMessage};
 
-use crate::handler::{HandlerError, Registry, StepContext};
+use crate::handler::{HandlerError, ParentResults, Registry, StepContext};
+use crate::references::ParentSource;
 
 /// One step attempt handed to a host.
 #[derive(Debug, Clone)]
@@ -20,6 +21,20 @@ pub struct Job {
     /// Unique within this worker process; echoed back in the completion.
     pub id: u64,
     pub message: StepMessage,
+    /// Where to read the parent results the message carries by reference
+    /// (`message.parent_results_by_reference`); FFI hosts read them through
+    /// [`crate::EmbeddedWorker::parent_results`] instead.
+    pub parents: Option<ParentSource>,
+}
+
+impl Job {
+    pub fn new(id: u64, message: StepMessage) -> Self {
+        Self {
+            id,
+            message,
+            parents: None,
+        }
+    }
 }
 
 /// The outcome of one job.
@@ -96,7 +111,7 @@ impl HandlerHost for RustHost {
                 let _permit = permits.acquire_owned().await;
                 done.started(job.id);
                 let started_at = Utc::now();
-                let outcome = run_one(&registry, job.message).await;
+                let outcome = run_one(&registry, job.message, job.parents).await;
                 done.complete(Completion {
                     job: job.id,
                     outcome,
@@ -108,12 +123,20 @@ impl HandlerHost for RustHost {
     }
 }
 
-async fn run_one(registry: &Registry, message: StepMessage) -> Outcome {
+async fn run_one(
+    registry: &Registry,
+    message: StepMessage,
+    parents: Option<ParentSource>,
+) -> Outcome {
     let Some(handler) = registry.get(&message.handler) else {
         return unknown_handler(&message.handler);
     };
     let timeout_ms = message.timeout_ms;
-    let call = AssertUnwindSafe(handler.call(StepContext::from(message))).catch_unwind();
+    let mut ctx = StepContext::from(message);
+    if let Some(source) = parents {
+        ctx.parent_results = ParentResults::from_source(source);
+    }
+    let call = AssertUnwindSafe(handler.call(ctx)).catch_unwind();
     match tokio::time::timeout(std::time::Duration::from_millis(timeout_ms), call).await {
         Err(_) => timed_out(timeout_ms),
         Ok(Err(panic)) => Outcome::Failure {

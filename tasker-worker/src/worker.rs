@@ -26,7 +26,7 @@ use tasker_shared::{Config, Outcome, StepError, StepMessage, StepResult};
 use crate::metrics as m;
 
 use crate::host::{Completion, CompletionSink, HandlerHost, Job, Report, timed_out};
-use crate::references::References;
+use crate::references::{ParentSource, References};
 
 /// Most step messages taken from the broker at once, and results per confirm round.
 const BATCH_MAX: usize = 256;
@@ -111,6 +111,11 @@ impl Worker {
 
     pub fn stats(&self) -> Arc<Stats> {
         self.stats.clone()
+    }
+
+    /// Where this worker reads what step messages carry by reference.
+    pub fn references(&self) -> Arc<References> {
+        self.references.clone()
     }
 
     pub fn options(&self) -> &WorkerOptions {
@@ -243,9 +248,9 @@ impl Worker {
                                 continue;
                             }
                             if References::needed(&message) {
-                                self.resolve_then_submit(Job { id: next_job, message }, &sink);
+                                self.resolve_then_submit(Job::new(next_job, message), &sink);
                             } else {
-                                jobs.push(Job { id: next_job, message });
+                                jobs.push(Job::new(next_job, message));
                             }
                         }
                     }
@@ -267,7 +272,13 @@ impl Worker {
         let (references, host, sink) = (self.references.clone(), self.host.clone(), sink.clone());
         tokio::spawn(async move {
             match references.resolve(&mut job.message).await {
-                Ok(()) => host.submit(vec![job], &sink),
+                Ok(()) => {
+                    if job.message.parent_results_by_reference {
+                        let m = &job.message;
+                        job.parents = Some(ParentSource::new(references, m.task_id, m.step_id));
+                    }
+                    host.submit(vec![job], &sink)
+                }
                 Err(e) => {
                     let now = Utc::now();
                     sink.complete(Completion {

@@ -27,6 +27,12 @@ export declare class NativeWorker {
    * `{id, status: "failure", retryable, error: {kind, message, backtrace}}`.
    */
   completeBatch(outcomes: string): void
+  /**
+   * One page of the parent results of a step whose job says `parent_results_by_reference`;
+   * start with `after` null. Rejects with code `ReferenceUnavailable` if the orchestrator
+   * cannot answer.
+   */
+  parentResultsPage(taskId: string, stepId: string, after?: string | undefined | null): Promise<ParentResultsPage>
   /** `ip:port` of the `/health` endpoint. */
   get healthAddr(): string
   /** Namespaces whose queues the worker consumes, sorted. */
@@ -40,6 +46,14 @@ export declare class NativeWorker {
    * queues. Idempotent. Blocks up to 5 s while the core's runtime shuts down.
    */
   stop(): void
+}
+
+/** One page of a step's parent results. */
+export interface ParentResultsPage {
+  /** A JSON object of step name to result. */
+  results: string
+  /** The cursor of the next page; null after the last. */
+  next?: string
 }
 
 /**

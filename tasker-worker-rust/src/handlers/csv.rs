@@ -113,7 +113,8 @@ pub(super) async fn process_batch(ctx: StepContext) -> Result<Value, HandlerErro
 pub(super) async fn aggregate(ctx: StepContext) -> Result<Value, HandlerError> {
     let mut per_category: BTreeMap<String, u64> = BTreeMap::new();
     let (mut rows, mut value, mut batches, mut failed) = (0u64, 0i64, 0u64, 0u64);
-    for result in ctx.parent_results.values() {
+    let mut parents = ctx.parent_results.each();
+    while let Some((_, result)) = parents.next().await? {
         if result.get("failed").and_then(Value::as_bool) == Some(true) {
             failed += 1;
             continue;

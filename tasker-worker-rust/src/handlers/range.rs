@@ -30,10 +30,12 @@ pub(super) async fn sum(ctx: StepContext) -> Result<Value, HandlerError> {
     Ok(json!({ "sum": sum, "count": end - start }))
 }
 
-/// Adds the batch sums; counts failed batches.
+/// Adds the batch sums; counts failed batches. Reads the parent results one at a time, so a
+/// 100,000-batch task never holds them all.
 pub(super) async fn total(ctx: StepContext) -> Result<Value, HandlerError> {
     let (mut sum, mut count, mut batches, mut failed) = (0u64, 0u64, 0u64, 0u64);
-    for r in ctx.parent_results.values() {
+    let mut parents = ctx.parent_results.each();
+    while let Some((_, r)) = parents.next().await? {
         if r.get("failed").and_then(Value::as_bool) == Some(true) {
             failed += 1;
         } else if let Some(s) = r.get("sum").and_then(Value::as_u64) {

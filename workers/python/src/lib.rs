@@ -11,7 +11,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use tasker_worker::batch_host::{self, BatchHost};
-use tasker_worker::{EmbeddedOptions, EmbeddedWorker};
+use tasker_worker::{EmbeddedOptions, EmbeddedWorker, PageError, ParentPages};
 
 create_exception!(
     _native,
@@ -20,11 +20,19 @@ create_exception!(
     "The worker core could not start, or was used after it stopped."
 );
 
+create_exception!(
+    _native,
+    ReferenceUnavailable,
+    PyException,
+    "A step's parent results could not be read from the orchestrator (retried like any error)."
+);
+
 /// A running worker core. `start` connects in the background; `next_batch` hands out jobs.
 #[pyclass(module = "tasker._native", name = "Worker", frozen)]
 struct Worker {
     /// The queue jobs are taken from; kept outside the lock so waiting never blocks `stop`.
     host: Arc<BatchHost>,
+    parent_pages: ParentPages,
     health: String,
     namespaces: Vec<String>,
     concurrency: usize,
@@ -63,6 +71,7 @@ impl Worker {
             .map_err(|e| WorkerError::new_err(e.to_string()))?;
         Ok(Worker {
             host: worker.host(),
+            parent_pages: worker.parent_pages(),
             health: worker.health_addr().to_string(),
             namespaces: worker.namespaces().to_vec(),
             concurrency: worker.concurrency(),
@@ -88,6 +97,33 @@ impl Worker {
                 batch_host::Error::InvalidOutcome(_) => PyValueError::new_err(e.to_string()),
                 batch_host::Error::Stopped => WorkerError::new_err(e.to_string()),
             })
+    }
+
+    /// One page of the parent results of a step whose job says `parent_results_by_reference`:
+    /// `(JSON object text, cursor of the next page or None)`. Start with `after=None`. The GIL
+    /// is released while the orchestrator answers.
+    #[pyo3(signature = (task_id, step_id, after=None))]
+    fn parent_results_page(
+        &self,
+        py: Python<'_>,
+        task_id: &str,
+        step_id: &str,
+        after: Option<&str>,
+    ) -> PyResult<(String, Option<String>)> {
+        let pages = self.parent_pages.clone();
+        let (task, step, after) = (
+            task_id.to_owned(),
+            step_id.to_owned(),
+            after.map(str::to_owned),
+        );
+        let page = py
+            .detach(move || pages.page_blocking(&task, &step, after.as_deref()))
+            .map_err(|e| match e {
+                PageError::BadId(_) => PyValueError::new_err(e.to_string()),
+                PageError::Unavailable(_) => ReferenceUnavailable::new_err(e.to_string()),
+                PageError::Stopped => WorkerError::new_err(e.to_string()),
+            })?;
+        Ok((page.results, page.next))
     }
 
     /// `ip:port` of the `/health` endpoint.
@@ -128,5 +164,9 @@ impl Worker {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Worker>()?;
     m.add("WorkerError", m.py().get_type::<WorkerError>())?;
+    m.add(
+        "ReferenceUnavailable",
+        m.py().get_type::<ReferenceUnavailable>(),
+    )?;
     Ok(())
 }

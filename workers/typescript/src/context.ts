@@ -1,3 +1,4 @@
+import { ReferenceUnavailable } from "./errors";
 import type { JsonObject, JsonValue } from "./json";
 
 /** What a handler receives for one step attempt. */
@@ -14,8 +15,11 @@ export interface StepContext {
   maxAttempts: number;
   /** The task's context, as submitted. */
   context: JsonObject;
-  /** Results of the step's completed parents, by step name. */
-  parentResults: JsonObject;
+  /**
+   * Results of the step's completed parents, by step name: `await ctx.parentResults.all()`
+   * for all of them, `for await (const [name, result] of ctx.parentResults)` one at a time.
+   */
+  parentResults: ParentResults;
   /** A batch worker's batch (what its batchable parent returned for it); null otherwise. */
   input: JsonValue;
   /** The step's timeout; past it the attempt fails (retryably) and `signal` aborts. */
@@ -37,12 +41,73 @@ export interface Job {
   max_attempts: number;
   context: JsonObject;
   parent_results: JsonObject;
+  /** True when `parent_results` is empty because they are more than one page: read them. */
+  parent_results_by_reference?: boolean;
   /** Absent unless the step is a batch worker (and on cores that predate batches). */
   input?: JsonValue;
   timeout_ms: number;
 }
 
-export function stepContext(job: Job, signal: AbortSignal): StepContext {
+/** Reads a page of one step's parent results: the JSON object text and the next cursor (none
+ * after the last page). */
+export type PageReader = (after: string | null) => Promise<{ results: string; next?: string | null }>;
+
+/**
+ * The results of a step's completed parents, by step name.
+ *
+ * The step message carries them when they fit on one page. Beyond that (the convergence step of
+ * a large fan-out) they are read from the orchestrator when asked for: {@link all} reads them
+ * all once and keeps them; iterating (`for await`) reads a page at a time and keeps none, so a
+ * handler that folds 100,000 results holds one page of them. If the orchestrator cannot be
+ * reached, both reject with {@link ReferenceUnavailable} and the step is retried.
+ */
+export class ParentResults implements AsyncIterable<[string, JsonValue]> {
+  readonly #carried: JsonObject;
+  readonly #pages: PageReader | undefined;
+  #all: Promise<JsonObject> | undefined;
+
+  constructor(carried: JsonObject = {}, pages?: PageReader) {
+    this.#carried = carried;
+    this.#pages = pages;
+  }
+
+  /** Whether they are read from the orchestrator rather than carried by the step message. */
+  get byReference(): boolean {
+    return this.#pages !== undefined;
+  }
+
+  /** All of them, by step name (read on the first call if they are not carried). */
+  all(): Promise<JsonObject> {
+    if (this.#pages === undefined) {
+      return Promise.resolve(this.#carried);
+    }
+    this.#all ??= (async () => {
+      const all: JsonObject = {};
+      for await (const [name, result] of this) {
+        all[name] = result;
+      }
+      return all;
+    })();
+    return this.#all;
+  }
+
+  /** `[name, result]` of each completed parent, in the order of the parents' ids. */
+  async *[Symbol.asyncIterator](): AsyncIterator<[string, JsonValue]> {
+    const pages = this.#pages;
+    if (pages === undefined) {
+      yield* Object.entries(this.#carried);
+      return;
+    }
+    let after: string | null = null;
+    do {
+      const page = await pages(after);
+      yield* Object.entries(JSON.parse(page.results) as JsonObject);
+      after = page.next ?? null;
+    } while (after !== null);
+  }
+}
+
+export function stepContext(job: Job, signal: AbortSignal, pages?: PageReader): StepContext {
   return {
     taskId: job.task_id,
     stepId: job.step_id,
@@ -53,9 +118,16 @@ export function stepContext(job: Job, signal: AbortSignal): StepContext {
     attempt: job.attempt,
     maxAttempts: job.max_attempts,
     context: job.context,
-    parentResults: job.parent_results,
+    parentResults: new ParentResults(
+      job.parent_results,
+      job.parent_results_by_reference ? pages ?? missingReader : undefined,
+    ),
     input: job.input ?? null,
     timeoutMs: job.timeout_ms,
     signal,
   };
 }
+
+/** For a job read without a core (tests): its parent results cannot be fetched. */
+const missingReader: PageReader = () =>
+  Promise.reject(new ReferenceUnavailable("the job's parent results are by reference and nothing reads them"));

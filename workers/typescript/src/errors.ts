@@ -19,3 +19,14 @@ export class PermanentError extends Error {
 export function isPermanent(err: unknown): boolean {
   return typeof err === "object" && err !== null && (err as { [PERMANENT]?: unknown })[PERMANENT] === true;
 }
+
+/**
+ * A step's parent results could not be read from the orchestrator. Thrown by
+ * `ctx.parentResults`; like any error but {@link PermanentError}, the step is retried.
+ */
+export class ReferenceUnavailable extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "ReferenceUnavailable";
+  }
+}

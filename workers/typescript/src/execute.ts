@@ -1,4 +1,4 @@
-import { stepContext, type Job } from "./context";
+import { stepContext, type Job, type PageReader } from "./context";
 import { isPermanent } from "./errors";
 import type { Registry } from "./handler";
 import type { JsonValue } from "./json";
@@ -7,9 +7,10 @@ import type { Outcome, OutcomeBody, StepError } from "./outcome";
 /**
  * Runs one job's handler and never throws: every result, throw, rejection or timeout becomes an
  * outcome. Resolves by the job's timeout at the latest, so a hung handler frees its slot (its
- * `signal` aborts; whatever it does afterwards is ignored).
+ * `signal` aborts; whatever it does afterwards is ignored). `pages` reads parent results the job
+ * carries by reference.
  */
-export async function execute(registry: Registry, job: Job): Promise<Outcome> {
+export async function execute(registry: Registry, job: Job, pages?: PageReader): Promise<Outcome> {
   const startedAt = new Date().toISOString();
   const finish = (body: OutcomeBody): Outcome => ({
     id: job.id,
@@ -37,7 +38,7 @@ export async function execute(registry: Registry, job: Job): Promise<Outcome> {
   });
   try {
     // `async` turns a synchronous throw into a rejection, so sync and async handlers fail alike.
-    const call = (async () => fn(stepContext(job, abort.signal)))();
+    const call = (async () => fn(stepContext(job, abort.signal, pages)))();
     // race() subscribes to `call`, so a rejection after the timeout is never "unhandled".
     const first = await Promise.race([call, timedOut]);
     if (first === "timeout") {

@@ -2,8 +2,8 @@
  * Tasker step handlers in TypeScript. Register handlers, then run them with the
  * `tasker-worker` command (or {@link Worker} from code); the Rust core does all the I/O.
  */
-export type { StepContext } from "./context";
-export { PermanentError, isPermanent } from "./errors";
+export { ParentResults, type StepContext } from "./context";
+export { PermanentError, ReferenceUnavailable, isPermanent } from "./errors";
 export {
   Handler,
   Registry,

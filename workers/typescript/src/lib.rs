@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use tasker_worker::{BatchHost, EmbeddedOptions, EmbeddedWorker};
+use tasker_worker::{BatchHost, EmbeddedOptions, EmbeddedWorker, PageError, ParentPages};
 
 /// Options of [`NativeWorker::start`]; an absent value keeps the configured one (file,
 /// `TASKER_*` environment, defaults).
@@ -27,6 +27,16 @@ pub struct StartOptions {
     pub concurrency: Option<u32>,
 }
 
+/// One page of a step's parent results.
+#[napi(object)]
+#[derive(Debug)]
+pub struct ParentResultsPage {
+    /// A JSON object of step name to result.
+    pub results: String,
+    /// The cursor of the next page; null after the last.
+    pub next: Option<String>,
+}
+
 /// A running embedded worker core.
 #[napi]
 #[derive(Debug)]
@@ -34,6 +44,7 @@ pub struct NativeWorker {
     /// Taken by `stop`; the host stays reachable so a pending `nextBatch` can finish.
     inner: Mutex<Option<EmbeddedWorker>>,
     host: Arc<BatchHost>,
+    parent_pages: ParentPages,
     health: String,
     namespaces: Vec<String>,
     concurrency: u32,
@@ -64,6 +75,7 @@ impl NativeWorker {
         .map_err(|e| Error::new(Status::GenericFailure, e.to_string()))?;
         Ok(NativeWorker {
             host: worker.host(),
+            parent_pages: worker.parent_pages(),
             health: worker.health_addr().to_string(),
             namespaces: worker.namespaces().to_vec(),
             concurrency: u32::try_from(worker.concurrency()).unwrap_or(u32::MAX),
@@ -90,6 +102,33 @@ impl NativeWorker {
         self.host
             .complete_json(&outcomes)
             .map_err(|e| Error::new(Status::InvalidArg, e.to_string()))
+    }
+
+    /// One page of the parent results of a step whose job says `parent_results_by_reference`;
+    /// start with `after` null. Rejects with code `ReferenceUnavailable` if the orchestrator
+    /// cannot answer.
+    #[napi]
+    pub async fn parent_results_page(
+        &self,
+        task_id: String,
+        step_id: String,
+        after: Option<String>,
+    ) -> Result<ParentResultsPage> {
+        let page = self
+            .parent_pages
+            .page(&task_id, &step_id, after.as_deref())
+            .await
+            .map_err(|e| {
+                let status = match e {
+                    PageError::BadId(_) => Status::InvalidArg,
+                    PageError::Unavailable(_) | PageError::Stopped => Status::GenericFailure,
+                };
+                Error::new(status, e.to_string())
+            })?;
+        Ok(ParentResultsPage {
+            results: page.results,
+            next: page.next,
+        })
     }
 
     /// `ip:port` of the `/health` endpoint.

@@ -1,5 +1,6 @@
 import { NativeWorker } from "../index.js";
 import type { Job } from "./context";
+import { ReferenceUnavailable } from "./errors";
 import { execute } from "./execute";
 import { defaultRegistry, type Registry } from "./handler";
 import { outcomeJson, type Outcome } from "./outcome";
@@ -119,7 +120,11 @@ export class Worker {
   }
 
   #launch(job: Job): void {
-    const run: Promise<void> = execute(this.#registry, job).then((outcome) => {
+    const pages = (after: string | null) =>
+      this.#native.parentResultsPage(job.task_id, job.step_id, after).catch((err: unknown) => {
+        throw new ReferenceUnavailable(err instanceof Error ? err.message : String(err), { cause: err });
+      });
+    const run: Promise<void> = execute(this.#registry, job, pages).then((outcome) => {
       this.#inFlight.delete(run);
       this.#pending.push(outcome);
       this.#scheduleFlush();

@@ -19,15 +19,15 @@ test("tasks run through the binding: results, permanent failures and concurrent 
   let maxRunning = 0;
   let release;
   const allStarted = new Promise((resolve) => (release = resolve));
-  const value = (ctx) =>
-    Object.keys(ctx.parentResults).length === 0
-      ? ctx.context.value
-      : Object.values(ctx.parentResults).reduce((s, r) => s + r.value, 0);
+  const value = async (ctx) => {
+    const parents = Object.values(await ctx.parentResults.all());
+    return parents.length === 0 ? ctx.context.value : parents.reduce((s, r) => s + r.value, 0);
+  };
   const registry = new Registry()
-    .register("double", (ctx) => ({ value: value(ctx) * 2 }))
-    .register("square", async (ctx) => ({ value: value(ctx) ** 2 }))
-    .register("add_ten", (ctx) => ({ value: value(ctx) + 10 }))
-    .register("sum_parents", (ctx) => ({ value: value(ctx) }))
+    .register("double", async (ctx) => ({ value: (await value(ctx)) * 2 }))
+    .register("square", async (ctx) => ({ value: (await value(ctx)) ** 2 }))
+    .register("add_ten", async (ctx) => ({ value: (await value(ctx)) + 10 }))
+    .register("sum_parents", async (ctx) => ({ value: await value(ctx) }))
     .register("fail_permanently", () => {
       throw new PermanentError("input rejected for good");
     })
@@ -40,7 +40,7 @@ test("tasks run through the binding: results, permanent failures and concurrent 
       running -= 1;
       return { slept_ms: 0 };
     })
-    .register("echo_attempts", (ctx) => ({ attempt: ctx.attempt, parents: ctx.parentResults }));
+    .register("echo_attempts", async (ctx) => ({ attempt: ctx.attempt, parents: await ctx.parentResults.all() }));
 
   const worker = Worker.start({ templates, healthPort: 0, concurrency: 4, registry });
   const run = worker.run();

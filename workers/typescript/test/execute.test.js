@@ -43,7 +43,8 @@ test("the context carries the step's fields in camelCase", async () => {
   assert.equal(seen.attempt, 2);
   assert.equal(seen.maxAttempts, 3);
   assert.deepEqual(seen.context, { value: 5 });
-  assert.deepEqual(seen.parentResults, { a: { value: 1 } });
+  assert.deepEqual(await seen.parentResults.all(), { a: { value: 1 } });
+  assert.equal(seen.parentResults.byReference, false);
   assert.equal(seen.input, null);
   assert.equal(seen.timeoutMs, 5_000);
   assert.ok(seen.signal instanceof AbortSignal);
@@ -134,4 +135,37 @@ test("a result that is not JSON fails its own step permanently", async () => {
   assert.equal(wire.retryable, false);
   assert.equal(wire.error.kind, "invalid_result");
   assert.match(wire.error.message, /BigInt/);
+});
+
+test("parent results by reference are read a page at a time, or all at once", async () => {
+  const pages = { null: { results: '{"a":{"v":1},"b":{"v":2}}', next: "c1" }, c1: { results: '{"c":{"v":3}}', next: null } };
+  const asked = [];
+  const reader = async (after) => {
+    asked.push(after);
+    return pages[after];
+  };
+  const byReference = { parent_results: {}, parent_results_by_reference: true };
+  const seen = [];
+  const out = await execute(
+    new Registry().register("h", async (ctx) => {
+      for await (const [name, result] of ctx.parentResults) seen.push([name, result.v, asked.length]);
+      return { all: await ctx.parentResults.all(), byReference: ctx.parentResults.byReference };
+    }),
+    job("h", byReference),
+    reader,
+  );
+  assert.equal(out.status, "success", JSON.stringify(out));
+  // The second page is read only once the first is used up.
+  assert.deepEqual(seen, [["a", 1, 1], ["b", 2, 1], ["c", 3, 2]]);
+  assert.deepEqual(out.result, { all: { a: { v: 1 }, b: { v: 2 }, c: { v: 3 } }, byReference: true });
+
+  const { ReferenceUnavailable } = require("../dist/index.js");
+  const failing = await execute(
+    new Registry().register("h", async (ctx) => ctx.parentResults.all()),
+    job("h", byReference),
+    () => Promise.reject(new ReferenceUnavailable("orchestrator down")),
+  );
+  assert.equal(failing.status, "failure");
+  assert.equal(failing.retryable, true);
+  assert.equal(failing.error.kind, "ReferenceUnavailable");
 });

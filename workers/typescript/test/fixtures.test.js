@@ -3,11 +3,11 @@
 const test = require("node:test");
 const assert = require("node:assert/strict");
 
-const { defaultRegistry } = require("../dist/index.js");
+const { ParentResults, defaultRegistry } = require("../dist/index.js");
 require("../dist/fixtures/handlers.js");
 
 function ctx(context, parentResults = {}, attempt = 1) {
-  return { context, parentResults, attempt, signal: new AbortController().signal };
+  return { context, parentResults: new ParentResults(parentResults), attempt, signal: new AbortController().signal };
 }
 const call = (name, c) => defaultRegistry().get(name)(c);
 

@@ -20,8 +20,8 @@ test("the README example registers working handlers", async (t) => {
   t.after(() => fs.rmSync(file, { force: true }));
   require(file);
 
-  const { defaultRegistry, isPermanent } = require("tasker-worker");
-  const ctx = (context, parentResults = {}) => ({ context, parentResults, attempt: 1 });
+  const { ParentResults, defaultRegistry, isPermanent } = require("tasker-worker");
+  const ctx = (context, parents = {}) => ({ context, parentResults: new ParentResults(parents), attempt: 1 });
   assert.deepEqual(await defaultRegistry().get("double")(ctx({ value: 21 })), { value: 42 });
   await assert.rejects(async () => defaultRegistry().get("double")(ctx({})), isPermanent);
   assert.deepEqual(await defaultRegistry().get("sum_parents")(ctx({}, { a: { value: 2 }, b: { value: 3 } })), {

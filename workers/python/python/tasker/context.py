@@ -2,35 +2,118 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Mapping
+import functools
+import json
+from collections.abc import Callable, Iterator
+from typing import Any, Mapping, Optional, Tuple
+
+#: Reads one page of a step's parent results: given the cursor of the page (None for the
+#: first), returns the page as JSON object text and the cursor of the next one (None after the
+#: last). The native core's ``Worker.parent_results_page`` bound to one step.
+PageReader = Callable[[Optional[str]], Tuple[str, Optional[str]]]
 
 
-@dataclass(frozen=True, slots=True)
 class StepContext:
     """One attempt of one step, as handed to its handler.
 
-    ``context`` is the task's input; ``parent_results`` maps each completed parent step's
-    name to its result; ``attempt`` counts from 1.
+    ``context`` is the task's input; ``attempt`` counts from 1. ``parent_results`` maps each
+    completed parent step's name to its result; ``each_parent_result()`` yields the same
+    ``(name, result)`` pairs one at a time.
+
+    A step message carries its parent results when they fit on one page. Beyond that (the
+    convergence step of a large fan-out) they are read from the orchestrator when asked for:
+    ``parent_results`` reads them all once and keeps them, ``each_parent_result()`` reads a page
+    at a time and keeps none, so a handler that folds 100,000 results holds one page of them.
+    Reading blocks the calling thread (in an ``async`` handler, its event loop) while the
+    orchestrator answers; if it cannot be reached the handler raises
+    ``tasker._native.ReferenceUnavailable`` and the step is retried.
     """
 
-    task_id: str
-    step_id: str
-    namespace: str
-    task_name: str
-    step_name: str
-    handler: str
-    attempt: int
-    max_attempts: int
-    context: Any
-    parent_results: Mapping[str, Any]
-    timeout_ms: int
-    #: A batch worker's batch (what its batchable parent returned for it); None otherwise.
-    input: Any = None
+    __slots__ = (
+        "task_id",
+        "step_id",
+        "namespace",
+        "task_name",
+        "step_name",
+        "handler",
+        "attempt",
+        "max_attempts",
+        "context",
+        "timeout_ms",
+        "input",
+        "_carried",
+        "_pages",
+        "_all",
+    )
+
+    def __init__(
+        self,
+        task_id: str,
+        step_id: str,
+        namespace: str,
+        task_name: str,
+        step_name: str,
+        handler: str,
+        attempt: int,
+        max_attempts: int,
+        context: Any,
+        parent_results: Mapping[str, Any],
+        timeout_ms: int,
+        input: Any = None,
+        *,
+        parent_pages: PageReader | None = None,
+    ) -> None:
+        self.task_id = task_id
+        self.step_id = step_id
+        self.namespace = namespace
+        self.task_name = task_name
+        self.step_name = step_name
+        self.handler = handler
+        self.attempt = attempt
+        self.max_attempts = max_attempts
+        self.context = context
+        self.timeout_ms = timeout_ms
+        #: A batch worker's batch (what its batchable parent returned for it); None otherwise.
+        self.input = input
+        self._carried = parent_results
+        self._pages = parent_pages
+        self._all: Mapping[str, Any] | None = None if parent_pages else parent_results
+
+    @property
+    def parent_results(self) -> Mapping[str, Any]:
+        """Every completed parent's result, by step name (read once if not carried)."""
+        if self._all is None:
+            self._all = dict(self.each_parent_result())
+        return self._all
+
+    def each_parent_result(self) -> Iterator[tuple[str, Any]]:
+        """``(name, result)`` of each completed parent, in the order of the parents' ids,
+        reading a page at a time when they are not carried by the step message."""
+        if self._pages is None:
+            yield from self._carried.items()
+            return
+        after: str | None = None
+        while True:
+            text, after = self._pages(after)
+            yield from json.loads(text).items()
+            if after is None:
+                return
+
+    def __repr__(self) -> str:
+        return (
+            f"StepContext(task_id={self.task_id!r}, step_id={self.step_id!r}, "
+            f"step_name={self.step_name!r}, handler={self.handler!r}, attempt={self.attempt})"
+        )
 
     @classmethod
-    def from_job(cls, job: Mapping[str, Any]) -> StepContext:
-        """Builds the context from a job as the core serializes it."""
+    def from_job(cls, job: Mapping[str, Any], pages: Any = None) -> StepContext:
+        """Builds the context from a job as the core serializes it. ``pages`` is what reads
+        parent results carried by reference (the native worker's ``parent_results_page``)."""
+        reader: PageReader | None = None
+        if job.get("parent_results_by_reference"):
+            if pages is None:
+                raise ValueError("the job's parent results are by reference and nothing reads them")
+            reader = functools.partial(pages, job["task_id"], job["step_id"])
         return cls(
             task_id=job["task_id"],
             step_id=job["step_id"],
@@ -44,4 +127,5 @@ class StepContext:
             parent_results=job["parent_results"],
             timeout_ms=job["timeout_ms"],
             input=job.get("input"),
+            parent_pages=reader,
         )

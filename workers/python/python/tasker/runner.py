@@ -33,6 +33,9 @@ class Native(Protocol):
 
     def next_batch(self, max: int, timeout_ms: int) -> str: ...
     def complete(self, outcomes: str) -> None: ...
+    def parent_results_page(
+        self, task_id: str, step_id: str, after: str | None = None
+    ) -> tuple[str, str | None]: ...
 
 
 class Runner:
@@ -115,7 +118,11 @@ class Runner:
         if entry is None:
             self._finish(outcome.unknown_handler(job["id"], job["handler"]))
             return
-        ctx = StepContext.from_job(job)
+        try:
+            ctx = StepContext.from_job(job, getattr(self._native, "parent_results_page", None))
+        except Exception as e:
+            self._finish(outcome.failure(job["id"], e, outcome.now()))
+            return
         if entry.is_async:
             asyncio.run_coroutine_threadsafe(self._run_async(entry, ctx, job["id"]), self._loop)
         else:

@@ -3,11 +3,15 @@
 module Tasker
   # What a handler receives: one attempt of one step. Hash keys are strings, as in the JSON the
   # task was created with.
+  #
+  # A step message carries its parent results when they fit on one page. Beyond that (the
+  # convergence step of a large fan-out) they are read from the orchestrator when asked for:
+  # #parent_results reads them all once and keeps them, #each_parent_result reads a page at a
+  # time and keeps none, so a handler that folds 100,000 results holds one page of them. If the
+  # orchestrator cannot be reached, both raise Tasker::ReferenceUnavailable (the step is retried).
   class Context
     # The task's context (Hash).
     attr_reader :context
-    # Results of the step's completed parents, by step name (Hash of Hashes).
-    attr_reader :parent_results
     attr_reader :task_id, :step_id, :namespace, :task_name, :step_name, :handler
     # 1 on the first attempt.
     attr_reader :attempt, :max_attempts
@@ -17,9 +21,18 @@ module Tasker
     # (e.g. {"start" => 0, "end" => 200}); nil for other steps.
     attr_reader :input
 
-    def initialize(job)
+    # +pages+ reads parent results carried by reference: the native worker (anything answering
+    # #parent_results_page(task_id, step_id, after) with [json_text, next_cursor_or_nil]).
+    def initialize(job, pages = nil)
       @context = job.fetch("context")
-      @parent_results = job.fetch("parent_results")
+      @carried = job.fetch("parent_results")
+      if job["parent_results_by_reference"]
+        raise ArgumentError, "the job's parent results are by reference and nothing reads them" unless pages
+
+        @pages = pages
+      else
+        @parent_results = @carried
+      end
       @task_id = job.fetch("task_id")
       @step_id = job.fetch("step_id")
       @namespace = job.fetch("namespace")
@@ -30,6 +43,26 @@ module Tasker
       @max_attempts = job.fetch("max_attempts")
       @timeout_ms = job.fetch("timeout_ms")
       @input = job["input"]
+    end
+
+    # Results of the step's completed parents, by step name (Hash of Hashes).
+    def parent_results
+      @parent_results ||= each_parent_result.to_h
+    end
+
+    # Yields the name and result of each completed parent, in the order of the parents' ids,
+    # reading a page at a time when they are not carried; an Enumerator without a block.
+    def each_parent_result(&block)
+      return enum_for(:each_parent_result) unless block
+      return @carried.each(&block) unless @pages
+
+      after = nil
+      loop do
+        text, after = @pages.parent_results_page(task_id, step_id, after)
+        JSON.parse(text).each(&block)
+        break if after.nil?
+      end
+      self
     end
 
     # True on the step's last allowed attempt.

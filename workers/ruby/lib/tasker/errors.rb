@@ -22,6 +22,14 @@ module Tasker
   # class only lets a handler choose the reported kind.
   class RetryableError < Error; end
 
+  # Raised by Context#parent_results and #each_parent_result when the orchestrator cannot be
+  # reached to read them; the step is retried.
+  class ReferenceUnavailable < RetryableError
+    def kind
+      "reference_unavailable"
+    end
+  end
+
   # Raised inside a handler that outlives its step's timeout, so its thread is freed. The core
   # has already failed the attempt (retryably) by then.
   class TimeoutError < Error; end

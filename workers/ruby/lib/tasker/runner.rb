@@ -6,9 +6,11 @@ module Tasker
   # Runs one job (a Hash parsed from the core's JSON) and returns its outcome, already encoded
   # as JSON so one bad result can never spoil the batch it is reported in.
   class Runner
-    def initialize(registry, watchdog: nil)
+    # +pages+ reads parent results carried by reference (the native worker).
+    def initialize(registry, watchdog: nil, pages: nil)
       @registry = registry
       @watchdog = watchdog
+      @pages = pages
     end
 
     def call(job)
@@ -27,7 +29,7 @@ module Tasker
       handler = @registry[job["handler"]]
       return unknown_handler(job["handler"]) unless handler
 
-      ctx = Context.new(job)
+      ctx = Context.new(job, @pages)
       result = if @watchdog
                  @watchdog.guard(ctx.timeout_ms) { handler.call(ctx) }
                else

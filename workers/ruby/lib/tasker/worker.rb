@@ -49,7 +49,8 @@ module Tasker
       @jobs = Thread::Queue.new
       @done = Thread::Queue.new
       @watchdog = Watchdog.new
-      runner = Runner.new(@registry, watchdog: @watchdog)
+      pages = @native if @native.respond_to?(:parent_results_page)
+      runner = Runner.new(@registry, watchdog: @watchdog, pages: pages)
       @pool = Array.new(@size) { |i| spawn("tasker-handler-#{i}") { work(runner) } }
       @reporter = spawn("tasker-reporter") { report }
       @dispatcher = spawn("tasker-dispatcher") { dispatch }

@@ -41,26 +41,28 @@ impl BenchHost {
     pub(crate) fn submit(&self, n: u64, handler: String) {
         let mut next = self.next_id.lock().unwrap_or_else(|p| p.into_inner());
         let jobs = (0..n)
-            .map(|i| Job {
-                id: *next + i,
-                message: StepMessage {
-                    task_id: Uuid::now_v7(),
-                    step_id: Uuid::now_v7(),
-                    namespace: "bench".into(),
-                    task_name: "bench".into(),
-                    step_name: "call".into(),
-                    handler: handler.clone(),
-                    attempt: 1,
-                    max_attempts: 1,
-                    context: json!({ "value": i }),
-                    parent_results: Map::new(),
-                    context_by_reference: false,
-                    parent_results_by_reference: false,
-                    input: None,
-                    dispatched_at: Utc::now(),
-                    timeout_ms: 60_000,
-                    queue_timeout_ms: None,
-                },
+            .map(|i| {
+                Job::new(
+                    *next + i,
+                    StepMessage {
+                        task_id: Uuid::now_v7(),
+                        step_id: Uuid::now_v7(),
+                        namespace: "bench".into(),
+                        task_name: "bench".into(),
+                        step_name: "call".into(),
+                        handler: handler.clone(),
+                        attempt: 1,
+                        max_attempts: 1,
+                        context: json!({ "value": i }),
+                        parent_results: Map::new(),
+                        context_by_reference: false,
+                        parent_results_by_reference: false,
+                        input: None,
+                        dispatched_at: Utc::now(),
+                        timeout_ms: 60_000,
+                        queue_timeout_ms: None,
+                    },
+                )
             })
             .collect();
         *next += n;

@@ -21,7 +21,9 @@ mod bench;
 
 use magnus::value::Lazy;
 use magnus::{Error, ExceptionClass, Module, Object, RModule, Ruby, function, method};
-use tasker_worker::{BatchHost, EmbeddedOptions, EmbeddedWorker, batch_host};
+use tasker_worker::{
+    BatchHost, EmbeddedOptions, EmbeddedWorker, PageError, ParentPages, batch_host,
+};
 
 /// `Tasker::WorkerError`: the worker could not start (bad templates, configuration, port) or
 /// was given outcomes it cannot read.
@@ -35,6 +37,18 @@ static WORKER_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| {
         .expect("Tasker::WorkerError is defined by Init_tasker_rb")
 });
 
+/// `Tasker::ReferenceUnavailable` (lib/tasker/errors.rb): a step's parent results could not be
+/// read from the orchestrator; retried like any error.
+static REFERENCE_UNAVAILABLE: Lazy<ExceptionClass> = Lazy::new(|ruby| {
+    let tasker: RModule = ruby
+        .class_object()
+        .const_get("Tasker")
+        .expect("Tasker is defined by Init_tasker_rb");
+    tasker
+        .const_get("ReferenceUnavailable")
+        .expect("Tasker::ReferenceUnavailable is defined by lib/tasker/errors.rb")
+});
+
 /// `Tasker::NativeWorker`: a running embedded worker.
 #[magnus::wrap(class = "Tasker::NativeWorker", free_immediately, size)]
 struct NativeWorker {
@@ -42,6 +56,7 @@ struct NativeWorker {
     worker: Mutex<Option<EmbeddedWorker>>,
     /// Kept apart from `worker` so a blocked `next_batch` never holds the lock `stop` needs.
     host: Arc<BatchHost>,
+    parent_pages: ParentPages,
     health: String,
     namespaces: Vec<String>,
     concurrency: usize,
@@ -73,6 +88,7 @@ impl NativeWorker {
         })?;
         Ok(NativeWorker {
             host: worker.host(),
+            parent_pages: worker.parent_pages(),
             health: worker.health_addr().to_string(),
             namespaces: worker.namespaces().to_vec(),
             concurrency: worker.concurrency(),
@@ -99,6 +115,34 @@ impl NativeWorker {
             }
             batch_host::Error::Stopped => Error::new(ruby.get_inner(&WORKER_ERROR), e.to_string()),
         })
+    }
+
+    /// One page of the parent results of a step whose job says `parent_results_by_reference`:
+    /// `[json_object_text, next_cursor_or_nil]`; start with `after = nil`. The GVL is released
+    /// while the orchestrator answers.
+    fn parent_results_page(
+        ruby: &Ruby,
+        rb_self: &Self,
+        task_id: String,
+        step_id: String,
+        after: Option<String>,
+    ) -> Result<(String, Option<String>), Error> {
+        let pages = rb_self.parent_pages.clone();
+        let page = without_gvl(move || pages.page_blocking(&task_id, &step_id, after.as_deref()))
+            .ok_or_else(|| {
+            Error::new(
+                ruby.exception_interrupt(),
+                "interrupted before the page was read",
+            )
+        })?;
+        let page = page.map_err(|e| match e {
+            PageError::BadId(_) => Error::new(ruby.exception_arg_error(), e.to_string()),
+            PageError::Unavailable(_) => {
+                Error::new(ruby.get_inner(&REFERENCE_UNAVAILABLE), e.to_string())
+            }
+            PageError::Stopped => Error::new(ruby.get_inner(&WORKER_ERROR), e.to_string()),
+        })?;
+        Ok((page.results, page.next))
     }
 
     /// Stops consuming and shuts the core down (waits up to 5 s, with the GVL released).
@@ -189,6 +233,10 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     class.define_singleton_method("start", function!(NativeWorker::start, 4))?;
     class.define_method("next_batch_json", method!(NativeWorker::next_batch_json, 2))?;
     class.define_method("complete_json", method!(NativeWorker::complete_json, 1))?;
+    class.define_method(
+        "parent_results_page",
+        method!(NativeWorker::parent_results_page, 3),
+    )?;
     class.define_method("stop", method!(NativeWorker::stop, 0))?;
     class.define_method("stopped?", method!(NativeWorker::is_stopped, 0))?;
     class.define_method("health_addr", method!(NativeWorker::health_addr, 0))?;

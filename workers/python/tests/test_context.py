@@ -1,0 +1,53 @@
+"""Parent results carried by reference are read through the native worker's
+``parent_results_page``, a page at a time (the end-to-end read is tests/references.rs)."""
+
+import pytest
+
+import tasker
+
+
+class _Pages:
+    """Two pages of parent results, recording the cursors asked for."""
+
+    def __init__(self) -> None:
+        self.asked: list[str | None] = []
+
+    def __call__(self, task_id: str, step_id: str, after: str | None) -> tuple[str, str | None]:
+        self.asked.append(after)
+        if after is None:
+            return '{"a": {"v": 1}, "b": {"v": 2}}', "c1"
+        return '{"c": {"v": 3}}', None
+
+
+def _job_by_reference() -> dict:
+    return {
+        "task_id": "t", "step_id": "s", "namespace": "ns", "task_name": "t", "step_name": "s",
+        "handler": "h", "attempt": 1, "max_attempts": 1, "context": {}, "parent_results": {},
+        "parent_results_by_reference": True, "timeout_ms": 1000,
+    }
+
+
+def test_each_parent_result_reads_the_next_page_only_when_the_last_is_used_up() -> None:
+    pages = _Pages()
+    ctx = tasker.StepContext.from_job(_job_by_reference(), pages)
+    seen = [(name, r["v"], len(pages.asked)) for name, r in ctx.each_parent_result()]
+    assert seen == [("a", 1, 1), ("b", 2, 1), ("c", 3, 2)]
+    assert pages.asked == [None, "c1"]
+
+
+def test_parent_results_reads_every_page_once_and_keeps_them() -> None:
+    pages = _Pages()
+    ctx = tasker.StepContext.from_job(_job_by_reference(), pages)
+    expected = {"a": {"v": 1}, "b": {"v": 2}, "c": {"v": 3}}
+    assert ctx.parent_results == expected
+    assert ctx.parent_results == expected
+    assert len(pages.asked) == 2
+
+
+def test_carried_parent_results_need_no_reader_and_by_reference_ones_do() -> None:
+    job = {**_job_by_reference(), "parent_results": {"a": 1}, "parent_results_by_reference": False}
+    ctx = tasker.StepContext.from_job(job)
+    assert ctx.parent_results == {"a": 1}
+    assert list(ctx.each_parent_result()) == [("a", 1)]
+    with pytest.raises(ValueError, match="by reference"):
+        tasker.StepContext.from_job(_job_by_reference())
