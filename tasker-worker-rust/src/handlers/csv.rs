@@ -62,7 +62,10 @@ pub(super) async fn split(ctx: StepContext) -> Result<Value, HandlerError> {
         record.map_err(|e| HandlerError::permanent("invalid_csv", e.to_string()))?;
         rows += 1;
     }
-    Ok(json!({ "rows": rows, "batches": ranges(rows, size) }))
+    let mut result = serde_json::Map::new();
+    result.insert("rows".into(), rows.into());
+    result.insert("batches".into(), Value::Array(ranges(rows, size)));
+    Ok(Value::Object(result))
 }
 
 /// Price `"12.34"` in cents.

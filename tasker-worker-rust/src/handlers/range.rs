@@ -13,7 +13,10 @@ fn field(ctx: &StepContext, key: &str) -> Option<u64> {
 pub(super) async fn split(ctx: StepContext) -> Result<Value, HandlerError> {
     let count = field(&ctx, "count").unwrap_or(0) as usize;
     let size = field(&ctx, "batch_size").unwrap_or(100) as usize;
-    Ok(json!({ "batches": ranges(count, size) }))
+    // Moved into the result, not copied: `json!` would serialize the list into a second tree.
+    let mut result = serde_json::Map::new();
+    result.insert("batches".into(), Value::Array(ranges(count, size)));
+    Ok(Value::Object(result))
 }
 
 /// Sum of the range; batch number `fail_batch` (by its start / batch_size) fails for good.
