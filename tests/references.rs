@@ -218,6 +218,65 @@ async fn a_page_of_parent_results_ends_at_its_byte_budget() -> anyhow::Result<()
     env.cleanup().await
 }
 
+/// A task's steps page like parent results: each step once, in id order, a page cut by its
+/// size or its limit; bad cursors and limits get 400, an unknown task 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tasks_steps_page_without_gaps_or_repeats_within_their_byte_budget() -> anyhow::Result<()>
+{
+    let mut env = TestEnv::new().await?;
+    env.config.orchestrator.parent_page_bytes = 64;
+    let o = env.orchestrator().await?;
+    env.config.worker.orchestrator_url = o.url();
+    let worker = env.rust_worker();
+    let (task, _) = sum_of_23_batches(&o).await?;
+    let (mut seen, mut after, mut pages, mut last) = (BTreeSet::new(), None, 0, None);
+    loop {
+        let page = o.client.steps_page(task, after, 4).await?;
+        pages += 1;
+        assert!(
+            (1..=4).contains(&page.steps.len()),
+            "a page of {}",
+            page.steps.len()
+        );
+        for step in &page.steps {
+            assert!(last < Some(step.id), "out of id order");
+            last = Some(step.id);
+            assert!(seen.insert(step.id), "{} came twice", step.name);
+        }
+        // `split`'s result alone is over 64 bytes: nothing follows it on its page.
+        if let Some(i) = page.steps.iter().position(|s| s.name == "split") {
+            assert_eq!(i, page.steps.len() - 1, "a step after the budget ran out");
+        }
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    let all = o.client.steps(task).await?;
+    assert_eq!(all.len(), 25, "split, 23 batches and total");
+    assert_eq!(seen, all.iter().map(|s| s.id).collect(), "every step once");
+    assert!(pages >= 7, "25 steps in {pages} pages of at most 4");
+
+    for (result, expected) in [
+        (
+            o.client.steps_page(task, None, 0).await,
+            (400, "invalid_query"),
+        ),
+        (
+            o.client.steps_page(Uuid::now_v7(), None, 10).await,
+            (404, "task_not_found"),
+        ),
+    ] {
+        match result {
+            Err(Error::Api { status, code, .. }) => assert_eq!((status, code.as_str()), expected),
+            other => panic!("expected {expected:?}, got {other:?}"),
+        }
+    }
+    worker.stop().await;
+    o.stop().await;
+    env.cleanup().await
+}
+
 /// In every language, a convergence step whose parent results are more than one page reads
 /// them page by page: each page once, the same totals as Rust's. `csv_products` over 20
 /// batches with 256-byte pages; every worker runs as its own process, so its counter of

@@ -43,6 +43,14 @@ pub struct ParentResults<R = serde_json::Map<String, Value>> {
     pub next: Option<Uuid>,
 }
 
+/// One page of a task's steps.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct StepPage {
+    pub steps: Vec<Step>,
+    /// The cursor of the next page, if there may be one.
+    pub next: Option<Uuid>,
+}
+
 /// A task as the API returns it.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Task {
@@ -241,17 +249,34 @@ impl Client {
         decode(req.send().await?).await
     }
 
+    /// Every step of a task, read page by page.
     pub async fn steps(&self, id: Uuid) -> Result<Vec<Step>, Error> {
-        #[derive(Deserialize)]
-        struct Steps {
-            steps: Vec<Step>,
+        let (mut steps, mut after) = (Vec::new(), None);
+        loop {
+            let page = self.steps_page(id, after, 1_000).await?;
+            steps.extend(page.steps);
+            match page.next {
+                Some(next) => after = Some(next),
+                None => return Ok(steps),
+            }
         }
-        let resp = self
+    }
+
+    /// One page of a task's steps in id order, after the step `after`.
+    pub async fn steps_page(
+        &self,
+        id: Uuid,
+        after: Option<Uuid>,
+        limit: u32,
+    ) -> Result<StepPage, Error> {
+        let mut req = self
             .http
             .get(format!("{}/v1/tasks/{id}/steps", self.base))
-            .send()
-            .await?;
-        Ok(decode::<Steps>(resp).await?.steps)
+            .query(&[("limit", limit)]);
+        if let Some(a) = after {
+            req = req.query(&[("after", a)]);
+        }
+        decode(req.send().await?).await
     }
 
     pub async fn tasks(&self, q: &TaskQuery) -> Result<TaskPage, Error> {

@@ -5,7 +5,7 @@
 //! | POST | /v1/tasks | create a task (`idempotency_key` returns the same task again) |
 //! | GET | /v1/tasks | list tasks (`state`, `namespace`, `limit`, `before`) |
 //! | GET | /v1/tasks/{id} | a task (`wait=SECONDS` returns as soon as it is terminal) |
-//! | GET | /v1/tasks/{id}/steps | its steps with results, errors and timings |
+//! | GET | /v1/tasks/{id}/steps | its steps with results, errors and timings, paged (`?after=&limit=`) |
 //! | GET | /v1/tasks/{id}/history | its transition history |
 //! | POST | /v1/tasks/{id}/cancel | cancel it |
 //! | POST | /v1/templates | register a template version (YAML or JSON body) |
@@ -329,21 +329,47 @@ async fn fetch_task(shared: &Shared, id: Uuid) -> Result<TaskView, Error> {
         .ok_or_else(|| Error::not_found("task_not_found", format!("no task {id}")))
 }
 
+/// A task's steps, page by page (`?after=&limit=`): a 100,000-step task is never one answer.
 async fn task_steps(
     State(shared): State<Shared>,
     Path(id): Path<String>,
+    Query(q): Query<PageQuery>,
 ) -> Result<Json<Value>, Error> {
     let id = parse_id(&id)?;
+    let (after, limit) = q.parse()?;
     fetch_task(&shared, id).await?;
-    let steps = shared.store.steps(id).await?;
-    Ok(Json(json!({ "task_id": id, "steps": steps })))
+    let (steps, next) = shared
+        .store
+        .steps(
+            id,
+            after,
+            limit,
+            shared.config.orchestrator.parent_page_bytes,
+        )
+        .await?;
+    Ok(Json(json!({ "task_id": id, "steps": steps, "next": next })))
 }
 
-/// `?after=&limit=` of `GET /v1/tasks/{id}/steps/{step}/parent_results`.
+/// `?after=&limit=` of `GET /v1/tasks/{id}/steps` and `…/steps/{step}/parent_results`.
 #[derive(Debug, Deserialize)]
 struct PageQuery {
     after: Option<String>,
     limit: Option<i64>,
+}
+
+impl PageQuery {
+    /// The cursor and the page size (default 1,000, at most 5,000).
+    fn parse(&self) -> Result<(Option<Uuid>, i64), Error> {
+        let after = self.after.as_deref().map(parse_id).transpose()?;
+        let limit = self.limit.unwrap_or(1_000);
+        if !(1..=5_000).contains(&limit) {
+            return Err(Error::bad_request(
+                "invalid_query",
+                "`limit` must be between 1 and 5000",
+            ));
+        }
+        Ok((after, limit))
+    }
 }
 
 /// A step's parent results, page by page: what the worker core reads for a step whose message
@@ -355,14 +381,7 @@ async fn parent_results(
     Query(q): Query<PageQuery>,
 ) -> Result<Json<ParentResultsPage>, Error> {
     let (id, step) = (parse_id(&id)?, parse_id(&step)?);
-    let after = q.after.as_deref().map(parse_id).transpose()?;
-    let limit = q.limit.unwrap_or(1_000);
-    if !(1..=5_000).contains(&limit) {
-        return Err(Error::bad_request(
-            "invalid_query",
-            "`limit` must be between 1 and 5000",
-        ));
-    }
+    let (after, limit) = q.parse()?;
     let (parent_results, next) = shared
         .store
         .parent_results(

@@ -57,9 +57,10 @@ pub struct OrchestratorConfig {
     /// A step with more parents than this (a fan-out's convergence step) receives its parent
     /// results by reference: the worker core reads them page by page.
     pub inline_max_parents: usize,
-    /// A page of parent results (`GET /v1/tasks/{id}/steps/{step}/parent_results`) ends with
-    /// the result that reaches this many bytes of JSON, so the orchestrator and the worker hold
-    /// at most this plus one result per page, whatever the results.
+    /// A page of parent results (`GET /v1/tasks/{id}/steps/{step}/parent_results`) or of a
+    /// task's steps (`GET /v1/tasks/{id}/steps`) ends with the result that reaches this many
+    /// bytes of JSON, so the orchestrator and the reader hold at most this plus one result per
+    /// page, whatever the results.
     pub parent_page_bytes: usize,
     /// Largest task context accepted at task creation, in bytes of JSON.
     pub max_context_bytes: usize,

@@ -99,16 +99,53 @@ impl Store {
             .await?)
     }
 
-    pub async fn steps(&self, task_id: Uuid) -> Result<Vec<StepView>> {
-        Ok(sqlx::query_as(
-            "SELECT id, name, handler, step_type, state, attempt, max_attempts, result, error,
-                    worker, created_at, dispatched_at, started_at, finished_at, processed_at,
-                    next_attempt_at
-             FROM steps WHERE task_id = $1 ORDER BY id",
+    /// One page of a task's steps in id order after `after`, with the cursor of the next page
+    /// if there may be one. A page holds at most `limit` steps and ends with the one whose
+    /// result and error reach `max_bytes` of JSON, so a 100,000-step task is read in bounded
+    /// pieces.
+    pub async fn steps(
+        &self,
+        task_id: Uuid,
+        after: Option<Uuid>,
+        limit: i64,
+        max_bytes: usize,
+    ) -> Result<(Vec<StepView>, Option<Uuid>)> {
+        #[derive(FromRow)]
+        struct Row {
+            #[sqlx(flatten)]
+            step: StepView,
+            read: i64,
+        }
+        let rows: Vec<Row> = sqlx::query_as(
+            "WITH page AS (
+                 SELECT id, name, handler, step_type, state, attempt, max_attempts, result, error,
+                        worker, created_at, dispatched_at, started_at, finished_at, processed_at,
+                        next_attempt_at,
+                        octet_length(COALESCE(result::text, '')) + octet_length(COALESCE(error::text, ''))
+                            AS bytes
+                 FROM steps WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3
+             ), sized AS (
+                 SELECT *, row_number() OVER w AS n, count(*) OVER () AS read,
+                        COALESCE(sum(bytes) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING
+                                                     AND 1 PRECEDING), 0) AS before
+                 FROM page WINDOW w AS (ORDER BY id)
+             )
+             SELECT * FROM sized WHERE n = 1 OR before < $4 ORDER BY id",
         )
         .bind(task_id)
+        .bind(after.unwrap_or(Uuid::nil()))
+        .bind(limit)
+        .bind(i64::try_from(max_bytes).unwrap_or(i64::MAX))
         .fetch_all(self.pool())
-        .await?)
+        .await?;
+        let read = rows.first().map_or(0, |r| r.read);
+        let kept = rows.len() as i64;
+        let steps: Vec<StepView> = rows.into_iter().map(|r| r.step).collect();
+        // More may follow a full page, or a page cut short by its size.
+        let next = (kept == limit || kept < read)
+            .then(|| steps.last().map(|s| s.id))
+            .flatten();
+        Ok((steps, next))
     }
 
     /// Transition history of a task, oldest first: `(step name or null, from, to, attempt, reason, at)`.
