@@ -5,6 +5,8 @@ Reads target/e2e_latency/summary.json (per-sample p50/p95 and per-hop times reco
 bench) and Criterion's estimates (target/criterion/e2e/<scenario>/new/estimates.json), and adds
 the machine, the date and the commit. When target/throughput/summary.json exists it also writes
 docs/benchmarks/throughput.md (throughput_report.py); it fails only if neither summary exists.
+A summary of a run filtered with TASKER_BENCH_FILTER writes nothing: part of a run never
+replaces a published report.
 """
 import json
 import os
@@ -115,12 +117,24 @@ def targets(sc):
             "with the other scenarios of the same run, not with figures from another run.", ""]
 
 
+def whole_run(path):
+    """Whether the summary at `path` is from an unfiltered run. A run with TASKER_BENCH_FILTER
+    measured only some scenarios: writing its report would replace the published one with part
+    of it, so it is left alone (with a message)."""
+    chosen = json.loads(path.read_text()).get("filter")
+    if chosen:
+        print(f"{path} is from a run filtered by TASKER_BENCH_FILTER={chosen!r}: its report is left "
+              "as it is; run the benchmark without the filter to publish new figures",
+              file=sys.stderr)
+    return not chosen
+
+
 def main():
     if not SUMMARY.exists() and not THROUGHPUT.exists():
         sys.exit(f"{SUMMARY} not found: run `cargo make bench` first")
-    if SUMMARY.exists():
+    if SUMMARY.exists() and whole_run(SUMMARY):
         readme()
-    if THROUGHPUT.exists():
+    if THROUGHPUT.exists() and whole_run(THROUGHPUT):
         import throughput_report
         throughput_report.main()
 
@@ -128,8 +142,11 @@ def main():
 def readme():
     summary = json.loads(SUMMARY.read_text())
     scenarios = summary["scenarios"]
-    commit = run("git", "-C", str(ROOT), "rev-parse", "--short", "HEAD")
-    dirty = run("git", "-C", str(ROOT), "status", "--porcelain")
+    # As recorded by the run; older summaries lack it, and then the checkout's state is shown.
+    commit = summary.get("commit") or run("git", "-C", str(ROOT), "rev-parse", "--short", "HEAD")
+    dirty = summary.get("dirty")
+    if dirty is None:
+        dirty = run("git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no")
     lines = [
         "# Benchmarks",
         "",

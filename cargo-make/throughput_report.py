@@ -278,8 +278,11 @@ def main():
         sys.exit(f"{SUMMARY} not found: run `cargo make bench-throughput` first")
     summary = json.loads(SUMMARY.read_text())
     scenarios = summary.get("scenarios", {})
-    commit = run("git", "-C", str(ROOT), "rev-parse", "--short", "HEAD")
-    dirty = run("git", "-C", str(ROOT), "status", "--porcelain")
+    # As recorded by the run; older summaries lack it, and then the checkout's state is shown.
+    commit = summary.get("commit") or run("git", "-C", str(ROOT), "rev-parse", "--short", "HEAD")
+    dirty = summary.get("dirty")
+    if dirty is None:
+        dirty = run("git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no")
     seconds = summary.get("seconds_per_level")
     lines = [
         "# Throughput",

@@ -32,9 +32,10 @@ pub fn target_dir() -> PathBuf {
         .unwrap_or_else(|| repo_root().join("target"))
 }
 
-/// Prints a benchmark's notes and writes its figures (`fields`, a JSON object, plus the notes
-/// and the time of the run) to `<target>/<bench>/summary.json`, where
-/// `cargo make bench-report` reads them.
+/// Prints a benchmark's notes and writes its figures (`fields`, a JSON object, plus the notes,
+/// the time and commit of the run and any `TASKER_BENCH_FILTER`) to `<target>/<bench>/summary.json`,
+/// where `cargo make bench-report` reads them (and leaves the published report alone when the
+/// run was filtered: part of a run must not replace a whole one).
 pub fn write_bench_summary(bench: &str, fields: Value, notes: &[String]) -> anyhow::Result<()> {
     for n in notes {
         println!("note: {n}");
@@ -48,6 +49,29 @@ pub fn write_bench_summary(bench: &str, fields: Value, notes: &[String]) -> anyh
         "recorded_at".into(),
         Value::String(chrono::Utc::now().to_rfc3339()),
     );
+    // The commit measured, read now: the report may be written after more commits.
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(repo_root())
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
+    if let Some(commit) = git(&["rev-parse", "--short", "HEAD"]) {
+        summary.insert("commit".into(), Value::String(commit));
+    }
+    if let Some(changes) = git(&["status", "--porcelain", "--untracked-files=no"]) {
+        summary.insert("dirty".into(), Value::Bool(!changes.is_empty()));
+    }
+    if let Some(filter) = std::env::var("TASKER_BENCH_FILTER")
+        .ok()
+        .filter(|f| !f.is_empty())
+    {
+        summary.insert("filter".into(), Value::String(filter));
+    }
     let dir = target_dir().join(bench);
     std::fs::create_dir_all(&dir)?;
     std::fs::write(
