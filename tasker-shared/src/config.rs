@@ -78,7 +78,10 @@ pub struct OrchestratorConfig {
 pub struct WorkerConfig {
     /// Folder of the templates whose namespaces this worker serves.
     pub templates: Option<PathBuf>,
-    /// Port of the worker's `/health` endpoint on 127.0.0.1 (0 picks a free port).
+    /// Address `/health` and `/metrics` listen on: loopback by default; `0.0.0.0` (or a
+    /// machine address) lets a probe from another host reach them.
+    pub health_bind: std::net::IpAddr,
+    /// Port of the worker's `/health` and `/metrics` (0 picks a free port).
     pub health_port: u16,
     /// Steps run at the same time.
     pub concurrency: usize,
@@ -136,6 +139,7 @@ impl Default for WorkerConfig {
     fn default() -> Self {
         Self {
             templates: None,
+            health_bind: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
             health_port: 8100,
             concurrency: 64,
             prefetch: 128,

@@ -20,7 +20,8 @@ struct Args {
     /// Folder of task templates; the worker consumes their namespaces.
     #[arg(long)]
     templates: Option<PathBuf>,
-    /// Port of the /health endpoint on 127.0.0.1 (0 picks a free port).
+    /// Port of /health and /metrics (0 picks a free port); the address is worker.health_bind
+    /// (127.0.0.1 by default).
     #[arg(long)]
     health_port: Option<u16>,
     /// Steps run at the same time.
@@ -58,6 +59,7 @@ async fn main() -> anyhow::Result<()> {
     let cancel = CancellationToken::new();
     tasker_worker::register_templates(&setup, "rust", &cancel).await?;
     let addr = tasker_worker::health::serve(
+        config.worker.health_bind,
         config.worker.health_port,
         worker.stats(),
         namespaces.clone(),
@@ -65,7 +67,13 @@ async fn main() -> anyhow::Result<()> {
         cancel.clone(),
     )
     .await
-    .with_context(|| format!("binding the health port {}", config.worker.health_port))?;
+    .with_context(|| {
+        let w = &config.worker;
+        format!(
+            "binding the health port {}:{}",
+            w.health_bind, w.health_port
+        )
+    })?;
     tracing::info!(health = %addr, ?namespaces, "tasker-worker-rust started");
     // One line on stdout that scripts and the conformance suite wait for.
     println!(

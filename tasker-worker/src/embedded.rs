@@ -83,6 +83,7 @@ impl EmbeddedWorker {
         let host = Arc::new(BatchHost::new());
         let worker = Worker::new(worker_options, host.clone());
         let health = runtime.block_on(crate::health::serve(
+            config.worker.health_bind,
             config.worker.health_port,
             worker.stats(),
             namespaces.clone(),

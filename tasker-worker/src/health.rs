@@ -21,9 +21,10 @@ struct Health {
     language: &'static str,
 }
 
-/// Serves `/health` and `/metrics` on 127.0.0.1:`port` (0 picks a free port) until `cancel` fires; returns
-/// the bound address.
+/// Serves `/health` and `/metrics` on `bind`:`port` (0 picks a free port) until `cancel`
+/// fires; returns the bound address.
 pub async fn serve(
+    bind: std::net::IpAddr,
     port: u16,
     stats: Arc<Stats>,
     namespaces: Vec<String>,
@@ -31,7 +32,7 @@ pub async fn serve(
     cancel: CancellationToken,
 ) -> std::io::Result<SocketAddr> {
     crate::metrics::handle();
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    let listener = tokio::net::TcpListener::bind((bind, port)).await?;
     let addr = listener.local_addr()?;
     let app = axum::Router::new()
         .route("/health", get(health))

@@ -85,8 +85,20 @@ pub async fn start_worker(
     name: &str,
     orchestrator: &str,
 ) -> anyhow::Result<WorkerProcess> {
+    start_worker_with(env, language, name, orchestrator, &[]).await
+}
+
+/// [`start_worker`] with more environment variables (e.g. `TASKER_WORKER__…` settings).
+pub async fn start_worker_with(
+    env: &TestEnv,
+    language: &str,
+    name: &str,
+    orchestrator: &str,
+    vars: &[(&str, &str)],
+) -> anyhow::Result<WorkerProcess> {
     let cfg = &env.config;
     let mut child = worker_command(language)?
+        .envs(vars.iter().copied())
         .env("TASKER_WORKER__NAME", name)
         .env("TASKER_WORKER__ORCHESTRATOR_URL", orchestrator)
         .env("DATABASE_URL", &cfg.database_url)

@@ -65,7 +65,7 @@ export interface StartOptions {
   templates: string
   /** TOML configuration file. */
   configFile?: string
-  /** Port of `/health` on 127.0.0.1 (0 picks a free port). */
+  /** Port of `/health` (0 picks a free port); its address is `worker.health_bind`. */
   healthPort?: number
   /** Steps the JavaScript side runs at once. */
   concurrency?: number

@@ -21,7 +21,7 @@ pub struct StartOptions {
     pub templates: String,
     /// TOML configuration file.
     pub config_file: Option<String>,
-    /// Port of `/health` on 127.0.0.1 (0 picks a free port).
+    /// Port of `/health` (0 picks a free port); its address is `worker.health_bind`.
     pub health_port: Option<u32>,
     /// Steps the JavaScript side runs at once.
     pub concurrency: Option<u32>,

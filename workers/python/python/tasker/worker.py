@@ -59,7 +59,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="handler file or module to import (repeatable)")
     p.add_argument("--concurrency", type=int, help="steps run at the same time")
     p.add_argument("--health-port", type=int,
-                   help="port of /health on 127.0.0.1 (0 picks a free port)")
+                   help="port of /health (0 picks a free port); its address is worker.health_bind, "
+                        "127.0.0.1 by default")
     p.add_argument("--config", type=Path, default=os.environ.get("TASKER_CONFIG"),
                    help="TOML configuration file (see config/tasker.reference.toml)")
     p.add_argument("--grace", type=float, default=10.0, metavar="SECONDS",

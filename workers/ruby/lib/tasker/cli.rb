@@ -16,7 +16,7 @@ module Tasker
         o.on("--templates DIR", "Folder of task templates; the worker consumes their namespaces") { |v| options.templates = v }
         o.on("--handlers FILE", "Ruby file (or library on the load path) registering handlers; repeatable") { |v| options.handlers << v }
         o.on("--concurrency N", Integer, "Handler threads (steps run at once)") { |v| options.concurrency = v }
-        o.on("--health-port N", Integer, "Port of /health on 127.0.0.1 (0 picks a free port)") { |v| options.health_port = v }
+        o.on("--health-port N", Integer, "Port of /health (0 picks a free port; address: worker.health_bind, 127.0.0.1 by default)") { |v| options.health_port = v }
         o.on("--config FILE", "TOML configuration file (see config/tasker.reference.toml)") { |v| options.config = v }
         o.on("-h", "--help", "Show this help") do
           puts o

@@ -14,7 +14,7 @@ const USAGE = `usage: tasker-worker --templates DIR [--handlers FILE_OR_MODULE].
   --templates DIR     folder of task templates; the worker consumes their namespaces
   --handlers X        a file (./handlers.js) or package that registers handlers; repeatable
   --concurrency N     steps run at once (default: worker.concurrency, 64)
-  --health-port N     port of /health on 127.0.0.1; 0 picks a free one (default 8100)
+  --health-port N     port of /health (on worker.health_bind, 127.0.0.1 by default); 0 picks a free one (default 8100)
   --config FILE       TOML configuration file (also TASKER_CONFIG)
 
 DATABASE_URL, AMQP_URL and TASKER_* configure the rest (config/tasker.reference.toml).`;

@@ -1,0 +1,79 @@
+//! A worker's `/health` and `/metrics` listen on loopback unless `worker.health_bind` says
+//! otherwise, in every language, so a probe from another host can reach them when asked to.
+
+mod common;
+
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+
+use anyhow::Context;
+use tasker::{TestEnv, workspace_binary};
+
+/// One of this machine's addresses other than loopback: the source address of a route out
+/// (a UDP "connect" sends nothing).
+fn machine_address() -> Option<IpAddr> {
+    let socket = UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("10.254.254.254:9").ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_listens_on_loopback_unless_told_otherwise_in_every_language() -> anyhow::Result<()>
+{
+    let ip = machine_address().context("this machine has no address besides loopback")?;
+    let env = TestEnv::new().await?;
+    let o = env.orchestrator().await?;
+
+    // By default: loopback only, so the machine's own address is refused.
+    let worker = common::start_worker(&env, "rust", "health-default", &o.url()).await?;
+    let addr: SocketAddr = worker.health.parse()?;
+    assert!(addr.ip().is_loopback(), "{addr}");
+    // It answers (503 until its broker connection is up: reachability is what counts here).
+    let health: serde_json::Value = reqwest::get(format!("http://{addr}/health"))
+        .await?
+        .json()
+        .await?;
+    assert_eq!(health["language"], "rust", "{health}");
+    assert!(
+        tokio::net::TcpStream::connect((ip, addr.port()))
+            .await
+            .is_err(),
+        "/health answered on {ip} while bound to loopback"
+    );
+    drop(worker);
+
+    for language in ["rust", "python", "ruby", "typescript"] {
+        let worker = common::start_worker_with(
+            &env,
+            language,
+            &format!("health-{language}"),
+            &o.url(),
+            &[
+                ("TASKER_WORKER__HEALTH_BIND", "0.0.0.0"),
+                ("TASKER_WORKER__HEALTH_PORT", "0"),
+            ],
+        )
+        .await?;
+        let port = worker.health.parse::<SocketAddr>()?.port();
+        let health: serde_json::Value = reqwest::get(format!("http://{ip}:{port}/health"))
+            .await
+            .with_context(|| format!("{language}: /health on {ip}:{port}"))?
+            .json()
+            .await?;
+        assert_eq!(health["language"], language, "{health}");
+        let metrics = reqwest::get(format!("http://{ip}:{port}/metrics")).await?;
+        assert!(metrics.status().is_success(), "{language}: /metrics");
+    }
+
+    // Not an address: the worker refuses to start and names the setting.
+    let out = std::process::Command::new(workspace_binary("tasker-worker-rust")?)
+        .args(["--templates", &tasker::templates("rust").to_string_lossy()])
+        .env("TASKER_WORKER__HEALTH_BIND", "nope")
+        .env("RUST_BACKTRACE", "0")
+        .output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "started with health_bind = nope");
+    assert!(stderr.contains("HEALTH_BIND"), "{stderr}");
+    o.stop().await;
+    env.cleanup().await
+}
