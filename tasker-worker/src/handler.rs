@@ -238,6 +238,11 @@ where
     }
 }
 
+/// A second handler registered under a name already taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a handler named {0:?} is already registered")]
+pub struct DuplicateHandler(pub String);
+
 /// Handlers by name.
 #[derive(Clone, Default)]
 pub struct Registry {
@@ -255,10 +260,34 @@ impl Registry {
         Self::default()
     }
 
-    /// Registers `handler` under `name`, replacing any handler of that name.
+    /// Registers `handler` under `name`.
+    ///
+    /// # Panics
+    /// If a handler of that name is already registered: two handlers for one name is a
+    /// mistake in the program, found when it starts (as in every language). Use
+    /// [`try_register`](Self::try_register) to handle it instead.
     pub fn register(&mut self, name: impl Into<String>, handler: impl Handler) -> &mut Self {
-        self.handlers.insert(name.into(), Arc::new(handler));
-        self
+        match self.try_register(name, handler) {
+            Ok(registry) => registry,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Registers `handler` under `name`, or says that the name is taken (and changes nothing).
+    pub fn try_register(
+        &mut self,
+        name: impl Into<String>,
+        handler: impl Handler,
+    ) -> Result<&mut Self, DuplicateHandler> {
+        match self.handlers.entry(name.into()) {
+            std::collections::hash_map::Entry::Occupied(e) => {
+                Err(DuplicateHandler(e.key().clone()))
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(Arc::new(handler));
+                Ok(self)
+            }
+        }
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<dyn Handler>> {
@@ -267,5 +296,32 @@ impl Registry {
 
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.handlers.keys().map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn ok(_: StepContext) -> Result<Value, HandlerError> {
+        Ok(Value::Null)
+    }
+
+    #[test]
+    fn a_second_handler_under_one_name_is_refused_and_changes_nothing() {
+        let mut registry = Registry::new();
+        registry.register("a", ok);
+        assert_eq!(
+            registry.try_register("a", ok).err(),
+            Some(DuplicateHandler("a".into()))
+        );
+        assert_eq!(registry.names().collect::<Vec<_>>(), ["a"]);
+        assert!(registry.try_register("b", ok).is_ok());
+    }
+
+    #[test]
+    #[should_panic(expected = "a handler named \"a\" is already registered")]
+    fn register_panics_on_a_duplicate_name() {
+        Registry::new().register("a", ok).register("a", ok);
     }
 }

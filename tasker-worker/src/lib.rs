@@ -16,7 +16,9 @@ pub mod worker;
 
 pub use batch_host::{BatchHost, JobView, OutcomeView};
 pub use embedded::{EmbeddedOptions, EmbeddedWorker, PageError, ParentPage, ParentPages};
-pub use handler::{EachParentResult, Handler, HandlerError, ParentResults, Registry, StepContext};
+pub use handler::{
+    DuplicateHandler, EachParentResult, Handler, HandlerError, ParentResults, Registry, StepContext,
+};
 pub use host::{Completion, CompletionSink, HandlerHost, Job, Report, RustHost};
 pub use registration::register_templates;
 pub use setup::{Overrides, Setup};
