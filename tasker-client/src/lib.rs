@@ -20,6 +20,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
+/// How long one page of parent results may take to arrive.
+const PAGE_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// A failed call.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -246,7 +249,8 @@ impl Client {
         if let Some(a) = after {
             req = req.query(&[("after", a)]);
         }
-        decode(req.send().await?).await
+        // A page is at most a few MiB: an orchestrator that takes longer has stalled.
+        decode(req.timeout(PAGE_TIMEOUT).send().await?).await
     }
 
     /// Every step of a task, read page by page.
@@ -276,7 +280,8 @@ impl Client {
         if let Some(a) = after {
             req = req.query(&[("after", a)]);
         }
-        decode(req.send().await?).await
+        // A page is at most a few MiB: an orchestrator that takes longer has stalled.
+        decode(req.timeout(PAGE_TIMEOUT).send().await?).await
     }
 
     pub async fn tasks(&self, q: &TaskQuery) -> Result<TaskPage, Error> {

@@ -128,7 +128,7 @@ impl ParentResults {
             .await
     }
 
-    /// One at a time, in the order of the parents' ids:
+    /// One at a time, a page at a time (pages follow the parents' ids):
     /// `while let Some((name, result)) = each.next().await? { … }`.
     pub fn each(&self) -> EachParentResult<'_> {
         EachParentResult {

@@ -29,8 +29,8 @@ export declare class NativeWorker {
   completeBatch(outcomes: string): void
   /**
    * One page of the parent results of a step whose job says `parent_results_by_reference`;
-   * start with `after` null. Rejects with code `ReferenceUnavailable` if the orchestrator
-   * cannot answer.
+   * start with `after` null. Rejects with code `GenericFailure` if the orchestrator cannot
+   * answer or the worker stopped, `InvalidArg` for an id that is not one.
    */
   parentResultsPage(taskId: string, stepId: string, after?: string | undefined | null): Promise<ParentResultsPage>
   /** `ip:port` of the `/health` endpoint. */

@@ -87,11 +87,15 @@ export class ParentResults implements AsyncIterable<[string, JsonValue]> {
         all[name] = result;
       }
       return all;
-    })();
+    })().catch((err: unknown) => {
+      this.#all = undefined; // a failed read is tried again by the next call
+      throw err;
+    });
     return this.#all;
   }
 
-  /** `[name, result]` of each completed parent, in the order of the parents' ids. */
+  /** `[name, result]` of each completed parent, a page at a time (pages in the order of the
+   * parents' ids). */
   async *[Symbol.asyncIterator](): AsyncIterator<[string, JsonValue]> {
     const pages = this.#pages;
     if (pages === undefined) {

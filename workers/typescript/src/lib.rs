@@ -105,8 +105,8 @@ impl NativeWorker {
     }
 
     /// One page of the parent results of a step whose job says `parent_results_by_reference`;
-    /// start with `after` null. Rejects with code `ReferenceUnavailable` if the orchestrator
-    /// cannot answer.
+    /// start with `after` null. Rejects with code `GenericFailure` if the orchestrator cannot
+    /// answer or the worker stopped, `InvalidArg` for an id that is not one.
     #[napi]
     pub async fn parent_results_page(
         &self,

@@ -122,7 +122,11 @@ export class Worker {
   #launch(job: Job): void {
     const pages = (after: string | null) =>
       this.#native.parentResultsPage(job.task_id, job.step_id, after).catch((err: unknown) => {
-        throw new ReferenceUnavailable(err instanceof Error ? err.message : String(err), { cause: err });
+        // The orchestrator could not answer (or the core stopped): retried like any error.
+        if ((err as { code?: unknown })?.code === "GenericFailure") {
+          throw new ReferenceUnavailable(err instanceof Error ? err.message : String(err), { cause: err });
+        }
+        throw err;
       });
     const run: Promise<void> = execute(this.#registry, job, pages).then((outcome) => {
       this.#inFlight.delete(run);

@@ -168,4 +168,22 @@ test("parent results by reference are read a page at a time, or all at once", as
   assert.equal(failing.status, "failure");
   assert.equal(failing.retryable, true);
   assert.equal(failing.error.kind, "ReferenceUnavailable");
+
+  // A failed read is not kept: the next all() reads again.
+  let calls = 0;
+  const flaky = async (after) => {
+    calls += 1;
+    if (calls === 1) throw new ReferenceUnavailable("orchestrator down");
+    return pages[after];
+  };
+  const retried = await execute(
+    new Registry().register("h", async (ctx) => {
+      await assert.rejects(ctx.parentResults.all(), { name: "ReferenceUnavailable" });
+      return ctx.parentResults.all();
+    }),
+    job("h", byReference),
+    flaky,
+  );
+  assert.equal(retried.status, "success", JSON.stringify(retried));
+  assert.deepEqual(retried.result, { a: { v: 1 }, b: { v: 2 }, c: { v: 3 } });
 });

@@ -9,6 +9,7 @@
 Start a worker with ``python -m tasker.worker --templates DIR --handlers handlers.py``.
 """
 
+from ._native import ReferenceUnavailable
 from .context import StepContext
 from .errors import PermanentError
 from .registry import Handler, Registry, default_registry, handler, register
@@ -17,6 +18,7 @@ from .runner import Runner
 __all__ = [
     "Handler",
     "PermanentError",
+    "ReferenceUnavailable",
     "Registry",
     "Runner",
     "StepContext",

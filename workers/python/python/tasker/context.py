@@ -26,7 +26,7 @@ class StepContext:
     at a time and keeps none, so a handler that folds 100,000 results holds one page of them.
     Reading blocks the calling thread (in an ``async`` handler, its event loop) while the
     orchestrator answers; if it cannot be reached the handler raises
-    ``tasker._native.ReferenceUnavailable`` and the step is retried.
+    ``tasker.ReferenceUnavailable`` and the step is retried.
     """
 
     __slots__ = (
@@ -87,8 +87,8 @@ class StepContext:
         return self._all
 
     def each_parent_result(self) -> Iterator[tuple[str, Any]]:
-        """``(name, result)`` of each completed parent, in the order of the parents' ids,
-        reading a page at a time when they are not carried by the step message."""
+        """``(name, result)`` of each completed parent, reading a page at a time (pages follow
+        the parents' ids) when they are not carried by the step message."""
         if self._pages is None:
             yield from self._carried.items()
             return

@@ -50,8 +50,8 @@ module Tasker
       @parent_results ||= each_parent_result.to_h
     end
 
-    # Yields the name and result of each completed parent, in the order of the parents' ids,
-    # reading a page at a time when they are not carried; an Enumerator without a block.
+    # Yields the name and result of each completed parent, reading a page at a time (pages
+    # follow the parents' ids) when they are not carried; an Enumerator without a block.
     def each_parent_result(&block)
       return enum_for(:each_parent_result) unless block
       return @carried.each(&block) unless @pages

@@ -128,13 +128,17 @@ impl NativeWorker {
         after: Option<String>,
     ) -> Result<(String, Option<String>), Error> {
         let pages = rb_self.parent_pages.clone();
-        let page = without_gvl(move || pages.page_blocking(&task_id, &step_id, after.as_deref()))
-            .ok_or_else(|| {
-            Error::new(
-                ruby.exception_interrupt(),
+        let Some(page) =
+            without_gvl(move || pages.page_blocking(&task_id, &step_id, after.as_deref()))
+        else {
+            // Ruby had an interrupt pending (the watchdog's Tasker::TimeoutError, Thread#kill…):
+            // raise it, not a stand-in.
+            ruby.thread_check_ints()?;
+            return Err(Error::new(
+                ruby.get_inner(&REFERENCE_UNAVAILABLE),
                 "interrupted before the page was read",
-            )
-        })?;
+            ));
+        };
         let page = page.map_err(|e| match e {
             PageError::BadId(_) => Error::new(ruby.exception_arg_error(), e.to_string()),
             PageError::Unavailable(_) => {
