@@ -113,14 +113,14 @@ impl ParentResults {
 
     /// All of them, by step name (read on the first call if they are not carried).
     pub async fn all(&self) -> Result<&Map<String, Value>, HandlerError> {
-        let Some(source) = &self.source else {
+        if self.source.is_none() {
             return Ok(&self.carried);
-        };
+        }
         self.all
             .get_or_try_init(|| async {
                 let mut all = Map::new();
                 let mut each = self.each();
-                while let Some((name, result)) = each.next_page(source).await? {
+                while let Some((name, result)) = each.next().await? {
                     all.insert(name, result);
                 }
                 Ok(all)

@@ -141,10 +141,7 @@ impl Store {
         let read = rows.first().map_or(0, |r| r.read);
         let kept = rows.len() as i64;
         let steps: Vec<StepView> = rows.into_iter().map(|r| r.step).collect();
-        // More may follow a full page, or a page cut short by its size.
-        let next = (kept == limit || kept < read)
-            .then(|| steps.last().map(|s| s.id))
-            .flatten();
+        let next = next_cursor(kept, read, limit, steps.last().map(|s| s.id));
         Ok((steps, next))
     }
 
@@ -213,10 +210,16 @@ impl Store {
         .bind(i64::try_from(max_bytes).unwrap_or(i64::MAX))
         .fetch_one(self.pool())
         .await?;
-        // More may follow a full page, or a page cut short by its size.
-        let next = (kept == limit || kept < read).then_some(last).flatten();
+        let next = next_cursor(kept, read, limit, last);
         let page = RawValue::from_string(page)
             .map_err(|e| super::Error::Corrupt(format!("a page of parent results: {e}")))?;
         Ok(Some((page, next)))
     }
+}
+
+/// The cursor of the page after one that kept `kept` of the `read` rows it read (at most
+/// `limit`), the last being `last`: more may follow a full page, or a page cut short by its
+/// byte budget.
+fn next_cursor(kept: i64, read: i64, limit: i64, last: Option<Uuid>) -> Option<Uuid> {
+    (kept == limit || kept < read).then_some(last).flatten()
 }

@@ -51,6 +51,8 @@ class Runner:
         poll_ms: int = 200,
     ) -> None:
         self._native = native
+        # Reads parent results carried by reference (absent from stand-ins such as benches).
+        self._pages = getattr(native, "parent_results_page", None)
         self._registry = registry if registry is not None else default_registry
         self.concurrency = max(1, concurrency or native.concurrency)
         # Bounds how long a stop request waits for the dispatcher to notice it.
@@ -119,7 +121,7 @@ class Runner:
             self._finish(outcome.unknown_handler(job["id"], job["handler"]))
             return
         try:
-            ctx = StepContext.from_job(job, getattr(self._native, "parent_results_page", None))
+            ctx = StepContext.from_job(job, self._pages)
         except Exception as e:
             self._finish(outcome.failure(job["id"], e, outcome.now()))
             return
