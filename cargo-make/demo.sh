@@ -167,6 +167,14 @@ for i in "${!names[@]}"; do
   printf '%-34s %-24s %s\n' "${names[$i]}" "${results[$i]}" "${times[$i]}"
 done
 
+# One task that fails on purpose, left in error for the user to repair: `flaky` fails its two
+# attempts; a retry gives it two more, and it succeeds on its third.
+say "a task that fails, to repair by hand"
+repair_id="$("$BIN_DIR/tasker" --url "$ORCH_URL" --json submit rust_examples repairable --version 1.0.0 \
+  --context '{"value": 6, "succeed_on_attempt": 3}' | sed -n 's/^  "id": "\([0-9a-f-]*\)",$/\1/p')"
+repair_state="$("$BIN_DIR/tasker" --url "$ORCH_URL" wait "$repair_id" --timeout "$TASK_TIMEOUT" | sed -n 's/^state    //p' || true)"
+echo "task $repair_id is ${repair_state:-unknown} (on purpose)"
+
 cat <<EOF
 
 Still running, so you can try the CLI yourself:
@@ -176,6 +184,11 @@ Still running, so you can try the CLI yourself:
   e.g.  $BIN_DIR/tasker --url $ORCH_URL list
         $BIN_DIR/tasker --url $ORCH_URL submit rust_examples linear --version 1.0.0 --context '{"value": 1}' --wait
         $BIN_DIR/tasker --url $ORCH_URL submit python_examples linear --context '{"value": 1}' --wait
+
+  Task $repair_id failed on purpose; see why, repair it, and read its history:
+        $BIN_DIR/tasker --url $ORCH_URL show $repair_id
+        $BIN_DIR/tasker --url $ORCH_URL retry $repair_id --reason "fixed upstream" --wait
+        $BIN_DIR/tasker --url $ORCH_URL history $repair_id
 
 Stop everything with: bin/dev stop
 EOF

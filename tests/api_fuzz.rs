@@ -158,7 +158,10 @@ fn path(rng: &mut Rng) -> String {
     let id = id
         .replace(['/', ' ', '\u{0}', '\\', '"'], "%20")
         .replace('%', "%25");
-    let base = match rng.below(11) {
+    let base = match rng.below(14) {
+        11 => format!("/v1/tasks/{id}/retry"),
+        12 => format!("/v1/tasks/{id}/steps/{id}/retry"),
+        13 => format!("/v1/tasks/{id}/steps/{id}/resolve"),
         9 => format!("/v1/templates/{id}/{id}"),
         10 => "/v1/templates/rust_examples/linear".to_owned(),
         0 => "/v1/tasks".to_owned(),

@@ -124,6 +124,23 @@ impl Engine {
         .await
     }
 
+    /// A repair by hand (`tasker_repair`) of the task, as if it had ended in error: retry
+    /// (no resolution) or resolve `step` with a result. A refused repair changes nothing.
+    async fn repair(
+        &self,
+        task: Uuid,
+        step: Option<Uuid>,
+        resolution: Option<serde_json::Value>,
+    ) -> anyhow::Result<()> {
+        sqlx::query("SELECT tasker_repair($1, $2, $3, 'engine-test', NULL)")
+            .bind(task)
+            .bind(step)
+            .bind(resolution)
+            .execute(self.store.pool())
+            .await?;
+        Ok(())
+    }
+
     async fn exec(&self, sql: &str, id: Uuid) -> anyhow::Result<()> {
         sqlx::query(sql).bind(id).execute(self.store.pool()).await?;
         Ok(())
@@ -168,6 +185,15 @@ async fn every_step_state_and_event_pair_matches_the_table() -> anyhow::Result<(
             .bind(from.as_str())
             .execute(engine.store.pool())
             .await?;
+            if matches!(event, StepEvent::Repair | StepEvent::Resolve) {
+                // Only a task in error is repaired.
+                engine
+                    .exec(
+                        "UPDATE tasks SET state = 'error', completed_at = clock_timestamp() WHERE id = $1",
+                        task,
+                    )
+                    .await?;
+            }
             match event {
                 StepEvent::Dispatch => engine.exec("SELECT tasker_dispatch(ARRAY[$1])", b).await?,
                 StepEvent::Succeed => engine.apply(task, b, success()).await?,
@@ -175,10 +201,21 @@ async fn every_step_state_and_event_pair_matches_the_table() -> anyhow::Result<(
                 StepEvent::FailPermanent => engine.apply(task, b, failure(false)).await?,
                 StepEvent::Skip => engine.exec("SELECT tasker_skip(ARRAY[$1])", b).await?,
                 StepEvent::Cancel => engine.cancel(task).await?,
+                StepEvent::Repair => engine.repair(task, None, None).await?,
+                StepEvent::Resolve => {
+                    engine
+                        .repair(task, Some(b), Some(json!({"ok": true})))
+                        .await?
+                }
             }
             let want = from.on(event).unwrap_or(from);
+            // A repair dispatches what it made runnable: a retried step's next attempt at once.
+            let now = match (event, from.on(event)) {
+                (StepEvent::Repair, Some(StepState::WaitingRetry)) => StepState::Enqueued,
+                _ => want,
+            };
             let got = engine.step_state(b).await?;
-            assert_eq!(got, want, "step {from} + {event:?}");
+            assert_eq!(got, now, "step {from} + {event:?}");
             let recorded = engine.transitions(task, Some(b), want.as_str()).await?;
             let changed = from.on(event).is_some();
             assert_eq!(
@@ -218,6 +255,7 @@ async fn every_task_state_and_event_pair_matches_the_table() -> anyhow::Result<(
                 TaskEvent::Finish => engine.apply(task, only, success()).await?,
                 TaskEvent::Fail => engine.apply(task, only, failure(false)).await?,
                 TaskEvent::Cancel => engine.cancel(task).await?,
+                TaskEvent::Repair => engine.repair(task, None, None).await?,
             }
             let want = from.on(event).unwrap_or(from);
             assert_eq!(
@@ -227,6 +265,8 @@ async fn every_task_state_and_event_pair_matches_the_table() -> anyhow::Result<(
             );
             let recorded = engine.transitions(task, None, want.as_str()).await?;
             let expected = match (from.on(event), from) {
+                // Back to running: once at creation, once now.
+                (Some(TaskState::Running), _) => 2,
                 (Some(_), _) => 1,
                 // `created` is recorded into running at creation.
                 (None, TaskState::Running) => 1,

@@ -98,6 +98,28 @@ pub struct Step {
     pub processed_at: Option<DateTime<Utc>>,
 }
 
+/// One entry of a task's history: a task transition (`step` is `None`) or a step transition.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct Transition {
+    pub step: Option<String>,
+    pub from: Option<String>,
+    pub to: String,
+    pub attempt: Option<i32>,
+    pub reason: Option<String>,
+    /// Who asked for a transition made by hand (a repair); `None` for the engine's own.
+    pub by: Option<String>,
+    pub at: DateTime<Utc>,
+}
+
+/// Who asks for a repair and why; both are recorded in the task's history.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RepairNote {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 /// A registered template version (the server's own wire type).
 pub use tasker_shared::template::RegisteredTemplate as TemplateInfo;
 
@@ -303,6 +325,68 @@ impl Client {
         decode(resp).await
     }
 
+    /// A task's history, oldest first.
+    pub async fn history(&self, id: Uuid) -> Result<Vec<Transition>, Error> {
+        #[derive(Deserialize)]
+        struct History {
+            transitions: Vec<Transition>,
+        }
+        let resp = self
+            .http
+            .get(format!("{}/v1/tasks/{id}/history", self.base))
+            .send()
+            .await?;
+        Ok(decode::<History>(resp).await?.transitions)
+    }
+
+    /// Retries a task that ended in error: the step that failed it runs again with its
+    /// template's attempts, and the steps the failure cancelled wait for their parents again.
+    /// `409 task_not_failed` unless the task is in error.
+    pub async fn retry(&self, id: Uuid, note: &RepairNote) -> Result<Task, Error> {
+        self.repair(format!("{}/v1/tasks/{id}/retry", self.base), note)
+            .await
+    }
+
+    /// Like [`Client::retry`], naming the step (by id or name); `409 step_not_failed` unless
+    /// it is the step that failed the task.
+    pub async fn retry_step(&self, id: Uuid, step: &str, note: &RepairNote) -> Result<Task, Error> {
+        let url = format!("{}/v1/tasks/{id}/steps/{}/retry", self.base, segment(step));
+        self.repair(url, note).await
+    }
+
+    /// Completes the step that failed a task with `result`, as if its handler had returned it;
+    /// the DAG goes on from there. `422 invalid_result` if the step's type cannot take it (a
+    /// decision must name its branches, a batchable step list its batches).
+    pub async fn resolve(
+        &self,
+        id: Uuid,
+        step: &str,
+        result: &Value,
+        note: &RepairNote,
+    ) -> Result<Task, Error> {
+        #[derive(Serialize)]
+        struct Body<'a> {
+            result: &'a Value,
+            #[serde(flatten)]
+            note: &'a RepairNote,
+        }
+        let resp = self
+            .http
+            .post(format!(
+                "{}/v1/tasks/{id}/steps/{}/resolve",
+                self.base,
+                segment(step)
+            ))
+            .json(&Body { result, note })
+            .send()
+            .await?;
+        decode(resp).await
+    }
+
+    async fn repair(&self, url: String, note: &RepairNote) -> Result<Task, Error> {
+        decode(self.http.post(url).json(note).send().await?).await
+    }
+
     /// Registered template versions, optionally of one namespace and name.
     pub async fn templates(
         &self,
@@ -369,6 +453,11 @@ impl Client {
             template: decode(resp).await?,
         })
     }
+}
+
+/// A step id or name as one URL path segment (a batch's name has a `#`).
+fn segment(s: &str) -> percent_encoding::PercentEncode<'_> {
+    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC)
 }
 
 async fn decode<T: serde::de::DeserializeOwned>(resp: reqwest::Response) -> Result<T, Error> {

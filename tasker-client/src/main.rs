@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 use serde_json::Value;
 use uuid::Uuid;
 
-use tasker_client::{Client, CreateTask, Step, Task, TaskQuery};
+use tasker_client::{Client, CreateTask, RepairNote, Step, Task, TaskQuery, Transition};
 
 /// `println!` that ends the process quietly when stdout is closed (`tasker list | head`)
 /// instead of panicking on the broken pipe.
@@ -53,7 +53,7 @@ enum Command {
         /// Template version (default: the newest registered).
         #[arg(long)]
         version: Option<String>,
-        /// Task context as a JSON object.
+        /// Task context as a JSON object, `@FILE` to read it from a file, or `-` for stdin.
         #[arg(long, default_value = "{}")]
         context: String,
         /// Same key, same task: a retried submit never creates a second task.
@@ -82,11 +82,87 @@ enum Command {
     },
     /// Cancel a running task.
     Cancel { id: Uuid },
+    /// Retry a task that ended in error: the step that failed it runs again with its
+    /// template's attempts, and the steps the failure cancelled wait for their parents again.
+    Retry {
+        id: Uuid,
+        /// Name the failed step (name or id); refused unless it is the one that failed the task.
+        #[arg(long)]
+        step: Option<String>,
+        #[command(flatten)]
+        note: NoteArgs,
+        /// Then wait up to this many seconds for the task to finish.
+        #[arg(long, num_args = 0..=1, default_missing_value = "60")]
+        wait: Option<f64>,
+    },
+    /// Complete the step that failed a task with a result given by hand; the task goes on
+    /// from there.
+    Resolve {
+        id: Uuid,
+        /// The failed step (name or id).
+        step: String,
+        /// The step's result as JSON, `@FILE` to read it from a file, or `-` for stdin.
+        #[arg(long)]
+        result: String,
+        #[command(flatten)]
+        note: NoteArgs,
+        /// Then wait up to this many seconds for the task to finish.
+        #[arg(long, num_args = 0..=1, default_missing_value = "60")]
+        wait: Option<f64>,
+    },
+    /// Show a task's history: every task and step transition, oldest first.
+    History { id: Uuid },
     /// Register, validate, show and list task templates (`tasker templates` lists them).
     Templates {
         #[command(subcommand)]
         action: Option<TemplatesCommand>,
     },
+}
+
+/// Who repairs and why, recorded in the task's history.
+#[derive(Debug, clap::Args)]
+struct NoteArgs {
+    /// Why (recorded in the task's history).
+    #[arg(long)]
+    reason: Option<String>,
+    /// Recorded as who asked (default `user:$USER`).
+    #[arg(long)]
+    by: Option<String>,
+}
+
+impl NoteArgs {
+    fn note(self) -> RepairNote {
+        RepairNote {
+            by: Some(self.by.unwrap_or_else(current_user)),
+            reason: self.reason,
+        }
+    }
+}
+
+/// `user:$USER`: who runs this command, as recorded by repairs and registrations.
+fn current_user() -> String {
+    format!(
+        "user:{}",
+        std::env::var("USER").unwrap_or_else(|_| "unknown".into())
+    )
+}
+
+/// A JSON argument: inline, `@FILE`, or `-` for stdin.
+fn json_arg(flag: &str, value: &str) -> anyhow::Result<Value> {
+    let (text, from) = if value == "-" {
+        (
+            std::io::read_to_string(std::io::stdin()).context("reading stdin")?,
+            "stdin".to_owned(),
+        )
+    } else if let Some(path) = value.strip_prefix('@') {
+        (
+            std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?,
+            path.to_owned(),
+        )
+    } else {
+        (value.to_owned(), flag.to_owned())
+    };
+    serde_json::from_str(&text).with_context(|| format!("{from} is not valid JSON ({flag})"))
 }
 
 #[derive(Debug, Subcommand)]
@@ -146,8 +222,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             idempotency_key,
             wait,
         } => {
-            let context: Value =
-                serde_json::from_str(&context).context("--context is not valid JSON")?;
+            let context = json_arg("--context", &context)?;
             let mut req = CreateTask::new(namespace, name).context(context);
             if let Some(v) = version {
                 req = req.version(v);
@@ -156,13 +231,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 req = req.idempotency_key(k);
             }
             let task = client.create_task(&req).await?;
-            match wait {
-                None => {
-                    print_task(&task, cli.json)?;
-                    Ok(ExitCode::SUCCESS)
-                }
-                Some(secs) => finish(&client, task.id, secs, cli.json).await,
-            }
+            show_or_finish(&client, &task, wait, cli.json).await
         }
         Command::Show { id } => {
             let task = client.task(id, None).await?;
@@ -208,6 +277,34 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Cancel { id } => {
             print_task(&client.cancel(id).await?, cli.json)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Retry {
+            id,
+            step,
+            note,
+            wait,
+        } => {
+            let note = note.note();
+            let task = match step {
+                None => client.retry(id, &note).await?,
+                Some(step) => client.retry_step(id, &step, &note).await?,
+            };
+            show_or_finish(&client, &task, wait, cli.json).await
+        }
+        Command::Resolve {
+            id,
+            step,
+            result,
+            note,
+            wait,
+        } => {
+            let result = json_arg("--result", &result)?;
+            let task = client.resolve(id, &step, &result, &note.note()).await?;
+            show_or_finish(&client, &task, wait, cli.json).await
+        }
+        Command::History { id } => {
+            print_history(&client.history(id).await?, cli.json)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Templates { action } => templates(&client, action, cli.json).await,
@@ -264,12 +361,7 @@ async fn templates(
             Ok(ExitCode::SUCCESS)
         }
         TemplatesCommand::Register { dirs, by } => {
-            let by = by.unwrap_or_else(|| {
-                format!(
-                    "user:{}",
-                    std::env::var("USER").unwrap_or_else(|_| "unknown".into())
-                )
-            });
+            let by = by.unwrap_or_else(current_user);
             let mut refused = 0;
             for dir in &dirs {
                 // Validated here first: the same errors, before anything reaches the server.
@@ -381,6 +473,49 @@ fn dag_lines(loaded: &tasker_shared::template::Loaded) -> Vec<String> {
         lines.push(line);
     }
     lines
+}
+
+/// Prints `task`, or with `wait` waits for it to finish ([`finish`]).
+async fn show_or_finish(
+    client: &Client,
+    task: &Task,
+    wait: Option<f64>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    match wait {
+        None => {
+            print_task(task, json)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(secs) => finish(client, task.id, secs, json).await,
+    }
+}
+
+fn print_history(history: &[Transition], json: bool) -> anyhow::Result<()> {
+    if json {
+        out!("{}", serde_json::to_string_pretty(history)?);
+        return Ok(());
+    }
+    out!(
+        "{:<26} {:<18} {:<28} {:>7}  {:<16} REASON",
+        "AT",
+        "STEP",
+        "TRANSITION",
+        "ATTEMPT",
+        "BY"
+    );
+    for h in history {
+        out!(
+            "{:<26} {:<18} {:<28} {:>7}  {:<16} {}",
+            h.at.format("%Y-%m-%d %H:%M:%S%.3f"),
+            h.step.as_deref().unwrap_or("(task)"),
+            format!("{} -> {}", h.from.as_deref().unwrap_or("-"), h.to),
+            h.attempt.map(|a| a.to_string()).unwrap_or_default(),
+            h.by.as_deref().unwrap_or("-"),
+            h.reason.as_deref().unwrap_or_default()
+        );
+    }
+    Ok(())
 }
 
 /// Waits for a task, prints it with its steps; exit 0 if complete, 1 if it failed or was

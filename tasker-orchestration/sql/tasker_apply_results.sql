@@ -10,9 +10,8 @@ DECLARE
     sk record;
     v_step uuid;
     v_attempt int;
-    chosen jsonb;
-    not_chosen uuid[];
     err jsonb;
+    fx record;
     delay bigint;
     why text;
     resolved boolean;
@@ -33,7 +32,7 @@ BEGIN
         v_step := (r->>'step_id')::uuid;
         v_attempt := (r->>'attempt')::int;
         SELECT id, task_id, name, step_type, branches, batch_spec, on_failure, max_attempts,
-               backoff, base_ms, max_ms
+               attempt_base, backoff, base_ms, max_ms
         INTO st FROM steps
         WHERE id = v_step AND attempt = v_attempt AND state = 'enqueued'
         FOR UPDATE;
@@ -46,22 +45,11 @@ BEGIN
         outcome := r->'outcome';
         -- A decision or batchable handler that ran but answered something unusable fails its
         -- step for good.
-        IF outcome->>'status' = 'success' AND st.step_type = 'decision' THEN
-            chosen := outcome->'result'->'branches';
-            IF jsonb_typeof(chosen) IS DISTINCT FROM 'array'
-               OR EXISTS (SELECT 1 FROM jsonb_array_elements(chosen) c
-                          WHERE jsonb_typeof(c) <> 'string' OR NOT (st.branches ? (c #>> '{}')))
-            THEN
-                outcome := jsonb_build_object('status', 'failure', 'retryable', false,
-                    'error', jsonb_build_object('kind', 'invalid_decision',
-                        'message', format('a decision step must return {"branches": [...]} naming some of %s; got %s',
-                                          st.branches, COALESCE(chosen::text, 'no branches'))));
+        IF outcome->>'status' = 'success' THEN
+            err := tasker_result_problem(st.step_type, st.branches, outcome->'result');
+            IF err IS NOT NULL THEN
+                outcome := jsonb_build_object('status', 'failure', 'retryable', false, 'error', err);
             END IF;
-        ELSIF outcome->>'status' = 'success' AND st.step_type = 'batchable'
-              AND jsonb_typeof(outcome->'result'->'batches') IS DISTINCT FROM 'array' THEN
-            outcome := jsonb_build_object('status', 'failure', 'retryable', false,
-                'error', jsonb_build_object('kind', 'invalid_batches',
-                    'message', 'a batchable step must return {"batches": [...]}, one entry per batch'));
         END IF;
 
         err := outcome->'error';
@@ -74,24 +62,15 @@ BEGIN
             WHERE id = v_step;
             INSERT INTO transitions (task_id, step_id, from_state, to_state, attempt, reason)
             VALUES (st.task_id, v_step, 'enqueued', 'completed', v_attempt, 'succeeded');
-            IF st.step_type = 'decision' THEN
-                -- Skip the branches not chosen before the children are counted down, so they
-                -- are no longer pending then.
-                SELECT array_agg(s.id) INTO not_chosen
-                FROM jsonb_array_elements_text(st.branches) AS b(name)
-                JOIN steps s ON s.task_id = st.task_id AND s.name = b.name
-                WHERE NOT (chosen ? b.name);
-                SELECT * INTO sk FROM tasker_skip(COALESCE(not_chosen, '{}'));
-                ready := ready || sk.ready;
-                closed := closed || sk.closed;
-            ELSIF st.step_type = 'batchable' THEN
-                -- Create the batches before counting down, so the children wait for them.
-                ready := ready || tasker_expand_batches(st.task_id, st.batch_spec,
-                                                        outcome->'result'->'batches');
-            END IF;
+            SELECT * INTO fx FROM tasker_step_succeeded(st.task_id, st.step_type, st.branches,
+                                                        st.batch_spec, outcome->'result');
+            ready := ready || fx.ready;
+            closed := closed || fx.closed;
             resolved := true;
-        ELSIF (outcome->>'retryable')::boolean AND v_attempt < st.max_attempts THEN
-            delay := tasker_retry_delay_ms(st.backoff, st.base_ms, st.max_ms, v_attempt);
+        -- Attempts are counted from the step's last repair (attempt_base).
+        ELSIF (outcome->>'retryable')::boolean AND v_attempt - st.attempt_base < st.max_attempts THEN
+            delay := tasker_retry_delay_ms(st.backoff, st.base_ms, st.max_ms,
+                                           v_attempt - st.attempt_base);
             UPDATE steps SET state = 'waiting_retry', error = err,
                              started_at = (r->>'started_at')::timestamptz,
                              finished_at = (r->>'finished_at')::timestamptz,

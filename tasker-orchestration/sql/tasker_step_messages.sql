@@ -15,7 +15,7 @@ BEGIN
     RETURN (SELECT COALESCE(jsonb_agg(jsonb_build_object(
         'task_id', s.task_id, 'step_id', s.id, 'namespace', t.namespace, 'task_name', t.name,
         'step_name', s.name, 'handler', s.handler, 'attempt', s.attempt,
-        'max_attempts', s.max_attempts,
+        'max_attempts', s.attempt_base + s.max_attempts,
         'context', CASE WHEN c.by_ref THEN NULL ELSE t.context END,
         'context_by_reference', c.by_ref,
         'parent_results', CASE WHEN r.by_ref THEN '{}'::jsonb ELSE r.results END,

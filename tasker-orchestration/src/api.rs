@@ -8,6 +8,9 @@
 //! | GET | /v1/tasks/{id}/steps | its steps with results, errors and timings, paged (`?after=&limit=`) |
 //! | GET | /v1/tasks/{id}/history | its transition history |
 //! | POST | /v1/tasks/{id}/cancel | cancel it |
+//! | POST | /v1/tasks/{id}/retry | a task in error: run its failed step again |
+//! | POST | /v1/tasks/{id}/steps/{step}/retry | the same, naming the step (id or name) |
+//! | POST | /v1/tasks/{id}/steps/{step}/resolve | complete the failed step with a given `result` |
 //! | POST | /v1/templates | register a template version (YAML or JSON body) |
 //! | GET | /v1/templates | registered versions (`namespace`, `name`) |
 //! | GET | /v1/templates/{namespace}/{name} | one version (`version`; default the newest) |
@@ -15,6 +18,7 @@
 
 mod error;
 mod extract;
+mod repair;
 mod templates;
 
 use std::time::Duration;
@@ -55,6 +59,15 @@ pub fn router(shared: Shared) -> Router {
         )
         .route("/v1/tasks/{id}/history", get(task_history))
         .route("/v1/tasks/{id}/cancel", post(cancel_task))
+        .route("/v1/tasks/{id}/retry", post(repair::retry_task))
+        .route(
+            "/v1/tasks/{id}/steps/{step}/retry",
+            post(repair::retry_step),
+        )
+        .route(
+            "/v1/tasks/{id}/steps/{step}/resolve",
+            post(repair::resolve_step),
+        )
         .route(
             "/v1/templates",
             post(templates::register).get(templates::list),

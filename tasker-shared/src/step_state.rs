@@ -41,21 +41,28 @@ pub enum StepEvent {
     Skip,
     /// Its task ended (cancelled, or failed through another step).
     Cancel,
+    /// Its task, ended in error, is retried by hand: the step that failed it runs again (its
+    /// next attempt is dispatched at once), the steps the failure cancelled wait again.
+    Repair,
+    /// The step that failed its task is completed by hand with a supplied result.
+    Resolve,
 }
 
 impl StepEvent {
-    pub const ALL: [StepEvent; 6] = [
+    pub const ALL: [StepEvent; 8] = [
         StepEvent::Dispatch,
         StepEvent::Succeed,
         StepEvent::FailRetryable,
         StepEvent::FailPermanent,
         StepEvent::Skip,
         StepEvent::Cancel,
+        StepEvent::Repair,
+        StepEvent::Resolve,
     ];
 }
 
 /// Every legal transition: `(from, event, to)`. A pair not listed leaves the step unchanged.
-pub const TRANSITIONS: [(StepState, StepEvent, StepState); 9] = {
+pub const TRANSITIONS: [(StepState, StepEvent, StepState); 12] = {
     use StepEvent as E;
     use StepState as S;
     [
@@ -68,6 +75,9 @@ pub const TRANSITIONS: [(StepState, StepEvent, StepState); 9] = {
         (S::Pending, E::Cancel, S::Cancelled),
         (S::Enqueued, E::Cancel, S::Cancelled),
         (S::WaitingRetry, E::Cancel, S::Cancelled),
+        (S::Failed, E::Repair, S::WaitingRetry),
+        (S::Cancelled, E::Repair, S::Pending),
+        (S::Failed, E::Resolve, S::Completed),
     ]
 };
 

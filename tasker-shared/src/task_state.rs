@@ -1,5 +1,5 @@
 //! The task states and the table of their transitions: a task runs until every step is
-//! terminal, one step fails for good, or it is cancelled. Like [`crate::step_state`], this is the
+//! terminal, one step fails for good, or it is cancelled; a task in error can be repaired by hand. Like [`crate::step_state`], this is the
 //! specification the engine in PostgreSQL is tested against (`tests/engine.rs`).
 
 use std::fmt;
@@ -27,17 +27,25 @@ pub enum TaskEvent {
     /// One of its steps failed for good.
     Fail,
     Cancel,
+    /// Retried or resolved by hand after it ended in error.
+    Repair,
 }
 
 impl TaskEvent {
-    pub const ALL: [TaskEvent; 3] = [TaskEvent::Finish, TaskEvent::Fail, TaskEvent::Cancel];
+    pub const ALL: [TaskEvent; 4] = [
+        TaskEvent::Finish,
+        TaskEvent::Fail,
+        TaskEvent::Cancel,
+        TaskEvent::Repair,
+    ];
 }
 
 /// Every legal transition: `(from, event, to)`. A pair not listed leaves the task unchanged.
-pub const TRANSITIONS: [(TaskState, TaskEvent, TaskState); 3] = [
+pub const TRANSITIONS: [(TaskState, TaskEvent, TaskState); 4] = [
     (TaskState::Running, TaskEvent::Finish, TaskState::Complete),
     (TaskState::Running, TaskEvent::Fail, TaskState::Error),
     (TaskState::Running, TaskEvent::Cancel, TaskState::Cancelled),
+    (TaskState::Error, TaskEvent::Repair, TaskState::Running),
 ];
 
 impl TaskState {

@@ -8,7 +8,7 @@ use super::{Error, Result};
 
 /// In dependency order: a function is created after the functions it calls in SQL-language
 /// bodies (PL/pgSQL bodies are resolved at call time, but keeping one order is simplest).
-pub(super) const FUNCTIONS: [(&str, &str); 12] = [
+pub(super) const FUNCTIONS: [(&str, &str); 15] = [
     (
         "tasker_retry_delay_ms",
         include_str!("../../sql/tasker_retry_delay_ms.sql"),
@@ -47,6 +47,14 @@ pub(super) const FUNCTIONS: [(&str, &str); 12] = [
         include_str!("../../sql/tasker_expand_batches.sql"),
     ),
     (
+        "tasker_result_problem",
+        include_str!("../../sql/tasker_result_problem.sql"),
+    ),
+    (
+        "tasker_step_succeeded",
+        include_str!("../../sql/tasker_step_succeeded.sql"),
+    ),
+    (
         "tasker_apply_results",
         include_str!("../../sql/tasker_apply_results.sql"),
     ),
@@ -54,6 +62,7 @@ pub(super) const FUNCTIONS: [(&str, &str); 12] = [
         "tasker_create_task",
         include_str!("../../sql/tasker_create_task.sql"),
     ),
+    ("tasker_repair", include_str!("../../sql/tasker_repair.sql")),
 ];
 
 /// Any number to serialize concurrent starts on; orchestrators starting together replace the

@@ -118,7 +118,8 @@ impl Store {
         }
         let rows: Vec<Row> = sqlx::query_as(
             "WITH page AS (
-                 SELECT id, name, handler, step_type, state, attempt, max_attempts, result, error,
+                 SELECT id, name, handler, step_type, state, attempt,
+                        attempt_base + max_attempts AS max_attempts, result, error,
                         worker, created_at, dispatched_at, started_at, finished_at, processed_at,
                         next_attempt_at,
                         octet_length(COALESCE(result::text, '')) + octet_length(COALESCE(error::text, ''))
@@ -145,11 +146,32 @@ impl Store {
         Ok((steps, next))
     }
 
-    /// Transition history of a task, oldest first: `(step name or null, from, to, attempt, reason, at)`.
+    /// The id of a task's step, named by id or by name; `None` if the task has no such step.
+    pub async fn step_in_task(
+        &self,
+        task_id: Uuid,
+        id: Option<Uuid>,
+        name: Option<&str>,
+    ) -> Result<Option<Uuid>> {
+        Ok(
+            sqlx::query_scalar(
+                "SELECT id FROM steps WHERE task_id = $1 AND (id = $2 OR name = $3)",
+            )
+            .bind(task_id)
+            .bind(id)
+            .bind(name)
+            .fetch_optional(self.pool())
+            .await?,
+        )
+    }
+
+    /// Transition history of a task, oldest first: `(step name or null, from, to, attempt,
+    /// reason, by, at)`; `by` names who asked for a transition made by hand (a repair).
     pub async fn history(&self, task_id: Uuid) -> Result<Vec<Value>> {
         let rows: Vec<(Value,)> = sqlx::query_as(
             "SELECT jsonb_build_object('step', s.name, 'from', h.from_state, 'to', h.to_state,
-                                       'attempt', h.attempt, 'reason', h.reason, 'at', h.at)
+                                       'attempt', h.attempt, 'reason', h.reason, 'by', h.actor,
+                                       'at', h.at)
              FROM transitions h LEFT JOIN steps s ON s.id = h.step_id
              WHERE h.task_id = $1 ORDER BY h.id",
         )
