@@ -441,9 +441,9 @@ async fn the_cli_retries_resolves_and_shows_the_history() -> anyhow::Result<()> 
         line.contains("flaky") && line.contains("user:ada") && line.contains("retried: fixed it"),
         "{stdout}"
     );
-    // Retrying a complete task: the API's refusal, and exit code 2.
+    // Retrying a complete task: the API's refusal, and its exit code (4).
     let (code, _, stderr) = cli(&["retry", &id]);
-    assert_eq!(code, Some(2));
+    assert_eq!(code, Some(4));
     assert!(stderr.contains("task_not_failed"), "{stderr}");
 
     let task = o

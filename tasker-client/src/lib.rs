@@ -220,7 +220,29 @@ impl Client {
         decode(resp).await
     }
 
-    /// A task; with `wait`, returns as soon as it is terminal (or when `wait` runs out).
+    /// Waits up to `timeout` for a task to become terminal, and returns it as it is then. Any
+    /// `timeout` works: the wait is made of long polls short enough for the server's cap
+    /// (`orchestrator.max_wait_seconds`), halved if a server with a lower cap refuses one.
+    pub async fn wait(&self, id: Uuid, timeout: Duration) -> Result<Task, Error> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut poll = Duration::from_secs(25);
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match self.task(id, Some(left.min(poll))).await {
+                Ok(task) if task.is_terminal() || left <= poll => return Ok(task),
+                Ok(_) => {}
+                Err(Error::Api {
+                    status: 400, code, ..
+                }) if code == "invalid_wait" && poll > Duration::from_secs(1) => {
+                    poll /= 2;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// A task; with `wait`, returns as soon as it is terminal (or when `wait` runs out). The
+    /// server refuses a `wait` beyond its cap (`400 invalid_wait`); [`Client::wait`] has none.
     pub async fn task(&self, id: Uuid, wait: Option<Duration>) -> Result<Task, Error> {
         let mut req = self.http.get(format!("{}/v1/tasks/{id}", self.base));
         if let Some(w) = wait {

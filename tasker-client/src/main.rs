@@ -25,9 +25,18 @@ macro_rules! out {
     }};
 }
 
+/// Exit codes, one per class of failure (listed in `tasker --help`).
+const EXIT_CODES: &str = "Exit codes:
+  0  done (a waited-for task completed)
+  1  the task ended in error or was cancelled; a template is invalid or was refused
+  2  usage or local input (flags, an unreadable file, invalid JSON)
+  3  the task was still running when the wait ran out
+  4  the API refused the request (4xx: not found, conflict, invalid)
+  5  the orchestrator is unreachable or failed (network, 5xx)";
+
 /// Command-line client of a Tasker orchestrator.
 #[derive(Debug, Parser)]
-#[command(version)]
+#[command(version, after_help = EXIT_CODES)]
 struct Cli {
     /// Base URL of the orchestrator API.
     #[arg(
@@ -63,23 +72,33 @@ enum Command {
         #[arg(long, num_args = 0..=1, default_missing_value = "60")]
         wait: Option<f64>,
     },
-    /// Show a task and its steps.
+    /// Show a task and its steps (`--json`: one document, `{"task": …, "steps": […]}`).
     Show { id: Uuid },
-    /// Wait for a task to finish and show it.
+    /// Wait for a task to finish and show it. Any timeout works (the wait is made of long
+    /// polls within the server's cap).
     Wait {
         id: Uuid,
         #[arg(long, default_value_t = 60.0)]
         timeout: f64,
     },
-    /// List tasks, newest first.
+    /// List tasks, newest first, a page at a time (`--all`: every page).
     List {
         #[arg(long)]
         state: Option<String>,
         #[arg(long)]
         namespace: Option<String>,
+        /// Tasks per page (1 to 500).
         #[arg(long, default_value_t = 20)]
         limit: i64,
+        /// Start after this task id (the `next` a previous page printed).
+        #[arg(long)]
+        before: Option<Uuid>,
+        /// Every page, not just the first.
+        #[arg(long)]
+        all: bool,
     },
+    /// Print a shell completion script: `tasker completions bash > /etc/bash_completion.d/tasker`.
+    Completions { shell: clap_complete::Shell },
     /// Cancel a running task.
     Cancel { id: Uuid },
     /// Retry a task that ended in error: the step that failed it runs again with its
@@ -206,8 +225,17 @@ async fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(2)
+            exit_code(&e)
         }
+    }
+}
+
+/// The exit code of a failed command, by class ([`EXIT_CODES`]).
+fn exit_code(e: &anyhow::Error) -> ExitCode {
+    match e.downcast_ref::<tasker_client::Error>() {
+        Some(tasker_client::Error::Api { status, .. }) if *status < 500 => ExitCode::from(4),
+        Some(_) => ExitCode::from(5),
+        None => ExitCode::from(2),
     }
 }
 
@@ -235,8 +263,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Show { id } => {
             let task = client.task(id, None).await?;
-            print_task(&task, cli.json)?;
-            print_steps(&client.steps(id).await?, cli.json)?;
+            print_task_and_steps(&task, &client.steps(id).await?, cli.json)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Wait { id, timeout } => finish(&client, id, timeout, cli.json).await,
@@ -244,35 +271,29 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             state,
             namespace,
             limit,
+            before,
+            all,
         } => {
-            let page = client
-                .tasks(&TaskQuery {
+            list(
+                &client,
+                TaskQuery {
                     state,
                     namespace,
                     limit: Some(limit),
-                    before: None,
-                })
-                .await?;
-            if cli.json {
-                out!("{}", serde_json::to_string_pretty(&page)?);
-            } else {
-                out!(
-                    "{:<38} {:<10} {:<40} {:>10}",
-                    "ID",
-                    "STATE",
-                    "TEMPLATE",
-                    "MS"
-                );
-                for t in page.tasks {
-                    out!(
-                        "{:<38} {:<10} {:<40} {:>10}",
-                        t.id,
-                        t.state,
-                        format!("{}/{}@{}", t.namespace, t.name, t.version),
-                        t.duration_ms.map(|d| format!("{d:.1}")).unwrap_or_default()
-                    );
-                }
-            }
+                    before,
+                },
+                all,
+                cli.json,
+            )
+            .await
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut <Cli as clap::CommandFactory>::command(),
+                "tasker",
+                &mut std::io::stdout(),
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Cancel { id } => {
@@ -475,6 +496,62 @@ fn dag_lines(loaded: &tasker_shared::template::Loaded) -> Vec<String> {
     lines
 }
 
+/// Lists tasks a page at a time; with `all`, every page. `--json`: one JSON document per page
+/// (`{"tasks": […], "next_before": …}`), or with `all` one document of every task.
+async fn list(
+    client: &Client,
+    mut q: TaskQuery,
+    all: bool,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut every = Vec::new();
+    if !json {
+        out!(
+            "{:<38} {:<10} {:<40} {:>10}",
+            "ID",
+            "STATE",
+            "TEMPLATE",
+            "MS"
+        );
+    }
+    loop {
+        let page = client.tasks(&q).await?;
+        let next = page.next_before;
+        if json && !all {
+            out!("{}", serde_json::to_string_pretty(&page)?);
+            return Ok(ExitCode::SUCCESS);
+        }
+        for t in page.tasks {
+            if json {
+                every.push(t);
+                continue;
+            }
+            out!(
+                "{:<38} {:<10} {:<40} {:>10}",
+                t.id,
+                t.state,
+                format!("{}/{}@{}", t.namespace, t.name, t.version),
+                t.duration_ms.map(|d| format!("{d:.1}")).unwrap_or_default()
+            );
+        }
+        match next {
+            Some(n) if all => q.before = Some(n),
+            Some(n) => {
+                eprintln!("more: tasker list --before {n} (or --all)");
+                break;
+            }
+            None => break,
+        }
+    }
+    if json {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "tasks": every }))?
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Prints `task`, or with `wait` waits for it to finish ([`finish`]).
 async fn show_or_finish(
     client: &Client,
@@ -521,11 +598,10 @@ fn print_history(history: &[Transition], json: bool) -> anyhow::Result<()> {
 /// Waits for a task, prints it with its steps; exit 0 if complete, 1 if it failed or was
 /// cancelled, 3 if still running when the wait ran out.
 async fn finish(client: &Client, id: Uuid, secs: f64, json: bool) -> anyhow::Result<ExitCode> {
-    let task = client
-        .task(id, Some(Duration::from_secs_f64(secs.max(0.0))))
-        .await?;
-    print_task(&task, json)?;
-    print_steps(&client.steps(id).await?, json)?;
+    let timeout = Duration::try_from_secs_f64(secs.max(0.0))
+        .context("--wait / --timeout must be a number of seconds")?;
+    let task = client.wait(id, timeout).await?;
+    print_task_and_steps(&task, &client.steps(id).await?, json)?;
     Ok(match task.state.as_str() {
         "complete" => ExitCode::SUCCESS,
         "running" => {
@@ -556,11 +632,21 @@ fn print_task(t: &Task, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_steps(steps: &[Step], json: bool) -> anyhow::Result<()> {
+/// A task and its steps; `--json`: one document, `{"task": …, "steps": […]}`.
+fn print_task_and_steps(task: &Task, steps: &[Step], json: bool) -> anyhow::Result<()> {
     if json {
-        out!("{}", serde_json::to_string_pretty(steps)?);
+        out!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "task": task, "steps": steps }))?
+        );
         return Ok(());
     }
+    print_task(task, false)?;
+    print_steps(steps);
+    Ok(())
+}
+
+fn print_steps(steps: &[Step]) {
     out!(
         "  {:<18} {:<13} {:>7} {:>9} {:>9}  RESULT",
         "STEP",
@@ -583,7 +669,6 @@ fn print_steps(steps: &[Step], json: bool) -> anyhow::Result<()> {
             shown.map(Value::to_string).unwrap_or_default()
         );
     }
-    Ok(())
 }
 
 fn ms_between(
