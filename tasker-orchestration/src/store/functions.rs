@@ -78,13 +78,48 @@ pub(super) async fn apply(pool: &PgPool) -> Result<()> {
         .await
         .map_err(Error::from_sqlx)?;
     for (name, sql) in FUNCTIONS {
-        sqlx::raw_sql(sql)
-            .execute(&mut *tx)
+        replace(&mut tx, name, sql)
             .await
             .map_err(|source| Error::Function { name, source })?;
     }
     tx.commit().await.map_err(Error::from_sqlx)?;
     Ok(())
+}
+
+/// `CREATE OR REPLACE` cannot rename a parameter or change a function's return type (SQLSTATE
+/// 42P13); then the old definition is dropped and the new one created, in the same transaction,
+/// so concurrent callers see the old function until the commit and the new one after it.
+async fn replace(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    name: &str,
+    sql: &str,
+) -> std::result::Result<(), sqlx::Error> {
+    sqlx::query("SAVEPOINT tasker_function")
+        .execute(&mut **tx)
+        .await?;
+    match sqlx::raw_sql(sql).execute(&mut **tx).await {
+        Ok(_) => Ok(()),
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42P13") => {
+            sqlx::query("ROLLBACK TO SAVEPOINT tasker_function")
+                .execute(&mut **tx)
+                .await?;
+            let signatures: Vec<String> = sqlx::query_scalar(
+                "SELECT p.oid::regprocedure::text FROM pg_proc p
+                 WHERE p.proname = $1 AND p.pronamespace = current_schema()::regnamespace",
+            )
+            .bind(name)
+            .fetch_all(&mut **tx)
+            .await?;
+            for signature in signatures {
+                sqlx::raw_sql(&format!("DROP FUNCTION {signature}"))
+                    .execute(&mut **tx)
+                    .await?;
+            }
+            sqlx::raw_sql(sql).execute(&mut **tx).await?;
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]
