@@ -3,23 +3,12 @@
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use tasker::Cluster;
+use tasker::{Cluster, post_json as post};
 
 async fn count_tasks(cluster: &Cluster) -> anyhow::Result<i64> {
     Ok(sqlx::query_scalar("SELECT count(*) FROM tasks")
         .fetch_one(cluster.orchestrator.shared.store.pool())
         .await?)
-}
-
-async fn post(url: &str, body: impl Into<reqwest::Body>) -> anyhow::Result<(StatusCode, Value)> {
-    let resp = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await?;
-    let status = resp.status();
-    Ok((status, resp.json().await?))
 }
 
 async fn get(url: &str) -> anyhow::Result<(StatusCode, Value)> {

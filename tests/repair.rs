@@ -4,8 +4,8 @@
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use tasker::{Cluster, steps_by_name, workspace_binary};
-use tasker_client::{RepairNote, Transition};
+use tasker::{Cluster, post_json as post, steps_by_name, workspace_binary};
+use tasker_client::{RepairNote, Task, Transition};
 use uuid::Uuid;
 
 fn note(by: &str, reason: &str) -> RepairNote {
@@ -28,6 +28,19 @@ async fn snapshot(cluster: &Cluster, task: Uuid) -> anyhow::Result<Value> {
     .await?)
 }
 
+/// Runs a task of the Rust fixtures that ends in error, and returns it.
+async fn failed_task(cluster: &Cluster, template: &str, context: Value) -> anyhow::Result<Task> {
+    let task = cluster
+        .orchestrator
+        .run_task("rust_examples", template, context)
+        .await?;
+    anyhow::ensure!(
+        task.state == "error",
+        "{template} did not end in error: {task:?}"
+    );
+    Ok(task)
+}
+
 fn manual(history: &[Transition]) -> Vec<(Option<&str>, &str, &str, Option<&str>)> {
     history
         .iter()
@@ -48,14 +61,12 @@ async fn a_retried_task_runs_its_failed_step_again_with_fresh_attempts_and_compl
 -> anyhow::Result<()> {
     let cluster = Cluster::start().await?;
     let o = &cluster.orchestrator;
-    let task = o
-        .run_task(
-            "rust_examples",
-            "repairable",
-            json!({"value": 6, "succeed_on_attempt": 4}),
-        )
-        .await?;
-    assert_eq!(task.state, "error", "{task:?}");
+    let task = failed_task(
+        &cluster,
+        "repairable",
+        json!({"value": 6, "succeed_on_attempt": 4}),
+    )
+    .await?;
     assert_eq!(task.error.as_ref().unwrap()["step"], "flaky");
     let before = steps_by_name(&o.client, task.id).await?;
     assert_eq!(before["flaky"].state, "failed");
@@ -141,10 +152,7 @@ async fn a_retried_task_runs_its_failed_step_again_with_fresh_attempts_and_compl
 async fn a_step_retried_by_name_that_fails_again_ends_its_task_again() -> anyhow::Result<()> {
     let cluster = Cluster::start().await?;
     let o = &cluster.orchestrator;
-    let task = o
-        .run_task("rust_examples", "permanent_failure", json!({}))
-        .await?;
-    assert_eq!(task.state, "error");
+    let task = failed_task(&cluster, "permanent_failure", json!({})).await?;
     o.client
         .retry_step(task.id, "doomed", &note("user:ada", "one more go"))
         .await?;
@@ -180,10 +188,7 @@ async fn a_resolved_step_takes_the_given_result_and_the_dag_goes_on() -> anyhow:
     let cluster = Cluster::start().await?;
     let o = &cluster.orchestrator;
     // A standard step: its child runs on the supplied result.
-    let task = o
-        .run_task("rust_examples", "permanent_failure", json!({}))
-        .await?;
-    assert_eq!(task.state, "error");
+    let task = failed_task(&cluster, "permanent_failure", json!({})).await?;
     o.client
         .resolve(
             task.id,
@@ -203,10 +208,7 @@ async fn a_resolved_step_takes_the_given_result_and_the_dag_goes_on() -> anyhow:
     );
 
     // A decision: the supplied result must name its branches, and the others are skipped.
-    let task = o
-        .run_task("rust_examples", "resolvable_decision", json!({}))
-        .await?;
-    assert_eq!(task.state, "error");
+    let task = failed_task(&cluster, "resolvable_decision", json!({})).await?;
     let unchanged = snapshot(&cluster, task.id).await?;
     let err = o
         .client
@@ -241,26 +243,12 @@ async fn a_resolved_step_takes_the_given_result_and_the_dag_goes_on() -> anyhow:
     cluster.shutdown().await
 }
 
-async fn post(url: &str, body: &'static str) -> anyhow::Result<(StatusCode, Value)> {
-    let resp = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await?;
-    let status = resp.status();
-    Ok((status, resp.json().await?))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn illegal_repairs_get_stable_codes_and_change_nothing() -> anyhow::Result<()> {
     let cluster = Cluster::start().await?;
     let o = &cluster.orchestrator;
     let base = o.url();
-    let failed = o
-        .run_task("rust_examples", "permanent_failure", json!({}))
-        .await?;
-    assert_eq!(failed.state, "error");
+    let failed = failed_task(&cluster, "permanent_failure", json!({})).await?;
     let running = o
         .client
         .create_task(
@@ -419,14 +407,12 @@ async fn the_cli_retries_resolves_and_shows_the_history() -> anyhow::Result<()> 
         )
     };
 
-    let task = o
-        .run_task(
-            "rust_examples",
-            "repairable",
-            json!({"value": 6, "succeed_on_attempt": 3}),
-        )
-        .await?;
-    assert_eq!(task.state, "error");
+    let task = failed_task(
+        &cluster,
+        "repairable",
+        json!({"value": 6, "succeed_on_attempt": 3}),
+    )
+    .await?;
     let id = task.id.to_string();
     let (code, stdout, stderr) = cli(&["retry", &id, "--reason", "fixed it", "--wait", "30"]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
@@ -446,9 +432,7 @@ async fn the_cli_retries_resolves_and_shows_the_history() -> anyhow::Result<()> 
     assert_eq!(code, Some(4));
     assert!(stderr.contains("task_not_failed"), "{stderr}");
 
-    let task = o
-        .run_task("rust_examples", "permanent_failure", json!({}))
-        .await?;
+    let task = failed_task(&cluster, "permanent_failure", json!({})).await?;
     let id = task.id.to_string();
     let file = std::env::temp_dir().join(format!("tasker-resolve-{}.json", Uuid::now_v7()));
     std::fs::write(&file, r#"{"value": 4}"#)?;

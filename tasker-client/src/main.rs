@@ -158,12 +158,14 @@ impl NoteArgs {
     }
 }
 
-/// `user:$USER`: who runs this command, as recorded by repairs and registrations.
+/// `user:$USER` (or `$LOGNAME`): who runs this command, as recorded by repairs and
+/// registrations.
 fn current_user() -> String {
-    format!(
-        "user:{}",
-        std::env::var("USER").unwrap_or_else(|_| "unknown".into())
-    )
+    let name = ["USER", "LOGNAME"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|n| !n.is_empty()))
+        .unwrap_or_else(|| "unknown".into());
+    format!("user:{name}")
 }
 
 /// A JSON argument: inline, `@FILE`, or `-` for stdin.

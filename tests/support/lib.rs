@@ -418,3 +418,18 @@ pub async fn steps_by_name(
         .map(|s| (s.name.clone(), s))
         .collect())
 }
+
+/// POSTs `body` as JSON; the status and the JSON answer.
+pub async fn post_json(
+    url: &str,
+    body: impl Into<reqwest::Body>,
+) -> anyhow::Result<(reqwest::StatusCode, Value)> {
+    let resp = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await?;
+    let status = resp.status();
+    Ok((status, resp.json().await?))
+}

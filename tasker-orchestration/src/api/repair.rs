@@ -38,10 +38,7 @@ pub(super) async fn retry_task(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<TaskView>, Error> {
     let id = parse_id(&id)?;
-    let body = parse(&shared, body)?;
-    if body.result.is_some() {
-        return Err(no_result_here());
-    }
+    let body = parse_retry(&shared, body)?;
     repair(&shared, id, None, body).await
 }
 
@@ -53,10 +50,7 @@ pub(super) async fn retry_step(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<TaskView>, Error> {
     let id = parse_id(&id)?;
-    let body = parse(&shared, body)?;
-    if body.result.is_some() {
-        return Err(no_result_here());
-    }
+    let body = parse_retry(&shared, body)?;
     let step = step_id(&shared, id, &step).await?;
     repair(&shared, id, Some(step), body).await
 }
@@ -90,11 +84,16 @@ pub(super) async fn resolve_step(
     repair(&shared, id, Some(step), body).await
 }
 
-fn no_result_here() -> Error {
-    Error::bad_request(
-        "invalid_json",
-        "a retry takes no `result`; to complete the step by hand, POST it to …/steps/{step}/resolve",
-    )
+/// The body of a retry, which takes no `result`.
+fn parse_retry(shared: &Shared, body: Result<Bytes, BytesRejection>) -> Result<RepairBody, Error> {
+    let body = parse(shared, body)?;
+    if body.result.is_some() {
+        return Err(Error::bad_request(
+            "invalid_json",
+            "a retry takes no `result`; to complete the step by hand, POST it to …/steps/{step}/resolve",
+        ));
+    }
+    Ok(body)
 }
 
 /// The body, which may be empty; `by` and `reason` bounded and free of control characters.
