@@ -59,6 +59,11 @@ impl StepEvent {
         StepEvent::Repair,
         StepEvent::Resolve,
     ];
+
+    /// A repair by hand (retry or resolve): the only events a terminal step accepts.
+    pub fn is_repair(self) -> bool {
+        matches!(self, StepEvent::Repair | StepEvent::Resolve)
+    }
 }
 
 /// Every legal transition: `(from, event, to)`. A pair not listed leaves the step unchanged.
@@ -115,7 +120,8 @@ impl StepState {
         lookup(&TRANSITIONS, self, event)
     }
 
-    /// A terminal step never changes again.
+    /// A terminal step never changes again on its own: only a repair by hand
+    /// ([`StepEvent::is_repair`]) moves it, and only while its task is in error.
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
@@ -159,12 +165,24 @@ mod tests {
     }
 
     #[test]
-    fn terminal_states_accept_no_event() {
+    fn terminal_states_accept_only_repairs() {
         for from in StepState::ALL.into_iter().filter(|s| s.is_terminal()) {
-            for event in StepEvent::ALL {
+            for event in StepEvent::ALL.into_iter().filter(|e| !e.is_repair()) {
                 assert_eq!(from.on(event), None, "{from:?} + {event:?}");
             }
         }
+    }
+
+    #[test]
+    fn repairs_start_only_from_failed_or_cancelled() {
+        for (from, event, _) in TRANSITIONS.into_iter().filter(|(_, e, _)| e.is_repair()) {
+            assert!(
+                matches!(from, StepState::Failed | StepState::Cancelled),
+                "{from:?} + {event:?}"
+            );
+        }
+        assert_eq!(StepState::Completed.on(StepEvent::Repair), None);
+        assert_eq!(StepState::Skipped.on(StepEvent::Repair), None);
     }
 
     #[test]
