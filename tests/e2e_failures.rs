@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use serde_json::json;
 use tasker::{Cluster, steps_by_name};
 use tasker_broker::topology;
@@ -225,14 +224,9 @@ async fn duplicate_and_stale_results_are_ignored() -> anyhow::Result<()> {
 async fn malformed_result_is_dead_lettered_and_changes_nothing() -> anyhow::Result<()> {
     let cluster = Cluster::start().await?;
     let cfg = &cluster.env.config;
+    let o = &cluster.orchestrator;
+    let mut kept = o.dead_letters_kept();
     let broker = tasker_broker::Broker::connect(&cfg.amqp_url, &cfg.queue_prefix, "test").await?;
-    let mut dead = broker
-        .consume(
-            &topology::dead_letter_queue(&cfg.queue_prefix),
-            "test-dead",
-            10,
-        )
-        .await?;
     let publisher = broker.publisher().await?;
     publisher
         .publish_all(&[tasker_broker::Outgoing {
@@ -240,12 +234,20 @@ async fn malformed_result_is_dead_lettered_and_changes_nothing() -> anyhow::Resu
             payload: b"{not json".to_vec(),
         }])
         .await?;
-    let delivery = tokio::time::timeout(Duration::from_secs(15), dead.next())
-        .await?
-        .expect("consumer open")?;
-    assert_eq!(delivery.data, b"{not json");
+    let ids = kept.take(1, Duration::from_secs(15)).await?;
+    let dead = o.client.dead_letter(ids[0]).await?;
+    assert_eq!(dead.body_text.as_deref(), Some("{not json"), "{dead:?}");
+    assert_eq!(
+        dead.info.queue,
+        Some(topology::results_queue(&cfg.queue_prefix))
+    );
+    assert!(
+        dead.info.reason.starts_with("malformed result message: "),
+        "{}",
+        dead.info.reason
+    );
     let transitions: i64 = sqlx::query_scalar("SELECT count(*) FROM transitions")
-        .fetch_one(cluster.orchestrator.shared.store.pool())
+        .fetch_one(o.shared.store.pool())
         .await?;
     assert_eq!(transitions, 0);
     broker.close().await;

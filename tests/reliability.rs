@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use serde_json::json;
 use tokio::sync::broadcast;
 use uuid::Uuid;
@@ -76,9 +75,7 @@ async fn a_poison_result_fails_only_its_own_step_and_is_dead_lettered() -> anyho
     let bystander_step = step_id(&o, healthy[0], "double").await?;
 
     let broker = Broker::connect(&cfg.amqp_url, &cfg.queue_prefix, "poisoner").await?;
-    let mut dead = broker
-        .consume(&topology::dead_letter_queue(&cfg.queue_prefix), "dead", 10)
-        .await?;
+    let mut kept = o.dead_letters_kept();
     let poisons: Vec<Vec<u8>> = vec![
         // jsonb refuses a NUL character.
         serde_json::to_vec(&result(victim, victim_step, 1, json!({"text": "a\u{0}b"})))?,
@@ -106,18 +103,28 @@ async fn a_poison_result_fails_only_its_own_step_and_is_dead_lettered() -> anyho
         )
         .await?;
 
-    // Each poison reaches the dead letters, once its step's failure (if it has one) is recorded.
-    let mut buried = Vec::new();
-    for _ in 0..poisons.len() {
-        let d = tokio::time::timeout(Duration::from_secs(30), dead.next())
-            .await?
-            .expect("dead-letter consumer open")?;
-        buried.push(d.data.clone());
-    }
-    buried.sort();
+    // Each poison is kept as a dead letter with its reason, once its step's failure (if it
+    // has one) is recorded.
+    kept.take(poisons.len(), Duration::from_secs(30)).await?;
+    let mut buried: Vec<(Vec<u8>, String, Option<String>)> =
+        sqlx::query_as("SELECT body, reason, queue FROM dead_letters ORDER BY body")
+            .fetch_all(o.shared.store.pool())
+            .await?;
     let mut expected = poisons.clone();
     expected.sort();
-    assert_eq!(buried, expected);
+    assert_eq!(
+        buried.iter().map(|b| b.0.clone()).collect::<Vec<_>>(),
+        expected
+    );
+    for (body, reason, from) in buried.drain(..) {
+        assert_eq!(from.as_deref(), Some(queue.as_str()));
+        let why = if body == poisons[2] {
+            "malformed result message: "
+        } else {
+            "could not be applied: "
+        };
+        assert!(reason.contains(why), "{reason}");
+    }
 
     let v = o.wait(victim).await?;
     assert_eq!(v.state, "error", "{v:?}");

@@ -4,9 +4,11 @@
 //! - [`Publisher`]: persistent messages with publisher confirms, a whole batch per confirm round.
 //! - [`next_batch`]: take what has arrived, up to a limit, never waiting to fill.
 //! - [`Supervisor`]: keep a connection alive, reconnecting with jittered exponential backoff.
+//! - [`DeadLetters`]: move a message that cannot be processed to the dead letters, with the reason.
 //! - [`topology`]: the names of Tasker's queues.
 
 mod batch;
+pub mod dead;
 mod publisher;
 pub mod supervisor;
 pub mod topology;
@@ -18,10 +20,11 @@ pub use lapin::options::{BasicAckOptions, BasicNackOptions, BasicRejectOptions};
 use lapin::options::{
     BasicConsumeOptions, BasicQosOptions, ConfirmSelectOptions, QueueDeclareOptions,
 };
-use lapin::types::{AMQPValue, FieldTable};
+pub use lapin::types::{AMQPValue, FieldArray, FieldTable};
 use lapin::{Channel, Connection, ConnectionProperties, Consumer};
 
 pub use batch::next_batch;
+pub use dead::DeadLetters;
 pub use publisher::{Outgoing, Publisher};
 pub use supervisor::Supervisor;
 

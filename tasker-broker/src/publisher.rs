@@ -1,7 +1,8 @@
 //! Confirmed publishing: persistent messages, a whole batch per confirm round.
 
+use lapin::PublisherConfirm;
 use lapin::options::BasicPublishOptions;
-use lapin::types::ShortString;
+use lapin::types::{FieldTable, ShortString};
 use lapin::{BasicProperties, Channel};
 
 use crate::{Error, Result};
@@ -32,43 +33,74 @@ impl Publisher {
     pub async fn publish_all(&self, messages: &[Outgoing]) -> Result<()> {
         let mut confirms = Vec::with_capacity(messages.len());
         for m in messages {
-            let confirm = self
-                .channel
-                .basic_publish(
-                    ShortString::from(""),
-                    m.queue.as_str().into(),
-                    BasicPublishOptions {
-                        mandatory: true,
-                        ..BasicPublishOptions::default()
-                    },
-                    &m.payload,
-                    BasicProperties::default()
-                        .with_delivery_mode(2)
-                        .with_content_type("application/json".into()),
-                )
-                .await?;
-            confirms.push(confirm);
+            confirms.push(self.send(&m.queue, &m.payload, properties()).await?);
         }
-        let (mut nacked, mut returned) = (0, 0);
-        for confirm in confirms {
-            let confirmation = confirm.await?;
-            if confirmation.is_nack() {
-                nacked += 1;
-            }
-            if confirmation.take_message().is_some() {
-                returned += 1;
-            }
-        }
-        if nacked > 0 {
-            return Err(Error::Nacked(nacked));
-        }
-        if returned > 0 {
-            return Err(Error::Unroutable(returned));
-        }
-        Ok(())
+        settle(confirms).await
+    }
+
+    /// Publishes one message with `headers` and waits for its confirm.
+    pub async fn publish_with_headers(
+        &self,
+        queue: &str,
+        payload: &[u8],
+        headers: FieldTable,
+    ) -> Result<()> {
+        let confirm = self
+            .send(queue, payload, properties().with_headers(headers))
+            .await?;
+        settle(vec![confirm]).await
+    }
+
+    async fn send(
+        &self,
+        queue: &str,
+        payload: &[u8],
+        properties: BasicProperties,
+    ) -> Result<PublisherConfirm> {
+        Ok(self
+            .channel
+            .basic_publish(
+                ShortString::from(""),
+                queue.into(),
+                BasicPublishOptions {
+                    mandatory: true,
+                    ..BasicPublishOptions::default()
+                },
+                payload,
+                properties,
+            )
+            .await?)
     }
 
     pub fn is_open(&self) -> bool {
         self.channel.status().connected()
     }
+}
+
+/// Every Tasker message is persistent JSON.
+fn properties() -> BasicProperties {
+    BasicProperties::default()
+        .with_delivery_mode(2)
+        .with_content_type("application/json".into())
+}
+
+/// Waits for every confirm of a round; a nack or a returned (unroutable) message fails it.
+async fn settle(confirms: Vec<PublisherConfirm>) -> Result<()> {
+    let (mut nacked, mut returned) = (0, 0);
+    for confirm in confirms {
+        let confirmation = confirm.await?;
+        if confirmation.is_nack() {
+            nacked += 1;
+        }
+        if confirmation.take_message().is_some() {
+            returned += 1;
+        }
+    }
+    if nacked > 0 {
+        return Err(Error::Nacked(nacked));
+    }
+    if returned > 0 {
+        return Err(Error::Unroutable(returned));
+    }
+    Ok(())
 }

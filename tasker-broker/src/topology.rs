@@ -12,7 +12,8 @@ pub fn results_queue(prefix: &str) -> String {
     format!("{prefix}.results")
 }
 
-/// Where messages that cannot be parsed end up, for inspection.
+/// Where messages that cannot be processed end up, with their reason (see [`crate::dead`]);
+/// the orchestrator keeps them in its `dead_letters` table.
 pub fn dead_letter_queue(prefix: &str) -> String {
     format!("{prefix}.dead")
 }

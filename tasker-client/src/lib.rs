@@ -190,6 +190,46 @@ pub struct TaskPage {
     pub next_before: Option<Uuid>,
 }
 
+/// A message no one could process (malformed, or a result that could not be applied), as
+/// listed by [`Client::dead_letters`].
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct DeadLetterInfo {
+    pub id: i64,
+    /// The queue it was taken from, if known.
+    pub queue: Option<String>,
+    pub reason: String,
+    pub task_id: Option<Uuid>,
+    pub step_id: Option<Uuid>,
+    pub first_seen: DateTime<Utc>,
+    pub last_seen: DateTime<Utc>,
+    /// How often the same message from the same queue was dead-lettered.
+    pub times_seen: i32,
+    /// The body's size.
+    pub bytes: i32,
+}
+
+/// One page of dead letters, newest first.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct DeadLetterPage {
+    pub dead_letters: Vec<DeadLetterInfo>,
+    pub next_before: Option<i64>,
+}
+
+/// A dead letter with its headers and body: `body` when the body is JSON, else `body_text`
+/// when it is UTF-8, else `body_base64`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct DeadLetter {
+    #[serde(flatten)]
+    pub info: DeadLetterInfo,
+    pub headers: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_base64: Option<String>,
+}
+
 /// Client of one orchestrator.
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -407,6 +447,58 @@ impl Client {
 
     async fn repair(&self, url: String, note: &RepairNote) -> Result<Task, Error> {
         decode(self.http.post(url).json(note).send().await?).await
+    }
+
+    /// Dead letters newest first: `limit` (1–500, default 50) of them older than `before`.
+    pub async fn dead_letters(
+        &self,
+        before: Option<i64>,
+        limit: Option<i64>,
+    ) -> Result<DeadLetterPage, Error> {
+        let mut query = Vec::new();
+        query.extend(before.map(|b| ("before", b)));
+        query.extend(limit.map(|l| ("limit", l)));
+        let req = self.http.get(format!("{}/v1/dead-letters", self.base));
+        decode(req.query(&query).send().await?).await
+    }
+
+    /// One dead letter with its headers and body; `404 dead_letter_not_found`.
+    pub async fn dead_letter(&self, id: i64) -> Result<DeadLetter, Error> {
+        let resp = self
+            .http
+            .get(format!("{}/v1/dead-letters/{id}", self.base))
+            .send()
+            .await?;
+        decode(resp).await
+    }
+
+    /// Publishes a dead letter again, as it was, to the queue it came from, and removes it;
+    /// returns that queue. `409 not_replayable` if it did not come from one of the cluster's
+    /// queues, `503 broker_unavailable` if it could not be published (it is kept).
+    pub async fn replay_dead_letter(&self, id: i64) -> Result<String, Error> {
+        #[derive(Deserialize)]
+        struct Replayed {
+            queue: String,
+        }
+        let resp = self
+            .http
+            .post(format!("{}/v1/dead-letters/{id}/replay", self.base))
+            .send()
+            .await?;
+        Ok(decode::<Replayed>(resp).await?.queue)
+    }
+
+    /// Removes a dead letter for good.
+    pub async fn discard_dead_letter(&self, id: i64) -> Result<(), Error> {
+        let resp = self
+            .http
+            .delete(format!("{}/v1/dead-letters/{id}", self.base))
+            .send()
+            .await?;
+        if resp.status().is_success() {
+            return Ok(());
+        }
+        decode::<Value>(resp).await.map(drop)
     }
 
     /// Registered template versions, optionally of one namespace and name.

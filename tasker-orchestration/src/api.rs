@@ -11,11 +11,16 @@
 //! | POST | /v1/tasks/{id}/retry | a task in error: run its failed step again |
 //! | POST | /v1/tasks/{id}/steps/{step}/retry | the same, naming the step (id or name) |
 //! | POST | /v1/tasks/{id}/steps/{step}/resolve | complete the failed step with a given `result` |
+//! | GET | /v1/dead-letters | messages no one could process, newest first (`limit`, `before`) |
+//! | GET | /v1/dead-letters/{id} | one, with its reason, headers and body |
+//! | POST | /v1/dead-letters/{id}/replay | publish it again to the queue it came from |
+//! | DELETE | /v1/dead-letters/{id} | discard it |
 //! | POST | /v1/templates | register a template version (YAML or JSON body) |
 //! | GET | /v1/templates | registered versions (`namespace`, `name`) |
 //! | GET | /v1/templates/{namespace}/{name} | one version (`version`; default the newest) |
 //! | GET | /health, /ready, /metrics | liveness, readiness, Prometheus |
 
+mod dead_letters;
 mod error;
 mod extract;
 mod repair;
@@ -28,7 +33,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -73,6 +78,12 @@ pub fn router(shared: Shared) -> Router {
             post(templates::register).get(templates::list),
         )
         .route("/v1/templates/{namespace}/{name}", get(templates::show))
+        .route("/v1/dead-letters", get(dead_letters::list))
+        .route(
+            "/v1/dead-letters/{id}",
+            get(dead_letters::show).merge(delete(dead_letters::discard)),
+        )
+        .route("/v1/dead-letters/{id}/replay", post(dead_letters::replay))
         .route("/health", get(health))
         .route("/ready", get(ready))
         .route("/metrics", get(metrics))
@@ -254,13 +265,7 @@ async fn list_tasks(
             format!("unknown state {state:?}; use running, complete, error or cancelled"),
         ));
     }
-    let limit = q.limit.unwrap_or(50);
-    if !(1..=500).contains(&limit) {
-        return Err(Error::bad_request(
-            "invalid_limit",
-            "`limit` must be between 1 and 500",
-        ));
-    }
+    let limit = check_limit(q.limit)?;
     let before = q.before.as_deref().map(parse_id).transpose()?;
     let tasks = shared
         .store
@@ -277,6 +282,19 @@ async fn list_tasks(
         None
     };
     Ok(Json(json!({ "tasks": tasks, "next_before": next })))
+}
+
+/// A list's `?limit=`: 1 to 500, default 50.
+fn check_limit(limit: Option<i64>) -> Result<i64, Error> {
+    let limit = limit.unwrap_or(50);
+    if (1..=500).contains(&limit) {
+        Ok(limit)
+    } else {
+        Err(Error::bad_request(
+            "invalid_limit",
+            "`limit` must be between 1 and 500",
+        ))
+    }
 }
 
 #[derive(Debug, Deserialize)]

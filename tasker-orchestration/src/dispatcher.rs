@@ -274,6 +274,21 @@ impl Dispatcher {
         Ok(())
     }
 
+    /// Publishes one message now (a dead letter replayed), confirmed within the publish
+    /// timeout; unlike [`Self::publish`] it never waits for a connection.
+    pub async fn send_now(&self, message: Outgoing) -> Result<(), String> {
+        let link = self.inner.state.lock().await.link.clone();
+        let Some((_, publisher)) = link else {
+            return Err("not connected to the broker".into());
+        };
+        let timeout = self.inner.limits.publish_timeout;
+        match tokio::time::timeout(timeout, publisher.publish_all(&[message])).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!("no confirm within {} ms", timeout.as_millis())),
+        }
+    }
+
     /// Forgets the current connection (it failed); publishes wait for the next one.
     pub async fn detach(&self) {
         self.inner.state.lock().await.link = None;

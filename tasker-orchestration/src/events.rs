@@ -34,6 +34,10 @@ pub enum Event {
     TemplateLoaded {
         key: String,
     },
+    /// This orchestrator kept a dead letter (new, or the same message seen again).
+    DeadLetterKept {
+        id: i64,
+    },
     /// The notification listener (re)connected: what it announces may have been missed before.
     ListenerConnected,
 }

@@ -9,6 +9,7 @@
 
 pub mod api;
 pub mod catalog;
+mod dead_letters;
 pub mod dispatcher;
 pub mod effects;
 pub mod events;
@@ -122,9 +123,12 @@ impl Orchestrator {
 /// by whichever orchestrator takes them; duplicates are ignored by the guarded updates.
 async fn broker_loop(shared: Shared, cancel: CancellationToken) {
     let name = format!("tasker-orchestrator-{}", std::process::id());
-    Supervisor::new("broker (results, dispatch)", supervisor::Options::default())
-        .run(&cancel, || broker_session(&shared, &name, &cancel))
-        .await;
+    Supervisor::new(
+        "broker (results, dispatch, dead letters)",
+        supervisor::Options::default(),
+    )
+    .run(&cancel, || broker_session(&shared, &name, &cancel))
+    .await;
 }
 
 async fn broker_session(
@@ -144,7 +148,11 @@ async fn broker_session(
     }
     tracing::info!("connected to the broker");
     shared.set_broker_up(true);
-    let outcome = results::run(shared, &broker, cancel).await;
+    let outcome = tokio::try_join!(
+        results::run(shared, &broker, cancel),
+        dead_letters::run(shared, &broker, cancel)
+    )
+    .map(|_| ());
     shared.set_broker_up(false);
     shared.dispatcher.detach().await;
     broker.close().await;

@@ -73,8 +73,19 @@ pub const SWEEPER_REPUBLISHED: Metric = counter(
     "Steps the sweeper published again after the visibility timeout.",
 );
 
+pub const DEAD_LETTERS_KEPT: Metric = counter(
+    "tasker_dead_letters_kept_total",
+    "Messages taken from the dead-letter queue and kept in the dead_letters table, by origin queue.",
+);
+pub const DEAD_LETTERS_REPLAYED: Metric = counter(
+    "tasker_dead_letters_replayed_total",
+    "Dead letters published again to their queue through the API.",
+);
+
 /// Every metric above, described to the recorder at start-up.
-pub const ALL: [Metric; 16] = [
+pub const ALL: [Metric; 18] = [
+    DEAD_LETTERS_KEPT,
+    DEAD_LETTERS_REPLAYED,
     RESULT_CONSUME_BATCH_SIZE,
     MESSAGE_STEPS,
     DISPATCH_ROUND_STEPS,

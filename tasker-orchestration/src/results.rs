@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use tasker_broker::{BasicAckOptions, BasicRejectOptions, Broker, Delivery, topology};
+use tasker_broker::{BasicAckOptions, Broker, DeadLetters, Delivery, topology};
 use tasker_shared::message::decode_batch;
 use tasker_shared::{Outcome, StepError, StepResult};
 use tokio_util::sync::CancellationToken;
@@ -28,6 +28,7 @@ pub(crate) async fn run(
     let queue = topology::results_queue(&shared.config.queue_prefix);
     let tag = format!("orchestrator-{}", std::process::id());
     let mut consumer = broker.consume(&queue, &tag, cfg.result_prefetch).await?;
+    let dead = DeadLetters::new(broker.clone());
     loop {
         let batch = tokio::select! {
             () = cancel.cancelled() => return Ok(()),
@@ -37,12 +38,13 @@ pub(crate) async fn run(
             .ok_or(tasker_broker::Error::Closed)?
             .into_iter()
             .collect::<Result<Vec<_>, _>>()?;
-        process(shared, deliveries, cancel).await?;
+        process(shared, &dead, deliveries, cancel).await?;
     }
 }
 
 async fn process(
     shared: &Shared,
+    dead: &DeadLetters,
     deliveries: Vec<Delivery>,
     cancel: &CancellationToken,
 ) -> Result<(), tasker_broker::Error> {
@@ -67,7 +69,8 @@ async fn process(
                 Err(e) => {
                     metrics::counter!(m::RESULTS_MALFORMED.name).increment(1);
                     tracing::warn!(error = %e, "malformed result message; dead-lettering it");
-                    d.reject(BasicRejectOptions { requeue: false }).await?;
+                    dead.bury(d, &format!("malformed result message: {e}"))
+                        .await?;
                     fate[at] = Fate::Settled;
                 }
             }
@@ -107,7 +110,14 @@ async fn process(
                 Err(e) => tracing::error!(step = %r.step_id, error = %e,
                     "could not record the failure of a step whose result could not be applied"),
             }
-            fate[from[i]] = Fate::Dead;
+            let reason = format!(
+                "the result of attempt {} of step {} (task {}) could not be applied: {error}",
+                r.attempt, r.step_id, r.task_id
+            );
+            fate[from[i]] = match std::mem::replace(&mut fate[from[i]], Fate::Ack) {
+                Fate::Dead(earlier) => Fate::Dead(format!("{earlier}; {reason}")),
+                _ => Fate::Dead(reason),
+            };
         }
         applied
     };
@@ -116,13 +126,18 @@ async fn process(
     // published (if this process dies first, they are redelivered and ignored as duplicates,
     // and the sweeper re-publishes the committed steps).
     let shared = shared.clone();
+    let dead = dead.clone();
     tokio::spawn(async move {
         effects::execute(&shared, applied).await;
         for (d, fate) in deliveries.iter().zip(fate) {
             let settled = match fate {
                 Fate::Settled => continue,
-                Fate::Dead => d.reject(BasicRejectOptions { requeue: false }).await,
-                Fate::Ack => d.ack(BasicAckOptions::default()).await,
+                Fate::Dead(reason) => dead.bury(d, &reason).await,
+                Fate::Ack => d
+                    .ack(BasicAckOptions::default())
+                    .await
+                    .map(drop)
+                    .map_err(Into::into),
             };
             if let Err(e) = settled {
                 tracing::debug!(error = %e, "settling a result message failed (connection lost?); \
@@ -133,12 +148,12 @@ async fn process(
     Ok(())
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Fate {
     /// Its results were applied.
     Ack,
-    /// One of its results could not be applied: to the dead letters.
-    Dead,
+    /// One of its results could not be applied (why): to the dead letters.
+    Dead(String),
     /// Already rejected (malformed).
     Settled,
 }

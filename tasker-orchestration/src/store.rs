@@ -22,10 +22,12 @@ use tasker_shared::{StepMessage, StepResult, TaskState};
 
 use crate::effects::{Effects, ResultCounts};
 
+mod dead_letters;
 mod functions;
 mod read;
 mod templates;
 
+pub use dead_letters::{DeadLetter, DeadLetterView, NewDeadLetter};
 pub use read::{StepView, TaskFilter, TaskView};
 pub use templates::{Registration, TEMPLATE_REGISTERED_CHANNEL, TemplateFilter, TemplateView};
 

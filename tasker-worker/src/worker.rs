@@ -17,8 +17,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::time::{DelayQueue, delay_queue};
 
 use tasker_broker::{
-    BasicAckOptions, BasicRejectOptions, Broker, Delivery, Outgoing, Publisher, Supervisor,
-    next_batch, supervisor, topology,
+    BasicAckOptions, Broker, DeadLetters, Delivery, Outgoing, Publisher, Supervisor, next_batch,
+    supervisor, topology,
 };
 use tasker_shared::message::{decode_batch, pack_batches};
 use tasker_shared::{Config, Outcome, StepError, StepMessage, StepResult};
@@ -156,6 +156,7 @@ impl Worker {
         let o = &self.options;
         broker.declare(&o.namespaces).await?;
         let publisher = broker.publisher().await?;
+        let dead = DeadLetters::new(broker.clone());
         let mut consumers = Vec::with_capacity(o.namespaces.len());
         for ns in &o.namespaces {
             let queue = topology::steps_queue(&o.queue_prefix, ns);
@@ -230,7 +231,7 @@ impl Worker {
                             Err(e) => {
                                 self.stats.malformed.fetch_add(1, Ordering::Relaxed);
                                 tracing::warn!(error = %e, "malformed step message; dead-lettering it");
-                                delivery.reject(BasicRejectOptions { requeue: false }).await?;
+                                dead.bury(&delivery, &format!("malformed step message: {e}")).await?;
                                 continue;
                             }
                         };

@@ -303,10 +303,38 @@ impl RunningOrchestrator {
         Ok(task)
     }
 
+    /// Dead letters this orchestrator keeps from now on.
+    pub fn dead_letters_kept(&self) -> KeptDeadLetters {
+        KeptDeadLetters(self.shared.events.subscribe())
+    }
+
     /// Stops it and waits until it has.
     pub async fn stop(self) {
         self.cancel.cancel();
         let _ = self.handle.await;
+    }
+}
+
+/// Dead letters as the orchestrator keeps them, announced by [`Event::DeadLetterKept`].
+#[derive(Debug)]
+pub struct KeptDeadLetters(tokio::sync::broadcast::Receiver<Event>);
+
+impl KeptDeadLetters {
+    /// Waits (at most `timeout`) for `n` dead letters to be kept; their ids, in order.
+    pub async fn take(&mut self, n: usize, timeout: Duration) -> anyhow::Result<Vec<i64>> {
+        let mut ids = Vec::with_capacity(n);
+        let wait = async {
+            while ids.len() < n {
+                if let Event::DeadLetterKept { id } = self.0.recv().await? {
+                    ids.push(id);
+                }
+            }
+            anyhow::Ok(())
+        };
+        match tokio::time::timeout(timeout, wait).await {
+            Ok(done) => done.map(|()| ids),
+            Err(_) => anyhow::bail!("{} of {n} dead letters kept within {timeout:?}", ids.len()),
+        }
     }
 }
 

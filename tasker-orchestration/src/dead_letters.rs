@@ -1,0 +1,149 @@
+//! The dead-letter keeper: takes every message from the dead-letter queue and keeps it in the
+//! `dead_letters` table with where it came from and why (see `tasker_broker::dead`), where the
+//! API lists, shows, replays and discards it. A message is acked only once it is stored.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use tasker_broker::{AMQPValue, BasicAckOptions, Broker, Delivery, FieldTable, dead, topology};
+use tasker_shared::message::decode_batch;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::events::Event;
+use crate::metrics as m;
+use crate::shared::Shared;
+use crate::store::{self, NewDeadLetter};
+
+/// Runs until cancelled (`Ok`) or the broker connection fails (`Err`).
+pub(crate) async fn run(
+    shared: &Shared,
+    broker: &Broker,
+    cancel: &CancellationToken,
+) -> Result<(), tasker_broker::Error> {
+    let queue = topology::dead_letter_queue(&shared.config.queue_prefix);
+    let tag = format!("orchestrator-{}-dead", std::process::id());
+    let mut consumer = broker.consume(&queue, &tag, 32).await?;
+    loop {
+        let batch = tokio::select! {
+            () = cancel.cancelled() => return Ok(()),
+            b = tasker_broker::next_batch(&mut consumer, 32) => b,
+        };
+        for delivery in batch.ok_or(tasker_broker::Error::Closed)? {
+            let delivery = delivery?;
+            let letter = read(&delivery);
+            loop {
+                match shared.store.record_dead_letter(&letter).await {
+                    Ok(id) => {
+                        tracing::warn!(id, queue = letter.queue.as_deref().unwrap_or("?"),
+                            reason = %letter.reason, "dead letter kept");
+                        let origin = letter.queue.clone().unwrap_or_default();
+                        metrics::counter!(m::DEAD_LETTERS_KEPT.name, "queue" => origin)
+                            .increment(1);
+                        shared.events.emit(Event::DeadLetterKept { id });
+                        break;
+                    }
+                    Err(e) => {
+                        let unavailable = matches!(e, store::Error::Unavailable(_));
+                        tracing::error!(error = %e, unavailable, "keeping a dead letter failed; retrying");
+                        // Deliberate backoff: the message stays unacked until it is stored.
+                        tokio::select! {
+                            () = cancel.cancelled() => return Ok(()),
+                            () = tokio::time::sleep(Duration::from_millis(500)) => {}
+                        }
+                    }
+                }
+            }
+            delivery.ack(BasicAckOptions::default()).await?;
+        }
+    }
+}
+
+/// The ids a step or result message carries (its first entry's, for a batch).
+#[derive(Deserialize)]
+struct Ids {
+    task_id: Uuid,
+    step_id: Uuid,
+}
+
+fn read(delivery: &Delivery) -> NewDeadLetter {
+    let origin = dead::origin(&delivery.properties);
+    let ids = decode_batch::<Ids>(&delivery.data)
+        .ok()
+        .and_then(|b| b.into_iter().next());
+    NewDeadLetter {
+        queue: origin.queue.map(|q| text(&q)),
+        reason: text(&origin.reason),
+        body: delivery.data.clone(),
+        headers: delivery
+            .properties
+            .headers()
+            .as_ref()
+            .map_or_else(|| json!({}), table),
+        task_id: ids.as_ref().map(|i| i.task_id),
+        step_id: ids.as_ref().map(|i| i.step_id),
+    }
+}
+
+/// PostgreSQL text and jsonb refuse NUL.
+fn text(s: &str) -> String {
+    s.replace('\0', "\u{fffd}")
+}
+
+fn table(t: &FieldTable) -> Value {
+    Value::Object(
+        t.inner()
+            .iter()
+            .map(|(k, v)| (text(k.as_str()), value(v)))
+            .collect::<Map<_, _>>(),
+    )
+}
+
+/// An AMQP header value as JSON: strings as text, numbers as numbers, tables and arrays
+/// nested; bytes as text (lossy).
+fn value(v: &AMQPValue) -> Value {
+    match v {
+        AMQPValue::Boolean(b) => json!(b),
+        AMQPValue::ShortShortInt(n) => json!(n),
+        AMQPValue::ShortShortUInt(n) => json!(n),
+        AMQPValue::ShortInt(n) => json!(n),
+        AMQPValue::ShortUInt(n) => json!(n),
+        AMQPValue::LongInt(n) => json!(n),
+        AMQPValue::LongUInt(n) => json!(n),
+        AMQPValue::LongLongInt(n) => json!(n),
+        AMQPValue::Float(n) => json!(n),
+        AMQPValue::Double(n) => json!(n),
+        AMQPValue::Timestamp(t) => json!(t),
+        AMQPValue::ShortString(s) => json!(text(s.as_str())),
+        AMQPValue::LongString(s) => json!(text(&String::from_utf8_lossy(s.as_bytes()))),
+        AMQPValue::ByteArray(b) => json!(text(&String::from_utf8_lossy(b.as_slice()))),
+        AMQPValue::FieldArray(a) => Value::Array(a.as_slice().iter().map(value).collect()),
+        AMQPValue::FieldTable(t) => table(t),
+        AMQPValue::DecimalValue(d) => json!(format!("{d:?}")),
+        AMQPValue::Void => Value::Null,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tasker_broker::FieldArray;
+
+    #[test]
+    fn headers_become_json_without_nul() {
+        let mut death = FieldTable::default();
+        death.insert("count".into(), AMQPValue::LongLongInt(2));
+        death.insert("queue".into(), AMQPValue::LongString("t.results".into()));
+        let mut h = FieldTable::default();
+        h.insert(
+            "x-death".into(),
+            AMQPValue::FieldArray(FieldArray::from(vec![AMQPValue::FieldTable(death)])),
+        );
+        h.insert("nul".into(), AMQPValue::LongString("a\0b".into()));
+        assert_eq!(
+            table(&h),
+            json!({"x-death": [{"count": 2, "queue": "t.results"}], "nul": "a\u{fffd}b"})
+        );
+    }
+}

@@ -1,0 +1,136 @@
+//! The dead letters kept in `dead_letters` (migration 0009): recorded by the orchestrator that
+//! takes them from the dead-letter queue, listed, shown, replayed and discarded through the API.
+
+use std::future::Future;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::FromRow;
+use uuid::Uuid;
+
+use super::{Result, Store};
+
+/// A message to keep.
+#[derive(Debug, Clone)]
+pub struct NewDeadLetter {
+    pub queue: Option<String>,
+    pub reason: String,
+    pub body: Vec<u8>,
+    pub headers: Value,
+    pub task_id: Option<Uuid>,
+    pub step_id: Option<Uuid>,
+}
+
+/// A dead letter as listed: everything but its body and headers.
+#[derive(Debug, Clone, Serialize, FromRow)]
+pub struct DeadLetterView {
+    pub id: i64,
+    pub queue: Option<String>,
+    pub reason: String,
+    pub task_id: Option<Uuid>,
+    pub step_id: Option<Uuid>,
+    pub first_seen: DateTime<Utc>,
+    pub last_seen: DateTime<Utc>,
+    pub times_seen: i32,
+    /// The body's size.
+    pub bytes: i32,
+}
+
+/// A dead letter with its body and headers.
+#[derive(Debug, Clone, FromRow)]
+pub struct DeadLetter {
+    #[sqlx(flatten)]
+    pub view: DeadLetterView,
+    pub body: Vec<u8>,
+    pub headers: Value,
+}
+
+const COLUMNS: &str = "id, queue, reason, task_id, step_id, first_seen, last_seen, times_seen,
+    octet_length(body) AS bytes";
+
+impl Store {
+    /// Keeps a dead letter; the same body from the same queue again counts as seen again
+    /// (its reason becomes the latest). Returns its id.
+    pub async fn record_dead_letter(&self, letter: &NewDeadLetter) -> Result<i64> {
+        Ok(sqlx::query_scalar(
+            "INSERT INTO dead_letters (queue, reason, body, digest, headers, task_id, step_id)
+             VALUES ($1, $2, $3, sha256($3), $4, $5, $6)
+             ON CONFLICT (digest, (coalesce(queue, ''))) DO UPDATE
+                SET last_seen = now(), times_seen = dead_letters.times_seen + 1,
+                    reason = EXCLUDED.reason, headers = EXCLUDED.headers
+             RETURNING id",
+        )
+        .bind(&letter.queue)
+        .bind(&letter.reason)
+        .bind(&letter.body)
+        .bind(&letter.headers)
+        .bind(letter.task_id)
+        .bind(letter.step_id)
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
+    /// Dead letters newest first, `limit` of them with an id below `before`.
+    pub async fn dead_letters(
+        &self,
+        before: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<DeadLetterView>> {
+        Ok(sqlx::query_as(&format!(
+            "SELECT {COLUMNS} FROM dead_letters
+             WHERE $1::bigint IS NULL OR id < $1 ORDER BY id DESC LIMIT $2"
+        ))
+        .bind(before)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    pub async fn dead_letter(&self, id: i64) -> Result<Option<DeadLetter>> {
+        Ok(sqlx::query_as(&format!(
+            "SELECT {COLUMNS}, body, headers FROM dead_letters WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    /// Removes a dead letter; whether there was one.
+    pub async fn discard_dead_letter(&self, id: i64) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM dead_letters WHERE id = $1")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Takes a dead letter out to `send` it: it is removed only if `send` succeeds, and two
+    /// replays of one letter at once send it once (the second finds nothing). `None`: no such
+    /// dead letter.
+    pub async fn replay_dead_letter<F, Fut, E>(
+        &self,
+        id: i64,
+        send: F,
+    ) -> Result<Option<std::result::Result<DeadLetter, E>>>
+    where
+        F: FnOnce(DeadLetter) -> Fut,
+        Fut: Future<Output = std::result::Result<DeadLetter, E>>,
+    {
+        let mut tx = self.pool.begin().await?;
+        let letter: Option<DeadLetter> = sqlx::query_as(&format!(
+            "DELETE FROM dead_letters WHERE id = $1 RETURNING {COLUMNS}, body, headers"
+        ))
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(letter) = letter else {
+            return Ok(None);
+        };
+        let sent = send(letter).await;
+        if sent.is_ok() {
+            tx.commit().await?;
+        }
+        Ok(Some(sent))
+    }
+}
