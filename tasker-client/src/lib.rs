@@ -239,10 +239,25 @@ pub struct Client {
 
 impl Client {
     pub fn new(base_url: &str) -> Self {
+        Self::with_token(base_url, None)
+    }
+
+    /// A client that sends `Authorization: Bearer <token>` with every request (for an
+    /// orchestrator that requires API tokens; `None`: none sent).
+    pub fn with_token(base_url: &str, token: Option<&str>) -> Self {
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(token) = token
+            && let Ok(mut value) =
+                reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
+        {
+            value.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
         Self {
             // An unreachable address fails in seconds, not at the OS's connect timeout.
             http: reqwest::Client::builder()
                 .connect_timeout(Duration::from_secs(5))
+                .default_headers(headers)
                 .build()
                 .unwrap_or_default(),
             base: base_url.trim_end_matches('/').to_owned(),

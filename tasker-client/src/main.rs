@@ -46,6 +46,9 @@ struct Cli {
         global = true
     )]
     url: String,
+    /// API token, for an orchestrator that requires one (`Authorization: Bearer`).
+    #[arg(long, env = "TASKER_TOKEN", global = true, hide_env_values = true)]
+    token: Option<String>,
     /// Print raw JSON instead of a summary.
     #[arg(long, global = true)]
     json: bool,
@@ -271,7 +274,7 @@ fn exit_code(e: &anyhow::Error) -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let client = Client::new(&cli.url);
+    let client = Client::with_token(&cli.url, cli.token.as_deref());
     match cli.command {
         Command::Submit {
             namespace,

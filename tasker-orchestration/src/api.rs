@@ -18,8 +18,15 @@
 //! | POST | /v1/templates | register a template version (YAML or JSON body) |
 //! | GET | /v1/templates | registered versions (`namespace`, `name`) |
 //! | GET | /v1/templates/{namespace}/{name} | one version (`version`; default the newest) |
+//! | GET, POST | /v1/tokens | API tokens (admin): list, create (`{name, scope}`; the token is shown once) |
+//! | DELETE | /v1/tokens/{name} | revoke one |
 //! | GET | /health, /ready, /metrics | liveness, readiness, Prometheus |
+//!
+//! When the orchestrator requires tokens ([`auth`]), every route but `/health` and `/ready`
+//! needs `Authorization: Bearer <token>`: `read` for every GET, `write` to create, cancel and
+//! repair tasks and register templates, `admin` for dead-letter replay/discard and tokens.
 
+mod auth;
 mod dead_letters;
 mod error;
 mod extract;
@@ -41,6 +48,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use uuid::Uuid;
 
+pub use auth::TokenCache;
 pub use error::Error;
 use extract::{Path, Query};
 
@@ -87,6 +95,15 @@ pub fn router(shared: Shared) -> Router {
         .route("/health", get(health))
         .route("/ready", get(ready))
         .route("/metrics", get(metrics))
+        .route(
+            "/v1/tokens",
+            get(auth::list_tokens).post(auth::create_token),
+        )
+        .route("/v1/tokens/{name}", delete(auth::revoke_token))
+        .route_layer(axum::middleware::from_fn_with_state(
+            shared.clone(),
+            auth::require,
+        ))
         .fallback(|| async { Error::not_found("no_such_route", "no such route") })
         .method_not_allowed_fallback(|| async {
             Error::new(

@@ -37,6 +37,8 @@ pub enum Error {
     Store(#[from] store::Error),
     #[error("registering templates: {0}")]
     Catalog(#[from] catalog::Error),
+    #[error("{0}")]
+    NoTokens(String),
     #[error("serving HTTP: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -65,6 +67,19 @@ impl Orchestrator {
             },
         )
         .await?;
+        let o = &config.orchestrator;
+        if o.tokens_required() && store.tokens().await?.is_empty() {
+            return Err(Error::NoTokens(format!(
+                "the API at {} requires tokens (orchestrator.auth = {:?}) and none exists; create \
+                 one with `tasker-orchestrator token create <name> --scope admin`, or bind a \
+                 loopback address, or set orchestrator.auth = \"off\" to serve without tokens",
+                o.bind, o.auth
+            )));
+        }
+        if !o.tokens_required() && !o.binds_loopback() {
+            tracing::warn!(bind = %o.bind,
+                "the API is served without tokens on an address other hosts may reach (orchestrator.auth = \"off\")");
+        }
         let registered_by = format!("orchestrator:{}", tasker_shared::config::process_name());
         let catalog = Catalog::load(store.clone(), &loaded, &registered_by).await?;
         tracing::info!(

@@ -9,6 +9,7 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use tasker_orchestration::Orchestrator;
+use tasker_orchestration::store::{Scope, Store};
 use tasker_shared::Config;
 
 /// Tasker orchestration server: REST API, task state in PostgreSQL, dispatch over RabbitMQ.
@@ -24,6 +25,34 @@ struct Args {
     /// Folder of task templates to register (repeatable; searched recursively).
     #[arg(long)]
     templates: Vec<PathBuf>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Create, list and revoke API tokens, in the database directly (the way to create the
+    /// first one; afterwards an admin token can use `/v1/tokens`).
+    Token {
+        #[command(subcommand)]
+        action: TokenCommand,
+    },
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum TokenCommand {
+    /// Create a token and print it: the only time it is shown (only its SHA-256 is stored).
+    Create {
+        name: String,
+        /// read (every GET), write (and create, cancel, repair tasks, register templates) or
+        /// admin (and replay/discard dead letters, manage tokens).
+        #[arg(long, default_value = "read")]
+        scope: String,
+    },
+    /// The live tokens (never the tokens themselves).
+    List,
+    /// Revoke the live token named NAME; it stops working within seconds.
+    Revoke { name: String },
 }
 
 #[derive(Serialize)]
@@ -50,6 +79,9 @@ async fn main() -> anyhow::Result<()> {
         },
     }));
     let config = Config::extract(&figment)?;
+    if let Some(Command::Token { action }) = args.command {
+        return token(&config, action).await;
+    }
     let bind = config.orchestrator.bind.clone();
     let orchestrator = Orchestrator::start(config)
         .await
@@ -66,6 +98,41 @@ async fn main() -> anyhow::Result<()> {
         on_signal.cancel();
     });
     orchestrator.run(listener, cancel).await?;
+    Ok(())
+}
+
+async fn token(config: &Config, action: TokenCommand) -> anyhow::Result<()> {
+    let store = Store::connect(&config.database_url, 2)
+        .await
+        .context("connecting to PostgreSQL")?;
+    match action {
+        TokenCommand::Create { name, scope } => {
+            let scope = Scope::parse(&scope)
+                .with_context(|| format!("unknown scope {scope:?}; use read, write or admin"))?;
+            let by = std::env::var("USER").map(|u| format!("user:{u}")).ok();
+            let (token, _) = store.create_token(&name, scope, by.as_deref()).await?;
+            eprintln!("created API token {name:?} ({scope}); it is shown only now:");
+            println!("{token}");
+        }
+        TokenCommand::List => {
+            for t in store.tokens().await? {
+                println!(
+                    "{:<24} {:<6} {}  {}",
+                    t.name,
+                    t.scope,
+                    t.created_at.format("%Y-%m-%d %H:%M:%S"),
+                    t.created_by.as_deref().unwrap_or("-")
+                );
+            }
+        }
+        TokenCommand::Revoke { name } => {
+            anyhow::ensure!(
+                store.revoke_token(&name).await?,
+                "no live token named {name:?}"
+            );
+            eprintln!("revoked API token {name:?}");
+        }
+    }
     Ok(())
 }
 

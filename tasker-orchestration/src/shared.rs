@@ -6,6 +6,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::api::TokenCache;
 use crate::catalog::Catalog;
 use crate::dispatcher::Dispatcher;
 use crate::events::Events;
@@ -21,6 +22,8 @@ pub struct Shared {
     pub events: Events,
     /// Fires when the orchestrator stops: background work (retry timers) ends with it.
     pub shutdown: CancellationToken,
+    /// Valid API tokens seen lately.
+    pub tokens: Arc<TokenCache>,
     broker_up: Arc<watch::Sender<bool>>,
 }
 
@@ -33,8 +36,14 @@ impl Shared {
             catalog: Arc::new(catalog),
             events: Events::default(),
             shutdown: CancellationToken::new(),
+            tokens: Arc::default(),
             broker_up: Arc::new(watch::Sender::new(false)),
         }
+    }
+
+    /// Whether the API requires tokens ([`tasker_shared::config::OrchestratorConfig::tokens_required`]).
+    pub fn auth_required(&self) -> bool {
+        self.config.orchestrator.tokens_required()
     }
 
     /// Whether a broker connection is attached.

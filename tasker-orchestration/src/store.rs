@@ -26,10 +26,12 @@ mod dead_letters;
 mod functions;
 mod read;
 mod templates;
+mod tokens;
 
 pub use dead_letters::{DeadLetter, DeadLetterView, NewDeadLetter};
 pub use read::{StepView, TaskFilter, TaskView};
 pub use templates::{Registration, TEMPLATE_REGISTERED_CHANNEL, TemplateFilter, TemplateView};
+pub use tokens::{CreateError, Principal, Scope, TokenView};
 
 /// Channel of the `pg_notify` sent when a task reaches a terminal state; the payload is
 /// `<task id>:<state>`.

@@ -70,6 +70,46 @@ pub struct OrchestratorConfig {
     /// Step messages kept in memory while the broker is unreachable; past this, the oldest
     /// steps are left to the sweeper, which re-publishes them after the visibility timeout.
     pub dispatch_backlog_max: usize,
+    /// Who may use the API: `auto` (tokens required unless `bind` is a loopback address),
+    /// `tokens` (always required), `off` (never; on a non-loopback address only when said
+    /// explicitly). See docs/auth.md.
+    pub auth: AuthMode,
+    /// `/metrics` without a token even when tokens are required (for a scraper that sends none).
+    pub metrics_public: bool,
+}
+
+impl OrchestratorConfig {
+    /// Whether the API requires tokens: `tokens`, or `auto` on an address that is not loopback.
+    pub fn tokens_required(&self) -> bool {
+        match self.auth {
+            AuthMode::Tokens => true,
+            AuthMode::Off => false,
+            AuthMode::Auto => !self.binds_loopback(),
+        }
+    }
+
+    /// Whether `bind` is a loopback address (`127.0.0.1:…`, `[::1]:…`, `localhost:…`); an
+    /// address that cannot be read as one is taken as reachable from elsewhere.
+    pub fn binds_loopback(&self) -> bool {
+        if let Ok(addr) = self.bind.parse::<std::net::SocketAddr>() {
+            return addr.ip().is_loopback();
+        }
+        let host = self
+            .bind
+            .rsplit_once(':')
+            .map_or(self.bind.as_str(), |(h, _)| h);
+        host.eq_ignore_ascii_case("localhost")
+    }
+}
+
+/// [`OrchestratorConfig::auth`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthMode {
+    #[default]
+    Auto,
+    Tokens,
+    Off,
 }
 
 /// Settings of a worker (any language).
@@ -97,6 +137,9 @@ pub struct WorkerConfig {
     pub orchestrator_url: String,
     /// Register the templates at start-up (off: orchestrators' `--templates` must carry them).
     pub register_templates: bool,
+    /// API token sent to the orchestrator (template registration, parent-result pages) when it
+    /// requires tokens: `write` scope. Best set through `TASKER_WORKER__API_TOKEN`.
+    pub api_token: Option<String>,
 }
 
 impl Default for Config {
@@ -131,6 +174,8 @@ impl Default for OrchestratorConfig {
             max_context_bytes: 512 * 1024,
             publish_timeout_ms: 10_000,
             dispatch_backlog_max: 100_000,
+            auth: AuthMode::Auto,
+            metrics_public: false,
         }
     }
 }
@@ -147,6 +192,7 @@ impl Default for WorkerConfig {
             name: None,
             orchestrator_url: "http://127.0.0.1:8080".into(),
             register_templates: true,
+            api_token: None,
         }
     }
 }
@@ -271,6 +317,34 @@ mod tests {
 
     fn reference() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/tasker.reference.toml")
+    }
+
+    #[test]
+    fn tokens_are_required_off_loopback_unless_said_otherwise() {
+        let with = |bind: &str, auth| OrchestratorConfig {
+            bind: bind.into(),
+            auth,
+            ..OrchestratorConfig::default()
+        };
+        for bind in [
+            "127.0.0.1:8080",
+            "[::1]:80",
+            "localhost:8080",
+            "127.0.0.2:1",
+        ] {
+            assert!(!with(bind, AuthMode::Auto).tokens_required(), "{bind}");
+            assert!(with(bind, AuthMode::Tokens).tokens_required(), "{bind}");
+        }
+        for bind in [
+            "0.0.0.0:8080",
+            "[::]:8080",
+            "10.1.2.3:80",
+            "tasker.example:8080",
+            "nonsense",
+        ] {
+            assert!(with(bind, AuthMode::Auto).tokens_required(), "{bind}");
+            assert!(!with(bind, AuthMode::Off).tokens_required(), "{bind}");
+        }
     }
 
     #[test]

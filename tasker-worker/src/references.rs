@@ -32,9 +32,9 @@ pub struct References {
 }
 
 impl References {
-    pub fn new(orchestrator_url: &str) -> Self {
+    pub fn new(orchestrator_url: &str, api_token: Option<&str>) -> Self {
         Self {
-            client: Client::new(orchestrator_url),
+            client: Client::with_token(orchestrator_url, api_token),
             contexts: Mutex::new(VecDeque::new()),
         }
     }

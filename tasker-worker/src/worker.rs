@@ -46,6 +46,8 @@ pub struct WorkerOptions {
     pub name: String,
     /// Where contexts and parent results carried by reference are fetched from.
     pub orchestrator_url: String,
+    /// Sent to an orchestrator that requires API tokens.
+    pub api_token: Option<String>,
     /// Largest handler result sent, in bytes of JSON.
     pub max_result_bytes: usize,
 }
@@ -65,6 +67,7 @@ impl WorkerOptions {
             prefetch: config.worker.prefetch,
             name,
             orchestrator_url: config.worker.orchestrator_url.clone(),
+            api_token: config.worker.api_token.clone(),
             max_result_bytes: config.worker.max_result_bytes,
         }
     }
@@ -102,7 +105,10 @@ impl std::fmt::Debug for Worker {
 impl Worker {
     pub fn new(options: WorkerOptions, host: Arc<dyn HandlerHost>) -> Self {
         Self {
-            references: Arc::new(References::new(&options.orchestrator_url)),
+            references: Arc::new(References::new(
+                &options.orchestrator_url,
+                options.api_token.as_deref(),
+            )),
             options,
             host,
             stats: Arc::new(Stats::default()),

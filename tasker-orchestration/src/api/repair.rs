@@ -2,11 +2,11 @@
 //! with a result. The engine does the work in one transaction (`sql/tasker_repair.sql`); this
 //! module checks the request, names the step, and maps a refusal to its status.
 
-use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
+use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -17,7 +17,7 @@ use super::extract::Path;
 use super::{Error, fetch_task, parse_id, request_body};
 use crate::effects;
 use crate::shared::Shared;
-use crate::store::{Repair, Repaired, TaskView};
+use crate::store::{Principal, Repair, Repaired, TaskView};
 
 /// The body of a retry or resolve; every field optional but `result` on resolve.
 #[derive(Debug, Default, Deserialize)]
@@ -35,11 +35,12 @@ struct RepairBody {
 pub(super) async fn retry_task(
     State(shared): State<Shared>,
     Path(id): Path<String>,
+    principal: Option<Extension<Principal>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<TaskView>, Error> {
     let id = parse_id(&id)?;
     let body = parse_retry(&shared, body)?;
-    repair(&shared, id, None, body).await
+    repair(&shared, id, None, body, principal).await
 }
 
 /// `POST /v1/tasks/{id}/steps/{step}/retry`: the named step (id or name), which must be the
@@ -47,12 +48,13 @@ pub(super) async fn retry_task(
 pub(super) async fn retry_step(
     State(shared): State<Shared>,
     Path((id, step)): Path<(String, String)>,
+    principal: Option<Extension<Principal>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<TaskView>, Error> {
     let id = parse_id(&id)?;
     let body = parse_retry(&shared, body)?;
     let step = step_id(&shared, id, &step).await?;
-    repair(&shared, id, Some(step), body).await
+    repair(&shared, id, Some(step), body, principal).await
 }
 
 /// `POST /v1/tasks/{id}/steps/{step}/resolve`: the step that failed the task is completed with
@@ -60,6 +62,7 @@ pub(super) async fn retry_step(
 pub(super) async fn resolve_step(
     State(shared): State<Shared>,
     Path((id, step)): Path<(String, String)>,
+    principal: Option<Extension<Principal>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<TaskView>, Error> {
     let id = parse_id(&id)?;
@@ -81,7 +84,7 @@ pub(super) async fn resolve_step(
         }
     }
     let step = step_id(&shared, id, &step).await?;
-    repair(&shared, id, Some(step), body).await
+    repair(&shared, id, Some(step), body, principal).await
 }
 
 /// The body of a retry, which takes no `result`.
@@ -138,11 +141,12 @@ async fn repair(
     id: Uuid,
     step: Option<Uuid>,
     body: RepairBody,
+    principal: Option<Extension<Principal>>,
 ) -> Result<Json<TaskView>, Error> {
     let repair = Repair {
         step,
         resolution: body.result,
-        by: body.by,
+        by: actor(body.by, principal.map(|p| p.0)),
         reason: body.reason,
     };
     match shared.store.repair(id, &repair).await? {
@@ -152,6 +156,17 @@ async fn repair(
         }
         Repaired::Refused { code, message } => Err(refusal(&code, message)),
     }
+}
+
+/// Who repairs, as recorded: with tokens required, the token's name, after the `by` the
+/// request gave (`user:alice (token ci)`); without, the `by` given. At most 256 characters.
+fn actor(by: Option<String>, principal: Option<Principal>) -> Option<String> {
+    let actor = match (by, principal) {
+        (Some(by), Some(p)) => format!("{by} (token {})", p.name),
+        (None, Some(p)) => format!("token:{}", p.name),
+        (by, None) => return by,
+    };
+    Some(actor.chars().take(256).collect())
 }
 
 /// The status and stable code of a refused repair.
@@ -168,4 +183,30 @@ fn refusal(code: &str, message: String) -> Error {
         }
     };
     Error::new(status, code, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Scope;
+
+    #[test]
+    fn the_token_is_recorded_with_who_it_says_it_is() {
+        let p = Principal {
+            name: "ci".into(),
+            scope: Scope::Write,
+        };
+        assert_eq!(actor(None, Some(p.clone())).as_deref(), Some("token:ci"));
+        assert_eq!(
+            actor(Some("user:alice".into()), Some(p.clone())).as_deref(),
+            Some("user:alice (token ci)")
+        );
+        assert_eq!(
+            actor(Some("user:bob".into()), None).as_deref(),
+            Some("user:bob")
+        );
+        assert_eq!(actor(None, None), None);
+        let long = actor(Some("x".repeat(256)), Some(p)).unwrap();
+        assert_eq!(long.chars().count(), 256);
+    }
 }

@@ -1,0 +1,259 @@
+//! API tokens: when the orchestrator requires them (`orchestrator.auth`), every route but
+//! `/health` and `/ready` (and `/metrics` when `metrics_public`) needs `Authorization: Bearer
+//! <token>` with a scope that covers it; 401 `unauthenticated` or 403 `forbidden` otherwise.
+//! The holder ([`Principal`]) goes into the request's extensions (repairs record it).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::extract::Path;
+use super::{Error, request_body};
+use crate::shared::Shared;
+use crate::store::{CreateError, Principal, Scope};
+
+/// How long a token once found stays trusted without asking PostgreSQL again: a revoked token
+/// stops working within this on every orchestrator.
+const TRUST_FOR: Duration = Duration::from_secs(5);
+/// Most tokens remembered at once (only valid ones are).
+const REMEMBERED_MAX: usize = 10_000;
+
+/// Valid tokens seen lately, so a request costs no extra query.
+#[derive(Debug, Default)]
+pub struct TokenCache(Mutex<HashMap<String, (Principal, Instant)>>);
+
+impl TokenCache {
+    fn get(&self, token: &str) -> Option<Principal> {
+        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(token)
+            .filter(|(_, at)| at.elapsed() < TRUST_FOR)
+            .map(|(p, _)| p.clone())
+    }
+
+    fn put(&self, token: &str, principal: &Principal) {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= REMEMBERED_MAX {
+            map.retain(|_, (_, at)| at.elapsed() < TRUST_FOR);
+            if map.len() >= REMEMBERED_MAX {
+                map.clear();
+            }
+        }
+        map.insert(token.to_owned(), (principal.clone(), Instant::now()));
+    }
+
+    /// Forgets the tokens named `name` (revoked here: refused at once on this orchestrator).
+    fn forget(&self, name: &str) {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        map.retain(|_, (p, _)| p.name != name);
+    }
+}
+
+/// The scope a request needs, by method and route; `None`: open.
+pub(super) fn needed(method: &Method, route: Option<&str>, metrics_public: bool) -> Option<Scope> {
+    match route {
+        Some("/health" | "/ready") => None,
+        Some("/metrics") if metrics_public => None,
+        Some("/v1/dead-letters/{id}/replay" | "/v1/tokens" | "/v1/tokens/{name}") => {
+            Some(Scope::Admin)
+        }
+        Some("/v1/dead-letters/{id}") if method == Method::DELETE => Some(Scope::Admin),
+        _ if method == Method::GET || method == Method::HEAD => Some(Scope::Read),
+        _ => Some(Scope::Write),
+    }
+}
+
+/// The middleware (a route layer: the route is known).
+pub(super) async fn require(
+    State(shared): State<Shared>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    if !shared.auth_required() {
+        return next.run(req).await;
+    }
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_owned());
+    let Some(scope) = needed(
+        req.method(),
+        route.as_deref(),
+        shared.config.orchestrator.metrics_public,
+    ) else {
+        return next.run(req).await;
+    };
+    let token = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    let Some(token) = token.filter(|t| !t.is_empty()) else {
+        return unauthenticated("this route needs `Authorization: Bearer <token>`");
+    };
+    let principal = match shared.tokens.get(token) {
+        Some(p) => p,
+        None => match shared.store.principal(token).await {
+            Ok(Some(p)) => {
+                shared.tokens.put(token, &p);
+                p
+            }
+            Ok(None) => return unauthenticated("unknown or revoked token"),
+            Err(e) => return Error::from(e).into_response(),
+        },
+    };
+    if principal.scope < scope {
+        return Error::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!(
+                "token {:?} has scope {}; this needs {scope}",
+                principal.name, principal.scope
+            ),
+        )
+        .with_details(json!({ "scope": principal.scope, "needed": scope }))
+        .into_response();
+    }
+    req.extensions_mut().insert(principal);
+    next.run(req).await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct NewToken {
+    name: String,
+    scope: String,
+}
+
+/// `POST /v1/tokens` `{name, scope}` → 201 `{id, name, scope, token}`: the only time the token
+/// is shown.
+pub(super) async fn create_token(
+    State(shared): State<Shared>,
+    principal: Option<Extension<Principal>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, Error> {
+    let body = request_body(&shared, body)?;
+    let req: NewToken = serde_json::from_slice(&body)
+        .map_err(|e| Error::bad_request("invalid_json", format!("invalid request body: {e}")))?;
+    let scope = Scope::parse(&req.scope).ok_or_else(|| {
+        Error::bad_request(
+            "invalid_scope",
+            format!("unknown scope {:?}; use read, write or admin", req.scope),
+        )
+    })?;
+    let by = principal.map(|p| format!("token:{}", p.0.name));
+    match shared
+        .store
+        .create_token(&req.name, scope, by.as_deref())
+        .await
+    {
+        Ok((token, id)) => {
+            tracing::info!(name = %req.name, %scope, "API token created");
+            let body = json!({ "id": id, "name": req.name, "scope": scope, "token": token });
+            Ok((StatusCode::CREATED, Json(body)).into_response())
+        }
+        Err(CreateError::NameTaken(_)) => Err(Error::new(
+            StatusCode::CONFLICT,
+            "token_name_taken",
+            format!(
+                "a token named {:?} exists; revoke it first or choose another name",
+                req.name
+            ),
+        )),
+        Err(e @ CreateError::InvalidName) => Err(Error::bad_request("invalid_name", e.to_string())),
+        Err(CreateError::Store(e)) => Err(e.into()),
+    }
+}
+
+/// `GET /v1/tokens`: live tokens (never the tokens themselves).
+pub(super) async fn list_tokens(
+    State(shared): State<Shared>,
+) -> Result<Json<serde_json::Value>, Error> {
+    Ok(Json(json!({ "tokens": shared.store.tokens().await? })))
+}
+
+/// `DELETE /v1/tokens/{name}` → 204; it stops working within a few seconds everywhere.
+pub(super) async fn revoke_token(
+    State(shared): State<Shared>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, Error> {
+    if shared.store.revoke_token(&name).await? {
+        shared.tokens.forget(&name);
+        tracing::info!(%name, "API token revoked");
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(Error::not_found(
+            "token_not_found",
+            format!("no live token named {name:?}"),
+        ))
+    }
+}
+
+fn unauthenticated(message: &str) -> Response {
+    let mut resp = Error::new(StatusCode::UNAUTHORIZED, "unauthenticated", message).into_response();
+    resp.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        header::HeaderValue::from_static("Bearer"),
+    );
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_route_needs_the_scope_its_effect_deserves() {
+        let get = &Method::GET;
+        let post = &Method::POST;
+        let delete = &Method::DELETE;
+        for (method, route, public, expected) in [
+            (get, Some("/health"), false, None),
+            (get, Some("/ready"), false, None),
+            (get, Some("/metrics"), false, Some(Scope::Read)),
+            (get, Some("/metrics"), true, None),
+            (get, Some("/v1/tasks"), false, Some(Scope::Read)),
+            (post, Some("/v1/tasks"), false, Some(Scope::Write)),
+            (
+                post,
+                Some("/v1/tasks/{id}/retry"),
+                false,
+                Some(Scope::Write),
+            ),
+            (post, Some("/v1/templates"), false, Some(Scope::Write)),
+            (get, Some("/v1/dead-letters/{id}"), false, Some(Scope::Read)),
+            (
+                delete,
+                Some("/v1/dead-letters/{id}"),
+                false,
+                Some(Scope::Admin),
+            ),
+            (
+                post,
+                Some("/v1/dead-letters/{id}/replay"),
+                false,
+                Some(Scope::Admin),
+            ),
+            (post, None, false, Some(Scope::Write)),
+            (get, Some("/v1/tokens"), false, Some(Scope::Admin)),
+            (delete, Some("/v1/tokens/{name}"), false, Some(Scope::Admin)),
+        ] {
+            assert_eq!(
+                needed(method, route, public),
+                expected,
+                "{method} {route:?}"
+            );
+        }
+        assert!(Scope::Read < Scope::Write && Scope::Write < Scope::Admin);
+    }
+}
