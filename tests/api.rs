@@ -174,6 +174,14 @@ async fn list_filters_and_pages_and_shows_steps() -> anyhow::Result<()> {
     assert_eq!(errors["tasks"][0]["id"], failed.id.to_string());
     let (_, other_ns) = get(&format!("{base}/v1/tasks?namespace=elsewhere")).await?;
     assert_eq!(other_ns["tasks"].as_array().unwrap().len(), 0);
+    let (_, by_name) = get(&format!("{base}/v1/tasks?name=permanent_failure")).await?;
+    let by_name: Vec<&str> = by_name["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(by_name, vec![failed.id.to_string()]);
 
     let (s, steps) = get(&format!("{base}/v1/tasks/{}/steps", ids[4])).await?;
     assert_eq!(s, StatusCode::OK);

@@ -90,6 +90,9 @@ enum Command {
         state: Option<String>,
         #[arg(long)]
         namespace: Option<String>,
+        /// Only tasks of this template (its name).
+        #[arg(long)]
+        name: Option<String>,
         /// Tasks per page (1 to 500).
         #[arg(long, default_value_t = 20)]
         limit: i64,
@@ -304,6 +307,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::List {
             state,
             namespace,
+            name,
             limit,
             before,
             all,
@@ -313,6 +317,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 TaskQuery {
                     state,
                     namespace,
+                    name,
                     limit: Some(limit),
                     before,
                 },

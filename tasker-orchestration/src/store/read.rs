@@ -56,6 +56,8 @@ pub struct StepView {
 pub struct TaskFilter {
     pub state: Option<String>,
     pub namespace: Option<String>,
+    /// The template's name.
+    pub name: Option<String>,
     pub before: Option<Uuid>,
     pub limit: i64,
 }
@@ -88,6 +90,7 @@ impl Store {
              WHERE ($1::text IS NULL OR t.state = $1)
                AND ($2::text IS NULL OR t.namespace = $2)
                AND ($3::uuid IS NULL OR t.id < $3)
+               AND ($5::text IS NULL OR t.name = $5)
              ORDER BY t.id DESC LIMIT $4"
         );
         Ok(sqlx::query_as(&sql)
@@ -95,6 +98,7 @@ impl Store {
             .bind(&f.namespace)
             .bind(f.before)
             .bind(f.limit)
+            .bind(&f.name)
             .fetch_all(self.pool())
             .await?)
     }
@@ -168,17 +172,35 @@ impl Store {
     /// Transition history of a task, oldest first: `(step name or null, from, to, attempt,
     /// reason, by, at)`; `by` names who asked for a transition made by hand (a repair).
     pub async fn history(&self, task_id: Uuid) -> Result<Vec<Value>> {
+        self.history_tail(task_id, i64::MAX).await
+    }
+
+    /// The last `limit` transitions of a task's history, oldest first.
+    pub async fn history_tail(&self, task_id: Uuid, limit: i64) -> Result<Vec<Value>> {
         let rows: Vec<(Value,)> = sqlx::query_as(
-            "SELECT jsonb_build_object('step', s.name, 'from', h.from_state, 'to', h.to_state,
-                                       'attempt', h.attempt, 'reason', h.reason, 'by', h.actor,
-                                       'at', h.at)
-             FROM transitions h LEFT JOIN steps s ON s.id = h.step_id
-             WHERE h.task_id = $1 ORDER BY h.id",
+            "SELECT entry FROM (
+                 SELECT h.id, jsonb_build_object('step', s.name, 'from', h.from_state,
+                            'to', h.to_state, 'attempt', h.attempt, 'reason', h.reason,
+                            'by', h.actor, 'at', h.at) AS entry
+                 FROM transitions h LEFT JOIN steps s ON s.id = h.step_id
+                 WHERE h.task_id = $1 ORDER BY h.id DESC LIMIT $2
+             ) tail ORDER BY id",
         )
         .bind(task_id)
+        .bind(limit)
         .fetch_all(self.pool())
         .await?;
         Ok(rows.into_iter().map(|(v,)| v).collect())
+    }
+
+    /// The id of a task's latest transition: it changes whenever the task or a step does.
+    pub async fn task_version(&self, task_id: Uuid) -> Result<Option<i64>> {
+        Ok(
+            sqlx::query_scalar("SELECT max(id) FROM transitions WHERE task_id = $1")
+                .bind(task_id)
+                .fetch_one(self.pool())
+                .await?,
+        )
     }
 
     /// One page of a step's parent results (what its message carries when it is small), in
