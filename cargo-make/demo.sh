@@ -177,7 +177,8 @@ echo "task $repair_id is ${repair_state:-unknown} (on purpose)"
 
 cat <<EOF
 
-Still running, so you can try the CLI yourself:
+Still running, so you can look around:
+  dashboard     $ORCH_URL/ui/   (tasks, their DAG and timings live, templates, dead letters)
   orchestrator  $ORCH_URL   (health $ORCH_URL/health, log $LOG_DIR/orchestrator.log)
   rust worker   $WORKER_HEALTH_URL   (log $LOG_DIR/worker-rust.log)
   ruby, python, typescript workers   http://127.0.0.1:8200/health, :8300, :8400   (logs $LOG_DIR/worker-<lang>.log)
@@ -185,7 +186,9 @@ Still running, so you can try the CLI yourself:
         $BIN_DIR/tasker --url $ORCH_URL submit rust_examples linear --version 1.0.0 --context '{"value": 1}' --wait
         $BIN_DIR/tasker --url $ORCH_URL submit python_examples linear --context '{"value": 1}' --wait
 
-  Task $repair_id failed on purpose; see why, repair it, and read its history:
+  Task $repair_id failed on purpose; see why and repair it in the dashboard,
+        $ORCH_URL/ui/#/tasks/$repair_id   (the Retry button)
+  or with the CLI, and read its history:
         $BIN_DIR/tasker --url $ORCH_URL show $repair_id
         $BIN_DIR/tasker --url $ORCH_URL retry $repair_id --reason "fixed upstream" --wait
         $BIN_DIR/tasker --url $ORCH_URL history $repair_id

@@ -13,8 +13,8 @@ step() { printf '\n==> %s   [%s, +%ds]\n' "$*" "$(date +%H:%M:%S)" $((SECONDS - 
 # idempotent and ~0.05 s when cargo make's services-start already did it), then the bindings'.
 cargo-make/services.sh start
 eval "$(cargo-make/services.sh env)"
-step "cargo-make/ensure-deps.sh ruby python typescript"
-cargo-make/ensure-deps.sh ruby python typescript
+step "cargo-make/ensure-deps.sh ruby python typescript browser"
+cargo-make/ensure-deps.sh ruby python typescript browser
 
 # A failing test's backtrace is worth more than the noise it costs.
 export RUST_BACKTRACE="${RUST_BACKTRACE:-1}"
@@ -46,6 +46,10 @@ for lang_test in workers/*/test.sh; do
   step "$lang_test"
   "$lang_test"
 done
+
+# The dashboard's browser test: Debian's Chromium and playwright-core.
+step "tests/dashboard/setup.sh"
+tests/dashboard/setup.sh
 
 step "cargo test --workspace $*"
 cargo test --workspace "$@"

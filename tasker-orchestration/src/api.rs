@@ -3,10 +3,11 @@
 //! | method | path | |
 //! |---|---|---|
 //! | POST | /v1/tasks | create a task (`idempotency_key` returns the same task again) |
-//! | GET | /v1/tasks | list tasks (`state`, `namespace`, `limit`, `before`) |
+//! | GET | /v1/tasks | list tasks (`state`, `namespace`, `name`, `limit`, `before`) |
 //! | GET | /v1/tasks/{id} | a task (`wait=SECONDS` returns as soon as it is terminal) |
 //! | GET | /v1/tasks/{id}/steps | its steps with results, errors and timings, paged (`?after=&limit=`) |
 //! | GET | /v1/tasks/{id}/history | its transition history |
+//! | GET | /v1/tasks/{id}/events | Server-Sent Events: a `snapshot` (task, steps, history) now and after every change |
 //! | POST | /v1/tasks/{id}/cancel | cancel it |
 //! | POST | /v1/tasks/{id}/retry | a task in error: run its failed step again |
 //! | POST | /v1/tasks/{id}/steps/{step}/retry | the same, naming the step (id or name) |
@@ -21,6 +22,7 @@
 //! | GET, POST | /v1/tokens | API tokens (admin): list, create (`{name, scope}`; the token is shown once) |
 //! | DELETE | /v1/tokens/{name} | revoke one |
 //! | GET | /health, /ready, /metrics | liveness, readiness, Prometheus |
+//! | GET | /ui | the dashboard (assets embedded; `/` redirects there) |
 //!
 //! When the orchestrator requires tokens ([`auth`]), every route but `/health` and `/ready`
 //! needs `Authorization: Bearer <token>`: `read` for every GET, `write` to create, cancel and
@@ -30,8 +32,10 @@ mod auth;
 mod dead_letters;
 mod error;
 mod extract;
+mod live;
 mod repair;
 mod templates;
+mod ui;
 
 use std::time::Duration;
 
@@ -71,6 +75,7 @@ pub fn router(shared: Shared) -> Router {
             get(parent_results),
         )
         .route("/v1/tasks/{id}/history", get(task_history))
+        .route("/v1/tasks/{id}/events", get(live::task_events))
         .route("/v1/tasks/{id}/cancel", post(cancel_task))
         .route("/v1/tasks/{id}/retry", post(repair::retry_task))
         .route(
@@ -100,6 +105,11 @@ pub fn router(shared: Shared) -> Router {
             get(auth::list_tokens).post(auth::create_token),
         )
         .route("/v1/tokens/{name}", delete(auth::revoke_token))
+        .route("/", get(ui::home))
+        .route("/ui", get(ui::index))
+        .route("/ui/", get(ui::index))
+        .route("/ui/app.js", get(ui::script))
+        .route("/ui/app.css", get(ui::style))
         .route_layer(axum::middleware::from_fn_with_state(
             shared.clone(),
             auth::require,
@@ -265,6 +275,7 @@ async fn create_task(
 struct ListQuery {
     state: Option<String>,
     namespace: Option<String>,
+    name: Option<String>,
     limit: Option<i64>,
     before: Option<String>,
 }
@@ -274,6 +285,7 @@ async fn list_tasks(
     Query(q): Query<ListQuery>,
 ) -> Result<Json<Value>, Error> {
     check_filter("namespace", q.namespace.as_deref())?;
+    check_filter("name", q.name.as_deref())?;
     if let Some(state) = &q.state
         && tasker_shared::TaskState::parse(state).is_none()
     {
@@ -289,6 +301,7 @@ async fn list_tasks(
         .tasks(&TaskFilter {
             state: q.state,
             namespace: q.namespace,
+            name: q.name,
             before,
             limit,
         })

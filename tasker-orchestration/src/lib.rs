@@ -122,6 +122,13 @@ impl Orchestrator {
             ));
         }
         tasks.spawn(broker_loop(shared.clone(), cancel.clone()));
+        // Open event streams (the dashboard's live views) end as soon as stopping begins, so
+        // the graceful shutdown does not wait for browsers to leave.
+        let (stopping, stop) = (cancel.clone(), shared.shutdown.clone());
+        tasks.spawn(async move {
+            stopping.cancelled().await;
+            stop.cancel();
+        });
         let app = api::router(shared.clone());
         let served = axum::serve(listener, app)
             .with_graceful_shutdown(cancel.clone().cancelled_owned())

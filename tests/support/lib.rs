@@ -237,6 +237,7 @@ impl RunningOrchestrator {
 
     /// Starts one whose API listens on `addr`.
     pub async fn start_on(config: Config, addr: &str) -> anyhow::Result<RunningOrchestrator> {
+        let config_token = config.worker.api_token.clone();
         let orchestrator = Orchestrator::start(config).await?;
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
@@ -248,7 +249,8 @@ impl RunningOrchestrator {
                 eprintln!("orchestrator stopped with an error: {e}");
             }
         });
-        let client = Client::new(&format!("http://{addr}"));
+        // With the workers' token, if they have one (an orchestrator that requires tokens).
+        let client = Client::with_token(&format!("http://{addr}"), config_token.as_deref());
         let mut up = shared.broker_watch();
         tokio::time::timeout(Duration::from_secs(20), up.wait_for(|up| *up))
             .await

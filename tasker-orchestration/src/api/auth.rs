@@ -61,7 +61,7 @@ impl TokenCache {
 /// The scope a request needs, by method and route; `None`: open.
 pub(super) fn needed(method: &Method, route: Option<&str>, metrics_public: bool) -> Option<Scope> {
     match route {
-        Some("/health" | "/ready") => None,
+        Some("/health" | "/ready" | "/" | "/ui" | "/ui/" | "/ui/app.js" | "/ui/app.css") => None,
         Some("/metrics") if metrics_public => None,
         Some("/v1/dead-letters/{id}/replay" | "/v1/tokens" | "/v1/tokens/{name}") => {
             Some(Scope::Admin)
@@ -220,6 +220,7 @@ mod tests {
         for (method, route, public, expected) in [
             (get, Some("/health"), false, None),
             (get, Some("/ready"), false, None),
+            (get, Some("/ui/app.js"), false, None),
             (get, Some("/metrics"), false, Some(Scope::Read)),
             (get, Some("/metrics"), true, None),
             (get, Some("/v1/tasks"), false, Some(Scope::Read)),

@@ -1,0 +1,45 @@
+//! The dashboard's assets (`ui/`), embedded in the binary so nothing else is deployed. They are
+//! open to anyone (they hold no data); the page asks for an API token when the API wants one.
+
+use axum::http::header;
+use axum::response::{IntoResponse, Redirect, Response};
+
+/// What the page may load and talk to: only this origin.
+const POLICY: &str = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
+                      frame-ancestors 'none'";
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, content_type),
+            // A new orchestrator version's assets are picked up at the next load.
+            (header::CACHE_CONTROL, "no-cache"),
+            (header::CONTENT_SECURITY_POLICY, POLICY),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+pub(super) async fn index() -> Response {
+    asset(
+        "text/html; charset=utf-8",
+        include_str!("../../ui/index.html"),
+    )
+}
+
+pub(super) async fn script() -> Response {
+    asset(
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/app.js"),
+    )
+}
+
+pub(super) async fn style() -> Response {
+    asset("text/css; charset=utf-8", include_str!("../../ui/app.css"))
+}
+
+pub(super) async fn home() -> Redirect {
+    Redirect::temporary("/ui/")
+}
