@@ -9,6 +9,14 @@
 #   cargo-make/services.sh stop-procs  stop only the Tasker processes, leave the services up
 #   cargo-make/services.sh pg-restart  restart the local PostgreSQL in place (the fault suite)
 #   cargo-make/services.sh rabbitmqctl ARGS  rabbitmqctl against the local broker
+#   cargo-make/services.sh tls-start  also start a PostgreSQL that takes TLS connections only,
+#                                   and print `export` lines for it, the amqps:// URL and the CA
+#                                   (tests/tls.rs, docs/tls.md)
+#
+# TLS: a throwaway CA and a certificate for localhost/127.0.0.1 are made with openssl on the first
+# start (<state>/tls/); RabbitMQ takes amqps:// on TASKER_AMQPS_PORT beside plain AMQP, and
+# `tls-start` runs a second PostgreSQL cluster with ssl = on and only `hostssl` in pg_hba.conf.
+# The main cluster stays plain, so nothing else pays for encryption it did not ask for.
 #
 # Everything (data, logs, pid files, sockets) lives in one state folder so that a checkout never
 # touches the machine's system services and `rm -rf .tasker` is a full reset:
@@ -17,6 +25,8 @@
 #   TASKER_AMQP_PORT       RabbitMQ AMQP port (default 55672)
 #   TASKER_AMQP_DIST_PORT  RabbitMQ's Erlang distribution port (default 55673)
 #   TASKER_EPMD_PORT       Erlang port mapper port (default 55674)
+#   TASKER_AMQPS_PORT      RabbitMQ amqps:// port (default 55671)
+#   TASKER_PG_TLS_PORT     port of the TLS-only PostgreSQL of `tls-start` (default 55433)
 #   DATABASE_URL / AMQP_URL  if already set (to anything but the URL this script hands out), that
 #                            service is external: never started or stopped here.
 set -euo pipefail
@@ -30,6 +40,8 @@ AMQP_DIST_PORT="${TASKER_AMQP_DIST_PORT:-55673}"
 # An epmd of our own (not the shared 4369) so that two checkouts (say a developer's and CI's) can
 # both run a node called "tasker", and so that `epmd -kill` never hits anybody else's nodes.
 EPMD_PORT="${TASKER_EPMD_PORT:-55674}"
+AMQPS_PORT="${TASKER_AMQPS_PORT:-55671}"
+PG_TLS_PORT="${TASKER_PG_TLS_PORT:-55433}"
 RMQ_NODE="tasker@localhost"
 RMQ_BIN=/usr/lib/rabbitmq/bin
 
@@ -179,37 +191,45 @@ choose_pg_root() {
 
 pg_url() { echo "postgres://$PG_USER@127.0.0.1:$PG_PORT/tasker"; }
 
+# The TLS-only cluster of `tls-start` lives next to the main one (same parent, so the postgres
+# user reaches it too). Its URL checks the server's certificate against our CA.
+pg_tls_root() { echo "$(pg_root)-tls"; }
+pg_tls_url() {
+  echo "postgres://$PG_USER@localhost:$PG_TLS_PORT/tasker?sslmode=verify-full&sslrootcert=$TLS_DIR/ca.pem"
+}
+
+# pg_running [ROOT]: is the cluster in ROOT (default: the main one) up?
 pg_running() {
   [[ -n "$PG_BIN" ]] || find_pg_bin || return 1
   local data
-  data="$(pg_root)/data"
+  data="${1:-$(pg_root)}/data"
   [[ -f "$data/PG_VERSION" ]] || return 1
   pg_as "$PG_BIN/pg_ctl" -D "$data" status >/dev/null 2>&1
 }
 
-psql_admin() {
-  "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" -d postgres "$@"
-}
+pg_start() { choose_pg_root; pg_start_cluster "$(pg_root)" "$PG_PORT" ""; }
+pg_tls_start() { choose_pg_root; pg_start_cluster "$(pg_tls_root)" "$PG_TLS_PORT" tls; }
 
-pg_start() {
-  local started root data logfile
+# pg_start_cluster ROOT PORT TLS: initdb (first time), settings, start, database `tasker`. TLS
+# non-empty: ssl = on with our certificate, and pg_hba.conf accepts TLS connections only.
+pg_start_cluster() {
+  local root="$1" port="$2" tls="$3" started data logfile what=postgres link=postgresql.log
+  [[ -z "$tls" ]] || { what="postgres (TLS)"; link=postgresql-tls.log; }
   started="$(now_ms)"
   ensure_pg_installed
-  if pg_running; then
-    log "postgres: already running on 127.0.0.1:$PG_PORT ($(pg_root)/data)"
+  data="$root/data"
+  if pg_running "$root"; then
+    log "$what: already running on 127.0.0.1:$port ($data)"
     return 0
   fi
-  choose_pg_root
-  root="$(pg_root)"
-  data="$root/data"
   logfile="$root/postgresql.log"
   mkdir -p "$root/sock"
   if is_root; then chown postgres:postgres "$root" "$root/sock"; fi
   # The cluster's log sits next to it (the server writes it as its own user); link it from logs/.
-  ln -sfn "$logfile" "$LOG_DIR/postgresql.log"
+  ln -sfn "$logfile" "$LOG_DIR/$link"
 
   if [[ ! -f "$data/PG_VERSION" ]]; then
-    log "postgres: initdb in $data"
+    log "$what: initdb in $data"
     pg_as "$PG_BIN/initdb" -D "$data" --auth=trust -E UTF8 --locale=C.UTF-8 >"$root/initdb.log" 2>&1 \
       || { show_log_tail "$root/initdb.log"; die "initdb failed"; }
     # Our settings go to a file of their own, rewritten on every start (see below).
@@ -217,15 +237,15 @@ pg_start() {
       >>"$data/postgresql.conf"
   fi
 
-  if port_open "$PG_PORT"; then
-    die "port $PG_PORT is already in use by another process (another checkout's services? stop them there, or set TASKER_PG_PORT)"
+  if port_open "$port"; then
+    die "port $port is already in use by another process (another checkout's services? stop them there, or set TASKER_PG_PORT / TASKER_PG_TLS_PORT)"
   fi
 
   # Rewritten each start so a changed port or setting in this script takes effect.
   cat >"$data/tasker.conf" <<EOF
 # Written by cargo-make/services.sh on every start: edit the script, not this file.
 listen_addresses = '127.0.0.1'
-port = $PG_PORT
+port = $port
 unix_socket_directories = '$root/sock'
 # Tests, the orchestrator and workers each keep pools; 100 is easily exhausted.
 max_connections = 300
@@ -234,6 +254,23 @@ fsync = on
 synchronous_commit = on
 full_page_writes = on
 EOF
+  if [[ -n "$tls" ]]; then
+    # The server uses its key only if nobody else can read it.
+    install -m 600 "$TLS_DIR/server.key" "$data/tasker-server.key"
+    install -m 644 "$TLS_DIR/server.pem" "$data/tasker-server.pem"
+    cat >>"$data/tasker.conf" <<EOF
+ssl = on
+ssl_cert_file = 'tasker-server.pem'
+ssl_key_file = 'tasker-server.key'
+hba_file = '$data/tasker_hba.conf'
+EOF
+    cat >"$data/tasker_hba.conf" <<EOF
+# Written by cargo-make/services.sh: TLS connections only (a plain TCP connection is refused).
+local   all  all                 trust
+hostssl all  all  127.0.0.1/32   trust
+EOF
+    if is_root; then chown postgres:postgres "$data/tasker-server.key" "$data/tasker-server.pem" "$data/tasker_hba.conf"; fi
+  fi
   if is_root; then chown postgres:postgres "$data/tasker.conf"; fi
 
   # 9>&- : the daemon must not inherit our lock file descriptor (it would hold the lock forever).
@@ -241,37 +278,71 @@ EOF
     show_log_tail "$root/pg_ctl.log"
     show_log_tail "$logfile"
     if tail -n 20 "$logfile" 2>/dev/null | grep -q 'Address already in use'; then
-      die "postgres could not bind 127.0.0.1:$PG_PORT although nothing listens there: an outgoing connection holds it as its source port (see reserve_ports). Wait a minute and retry, or set TASKER_PG_PORT to a port below 32768"
+      die "postgres could not bind 127.0.0.1:$port although nothing listens there: an outgoing connection holds it as its source port (see reserve_ports). Wait a minute and retry, or set TASKER_PG_PORT / TASKER_PG_TLS_PORT to a port below 32768"
     fi
-    die "postgres did not start"
+    die "$what did not start"
   fi
 
-  if [[ -z "$(psql_admin -tA -c "SELECT 1 FROM pg_database WHERE datname = 'tasker'")" ]]; then
-    psql_admin -c "CREATE DATABASE tasker" || die "could not create database tasker"
-    log "postgres: created database tasker"
+  # Over the Unix socket, which both clusters trust.
+  local psql=("$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$root/sock" -p "$port" -U "$PG_USER" -d postgres)
+  if [[ -z "$(pg_as "${psql[@]}" -tA -c "SELECT 1 FROM pg_database WHERE datname = 'tasker'")" ]]; then
+    pg_as "${psql[@]}" -c "CREATE DATABASE tasker" || die "could not create database tasker"
+    log "$what: created database tasker"
   fi
-  log "postgres: up on 127.0.0.1:$PG_PORT in $(since "$started") (data $data, log $logfile)"
+  log "$what: up on 127.0.0.1:$port in $(since "$started") (data $data, log $logfile)"
 }
 
+# pg_stop [ROOT]: stop the cluster in ROOT (default: the main one), if it runs.
 pg_stop() {
   find_pg_bin || return 0
-  local data root
-  root="$(pg_root)"
+  local root data what=postgres started
+  root="${1:-$(pg_root)}"
+  [[ -z "${1:-}" ]] || what="postgres (TLS)"
   data="$root/data"
-  if ! pg_running; then
-    log "postgres: not running"
+  if ! pg_running "$root"; then
+    [[ -n "${1:-}" ]] || log "$what: not running"
     return 0
   fi
-  local started
   started="$(now_ms)"
   # fast = roll back open transactions and disconnect clients, then a clean shutdown checkpoint
   if ! pg_as "$PG_BIN/pg_ctl" -D "$data" -m fast -w -t 60 stop >"$root/pg_ctl.log" 2>&1; then
     show_log_tail "$root/pg_ctl.log"
     show_log_tail "$root/postgresql.log"
-    log "ERROR: postgres did not stop"
+    log "ERROR: $what did not stop"
     return 1   # not die: stop must still go on to stop RabbitMQ
   fi
-  log "postgres: stopped in $(since "$started")"
+  log "$what: stopped in $(since "$started")"
+}
+
+# --------------------------------------------------------------------------------------------
+# TLS material: a throwaway CA of this state folder and a server certificate it signs, for
+# localhost and 127.0.0.1 (RabbitMQ's amqps:// listener, the TLS PostgreSQL, an https://
+# orchestrator in tests). Made once; `rm -rf .tasker/tls` makes new ones at the next start.
+# --------------------------------------------------------------------------------------------
+TLS_DIR="$STATE/tls"
+
+tls_material() {
+  [[ -s "$TLS_DIR/ca.pem" && -s "$TLS_DIR/server.pem" && -s "$TLS_DIR/server.key" ]] && return 0
+  command -v openssl >/dev/null || die "openssl is missing although ensure-deps.sh checked for it"
+  mkdir -p "$TLS_DIR"
+  local ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  (
+    cd "$TLS_DIR"
+    openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.pem -days 3650 \
+      -subj "/CN=Tasker throwaway CA" \
+      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign"
+    openssl req "${ec[@]}" -keyout server.key -out server.csr -subj "/CN=localhost"
+    printf '%s\n' "subjectAltName=DNS:localhost,IP:127.0.0.1" "basicConstraints=critical,CA:FALSE" \
+      "keyUsage=critical,digitalSignature" "extendedKeyUsage=serverAuth" >server.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 825 \
+      -extfile server.ext -out server.pem
+    rm -f server.csr server.ext ca.srl
+  ) >"$LOG_DIR/tls.log" 2>&1 || { show_log_tail "$LOG_DIR/tls.log"; die "openssl could not make the TLS material"; }
+  # Tests and clients read the CA and the certificate; the keys stay with this user.
+  chmod 755 "$TLS_DIR"
+  chmod 644 "$TLS_DIR/ca.pem" "$TLS_DIR/server.pem"
+  chmod 600 "$TLS_DIR/ca.key" "$TLS_DIR/server.key"
+  log "tls: made a throwaway CA and a certificate for localhost and 127.0.0.1 in $TLS_DIR"
 }
 
 # --------------------------------------------------------------------------------------------
@@ -306,6 +377,7 @@ RMQ_ENV=(
 rmq() { env "${RMQ_ENV[@]}" "$@"; }
 
 amqp_url() { echo "amqp://guest:guest@127.0.0.1:$AMQP_PORT/%2f"; }
+amqps_url() { echo "amqps://guest:guest@localhost:$AMQPS_PORT/%2f"; }
 
 # The broker's pid: from its pid file, or -- while it boots and hasn't written one yet, e.g. when a
 # start failed half-way -- the beam.smp whose command line carries our own HOME (unique per
@@ -342,6 +414,7 @@ rmq_launch() {
   [[ -x "$RMQ_BIN/rabbitmq-server" ]] || die "rabbitmq-server is installed but $RMQ_BIN/rabbitmq-server is missing"
   if rmq_running; then
     log "rabbitmq: already running on 127.0.0.1:$AMQP_PORT (pid $(rmq_pid))"
+    port_open "$AMQPS_PORT" || log "rabbitmq: no amqps:// on $AMQPS_PORT (started by an older services.sh); \`$0 stop\` and start again to get it"
     RMQ_LAUNCHED_AT=""
     return 0
   fi
@@ -353,16 +426,16 @@ rmq_launch() {
   else
     rm -f "$RMQ_PID_FILE"
     local p
-    for p in "$AMQP_PORT" "$AMQP_DIST_PORT"; do
+    for p in "$AMQP_PORT" "$AMQPS_PORT" "$AMQP_DIST_PORT"; do
       if port_open "$p"; then
-        die "port $p is already in use by another process (another checkout's services? stop them there, or set TASKER_AMQP_PORT / TASKER_AMQP_DIST_PORT)"
+        die "port $p is already in use by another process (another checkout's services? stop them there, or set TASKER_AMQP_PORT / TASKER_AMQPS_PORT / TASKER_AMQP_DIST_PORT)"
       fi
     done
     mkdir -p "$RMQ_DIR/home" "$RMQ_DIR/mnesia" "$RMQ_LOG_DIR"
     chmod 700 "$RMQ_DIR/home"   # the Erlang cookie must not be readable by others
     echo '[].' >"$RMQ_DIR/enabled_plugins"   # no management plugin: faster boot, less memory
     : >"$RMQ_DIR/rabbitmq-env.conf"           # keep /etc/rabbitmq/rabbitmq-env.conf out of it
-    cat >"$RMQ_DIR/rabbitmq.conf" <<'EOF'
+    cat >"$RMQ_DIR/rabbitmq.conf" <<EOF
 # Written by cargo-make/services.sh on every start: edit the script, not this file.
 # guest/guest is allowed because we only listen on 127.0.0.1.
 # A dev broker sharing a 2-core machine with builds: block publishers early rather than swap.
@@ -370,6 +443,13 @@ vm_memory_high_watermark.relative = 0.2
 # RabbitMQ's own default, written out on purpose: a disk alarm blocks every publisher, and CI
 # disks can be small; never raise it to a RAM-relative limit here.
 disk_free_limit.absolute = 50MB
+# amqps:// beside plain AMQP, with the throwaway CA's certificate (docs/tls.md).
+listeners.ssl.local = 127.0.0.1:$AMQPS_PORT
+ssl_options.cacertfile = $TLS_DIR/ca.pem
+ssl_options.certfile = $TLS_DIR/server.pem
+ssl_options.keyfile = $TLS_DIR/server.key
+ssl_options.verify = verify_none
+ssl_options.fail_if_no_peer_cert = false
 EOF
     # 9>&- : the broker (and the epmd it spawns) must not inherit our lock descriptor.
     if ! (cd "$RMQ_DIR" && rmq "$RMQ_BIN/rabbitmq-server" -detached) >"$RMQ_LOG_DIR/startup.log" 2>&1 9>&-; then
@@ -512,13 +592,14 @@ cmd_start() {
   started="$(now_ms)"
   local ports=() deps=()
   [[ -n "$EXTERNAL_PG" ]] || { ports+=("$PG_PORT"); deps+=(services:postgresql); }
-  [[ -n "$EXTERNAL_AMQP" ]] || { ports+=("$AMQP_PORT" "$AMQP_DIST_PORT" "$EPMD_PORT"); deps+=(services:rabbitmq-server); }
+  [[ -n "$EXTERNAL_AMQP" ]] || { ports+=("$AMQP_PORT" "$AMQPS_PORT" "$AMQP_DIST_PORT" "$EPMD_PORT"); deps+=(services:rabbitmq-server services:openssl); }
   # What is missing gets installed (dpkg-query decides; apt-get when needed, services kept from
   # starting). 9>&- : nothing apt starts may inherit our lock.
   if ((${#deps[@]})) && ! "$ROOT/cargo-make/ensure-deps.sh" "${deps[@]}" 9>&-; then
     die "could not install what the services need (see above), or set DATABASE_URL/AMQP_URL to existing services"
   fi
   reserve_ports "${ports[@]}"
+  [[ -n "$EXTERNAL_AMQP" ]] || tls_material
   # Broker first and in the background: PostgreSQL (~0.2-1 s) starts while it boots (~5 s).
   if [[ -n "$EXTERNAL_AMQP" ]]; then log "rabbitmq: AMQP_URL is set; using it, not starting one"; else rmq_launch; fi
   if [[ -n "$EXTERNAL_PG" ]]; then log "postgres: DATABASE_URL is set; using it, not starting one"; else pg_start; fi
@@ -528,12 +609,34 @@ cmd_start() {
   log "  AMQP_URL=${AMQP_URL:-$(amqp_url)}"
 }
 
+# The TLS-only PostgreSQL beside the services `start` runs, then what a process needs to use
+# TLS everywhere, as `export` lines (TASKER_LOCAL_TLS_*: not configuration keys, so evaluating
+# them changes nothing by itself).
+cmd_tls_start() {
+  take_lock
+  [[ -z "$EXTERNAL_AMQP" ]] || die "AMQP_URL points at an external broker; tls-start needs the local one (its amqps:// listener)"
+  rmq_running || die "the local RabbitMQ is not running; start it first: $0 start"
+  port_open "$AMQPS_PORT" \
+    || die "the local RabbitMQ takes no amqps:// on $AMQPS_PORT: it was started by an older services.sh; restart it: $0 stop && $0 start"
+  "$ROOT/cargo-make/ensure-deps.sh" services:postgresql services:openssl 9>&- \
+    || die "could not install what the TLS PostgreSQL needs (see above)"
+  reserve_ports "$PG_TLS_PORT"
+  tls_material
+  pg_tls_start
+  printf 'export TASKER_LOCAL_TLS_CA_FILE=%q\n' "$TLS_DIR/ca.pem"
+  printf 'export TASKER_LOCAL_TLS_CERT_FILE=%q\n' "$TLS_DIR/server.pem"
+  printf 'export TASKER_LOCAL_TLS_KEY_FILE=%q\n' "$TLS_DIR/server.key"
+  printf 'export TASKER_LOCAL_TLS_DATABASE_URL=%q\n' "$(pg_tls_url)"
+  printf 'export TASKER_LOCAL_TLS_AMQP_URL=%q\n' "$(amqps_url)"
+}
+
 cmd_stop() {
   take_lock
   # Clients first, so the servers don't wait for their connections to go away.
   stop_tasker_processes
   local rc=0
   if [[ -n "$EXTERNAL_PG" ]]; then log "postgres: external (DATABASE_URL set); left alone"; else pg_stop || rc=1; fi
+  pg_stop "$(pg_tls_root)" || rc=1
   if [[ -n "$EXTERNAL_AMQP" ]]; then log "rabbitmq: external (AMQP_URL set); left alone"; else rmq_stop || rc=1; fi
   return "$rc"
 }
@@ -548,10 +651,14 @@ cmd_status() {
     printf '%-10s down\n' "postgres:"
     rc=1
   fi
+  if pg_running "$(pg_tls_root)"; then
+    printf '%-10s up    %s  (TLS only, tls-start)\n' "postgres:" "$(pg_tls_url)"
+  fi
   if [[ -n "$EXTERNAL_AMQP" ]]; then
     printf '%-10s external  %s\n' "rabbitmq:" "$AMQP_URL"
   elif rmq_running; then
     printf '%-10s up    %s  (pid %s)\n' "rabbitmq:" "$(amqp_url)" "$(rmq_pid)"
+    if port_open "$AMQPS_PORT"; then printf '%-10s up    %s\n' "rabbitmq:" "$(amqps_url)"; fi
   else
     printf '%-10s down\n' "rabbitmq:"
     rc=1
@@ -571,6 +678,7 @@ case "${1:-}" in
   stop) cmd_stop ;;
   status) cmd_status ;;
   env) cmd_env ;;
+  tls-start) cmd_tls_start ;;
   # Only the Tasker processes (demo.sh restarts its orchestrator/worker this way); services stay up.
   stop-procs) take_lock && stop_tasker_processes ;;
   # Restart the local PostgreSQL in place (every connection drops), for the fault suite.
@@ -590,7 +698,7 @@ case "${1:-}" in
     exec env "${RMQ_ENV[@]}" "$RMQ_BIN/rabbitmqctl" -q -n "$RMQ_NODE" "$@"
     ;;
   *)
-    echo "usage: $0 start|stop|status|env|stop-procs|pg-restart|rabbitmqctl ARGS..." >&2
+    echo "usage: $0 start|stop|status|env|tls-start|stop-procs|pg-restart|rabbitmqctl ARGS..." >&2
     exit 2
     ;;
 esac

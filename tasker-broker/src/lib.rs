@@ -39,6 +39,11 @@ pub enum Error {
     Unroutable(usize),
     #[error("timed out connecting to the broker after {0:?}")]
     ConnectTimeout(Duration),
+    #[error("the CA file for amqps:// ({path}) cannot be read: {source}")]
+    TlsCa {
+        path: String,
+        source: std::io::Error,
+    },
     /// The connection or channel closed under a consumer or publisher.
     #[error("the broker connection closed")]
     Closed,
@@ -56,9 +61,39 @@ pub struct Broker {
 impl Broker {
     /// Connects to `url`, naming the connection `name` (visible in `rabbitmqctl list_connections`).
     pub async fn connect(url: &str, prefix: &str, name: &str) -> Result<Broker> {
+        Self::connect_with(url, prefix, name, None).await
+    }
+
+    /// [`Broker::connect`], trusting the CA certificates of the PEM file `tls_ca` beside the
+    /// built-in web roots when `url` is `amqps://` (read at each connection, so a renewed CA is
+    /// picked up at the next reconnect).
+    pub async fn connect_with(
+        url: &str,
+        prefix: &str,
+        name: &str,
+        tls_ca: Option<&std::path::Path>,
+    ) -> Result<Broker> {
         let props = ConnectionProperties::default().with_connection_name(name.to_owned().into());
+        let tls = lapin::tcp::OwnedTLSConfig {
+            identity: None,
+            cert_chain: match tls_ca {
+                Some(path) => {
+                    Some(
+                        std::fs::read_to_string(path).map_err(|source| Error::TlsCa {
+                            path: path.display().to_string(),
+                            source,
+                        })?,
+                    )
+                }
+                None => None,
+            },
+        };
         let timeout = Duration::from_secs(10);
-        let connection = tokio::time::timeout(timeout, Connection::connect(url, props))
+        let connect = async {
+            Connection::connect_with_config(url, props, tls, lapin::runtime::default_runtime()?)
+                .await
+        };
+        let connection = tokio::time::timeout(timeout, connect)
             .await
             .map_err(|_| Error::ConnectTimeout(timeout))??;
         Ok(Broker {

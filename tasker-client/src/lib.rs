@@ -13,6 +13,7 @@
 //! # Ok(()) }
 //! ```
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -26,14 +27,40 @@ const PAGE_TIMEOUT: Duration = Duration::from_secs(30);
 /// A failed call.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot reach the Tasker API: {0}")]
-    Http(#[from] reqwest::Error),
+    /// Not sent, or no answer: the message carries the whole chain of causes (a refused
+    /// connection, a certificate that could not be verified, a timeout).
+    #[error("cannot reach the Tasker API: {}", causes(.0))]
+    Http(reqwest::Error),
+    /// The CA file of [`ClientOptions::tls_ca_file`] cannot be read or holds no certificate.
+    #[error("TLS: {0}")]
+    Tls(String),
     #[error("{status} {code}: {message}")]
     Api {
         status: u16,
         code: String,
         message: String,
     },
+}
+
+impl From<reqwest::Error> for Error {
+    fn from(e: reqwest::Error) -> Self {
+        Error::Http(e)
+    }
+}
+
+/// An error and its sources, `: `-separated, each said once: reqwest's own message names only
+/// the request, the reason is in its sources.
+fn causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut said: Vec<String> = Vec::new();
+    let mut next = Some(e);
+    while let Some(e) = next {
+        let text = e.to_string();
+        if !said.iter().any(|s| s.contains(&text)) {
+            said.push(text);
+        }
+        next = e.source();
+    }
+    said.join(": ")
 }
 
 /// One page of a step's parent results: by default as a map of step name to result;
@@ -233,6 +260,25 @@ pub struct DeadLetter {
     pub body_base64: Option<String>,
 }
 
+/// Makes rustls' ring provider the process default, once: reqwest is built without one of its
+/// own (so nothing compiles a second crypto library) and needs it before its first client, even
+/// for plain `http://`. Called by every [`Client`] constructor; a process that builds its own
+/// `reqwest::Client` calls it first.
+pub fn install_crypto_provider() {
+    // Err: one is installed already (this one, or the process's own choice), which is fine.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// How a [`Client`] reaches the orchestrator.
+#[derive(Debug, Clone, Default)]
+pub struct ClientOptions {
+    /// Sent as `Authorization: Bearer <token>` (an orchestrator that requires API tokens).
+    pub token: Option<String>,
+    /// PEM file of CA certificates trusted beside the system's, for an `https://` orchestrator
+    /// whose certificate they sign (a private CA).
+    pub tls_ca_file: Option<PathBuf>,
+}
+
 /// Client of one orchestrator.
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -248,6 +294,30 @@ impl Client {
     /// A client that sends `Authorization: Bearer <token>` with every request (for an
     /// orchestrator that requires API tokens; `None`: none sent).
     pub fn with_token(base_url: &str, token: Option<&str>) -> Self {
+        Self::build(base_url, token, Vec::new())
+    }
+
+    /// A client with a token and a CA file (see [`ClientOptions`]); fails only when the CA file
+    /// cannot be read or holds no certificate.
+    pub fn with_options(base_url: &str, options: &ClientOptions) -> Result<Self, Error> {
+        let mut roots = Vec::new();
+        if let Some(path) = &options.tls_ca_file {
+            let pem = std::fs::read(path)
+                .map_err(|e| Error::Tls(format!("cannot read {}: {e}", path.display())))?;
+            roots = reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| Error::Tls(format!("{}: {e}", path.display())))?;
+            if roots.is_empty() {
+                return Err(Error::Tls(format!(
+                    "{} holds no PEM certificate",
+                    path.display()
+                )));
+            }
+        }
+        Ok(Self::build(base_url, options.token.as_deref(), roots))
+    }
+
+    fn build(base_url: &str, token: Option<&str>, roots: Vec<reqwest::Certificate>) -> Self {
+        install_crypto_provider();
         let mut headers = reqwest::header::HeaderMap::new();
         if let Some(token) = token
             && let Ok(mut value) =
@@ -261,6 +331,7 @@ impl Client {
             http: reqwest::Client::builder()
                 .connect_timeout(Duration::from_secs(5))
                 .default_headers(headers)
+                .tls_certs_merge(roots)
                 .build()
                 .unwrap_or_default(),
             base: base_url.trim_end_matches('/').to_owned(),

@@ -9,7 +9,9 @@ use clap::{Parser, Subcommand};
 use serde_json::Value;
 use uuid::Uuid;
 
-use tasker_client::{Client, CreateTask, RepairNote, Step, Task, TaskQuery, Transition};
+use tasker_client::{
+    Client, ClientOptions, CreateTask, RepairNote, Step, Task, TaskQuery, Transition,
+};
 
 /// `println!` that ends the process quietly when stdout is closed (`tasker list | head`)
 /// instead of panicking on the broken pipe.
@@ -49,6 +51,9 @@ struct Cli {
     /// API token, for an orchestrator that requires one (`Authorization: Bearer`).
     #[arg(long, env = "TASKER_TOKEN", global = true, hide_env_values = true)]
     token: Option<String>,
+    /// PEM file of CA certificates to trust for an https:// orchestrator (a private CA).
+    #[arg(long, env = "TASKER_TLS_CA_FILE", global = true)]
+    tls_ca_file: Option<std::path::PathBuf>,
     /// Print raw JSON instead of a summary.
     #[arg(long, global = true)]
     json: bool,
@@ -271,13 +276,20 @@ async fn main() -> ExitCode {
 fn exit_code(e: &anyhow::Error) -> ExitCode {
     match e.downcast_ref::<tasker_client::Error>() {
         Some(tasker_client::Error::Api { status, .. }) if *status < 500 => ExitCode::from(4),
+        Some(tasker_client::Error::Tls(_)) => ExitCode::from(2),
         Some(_) => ExitCode::from(5),
         None => ExitCode::from(2),
     }
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let client = Client::with_token(&cli.url, cli.token.as_deref());
+    let client = Client::with_options(
+        &cli.url,
+        &ClientOptions {
+            token: cli.token.clone(),
+            tls_ca_file: cli.tls_ca_file.clone(),
+        },
+    )?;
     match cli.command {
         Command::Submit {
             namespace,
@@ -385,17 +397,18 @@ async fn dead_letters(
     match action {
         DeadLettersCommand::List { limit, before, all } => {
             let (mut before, mut every) = (before, Vec::new());
-            if !json {
-                out!(
-                    "{:>8} {:<20} {:>5} {:<32} REASON",
-                    "ID",
-                    "FIRST SEEN",
-                    "SEEN",
-                    "QUEUE"
-                );
-            }
+            let mut header = !json;
             loop {
                 let page = client.dead_letters(before, Some(limit)).await?;
+                if std::mem::take(&mut header) {
+                    out!(
+                        "{:>8} {:<20} {:>5} {:<32} REASON",
+                        "ID",
+                        "FIRST SEEN",
+                        "SEEN",
+                        "QUEUE"
+                    );
+                }
                 if json && !all {
                     out!("{}", serde_json::to_string_pretty(&page)?);
                     return Ok(ExitCode::SUCCESS);
@@ -645,17 +658,19 @@ async fn list(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let mut every = Vec::new();
-    if !json {
-        out!(
-            "{:<38} {:<10} {:<40} {:>10}",
-            "ID",
-            "STATE",
-            "TEMPLATE",
-            "MS"
-        );
-    }
+    // Printed once the first page is in, so a failure prints nothing but the error.
+    let mut header = !json;
     loop {
         let page = client.tasks(&q).await?;
+        if std::mem::take(&mut header) {
+            out!(
+                "{:<38} {:<10} {:<40} {:>10}",
+                "ID",
+                "STATE",
+                "TEMPLATE",
+                "MS"
+            );
+        }
         let next = page.next_before;
         if json && !all {
             out!("{}", serde_json::to_string_pretty(&page)?);

@@ -18,6 +18,7 @@ mod results;
 mod shared;
 pub mod store;
 mod sweeper;
+pub mod tls;
 
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -41,12 +42,16 @@ pub enum Error {
     NoTokens(String),
     #[error("serving HTTP: {0}")]
     Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Tls(#[from] tls::Error),
 }
 
 /// An orchestration server, connected and ready to run.
 #[derive(Debug)]
 pub struct Orchestrator {
     shared: Shared,
+    /// Set when the API is served over TLS.
+    tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 }
 
 impl Orchestrator {
@@ -54,6 +59,15 @@ impl Orchestrator {
     /// the engine's functions) and registers the templates. The broker is connected by
     /// [`Orchestrator::run`].
     pub async fn start(config: tasker_shared::Config) -> Result<Orchestrator, Error> {
+        // Read before anything connects, so that a certificate that cannot be used stops the
+        // start at once.
+        let tls = match (
+            &config.orchestrator.tls_cert_file,
+            &config.orchestrator.tls_key_file,
+        ) {
+            (Some(cert), Some(key)) => Some(tls::server_config(cert, key)?),
+            _ => None,
+        };
         let mut loaded = Vec::new();
         for dir in &config.orchestrator.templates {
             loaded.extend(tasker_shared::template::load_dir(dir)?);
@@ -90,6 +104,7 @@ impl Orchestrator {
         crate::metrics::handle();
         Ok(Orchestrator {
             shared: Shared::new(config, store, catalog),
+            tls,
         })
     }
 
@@ -97,7 +112,13 @@ impl Orchestrator {
         &self.shared
     }
 
-    /// Serves the API on `listener` and processes results until `cancel` fires.
+    /// Whether the API is served over TLS (`https://`).
+    pub fn serves_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// Serves the API on `listener` (over TLS when configured) and processes results until
+    /// `cancel` fires.
     pub async fn run(self, listener: TcpListener, cancel: CancellationToken) -> Result<(), Error> {
         let shared = self.shared;
         let mut tasks = tokio::task::JoinSet::new();
@@ -130,9 +151,19 @@ impl Orchestrator {
             stop.cancel();
         });
         let app = api::router(shared.clone());
-        let served = axum::serve(listener, app)
-            .with_graceful_shutdown(cancel.clone().cancelled_owned())
-            .await;
+        let stopped = cancel.clone().cancelled_owned();
+        let served = match self.tls {
+            Some(config) => {
+                axum::serve(tls::Listener::new(listener, config)?, app)
+                    .with_graceful_shutdown(stopped)
+                    .await
+            }
+            None => {
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(stopped)
+                    .await
+            }
+        };
         cancel.cancel();
         shared.shutdown.cancel();
         while tasks.join_next().await.is_some() {}
@@ -159,7 +190,13 @@ async fn broker_session(
     cancel: &CancellationToken,
 ) -> Result<(), tasker_broker::Error> {
     let config = &shared.config;
-    let broker = Broker::connect(&config.amqp_url, &config.queue_prefix, name).await?;
+    let broker = Broker::connect_with(
+        &config.amqp_url,
+        &config.queue_prefix,
+        name,
+        config.tls_ca_file.as_deref(),
+    )
+    .await?;
     if let Err(e) = shared
         .dispatcher
         .attach(broker.clone(), &shared.catalog.namespaces())

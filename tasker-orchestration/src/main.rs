@@ -89,7 +89,12 @@ async fn main() -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(&bind)
         .await
         .with_context(|| format!("binding {bind}"))?;
-    tracing::info!(%bind, "tasker-orchestrator listening");
+    let scheme = if orchestrator.serves_tls() {
+        "https"
+    } else {
+        "http"
+    };
+    tracing::info!(%bind, scheme, "tasker-orchestrator listening");
     let cancel = CancellationToken::new();
     let on_signal = cancel.clone();
     tokio::spawn(async move {

@@ -18,6 +18,10 @@ pub struct Config {
     pub amqp_url: String,
     /// Prefix of every queue name; lets several clusters or test runs share a broker.
     pub queue_prefix: String,
+    /// PEM file of CA certificates trusted, beside the built-in web roots, for `amqps://`
+    /// (orchestrators and workers) and an `https://` orchestrator (workers and clients).
+    /// PostgreSQL reads its own from `database_url` (`sslmode=verify-full&sslrootcert=FILE`).
+    pub tls_ca_file: Option<PathBuf>,
     pub orchestrator: OrchestratorConfig,
     pub worker: WorkerConfig,
 }
@@ -76,6 +80,11 @@ pub struct OrchestratorConfig {
     pub auth: AuthMode,
     /// `/metrics` without a token even when tokens are required (for a scraper that sends none).
     pub metrics_public: bool,
+    /// Serve the API over TLS (`https://`) with this PEM certificate chain; needs
+    /// `tls_key_file`. Unset: plain HTTP.
+    pub tls_cert_file: Option<PathBuf>,
+    /// The PEM private key of `tls_cert_file` (PKCS#8, PKCS#1 or SEC1).
+    pub tls_key_file: Option<PathBuf>,
 }
 
 impl OrchestratorConfig {
@@ -148,6 +157,7 @@ impl Default for Config {
             database_url: "postgres://postgres@127.0.0.1:55432/tasker".into(),
             amqp_url: "amqp://guest:guest@127.0.0.1:55672/%2f".into(),
             queue_prefix: "tasker".into(),
+            tls_ca_file: None,
             orchestrator: OrchestratorConfig::default(),
             worker: WorkerConfig::default(),
         }
@@ -176,6 +186,8 @@ impl Default for OrchestratorConfig {
             dispatch_backlog_max: 100_000,
             auth: AuthMode::Auto,
             metrics_public: false,
+            tls_cert_file: None,
+            tls_key_file: None,
         }
     }
 }
@@ -233,8 +245,10 @@ impl Config {
                         // Only configuration keys: scripts use other TASKER_* variables
                         // (TASKER_HOME, TASKER_URL, ports) for their own purposes.
                         let key = key.as_str().to_ascii_lowercase();
-                        matches!(key.as_str(), "database_url" | "amqp_url" | "queue_prefix")
-                            || key.starts_with("orchestrator__")
+                        matches!(
+                            key.as_str(),
+                            "database_url" | "amqp_url" | "queue_prefix" | "tls_ca_file"
+                        ) || key.starts_with("orchestrator__")
                             || key.starts_with("worker__")
                     })
                     .split("__"),
@@ -268,8 +282,8 @@ impl Config {
                 "must start with postgres:// or postgresql://",
             );
         }
-        if !self.amqp_url.starts_with("amqp://") {
-            return invalid("amqp_url", "must start with amqp://");
+        if !self.amqp_url.starts_with("amqp://") && !self.amqp_url.starts_with("amqps://") {
+            return invalid("amqp_url", "must start with amqp:// or amqps://");
         }
         if self.queue_prefix.is_empty()
             || !self
@@ -304,6 +318,29 @@ impl Config {
         }
         if self.worker.prefetch == 0 || self.orchestrator.result_prefetch == 0 {
             return invalid("worker.prefetch", "prefetch values must be at least 1");
+        }
+        let o = &self.orchestrator;
+        match (&o.tls_cert_file, &o.tls_key_file) {
+            (Some(_), None) => {
+                return invalid("orchestrator.tls_key_file", "is needed with tls_cert_file");
+            }
+            (None, Some(_)) => {
+                return invalid("orchestrator.tls_cert_file", "is needed with tls_key_file");
+            }
+            _ => {}
+        }
+        let named = |key| {
+            move |problem| Error::Invalid {
+                key,
+                problem: format!("is unusable: {problem}"),
+            }
+        };
+        if let Some(file) = &self.tls_ca_file {
+            crate::tls::certificates(file).map_err(named("tls_ca_file"))?;
+        }
+        if let (Some(cert), Some(key)) = (&o.tls_cert_file, &o.tls_key_file) {
+            crate::tls::certificates(cert).map_err(named("orchestrator.tls_cert_file"))?;
+            crate::tls::private_key(key).map_err(named("orchestrator.tls_key_file"))?;
         }
         Ok(())
     }
@@ -374,6 +411,69 @@ mod tests {
             assert_eq!(config.database_url, "postgres://db.example/x");
             Ok(())
         });
+    }
+
+    /// `Config::load` in a jail holding `cert.pem` and `key.pem`, with `env` set.
+    fn load_with_tls_files(env: &[(&str, &str)]) -> Result<(), String> {
+        let mut loaded = Ok(());
+        figment::Jail::expect_with(|jail| {
+            jail.clear_env();
+            jail.create_file(
+                "cert.pem",
+                "-----BEGIN CERTIFICATE-----\nAAEC\n-----END CERTIFICATE-----\n",
+            )?;
+            jail.create_file(
+                "key.pem",
+                "-----BEGIN PRIVATE KEY-----\nAwQF\n-----END PRIVATE KEY-----\n",
+            )?;
+            for (k, v) in env {
+                jail.set_env(k, v);
+            }
+            loaded = Config::load(None).map(|_| ()).map_err(|e| e.to_string());
+            Ok(())
+        });
+        loaded
+    }
+
+    #[test]
+    fn tls_files_are_checked_at_load_with_their_key_named() {
+        let cert = ("TASKER_ORCHESTRATOR__TLS_CERT_FILE", "cert.pem");
+        let key = ("TASKER_ORCHESTRATOR__TLS_KEY_FILE", "key.pem");
+        assert_eq!(load_with_tls_files(&[cert, key]), Ok(()));
+        assert_eq!(
+            load_with_tls_files(&[("TASKER_TLS_CA_FILE", "cert.pem")]),
+            Ok(())
+        );
+
+        let err = load_with_tls_files(&[cert]).unwrap_err();
+        assert!(
+            err.contains("`orchestrator.tls_key_file` is needed"),
+            "{err}"
+        );
+        let err = load_with_tls_files(&[key]).unwrap_err();
+        assert!(
+            err.contains("`orchestrator.tls_cert_file` is needed"),
+            "{err}"
+        );
+        let swapped = [
+            ("TASKER_ORCHESTRATOR__TLS_CERT_FILE", "key.pem"),
+            ("TASKER_ORCHESTRATOR__TLS_KEY_FILE", "cert.pem"),
+        ];
+        let err = load_with_tls_files(&swapped).unwrap_err();
+        assert!(
+            err.contains("orchestrator.tls_cert_file") && err.contains("holds no PEM certificate"),
+            "{err}"
+        );
+        let err = load_with_tls_files(&[("TASKER_TLS_CA_FILE", "key.pem")]).unwrap_err();
+        assert!(
+            err.contains("tls_ca_file") && err.contains("no PEM certificate"),
+            "{err}"
+        );
+        let err = load_with_tls_files(&[("TASKER_TLS_CA_FILE", "missing.pem")]).unwrap_err();
+        assert!(
+            err.contains("tls_ca_file") && err.contains("missing.pem"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod retry;
 pub mod step_state;
 pub mod task_state;
 pub mod template;
+pub mod tls;
 
 pub use config::Config;
 pub use message::{Outcome, StepError, StepMessage, StepResult};

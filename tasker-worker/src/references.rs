@@ -32,9 +32,9 @@ pub struct References {
 }
 
 impl References {
-    pub fn new(orchestrator_url: &str, api_token: Option<&str>) -> Self {
+    pub fn new(client: Client) -> Self {
         Self {
-            client: Client::with_token(orchestrator_url, api_token),
+            client,
             contexts: Mutex::new(VecDeque::new()),
         }
     }

@@ -120,7 +120,7 @@ pub async fn register_templates(
         return Ok(());
     }
     let mut registrar = Registrar {
-        client: Client::with_token(&worker.orchestrator_url, worker.api_token.as_deref()),
+        client: setup.options.orchestrator_client(),
         url: worker.orchestrator_url.clone(),
         registered_by: label(&format!("worker:{language}:{}", setup.options.name)),
         pending: setup.templates.iter().map(|t| t.source.clone()).collect(),

@@ -20,6 +20,7 @@ use tasker_broker::{
     BasicAckOptions, Broker, DeadLetters, Delivery, Outgoing, Publisher, Supervisor, next_batch,
     supervisor, topology,
 };
+use tasker_client::{Client, ClientOptions};
 use tasker_shared::message::{decode_batch, pack_batches};
 use tasker_shared::{Config, Outcome, StepError, StepMessage, StepResult};
 
@@ -50,6 +51,8 @@ pub struct WorkerOptions {
     pub api_token: Option<String>,
     /// Largest handler result sent, in bytes of JSON.
     pub max_result_bytes: usize,
+    /// CA certificates trusted for `amqps://` and an `https://` orchestrator ([`Config::tls_ca_file`]).
+    pub tls_ca_file: Option<std::path::PathBuf>,
 }
 
 impl WorkerOptions {
@@ -69,7 +72,22 @@ impl WorkerOptions {
             orchestrator_url: config.worker.orchestrator_url.clone(),
             api_token: config.worker.api_token.clone(),
             max_result_bytes: config.worker.max_result_bytes,
+            tls_ca_file: config.tls_ca_file.clone(),
         }
+    }
+
+    /// A client of the orchestrator with this worker's token and CA file. The configuration
+    /// checked the CA file at start; should it have become unreadable since, the client trusts
+    /// the system's roots only, and the reason is logged.
+    pub fn orchestrator_client(&self) -> Client {
+        let options = ClientOptions {
+            token: self.api_token.clone(),
+            tls_ca_file: self.tls_ca_file.clone(),
+        };
+        Client::with_options(&self.orchestrator_url, &options).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "worker.tls_ca_file: trusting the system's roots only");
+            Client::with_token(&self.orchestrator_url, self.api_token.as_deref())
+        })
     }
 }
 
@@ -105,10 +123,7 @@ impl std::fmt::Debug for Worker {
 impl Worker {
     pub fn new(options: WorkerOptions, host: Arc<dyn HandlerHost>) -> Self {
         Self {
-            references: Arc::new(References::new(
-                &options.orchestrator_url,
-                options.api_token.as_deref(),
-            )),
+            references: Arc::new(References::new(options.orchestrator_client())),
             options,
             host,
             stats: Arc::new(Stats::default()),
@@ -142,10 +157,11 @@ impl Worker {
 
     async fn session(&self, cancel: &CancellationToken) -> Result<(), tasker_broker::Error> {
         let o = &self.options;
-        let broker = Broker::connect(
+        let broker = Broker::connect_with(
             &o.amqp_url,
             &o.queue_prefix,
             &format!("tasker-worker-{}", o.name),
+            o.tls_ca_file.as_deref(),
         )
         .await?;
         let result = self.consume(&broker, cancel).await;

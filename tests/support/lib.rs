@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use tasker_client::{Client, CreateTask, Task};
+use tasker_client::{Client, ClientOptions, CreateTask, Task};
 use tasker_orchestration::events::{Event, Events};
 use tasker_orchestration::{Orchestrator, Shared};
 use tasker_shared::{Config, TaskState};
@@ -107,7 +107,14 @@ impl TestEnv {
     /// Creates a fresh database and prefix. Fails with a clear message if the services are
     /// not running.
     pub async fn new() -> anyhow::Result<TestEnv> {
-        let mut config = base_config()?;
+        Self::on(base_config()?).await
+    }
+
+    /// [`TestEnv::new`] on the services `config` names (its `database_url` is the admin
+    /// connection the test's database is created from).
+    pub async fn on(mut config: Config) -> anyhow::Result<TestEnv> {
+        // Tests build reqwest clients of their own (reqwest has no crypto provider of its own).
+        tasker_client::install_crypto_provider();
         let id = Uuid::now_v7().simple().to_string();
         let short = &id[id.len() - 12..];
         let database = format!("tasker_test_{short}");
@@ -159,10 +166,11 @@ impl TestEnv {
 
     /// Deletes this test's queues and database.
     pub async fn cleanup(self) -> anyhow::Result<()> {
-        let broker = tasker_broker::Broker::connect(
+        let broker = tasker_broker::Broker::connect_with(
             &self.config.amqp_url,
             &self.config.queue_prefix,
             "test-cleanup",
+            self.config.tls_ca_file.as_deref(),
         )
         .await?;
         let channel = broker.channel().await?;
@@ -224,6 +232,8 @@ fn replace_db(url: &str, db: &str) -> String {
 #[derive(Debug)]
 pub struct RunningOrchestrator {
     pub addr: SocketAddr,
+    /// `http://` or, with `orchestrator.tls_cert_file`, `https://` and the address.
+    base_url: String,
     pub client: Client,
     pub shared: Shared,
     cancel: CancellationToken,
@@ -237,8 +247,18 @@ impl RunningOrchestrator {
 
     /// Starts one whose API listens on `addr`.
     pub async fn start_on(config: Config, addr: &str) -> anyhow::Result<RunningOrchestrator> {
-        let config_token = config.worker.api_token.clone();
+        // With the workers' token, if they have one (an orchestrator that requires tokens), and
+        // the CA they trust.
+        let options = ClientOptions {
+            token: config.worker.api_token.clone(),
+            tls_ca_file: config.tls_ca_file.clone(),
+        };
         let orchestrator = Orchestrator::start(config).await?;
+        let scheme = if orchestrator.serves_tls() {
+            "https"
+        } else {
+            "http"
+        };
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let shared = orchestrator.shared().clone();
@@ -249,8 +269,8 @@ impl RunningOrchestrator {
                 eprintln!("orchestrator stopped with an error: {e}");
             }
         });
-        // With the workers' token, if they have one (an orchestrator that requires tokens).
-        let client = Client::with_token(&format!("http://{addr}"), config_token.as_deref());
+        let base_url = format!("{scheme}://{addr}");
+        let client = Client::with_options(&base_url, &options)?;
         let mut up = shared.broker_watch();
         tokio::time::timeout(Duration::from_secs(20), up.wait_for(|up| *up))
             .await
@@ -263,6 +283,7 @@ impl RunningOrchestrator {
             .context("orchestrator not listening for notifications after 20 s")??;
         Ok(RunningOrchestrator {
             addr,
+            base_url,
             client,
             shared,
             cancel,
@@ -281,7 +302,7 @@ impl RunningOrchestrator {
     }
 
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        self.base_url.clone()
     }
 
     /// Creates a task and waits (through the completion notification) for it to finish.
