@@ -277,3 +277,34 @@ async fn a_step_whose_orchestrator_died_before_publishing_is_sent_again() -> any
     o.stop().await;
     env.cleanup().await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_that_failed_while_connected_goes_out_without_a_reconnect() -> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    let o = env.orchestrator().await?;
+    let cfg = &env.config;
+    // The step queue disappears under a live connection: the broker returns the root step's
+    // message (unroutable) and the orchestrator keeps it, connected all along.
+    let broker = Broker::connect(&cfg.amqp_url, &cfg.queue_prefix, "test").await?;
+    let channel = broker.channel().await?;
+    let queue = topology::steps_queue(&cfg.queue_prefix, "rust_examples");
+    channel
+        .queue_delete(queue.as_str().into(), Default::default())
+        .await?;
+    let task = create(&o, "linear", 6).await?;
+    assert_eq!(o.shared.dispatcher.backlog(), 1, "the returned round waits");
+    assert!(o.shared.broker_up(), "and the connection lives on");
+    // Once the queue is back, a sweep sends it; no reconnect ever comes.
+    broker.declare(&["rust_examples".to_owned()]).await?;
+    let mut events = o.events().subscribe();
+    sweeps(&mut events, 1).await?;
+    assert_eq!(o.shared.dispatcher.backlog(), 0);
+    let worker = env.rust_worker();
+    let done = o.wait(task).await?;
+    assert_eq!(done.state, "complete", "{done:?}");
+    assert_eq!(done.result, Some(json!({"halve": {"value": 242}})));
+    broker.close().await;
+    worker.stop().await;
+    o.stop().await;
+    env.cleanup().await
+}

@@ -39,6 +39,9 @@ pub enum Error {
     Unroutable(usize),
     #[error("timed out connecting to the broker after {0:?}")]
     ConnectTimeout(Duration),
+    /// Published, but not confirmed in time (a broker blocking publishers, say).
+    #[error("no publisher confirm within {0:?}")]
+    ConfirmTimeout(Duration),
     #[error("the CA file for amqps:// ({path}) cannot be read: {source}")]
     TlsCa {
         path: String,

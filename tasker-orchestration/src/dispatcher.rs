@@ -3,7 +3,10 @@
 //! through [`crate::effects::execute`].
 //!
 //! While the broker is unreachable, or does not confirm a round in time, messages wait in
-//! memory (up to a bound) and go out, in order, as soon as a connection is attached again. The
+//! memory (up to a bound) and go out, in order, as soon as a connection is attached again, or at
+//! the next sweep on the connection there is ([`Dispatcher::flush`]): a round that failed on a
+//! connection already replaced, or while the broker blocked publishers, never waits for a
+//! reconnect that may not come. The
 //! steps are already `enqueued` in the database, recording this orchestrator as their
 //! dispatcher, so if this process dies first (it stops heartbeating), or the bound is reached
 //! (the dropped steps are released), the sweeper re-publishes them after the visibility timeout. A message too large to
@@ -56,6 +59,9 @@ struct Limits {
 #[derive(Debug, Default)]
 struct State {
     link: Option<(Broker, Publisher)>,
+    /// Bumped whenever `link` is replaced: a round that failed on an older link goes out on the
+    /// current one at once.
+    generation: u64,
     declared: HashSet<String>,
     /// Packed messages with the step attempts each carries.
     backlog: VecDeque<(Outgoing, Vec<Attempt>)>,
@@ -179,6 +185,7 @@ impl Dispatcher {
             self.park(&mut state, out, carried);
             return refused;
         };
+        let generation = state.generation;
         let missing: Vec<String> = namespaces
             .into_iter()
             .filter(|ns| !state.declared.contains(*ns))
@@ -218,12 +225,72 @@ impl Dispatcher {
             && !current.is_open()
         {
             match broker.publisher().await {
-                Ok(fresh) => state.link = Some((broker, fresh)),
+                Ok(fresh) => {
+                    state.link = Some((broker, fresh));
+                    state.generation += 1;
+                }
                 Err(e) => tracing::warn!(error = %e, "cannot open a new publishing channel"),
             }
         }
         self.park(&mut state, out, carried);
+        // A connection (or channel) attached while this round was in flight has already
+        // flushed the backlog without it: send it there now.
+        if state.generation != generation {
+            self.flush_locked(&mut state).await;
+        }
         refused
+    }
+
+    /// Publishes what waits in the backlog on the current connection, if there is one (the
+    /// sweeper calls it on every pass). What fails stays, in order, for the next try.
+    pub async fn flush(&self) {
+        let mut state = self.inner.state.lock().await;
+        self.flush_locked(&mut state).await;
+    }
+
+    async fn flush_locked(&self, state: &mut State) {
+        let Some((_, publisher)) = state.link.clone() else {
+            return;
+        };
+        if state.backlog.is_empty() {
+            return;
+        }
+        if let Err(e) = self.publish_backlog(state, &publisher).await {
+            tracing::warn!(error = %e, backlog = self.backlog(), "publishing the backlog failed; it waits for the next try");
+        }
+    }
+
+    /// Sends the backlog as one confirm round, confirmed within the publish timeout like any
+    /// round (a broker that takes the messages but never confirms fails it instead of holding
+    /// every publisher); on failure puts it back.
+    async fn publish_backlog(
+        &self,
+        state: &mut State,
+        publisher: &Publisher,
+    ) -> Result<(), tasker_broker::Error> {
+        let timeout = self.inner.limits.publish_timeout;
+        let (backlog, attempts): (Vec<Outgoing>, Vec<Vec<Attempt>>) =
+            state.backlog.drain(..).unzip();
+        if backlog.is_empty() {
+            return Ok(());
+        }
+        tracing::info!(count = backlog.len(), "publishing the dispatch backlog");
+        let sent = tokio::time::timeout(timeout, publisher.publish_all(&backlog))
+            .await
+            .unwrap_or(Err(tasker_broker::Error::ConfirmTimeout(timeout)));
+        match sent {
+            Ok(()) => {
+                let steps: usize = attempts.iter().map(Vec::len).sum();
+                metrics::counter!(m::STEPS_DISPATCHED.name).increment(steps as u64);
+                self.set_backlog(0);
+                Ok(())
+            }
+            Err(e) => {
+                // Anything parked meanwhile could not be: this holds the lock. Back in order.
+                state.backlog = backlog.into_iter().zip(attempts).collect();
+                Err(e)
+            }
+        }
     }
 
     /// Keeps messages for the next connection, up to the bound (in steps); beyond it the
@@ -259,18 +326,10 @@ impl Dispatcher {
         broker.declare(namespaces).await?;
         let publisher = broker.publisher().await?;
         let mut state = self.inner.state.lock().await;
-        let (backlog, attempts): (Vec<Outgoing>, Vec<Vec<Attempt>>) =
-            state.backlog.drain(..).unzip();
-        if !backlog.is_empty() {
-            tracing::info!(count = backlog.len(), "publishing backlog after reconnect");
-            if let Err(e) = publisher.publish_all(&backlog).await {
-                state.backlog = backlog.into_iter().zip(attempts).collect();
-                return Err(e);
-            }
-        }
-        self.set_backlog(0);
+        self.publish_backlog(&mut state, &publisher).await?;
         state.declared = namespaces.iter().cloned().collect();
         state.link = Some((broker, publisher));
+        state.generation += 1;
         Ok(())
     }
 

@@ -1,8 +1,8 @@
 //! The sweeper: off the hot path, on an interval. It heartbeats for this orchestrator, fails
 //! steps that no worker started within their queue timeout (when the template sets one),
 //! re-publishes the steps of an orchestrator that stopped heartbeating (a crash between commit
-//! and publish), and starts retries whose backoff elapsed while the orchestrator that scheduled
-//! them was gone.
+//! and publish), starts retries whose backoff elapsed while the orchestrator that scheduled
+//! them was gone, and flushes this orchestrator's dispatch backlog.
 
 use std::time::Duration;
 
@@ -41,6 +41,9 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
         if let Err(e) = retry_due(&shared).await {
             tracing::warn!(error = %e, "sweep: starting due retries failed");
         }
+        // Messages parked by a failed round while a connection lived on (a broker that blocked
+        // publishers, a channel replaced) go out now, not at a reconnect that may never come.
+        shared.dispatcher.flush().await;
         shared.events.emit(Event::Swept);
     }
 }
