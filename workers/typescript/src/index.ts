@@ -1,7 +1,27 @@
 /**
  * Tasker step handlers in TypeScript. Register handlers, then run them with the
  * `tasker-worker` command (or {@link Worker} from code); the Rust core does all the I/O.
+ * Apps submit, wait for and repair tasks with {@link Client}.
  */
+export {
+  Client,
+  type ClientOptions,
+  type CreateTaskOptions,
+  type RepairNote,
+  type RetryOptions,
+  type TaskQuery,
+  type TaskRef,
+} from "./client";
+export {
+  ApiError,
+  AuthError,
+  ConflictError,
+  ConnectionError,
+  InvalidRequestError,
+  NotFoundError,
+  ServerError,
+  TaskerClientError,
+} from "./client_errors";
 export { ParentResults, type StepContext } from "./context";
 export { PermanentError, ReferenceUnavailable, isPermanent } from "./errors";
 export {
@@ -15,4 +35,15 @@ export {
 } from "./handler";
 export type { JsonObject, JsonValue } from "./json";
 export type { Outcome, StepError } from "./outcome";
+export {
+  isTerminal,
+  type Step,
+  type StepPage,
+  type StepState,
+  type Task,
+  type TaskFailure,
+  type TaskPage,
+  type TaskState,
+  type Transition,
+} from "./task";
 export { Worker, type WorkerOptions } from "./worker";

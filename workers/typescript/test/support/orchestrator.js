@@ -61,27 +61,14 @@ function waitForLine(stream, text, ms) {
 }
 
 /**
- * Starts an orchestrator for `templates`. Returns its base URL, the environment a worker needs
- * (DATABASE_URL, AMQP_URL, TASKER_QUEUE_PREFIX) and `stop()`, which also drops the database and
- * deletes the queues of `namespaces`.
+ * Starts one orchestrator process with `env` (its database, queue prefix, settings) on a free
+ * port; https:// when `env` names a certificate. Resolves once it listens, with its base URL and
+ * `stop()`.
  */
-async function startOrchestrator({ templates, namespaces }) {
-  const { databaseUrl, amqpUrl } = serviceUrls();
-  const id = randomUUID().replaceAll("-", "").slice(-12);
-  const database = `tasker_test_ts_${id}`;
-  execFileSync("psql", [databaseUrl, "-qc", `CREATE DATABASE ${database}`]);
-  const url = new URL(databaseUrl);
-  url.pathname = `/${database}`;
+async function spawnOrchestrator(env, args) {
   const port = await freePort();
-  // A worker started with this environment registers its templates with this orchestrator.
-  const env = {
-    DATABASE_URL: url.toString(),
-    AMQP_URL: amqpUrl,
-    TASKER_QUEUE_PREFIX: `test_ts_${id}`,
-    TASKER_WORKER__ORCHESTRATOR_URL: `http://127.0.0.1:${port}`,
-    TASKER_WORKER__REGISTER_TEMPLATES: "true",
-  };
-  const child = spawn(orchestratorBinary(), ["--bind", `127.0.0.1:${port}`, "--templates", templates], {
+  const scheme = env.TASKER_ORCHESTRATOR__TLS_CERT_FILE ? "https" : "http";
+  const child = spawn(orchestratorBinary(), ["--bind", `127.0.0.1:${port}`, ...args], {
     env: { ...process.env, ...env, NO_COLOR: "1", RUST_LOG: "warn,tasker_orchestrator=info" },
     // Logs go to stderr (stdout is left for a program's own output).
     stdio: ["ignore", "inherit", "pipe"],
@@ -92,15 +79,6 @@ async function startOrchestrator({ templates, namespaces }) {
       child.kill("SIGTERM");
     }
     await exited;
-    execFileSync("psql", [databaseUrl, "-qc", `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`]);
-    const amqp = require("amqplib");
-    const conn = await amqp.connect(amqpUrl);
-    const channel = await conn.createChannel();
-    const prefix = env.TASKER_QUEUE_PREFIX;
-    for (const queue of [`${prefix}.results`, `${prefix}.dead`, ...namespaces.map((ns) => `${prefix}.steps.${ns}`)]) {
-      await channel.deleteQueue(queue);
-    }
-    await conn.close();
   }
   try {
     await waitForLine(child.stderr, "tasker-orchestrator listening", 30_000);
@@ -108,7 +86,71 @@ async function startOrchestrator({ templates, namespaces }) {
     await stop();
     throw err;
   }
-  return { baseUrl: `http://127.0.0.1:${port}`, env, stop };
+  return { baseUrl: `${scheme}://127.0.0.1:${port}`, port, stop };
+}
+
+/**
+ * Starts an orchestrator for `templates`. Returns its base URL, the environment a worker needs
+ * (DATABASE_URL, AMQP_URL, TASKER_QUEUE_PREFIX), `peer()` and `stop()`, which also stops the
+ * peers, drops the database and deletes the queues of `namespaces`.
+ */
+async function startOrchestrator({ templates, namespaces }) {
+  const { databaseUrl, amqpUrl } = serviceUrls();
+  const id = randomUUID().replaceAll("-", "").slice(-12);
+  const database = `tasker_test_ts_${id}`;
+  execFileSync("psql", [databaseUrl, "-qc", `CREATE DATABASE ${database}`]);
+  const url = new URL(databaseUrl);
+  url.pathname = `/${database}`;
+  const cluster = {
+    DATABASE_URL: url.toString(),
+    AMQP_URL: amqpUrl,
+    TASKER_QUEUE_PREFIX: `test_ts_${id}`,
+  };
+  const peers = [];
+  async function stop() {
+    await Promise.all([...peers, main].map((o) => o?.stop()));
+    execFileSync("psql", [databaseUrl, "-qc", `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`]);
+    const amqp = require("amqplib");
+    const conn = await amqp.connect(amqpUrl);
+    const channel = await conn.createChannel();
+    const prefix = cluster.TASKER_QUEUE_PREFIX;
+    for (const queue of [`${prefix}.results`, `${prefix}.dead`, ...namespaces.map((ns) => `${prefix}.steps.${ns}`)]) {
+      await channel.deleteQueue(queue);
+    }
+    await conn.close();
+  }
+  let main;
+  try {
+    main = await spawnOrchestrator(cluster, ["--templates", templates]);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  /**
+   * Another orchestrator of the same cluster (database and queues) with `settings` of its own
+   * (TASKER_ORCHESTRATOR__* variables: a lower wait cap, TLS, tokens required). It learns the
+   * templates from the database. Stopped by `stop()`.
+   */
+  async function peer(settings = {}) {
+    const o = await spawnOrchestrator({ ...cluster, ...settings }, []);
+    peers.push(o);
+    return o;
+  }
+  /** Creates an API token with `scope` in the cluster's database and returns it. */
+  function createToken(name, scope) {
+    return execFileSync(orchestratorBinary(), ["token", "create", name, "--scope", scope], {
+      env: { ...process.env, ...cluster, NO_COLOR: "1", RUST_LOG: "warn" },
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    }).trim();
+  }
+  // A worker started with this environment registers its templates with this orchestrator.
+  const env = {
+    ...cluster,
+    TASKER_WORKER__ORCHESTRATOR_URL: main.baseUrl,
+    TASKER_WORKER__REGISTER_TEMPLATES: "true",
+  };
+  return { baseUrl: main.baseUrl, env, peer, createToken, stop };
 }
 
 async function request(method, url, body) {
@@ -130,4 +172,4 @@ async function runTask(baseUrl, namespace, name, context) {
   return request("GET", `${baseUrl}/v1/tasks/${task.id}?wait=60`);
 }
 
-module.exports = { repoRoot, startOrchestrator, runTask, request, waitForLine };
+module.exports = { repoRoot, startOrchestrator, runTask, request, waitForLine, freePort };

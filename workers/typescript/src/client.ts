@@ -1,0 +1,290 @@
+// A client of the orchestrator's REST API, for apps that submit, wait for and repair tasks.
+// Semantics follow the Rust client (tasker-client/src/lib.rs).
+import { readFileSync } from "node:fs";
+
+import { ApiError, TaskerClientError } from "./client_errors";
+import type { JsonObject, JsonValue } from "./json";
+import {
+  isTerminal,
+  stepFromJson,
+  taskFromJson,
+  transitionFromJson,
+  type Step,
+  type StepPage,
+  type Task,
+  type TaskPage,
+  type TaskState,
+  type Transition,
+} from "./task";
+import { Transport } from "./transport";
+
+/** How a {@link Client} reaches the orchestrator; each falls back to its `TASKER_*` variable. */
+export interface ClientOptions {
+  /** Sent as `Authorization: Bearer <token>` (an orchestrator that requires tokens). `TASKER_TOKEN`. */
+  token?: string;
+  /**
+   * PEM file of CA certificates trusted beside Node's built-in roots, for an `https://`
+   * orchestrator whose certificate a private CA signed. Read once, by the constructor.
+   * `TASKER_TLS_CA_FILE`.
+   */
+  tlsCaFile?: string;
+  /**
+   * How long one request may take, in ms (default 30,000). A long poll gets the time it asked
+   * the server to wait on top.
+   */
+  timeoutMs?: number;
+}
+
+/** A task, or its id. A `Task` passes its context and result types on. */
+export type TaskRef<Ctx = JsonObject, Res = JsonObject> = string | Task<Ctx, Res>;
+
+/** Options of {@link Client.createTask}. */
+export interface CreateTaskOptions {
+  /** The template version; the newest registered one by default. */
+  version?: string;
+  /**
+   * Creating again with the same key returns the task the key created (the same template and
+   * context), or fails with `409 idempotency_key_reused` (a different one).
+   */
+  idempotencyKey?: string;
+}
+
+/** Filter and page of {@link Client.listTasks}. */
+export interface TaskQuery {
+  state?: TaskState;
+  namespace?: string;
+  /** The template's name. */
+  name?: string;
+  /** Tasks per page: 1–500, default 50. */
+  limit?: number;
+  /** The previous page's `nextBefore`: tasks older than this one. */
+  before?: string;
+}
+
+/** Who asks for a repair and why; both are recorded in the task's history. */
+export interface RepairNote {
+  by?: string;
+  reason?: string;
+}
+
+/** Options of {@link Client.retry}. */
+export interface RetryOptions extends RepairNote {
+  /**
+   * The failed step, by id or name (`409 step_not_failed` for another); by default the step
+   * that failed the task.
+   */
+  step?: string;
+}
+
+/** The longest poll `wait` asks for, below the server's default cap (300 s) and most proxies' idle timeouts. */
+const MAX_POLL_MS = 25_000;
+/** The steps `steps()` asks for at a time (the server's default page). */
+const STEPS_PAGE = 1_000;
+
+/**
+ * A client of one orchestrator. Every call returns a Promise; failures reject with a
+ * {@link TaskerClientError}: an {@link ApiError} subclass carrying the API's stable error code,
+ * or a {@link ConnectionError} when no answer came.
+ *
+ * ```ts
+ * const client = new Client(); // TASKER_URL or http://127.0.0.1:8080
+ * const task = await client.createTask<{ value: number }, { halve: { value: number } }>(
+ *   "typescript_examples", "linear", { value: 6 });
+ * const done = await client.wait(task, 60_000);
+ * done.result?.halve.value; // 242
+ * ```
+ */
+export class Client {
+  readonly #http: Transport;
+
+  /**
+   * A client of the orchestrator at `baseUrl` (default `TASKER_URL`, else
+   * `http://127.0.0.1:8080`). Throws a {@link TaskerClientError} for a URL that is not
+   * http(s):// or a CA file that cannot be read or holds no certificate.
+   */
+  constructor(baseUrl?: string, options: ClientOptions = {}) {
+    const env = (name: string) => process.env[name] || undefined;
+    const caFile = options.tlsCaFile ?? env("TASKER_TLS_CA_FILE");
+    this.#http = new Transport(baseUrl ?? env("TASKER_URL") ?? "http://127.0.0.1:8080", {
+      token: options.token ?? env("TASKER_TOKEN"),
+      caPem: caFile === undefined ? undefined : readCa(caFile),
+      timeoutMs: options.timeoutMs ?? 30_000,
+    });
+  }
+
+  /** The orchestrator's base URL. */
+  get baseUrl(): string {
+    return this.#http.baseUrl;
+  }
+
+  /**
+   * Creates a task from the template `namespace`/`name` (`POST /v1/tasks`). `context` must
+   * satisfy the template's schema (`422 context_schema_violation`); `404 unknown_template` if
+   * no such template is registered.
+   */
+  async createTask<Ctx = JsonObject, Res = JsonObject>(
+    namespace: string,
+    name: string,
+    context: Ctx,
+    options: CreateTaskOptions = {},
+  ): Promise<Task<Ctx, Res>> {
+    const body = { namespace, name, context, version: options.version, idempotency_key: options.idempotencyKey };
+    return taskFromJson(await this.#http.send("POST", "/v1/tasks", { body }));
+  }
+
+  /** A task as it is now (`404 task_not_found`). */
+  async getTask<Ctx = JsonObject, Res = JsonObject>(task: TaskRef<Ctx, Res>): Promise<Task<Ctx, Res>> {
+    return taskFromJson(await this.#http.send("GET", taskPath(task)));
+  }
+
+  /**
+   * Waits up to `timeoutMs` for a task to become terminal and returns it as it is then (still
+   * `running` if the time ran out). Any timeout works: the wait is made of long polls within
+   * the server's cap (`orchestrator.max_wait_seconds`), halved whenever a server with a lower
+   * cap refuses one (`400 invalid_wait`). `Infinity` waits until it is terminal. Aborting
+   * `signal` rejects with its reason.
+   */
+  async wait<Ctx = JsonObject, Res = JsonObject>(
+    task: TaskRef<Ctx, Res>,
+    timeoutMs: number,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<Task<Ctx, Res>> {
+    if (Number.isNaN(timeoutMs)) throw new TypeError("wait: timeoutMs is NaN");
+    const path = taskPath(task);
+    const deadline = performance.now() + timeoutMs;
+    let poll = MAX_POLL_MS;
+    for (;;) {
+      const left = Math.max(0, deadline - performance.now());
+      const waitMs = Math.min(left, poll);
+      try {
+        const answer = await this.#http.send("GET", path, {
+          query: { wait: (waitMs / 1000).toFixed(3) },
+          waitMs,
+          signal: options.signal,
+        });
+        const current = taskFromJson<Ctx, Res>(answer);
+        if (isTerminal(current) || left <= poll) return current;
+      } catch (err) {
+        if (err instanceof ApiError && err.status === 400 && err.code === "invalid_wait" && poll > 1_000) {
+          poll /= 2;
+        } else {
+          throw err;
+        }
+      }
+    }
+  }
+
+  /**
+   * One page of tasks, newest first (`GET /v1/tasks`). Tasks in a list have no `result`
+   * (`getTask` has it).
+   */
+  async listTasks<Ctx = JsonObject, Res = JsonObject>(query: TaskQuery = {}): Promise<TaskPage<Ctx, Res>> {
+    const answer = (await this.#http.send("GET", "/v1/tasks", { query: { ...query } })) as {
+      tasks: unknown[];
+      next_before: string | null;
+    };
+    return { tasks: answer.tasks.map((t) => taskFromJson<Ctx, Res>(t)), nextBefore: answer.next_before ?? null };
+  }
+
+  /**
+   * Every task `query` selects, newest first, read a page (`query.limit`) at a time as the
+   * loop asks: `for await (const task of client.iterateTasks({ state: "error" }))`.
+   */
+  async *iterateTasks<Ctx = JsonObject, Res = JsonObject>(query: TaskQuery = {}): AsyncGenerator<Task<Ctx, Res>> {
+    let before = query.before;
+    for (;;) {
+      const page = await this.listTasks<Ctx, Res>({ ...query, before });
+      yield* page.tasks;
+      if (page.nextBefore === null) return;
+      before = page.nextBefore;
+    }
+  }
+
+  /** Cancels a running task; its open steps are cancelled. `409 task_not_running` if it is terminal. */
+  async cancel<Ctx = JsonObject, Res = JsonObject>(task: TaskRef<Ctx, Res>): Promise<Task<Ctx, Res>> {
+    return taskFromJson(await this.#http.send("POST", `${taskPath(task)}/cancel`));
+  }
+
+  /** Every step of a task, in id order, read page by page. */
+  async steps(task: TaskRef<unknown, unknown>): Promise<Step[]> {
+    const steps: Step[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.stepsPage(task, { after, limit: STEPS_PAGE });
+      steps.push(...page.steps);
+      if (page.next === null) return steps;
+      after = page.next;
+    }
+  }
+
+  /**
+   * One page of a task's steps in id order, after the step `after` (the previous page's
+   * `next`); `limit` 1–5,000, default 1,000. A page also ends early at a byte budget of
+   * results, so follow `next` rather than counting.
+   */
+  async stepsPage(task: TaskRef<unknown, unknown>, page: { after?: string; limit?: number } = {}): Promise<StepPage> {
+    const answer = (await this.#http.send("GET", `${taskPath(task)}/steps`, { query: { ...page } })) as {
+      steps: unknown[];
+      next: string | null;
+    };
+    return { steps: answer.steps.map(stepFromJson), next: answer.next ?? null };
+  }
+
+  /** A task's transitions and its steps', oldest first. */
+  async history(task: TaskRef<unknown, unknown>): Promise<Transition[]> {
+    const answer = (await this.#http.send("GET", `${taskPath(task)}/history`)) as { transitions: unknown[] };
+    return answer.transitions.map(transitionFromJson);
+  }
+
+  /**
+   * Retries a task that ended in `error`: the step that failed it runs again with its
+   * template's attempts, the steps the failure cancelled wait for their parents again,
+   * completed steps keep their results. Returns the task, `running` again; `409
+   * task_not_failed` unless it is in `error`.
+   */
+  async retry<Ctx = JsonObject, Res = JsonObject>(
+    task: TaskRef<Ctx, Res>,
+    options: RetryOptions = {},
+  ): Promise<Task<Ctx, Res>> {
+    const { step, ...note } = options;
+    const path = step === undefined ? `${taskPath(task)}/retry` : `${stepPath(task, step)}/retry`;
+    return taskFromJson(await this.#http.send("POST", path, { body: note }));
+  }
+
+  /**
+   * Completes the step that failed a task (by id or name) with `result`, as if its handler had
+   * returned it, and goes on from there. `422 invalid_result` if the step's type cannot take
+   * it (a decision must name its branches, a batchable step list its batches).
+   */
+  async resolve<Ctx = JsonObject, Res = JsonObject>(
+    task: TaskRef<Ctx, Res>,
+    step: string,
+    result: JsonValue,
+    note: RepairNote = {},
+  ): Promise<Task<Ctx, Res>> {
+    const body = { result, by: note.by, reason: note.reason };
+    return taskFromJson(await this.#http.send("POST", `${stepPath(task, step)}/resolve`, { body }));
+  }
+}
+
+function taskPath(task: TaskRef<unknown, unknown>): string {
+  return `/v1/tasks/${encodeURIComponent(typeof task === "string" ? task : task.id)}`;
+}
+
+/** A step's path: its id or name as one segment (a batch's name has a `#`). */
+function stepPath(task: TaskRef<unknown, unknown>, step: string): string {
+  return `${taskPath(task)}/steps/${encodeURIComponent(step)}`;
+}
+
+function readCa(file: string): string {
+  let pem: string;
+  try {
+    pem = readFileSync(file, "utf8");
+  } catch (err) {
+    throw new TaskerClientError(`TLS: cannot read the CA file ${file}`, { cause: err });
+  }
+  if (!pem.includes("-----BEGIN CERTIFICATE-----")) {
+    throw new TaskerClientError(`TLS: ${file} holds no PEM certificate`);
+  }
+  return pem;
+}
