@@ -15,14 +15,15 @@ Gem::Specification.new do |s|
   s.version = Tasker::VERSION
   s.summary = "Tasker step handlers in Ruby over the Rust worker core"
   s.description = "Write Tasker workflow step handlers in Ruby; the Rust worker core (RabbitMQ, " \
-                  "acks, result publishing, timeouts, health) runs in the same process."
+                  "acks, result publishing, timeouts, health) runs in the same process; Tasker::Client " \
+                  "submits tasks and waits for them through the orchestrator's REST API."
   s.authors = ["Tasker"]
   s.license = "MIT"
   s.homepage = "https://example.invalid/tasker"
   s.required_ruby_version = ">= 3.1"
   s.platform = Gem::Platform.local
   s.files = Dir.chdir(__dir__) do
-    Dir["lib/**/*.rb", "bin/tasker-worker", "README.md"] + ["lib/tasker/tasker_rb.so"]
+    Dir["lib/**/*.rb", "bin/tasker-worker", "examples/*.rb", "README.md"] + ["lib/tasker/tasker_rb.so"]
   end
   s.bindir = "bin"
   s.executables = ["tasker-worker"]

@@ -3,7 +3,8 @@
 # Tasker step handlers in Ruby. The worker core (RabbitMQ, acks, result publishing, step
 # timeouts, /health) is Rust, loaded from the native extension tasker/tasker_rb.so; this library
 # is the handler API (Tasker::Handler, Tasker.register, Tasker::PermanentError) and the loop that
-# runs handlers on a pool of Ruby threads (Tasker::Worker).
+# runs handlers on a pool of Ruby threads (Tasker::Worker). Tasker::Client, the REST API client,
+# loads on first use; `require "tasker/client"` loads it alone, without the native extension.
 
 require "json"
 
@@ -24,6 +25,8 @@ require_relative "tasker/watchdog"
 require_relative "tasker/worker"
 
 module Tasker
+  autoload :Client, File.expand_path("tasker/client", __dir__)
+
   class << self
     # The registry the worker entry point uses. Handler files fill it when they are loaded.
     def registry

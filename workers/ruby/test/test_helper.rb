@@ -28,4 +28,17 @@ module TestSupport
   def monotonic
     Process.clock_gettime(Process::CLOCK_MONOTONIC)
   end
+
+  # Runs the block with the environment variables +vars+ set (nil unsets), then restores them.
+  def self.with_env(vars)
+    saved = vars.keys.to_h { |k| [k, ENV.fetch(k, nil)] }
+    vars.each { |k, v| ENV[k] = v }
+    yield
+  ensure
+    saved&.each { |k, v| ENV[k] = v }
+  end
+
+  def with_env(vars, &block)
+    TestSupport.with_env(vars, &block)
+  end
 end

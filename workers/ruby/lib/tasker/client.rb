@@ -1,0 +1,197 @@
+# frozen_string_literal: true
+
+# Opened here before its parts reopen it: `require "tasker"` autoloads Tasker::Client from this
+# file, and a part opening it first would trigger that autoload from inside this require.
+module Tasker
+  class Client; end
+end
+
+require_relative "client/errors"
+require_relative "client/http"
+require_relative "client/task"
+require_relative "client/step"
+require_relative "client/transition"
+
+module Tasker
+  # A client of the orchestrator's REST API: submit tasks, wait for them, list, cancel, read
+  # their steps and history, repair them. Pure Ruby (net/http); it does not load the worker's
+  # native extension, so an app that only submits work needs `require "tasker/client"` alone.
+  #
+  #   client = Tasker::Client.new(url: "http://127.0.0.1:8080")
+  #   task = client.create_task("ruby_examples", "linear", { "value" => 6 })
+  #   task = client.wait(task.id, 30)
+  #   task.state  # => "complete"
+  #   task.result # => {"halve"=>{"value"=>242}}
+  #
+  # Values are Task, Step, Transition, TaskPage and StepPage structs; JSON inside them (context,
+  # results, errors) has string keys; timestamps are Times. Failures raise a Client::Error: an
+  # ApiError subclass (NotFoundError, ConflictError, ...) carrying the API's stable #code, or a
+  # ConnectionError. A client is safe to share between threads.
+  class Client
+    # Where the orchestrator is when neither +url:+ nor TASKER_URL says.
+    DEFAULT_URL = "http://127.0.0.1:8080"
+
+    # The longest single long poll of #wait, in seconds: within the server's default cap
+    # (`orchestrator.max_wait_seconds`, 300) and short enough for proxies that drop idle
+    # requests.
+    LONGEST_POLL = 25
+
+    # Seconds a long poll's answer may take beyond the poll itself.
+    POLL_MARGIN = 10
+
+    # Steps per request of #steps (the API's default; at most 5,000).
+    STEP_PAGE = 1_000
+
+    # The orchestrator's base URL.
+    attr_reader :url
+
+    # +url+: the orchestrator (else TASKER_URL, else DEFAULT_URL); a path in it prefixes every
+    # route (an API behind a proxy). +token+: sent as `Authorization: Bearer <token>` (else
+    # TASKER_TOKEN; none if neither). +tls_ca_file+: PEM file of CA certificates trusted beside
+    # the system's, for an https:// orchestrator with a private CA (else TASKER_TLS_CA_FILE).
+    # +timeout+: seconds to wait for an answer (a long poll of #wait gets longer). Raises
+    # Client::Error for a URL that is not http(s):// or a CA file that holds no certificate.
+    def initialize(url: nil, token: nil, tls_ca_file: nil, timeout: 30)
+      @url = url || env("TASKER_URL") || DEFAULT_URL
+      @http = Http.new(@url, token: token || env("TASKER_TOKEN"),
+                             tls_ca_file: tls_ca_file || env("TASKER_TLS_CA_FILE"), timeout: timeout)
+    end
+
+    # Creates a task of the template +namespace+/+name+ (its newest version unless +version+)
+    # with +context+ (a Hash; the template's `context_schema` must accept it). With
+    # +idempotency_key+, a repeated request returns the task the first one created, and the
+    # same key with another template or context raises ConflictError `idempotency_key_reused`.
+    def create_task(namespace, name, context = {}, version: nil, idempotency_key: nil)
+      body = { namespace: namespace, name: name, version: version, context: context,
+               idempotency_key: idempotency_key }.compact
+      Task.from_json(@http.post("/v1/tasks", body))
+    end
+
+    # The task +id+ now. NotFoundError `task_not_found` if there is none.
+    def get_task(id)
+      Task.from_json(@http.get(path("v1", "tasks", id)))
+    end
+
+    # Waits up to +timeout+ seconds for task +id+ to finish, and returns it as it is then:
+    # terminal (Task#terminal?), or still running when the time ran out. Any +timeout+ works:
+    # the wait is a series of long polls of at most LONGEST_POLL seconds, halved whenever a
+    # server with a lower `max_wait_seconds` refuses one (`400 invalid_wait`).
+    def wait(id, timeout)
+      deadline = monotonic + timeout
+      longest = LONGEST_POLL
+      loop do
+        left = [deadline - monotonic, 0].max
+        begin
+          task = long_poll(id, [left, longest].min)
+        rescue InvalidRequestError => e
+          raise unless e.code == "invalid_wait" && longest > 1
+
+          longest /= 2.0
+          next
+        end
+        return task if task.terminal? || left <= longest
+      end
+    end
+
+    # One page of tasks, newest first: +limit+ of them (1–500, the API's default 50) older than
+    # the task +before+ (the previous page's TaskPage#next_before), filtered by +state+,
+    # +namespace+ and template +name+.
+    def list_tasks(state: nil, namespace: nil, name: nil, limit: nil, before: nil)
+      query = { state: state, namespace: namespace, name: name, limit: limit, before: before }
+      TaskPage.from_json(@http.get("/v1/tasks", query))
+    end
+
+    # Yields every task matching the filters, newest first, reading +page_size+ at a time as the
+    # iteration goes on; an Enumerator without a block (`each_task(state: "error").first(10)`
+    # reads one page).
+    def each_task(state: nil, namespace: nil, name: nil, page_size: nil, &block)
+      filters = { state: state, namespace: namespace, name: name }
+      return enum_for(__method__, **filters, page_size: page_size) unless block
+
+      before = nil
+      loop do
+        page = list_tasks(**filters, limit: page_size, before: before)
+        page.tasks.each(&block)
+        return self unless (before = page.next_before)
+      end
+    end
+
+    # Cancels a running task; returns it, `cancelled`. ConflictError `task_not_running` if it
+    # has finished already.
+    def cancel(id)
+      Task.from_json(@http.post(path("v1", "tasks", id, "cancel")))
+    end
+
+    # Every step of task +id+ in id order, read +page_size+ steps at a time.
+    def steps(id, page_size: STEP_PAGE)
+      steps = []
+      after = nil
+      loop do
+        page = steps_page(id, after: after, limit: page_size)
+        steps.concat(page.steps)
+        return steps unless (after = page.next)
+      end
+    end
+
+    # One page of task +id+'s steps in id order: after the step +after+ (the previous page's
+    # StepPage#next), at most +limit+ (1–5,000, the API's default 1,000) and a few MiB of them.
+    def steps_page(id, after: nil, limit: nil)
+      StepPage.from_json(@http.get(path("v1", "tasks", id, "steps"), { after: after, limit: limit }))
+    end
+
+    # Task +id+'s history, oldest first: an Array of Transition.
+    def history(id)
+      @http.get(path("v1", "tasks", id, "history")).fetch("transitions").map { |t| Transition.from_json(t) }
+    end
+
+    # Retries a task that ended in error: the step that failed it (or +step+, its name or id,
+    # which must be that step) runs again with its template's attempts, and the steps the
+    # failure cancelled wait for their parents again. +by+ and +reason+ are recorded in the
+    # history. Returns the task, running again. ConflictError `task_not_failed` (or
+    # `step_not_failed`) otherwise.
+    def retry(id, step: nil, by: nil, reason: nil)
+      route = step ? path("v1", "tasks", id, "steps", step, "retry") : path("v1", "tasks", id, "retry")
+      Task.from_json(@http.post(route, { by: by, reason: reason }.compact))
+    end
+
+    # Completes +step+ (its name or id), the step that failed task +id+, with +result+ as if its
+    # handler had returned it, and lets the task go on from there; +by+ and +reason+ are
+    # recorded in the history. InvalidRequestError `invalid_result` if the step's type cannot
+    # take it (a decision's result must name its branches, a batchable step's list its batches).
+    def resolve(id, step, result, by: nil, reason: nil)
+      body = { result: result, by: by, reason: reason }.compact
+      Task.from_json(@http.post(path("v1", "tasks", id, "steps", step, "resolve"), body))
+    end
+
+    # Closes the connections kept open for the next calls.
+    def close
+      @http.close
+    end
+
+    def inspect
+      "#<#{self.class} #{@url}>"
+    end
+
+    private
+
+    # GET the task, answered as soon as it is terminal or after +seconds+ (a long poll).
+    def long_poll(id, seconds)
+      Task.from_json(@http.get(path("v1", "tasks", id), { wait: format("%.3f", seconds) },
+                               timeout: seconds + POLL_MARGIN))
+    end
+
+    # A route from its segments, each percent-encoded (a batch step's name has a `#`).
+    def path(*segments)
+      segments.map { |s| "/#{s.to_s.b.gsub(/[^A-Za-z0-9\-._~]/) { |c| format("%%%02X", c.ord) }}" }.join
+    end
+
+    def env(name)
+      value = ENV.fetch(name, nil)
+      value unless value.nil? || value.empty?
+    end
+
+    def monotonic
+      Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    end
+  end
+end

@@ -1,0 +1,31 @@
+# frozen_string_literal: true
+
+require_relative "record"
+
+module Tasker
+  class Client
+    # A task as the API shows it. `context`, `result` and `error` are parsed JSON (string keys);
+    # `result` is the results of the steps no other step depends on, by step name, once the task
+    # is complete. `created_at` and `completed_at` are Times; `duration_ms` is a Float.
+    # `state` is "running", "complete", "error" or "cancelled".
+    Task = Record.struct(
+      :id, :namespace, :name, :version, :state, :context, :idempotency_key, :open_steps,
+      :result, :error, :created_at, :completed_at, :duration_ms,
+      times: %i[created_at completed_at]
+    ) do
+      # Whether the task has finished (complete, error or cancelled); only a repair changes it
+      # then.
+      def terminal?
+        state != "running"
+      end
+    end
+
+    # One page of Client#list_tasks, newest first. `next_before` is the `before:` of the next
+    # page, nil on the last one.
+    TaskPage = Struct.new(:tasks, :next_before, keyword_init: true) do
+      def self.from_json(object)
+        new(tasks: object.fetch("tasks").map { |t| Task.from_json(t) }, next_before: object["next_before"])
+      end
+    end
+  end
+end
