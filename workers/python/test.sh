@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the binding (build.sh), then runs the Python test suite with pytest. Needs PostgreSQL
 # and RabbitMQ: uses DATABASE_URL/AMQP_URL when set, else the project's services
-# (cargo-make/services.sh). Extra arguments go to pytest. Runs from any folder.
+# (cargo-make/services.sh). The API client's tests (tests/test_client.py) also start
+# target/debug/tasker-orchestrator, which `cargo build --workspace --bins` makes (cargo make test
+# runs it before this). Extra arguments go to pytest. Runs from any folder.
 set -euo pipefail
 # Workers in these tests run against RabbitMQ alone; the ones that start an orchestrator turn
 # template registration back on and point it there (tests/first_workflow.rs and the conformance

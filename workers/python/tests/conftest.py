@@ -1,17 +1,27 @@
 """Shared fixtures. The end-to-end ones use the real RabbitMQ (AMQP_URL, set by test.sh):
 step messages are published straight to a per-test queue prefix, the real binding consumes
-them, and the results are read back from the results queue."""
+them, and the results are read back from the results queue. The API client's tests run against
+a real orchestrator (``target/debug/tasker-orchestrator``) on a database and a queue prefix of
+their own, with the Python worker running the fixture handlers for it (``tasker_env``,
+``orchestrator``, ``python_worker``)."""
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import shutil
+import socket
+import subprocess
 import threading
 import uuid
+from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
+from urllib.parse import urlsplit, urlunsplit
 
 import pika
 import pytest
@@ -145,18 +155,24 @@ class Running:
         return self.drained[0]
 
 
+def run_worker(registry: tasker.Registry, concurrency: int = 4, grace_s: float = 5.0) -> Running:
+    """Starts the real native worker (configured from the environment) with a runner over
+    ``registry``, in a thread."""
+    native = _native.Worker(str(TEMPLATES), health_port=0, concurrency=concurrency)
+    runner = tasker.Runner(native, registry)
+    drained: list[bool] = []
+    thread = threading.Thread(target=lambda: drained.append(runner.run(grace_s)), daemon=True)
+    thread.start()
+    return Running(native, runner, thread, drained)
+
+
 @pytest.fixture
 def start_worker(broker: Broker) -> Iterator[Any]:
     """Starts the real native worker with a runner over the given registry, in a thread."""
     started: list[Running] = []
 
     def start(registry: tasker.Registry, concurrency: int = 4, grace_s: float = 5.0) -> Running:
-        native = _native.Worker(str(TEMPLATES), health_port=0, concurrency=concurrency)
-        runner = tasker.Runner(native, registry)
-        drained: list[bool] = []
-        thread = threading.Thread(target=lambda: drained.append(runner.run(grace_s)), daemon=True)
-        thread.start()
-        running = Running(native, runner, thread, drained)
+        running = run_worker(registry, concurrency, grace_s)
         started.append(running)
         return running
 
@@ -164,3 +180,204 @@ def start_worker(broker: Broker) -> Iterator[Any]:
     for running in started:
         if running.thread.is_alive():
             running.stop()
+
+
+# --- A real orchestrator for the API client's tests ------------------------------------------
+
+
+def orchestrator_binary() -> Path:
+    target = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
+    path = target / "debug" / "tasker-orchestrator"
+    if not path.is_file():
+        pytest.fail(
+            f"{path} is missing: run `cargo build --workspace --bins` (cargo make test does)"
+        )
+    return path
+
+
+def psql_binary() -> str:
+    """``psql`` on the PATH, else the newest of Debian's PostgreSQL versions."""
+    found = shutil.which("psql")
+    if found:
+        return found
+    versions = glob.glob("/usr/lib/postgresql/*/bin/psql")
+    if not versions:
+        pytest.fail("psql is missing: install PostgreSQL's client (cargo-make/services.sh does)")
+    return max(versions, key=lambda p: int(Path(p).parts[-3]))
+
+
+def psql(url: str, sql: str) -> None:
+    done = subprocess.run(
+        [psql_binary(), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql],
+        capture_output=True, text=True, timeout=60,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"psql {sql!r} failed: {done.stderr.strip()}")
+
+
+def with_database(url: str, database: str) -> str:
+    """``url`` naming another database on the same server."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{database}"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Orchestrator:
+    """An orchestrator process; ``log`` keeps the last lines it wrote."""
+
+    url: str
+    process: subprocess.Popen[str]
+    log: deque[str]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+@dataclass
+class TaskerEnv:
+    """A database and a queue prefix of their own on the local services, and the orchestrators
+    started on them (any number: they share the work, as in a cluster)."""
+
+    admin_url: str
+    database: str
+    prefix: str
+    orchestrators: list[Orchestrator] = field(default_factory=list)
+
+    @classmethod
+    def create(cls) -> TaskerEnv:
+        admin_url = os.environ.get("DATABASE_URL")
+        if not admin_url:
+            pytest.fail(
+                "DATABASE_URL is not set: run workers/python/test.sh (it starts the services)"
+            )
+        short = uuid.uuid4().hex[:12]
+        env = cls(admin_url, f"tasker_pytest_{short}", f"pytest_{short}")
+        psql(admin_url, f"CREATE DATABASE {env.database}")
+        return env
+
+    @property
+    def database_url(self) -> str:
+        return with_database(self.admin_url, self.database)
+
+    def process_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        return {
+            **os.environ,
+            "DATABASE_URL": self.database_url,
+            "AMQP_URL": amqp_url(),
+            "TASKER_QUEUE_PREFIX": self.prefix,
+            "TASKER_ORCHESTRATOR__DB_MAX_CONNECTIONS": "8",
+            "RUST_LOG": "info,sqlx=warn",
+            "NO_COLOR": "1",
+            "RUST_BACKTRACE": "0",
+            **(extra or {}),
+        }
+
+    def start_orchestrator(self, env: Mapping[str, str] | None = None) -> Orchestrator:
+        """Starts an orchestrator on a free port with the Python fixture templates and the
+        given ``TASKER_*`` settings; returns once it listens."""
+        port = free_port()
+        scheme = "https" if env and "TASKER_ORCHESTRATOR__TLS_CERT_FILE" in env else "http"
+        command = [str(orchestrator_binary()), "--bind", f"127.0.0.1:{port}"]
+        process = subprocess.Popen(
+            [*command, "--templates", str(TEMPLATES)],
+            env=self.process_env(env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+        orchestrator = Orchestrator(f"{scheme}://127.0.0.1:{port}", process, deque(maxlen=200))
+        self.orchestrators.append(orchestrator)
+        listening: list[bool] = []
+        settled = threading.Event()
+
+        def drain() -> None:
+            # Read to the end, or the orchestrator blocks once the pipe is full.
+            assert process.stderr is not None
+            for line in process.stderr:
+                orchestrator.log.append(line.rstrip())
+                if not settled.is_set() and "tasker-orchestrator listening" in line:
+                    listening.append(True)
+                    settled.set()
+            settled.set()  # it exited
+
+        threading.Thread(target=drain, daemon=True).start()
+        settled.wait(60)
+        if not listening:
+            orchestrator.stop()
+            pytest.fail("the orchestrator did not start:\n" + "\n".join(orchestrator.log))
+        return orchestrator
+
+    def create_token(self, name: str, scope: str) -> str:
+        """An API token, made with ``tasker-orchestrator token create``."""
+        done = subprocess.run(
+            [str(orchestrator_binary()), "token", "create", name, "--scope", scope],
+            env=self.process_env(), capture_output=True, text=True, timeout=60,
+        )
+        if done.returncode != 0:
+            pytest.fail(f"token create failed: {done.stderr.strip()}")
+        return done.stdout.strip()
+
+    def cleanup(self) -> None:
+        for orchestrator in self.orchestrators:
+            orchestrator.stop()
+        connection = pika.BlockingConnection(pika.URLParameters(amqp_url()))
+        channel = connection.channel()
+        for queue in ("results", "dead", f"steps.{NAMESPACE}"):
+            channel.queue_delete(f"{self.prefix}.{queue}")
+        connection.close()
+        psql(self.admin_url, f"DROP DATABASE IF EXISTS {self.database} WITH (FORCE)")
+
+
+@pytest.fixture(scope="session")
+def tasker_env() -> Iterator[TaskerEnv]:
+    env = TaskerEnv.create()
+    try:
+        yield env
+    finally:
+        env.cleanup()
+
+
+@pytest.fixture(scope="session")
+def orchestrator(tasker_env: TaskerEnv) -> Orchestrator:
+    """The session's orchestrator (the Python fixture templates loaded with ``--templates``)."""
+    return tasker_env.start_orchestrator()
+
+
+@pytest.fixture
+def start_orchestrator(tasker_env: TaskerEnv) -> Iterator[Callable[..., Orchestrator]]:
+    """Starts more orchestrators of the session's cluster, with settings of their own
+    (``TASKER_*`` variables), for one test."""
+    started: list[Orchestrator] = []
+
+    def start(env: Mapping[str, str] | None = None) -> Orchestrator:
+        started.append(tasker_env.start_orchestrator(env))
+        return started[-1]
+
+    yield start
+    for orchestrator in started:
+        orchestrator.stop()
+
+
+@pytest.fixture(scope="session")
+def python_worker(
+    tasker_env: TaskerEnv, orchestrator: Orchestrator, fixture_handlers: tasker.Registry
+) -> Iterator[Running]:
+    """The Python worker running the fixture handlers for the session's orchestrators."""
+    # The native worker reads its configuration once, when it starts.
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("TASKER_QUEUE_PREFIX", tasker_env.prefix)
+        env.setenv("TASKER_WORKER__ORCHESTRATOR_URL", orchestrator.url)
+        # The orchestrators have the templates already (--templates).
+        env.setenv("TASKER_WORKER__REGISTER_TEMPLATES", "false")
+        running = run_worker(fixture_handlers, concurrency=16)
+    yield running
+    running.stop()

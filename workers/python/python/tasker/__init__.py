@@ -7,21 +7,54 @@
         return {"value": ctx.context["value"] * 2}
 
 Start a worker with ``python -m tasker.worker --templates DIR --handlers handlers.py``.
+Submit tasks and wait for them with :class:`tasker.Client` (or :class:`tasker.AsyncClient`).
 """
 
 from ._native import ReferenceUnavailable
+from .client import (
+    ApiError,
+    AsyncClient,
+    AuthError,
+    Client,
+    ClientError,
+    Conflict,
+    ConnectionFailed,
+    InvalidRequest,
+    NotFound,
+    ServerError,
+    Step,
+    StepPage,
+    Task,
+    TaskPage,
+    Transition,
+)
 from .context import StepContext
 from .errors import PermanentError
 from .registry import Handler, Registry, default_registry, handler, register
 from .runner import Runner
 
 __all__ = [
+    "ApiError",
+    "AsyncClient",
+    "AuthError",
+    "Client",
+    "ClientError",
+    "Conflict",
+    "ConnectionFailed",
     "Handler",
+    "InvalidRequest",
+    "NotFound",
     "PermanentError",
     "ReferenceUnavailable",
     "Registry",
     "Runner",
+    "ServerError",
+    "Step",
     "StepContext",
+    "StepPage",
+    "Task",
+    "TaskPage",
+    "Transition",
     "default_registry",
     "handler",
     "register",

@@ -1,0 +1,341 @@
+"""``Client`` and ``AsyncClient``: the same methods, one blocking, one ``async``. Both only
+send the requests of the calls in ``_calls`` and hand back their answers."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+from types import TracebackType
+from typing import TypeVar, cast
+
+import httpx
+
+from . import _calls
+from ._calls import Call, Id
+from ._transport import DEFAULT_TIMEOUT, Settings
+from .values import JSON, Step, StepPage, Task, TaskPage, Transition
+
+T = TypeVar("T")
+
+
+class Client:
+    """A blocking client of one orchestrator's REST API.
+
+    ``base_url`` defaults to ``TASKER_URL``, else ``http://127.0.0.1:8080``; ``token`` (sent as
+    ``Authorization: Bearer``) to ``TASKER_TOKEN``; ``tls_ca_file``, a PEM file of CA
+    certificates trusted beside the default ones for an ``https://`` orchestrator with a private
+    CA, to ``TASKER_TLS_CA_FILE``. ``timeout`` bounds each request in seconds (``None``: no
+    bound); a long poll may take its ``wait`` longer. Use it as a context manager, or
+    ``close()`` it, to release its connections.
+
+    Every method raises :class:`~tasker.ClientError`: an :class:`~tasker.ApiError` subclass
+    with the API's error code when the API refuses, :class:`~tasker.ConnectionFailed` when it
+    does not answer.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        token: str | None = None,
+        tls_ca_file: str | os.PathLike[str] | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> None:
+        self._settings = Settings.resolve(base_url, token, tls_ca_file, timeout)
+        self._http = httpx.Client(**self._settings.client_options())
+
+    @property
+    def base_url(self) -> str:
+        """The orchestrator's URL, e.g. ``http://127.0.0.1:8080``."""
+        return self._settings.base_url
+
+    def close(self) -> None:
+        """Closes the client's connections."""
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Client({self.base_url!r})"
+
+    def _run(self, call: Call[T]) -> T:
+        try:
+            request = next(call)
+            while True:
+                with self._settings.errors(request):
+                    response = self._http.request(**self._settings.request_options(request))
+                request = call.send(response)
+        except StopIteration as done:
+            return cast(T, done.value)
+        finally:
+            call.close()
+
+    def create_task(
+        self,
+        namespace: str,
+        name: str,
+        context: JSON = None,
+        *,
+        version: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Task:
+        """Creates a task of the template ``namespace``/``name`` (its newest version unless
+        ``version`` names one) with the input ``context`` (``None``: ``{}``).
+
+        With an ``idempotency_key``, repeating the request returns the task it created instead
+        of a new one; the same key with another template or context raises
+        :class:`~tasker.Conflict` ``idempotency_key_reused``. An unknown template raises
+        :class:`~tasker.NotFound` ``unknown_template``, a context its schema refuses
+        :class:`~tasker.InvalidRequest` ``context_schema_violation``."""
+        return self._run(_calls.create_task(namespace, name, context, version, idempotency_key))
+
+    def get_task(self, id: Id, *, wait: float | None = None) -> Task:
+        """The task ``id``. With ``wait`` (seconds, at most the server's
+        ``max_wait_seconds``), one long poll: the answer comes as soon as the task is terminal,
+        or when ``wait`` runs out. :meth:`wait` takes any timeout."""
+        return self._run(_calls.get_task(id, wait))
+
+    def wait(self, id: Id, timeout: float) -> Task:
+        """Waits up to ``timeout`` seconds for the task to become terminal and returns it as it
+        is then: check ``task.is_terminal`` (or ``task.state``) to tell whether the timeout ran
+        out. Any timeout works: it long polls 25 s at a time, less for a server with a lower
+        cap."""
+        return self._run(_calls.wait(id, timeout))
+
+    def list_tasks(
+        self,
+        *,
+        state: str | None = None,
+        namespace: str | None = None,
+        name: str | None = None,
+        limit: int | None = None,
+        before: Id | None = None,
+    ) -> TaskPage:
+        """One page of tasks, newest first: of a ``state`` (``running``, ``complete``,
+        ``error``, ``cancelled``), a ``namespace``, a template ``name``; ``limit`` of them
+        (1-500, default 50) created before the task ``before`` (the previous page's
+        ``next_before``)."""
+        return self._run(_calls.list_tasks(state, namespace, name, limit, before))
+
+    def iter_tasks(
+        self,
+        *,
+        state: str | None = None,
+        namespace: str | None = None,
+        name: str | None = None,
+        page_size: int | None = None,
+        before: Id | None = None,
+    ) -> Iterator[Task]:
+        """Every task matching the filters of :meth:`list_tasks`, newest first, read a page
+        (``page_size`` tasks) at a time as the iteration goes."""
+        while True:
+            page = self.list_tasks(
+                state=state, namespace=namespace, name=name, limit=page_size, before=before
+            )
+            yield from page.tasks
+            if page.next_before is None:
+                return
+            before = page.next_before
+
+    def cancel(self, id: Id) -> Task:
+        """Cancels a running task: its steps that have not started never will. A terminal task
+        raises :class:`~tasker.Conflict` ``task_not_running``."""
+        return self._run(_calls.cancel(id))
+
+    def steps(self, id: Id) -> list[Step]:
+        """Every step of the task, in id order, read page by page."""
+        return self._run(_calls.steps(id))
+
+    def steps_page(self, id: Id, *, after: Id | None = None, limit: int | None = None) -> StepPage:
+        """One page of the task's steps in id order: ``limit`` of them (1-5,000, default
+        1,000, fewer when their results are large) after the step ``after`` (the previous
+        page's ``next``)."""
+        return self._run(_calls.steps_page(id, after, limit))
+
+    def history(self, id: Id) -> list[Transition]:
+        """Every transition of the task and its steps, oldest first."""
+        return self._run(_calls.history(id))
+
+    def retry(
+        self,
+        id: Id,
+        *,
+        step: str | None = None,
+        by: str | None = None,
+        reason: str | None = None,
+    ) -> Task:
+        """Runs the step that failed a task in ``error`` again (with its template's attempts;
+        completed steps keep their results) and returns the task, ``running`` again. ``step``
+        (a name or id) insists on that step. ``by`` and ``reason`` go into the history. Raises
+        :class:`~tasker.Conflict` ``task_not_failed`` (``step_not_failed``) otherwise."""
+        return self._run(_calls.retry(id, step, by, reason))
+
+    def resolve(
+        self,
+        id: Id,
+        step: str,
+        result: JSON,
+        *,
+        by: str | None = None,
+        reason: str | None = None,
+    ) -> Task:
+        """Completes the step (name or id) that failed a task in ``error`` with ``result``, as
+        if its handler had returned it, and lets the task go on from there. ``by`` and
+        ``reason`` go into the history."""
+        return self._run(_calls.resolve(id, step, result, by, reason))
+
+
+class AsyncClient:
+    """The ``async`` twin of :class:`Client`: the same constructor and methods, awaited, and
+    :meth:`iter_tasks` an async iterator. Use it as an async context manager, or ``await
+    aclose()``."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        token: str | None = None,
+        tls_ca_file: str | os.PathLike[str] | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> None:
+        self._settings = Settings.resolve(base_url, token, tls_ca_file, timeout)
+        self._http = httpx.AsyncClient(**self._settings.client_options())
+
+    @property
+    def base_url(self) -> str:
+        """The orchestrator's URL."""
+        return self._settings.base_url
+
+    async def aclose(self) -> None:
+        """Closes the client's connections."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"AsyncClient({self.base_url!r})"
+
+    async def _run(self, call: Call[T]) -> T:
+        try:
+            request = next(call)
+            while True:
+                with self._settings.errors(request):
+                    response = await self._http.request(**self._settings.request_options(request))
+                request = call.send(response)
+        except StopIteration as done:
+            return cast(T, done.value)
+        finally:
+            call.close()
+
+    async def create_task(
+        self,
+        namespace: str,
+        name: str,
+        context: JSON = None,
+        *,
+        version: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Task:
+        """See :meth:`Client.create_task`."""
+        return await self._run(
+            _calls.create_task(namespace, name, context, version, idempotency_key)
+        )
+
+    async def get_task(self, id: Id, *, wait: float | None = None) -> Task:
+        """See :meth:`Client.get_task`."""
+        return await self._run(_calls.get_task(id, wait))
+
+    async def wait(self, id: Id, timeout: float) -> Task:
+        """See :meth:`Client.wait`."""
+        return await self._run(_calls.wait(id, timeout))
+
+    async def list_tasks(
+        self,
+        *,
+        state: str | None = None,
+        namespace: str | None = None,
+        name: str | None = None,
+        limit: int | None = None,
+        before: Id | None = None,
+    ) -> TaskPage:
+        """See :meth:`Client.list_tasks`."""
+        return await self._run(_calls.list_tasks(state, namespace, name, limit, before))
+
+    async def iter_tasks(
+        self,
+        *,
+        state: str | None = None,
+        namespace: str | None = None,
+        name: str | None = None,
+        page_size: int | None = None,
+        before: Id | None = None,
+    ) -> AsyncIterator[Task]:
+        """See :meth:`Client.iter_tasks`; ``async for task in client.iter_tasks()``."""
+        while True:
+            page = await self.list_tasks(
+                state=state, namespace=namespace, name=name, limit=page_size, before=before
+            )
+            for task in page.tasks:
+                yield task
+            if page.next_before is None:
+                return
+            before = page.next_before
+
+    async def cancel(self, id: Id) -> Task:
+        """See :meth:`Client.cancel`."""
+        return await self._run(_calls.cancel(id))
+
+    async def steps(self, id: Id) -> list[Step]:
+        """See :meth:`Client.steps`."""
+        return await self._run(_calls.steps(id))
+
+    async def steps_page(
+        self, id: Id, *, after: Id | None = None, limit: int | None = None
+    ) -> StepPage:
+        """See :meth:`Client.steps_page`."""
+        return await self._run(_calls.steps_page(id, after, limit))
+
+    async def history(self, id: Id) -> list[Transition]:
+        """See :meth:`Client.history`."""
+        return await self._run(_calls.history(id))
+
+    async def retry(
+        self,
+        id: Id,
+        *,
+        step: str | None = None,
+        by: str | None = None,
+        reason: str | None = None,
+    ) -> Task:
+        """See :meth:`Client.retry`."""
+        return await self._run(_calls.retry(id, step, by, reason))
+
+    async def resolve(
+        self,
+        id: Id,
+        step: str,
+        result: JSON,
+        *,
+        by: str | None = None,
+        reason: str | None = None,
+    ) -> Task:
+        """See :meth:`Client.resolve`."""
+        return await self._run(_calls.resolve(id, step, result, by, reason))
