@@ -16,9 +16,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tasker_shared::api::{History, Resolve};
 use uuid::Uuid;
 
 /// How long one page of parent results may take to arrive.
@@ -63,89 +63,10 @@ fn causes(e: &(dyn std::error::Error + 'static)) -> String {
     said.join(": ")
 }
 
-/// One page of a step's parent results: by default as a map of step name to result;
-/// [`Client::parent_results_text`] leaves them as the orchestrator wrote them
-/// (`ParentResults<Box<RawValue>>`, a JSON object's text).
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct ParentResults<R = serde_json::Map<String, Value>> {
-    pub parent_results: R,
-    /// The cursor of the next page, if there may be one.
-    pub next: Option<Uuid>,
-}
-
-/// One page of a task's steps.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct StepPage {
-    pub steps: Vec<Step>,
-    /// The cursor of the next page, if there may be one.
-    pub next: Option<Uuid>,
-}
-
-/// A task as the API returns it.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct Task {
-    pub id: Uuid,
-    pub namespace: String,
-    pub name: String,
-    pub version: String,
-    pub state: String,
-    pub context: Value,
-    pub idempotency_key: Option<String>,
-    pub open_steps: i32,
-    pub result: Option<Value>,
-    pub error: Option<Value>,
-    pub created_at: DateTime<Utc>,
-    pub completed_at: Option<DateTime<Utc>>,
-    pub duration_ms: Option<f64>,
-}
-
-impl Task {
-    pub fn is_terminal(&self) -> bool {
-        self.state != "running"
-    }
-}
-
-/// A step with its result and timings.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct Step {
-    pub id: Uuid,
-    pub name: String,
-    pub handler: String,
-    pub step_type: String,
-    pub state: String,
-    pub attempt: i32,
-    pub max_attempts: i32,
-    pub result: Option<Value>,
-    pub error: Option<Value>,
-    pub worker: Option<String>,
-    pub created_at: DateTime<Utc>,
-    pub dispatched_at: Option<DateTime<Utc>>,
-    pub started_at: Option<DateTime<Utc>>,
-    pub finished_at: Option<DateTime<Utc>>,
-    pub processed_at: Option<DateTime<Utc>>,
-}
-
-/// One entry of a task's history: a task transition (`step` is `None`) or a step transition.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct Transition {
-    pub step: Option<String>,
-    pub from: Option<String>,
-    pub to: String,
-    pub attempt: Option<i32>,
-    pub reason: Option<String>,
-    /// Who asked for a transition made by hand (a repair); `None` for the engine's own.
-    pub by: Option<String>,
-    pub at: DateTime<Utc>,
-}
-
-/// Who asks for a repair and why; both are recorded in the task's history.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct RepairNote {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub by: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-}
+pub use tasker_shared::api::{
+    CreateTask, DeadLetter, DeadLetterInfo, DeadLetterPage, ParentResults, RepairNote, Step,
+    StepPage, Task, TaskPage, Transition,
+};
 
 /// A registered template version (the server's own wire type).
 pub use tasker_shared::template::RegisteredTemplate as TemplateInfo;
@@ -156,45 +77,6 @@ pub struct Registered {
     /// `true`: a new version was stored; `false`: the same definition was already registered.
     pub created: bool,
     pub template: TemplateInfo,
-}
-
-/// A create-task request.
-#[derive(Debug, Clone, Serialize)]
-pub struct CreateTask {
-    pub namespace: String,
-    pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    pub context: Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub idempotency_key: Option<String>,
-}
-
-impl CreateTask {
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        Self {
-            namespace: namespace.into(),
-            name: name.into(),
-            version: None,
-            context: Value::Object(Default::default()),
-            idempotency_key: None,
-        }
-    }
-
-    pub fn version(mut self, v: impl Into<String>) -> Self {
-        self.version = Some(v.into());
-        self
-    }
-
-    pub fn context(mut self, c: Value) -> Self {
-        self.context = c;
-        self
-    }
-
-    pub fn idempotency_key(mut self, k: impl Into<String>) -> Self {
-        self.idempotency_key = Some(k.into());
-        self
-    }
 }
 
 /// Filter for [`Client::tasks`].
@@ -211,53 +93,6 @@ pub struct TaskQuery {
     pub limit: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub before: Option<Uuid>,
-}
-
-/// One page of tasks.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct TaskPage {
-    pub tasks: Vec<Task>,
-    pub next_before: Option<Uuid>,
-}
-
-/// A message no one could process (malformed, or a result that could not be applied), as
-/// listed by [`Client::dead_letters`].
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct DeadLetterInfo {
-    pub id: i64,
-    /// The queue it was taken from, if known.
-    pub queue: Option<String>,
-    pub reason: String,
-    pub task_id: Option<Uuid>,
-    pub step_id: Option<Uuid>,
-    pub first_seen: DateTime<Utc>,
-    pub last_seen: DateTime<Utc>,
-    /// How often the same message from the same queue was dead-lettered.
-    pub times_seen: i32,
-    /// The body's size.
-    pub bytes: i32,
-}
-
-/// One page of dead letters, newest first.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct DeadLetterPage {
-    pub dead_letters: Vec<DeadLetterInfo>,
-    pub next_before: Option<i64>,
-}
-
-/// A dead letter with its headers and body: `body` when the body is JSON, else `body_text`
-/// when it is UTF-8, else `body_base64`.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct DeadLetter {
-    #[serde(flatten)]
-    pub info: DeadLetterInfo,
-    pub headers: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body_text: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body_base64: Option<String>,
 }
 
 /// Makes rustls' ring provider the process default, once: reqwest is built without one of its
@@ -478,10 +313,6 @@ impl Client {
 
     /// A task's history, oldest first.
     pub async fn history(&self, id: Uuid) -> Result<Vec<Transition>, Error> {
-        #[derive(Deserialize)]
-        struct History {
-            transitions: Vec<Transition>,
-        }
         let resp = self
             .http
             .get(format!("{}/v1/tasks/{id}/history", self.base))
@@ -515,12 +346,11 @@ impl Client {
         result: &Value,
         note: &RepairNote,
     ) -> Result<Task, Error> {
-        #[derive(Serialize)]
-        struct Body<'a> {
-            result: &'a Value,
-            #[serde(flatten)]
-            note: &'a RepairNote,
-        }
+        let body = Resolve {
+            result: Some(result.clone()),
+            by: note.by.clone(),
+            reason: note.reason.clone(),
+        };
         let resp = self
             .http
             .post(format!(
@@ -528,7 +358,7 @@ impl Client {
                 self.base,
                 segment(step)
             ))
-            .json(&Body { result, note })
+            .json(&body)
             .send()
             .await?;
         decode(resp).await

@@ -22,7 +22,13 @@
 //! | GET, POST | /v1/tokens | API tokens (admin): list, create (`{name, scope}`; the token is shown once) |
 //! | DELETE | /v1/tokens/{name} | revoke one |
 //! | GET | /health, /ready, /metrics | liveness, readiness, Prometheus |
-//! | GET | /ui | the dashboard (assets embedded; `/` redirects there) |
+//! | GET | /openapi.json | the OpenAPI 3.1 document of every route |
+//! | GET | /ui/ | the dashboard (assets embedded; `/` and `/ui` redirect there) |
+//!
+//! Every route is registered with `routes!` together with its `#[utoipa::path]` operation, so
+//! `/openapi.json` ([`openapi`]) is generated from the same definitions the router serves;
+//! `clippy.toml` forbids registering one any other way, and `tests/openapi.rs` checks that each
+//! documented operation is served.
 //!
 //! When the orchestrator requires tokens ([`auth`]), every route but `/health` and `/ready`
 //! needs `Authorization: Bearer <token>`: `read` for every GET, `write` to create, cancel and
@@ -37,6 +43,7 @@ mod repair;
 mod templates;
 mod ui;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -44,13 +51,21 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
-use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
+use axum::{Extension, Json, Router};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
+use utoipa::openapi::OpenApi as Document;
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::{IntoParams, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
+
+use tasker_shared::api::{
+    CreateTask, ErrorBody, History, ParentResults, Readiness, StepPage, TaskPage,
+};
 
 pub use auth::TokenCache;
 pub use error::Error;
@@ -63,53 +78,11 @@ use crate::events::Event;
 use crate::shared::Shared;
 use crate::store::{NewTask, TaskFilter, TaskView};
 
-/// The whole HTTP application.
+/// The whole HTTP application, `/openapi.json` included.
 pub fn router(shared: Shared) -> Router {
     let limit = shared.config.orchestrator.max_body_bytes;
-    Router::new()
-        .route("/v1/tasks", post(create_task).get(list_tasks))
-        .route("/v1/tasks/{id}", get(get_task))
-        .route("/v1/tasks/{id}/steps", get(task_steps))
-        .route(
-            "/v1/tasks/{id}/steps/{step}/parent_results",
-            get(parent_results),
-        )
-        .route("/v1/tasks/{id}/history", get(task_history))
-        .route("/v1/tasks/{id}/events", get(live::task_events))
-        .route("/v1/tasks/{id}/cancel", post(cancel_task))
-        .route("/v1/tasks/{id}/retry", post(repair::retry_task))
-        .route(
-            "/v1/tasks/{id}/steps/{step}/retry",
-            post(repair::retry_step),
-        )
-        .route(
-            "/v1/tasks/{id}/steps/{step}/resolve",
-            post(repair::resolve_step),
-        )
-        .route(
-            "/v1/templates",
-            post(templates::register).get(templates::list),
-        )
-        .route("/v1/templates/{namespace}/{name}", get(templates::show))
-        .route("/v1/dead-letters", get(dead_letters::list))
-        .route(
-            "/v1/dead-letters/{id}",
-            get(dead_letters::show).merge(delete(dead_letters::discard)),
-        )
-        .route("/v1/dead-letters/{id}/replay", post(dead_letters::replay))
-        .route("/health", get(health))
-        .route("/ready", get(ready))
-        .route("/metrics", get(metrics))
-        .route(
-            "/v1/tokens",
-            get(auth::list_tokens).post(auth::create_token),
-        )
-        .route("/v1/tokens/{name}", delete(auth::revoke_token))
-        .route("/", get(ui::home))
-        .route("/ui", get(ui::index))
-        .route("/ui/", get(ui::index))
-        .route("/ui/app.js", get(ui::script))
-        .route("/ui/app.css", get(ui::style))
+    let (router, document) = routes().split_for_parts();
+    router
         .route_layer(axum::middleware::from_fn_with_state(
             shared.clone(),
             auth::require,
@@ -123,20 +96,95 @@ pub fn router(shared: Shared) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(limit))
+        .layer(Extension(Arc::new(document)))
         .with_state(shared)
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CreateTask {
-    namespace: String,
-    name: String,
-    #[serde(default)]
-    version: Option<String>,
-    #[serde(default)]
-    context: Option<Value>,
-    #[serde(default)]
-    idempotency_key: Option<String>,
+/// The OpenAPI 3.1 document of every route: what `GET /openapi.json` serves.
+pub fn openapi() -> Document {
+    routes().split_for_parts().1
+}
+
+/// Every route with its OpenAPI operation. `routes!` takes the path and method from each
+/// handler's `#[utoipa::path]`, so a route cannot be served without being documented.
+fn routes() -> OpenApiRouter<Shared> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(create_task, list_tasks))
+        .routes(routes!(get_task))
+        .routes(routes!(task_steps))
+        .routes(routes!(parent_results))
+        .routes(routes!(task_history))
+        .routes(routes!(live::task_events))
+        .routes(routes!(cancel_task))
+        .routes(routes!(repair::retry_task))
+        .routes(routes!(repair::retry_step))
+        .routes(routes!(repair::resolve_step))
+        .routes(routes!(templates::register, templates::list))
+        .routes(routes!(templates::show))
+        .routes(routes!(dead_letters::list))
+        .routes(routes!(dead_letters::show, dead_letters::discard))
+        .routes(routes!(dead_letters::replay))
+        .routes(routes!(auth::list_tokens, auth::create_token))
+        .routes(routes!(auth::revoke_token))
+        .routes(routes!(health))
+        .routes(routes!(ready))
+        .routes(routes!(metrics))
+        .routes(routes!(openapi_json))
+        .routes(routes!(ui::home))
+        .routes(routes!(ui::slash))
+        .routes(routes!(ui::index))
+        .routes(routes!(ui::script))
+        .routes(routes!(ui::style))
+}
+
+/// The document's own parts; the operations come from the routes.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Tasker",
+        description = "Tasker's orchestration API: create tasks from registered templates, wait \
+                       for them, read their steps and history, repair them; templates, dead \
+                       letters and API tokens. Every error is `{\"error\": {\"code\", \"message\", \
+                       \"details\"?}}` with a stable code. With tokens required \
+                       (`orchestrator.auth`), every route but /health, /ready, /openapi.json and \
+                       the dashboard's assets needs `Authorization: Bearer <token>`: scope `read` \
+                       for GET, `write` to create, cancel and repair tasks and register templates, \
+                       `admin` for dead-letter replay and discard and for tokens."
+    ),
+    modifiers(&BearerAuth),
+    security(("bearer" = [])),
+    components(schemas(ErrorBody)),
+    tags(
+        (name = "tasks", description = "Create, wait for, read and cancel tasks"),
+        (name = "repair", description = "Retry or resolve a task that failed"),
+        (name = "templates", description = "Registered task templates"),
+        (name = "dead-letters", description = "Messages no one could process"),
+        (name = "tokens", description = "API tokens (admin scope)"),
+        (name = "operations", description = "Health, readiness, metrics, this document"),
+        (name = "dashboard", description = "The dashboard's page and assets")
+    )
+)]
+struct ApiDoc;
+
+/// The `bearer` security scheme the operations name.
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, doc: &mut Document) {
+        doc.components
+            .get_or_insert_with(Default::default)
+            .add_security_scheme(
+                "bearer",
+                SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+            );
+    }
+}
+
+/// `GET /openapi.json`.
+#[utoipa::path(get, path = "/openapi.json", tag = "operations", security(()),
+    responses((status = 200, description = "This document", content_type = "application/json")))]
+async fn openapi_json(Extension(document): Extension<Arc<Document>>) -> Json<Arc<Document>> {
+    Json(document)
 }
 
 /// The request body, or the API's error for one that is too large or unreadable.
@@ -180,6 +228,18 @@ fn unknown_template(namespace: &str, name: &str, version: Option<&str>) -> Error
     )
 }
 
+/// Creates a task from a registered template, or returns the task an idempotency key already
+/// created.
+#[utoipa::path(post, path = "/v1/tasks", tag = "tasks", request_body = CreateTask,
+    responses(
+        (status = 201, description = "Created (header `location`: its URL)", body = tasker_shared::api::Task),
+        (status = 200, description = "The task this idempotency key created", body = tasker_shared::api::Task),
+        (status = 400, description = "`invalid_json`, `invalid_context`, `invalid_idempotency_key`", body = ErrorBody),
+        (status = 404, description = "`unknown_template`", body = ErrorBody),
+        (status = 409, description = "`idempotency_key_reused`: the key created a task from another template or context", body = ErrorBody),
+        (status = 413, description = "`body_too_large`, `context_too_large`", body = ErrorBody),
+        (status = 422, description = "`context_schema_violation` (details: the problems)", body = ErrorBody),
+    ))]
 async fn create_task(
     State(shared): State<Shared>,
     body: Result<Bytes, BytesRejection>,
@@ -270,20 +330,32 @@ async fn create_task(
     Ok((status, [("location", location)], Json(task)).into_response())
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 struct ListQuery {
+    /// `running`, `complete`, `error` or `cancelled`.
     state: Option<String>,
     namespace: Option<String>,
+    /// The template's name.
     name: Option<String>,
+    /// Tasks per page: 1 to 500, 50 by default.
     limit: Option<i64>,
+    /// The previous page's `next_before`: tasks created before that one.
+    #[param(value_type = Option<Uuid>)]
     before: Option<String>,
 }
 
+/// Tasks, newest first, a page at a time (results are left out: `GET /v1/tasks/{id}` has them).
+#[utoipa::path(get, path = "/v1/tasks", tag = "tasks", params(ListQuery),
+    responses(
+        (status = 200, body = TaskPage),
+        (status = 400, description = "`invalid_state`, `invalid_limit`, `invalid_id`, `invalid_query`", body = ErrorBody),
+    ))]
 async fn list_tasks(
     State(shared): State<Shared>,
     Query(q): Query<ListQuery>,
-) -> Result<Json<Value>, Error> {
+) -> Result<Json<TaskPage>, Error> {
     check_filter("namespace", q.namespace.as_deref())?;
     check_filter("name", q.name.as_deref())?;
     if let Some(state) = &q.state
@@ -306,12 +378,12 @@ async fn list_tasks(
             limit,
         })
         .await?;
-    let next = if tasks.len() as i64 == limit {
-        tasks.last().map(|t| t.id.to_string())
+    let next_before = if tasks.len() as i64 == limit {
+        tasks.last().map(|t| t.id)
     } else {
         None
     };
-    Ok(Json(json!({ "tasks": tasks, "next_before": next })))
+    Ok(Json(TaskPage { tasks, next_before }))
 }
 
 /// A list's `?limit=`: 1 to 500, default 50.
@@ -327,13 +399,23 @@ fn check_limit(limit: Option<i64>) -> Result<i64, Error> {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 struct GetQuery {
-    /// Seconds to wait for the task to become terminal.
+    /// Seconds to wait for the task to become terminal (at most `orchestrator.max_wait_seconds`,
+    /// 300 by default): the answer comes as soon as it is, or when the wait runs out.
     wait: Option<f64>,
 }
 
+/// A task; with `wait`, a long poll that answers as soon as it is terminal.
+#[utoipa::path(get, path = "/v1/tasks/{id}", tag = "tasks",
+    params(("id" = Uuid, Path, description = "The task's id"), GetQuery),
+    responses(
+        (status = 200, body = tasker_shared::api::Task),
+        (status = 400, description = "`invalid_id`, `invalid_wait` (beyond the server's cap)", body = ErrorBody),
+        (status = 404, description = "`task_not_found`", body = ErrorBody),
+    ))]
 async fn get_task(
     State(shared): State<Shared>,
     Path(id): Path<String>,
@@ -390,12 +472,21 @@ async fn fetch_task(shared: &Shared, id: Uuid) -> Result<TaskView, Error> {
         .ok_or_else(|| Error::not_found("task_not_found", format!("no task {id}")))
 }
 
-/// A task's steps, page by page (`?after=&limit=`): a 100,000-step task is never one answer.
+/// A task's steps with results, errors, attempts and per-hop times, in id order, a page at a
+/// time: a 100,000-step task is never one answer. A page also ends once its results and errors
+/// reach `orchestrator.parent_page_bytes`: follow `next`.
+#[utoipa::path(get, path = "/v1/tasks/{id}/steps", tag = "tasks",
+    params(("id" = Uuid, Path, description = "The task's id"), PageQuery),
+    responses(
+        (status = 200, body = StepPage),
+        (status = 400, description = "`invalid_id`, `invalid_query`", body = ErrorBody),
+        (status = 404, description = "`task_not_found`", body = ErrorBody),
+    ))]
 async fn task_steps(
     State(shared): State<Shared>,
     Path(id): Path<String>,
     Query(q): Query<PageQuery>,
-) -> Result<Json<Value>, Error> {
+) -> Result<Json<StepPage>, Error> {
     let id = parse_id(&id)?;
     let (after, limit) = q.parse()?;
     fetch_task(&shared, id).await?;
@@ -408,13 +499,21 @@ async fn task_steps(
             shared.config.orchestrator.parent_page_bytes,
         )
         .await?;
-    Ok(Json(json!({ "task_id": id, "steps": steps, "next": next })))
+    Ok(Json(StepPage {
+        task_id: id,
+        steps,
+        next,
+    }))
 }
 
 /// `?after=&limit=` of `GET /v1/tasks/{id}/steps` and `…/steps/{step}/parent_results`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 struct PageQuery {
+    /// The previous page's `next`.
+    #[param(value_type = Option<Uuid>)]
     after: Option<String>,
+    /// At most this many: 1 to 5,000, 1,000 by default.
     limit: Option<i64>,
 }
 
@@ -436,11 +535,19 @@ impl PageQuery {
 /// A step's parent results, page by page: what the worker core reads for a step whose message
 /// carries them by reference (a fan-out's convergence step). The page is passed through as
 /// PostgreSQL wrote it.
+#[utoipa::path(get, path = "/v1/tasks/{id}/steps/{step}/parent_results", tag = "tasks",
+    params(("id" = Uuid, Path, description = "The task's id"),
+           ("step" = Uuid, Path, description = "The step's id"), PageQuery),
+    responses(
+        (status = 200, body = ParentResults),
+        (status = 400, description = "`invalid_id`, `invalid_query`", body = ErrorBody),
+        (status = 404, description = "`step_not_found`", body = ErrorBody),
+    ))]
 async fn parent_results(
     State(shared): State<Shared>,
     Path((id, step)): Path<(String, String)>,
     Query(q): Query<PageQuery>,
-) -> Result<Json<ParentResultsPage>, Error> {
+) -> Result<Json<ParentResults<Box<RawValue>>>, Error> {
     let (id, step) = (parse_id(&id)?, parse_id(&step)?);
     let (after, limit) = q.parse()?;
     let (parent_results, next) = shared
@@ -460,7 +567,7 @@ async fn parent_results(
                 format!("task {id} has no step {step}"),
             )
         })?;
-    Ok(Json(ParentResultsPage {
+    Ok(Json(ParentResults {
         task_id: id,
         step_id: step,
         parent_results,
@@ -468,24 +575,36 @@ async fn parent_results(
     }))
 }
 
-#[derive(Debug, Serialize)]
-struct ParentResultsPage {
-    task_id: Uuid,
-    step_id: Uuid,
-    parent_results: Box<RawValue>,
-    next: Option<Uuid>,
-}
-
+/// A task's transitions and its steps', oldest first, with who made each repair and why.
+#[utoipa::path(get, path = "/v1/tasks/{id}/history", tag = "tasks",
+    params(("id" = Uuid, Path, description = "The task's id")),
+    responses(
+        (status = 200, body = History),
+        (status = 400, description = "`invalid_id`", body = ErrorBody),
+        (status = 404, description = "`task_not_found`", body = ErrorBody),
+    ))]
 async fn task_history(
     State(shared): State<Shared>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, Error> {
+) -> Result<Json<History>, Error> {
     let id = parse_id(&id)?;
     fetch_task(&shared, id).await?;
-    let history = shared.store.history(id).await?;
-    Ok(Json(json!({ "task_id": id, "transitions": history })))
+    let transitions = shared.store.history(id).await?;
+    Ok(Json(History {
+        task_id: id,
+        transitions,
+    }))
 }
 
+/// Cancels a running task: its open steps are cancelled.
+#[utoipa::path(post, path = "/v1/tasks/{id}/cancel", tag = "tasks",
+    params(("id" = Uuid, Path, description = "The task's id")),
+    responses(
+        (status = 200, description = "The task, cancelled", body = tasker_shared::api::Task),
+        (status = 400, description = "`invalid_id`", body = ErrorBody),
+        (status = 404, description = "`task_not_found`", body = ErrorBody),
+        (status = 409, description = "`task_not_running`: it already ended", body = ErrorBody),
+    ))]
 async fn cancel_task(
     State(shared): State<Shared>,
     Path(id): Path<String>,
@@ -505,11 +624,20 @@ async fn cancel_task(
     }
 }
 
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/health", tag = "operations", security(()),
+    responses((status = 200, description = "`{\"status\": \"ok\"}`", body = Object)))]
 async fn health() -> Json<Value> {
     Json(json!({ "status": "ok" }))
 }
 
-async fn ready(State(shared): State<Shared>) -> (StatusCode, Json<Value>) {
+/// Readiness: PostgreSQL and RabbitMQ are reachable from this orchestrator.
+#[utoipa::path(get, path = "/ready", tag = "operations", security(()),
+    responses(
+        (status = 200, description = "Ready", body = Readiness),
+        (status = 503, description = "Not ready: which one is down", body = Readiness),
+    ))]
+async fn ready(State(shared): State<Shared>) -> (StatusCode, Json<Readiness>) {
     let db = sqlx::query("SELECT 1")
         .execute(shared.store.pool())
         .await
@@ -522,14 +650,17 @@ async fn ready(State(shared): State<Shared>) -> (StatusCode, Json<Value>) {
     };
     (
         status,
-        Json(json!({
-            "database": db,
-            "broker": broker,
-            "dispatch_backlog": shared.dispatcher.backlog(),
-        })),
+        Json(Readiness {
+            database: db,
+            broker,
+            dispatch_backlog: shared.dispatcher.backlog(),
+        }),
     )
 }
 
+/// Prometheus metrics (the text exposition format); open when `orchestrator.metrics_public`.
+#[utoipa::path(get, path = "/metrics", tag = "operations",
+    responses((status = 200, description = "Prometheus text format", content_type = "text/plain", body = String)))]
 async fn metrics() -> String {
     crate::metrics::handle().render()
 }

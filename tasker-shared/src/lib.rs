@@ -6,6 +6,7 @@
 //! [`template::load_dir`], which reads template files from disk, and [`logging::init`], which
 //! sets up every process's log output the same way.
 
+pub mod api;
 pub mod config;
 pub mod dag;
 pub mod json_check;

@@ -452,6 +452,8 @@ impl TaskTemplate {
 
 /// A registered template version, as the API answers and clients read it (one definition of
 /// the wire type for the server and every Rust client).
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RegisteredTemplate {
     pub id: uuid::Uuid,

@@ -14,8 +14,8 @@ use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use serde::Deserialize;
 use serde_json::json;
+use tasker_shared::api::{CreatedToken, ErrorBody, NewToken, TokenList};
 
 use super::extract::Path;
 use super::{Error, request_body};
@@ -61,7 +61,10 @@ impl TokenCache {
 /// The scope a request needs, by method and route; `None`: open.
 pub(super) fn needed(method: &Method, route: Option<&str>, metrics_public: bool) -> Option<Scope> {
     match route {
-        Some("/health" | "/ready" | "/" | "/ui" | "/ui/" | "/ui/app.js" | "/ui/app.css") => None,
+        Some(
+            "/health" | "/ready" | "/openapi.json" | "/" | "/ui" | "/ui/" | "/ui/app.js"
+            | "/ui/app.css",
+        ) => None,
         Some("/metrics") if metrics_public => None,
         Some("/v1/dead-letters/{id}/replay" | "/v1/tokens" | "/v1/tokens/{name}") => {
             Some(Scope::Admin)
@@ -128,15 +131,14 @@ pub(super) async fn require(
     next.run(req).await
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct NewToken {
-    name: String,
-    scope: String,
-}
-
 /// `POST /v1/tokens` `{name, scope}` → 201 `{id, name, scope, token}`: the only time the token
 /// is shown.
+#[utoipa::path(post, path = "/v1/tokens", tag = "tokens", request_body = NewToken,
+    responses(
+        (status = 201, body = CreatedToken),
+        (status = 400, description = "`invalid_json`, `invalid_scope`, `invalid_name`", body = ErrorBody),
+        (status = 409, description = "`token_name_taken`", body = ErrorBody),
+    ))]
 pub(super) async fn create_token(
     State(shared): State<Shared>,
     principal: Option<Extension<Principal>>,
@@ -159,8 +161,13 @@ pub(super) async fn create_token(
     {
         Ok((token, id)) => {
             tracing::info!(name = %req.name, %scope, "API token created");
-            let body = json!({ "id": id, "name": req.name, "scope": scope, "token": token });
-            Ok((StatusCode::CREATED, Json(body)).into_response())
+            let created = CreatedToken {
+                id,
+                name: req.name,
+                scope: scope.to_string(),
+                token,
+            };
+            Ok((StatusCode::CREATED, Json(created)).into_response())
         }
         Err(CreateError::NameTaken(_)) => Err(Error::new(
             StatusCode::CONFLICT,
@@ -176,13 +183,20 @@ pub(super) async fn create_token(
 }
 
 /// `GET /v1/tokens`: live tokens (never the tokens themselves).
-pub(super) async fn list_tokens(
-    State(shared): State<Shared>,
-) -> Result<Json<serde_json::Value>, Error> {
-    Ok(Json(json!({ "tokens": shared.store.tokens().await? })))
+#[utoipa::path(get, path = "/v1/tokens", tag = "tokens", responses((status = 200, body = TokenList)))]
+pub(super) async fn list_tokens(State(shared): State<Shared>) -> Result<Json<TokenList>, Error> {
+    Ok(Json(TokenList {
+        tokens: shared.store.tokens().await?,
+    }))
 }
 
 /// `DELETE /v1/tokens/{name}` → 204; it stops working within a few seconds everywhere.
+#[utoipa::path(delete, path = "/v1/tokens/{name}", tag = "tokens",
+    params(("name" = String, Path, description = "The token's name")),
+    responses(
+        (status = 204, description = "Revoked"),
+        (status = 404, description = "`token_not_found`", body = ErrorBody),
+    ))]
 pub(super) async fn revoke_token(
     State(shared): State<Shared>,
     Path(name): Path<String>,

@@ -6,9 +6,10 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use base64::Engine;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use tasker_broker::{Outgoing, topology};
+use tasker_shared::api::{DeadLetter as Shown, DeadLetterPage, ErrorBody, Replayed};
 
 use super::extract::{Path, Query};
 use super::{Error, check_limit};
@@ -16,35 +17,52 @@ use crate::metrics as m;
 use crate::shared::Shared;
 use crate::store::DeadLetter;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(super) struct ListQuery {
+    /// 1 to 500, 50 by default.
     limit: Option<i64>,
+    /// The previous page's `next_before`.
+    #[param(value_type = Option<i64>)]
     before: Option<String>,
 }
 
 /// `GET /v1/dead-letters`: newest first, `?limit=` (1–500, default 50) `&before=ID`.
+#[utoipa::path(get, path = "/v1/dead-letters", tag = "dead-letters", params(ListQuery),
+    responses(
+        (status = 200, body = DeadLetterPage),
+        (status = 400, description = "`invalid_limit`, `invalid_id`", body = ErrorBody),
+    ))]
 pub(super) async fn list(
     State(shared): State<Shared>,
     Query(q): Query<ListQuery>,
-) -> Result<Json<Value>, Error> {
+) -> Result<Json<DeadLetterPage>, Error> {
     let limit = check_limit(q.limit)?;
     let before = q.before.as_deref().map(parse_id).transpose()?;
-    let letters = shared.store.dead_letters(before, limit).await?;
-    let next = (letters.len() as i64 == limit)
-        .then(|| letters.last().map(|l| l.id))
+    let dead_letters = shared.store.dead_letters(before, limit).await?;
+    let next_before = (dead_letters.len() as i64 == limit)
+        .then(|| dead_letters.last().map(|l| l.id))
         .flatten();
-    Ok(Json(
-        json!({ "dead_letters": letters, "next_before": next }),
-    ))
+    Ok(Json(DeadLetterPage {
+        dead_letters,
+        next_before,
+    }))
 }
 
 /// `GET /v1/dead-letters/{id}`: with its headers and body (`body` when it is JSON, else
 /// `body_text` when it is UTF-8, else `body_base64`).
+#[utoipa::path(get, path = "/v1/dead-letters/{id}", tag = "dead-letters",
+    params(("id" = i64, Path, description = "The dead letter's id")),
+    responses(
+        (status = 200, body = Shown),
+        (status = 400, description = "`invalid_id`", body = ErrorBody),
+        (status = 404, description = "`dead_letter_not_found`", body = ErrorBody),
+    ))]
 pub(super) async fn show(
     State(shared): State<Shared>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, Error> {
+) -> Result<Json<Shown>, Error> {
     let id = parse_id(&id)?;
     let letter = shared
         .store
@@ -56,10 +74,19 @@ pub(super) async fn show(
 
 /// `POST /v1/dead-letters/{id}/replay`: published again, as it was, to the queue it came from;
 /// removed once the broker confirms. A message that fails again comes back as a new dead letter.
+#[utoipa::path(post, path = "/v1/dead-letters/{id}/replay", tag = "dead-letters",
+    params(("id" = i64, Path, description = "The dead letter's id")),
+    responses(
+        (status = 200, body = Replayed),
+        (status = 400, description = "`invalid_id`", body = ErrorBody),
+        (status = 404, description = "`dead_letter_not_found`", body = ErrorBody),
+        (status = 409, description = "`not_replayable`: it came from no queue of this cluster", body = ErrorBody),
+        (status = 503, description = "`broker_unavailable`: it is kept", body = ErrorBody),
+    ))]
 pub(super) async fn replay(
     State(shared): State<Shared>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, Error> {
+) -> Result<Json<Replayed>, Error> {
     let id = parse_id(&id)?;
     let prefix = &shared.config.queue_prefix;
     let dead_queue = topology::dead_letter_queue(prefix);
@@ -100,10 +127,20 @@ pub(super) async fn replay(
         .ok_or_else(|| not_found(id))??;
     metrics::counter!(m::DEAD_LETTERS_REPLAYED.name).increment(1);
     tracing::info!(id, queue = ?sent.view.queue, "dead letter replayed");
-    Ok(Json(json!({ "replayed": id, "queue": sent.view.queue })))
+    Ok(Json(Replayed {
+        replayed: id,
+        queue: sent.view.queue,
+    }))
 }
 
 /// `DELETE /v1/dead-letters/{id}`.
+#[utoipa::path(delete, path = "/v1/dead-letters/{id}", tag = "dead-letters",
+    params(("id" = i64, Path, description = "The dead letter's id")),
+    responses(
+        (status = 204, description = "Discarded"),
+        (status = 400, description = "`invalid_id`", body = ErrorBody),
+        (status = 404, description = "`dead_letter_not_found`", body = ErrorBody),
+    ))]
 pub(super) async fn discard(
     State(shared): State<Shared>,
     Path(id): Path<String>,
@@ -117,17 +154,22 @@ pub(super) async fn discard(
     }
 }
 
-fn render(letter: DeadLetter) -> Value {
-    let mut v = json!(letter.view);
-    v["headers"] = letter.headers;
+fn render(letter: DeadLetter) -> Shown {
+    let mut shown = Shown {
+        info: letter.view,
+        headers: letter.headers,
+        body: None,
+        body_text: None,
+        body_base64: None,
+    };
     if let Ok(body) = serde_json::from_slice::<Value>(&letter.body) {
-        v["body"] = body;
+        shown.body = Some(body);
     } else if let Ok(text) = std::str::from_utf8(&letter.body) {
-        v["body_text"] = json!(text);
+        shown.body_text = Some(text.to_owned());
     } else {
-        v["body_base64"] = json!(base64::engine::general_purpose::STANDARD.encode(&letter.body));
+        shown.body_base64 = Some(base64::engine::general_purpose::STANDARD.encode(&letter.body));
     }
-    v
+    shown
 }
 
 fn parse_id(s: &str) -> Result<i64, Error> {

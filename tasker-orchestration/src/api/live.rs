@@ -41,6 +41,15 @@ struct Watch {
     looked: Option<Instant>,
 }
 
+/// Server-Sent Events: a `snapshot` event `{task, steps (the first 1,000), more_steps, history
+/// (the last 500)}` at once and again whenever the task changes.
+#[utoipa::path(get, path = "/v1/tasks/{id}/events", tag = "tasks",
+    params(("id" = uuid::Uuid, Path, description = "The task's id")),
+    responses(
+        (status = 200, description = "A stream of `snapshot` events", content_type = "text/event-stream", body = String),
+        (status = 400, description = "`invalid_id`", body = tasker_shared::api::ErrorBody),
+        (status = 404, description = "`task_not_found`", body = tasker_shared::api::ErrorBody),
+    ))]
 pub(super) async fn task_events(
     State(shared): State<Shared>,
     Path(id): Path<String>,
@@ -104,14 +113,17 @@ impl Watch {
     /// The snapshot to send, if the task changed since the last one.
     async fn snapshot(&mut self) -> Result<Option<SseEvent>, Error> {
         let store = &self.shared.store;
-        let version = store.task_version(self.id).await?;
-        if self.sent == Some(version) {
+        if self.sent == Some(store.task_version(self.id).await?) {
             return Ok(None);
         }
-        let task = fetch_task(&self.shared, self.id).await?;
+        // History first, and the version it was read at is the one sent: the steps and the
+        // task, read after it, are as new or newer, and a transition added meanwhile makes the
+        // next look send again with it (a version read before the history could name one the
+        // history lacks, and a snapshot would then repeat the last one).
+        let (history, version) = store.history_tail(self.id, HISTORY_MAX).await?;
         let page_bytes = self.shared.config.orchestrator.parent_page_bytes;
         let (steps, more) = store.steps(self.id, None, STEPS_MAX, page_bytes).await?;
-        let history = store.history_tail(self.id, HISTORY_MAX).await?;
+        let task = fetch_task(&self.shared, self.id).await?;
         let body = json!({
             "task": task,
             "steps": steps,

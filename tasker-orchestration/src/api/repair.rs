@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use tasker_shared::api::{ErrorBody, RepairNote, Resolve, Task};
 use tasker_shared::json_check;
 
 use super::extract::Path;
@@ -19,7 +20,8 @@ use crate::effects;
 use crate::shared::Shared;
 use crate::store::{Principal, Repair, Repaired, TaskView};
 
-/// The body of a retry or resolve; every field optional but `result` on resolve.
+/// The body of a retry ([`RepairNote`]) or resolve ([`Resolve`]); every field optional but
+/// `result` on resolve.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RepairBody {
@@ -31,7 +33,18 @@ struct RepairBody {
     result: Option<Value>,
 }
 
-/// `POST /v1/tasks/{id}/retry`: the step that failed the task runs again.
+/// Retries a task in `error`: the step that failed it runs again with its template's
+/// attempts, the steps the failure cancelled wait for their parents again, completed steps
+/// keep their results.
+#[utoipa::path(post, path = "/v1/tasks/{id}/retry", tag = "repair",
+    params(("id" = Uuid, Path, description = "The task's id")),
+    request_body(content = Option<RepairNote>, description = "Optional: who asks and why"),
+    responses(
+        (status = 200, description = "The task, `running` again", body = Task),
+        (status = 400, description = "`invalid_id`, `invalid_json`", body = ErrorBody),
+        (status = 404, description = "`task_not_found`", body = ErrorBody),
+        (status = 409, description = "`task_not_failed`", body = ErrorBody),
+    ))]
 pub(super) async fn retry_task(
     State(shared): State<Shared>,
     Path(id): Path<String>,
@@ -43,8 +56,18 @@ pub(super) async fn retry_task(
     repair(&shared, id, None, body, principal).await
 }
 
-/// `POST /v1/tasks/{id}/steps/{step}/retry`: the named step (id or name), which must be the
-/// one that failed the task, runs again.
+/// The same as retrying the task, naming the step (by id or name), which must be the one that
+/// failed it.
+#[utoipa::path(post, path = "/v1/tasks/{id}/steps/{step}/retry", tag = "repair",
+    params(("id" = Uuid, Path, description = "The task's id"),
+           ("step" = String, Path, description = "The step's id or name")),
+    request_body(content = Option<RepairNote>, description = "Optional: who asks and why"),
+    responses(
+        (status = 200, description = "The task, `running` again", body = Task),
+        (status = 400, description = "`invalid_id`, `invalid_json`", body = ErrorBody),
+        (status = 404, description = "`task_not_found`, `step_not_found`", body = ErrorBody),
+        (status = 409, description = "`task_not_failed`, `step_not_failed`", body = ErrorBody),
+    ))]
 pub(super) async fn retry_step(
     State(shared): State<Shared>,
     Path((id, step)): Path<(String, String)>,
@@ -57,8 +80,19 @@ pub(super) async fn retry_step(
     repair(&shared, id, Some(step), body, principal).await
 }
 
-/// `POST /v1/tasks/{id}/steps/{step}/resolve`: the step that failed the task is completed with
-/// the supplied `result`, and the DAG goes on from there.
+/// Completes the step that failed the task with the supplied `result`, as if its handler had
+/// returned it, and the DAG goes on from there.
+#[utoipa::path(post, path = "/v1/tasks/{id}/steps/{step}/resolve", tag = "repair",
+    params(("id" = Uuid, Path, description = "The task's id"),
+           ("step" = String, Path, description = "The step's id or name")),
+    request_body = Resolve,
+    responses(
+        (status = 200, description = "The task, going on", body = Task),
+        (status = 400, description = "`invalid_id`, `invalid_json`, `missing_result`, `invalid_result`", body = ErrorBody),
+        (status = 404, description = "`task_not_found`, `step_not_found`", body = ErrorBody),
+        (status = 409, description = "`task_not_failed`, `step_not_failed`", body = ErrorBody),
+        (status = 422, description = "`invalid_result`: a decision must name its branches, a batchable step list its batches", body = ErrorBody),
+    ))]
 pub(super) async fn resolve_step(
     State(shared): State<Shared>,
     Path((id, step)): Path<(String, String)>,

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use tasker_shared::TaskTemplate;
+use tasker_shared::api::{ErrorBody, RegisteredTemplate, TemplateList};
 
 use super::extract::{Path, Query};
 use super::{Error, check_filter, request_body};
@@ -23,8 +24,9 @@ use crate::store::{Registration, TemplateFilter, TemplateView};
 /// Longest `registered_by` and `source` label, in characters.
 const MAX_LABEL_CHARS: usize = 256;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(super) struct RegisterQuery {
     /// Who registers it: a worker (`worker:python:host-123`), a user, a deploy job.
     registered_by: Option<String>,
@@ -36,6 +38,15 @@ pub(super) struct RegisterQuery {
 /// 201 a new version; 200 the same definition was already registered under that version;
 /// 409 `template_version_conflict` if the version is registered with another definition;
 /// 422 `invalid_template` with the file, line and problem.
+#[utoipa::path(post, path = "/v1/templates", tag = "templates", params(RegisterQuery),
+    request_body(content = String, content_type = "application/yaml",
+                 description = "One template, YAML or JSON"),
+    responses(
+        (status = 201, description = "A new version", body = RegisteredTemplate),
+        (status = 200, description = "Already registered with the same definition", body = RegisteredTemplate),
+        (status = 409, description = "`template_version_conflict`", body = ErrorBody),
+        (status = 422, description = "`invalid_template` (details: file, line, problem)", body = ErrorBody),
+    ))]
 pub(super) async fn register(
     State(shared): State<Shared>,
     Query(q): Query<RegisterQuery>,
@@ -122,8 +133,9 @@ fn source_label(value: Option<String>) -> String {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(super) struct ListQuery {
     namespace: Option<String>,
     name: Option<String>,
@@ -131,10 +143,15 @@ pub(super) struct ListQuery {
 
 /// `GET /v1/templates`: every registered version, by namespace and name, oldest first, with
 /// when and by whom it was registered.
+#[utoipa::path(get, path = "/v1/templates", tag = "templates", params(ListQuery),
+    responses(
+        (status = 200, body = TemplateList),
+        (status = 400, description = "`invalid_query`", body = ErrorBody),
+    ))]
 pub(super) async fn list(
     State(shared): State<Shared>,
     Query(q): Query<ListQuery>,
-) -> Result<Json<Value>, Error> {
+) -> Result<Json<TemplateList>, Error> {
     check_filter("namespace", q.namespace.as_deref())?;
     check_filter("name", q.name.as_deref())?;
     let templates = shared
@@ -144,16 +161,24 @@ pub(super) async fn list(
             name: q.name,
         })
         .await?;
-    Ok(Json(json!({ "templates": templates })))
+    Ok(Json(TemplateList { templates }))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(super) struct ShowQuery {
+    /// The newest registered version if none is named.
     version: Option<String>,
 }
 
 /// `GET /v1/templates/{namespace}/{name}?version=`: one version, the newest if none is named.
+#[utoipa::path(get, path = "/v1/templates/{namespace}/{name}", tag = "templates",
+    params(("namespace" = String, Path), ("name" = String, Path), ShowQuery),
+    responses(
+        (status = 200, body = RegisteredTemplate),
+        (status = 404, description = "`unknown_template`", body = ErrorBody),
+    ))]
 pub(super) async fn show(
     State(shared): State<Shared>,
     Path((namespace, name)): Path<(String, String)>,

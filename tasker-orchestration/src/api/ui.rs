@@ -22,6 +22,9 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
         .into_response()
 }
 
+/// The dashboard's page.
+#[utoipa::path(get, path = "/ui/", tag = "dashboard", security(()),
+    responses((status = 200, content_type = "text/html", body = String)))]
 pub(super) async fn index() -> Response {
     asset(
         "text/html; charset=utf-8",
@@ -29,6 +32,9 @@ pub(super) async fn index() -> Response {
     )
 }
 
+/// The dashboard's script.
+#[utoipa::path(get, path = "/ui/app.js", tag = "dashboard", security(()),
+    responses((status = 200, content_type = "text/javascript", body = String)))]
 pub(super) async fn script() -> Response {
     asset(
         "text/javascript; charset=utf-8",
@@ -36,10 +42,23 @@ pub(super) async fn script() -> Response {
     )
 }
 
+/// The dashboard's styles.
+#[utoipa::path(get, path = "/ui/app.css", tag = "dashboard", security(()),
+    responses((status = 200, content_type = "text/css", body = String)))]
 pub(super) async fn style() -> Response {
     asset("text/css; charset=utf-8", include_str!("../../ui/app.css"))
 }
 
+/// To the dashboard.
+#[utoipa::path(get, path = "/", tag = "dashboard", security(()),
+    responses((status = 307, description = "To /ui/")))]
 pub(super) async fn home() -> Redirect {
+    Redirect::temporary("/ui/")
+}
+
+/// To the dashboard's page, whose assets are relative to `/ui/`.
+#[utoipa::path(get, path = "/ui", tag = "dashboard", security(()),
+    responses((status = 307, description = "To /ui/")))]
+pub(super) async fn slash() -> Redirect {
     Redirect::temporary("/ui/")
 }

@@ -3,8 +3,6 @@
 
 use std::future::Future;
 
-use chrono::{DateTime, Utc};
-use serde::Serialize;
 use serde_json::Value;
 use sqlx::FromRow;
 use uuid::Uuid;
@@ -23,19 +21,7 @@ pub struct NewDeadLetter {
 }
 
 /// A dead letter as listed: everything but its body and headers.
-#[derive(Debug, Clone, Serialize, FromRow)]
-pub struct DeadLetterView {
-    pub id: i64,
-    pub queue: Option<String>,
-    pub reason: String,
-    pub task_id: Option<Uuid>,
-    pub step_id: Option<Uuid>,
-    pub first_seen: DateTime<Utc>,
-    pub last_seen: DateTime<Utc>,
-    pub times_seen: i32,
-    /// The body's size.
-    pub bytes: i32,
-}
+pub use tasker_shared::api::DeadLetterInfo as DeadLetterView;
 
 /// A dead letter with its body and headers.
 #[derive(Debug, Clone, FromRow)]

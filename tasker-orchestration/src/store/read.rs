@@ -1,54 +1,16 @@
 //! Read models for the API: tasks, their steps with results and timings, and their history.
 
-use chrono::{DateTime, Utc};
-use serde::Serialize;
-use serde_json::Value;
 use serde_json::value::RawValue;
 use sqlx::FromRow;
 use uuid::Uuid;
 
 use super::{Result, Store};
 
-/// A task as the API shows it.
-#[derive(Debug, Clone, Serialize, FromRow)]
-pub struct TaskView {
-    pub id: Uuid,
-    pub namespace: String,
-    pub name: String,
-    pub version: String,
-    pub state: String,
-    pub context: Value,
-    pub idempotency_key: Option<String>,
-    pub open_steps: i32,
-    /// Results of the steps no other step depends on, by step name (once complete).
-    pub result: Option<Value>,
-    pub error: Option<Value>,
-    pub created_at: DateTime<Utc>,
-    pub completed_at: Option<DateTime<Utc>>,
-    /// Milliseconds from creation to completion.
-    pub duration_ms: Option<f64>,
-}
-
 /// A step with its result, error and per-hop timings.
-#[derive(Debug, Clone, Serialize, FromRow)]
-pub struct StepView {
-    pub id: Uuid,
-    pub name: String,
-    pub handler: String,
-    pub step_type: String,
-    pub state: String,
-    pub attempt: i32,
-    pub max_attempts: i32,
-    pub result: Option<Value>,
-    pub error: Option<Value>,
-    pub worker: Option<String>,
-    pub created_at: DateTime<Utc>,
-    pub dispatched_at: Option<DateTime<Utc>>,
-    pub started_at: Option<DateTime<Utc>>,
-    pub finished_at: Option<DateTime<Utc>>,
-    pub processed_at: Option<DateTime<Utc>>,
-    pub next_attempt_at: Option<DateTime<Utc>>,
-}
+pub use tasker_shared::api::Step as StepView;
+/// A task as the API shows it.
+pub use tasker_shared::api::Task as TaskView;
+use tasker_shared::api::Transition;
 
 /// Filter and page of `list_tasks`. Tasks come newest first; `before` is the last id of the
 /// previous page (ids are UUID v7, so they sort by creation time).
@@ -169,19 +131,29 @@ impl Store {
         )
     }
 
-    /// Transition history of a task, oldest first: `(step name or null, from, to, attempt,
-    /// reason, by, at)`; `by` names who asked for a transition made by hand (a repair).
-    pub async fn history(&self, task_id: Uuid) -> Result<Vec<Value>> {
-        self.history_tail(task_id, i64::MAX).await
+    /// Transition history of a task, oldest first; `by` names who asked for a transition made
+    /// by hand (a repair).
+    pub async fn history(&self, task_id: Uuid) -> Result<Vec<Transition>> {
+        Ok(self.history_tail(task_id, i64::MAX).await?.0)
     }
 
-    /// The last `limit` transitions of a task's history, oldest first.
-    pub async fn history_tail(&self, task_id: Uuid, limit: i64) -> Result<Vec<Value>> {
-        let rows: Vec<(Value,)> = sqlx::query_as(
-            "SELECT entry FROM (
-                 SELECT h.id, jsonb_build_object('step', s.name, 'from', h.from_state,
-                            'to', h.to_state, 'attempt', h.attempt, 'reason', h.reason,
-                            'by', h.actor, 'at', h.at) AS entry
+    /// The last `limit` transitions of a task's history, oldest first, and the id of the
+    /// newest (the task's version as of this read, as [`Store::task_version`] gives it).
+    pub async fn history_tail(
+        &self,
+        task_id: Uuid,
+        limit: i64,
+    ) -> Result<(Vec<Transition>, Option<i64>)> {
+        #[derive(FromRow)]
+        struct Row {
+            id: i64,
+            #[sqlx(flatten)]
+            transition: Transition,
+        }
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT id, step, \"from\", \"to\", attempt, reason, \"by\", at FROM (
+                 SELECT h.id, s.name AS step, h.from_state AS \"from\", h.to_state AS \"to\",
+                        h.attempt, h.reason, h.actor AS \"by\", h.at
                  FROM transitions h LEFT JOIN steps s ON s.id = h.step_id
                  WHERE h.task_id = $1 ORDER BY h.id DESC LIMIT $2
              ) tail ORDER BY id",
@@ -190,7 +162,8 @@ impl Store {
         .bind(limit)
         .fetch_all(self.pool())
         .await?;
-        Ok(rows.into_iter().map(|(v,)| v).collect())
+        let version = rows.last().map(|r| r.id);
+        Ok((rows.into_iter().map(|r| r.transition).collect(), version))
     }
 
     /// The id of a task's latest transition: it changes whenever the task or a step does.

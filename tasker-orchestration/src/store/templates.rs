@@ -1,8 +1,6 @@
 //! The template registry: every registered version of every template, immutable once stored.
 //! Registering announces the new version with `pg_notify` so every orchestrator loads it at once.
 
-use chrono::{DateTime, Utc};
-use serde_json::Value;
 use uuid::Uuid;
 
 use tasker_shared::TaskTemplate;
@@ -14,32 +12,6 @@ use super::{Result, Store};
 pub const TEMPLATE_REGISTERED_CHANNEL: &str = "tasker_template_registered";
 
 pub use tasker_shared::template::RegisteredTemplate as TemplateView;
-
-/// A `task_templates` row, in [`COLUMNS`] order.
-type Row = (
-    Uuid,
-    String,
-    String,
-    String,
-    Option<String>,
-    Value,
-    DateTime<Utc>,
-    Option<String>,
-);
-
-fn view(row: Row) -> TemplateView {
-    let (id, namespace, name, version, description, definition, registered_at, registered_by) = row;
-    TemplateView {
-        id,
-        namespace,
-        name,
-        version,
-        description,
-        definition,
-        registered_at,
-        registered_by,
-    }
-}
 
 /// What registering a template version did.
 #[derive(Debug, Clone)]
@@ -82,7 +54,7 @@ impl Store {
         registered_by: &str,
     ) -> Result<Registration> {
         let mut tx = self.pool().begin().await?;
-        let inserted: Option<Row> = sqlx::query_as(&format!(
+        let inserted: Option<TemplateView> = sqlx::query_as(&format!(
             "INSERT INTO task_templates
                  (id, namespace, name, version, description, definition, registered_by)
              VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -98,7 +70,7 @@ impl Store {
         .bind(registered_by)
         .fetch_optional(&mut *tx)
         .await?;
-        if let Some(view) = inserted.map(view) {
+        if let Some(view) = inserted {
             // Delivered when the transaction commits, never before the row is visible.
             sqlx::query("SELECT pg_notify($1, $2)")
                 .bind(TEMPLATE_REGISTERED_CHANNEL)
@@ -108,7 +80,7 @@ impl Store {
             tx.commit().await?;
             return Ok(Registration::Created(view));
         }
-        let existing: Row = sqlx::query_as(&format!(
+        let existing: TemplateView = sqlx::query_as(&format!(
             "SELECT {COLUMNS} FROM task_templates
              WHERE namespace = $1 AND name = $2 AND version = $3"
         ))
@@ -118,7 +90,6 @@ impl Store {
         .fetch_one(&mut *tx)
         .await?;
         tx.commit().await?;
-        let existing = view(existing);
         let same = existing.template().is_ok_and(|t| &t == template);
         Ok(if same {
             Registration::Unchanged(existing)
@@ -129,13 +100,12 @@ impl Store {
 
     /// One registered version by id.
     pub async fn template_by_id(&self, id: Uuid) -> Result<Option<TemplateView>> {
-        let row: Option<Row> = sqlx::query_as(&format!(
+        Ok(sqlx::query_as(&format!(
             "SELECT {COLUMNS} FROM task_templates WHERE id = $1"
         ))
         .bind(id)
         .fetch_optional(self.pool())
-        .await?;
-        Ok(row.map(view))
+        .await?)
     }
 
     /// `namespace/name@version`, or its newest registered version when `version` is `None`.
@@ -151,7 +121,7 @@ impl Store {
         if !parts.into_iter().flatten().all(is_identifier) {
             return Ok(None);
         }
-        let row: Option<Row> = sqlx::query_as(&format!(
+        Ok(sqlx::query_as(&format!(
             "SELECT {COLUMNS} FROM task_templates
              WHERE namespace = $1 AND name = $2 AND ($3::text IS NULL OR version = $3)
              ORDER BY registered_at DESC, id DESC LIMIT 1"
@@ -160,8 +130,7 @@ impl Store {
         .bind(name)
         .bind(version)
         .fetch_optional(self.pool())
-        .await?;
-        Ok(row.map(view))
+        .await?)
     }
 
     /// Every registered version, oldest registration first.
@@ -171,7 +140,7 @@ impl Store {
 
     /// Registered versions matching `filter`, by namespace and name, oldest registration first.
     pub async fn template_views(&self, filter: &TemplateFilter) -> Result<Vec<TemplateView>> {
-        let rows: Vec<Row> = sqlx::query_as(&format!(
+        Ok(sqlx::query_as(&format!(
             "SELECT {COLUMNS} FROM task_templates
              WHERE ($1::text IS NULL OR namespace = $1) AND ($2::text IS NULL OR name = $2)
              ORDER BY namespace, name, registered_at, id"
@@ -179,7 +148,6 @@ impl Store {
         .bind(&filter.namespace)
         .bind(&filter.name)
         .fetch_all(self.pool())
-        .await?;
-        Ok(rows.into_iter().map(view).collect())
+        .await?)
     }
 }

@@ -1,9 +1,7 @@
 //! API tokens (migration 0010): created with a scope, stored as their SHA-256, looked up by the
 //! API on each request that needs one, revoked by name.
 
-use chrono::{DateTime, Utc};
 use serde::Serialize;
-use sqlx::FromRow;
 
 use super::{Result, Store};
 
@@ -49,14 +47,7 @@ pub struct Principal {
 }
 
 /// A token as listed: never the token itself.
-#[derive(Debug, Clone, Serialize, FromRow)]
-pub struct TokenView {
-    pub id: i64,
-    pub name: String,
-    pub scope: String,
-    pub created_at: DateTime<Utc>,
-    pub created_by: Option<String>,
-}
+pub use tasker_shared::api::TokenInfo as TokenView;
 
 /// Why a token could not be created.
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,331 @@
+//! The REST API's wire types, declared once: the orchestrator serializes them, `tasker-client`
+//! deserializes them, and the orchestrator's OpenAPI document (`/openapi.json`) describes them
+//! (feature `openapi`). The store reads the row types straight into them (feature `sqlx`).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::TaskState;
+pub use crate::template::RegisteredTemplate;
+
+/// A task as the API shows it.
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    pub id: Uuid,
+    pub namespace: String,
+    /// The template's name.
+    pub name: String,
+    /// The template version it runs.
+    pub version: String,
+    /// `running`, `complete`, `error` or `cancelled`.
+    pub state: String,
+    /// The task's input.
+    pub context: Value,
+    pub idempotency_key: Option<String>,
+    /// Steps not yet completed, failed, skipped or cancelled.
+    pub open_steps: i32,
+    /// Once complete: the results of the steps no other step depends on, by step name. Lists
+    /// leave it out (`null`); a single task has it.
+    pub result: Option<Value>,
+    /// Why it ended in `error`.
+    pub error: Option<Value>,
+    pub created_at: DateTime<Utc>,
+    pub completed_at: Option<DateTime<Utc>>,
+    /// Milliseconds from creation to completion.
+    pub duration_ms: Option<f64>,
+}
+
+impl Task {
+    /// Whether it has ended (`complete`, `error` or `cancelled`; a state this version does not
+    /// know counts as ended too, so a wait never outlasts a newer server's new state).
+    pub fn is_terminal(&self) -> bool {
+        TaskState::parse(&self.state).is_none_or(|s| s.is_terminal())
+    }
+}
+
+/// A step with its result, error and per-hop timings.
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    pub id: Uuid,
+    pub name: String,
+    pub handler: String,
+    /// `standard`, `decision`, `convergence`, `batchable` or `batch_worker`.
+    pub step_type: String,
+    /// `pending`, `enqueued`, `waiting_retry`, `completed`, `failed`, `skipped` or `cancelled`.
+    pub state: String,
+    /// The current attempt, 1-based (0 before its first dispatch).
+    pub attempt: i32,
+    pub max_attempts: i32,
+    pub result: Option<Value>,
+    pub error: Option<Value>,
+    /// The worker that reported its last result.
+    pub worker: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub dispatched_at: Option<DateTime<Utc>>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub processed_at: Option<DateTime<Utc>>,
+    /// When a step `waiting_retry` is dispatched again.
+    #[serde(default)]
+    pub next_attempt_at: Option<DateTime<Utc>>,
+}
+
+/// One entry of a task's history: a task transition (`step` is `null`) or a step transition.
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Transition {
+    /// The step's name; `null` for the task's own transitions.
+    pub step: Option<String>,
+    pub from: Option<String>,
+    pub to: String,
+    pub attempt: Option<i32>,
+    pub reason: Option<String>,
+    /// Who asked for a transition made by hand (a repair); `null` for the engine's own.
+    pub by: Option<String>,
+    pub at: DateTime<Utc>,
+}
+
+/// `POST /v1/tasks`: a task from a registered template.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTask {
+    pub namespace: String,
+    /// The template's name.
+    pub name: String,
+    /// The template version; the newest registered one by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The task's input: a JSON object the template's `context_schema` accepts (`{}` by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Value>,
+    /// Creating again with the same key returns the task it created (200), or 409
+    /// `idempotency_key_reused` for another template or context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+}
+
+impl CreateTask {
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+            version: None,
+            context: None,
+            idempotency_key: None,
+        }
+    }
+
+    pub fn version(mut self, v: impl Into<String>) -> Self {
+        self.version = Some(v.into());
+        self
+    }
+
+    pub fn context(mut self, c: Value) -> Self {
+        self.context = Some(c);
+        self
+    }
+
+    pub fn idempotency_key(mut self, k: impl Into<String>) -> Self {
+        self.idempotency_key = Some(k.into());
+        self
+    }
+}
+
+/// One page of tasks, newest first; `next_before` is the `before` of the next page.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskPage {
+    pub tasks: Vec<Task>,
+    pub next_before: Option<Uuid>,
+}
+
+/// One page of a task's steps in id order; `next` is the `after` of the next page.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepPage {
+    pub task_id: Uuid,
+    pub steps: Vec<Step>,
+    pub next: Option<Uuid>,
+}
+
+/// A task's transitions, oldest first.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct History {
+    pub task_id: Uuid,
+    pub transitions: Vec<Transition>,
+}
+
+/// Who asks for a repair and why; both are recorded in the task's history. The body of the
+/// retry routes (optional).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RepairNote {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `POST /v1/tasks/{id}/steps/{step}/resolve`: complete the failed step with `result`, as if
+/// its handler had returned it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Resolve {
+    /// Required (400 `missing_result` without it); a decision's must name its branches, a
+    /// batchable step's list its batches (422 `invalid_result`).
+    #[serde(default)]
+    pub result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// A step's parent results, one page: by step name (`R` is a map, or the JSON text as the
+/// orchestrator wrote it); `next` is the `after` of the next page.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(bound = ""))]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ParentResults<R = serde_json::Map<String, Value>> {
+    pub task_id: Uuid,
+    pub step_id: Uuid,
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub parent_results: R,
+    pub next: Option<Uuid>,
+}
+
+/// A message no one could process, as listed: everything but its body and headers.
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeadLetterInfo {
+    pub id: i64,
+    /// The queue it was taken from, if known.
+    pub queue: Option<String>,
+    pub reason: String,
+    pub task_id: Option<Uuid>,
+    pub step_id: Option<Uuid>,
+    pub first_seen: DateTime<Utc>,
+    pub last_seen: DateTime<Utc>,
+    /// How often the same message from the same queue was dead-lettered.
+    pub times_seen: i32,
+    /// The body's size.
+    pub bytes: i32,
+}
+
+/// One page of dead letters, newest first; `next_before` is the `before` of the next page.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeadLetterPage {
+    pub dead_letters: Vec<DeadLetterInfo>,
+    pub next_before: Option<i64>,
+}
+
+/// A dead letter with its AMQP headers and its body: `body` when the body is JSON, else
+/// `body_text` when it is UTF-8, else `body_base64`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeadLetter {
+    #[serde(flatten)]
+    pub info: DeadLetterInfo,
+    pub headers: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_base64: Option<String>,
+}
+
+/// A dead letter published again to the queue it came from.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Replayed {
+    pub replayed: i64,
+    pub queue: Option<String>,
+}
+
+/// Registered template versions.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TemplateList {
+    pub templates: Vec<RegisteredTemplate>,
+}
+
+/// An API token as listed: never the token itself.
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenInfo {
+    pub id: i64,
+    pub name: String,
+    /// `read`, `write` or `admin`.
+    pub scope: String,
+    pub created_at: DateTime<Utc>,
+    pub created_by: Option<String>,
+}
+
+/// Live API tokens.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenList {
+    pub tokens: Vec<TokenInfo>,
+}
+
+/// `POST /v1/tokens`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewToken {
+    pub name: String,
+    /// `read`, `write` or `admin`.
+    pub scope: String,
+}
+
+/// A token just created: the only time it is shown.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CreatedToken {
+    pub id: i64,
+    pub name: String,
+    pub scope: String,
+    pub token: String,
+}
+
+/// Every error answer: `{"error": {"code", "message", "details"?}}`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+/// What went wrong: a stable `code` to match on, a message for people, sometimes details.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    /// Stable: `task_not_found`, `invalid_context`, `idempotency_key_reused`, …
+    pub code: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
+/// `GET /ready`: whether this orchestrator reaches PostgreSQL and RabbitMQ.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Readiness {
+    pub database: bool,
+    pub broker: bool,
+    /// Step messages waiting for the broker.
+    pub dispatch_backlog: usize,
+}

@@ -1,0 +1,155 @@
+//! `/openapi.json`: the OpenAPI 3.1 document the orchestrator generates from its routes. Every
+//! route the README's API table names is in it, and nothing else; every operation in it is served
+//! (a request reaches its handler, not the "no such route" fallback); every schema it refers to is
+//! defined. (A route registered without its operation is refused earlier, by clippy.toml.)
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+use tasker::{TestEnv, repo_root};
+
+/// `(METHOD, /path)` of every operation in the document.
+fn operations(doc: &Value) -> BTreeSet<(String, String)> {
+    let mut ops = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for method in item.as_object().expect("path item").keys() {
+            if ["get", "post", "put", "delete", "patch", "head"].contains(&method.as_str()) {
+                ops.insert((method.to_uppercase(), path.clone()));
+            }
+        }
+    }
+    ops
+}
+
+/// `(METHOD, /path)` of every route the README's API table names (`` `GET /v1/tasks?…` ``).
+fn readme_routes() -> BTreeSet<(String, String)> {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README.md");
+    let start = readme.find("## The API").expect("the README's API section");
+    let section = &readme[start..];
+    let end = section[3..].find("\n## ").map_or(section.len(), |i| i + 3);
+    let mut routes = BTreeSet::new();
+    for line in section[..end].lines().filter(|l| l.starts_with("| `")) {
+        let cell = line.split(" | ").next().unwrap_or_default();
+        for code in cell.split('`').skip(1).step_by(2) {
+            if let Some((method, rest)) = code.split_once(' ')
+                && ["GET", "POST", "DELETE", "PUT", "PATCH"].contains(&method)
+            {
+                let path = rest.split('?').next().unwrap_or(rest);
+                routes.insert((method.to_owned(), path.to_owned()));
+            }
+        }
+    }
+    routes
+}
+
+/// Every `$ref` in `v`.
+fn refs<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                match (k.as_str(), v) {
+                    ("$ref", Value::String(r)) => out.push(r),
+                    _ => refs(v, out),
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|v| refs(v, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn the_document_names_exactly_the_routes_of_the_readme() {
+    let doc = serde_json::to_value(tasker_orchestration::api::openapi()).unwrap();
+    assert!(
+        doc["openapi"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("3.1"),
+        "{}",
+        doc["openapi"]
+    );
+    let documented = operations(&doc);
+    let readme = readme_routes();
+    assert!(readme.len() >= 20, "the README's API table: {readme:?}");
+    let undocumented: Vec<_> = readme.difference(&documented).collect();
+    assert!(
+        undocumented.is_empty(),
+        "in the README, missing from /openapi.json: {undocumented:?}"
+    );
+    let unlisted: Vec<_> = documented.difference(&readme).collect();
+    assert!(
+        unlisted.is_empty(),
+        "in /openapi.json, missing from the README's API table: {unlisted:?}"
+    );
+
+    let mut found = Vec::new();
+    refs(&doc, &mut found);
+    assert!(!found.is_empty());
+    for r in found {
+        let name = r
+            .strip_prefix("#/components/schemas/")
+            .unwrap_or_else(|| panic!("{r} is not a schema reference"));
+        assert!(
+            doc["components"]["schemas"][name].is_object(),
+            "{r} is not defined"
+        );
+    }
+    // Every operation but the open ones asks for the bearer token.
+    assert_eq!(
+        doc["components"]["securitySchemes"]["bearer"]["scheme"],
+        "bearer"
+    );
+    assert_eq!(doc["security"][0]["bearer"], serde_json::json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_documented_operation_is_served() -> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    let o = env.orchestrator().await?;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let served: Value = http
+        .get(format!("{}/openapi.json", o.url()))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    let doc = serde_json::to_value(tasker_orchestration::api::openapi())?;
+    assert_eq!(served, doc, "/openapi.json is the generated document");
+
+    let id = uuid::Uuid::now_v7().to_string();
+    for (method, path) in operations(&doc) {
+        // Any value reaches the handler; one that names nothing is its 4xx, not the router's.
+        let url = path
+            .replace(
+                "{id}",
+                if path.contains("dead-letters") {
+                    "1"
+                } else {
+                    &id
+                },
+            )
+            .replace("{step}", &id)
+            .replace("{namespace}", "no_such_namespace")
+            .replace("{name}", "no_such_name");
+        if path.ends_with("/events") {
+            continue; // a stream: checked by tests/dashboard.rs
+        }
+        let method = reqwest::Method::from_bytes(method.as_bytes())?;
+        let resp = http
+            .request(method.clone(), format!("{}{url}", o.url()))
+            .send()
+            .await?;
+        let status = resp.status();
+        let body = resp.text().await?;
+        assert!(
+            status != reqwest::StatusCode::METHOD_NOT_ALLOWED && !body.contains("no_such_route"),
+            "{method} {path} is documented but not served: {status} {body}"
+        );
+    }
+    o.stop().await;
+    env.cleanup().await
+}
