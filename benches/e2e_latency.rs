@@ -175,8 +175,8 @@ struct Floor {
     back: Publisher,
     out_queue: String,
     back_queue: String,
-    out_rx: lapin::Consumer,
-    back_rx: lapin::Consumer,
+    out_rx: tasker_broker::Subscription,
+    back_rx: tasker_broker::Subscription,
 }
 
 impl Floor {
@@ -229,7 +229,11 @@ impl Floor {
     }
 }
 
-async fn hop(p: &Publisher, queue: &str, rx: &mut lapin::Consumer) -> anyhow::Result<()> {
+async fn hop(
+    p: &Publisher,
+    queue: &str,
+    rx: &mut tasker_broker::Subscription,
+) -> anyhow::Result<()> {
     p.publish_all(&[Outgoing {
         queue: queue.to_owned(),
         payload: br#"{"step":"floor"}"#.to_vec(),

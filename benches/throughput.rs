@@ -703,7 +703,7 @@ async fn floor(env: &TestEnv, concurrency: usize, w: Window) -> anyhow::Result<L
 /// chain id), let `step` turn the ids into the next messages (`None` stops the hop), publish
 /// them in one confirm round, then ack.
 fn relay<F, Fut>(
-    mut rx: lapin::Consumer,
+    mut rx: tasker_broker::Subscription,
     publisher: tasker_broker::Publisher,
     cancel: tokio_util::sync::CancellationToken,
     mut step: F,

@@ -148,10 +148,7 @@ impl Engine {
 }
 
 fn failure(retryable: bool) -> Outcome {
-    Outcome::Failure {
-        error: StepError::new("test", "failed on purpose"),
-        retryable,
-    }
+    Outcome::failure(StepError::new("test", "failed on purpose"), retryable)
 }
 
 fn success() -> Outcome {

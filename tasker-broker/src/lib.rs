@@ -17,6 +17,7 @@ use std::time::Duration;
 
 pub use lapin::message::Delivery;
 pub use lapin::options::{BasicAckOptions, BasicNackOptions, BasicRejectOptions};
+// `Subscription` and `Stopper` are defined below.
 use lapin::options::{
     BasicConsumeOptions, BasicQosOptions, ConfirmSelectOptions, QueueDeclareOptions,
 };
@@ -177,18 +178,66 @@ impl Broker {
     }
 
     /// Starts consuming `queue` on a channel of its own with manual acks and `prefetch`.
-    pub async fn consume(&self, queue: &str, tag: &str, prefetch: u16) -> Result<Consumer> {
+    /// Consumes `queue` on a channel of its own, at most `prefetch` unacknowledged at once.
+    pub async fn consume(&self, queue: &str, tag: &str, prefetch: u16) -> Result<Subscription> {
         let channel = self.channel().await?;
         channel
             .basic_qos(prefetch, BasicQosOptions::default())
             .await?;
-        Ok(channel
+        let consumer = channel
             .basic_consume(
                 queue.into(),
                 tag.into(),
                 BasicConsumeOptions::default(),
                 FieldTable::default(),
             )
+            .await?;
+        Ok(Subscription { channel, consumer })
+    }
+}
+
+/// The deliveries of one queue (a stream), and a way to end them.
+#[derive(Debug)]
+pub struct Subscription {
+    channel: Channel,
+    consumer: Consumer,
+}
+
+impl Subscription {
+    /// What ends this subscription's deliveries, usable once the stream is moved elsewhere.
+    pub fn stopper(&self) -> Stopper {
+        Stopper {
+            channel: self.channel.clone(),
+            tag: self.consumer.tag(),
+        }
+    }
+}
+
+impl futures_util::Stream for Subscription {
+    type Item = <Consumer as futures_util::Stream>::Item;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        std::pin::Pin::new(&mut self.consumer).poll_next(cx)
+    }
+}
+
+/// Ends a [`Subscription`]'s deliveries (`basic.cancel`): the broker sends no more, and the
+/// stream ends once those already on their way have arrived. Deliveries not yet acknowledged
+/// stay with the channel until they are, or are returned to the queue when it closes.
+#[derive(Debug, Clone)]
+pub struct Stopper {
+    channel: Channel,
+    tag: lapin::types::ShortString,
+}
+
+impl Stopper {
+    pub async fn stop(&self) -> Result<()> {
+        Ok(self
+            .channel
+            .basic_cancel(self.tag.clone(), Default::default())
             .await?)
     }
 }

@@ -69,8 +69,13 @@ BEGIN
             resolved := true;
         -- Attempts are counted from the step's last repair (attempt_base).
         ELSIF (outcome->>'retryable')::boolean AND v_attempt - st.attempt_base < st.max_attempts THEN
-            delay := tasker_retry_delay_ms(st.backoff, st.base_ms, st.max_ms,
-                                           v_attempt - st.attempt_base);
+            -- The handler's own delay (a rate limit's Retry-After), at most a day, else the
+            -- step's backoff.
+            -- (LEAST ignores NULL, so the handler's value is tested first.)
+            delay := CASE WHEN outcome->>'retry_after_ms' IS NOT NULL
+                          THEN LEAST((outcome->>'retry_after_ms')::numeric, 86400000)::bigint
+                          ELSE tasker_retry_delay_ms(st.backoff, st.base_ms, st.max_ms,
+                                                     v_attempt - st.attempt_base) END;
             UPDATE steps SET state = 'waiting_retry', error = err,
                              started_at = (r->>'started_at')::timestamptz,
                              finished_at = (r->>'finished_at')::timestamptz,

@@ -188,6 +188,10 @@ struct OutcomeShape {
     result: Present,
     error: Option<StepError>,
     retryable: Option<bool>,
+    /// Checked to be a whole number of milliseconds; PostgreSQL caps it at a day.
+    #[serde(default)]
+    #[allow(dead_code)]
+    retry_after_ms: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -323,6 +327,8 @@ mod tests {
         assert!(read(&result(r#"{"status":"success","result":null}"#)).is_ok());
         let failure = r#"{"status":"failure","error":{"kind":"k","message":"m"},"retryable":true}"#;
         assert!(read(&result(failure)).is_ok());
+        let later = r#"{"status":"failure","error":{"kind":"k","message":"m"},"retryable":true,"retry_after_ms":2500}"#;
+        assert!(read(&result(later)).is_ok());
     }
 
     #[test]
@@ -333,6 +339,8 @@ mod tests {
             r#"{"status":"failure","retryable":false}"#,
             r#"{"status":"done","result":1}"#,
             r#"{"status":"failure","error":{"kind":"k"},"retryable":false}"#,
+            r#"{"status":"failure","error":{"kind":"k","message":"m"},"retryable":true,"retry_after_ms":-1}"#,
+            r#"{"status":"failure","error":{"kind":"k","message":"m"},"retryable":true,"retry_after_ms":"soon"}"#,
         ] {
             assert!(read(&result(outcome)).is_err(), "{outcome} was accepted");
         }

@@ -149,6 +149,10 @@ pub struct WorkerConfig {
     /// API token sent to the orchestrator (template registration, parent-result pages) when it
     /// requires tokens: `write` scope. Best set through `TASKER_WORKER__API_TOKEN`.
     pub api_token: Option<String>,
+    /// On SIGTERM (or stop), how long handlers already running may finish and have their
+    /// results published before the worker exits; steps not finished by then, and those not
+    /// started, go back to their queues. `--shutdown-timeout` (seconds) in every language.
+    pub shutdown_timeout_ms: u64,
 }
 
 impl Default for Config {
@@ -205,6 +209,7 @@ impl Default for WorkerConfig {
             orchestrator_url: "http://127.0.0.1:8080".into(),
             register_templates: true,
             api_token: None,
+            shutdown_timeout_ms: 30_000,
         }
     }
 }

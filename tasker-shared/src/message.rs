@@ -62,20 +62,39 @@ pub struct StepResult {
     pub worker: String,
 }
 
+/// Longest delay a handler may ask for before its step's next attempt: a day, the longest
+/// backoff a template can set.
+pub const MAX_RETRY_AFTER_MS: u64 = 86_400_000;
+
 /// What a handler produced.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Outcome {
-    Success { result: Value },
-    Failure { error: StepError, retryable: bool },
+    Success {
+        result: Value,
+    },
+    Failure {
+        error: StepError,
+        retryable: bool,
+        /// A retryable failure's own delay before the next attempt, in place of the step's
+        /// backoff policy (at most [`MAX_RETRY_AFTER_MS`]); ignored for a permanent one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_after_ms: Option<u64>,
+    },
 }
 
 impl Outcome {
     /// A failure that is not retried.
     pub fn permanent(kind: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::failure(StepError::new(kind, message), false)
+    }
+
+    /// A failure retried by the step's policy (`retryable`) or not, with no delay of its own.
+    pub fn failure(error: StepError, retryable: bool) -> Self {
         Outcome::Failure {
-            error: StepError::new(kind, message),
-            retryable: false,
+            error,
+            retryable,
+            retry_after_ms: None,
         }
     }
 }
@@ -200,11 +219,16 @@ mod tests {
         .unwrap();
         assert_eq!(
             failed,
-            Outcome::Failure {
-                error: StepError::new("ValueError", "bad"),
-                retryable: false
-            }
+            Outcome::failure(StepError::new("ValueError", "bad"), false)
         );
+        let later = Outcome::Failure {
+            error: StepError::new("rate_limited", "429"),
+            retryable: true,
+            retry_after_ms: Some(1_500),
+        };
+        let wire = serde_json::to_value(&later).unwrap();
+        assert_eq!(wire["retry_after_ms"], 1_500);
+        assert_eq!(serde_json::from_value::<Outcome>(wire).unwrap(), later);
     }
 
     #[test]

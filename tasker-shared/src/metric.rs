@@ -43,6 +43,21 @@ pub const fn batch_size(name: &'static str, help: &'static str) -> Metric {
     }
 }
 
+/// A histogram of durations in seconds (name ends in `_seconds`).
+pub const fn seconds(name: &'static str, help: &'static str) -> Metric {
+    Metric {
+        name,
+        kind: Kind::Histogram,
+        unit: Unit::Seconds,
+        help,
+    }
+}
+
+/// Bucket bounds of every `_seconds` histogram: from a millisecond to ten minutes.
+const SECONDS_BUCKETS: [f64; 14] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0, 120.0, 600.0,
+];
+
 /// Bucket bounds of every `_batch_size` histogram: powers of two up to 4096.
 const BATCH_BUCKETS: [f64; 13] = [
     1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0,
@@ -55,6 +70,8 @@ pub fn recorder(metrics: &[Metric]) -> &'static PrometheusHandle {
     let handle = HANDLE.get_or_init(|| {
         let recorder = PrometheusBuilder::new()
             .set_buckets_for_metric(Matcher::Suffix("_batch_size".into()), &BATCH_BUCKETS)
+            .expect("bucket bounds are not empty")
+            .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &SECONDS_BUCKETS)
             .expect("bucket bounds are not empty")
             .build_recorder();
         let handle = recorder.handle();

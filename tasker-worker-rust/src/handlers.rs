@@ -1,9 +1,10 @@
 //! The handlers, registered by name in [`registry`].
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tasker_worker::{HandlerError, Registry, StepContext};
+use tasker_worker::{Handler, HandlerError, HandlerFuture, Registry, StepContext};
 
 mod csv;
 mod range;
@@ -20,6 +21,10 @@ pub fn registry() -> Registry {
         .register("flaky", flaky)
         .register("echo_attempts", echo_attempts)
         .register("fail_permanently", fail_permanently)
+        .register("rate_limited", rate_limited)
+        .register("introspect", introspect)
+        .register("instance_id", InstanceId::new())
+        .register("same_instance", same_instance)
         .register("sleep", sleep)
         .register("panic", panic)
         .register("csv_split", csv::split)
@@ -95,6 +100,58 @@ async fn fail_permanently(_ctx: StepContext) -> Result<Value, HandlerError> {
     ))
 }
 
+/// Its first attempt asks to be retried after 200 ms (the template's backoff is an hour).
+async fn rate_limited(ctx: StepContext) -> Result<Value, HandlerError> {
+    if ctx.attempt == 1 {
+        return Err(HandlerError::retryable("rate_limited", "slow down")
+            .retry_after(Duration::from_millis(200)));
+    }
+    Ok(json!({ "attempts": ctx.attempt }))
+}
+
+/// What the handler sees of its step, in a form every language gives alike.
+async fn introspect(ctx: StepContext) -> Result<Value, HandlerError> {
+    Ok(json!({
+        "task_name": ctx.task_name,
+        "step_name": ctx.step_name,
+        "handler": ctx.handler,
+        "attempt": ctx.attempt,
+        "max_attempts": ctx.max_attempts,
+        "timeout_ms": u64::try_from(ctx.timeout.as_millis()).unwrap_or(u64::MAX),
+        "context": ctx.context,
+        "parents": ctx.parent_results.all().await?,
+        "input": ctx.input,
+        "ids": ctx.task_id != ctx.step_id,
+    }))
+}
+
+/// Returns the id of the handler value that ran the step: one value per worker runs every step
+/// of its name (the registry keeps it, shared).
+struct InstanceId(u64);
+
+impl InstanceId {
+    fn new() -> Self {
+        static MADE: AtomicU64 = AtomicU64::new(0);
+        Self(MADE.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+}
+
+impl Handler for InstanceId {
+    fn call(&self, _ctx: StepContext) -> HandlerFuture {
+        let id = self.0;
+        Box::pin(async move { Ok(json!({ "instance": id })) })
+    }
+}
+
+async fn same_instance(ctx: StepContext) -> Result<Value, HandlerError> {
+    let parents = ctx.parent_results.all().await?;
+    let ids: std::collections::BTreeSet<String> = parents
+        .values()
+        .map(|r| r["instance"].to_string())
+        .collect();
+    Ok(json!({ "one_instance": ids.len() == 1 }))
+}
+
 /// Sleeps `context.sleep_ms` (default 100) milliseconds: a stand-in for slow work.
 async fn sleep(ctx: StepContext) -> Result<Value, HandlerError> {
     let ms = ctx
@@ -154,6 +211,7 @@ mod tests {
                 .collect::<Map<_, _>>()
                 .into(),
             input: None,
+            timeout: Duration::from_secs(30),
         }
     }
 
@@ -207,7 +265,7 @@ mod tests {
     #[tokio::test]
     async fn flaky_fails_retryably_until_its_attempt() {
         let e = call("flaky", ctx(json!({}), &[], 2)).await.unwrap_err();
-        assert!(matches!(e, HandlerError::Retryable(_)));
+        assert!(matches!(e, HandlerError::Retryable { .. }));
         let v = call("flaky", ctx(json!({}), &[], 3)).await.unwrap();
         assert_eq!(v, json!({"attempts": 3}));
     }

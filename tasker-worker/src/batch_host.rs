@@ -52,7 +52,9 @@ struct State {
     sink: Option<CompletionSink>,
     /// Start times of handed-out jobs, reported if the language side sends none.
     started: std::collections::HashMap<u64, DateTime<Utc>>,
-    stopped: bool,
+    /// No job is handed out any more (the worker is draining or stopped); outcomes of jobs
+    /// handed out before are still taken.
+    closed: bool,
 }
 
 /// Queue-backed host; cheap to share behind an `Arc`.
@@ -74,7 +76,22 @@ impl HandlerHost for BatchHost {
         let now = Utc::now();
         let mut state = self.lock();
         state.sink = Some(done.clone());
+        if state.closed {
+            jobs.iter().for_each(|j| done.unstarted(j.id));
+            return;
+        }
         state.queue.extend(jobs.into_iter().map(|j| (j, now)));
+        drop(state);
+        self.ready.notify_all();
+        self.ready_async.notify_waiters();
+    }
+
+    fn drain(&self, done: &CompletionSink) {
+        let mut state = self.lock();
+        state.closed = true;
+        for (job, _) in state.queue.drain(..) {
+            done.unstarted(job.id);
+        }
         drop(state);
         self.ready.notify_all();
         self.ready_async.notify_waiters();
@@ -95,7 +112,7 @@ impl BatchHost {
     pub fn next_batch(&self, max: usize, timeout: Duration) -> Vec<JobView> {
         let deadline = Instant::now() + timeout;
         let mut state = self.lock();
-        while state.queue.is_empty() && !state.stopped {
+        while state.queue.is_empty() && !state.closed {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Vec::new();
@@ -118,7 +135,7 @@ impl BatchHost {
             notified.as_mut().enable();
             {
                 let mut state = self.lock();
-                if !state.queue.is_empty() || state.stopped {
+                if !state.queue.is_empty() || state.closed {
                     return Self::take(&mut state, max);
                 }
             }
@@ -173,13 +190,15 @@ impl BatchHost {
 
     /// Wakes every waiter; later waits return at once with an empty batch.
     pub fn stop(&self) {
-        self.lock().stopped = true;
+        self.lock().closed = true;
         self.ready.notify_all();
         self.ready_async.notify_waiters();
     }
 
+    /// Whether no job will be handed out any more (the worker is stopping or stopped): the
+    /// language side finishes what it holds and takes no more batches.
     pub fn is_stopped(&self) -> bool {
-        self.lock().stopped
+        self.lock().closed
     }
 }
 
@@ -236,6 +255,7 @@ mod tests {
             match rx.try_recv().unwrap() {
                 Report::Started(job) => started.push(job),
                 Report::Done(c) => break c,
+                Report::Unstarted(job) => panic!("job {job} reported unstarted"),
             }
         };
         assert_eq!(started, vec![1, 2, 3]);
@@ -259,6 +279,35 @@ mod tests {
                 .is_err()
         );
         assert!(host.complete_json("not json").is_err());
+    }
+
+    #[test]
+    fn draining_hands_out_nothing_more_but_takes_outcomes_of_jobs_already_out() {
+        let host = BatchHost::new();
+        let (sink, mut rx) = CompletionSink::channel();
+        host.submit(vec![job(1), job(2), job(3)], &sink);
+        let out = host.next_batch(1, Duration::from_secs(1));
+        assert_eq!(out[0].id, 1);
+        host.drain(&sink);
+        assert!(host.is_stopped());
+        assert!(
+            host.next_batch(10, Duration::from_secs(10)).is_empty(),
+            "returns at once"
+        );
+        host.submit(vec![job(4)], &sink);
+        host.complete_json(r#"[{"id": 1, "status": "success", "result": 1}]"#)
+            .unwrap();
+        let mut unstarted = Vec::new();
+        let mut done = Vec::new();
+        while let Ok(report) = rx.try_recv() {
+            match report {
+                Report::Started(_) => {}
+                Report::Done(c) => done.push(c.job),
+                Report::Unstarted(job) => unstarted.push(job),
+            }
+        }
+        assert_eq!(unstarted, vec![2, 3, 4], "queued and later jobs go back");
+        assert_eq!(done, vec![1], "the job already out still reports");
     }
 
     #[test]

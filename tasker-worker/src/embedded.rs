@@ -25,6 +25,10 @@ pub struct EmbeddedOptions {
     pub config_file: Option<PathBuf>,
     pub health_port: Option<u16>,
     pub concurrency: Option<usize>,
+    /// The orchestrator the templates are registered with (`--orchestrator-url`).
+    pub orchestrator_url: Option<String>,
+    /// How long running handlers may finish on stop (`--shutdown-timeout`).
+    pub shutdown_timeout: Option<Duration>,
     /// `ruby`, `python`, `typescript`: shown by `/health`.
     pub language: &'static str,
 }
@@ -51,6 +55,7 @@ pub struct EmbeddedWorker {
     health: SocketAddr,
     namespaces: Vec<String>,
     concurrency: usize,
+    shutdown_timeout: Duration,
 }
 
 impl EmbeddedWorker {
@@ -61,7 +66,10 @@ impl EmbeddedWorker {
             templates: Some(options.templates.clone()),
             health_port: options.health_port,
             concurrency: options.concurrency,
-            ..Overrides::default()
+            orchestrator_url: options.orchestrator_url.clone(),
+            shutdown_timeout_ms: options
+                .shutdown_timeout
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         })?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -80,6 +88,7 @@ impl EmbeddedWorker {
             options: worker_options,
             ..
         } = setup;
+        let shutdown_timeout = worker_options.shutdown_timeout;
         let host = Arc::new(BatchHost::new());
         let worker = Worker::new(worker_options, host.clone());
         let health = runtime.block_on(crate::health::serve(
@@ -105,6 +114,7 @@ impl EmbeddedWorker {
             health,
             namespaces,
             concurrency: config.worker.concurrency,
+            shutdown_timeout,
         })
     }
 
@@ -142,18 +152,36 @@ impl EmbeddedWorker {
         self.concurrency
     }
 
-    /// Stops consuming and releases waiters. Unacknowledged steps return to their queues.
-    pub fn stop(&mut self) {
+    /// How long running handlers may finish once the worker is told to stop
+    /// (`worker.shutdown_timeout_ms`, `--shutdown-timeout`): the language side waits this long
+    /// for its handlers before [`EmbeddedWorker::stop`].
+    pub fn shutdown_timeout(&self) -> Duration {
+        self.shutdown_timeout
+    }
+
+    /// Begins stopping, without blocking: no step is taken from the broker or handed out any
+    /// more, and the shutdown timeout starts. The language side then lets the handlers it holds
+    /// finish (within [`EmbeddedWorker::shutdown_timeout`]), reports them, and calls
+    /// [`EmbeddedWorker::stop`].
+    pub fn shutdown(&self) {
         self.cancel.cancel();
         self.host.stop();
-        // Let the worker close its broker connection before the runtime goes away, so the AMQP
-        // I/O thread is not left with cancelled tasks.
+    }
+
+    /// Stops ([`EmbeddedWorker::shutdown`] first if it was not called): outcomes reported so
+    /// far, and those of jobs handed out that are reported before the shutdown timeout, are
+    /// published and their steps acknowledged; then the connection closes and every other step
+    /// returns to its queue. Blocks until then.
+    pub fn stop(&mut self) {
+        self.shutdown();
+        // Let the worker publish what was reported and close its broker connection before the
+        // runtime goes away, so the AMQP I/O thread is not left with cancelled tasks.
         // (Not from inside another runtime, where blocking is not allowed.)
+        let bound = self.shutdown_timeout + Duration::from_secs(10);
         if let (Some(rt), Some(running)) = (&self.runtime, self.running.take())
             && tokio::runtime::Handle::try_current().is_err()
         {
-            let _ =
-                rt.block_on(async { tokio::time::timeout(Duration::from_secs(5), running).await });
+            let _ = rt.block_on(async { tokio::time::timeout(bound, running).await });
         }
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_timeout(Duration::from_secs(5));

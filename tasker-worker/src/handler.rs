@@ -7,12 +7,13 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 use tokio::sync::OnceCell;
 use uuid::Uuid;
 
-use tasker_shared::{StepError, StepMessage};
+use tasker_shared::{Outcome, StepError, StepMessage};
 
 use crate::references::ParentSource;
 
@@ -35,6 +36,9 @@ pub struct StepContext {
     pub parent_results: ParentResults,
     /// A batch worker's batch (what its batchable parent returned for it).
     pub input: Option<Value>,
+    /// How long the handler may run, from its start; past it the attempt fails with
+    /// `timeout` (retryable) and the handler's future is dropped.
+    pub timeout: Duration,
 }
 
 impl From<StepMessage> for StepContext {
@@ -51,6 +55,7 @@ impl From<StepMessage> for StepContext {
             context: m.context,
             parent_results: m.parent_results.into(),
             input: m.input,
+            timeout: Duration::from_millis(m.timeout_ms),
         }
     }
 }
@@ -69,6 +74,7 @@ impl From<&StepMessage> for StepContext {
             context: m.context.clone(),
             parent_results: m.parent_results.clone().into(),
             input: m.input.clone(),
+            timeout: Duration::from_millis(m.timeout_ms),
         }
     }
 }
@@ -189,29 +195,75 @@ impl EachParentResult<'_> {
     }
 }
 
-/// A handler failure.
+/// A handler failure: retryable (the step's policy decides when and whether it runs again,
+/// unless the handler names its own delay) or permanent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HandlerError {
-    /// Retried while the step's policy allows.
-    Retryable(StepError),
+    /// Retried while the step's `max_attempts` allow: after `retry_after` if the handler asked
+    /// for a delay, else after the step's backoff.
+    Retryable {
+        error: StepError,
+        retry_after: Option<Duration>,
+    },
     /// Ends the step (and its task) at once.
     Permanent(StepError),
 }
 
 impl HandlerError {
+    /// A failure worth retrying, of `kind` (a short stable word: `rate_limited`, `transient`).
     pub fn retryable(kind: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::Retryable(StepError::new(kind, message))
+        Self::Retryable {
+            error: StepError::new(kind, message),
+            retry_after: None,
+        }
     }
 
+    /// A failure retrying cannot help, of `kind`.
     pub fn permanent(kind: impl Into<String>, message: impl Into<String>) -> Self {
         Self::Permanent(StepError::new(kind, message))
+    }
+
+    /// The next attempt after `delay` instead of the step's backoff (a rate limit's
+    /// `Retry-After`, say), at most a day. No effect on a permanent failure.
+    pub fn retry_after(self, delay: Duration) -> Self {
+        match self {
+            Self::Retryable { error, .. } => Self::Retryable {
+                error,
+                retry_after: Some(delay),
+            },
+            permanent => permanent,
+        }
+    }
+
+    /// What went wrong.
+    pub fn error(&self) -> &StepError {
+        match self {
+            Self::Retryable { error, .. } | Self::Permanent(error) => error,
+        }
+    }
+}
+
+impl From<HandlerError> for Outcome {
+    fn from(e: HandlerError) -> Self {
+        match e {
+            HandlerError::Retryable { error, retry_after } => Outcome::Failure {
+                error,
+                retryable: true,
+                retry_after_ms: retry_after.map(|d| {
+                    u64::try_from(d.as_millis())
+                        .unwrap_or(u64::MAX)
+                        .min(tasker_shared::message::MAX_RETRY_AFTER_MS)
+                }),
+            },
+            HandlerError::Permanent(error) => Outcome::failure(error, false),
+        }
     }
 }
 
 impl fmt::Display for HandlerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Retryable(e) => write!(f, "retryable {}: {}", e.kind, e.message),
+            Self::Retryable { error: e, .. } => write!(f, "retryable {}: {}", e.kind, e.message),
             Self::Permanent(e) => write!(f, "permanent {}: {}", e.kind, e.message),
         }
     }

@@ -74,6 +74,7 @@ async fn health(State(h): State<Health>) -> (StatusCode, Json<Value>) {
             "succeeded": s.succeeded.load(Ordering::Relaxed),
             "failed": s.failed.load(Ordering::Relaxed),
             "in_flight": s.in_flight.load(Ordering::Relaxed),
+            "running": s.running.load(Ordering::Relaxed),
             "malformed": s.malformed.load(Ordering::Relaxed),
         })),
     )

@@ -5,6 +5,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use chrono::{DateTime, Utc};
 use futures_util::FutureExt;
@@ -12,7 +13,7 @@ use tokio::sync::{Semaphore, mpsc};
 
 use tasker_shared::{Outcome, StepError, StepMessage};
 
-use crate::handler::{HandlerError, ParentResults, Registry, StepContext};
+use crate::handler::{ParentResults, Registry, StepContext};
 use crate::references::ParentSource;
 
 /// One step attempt handed to a host.
@@ -53,6 +54,9 @@ pub enum Report {
     /// for a free handler slot does not count.
     Started(u64),
     Done(Completion),
+    /// The host stopped (draining) before a handler took the job, and never will: its step
+    /// goes back to its queue.
+    Unstarted(u64),
 }
 
 /// Where hosts report. Cheap to clone; sending never blocks.
@@ -75,6 +79,11 @@ impl CompletionSink {
     pub fn complete(&self, completion: Completion) {
         let _ = self.0.send(Report::Done(completion));
     }
+
+    /// Reports that `job` will not be started.
+    pub fn unstarted(&self, job: u64) {
+        let _ = self.0.send(Report::Unstarted(job));
+    }
 }
 
 /// Runs handlers.
@@ -82,6 +91,11 @@ pub trait HandlerHost: Send + Sync + 'static {
     /// Takes a batch of jobs; must eventually report each through `done` (the core times out
     /// jobs that never report).
     fn submit(&self, jobs: Vec<Job>, done: &CompletionSink);
+
+    /// The worker is stopping: start no job from now on. Each job not yet started (and each
+    /// submitted later) is reported [`Report::Unstarted`]; jobs already running finish and
+    /// report as usual.
+    fn drain(&self, done: &CompletionSink);
 }
 
 /// Runs native Rust handlers, each job on its own tokio task, at most `concurrency` at once.
@@ -90,6 +104,7 @@ pub trait HandlerHost: Send + Sync + 'static {
 pub struct RustHost {
     registry: Arc<Registry>,
     permits: Arc<Semaphore>,
+    draining: Arc<AtomicBool>,
 }
 
 impl RustHost {
@@ -97,6 +112,7 @@ impl RustHost {
         Self {
             registry: Arc::new(registry),
             permits: Arc::new(Semaphore::new(concurrency.max(1))),
+            draining: Arc::default(),
         }
     }
 }
@@ -106,9 +122,16 @@ impl HandlerHost for RustHost {
         for job in jobs {
             let registry = self.registry.clone();
             let permits = self.permits.clone();
+            let draining = self.draining.clone();
             let done = done.clone();
             tokio::spawn(async move {
-                let _permit = permits.acquire_owned().await;
+                // A closed semaphore (draining) refuses every wait for a slot.
+                let Ok(_permit) = permits.acquire_owned().await else {
+                    return done.unstarted(job.id);
+                };
+                if draining.load(Ordering::Acquire) {
+                    return done.unstarted(job.id);
+                }
                 done.started(job.id);
                 let started_at = Utc::now();
                 let outcome = run_one(&registry, job.message, job.parents).await;
@@ -120,6 +143,12 @@ impl HandlerHost for RustHost {
                 });
             });
         }
+    }
+
+    fn drain(&self, _done: &CompletionSink) {
+        // Jobs waiting for a slot are refused by the closed semaphore and report themselves.
+        self.draining.store(true, Ordering::Release);
+        self.permits.close();
     }
 }
 
@@ -139,19 +168,11 @@ async fn run_one(
     let call = AssertUnwindSafe(handler.call(ctx)).catch_unwind();
     match tokio::time::timeout(std::time::Duration::from_millis(timeout_ms), call).await {
         Err(_) => timed_out(timeout_ms),
-        Ok(Err(panic)) => Outcome::Failure {
-            error: StepError::new("panic", panic_message(panic.as_ref())),
-            retryable: true,
-        },
+        Ok(Err(panic)) => {
+            Outcome::failure(StepError::new("panic", panic_message(panic.as_ref())), true)
+        }
         Ok(Ok(Ok(result))) => Outcome::Success { result },
-        Ok(Ok(Err(HandlerError::Retryable(error)))) => Outcome::Failure {
-            error,
-            retryable: true,
-        },
-        Ok(Ok(Err(HandlerError::Permanent(error)))) => Outcome::Failure {
-            error,
-            retryable: false,
-        },
+        Ok(Ok(Err(e))) => e.into(),
     }
 }
 
@@ -166,13 +187,13 @@ pub fn unknown_handler(name: &str) -> Outcome {
 
 /// The outcome for an attempt that outlived its timeout (retryable).
 pub fn timed_out(timeout_ms: u64) -> Outcome {
-    Outcome::Failure {
-        error: StepError::new(
+    Outcome::failure(
+        StepError::new(
             "timeout",
             format!("handler did not finish within {timeout_ms} ms"),
         ),
-        retryable: true,
-    }
+        true,
+    )
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
@@ -182,5 +203,71 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         format!("handler panicked: {s}")
     } else {
         "handler panicked".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Map, json};
+    use uuid::Uuid;
+
+    fn job(id: u64, handler: &str) -> Job {
+        Job::new(
+            id,
+            StepMessage {
+                task_id: Uuid::nil(),
+                step_id: Uuid::nil(),
+                namespace: "ns".into(),
+                task_name: "t".into(),
+                step_name: "s".into(),
+                handler: handler.into(),
+                attempt: 1,
+                max_attempts: 1,
+                context: json!({}),
+                parent_results: Map::new(),
+                context_by_reference: false,
+                parent_results_by_reference: false,
+                input: None,
+                dispatched_at: Utc::now(),
+                timeout_ms: 10_000,
+                queue_timeout_ms: None,
+            },
+        )
+    }
+
+    #[tokio::test]
+    async fn draining_lets_the_running_job_finish_and_starts_no_other() {
+        let (release, released) = tokio::sync::oneshot::channel::<()>();
+        let released = std::sync::Mutex::new(Some(released));
+        let mut registry = Registry::new();
+        registry.register("wait", move |_ctx: StepContext| {
+            let rx = released.lock().unwrap().take();
+            async move {
+                if let Some(rx) = rx {
+                    let _ = rx.await;
+                }
+                Ok(json!("done"))
+            }
+        });
+        let host = RustHost::new(registry, 1);
+        let (sink, mut rx) = CompletionSink::channel();
+        host.submit(vec![job(1, "wait"), job(2, "wait")], &sink);
+        assert!(matches!(rx.recv().await, Some(Report::Started(1))));
+        host.drain(&sink);
+        host.submit(vec![job(3, "wait")], &sink);
+        release.send(()).unwrap();
+        let mut unstarted = Vec::new();
+        let mut done = Vec::new();
+        while unstarted.len() + done.len() < 3 {
+            match rx.recv().await.unwrap() {
+                Report::Started(job) => panic!("job {job} started while draining"),
+                Report::Done(c) => done.push(c.job),
+                Report::Unstarted(job) => unstarted.push(job),
+            }
+        }
+        unstarted.sort_unstable();
+        assert_eq!(done, vec![1]);
+        assert_eq!(unstarted, vec![2, 3]);
     }
 }

@@ -4,6 +4,7 @@
 //! Ruby, Python or TypeScript, in batches.
 
 pub mod batch_host;
+pub mod cli;
 pub mod embedded;
 pub mod handler;
 pub mod health;
@@ -15,9 +16,11 @@ pub mod setup;
 pub mod worker;
 
 pub use batch_host::{BatchHost, JobView, OutcomeView};
+pub use cli::run;
 pub use embedded::{EmbeddedOptions, EmbeddedWorker, PageError, ParentPage, ParentPages};
 pub use handler::{
-    DuplicateHandler, EachParentResult, Handler, HandlerError, ParentResults, Registry, StepContext,
+    DuplicateHandler, EachParentResult, Handler, HandlerError, HandlerFuture, ParentResults,
+    Registry, StepContext,
 };
 pub use host::{Completion, CompletionSink, HandlerHost, Job, Report, RustHost};
 pub use registration::register_templates;

@@ -1,7 +1,7 @@
 //! Every metric a worker exports on its health port's `/metrics`, named and described once.
 
 use metrics_exporter_prometheus::PrometheusHandle;
-use tasker_shared::metric::{Metric, batch_size, counter};
+use tasker_shared::metric::{Metric, batch_size, counter, seconds};
 
 pub const STEPS_RECEIVED: Metric = counter(
     "tasker_worker_steps_received_total",
@@ -14,6 +14,14 @@ pub const STEPS_SUCCEEDED: Metric = counter(
 pub const STEPS_FAILED: Metric = counter(
     "tasker_worker_steps_failed_total",
     "Steps whose handler failed (or that timed out, or arrived past their queue timeout).",
+);
+pub const STEPS_TIMED_OUT: Metric = counter(
+    "tasker_worker_steps_timed_out_total",
+    "Steps whose handler outlived its step's timeout (counted among the failed too).",
+);
+pub const HANDLER_DURATION: Metric = seconds(
+    "tasker_worker_handler_duration_seconds",
+    "How long handlers ran, from their start to their outcome (any outcome).",
 );
 pub const REFERENCES_FETCHED: Metric = counter(
     "tasker_worker_references_fetched_total",
@@ -42,11 +50,13 @@ pub const RESULT_MESSAGE_BATCH_SIZE: Metric = batch_size(
 );
 
 /// Every metric above.
-pub const ALL: [Metric; 9] = [
+pub const ALL: [Metric; 11] = [
     STEPS_RECEIVED,
     REFERENCES_FETCHED,
     STEPS_SUCCEEDED,
     STEPS_FAILED,
+    STEPS_TIMED_OUT,
+    HANDLER_DURATION,
     CONSUME_BATCH_SIZE,
     HOST_BATCH_SIZE,
     FFI_BATCH_SIZE,

@@ -28,6 +28,9 @@ pub struct Overrides {
     /// The orchestrator API the templates are registered with.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub orchestrator_url: Option<String>,
+    /// How long running handlers may finish once the worker is told to stop.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shutdown_timeout_ms: Option<u64>,
 }
 
 /// Why a worker could not be set up.

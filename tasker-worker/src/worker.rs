@@ -17,8 +17,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::time::{DelayQueue, delay_queue};
 
 use tasker_broker::{
-    BasicAckOptions, Broker, DeadLetters, Delivery, Outgoing, Publisher, Supervisor, next_batch,
-    supervisor, topology,
+    BasicAckOptions, BasicNackOptions, Broker, DeadLetters, Delivery, Outgoing, Publisher, Stopper,
+    Supervisor, next_batch, supervisor, topology,
 };
 use tasker_client::{Client, ClientOptions};
 use tasker_shared::message::{decode_batch, pack_batches};
@@ -34,6 +34,9 @@ const BATCH_MAX: usize = 256;
 
 /// Most bytes of one result message (a result larger than this travels alone).
 const RESULT_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+
+/// However late the last handler finishes, its results get this long to be confirmed.
+const FLUSH_AT_LEAST: Duration = Duration::from_secs(5);
 
 /// How a worker connects and what it consumes.
 #[derive(Debug, Clone)]
@@ -53,6 +56,8 @@ pub struct WorkerOptions {
     pub max_result_bytes: usize,
     /// CA certificates trusted for `amqps://` and an `https://` orchestrator ([`Config::tls_ca_file`]).
     pub tls_ca_file: Option<std::path::PathBuf>,
+    /// On stop, how long running handlers may finish and have their results published.
+    pub shutdown_timeout: Duration,
 }
 
 impl WorkerOptions {
@@ -73,6 +78,7 @@ impl WorkerOptions {
             api_token: config.worker.api_token.clone(),
             max_result_bytes: config.worker.max_result_bytes,
             tls_ca_file: config.tls_ca_file.clone(),
+            shutdown_timeout: Duration::from_millis(config.worker.shutdown_timeout_ms),
         }
     }
 
@@ -99,6 +105,8 @@ pub struct Stats {
     pub succeeded: AtomicU64,
     pub failed: AtomicU64,
     pub in_flight: AtomicU64,
+    /// Steps whose handler is running now (in flight and started).
+    pub running: AtomicU64,
     pub malformed: AtomicU64,
 }
 
@@ -150,6 +158,7 @@ impl Worker {
                 let ended = self.session(&cancel).await;
                 self.stats.connected.store(false, Ordering::Relaxed);
                 self.stats.in_flight.store(0, Ordering::Relaxed);
+                self.stats.running.store(0, Ordering::Relaxed);
                 ended
             })
             .await;
@@ -188,6 +197,7 @@ impl Worker {
                     .await?,
             );
         }
+        let stoppers: Vec<Stopper> = consumers.iter().map(|c| c.stopper()).collect();
         let mut deliveries = futures_util::stream::select_all(consumers);
         let (sink, mut completions) = CompletionSink::channel();
         let (results_tx, results_rx) = mpsc::unbounded_channel();
@@ -196,12 +206,32 @@ impl Worker {
         let mut in_flight: HashMap<u64, InFlight> = HashMap::new();
         let mut deadlines: DelayQueue<u64> = DelayQueue::new();
         let mut next_job = 0u64;
+        // Set once stopping: no step is taken any more, and the loop ends when the running
+        // ones have reported (or at the shutdown timeout).
+        let mut draining: Option<tokio::time::Instant> = None;
         self.stats.connected.store(true, Ordering::Relaxed);
         tracing::info!(namespaces = ?o.namespaces, "worker consuming");
         loop {
+            if draining.is_some() && in_flight.is_empty() {
+                break;
+            }
+            let drain_deadline = draining.unwrap_or_else(tokio::time::Instant::now);
             tokio::select! {
                 biased;
-                () = cancel.cancelled() => return Ok(()),
+                () = cancel.cancelled(), if draining.is_none() => {
+                    draining = Some(tokio::time::Instant::now() + o.shutdown_timeout);
+                    tracing::info!(running = in_flight.len(), timeout = ?o.shutdown_timeout,
+                        "stopping: taking no more steps, letting running handlers finish");
+                    for s in &stoppers {
+                        let _ = s.stop().await;
+                    }
+                    self.host.drain(&sink);
+                }
+                () = tokio::time::sleep_until(drain_deadline), if draining.is_some() => {
+                    tracing::warn!(unfinished = in_flight.len(),
+                        "shutdown timeout: steps still running go back to their queues");
+                    break;
+                }
                 ended = &mut publishing => {
                     return match ended {
                         Ok(Err(e)) => Err(e),
@@ -220,10 +250,20 @@ impl Worker {
                                     && f.deadline.is_none()
                                 {
                                     f.deadline = Some(deadlines.insert(job, run_deadline(f.step.timeout_ms)));
+                                    self.stats.running.fetch_add(1, Ordering::Relaxed);
                                 }
                             }
                             Report::Done(c) => {
                                 self.finish(c, &mut in_flight, &mut deadlines, &results_tx)
+                            }
+                            Report::Unstarted(job) => {
+                                // Its message is never acknowledged: the broker gives it to
+                                // another worker once this connection closes.
+                                if let Some(f) = in_flight.remove(&job) && let Some(key) = &f.deadline {
+                                    deadlines.try_remove(key);
+                                    self.stats.running.fetch_sub(1, Ordering::Relaxed);
+                                }
+                                self.stats.in_flight.store(in_flight.len() as u64, Ordering::Relaxed);
                             }
                         }
                         next = completions.try_recv().ok();
@@ -239,7 +279,20 @@ impl Worker {
                     }
                 }
                 batch = next_batch(&mut deliveries, BATCH_MAX) => {
-                    let batch = batch.ok_or(tasker_broker::Error::Closed)?;
+                    let Some(batch) = batch else {
+                        // The consumers ended: stopped by us (draining), else the channel closed.
+                        if draining.is_some() {
+                            continue;
+                        }
+                        return Err(tasker_broker::Error::Closed);
+                    };
+                    if draining.is_some() {
+                        // Already on its way when the consumers stopped: back to the queue.
+                        for delivery in batch.into_iter().flatten() {
+                            let _ = delivery.nack(BasicNackOptions { requeue: true, ..Default::default() }).await;
+                        }
+                        continue;
+                    }
                     ::metrics::histogram!(m::CONSUME_BATCH_SIZE.name).record(batch.len() as f64);
                     let mut jobs = Vec::with_capacity(batch.len());
                     for delivery in batch {
@@ -287,6 +340,23 @@ impl Worker {
                 }
             }
         }
+        // Stopping: every result reported so far is published, and its step message
+        // acknowledged, before the connection closes; a step that did not finish goes back to
+        // its queue when it does.
+        drop(results_tx);
+        let left = draining
+            .map_or(Duration::ZERO, |d| {
+                d.saturating_duration_since(tokio::time::Instant::now())
+            })
+            .max(FLUSH_AT_LEAST);
+        match tokio::time::timeout(left, &mut publishing).await {
+            Ok(Ok(published)) => published,
+            Ok(Err(_)) => Err(tasker_broker::Error::Closed),
+            Err(_) => {
+                tracing::warn!("shutdown: results not confirmed in time; their steps run again");
+                Ok(())
+            }
+        }
     }
 
     /// Fetches what the job's message carries by reference, then hands it to the host; if the
@@ -306,13 +376,13 @@ impl Worker {
                     let now = Utc::now();
                     sink.complete(Completion {
                         job: job.id,
-                        outcome: Outcome::Failure {
-                            error: StepError::new(
+                        outcome: Outcome::failure(
+                            StepError::new(
                                 "reference_unavailable",
                                 format!("cannot fetch the step's context or parent results from the orchestrator: {e}"),
                             ),
-                            retryable: true,
-                        },
+                            true,
+                        ),
                         started_at: now,
                         finished_at: now,
                     });
@@ -333,6 +403,14 @@ impl Worker {
         };
         if let Some(key) = &f.deadline {
             deadlines.try_remove(key);
+            self.stats.running.fetch_sub(1, Ordering::Relaxed);
+            let ran = (c.finished_at - c.started_at).to_std().unwrap_or_default();
+            ::metrics::histogram!(m::HANDLER_DURATION.name).record(ran.as_secs_f64());
+        }
+        if let Outcome::Failure { error, .. } = &c.outcome
+            && error.kind == "timeout"
+        {
+            ::metrics::counter!(m::STEPS_TIMED_OUT.name).increment(1);
         }
         let outcome = storable(c.outcome, self.options.max_result_bytes);
         match &outcome {
@@ -426,10 +504,23 @@ fn queue_timed_out(message: &StepMessage, now: chrono::DateTime<Utc>) -> Option<
 
 /// A handler's result that PostgreSQL could not store (a NUL character, nesting too deep) or
 /// that exceeds `max_bytes` fails its own step, permanently and with the reason, here at the
-/// source.
+/// source. A requested retry delay is kept within a day, and only on a retryable failure.
 fn storable(outcome: Outcome, max_bytes: usize) -> Outcome {
-    let Outcome::Success { result } = &outcome else {
-        return outcome;
+    let result = match outcome {
+        Outcome::Success { ref result } => result,
+        Outcome::Failure {
+            error,
+            retryable,
+            retry_after_ms,
+        } => {
+            return Outcome::Failure {
+                error,
+                retryable,
+                retry_after_ms: retry_after_ms
+                    .filter(|_| retryable)
+                    .map(|ms| ms.min(tasker_shared::message::MAX_RETRY_AFTER_MS)),
+            };
+        }
     };
     if let Err(problem) =
         tasker_shared::json_check::check(result, tasker_shared::json_check::MAX_DEPTH)
@@ -551,7 +642,9 @@ mod tests {
         assert!(queue_timed_out(&message(1_000, None, 3_600_000), now).is_none());
         assert!(queue_timed_out(&message(1_000, Some(60_000), 1_000), now).is_none());
         match queue_timed_out(&message(1_000, Some(60_000), 120_000), now) {
-            Some(Outcome::Failure { error, retryable }) => {
+            Some(Outcome::Failure {
+                error, retryable, ..
+            }) => {
                 assert_eq!(error.kind, "queue_timeout");
                 assert!(!retryable);
             }
@@ -571,7 +664,9 @@ mod tests {
             },
             64,
         ) {
-            Outcome::Failure { error, retryable } => {
+            Outcome::Failure {
+                error, retryable, ..
+            } => {
                 assert_eq!(error.kind, "result_too_large");
                 assert!(error.message.contains("limit is 64"), "{}", error.message);
                 assert!(!retryable);
@@ -584,7 +679,9 @@ mod tests {
             },
             1 << 20,
         ) {
-            Outcome::Failure { error, retryable } => {
+            Outcome::Failure {
+                error, retryable, ..
+            } => {
                 assert_eq!(error.kind, "invalid_result");
                 assert!(error.message.contains("/a"), "{}", error.message);
                 assert!(!retryable);

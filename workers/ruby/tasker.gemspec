@@ -4,7 +4,7 @@
 # usual route (extconf.rb with the rb_sys gem compiling at install time) needs RubyGems.org:
 #
 #   workers/ruby/build.sh && cd workers/ruby && gem build tasker.gemspec
-#   gem install ./tasker-0.1.0-x86_64-linux.gem
+#   gem install ./tasker-0.1.0-x86_64-linux.gem   # tasker-worker-ruby
 require_relative "lib/tasker/version"
 
 native = File.join(__dir__, "lib/tasker/tasker_rb.so")
@@ -23,9 +23,9 @@ Gem::Specification.new do |s|
   s.required_ruby_version = ">= 3.1"
   s.platform = Gem::Platform.local
   s.files = Dir.chdir(__dir__) do
-    Dir["lib/**/*.rb", "bin/tasker-worker", "examples/*.rb", "README.md"] + ["lib/tasker/tasker_rb.so"]
+    Dir["lib/**/*.rb", "bin/tasker-worker-ruby", "examples/*.rb", "README.md"] + ["lib/tasker/tasker_rb.so"]
   end
   s.bindir = "bin"
-  s.executables = ["tasker-worker"]
+  s.executables = ["tasker-worker-ruby"]
   s.require_paths = ["lib"]
 end

@@ -39,11 +39,20 @@ export declare class NativeWorker {
   get namespaces(): Array<string>
   /** Steps to run at once (from options, configuration or the default). */
   get concurrency(): number
-  /** Whether `stop` was called. */
+  /** How long running handlers may finish once stopping, in milliseconds. */
+  get shutdownTimeoutMs(): number
+  /** Whether `shutdown` or `stop` was called. */
   get stopped(): boolean
   /**
-   * Stops consuming and releases a pending `nextBatch`. Unacknowledged steps return to their
-   * queues. Idempotent. Blocks up to 5 s while the core's runtime shuts down.
+   * Begins stopping without blocking: no step is taken or handed out any more (a pending
+   * `nextBatch` resolves with `[]`) and the shutdown timeout starts. Report the running
+   * handlers' outcomes, then call `stop`. Idempotent.
+   */
+  shutdown(): void
+  /**
+   * Stops: outcomes reported (and those reported before the shutdown timeout) are
+   * published and their steps acknowledged, then every other step goes back to its queue.
+   * Idempotent. Blocks until then.
    */
   stop(): void
 }
@@ -69,4 +78,8 @@ export interface StartOptions {
   healthPort?: number
   /** Steps the JavaScript side runs at once. */
   concurrency?: number
+  /** The orchestrator the templates are registered with. */
+  orchestratorUrl?: string
+  /** How long running handlers may finish once stopping, in milliseconds. */
+  shutdownTimeoutMs?: number
 }

@@ -36,6 +36,7 @@ struct Worker {
     health: String,
     namespaces: Vec<String>,
     concurrency: usize,
+    shutdown_timeout: Duration,
     inner: Mutex<Option<EmbeddedWorker>>,
 }
 
@@ -50,20 +51,34 @@ impl Worker {
     /// Loads configuration (file, `DATABASE_URL`/`AMQP_URL`/`TASKER_*`, these arguments) and
     /// the templates, binds `/health` and starts consuming the templates' namespaces.
     #[new]
-    #[pyo3(signature = (templates, *, config=None, health_port=None, concurrency=None))]
+    #[pyo3(signature = (templates, *, config=None, health_port=None, concurrency=None,
+                        orchestrator_url=None, shutdown_timeout=None))]
     fn new(
         py: Python<'_>,
         templates: PathBuf,
         config: Option<PathBuf>,
         health_port: Option<u16>,
         concurrency: Option<usize>,
+        orchestrator_url: Option<String>,
+        shutdown_timeout: Option<f64>,
     ) -> PyResult<Self> {
         tasker_worker::init_logging("info");
+        let shutdown_timeout = shutdown_timeout
+            .map(|s| {
+                Duration::try_from_secs_f64(s).map_err(|_| {
+                    PyValueError::new_err(format!(
+                        "shutdown_timeout must be a number of seconds, at least 0, not {s}"
+                    ))
+                })
+            })
+            .transpose()?;
         let options = EmbeddedOptions {
             templates,
             config_file: config,
             health_port,
             concurrency,
+            orchestrator_url,
+            shutdown_timeout,
             language: "python",
         };
         let worker = py
@@ -75,6 +90,7 @@ impl Worker {
             health: worker.health_addr().to_string(),
             namespaces: worker.namespaces().to_vec(),
             concurrency: worker.concurrency(),
+            shutdown_timeout: worker.shutdown_timeout(),
             inner: Mutex::new(Some(worker)),
         })
     }
@@ -144,14 +160,31 @@ impl Worker {
         self.concurrency
     }
 
-    /// True once `stop` ran: `next_batch` then returns at once with no jobs.
+    /// Seconds running handlers may take to finish once stopping (`worker.shutdown_timeout_ms`,
+    /// the `shutdown_timeout` argument).
+    #[getter]
+    fn shutdown_timeout(&self) -> f64 {
+        self.shutdown_timeout.as_secs_f64()
+    }
+
+    /// True once `shutdown` or `stop` ran: `next_batch` then returns at once with no jobs.
     #[getter]
     fn stopped(&self) -> bool {
         self.host.is_stopped()
     }
 
-    /// Stops consuming and wakes waiters; unacknowledged jobs go back to their queues.
+    /// Begins stopping without blocking: no step is taken or handed out any more and the
+    /// shutdown timeout starts; report the running handlers' outcomes, then call `stop`.
     /// Idempotent.
+    fn shutdown(&self) {
+        if let Some(worker) = self.inner().as_ref() {
+            worker.shutdown();
+        }
+    }
+
+    /// Stops: outcomes reported (and those reported before the shutdown timeout) are
+    /// published and their steps acknowledged, then every other step goes back to its queue.
+    /// Blocks until then, with the GIL released. Idempotent.
     fn stop(&self, py: Python<'_>) {
         let worker = self.inner().take();
         if let Some(mut worker) = worker {

@@ -42,8 +42,9 @@ def test_ready_line_health_and_sigterm(broker) -> None:
 def test_a_missing_templates_folder_is_a_clear_error(tmp_path) -> None:
     p = worker("--templates", str(tmp_path / "nope"), "--health-port", "0")
     out, err = p.communicate(timeout=20)
-    assert p.returncode == 2 and out == ""
-    assert "tasker-worker: template" in err and "No such file or directory" in err
+    # 1: it could not start (as in every language; 2 is for bad flags).
+    assert p.returncode == 1 and out == ""
+    assert "tasker-worker-python: template" in err and "No such file or directory" in err
 
 
 def test_handlers_can_be_a_module_and_a_bad_one_fails_loudly(broker, tmp_path) -> None:

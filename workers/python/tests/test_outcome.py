@@ -62,3 +62,35 @@ def test_unknown_handler_and_timeout_match_the_rust_worker() -> None:
         "kind": "timeout",
         "message": "handler did not finish within 250 ms",
     }
+
+
+def test_a_kind_given_replaces_the_class_name() -> None:
+    o = json.loads(outcome.failure(8, tasker.PermanentError("no", kind="validation"), outcome.now()))
+    assert o["error"]["kind"] == "validation" and o["retryable"] is False
+    r = json.loads(outcome.failure(9, tasker.RetryableError("later", kind="transient"), outcome.now()))
+    assert r["error"]["kind"] == "transient" and r["retryable"] is True
+    assert "retry_after_ms" not in r, "no delay unless asked for"
+    plain = json.loads(outcome.failure(9, tasker.RetryableError("later"), outcome.now()))
+    assert plain["error"]["kind"] == "RetryableError"
+
+
+def test_a_retryable_error_may_ask_for_its_retry_delay() -> None:
+    from datetime import timedelta
+
+    o = json.loads(outcome.failure(
+        10, tasker.RetryableError("slow down", kind="rate_limited", retry_after=2.5), outcome.now()))
+    assert o["retryable"] is True and o["retry_after_ms"] == 2500
+    d = json.loads(outcome.failure(
+        11, tasker.RetryableError("later", retry_after=timedelta(minutes=1)), outcome.now()))
+    assert d["retry_after_ms"] == 60_000
+    for bad in (-1, float("nan")):
+        try:
+            tasker.RetryableError("x", retry_after=bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"retry_after={bad!r} was accepted")
+
+
+def test_an_unreadable_parent_result_is_reference_unavailable_as_in_every_language() -> None:
+    o = json.loads(outcome.failure(12, tasker.ReferenceUnavailable("gone"), outcome.now()))
+    assert o["error"]["kind"] == "reference_unavailable" and o["retryable"] is True

@@ -3,7 +3,7 @@
 # Submits a `linear` task and waits for its result: an app that only submits work needs
 # tasker/client alone (no worker, no native extension). The orchestrator is TASKER_URL
 # (default http://127.0.0.1:8080); a Ruby worker runs the workflow:
-#   workers/ruby/bin/tasker-worker --templates tests/fixtures/task_templates/ruby \
+#   workers/ruby/bin/tasker-worker-ruby --templates tests/fixtures/task_templates/ruby \
 #     --handlers workers/ruby/fixtures/handlers.rb
 require "json"
 require "tasker/client"

@@ -111,7 +111,7 @@ class EndToEndTest < Minitest::Test
     step = steps(task.id)["check"]
     assert_equal "failed", step.state
     assert_equal 1, step.attempt, "a permanent error must not be retried"
-    assert_equal "EndToEndTest::RejectedInput", step.error["kind"]
+    assert_equal "RejectedInput", step.error["kind"]
     assert_equal "account 7 does not exist", step.error["message"]
     assert_includes step.error["backtrace"], "end_to_end_test.rb"
   end

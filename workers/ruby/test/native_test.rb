@@ -10,19 +10,20 @@ class NativeTest < Minitest::Test
 
   def test_bad_templates_give_a_clear_error
     error = assert_raises(Tasker::WorkerError) do
-      Tasker::NativeWorker.start("/nonexistent/templates", nil, 0, nil)
+      Tasker::NativeWorker.start("/nonexistent/templates", nil, 0, nil, nil, nil)
     end
     assert_includes error.message, "/nonexistent/templates"
     Dir.mktmpdir do |empty|
-      error = assert_raises(Tasker::WorkerError) { Tasker::NativeWorker.start(empty, nil, 0, nil) }
+      error = assert_raises(Tasker::WorkerError) { Tasker::NativeWorker.start(empty, nil, 0, nil, nil, nil) }
       assert_includes error.message, "no templates found"
     end
   end
 
   def test_start_wait_with_the_gvl_released_and_stop
-    native = Tasker::NativeWorker.start(FIXTURE_TEMPLATES, nil, 0, 3)
+    native = Tasker::NativeWorker.start(FIXTURE_TEMPLATES, nil, 0, 3, nil, 2.5)
     assert_equal ["ruby_examples"], native.namespaces
     assert_equal 3, native.concurrency
+    assert_in_delta 2.5, native.shutdown_timeout
     assert_match(/\A127\.0\.0\.1:\d+\z/, native.health_addr)
 
     # Another Ruby thread keeps running while next_batch blocks: the GVL is released.
@@ -45,7 +46,7 @@ class NativeTest < Minitest::Test
   end
 
   def test_stop_wakes_a_dispatcher_blocked_in_next_batch
-    native = Tasker::NativeWorker.start(FIXTURE_TEMPLATES, nil, 0, 1)
+    native = Tasker::NativeWorker.start(FIXTURE_TEMPLATES, nil, 0, 1, nil, nil)
     waiter = Thread.new { native.next_batch_json(1, 30_000) }
     Thread.pass until waiter.status == "sleep" || !waiter.alive?
     started = monotonic
@@ -67,7 +68,7 @@ class NativeTest < Minitest::Test
   end
 
   def test_the_entry_point_rejects_a_missing_templates_folder
-    bin = File.expand_path("../bin/tasker-worker", __dir__)
+    bin = File.expand_path("../bin/tasker-worker-ruby", __dir__)
     _out, err, status = Open3.capture3(RbConfig.ruby, bin, "--templates", "/nonexistent")
     assert_equal 2, status.exitstatus
     assert_includes err, "--templates /nonexistent: no such directory"

@@ -31,7 +31,7 @@ class ReadmeTest < Minitest::Test
   def test_the_example_permanent_error_is_permanent
     out = JSON.parse(@runner.call(job("charge_card", context: { "amount" => -1 })))
     assert_equal false, out["retryable"]
-    assert_equal "Tasker::PermanentError", out["error"]["kind"]
+    assert_equal "PermanentError", out["error"]["kind"]
     assert_equal "amount must be positive", out["error"]["message"]
   end
 end

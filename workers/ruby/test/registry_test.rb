@@ -9,19 +9,31 @@ class RegistryTest < Minitest::Test
     @registry = Tasker::Registry.new
   end
 
-  def test_a_handler_class_registers_itself_and_runs_as_a_fresh_instance_per_step
+  def test_a_handler_class_registers_itself_and_one_instance_runs_every_step
     registry = @registry
     Class.new(Tasker::Handler) do
       handles "count_calls", registry: registry
 
+      # Defined after `handles`: the instance is made at the first step, so this runs.
+      def initialize
+        super
+        @calls = 0
+      end
+
       def call(ctx)
-        @calls = (@calls || 0) + 1
+        @calls += 1
         { "value" => ctx.context["value"] * 2, "calls" => @calls }
       end
     end
     assert_equal ["count_calls"], registry.names
     assert_equal({ "value" => 8, "calls" => 1 }, registry["count_calls"].call(ctx(context: { "value" => 4 })))
-    assert_equal({ "value" => 8, "calls" => 1 }, registry["count_calls"].call(ctx(context: { "value" => 4 })))
+    assert_equal({ "value" => 8, "calls" => 2 }, registry["count_calls"].call(ctx(context: { "value" => 4 })))
+  end
+
+  def test_the_same_handler_twice_under_one_name_is_refused_too
+    handler = ->(_c) { 1 }
+    @registry.register("x", handler)
+    assert_raises(ArgumentError) { @registry.register("x", handler) }
   end
 
   def test_blocks_and_callables_register_under_a_name

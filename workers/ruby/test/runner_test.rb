@@ -14,6 +14,9 @@ class RunnerTest < Minitest::Test
     @registry.register("permanent_subclass") { raise RejectedInput, "no such account" }
     @registry.register("permanent_kind") { raise Tasker::PermanentError.new("bad", kind: "validation") }
     @registry.register("retryable_kind") { raise Tasker::RetryableError.new("later", kind: "transient") }
+    @registry.register("rate_limited") do
+      raise Tasker::RetryableError.new("slow down", kind: "rate_limited", retry_after: 2.5)
+    end
     @registry.register("ordinary") { raise ArgumentError, "ordinary failure" }
     @registry.register("nan") { { "value" => Float::NAN } }
     @registry.register("exit") { exit 3 }
@@ -36,7 +39,7 @@ class RunnerTest < Minitest::Test
     out = run_job("permanent")
     assert_equal "failure", out["status"]
     assert_equal false, out["retryable"]
-    assert_equal "Tasker::PermanentError", out["error"]["kind"]
+    assert_equal "PermanentError", out["error"]["kind"]
     assert_equal "input rejected for good", out["error"]["message"]
     assert_includes out["error"]["backtrace"], "runner_test.rb"
   end
@@ -44,7 +47,7 @@ class RunnerTest < Minitest::Test
   def test_a_subclass_of_permanent_error_is_permanent_and_reports_its_own_class
     out = run_job("permanent_subclass")
     assert_equal false, out["retryable"]
-    assert_equal "RunnerTest::RejectedInput", out["error"]["kind"]
+    assert_equal "RejectedInput", out["error"]["kind"]
   end
 
   def test_an_explicit_kind_replaces_the_class_name
@@ -52,6 +55,16 @@ class RunnerTest < Minitest::Test
     out = run_job("retryable_kind")
     assert_equal true, out["retryable"]
     assert_equal "transient", out["error"]["kind"]
+    refute out.key?("retry_after_ms"), "no delay unless asked for"
+  end
+
+  def test_a_retryable_error_may_ask_for_its_retry_delay
+    out = run_job("rate_limited")
+    assert_equal true, out["retryable"]
+    assert_equal "rate_limited", out["error"]["kind"]
+    assert_equal 2500, out["retry_after_ms"]
+    assert_raises(ArgumentError) { Tasker::RetryableError.new("x", retry_after: -1) }
+    assert_raises(ArgumentError) { Tasker::RetryableError.new("x", retry_after: "soon") }
   end
 
   def test_any_other_exception_is_retryable_with_its_class_message_and_backtrace

@@ -1,17 +1,63 @@
 const PERMANENT = Symbol.for("tasker.permanent_error");
+const RETRY_AFTER = Symbol.for("tasker.retry_after_ms");
+
+/** What a {@link PermanentError} or {@link RetryableError} may name. */
+export interface HandlerErrorOptions extends ErrorOptions {
+  /**
+   * The failure's kind, recorded with the step (`rate_limited`, `validation`); by default the
+   * error's class name.
+   */
+  kind?: string;
+}
+
+/** What a {@link RetryableError} may ask for. */
+export interface RetryableErrorOptions extends HandlerErrorOptions {
+  /**
+   * The next attempt's delay in milliseconds, in place of the template's backoff (a rate
+   * limit's `Retry-After`), at most a day.
+   */
+  retryAfterMs?: number;
+}
 
 /**
  * Throw it from a handler to fail the step for good: no retry, whatever the template's retry
- * policy. Any other thrown error is retried. The step's error records the class name as its
- * `kind`, so subclasses (`class InvalidOrder extends PermanentError {}`) name the failure.
+ * policy. Any other thrown error is retried. The step's error records `kind` (by default the
+ * class name, so subclasses like `class InvalidOrder extends PermanentError {}` name the failure).
  */
 export class PermanentError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
+  readonly kind: string;
+
+  constructor(message: string, options?: HandlerErrorOptions) {
     super(message, options);
     // The class name, also for subclasses, so `err.name` matches the reported kind.
     this.name = new.target.name;
+    this.kind = options?.kind || new.target.name;
     // Marks permanence without `instanceof`, which fails across two copies of this package.
     Object.defineProperty(this, PERMANENT, { value: true });
+  }
+}
+
+/**
+ * Throw it to fail the attempt and have the step retried, naming the failure's `kind` and, if
+ * the handler knows better than the template's backoff, when the next attempt runs:
+ * `throw new RetryableError("429 from the payment API", { kind: "rate_limited", retryAfterMs: 30_000 })`.
+ * Any other thrown error is retried too, after the template's backoff.
+ */
+export class RetryableError extends Error {
+  readonly kind: string;
+  readonly retryAfterMs: number | undefined;
+
+  constructor(message: string, options?: RetryableErrorOptions) {
+    super(message, options);
+    const delay = options?.retryAfterMs;
+    if (delay !== undefined && !(Number.isFinite(delay) && delay >= 0)) {
+      throw new RangeError(`retryAfterMs must be a number of milliseconds, at least 0, not ${delay}`);
+    }
+    this.name = new.target.name;
+    this.kind = options?.kind || new.target.name;
+    this.retryAfterMs = delay;
+    // Read without `instanceof`, like PERMANENT.
+    Object.defineProperty(this, RETRY_AFTER, { value: delay });
   }
 }
 
@@ -20,11 +66,21 @@ export function isPermanent(err: unknown): boolean {
   return typeof err === "object" && err !== null && (err as { [PERMANENT]?: unknown })[PERMANENT] === true;
 }
 
+/** The delay a {@link RetryableError} (from any copy of this package) asks for, if any. */
+export function retryAfterMs(err: unknown): number | undefined {
+  if (typeof err !== "object" || err === null) return undefined;
+  const delay = (err as { [RETRY_AFTER]?: unknown })[RETRY_AFTER];
+  return typeof delay === "number" ? delay : undefined;
+}
+
 /**
  * A step's parent results could not be read from the orchestrator. Thrown by
- * `ctx.parentResults`; like any error but {@link PermanentError}, the step is retried.
+ * `ctx.parentResults`; like any error but {@link PermanentError}, the step is retried, with
+ * kind `reference_unavailable` as in every language.
  */
 export class ReferenceUnavailable extends Error {
+  readonly kind = "reference_unavailable";
+
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = "ReferenceUnavailable";

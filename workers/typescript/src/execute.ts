@@ -1,5 +1,5 @@
 import { stepContext, type Job, type PageReader } from "./context";
-import { isPermanent } from "./errors";
+import { isPermanent, retryAfterMs } from "./errors";
 import type { Registry } from "./handler";
 import type { JsonValue } from "./json";
 import type { Outcome, OutcomeBody, StepError } from "./outcome";
@@ -52,21 +52,24 @@ export async function execute(registry: Registry, job: Job, pages?: PageReader):
     // `undefined` is not JSON: a handler that returns nothing succeeds with null.
     return finish({ status: "success", result: (first ?? null) as JsonValue });
   } catch (err) {
+    const delay = retryAfterMs(err);
     return finish({
       status: "failure",
       retryable: !isPermanent(err),
       error: stepError(err),
+      ...(delay === undefined ? {} : { retry_after_ms: Math.round(delay) }),
     });
   } finally {
     clearTimeout(timer);
   }
 }
 
-/** The class name, message and stack of whatever was thrown. */
+/** The kind (the error's own `kind`, else its class name), message and stack of whatever was thrown. */
 export function stepError(err: unknown): StepError {
   if (err instanceof Error) {
+    const own = (err as { kind?: unknown }).kind;
     return {
-      kind: err.constructor?.name || err.name || "Error",
+      kind: (typeof own === "string" && own) || err.constructor?.name || err.name || "Error",
       message: err.message,
       ...(err.stack ? { backtrace: err.stack } : {}),
     };

@@ -1,6 +1,6 @@
 /**
  * Tasker step handlers in TypeScript. Register handlers, then run them with the
- * `tasker-worker` command (or {@link Worker} from code); the Rust core does all the I/O.
+ * `tasker-worker-node` command (or {@link Worker} from code); the Rust core does all the I/O.
  * Apps submit, wait for and repair tasks with {@link Client}.
  */
 export {
@@ -23,7 +23,14 @@ export {
   TaskerClientError,
 } from "./client_errors";
 export { ParentResults, type StepContext } from "./context";
-export { PermanentError, ReferenceUnavailable, isPermanent } from "./errors";
+export {
+  PermanentError,
+  ReferenceUnavailable,
+  RetryableError,
+  isPermanent,
+  type HandlerErrorOptions,
+  type RetryableErrorOptions,
+} from "./errors";
 export {
   Handler,
   Registry,

@@ -25,6 +25,10 @@ pub struct StartOptions {
     pub health_port: Option<u32>,
     /// Steps the JavaScript side runs at once.
     pub concurrency: Option<u32>,
+    /// The orchestrator the templates are registered with.
+    pub orchestrator_url: Option<String>,
+    /// How long running handlers may finish once stopping, in milliseconds.
+    pub shutdown_timeout_ms: Option<u32>,
 }
 
 /// One page of a step's parent results.
@@ -48,6 +52,7 @@ pub struct NativeWorker {
     health: String,
     namespaces: Vec<String>,
     concurrency: u32,
+    shutdown_timeout_ms: u32,
 }
 
 #[napi]
@@ -70,6 +75,10 @@ impl NativeWorker {
             config_file: options.config_file.map(PathBuf::from),
             health_port,
             concurrency: options.concurrency.map(|c| c as usize),
+            orchestrator_url: options.orchestrator_url,
+            shutdown_timeout: options
+                .shutdown_timeout_ms
+                .map(|ms| Duration::from_millis(u64::from(ms))),
             language: "typescript",
         })
         .map_err(|e| Error::new(Status::GenericFailure, e.to_string()))?;
@@ -79,6 +88,8 @@ impl NativeWorker {
             health: worker.health_addr().to_string(),
             namespaces: worker.namespaces().to_vec(),
             concurrency: u32::try_from(worker.concurrency()).unwrap_or(u32::MAX),
+            shutdown_timeout_ms: u32::try_from(worker.shutdown_timeout().as_millis())
+                .unwrap_or(u32::MAX),
             inner: Mutex::new(Some(worker)),
         })
     }
@@ -149,14 +160,36 @@ impl NativeWorker {
         self.concurrency
     }
 
-    /// Whether `stop` was called.
+    /// How long running handlers may finish once stopping, in milliseconds.
+    #[napi(getter)]
+    pub fn shutdown_timeout_ms(&self) -> u32 {
+        self.shutdown_timeout_ms
+    }
+
+    /// Whether `shutdown` or `stop` was called.
     #[napi(getter)]
     pub fn stopped(&self) -> bool {
         self.host.is_stopped()
     }
 
-    /// Stops consuming and releases a pending `nextBatch`. Unacknowledged steps return to their
-    /// queues. Idempotent. Blocks up to 5 s while the core's runtime shuts down.
+    /// Begins stopping without blocking: no step is taken or handed out any more (a pending
+    /// `nextBatch` resolves with `[]`) and the shutdown timeout starts. Report the running
+    /// handlers' outcomes, then call `stop`. Idempotent.
+    #[napi]
+    pub fn shutdown(&self) {
+        if let Some(worker) = self
+            .inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            worker.shutdown();
+        }
+    }
+
+    /// Stops: outcomes reported (and those reported before the shutdown timeout) are
+    /// published and their steps acknowledged, then every other step goes back to its queue.
+    /// Idempotent. Blocks until then.
     #[napi]
     pub fn stop(&self) {
         let worker = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();

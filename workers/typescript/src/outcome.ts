@@ -2,7 +2,7 @@ import type { JsonValue } from "./json";
 
 /** A failure as the step records it. */
 export interface StepError {
-  /** The thrown error's class name (`TypeError`, `PermanentError`, …) or a core kind (`timeout`, `unknown_handler`). */
+  /** The thrown error's `kind`, else its class name (`TypeError`, `PermanentError`, …), or a core kind (`timeout`, `unknown_handler`). */
   kind: string;
   message: string;
   backtrace?: string;
@@ -11,7 +11,7 @@ export interface StepError {
 /** What a handler's run came to. */
 export type OutcomeBody =
   | { status: "success"; result: JsonValue }
-  | { status: "failure"; retryable: boolean; error: StepError };
+  | { status: "failure"; retryable: boolean; error: StepError; retry_after_ms?: number };
 
 /** The outcome of one job, in the wire format of the core's `complete_json`. */
 export type Outcome = OutcomeBody & { id: number; started_at: string; finished_at: string };

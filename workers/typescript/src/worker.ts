@@ -15,6 +15,13 @@ export interface WorkerOptions {
   healthPort?: number;
   /** Steps run at once. */
   concurrency?: number;
+  /** The orchestrator the templates are registered with. */
+  orchestratorUrl?: string;
+  /**
+   * How long handlers running when {@link Worker.stop} is called may take to finish and report,
+   * in milliseconds (`worker.shutdown_timeout_ms`, 30,000 by default).
+   */
+  shutdownTimeoutMs?: number;
   /** Handlers to run; {@link defaultRegistry} (what `registerHandler` fills) by default. */
   registry?: Registry;
   /**
@@ -56,6 +63,8 @@ export class Worker {
       configFile: options.configFile,
       healthPort: options.healthPort,
       concurrency: options.concurrency,
+      orchestratorUrl: options.orchestratorUrl,
+      shutdownTimeoutMs: options.shutdownTimeoutMs,
     });
     return new Worker(native, options.registry ?? defaultRegistry(), options.pollMs ?? 200);
   }
@@ -79,8 +88,10 @@ export class Worker {
   }
 
   /**
-   * Runs until {@link stop}: then lets running handlers finish (each is bounded by its step's
-   * timeout), reports their outcomes and stops the core. Calling it again returns the same run.
+   * Runs until {@link stop}: then lets running handlers finish (within the shutdown timeout;
+   * each is bounded by its step's timeout too), reports their outcomes, which the core
+   * publishes, and stops the core; steps not reported by then go back to their queues. Calling
+   * it again returns the same run.
    */
   run(): Promise<void> {
     this.#running ??= this.#loop();
@@ -90,6 +101,8 @@ export class Worker {
   /** Asks the loop to stop; resolves when {@link run} has finished. */
   async stop(): Promise<void> {
     this.#stopping = true;
+    // The core takes no more steps from now on, and its shutdown timeout starts with ours.
+    this.#native.shutdown();
     this.#wake?.();
     if (this.#running) {
       await this.#running;
@@ -112,7 +125,14 @@ export class Worker {
           this.#launch(job);
         }
       }
-      await Promise.all(this.#inFlight);
+      // Running handlers get the shutdown timeout; what is still running then is left to
+      // time out (its step goes back to its queue when the core stops).
+      let timer: NodeJS.Timeout | undefined;
+      const timeUp = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, this.#native.shutdownTimeoutMs);
+      });
+      await Promise.race([Promise.all(this.#inFlight), timeUp]);
+      clearTimeout(timer);
       this.#flush();
     } finally {
       this.#native.stop();

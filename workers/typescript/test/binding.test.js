@@ -11,7 +11,7 @@ const { NativeWorker } = require("../index.js");
 const { repoRoot, waitForLine } = require("./support/orchestrator.js");
 
 const templates = path.join(repoRoot, "tests/fixtures/task_templates/typescript");
-const bin = path.join(__dirname, "../dist/bin/tasker-worker.js");
+const bin = path.join(__dirname, "../dist/bin/tasker-worker-node.js");
 
 test("start reports health, namespaces and concurrency; nextBatch times out empty; stop releases a waiter", async () => {
   const native = NativeWorker.start({ templates, healthPort: 0, concurrency: 3 });
@@ -74,14 +74,14 @@ async function finished(child) {
   return { code, stderr };
 }
 
-test("tasker-worker without --templates exits 2 with its usage", async () => {
+test("tasker-worker-node without --templates exits 2 with its usage", async () => {
   const { code, stderr } = await finished(runCli([]));
   assert.equal(code, 2);
   assert.match(stderr, /--templates DIR is required/);
-  assert.match(stderr, /usage: tasker-worker/);
+  assert.match(stderr, /usage: tasker-worker-node/);
 });
 
-test("tasker-worker with a missing handlers file or templates folder exits 1 and says why", async () => {
+test("tasker-worker-node with a missing handlers file or templates folder exits 1 and says why", async () => {
   const a = await finished(runCli(["--templates", templates, "--handlers", "./no/such/handlers.js"]));
   assert.equal(a.code, 1);
   assert.match(a.stderr, /no\/such\/handlers\.js/);
@@ -90,7 +90,7 @@ test("tasker-worker with a missing handlers file or templates folder exits 1 and
   assert.match(b.stderr, /\/nonexistent\/templates/);
 });
 
-test("tasker-worker prints the ready line and stops cleanly on SIGTERM", async () => {
+test("tasker-worker-node prints the ready line and stops cleanly on SIGTERM", async () => {
   const child = runCli(["--templates", templates, "--health-port", "0", "--handlers", path.join(__dirname, "../dist/fixtures/handlers.js")]);
   const exit = finished(child);
   const line = await waitForLine(child.stdout, "tasker worker ready", 10_000);

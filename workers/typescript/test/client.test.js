@@ -245,7 +245,7 @@ describe("Client", () => {
     const failed = await client.wait(await client.createTask(ns, "permanent_failure", {}), 30_000);
     assert.equal(failed.state, "error");
     assert.equal(failed.error.step, "doomed");
-    assert.equal(failed.error.error.kind, "PermanentError");
+    assert.equal(failed.error.error.kind, "validation");
     assert.equal(failed.error.error.message, "input rejected for good");
 
     const retried = await client.retry(failed, { by: "user:ts-test", reason: "try again" });

@@ -2,7 +2,7 @@
 const test = require("node:test");
 const assert = require("node:assert/strict");
 
-const { Registry, PermanentError } = require("../dist/index.js");
+const { Registry, PermanentError, RetryableError } = require("../dist/index.js");
 const { execute } = require("../dist/execute.js");
 const { outcomeJson } = require("../dist/outcome.js");
 
@@ -80,6 +80,29 @@ test("PermanentError (and subclasses) fail for good with class, message and back
     assert.equal(out.error.message, "input rejected for good");
     assert.match(out.error.backtrace, /execute\.test\.js/);
   }
+});
+
+test("a kind given replaces the class name; a RetryableError may ask for its delay", async () => {
+  const permanent = await run(() => {
+    throw new PermanentError("no such account", { kind: "validation" });
+  });
+  assert.equal(permanent.retryable, false);
+  assert.equal(permanent.error.kind, "validation");
+  assert.equal(permanent.retry_after_ms, undefined);
+  const later = await run(() => {
+    throw new RetryableError("slow down", { kind: "rate_limited", retryAfterMs: 2500 });
+  });
+  assert.equal(later.retryable, true);
+  assert.equal(later.error.kind, "rate_limited");
+  assert.equal(later.retry_after_ms, 2500);
+  assert.match(outcomeJson(later), /"retry_after_ms":2500/);
+  const plain = await run(() => {
+    throw new RetryableError("later");
+  });
+  assert.equal(plain.error.kind, "RetryableError");
+  assert.equal(plain.retry_after_ms, undefined);
+  assert.throws(() => new RetryableError("x", { retryAfterMs: -1 }), RangeError);
+  assert.throws(() => new RetryableError("x", { retryAfterMs: Number.NaN }), RangeError);
 });
 
 test("any other error, thrown or rejected, is retryable and reports its class", async () => {
@@ -167,7 +190,7 @@ test("parent results by reference are read a page at a time, or all at once", as
   );
   assert.equal(failing.status, "failure");
   assert.equal(failing.retryable, true);
-  assert.equal(failing.error.kind, "ReferenceUnavailable");
+  assert.equal(failing.error.kind, "reference_unavailable");
 
   // A failed read is not kept: the next all() reads again.
   let calls = 0;

@@ -37,7 +37,8 @@ test("route_by_size routes 50 and more to large", async () => {
 
 test("flaky fails retryably until its attempt; echo_attempts echoes", async () => {
   await assert.rejects(async () => call("flaky", ctx({}, {}, 2)), (e) => {
-    assert.equal(e.constructor.name, "TransientError");
+    assert.equal(e.constructor.name, "RetryableError");
+    assert.equal(e.kind, "transient");
     assert.equal(e.message, "attempt 2 fails, 3 succeeds");
     return true;
   });
@@ -52,6 +53,7 @@ test("flaky fails retryably until its attempt; echo_attempts echoes", async () =
 test("fail_permanently, panic and sleep", async () => {
   await assert.rejects(async () => call("fail_permanently", ctx({})), {
     name: "PermanentError",
+    kind: "validation",
     message: "input rejected for good",
   });
   await assert.rejects(async () => call("panic", ctx({})), { message: "this handler always panics" });

@@ -29,7 +29,7 @@ from .client import (
     Transition,
 )
 from .context import StepContext
-from .errors import PermanentError
+from .errors import PermanentError, RetryableError
 from .registry import Handler, Registry, default_registry, handler, register
 from .runner import Runner
 
@@ -45,6 +45,7 @@ __all__ = [
     "InvalidRequest",
     "NotFound",
     "PermanentError",
+    "RetryableError",
     "ReferenceUnavailable",
     "Registry",
     "Runner",

@@ -1,6 +1,7 @@
 """Outcomes in the core's wire format, one JSON object per job:
 ``{"id", "status": "success", "result"}`` or
-``{"id", "status": "failure", "retryable", "error": {"kind", "message", "backtrace"}}``."""
+``{"id", "status": "failure", "retryable", "error": {"kind", "message", "backtrace"},
+"retry_after_ms"?}``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import traceback
 from datetime import datetime, timezone
 from typing import Any
 
-from .errors import PermanentError
+from ._native import ReferenceUnavailable
+from .errors import PermanentError, RetryableError
 
 
 def now() -> str:
@@ -42,15 +44,25 @@ def success(job_id: int, result: Any, started_at: str) -> str:
 
 
 def failure(job_id: int, error: BaseException, started_at: str) -> str:
-    """A raised exception: permanent if it is a ``PermanentError``, retryable otherwise;
-    kind is its class name, with its message and formatted traceback."""
+    """A raised exception: permanent if it is a ``PermanentError``, retryable otherwise; its
+    kind is the error's ``kind`` (``PermanentError``, ``RetryableError``; ``reference_unavailable``
+    for a parent result that could not be read) or its class name, with its message, formatted
+    traceback and, for a ``RetryableError``, its ``retry_after``."""
+    if isinstance(error, ReferenceUnavailable):
+        kind = "reference_unavailable"
+    else:
+        kind = getattr(error, "kind", None)
+        if not isinstance(kind, str) or not kind:
+            kind = type(error).__name__
+    retry_after = error.retry_after if isinstance(error, RetryableError) else None
     return failure_of(
         job_id,
-        type(error).__name__,
+        kind,
         str(error),
         retryable=not isinstance(error, PermanentError),
         backtrace="".join(traceback.format_exception(error)),
         started_at=started_at,
+        retry_after_ms=None if retry_after is None else round(retry_after * 1000),
     )
 
 
@@ -62,6 +74,7 @@ def failure_of(
     retryable: bool,
     backtrace: str | None = None,
     started_at: str | None = None,
+    retry_after_ms: int | None = None,
 ) -> str:
     error: dict[str, Any] = {"kind": kind, "message": message}
     if backtrace is not None:
@@ -75,6 +88,8 @@ def failure_of(
     }
     if started_at is not None:
         outcome["started_at"] = started_at
+    if retry_after_ms is not None:
+        outcome["retry_after_ms"] = retry_after_ms
     return json.dumps(outcome)
 
 

@@ -1,10 +1,13 @@
-"""The worker entry point: ``python -m tasker.worker`` (or ``tasker-worker``)::
+"""The worker entry point: ``python -m tasker.worker`` (or ``tasker-worker-python``)::
 
-    tasker-worker --templates DIR --handlers my_handlers.py [--handlers pkg.module]
-                  [--concurrency N] [--health-port N] [--config FILE]
+    tasker-worker-python --templates DIR --handlers my_handlers.py [--handlers pkg.module]
+                         [--concurrency N] [--health-port N] [--config FILE]
+                         [--orchestrator-url URL] [--shutdown-timeout SECONDS]
 
-Connections come from ``DATABASE_URL``/``AMQP_URL``/``TASKER_*`` (or ``--config``), as for the
-Rust worker. SIGTERM and SIGINT stop it: no new steps, running ones finish (``--grace``).
+Connections come from ``DATABASE_URL``/``AMQP_URL``/``TASKER_*`` (or ``--config``), as for
+every language's worker. SIGTERM and SIGINT stop it: no new steps; running ones finish and
+their results are published within ``--shutdown-timeout`` (30 s by default); the rest go back
+to their queues.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ def load_handlers(spec: str) -> ModuleType:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        prog="tasker-worker", description="Tasker worker running Python step handlers."
+        prog="tasker-worker-python", description="Tasker worker running Python step handlers."
     )
     p.add_argument("--templates", required=True, type=Path,
                    help="folder of task templates; the worker consumes their namespaces")
@@ -63,8 +66,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "127.0.0.1 by default")
     p.add_argument("--config", type=Path, default=os.environ.get("TASKER_CONFIG"),
                    help="TOML configuration file (see config/tasker.reference.toml)")
-    p.add_argument("--grace", type=float, default=10.0, metavar="SECONDS",
-                   help="how long running handlers may finish after a stop signal")
+    p.add_argument("--orchestrator-url", metavar="URL",
+                   help="orchestrator API the templates are registered with")
+    p.add_argument("--shutdown-timeout", type=float, metavar="SECONDS",
+                   help="how long handlers running at SIGTERM may take to finish and report "
+                        "(worker.shutdown_timeout_ms; 30 by default)")
     return p.parse_args(argv)
 
 
@@ -75,7 +81,10 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     if args.concurrency is not None and args.concurrency < 1:
-        print("tasker-worker: --concurrency must be at least 1", file=sys.stderr)
+        print("tasker-worker-python: --concurrency must be at least 1", file=sys.stderr)
+        return 2
+    if args.shutdown_timeout is not None and not 0 <= args.shutdown_timeout <= 86_400:
+        print("tasker-worker-python: --shutdown-timeout must be 0 to 86400 seconds", file=sys.stderr)
         return 2
     for spec in args.handlers:
         load_handlers(spec)
@@ -87,13 +96,22 @@ def main(argv: list[str] | None = None) -> int:
             config=str(args.config) if args.config else None,
             health_port=args.health_port,
             concurrency=args.concurrency,
+            orchestrator_url=args.orchestrator_url,
+            shutdown_timeout=args.shutdown_timeout,
         )
     except WorkerError as e:
-        print(f"tasker-worker: {e}", file=sys.stderr)
-        return 2
+        print(f"tasker-worker-python: {e}", file=sys.stderr)
+        return 1
     runner = Runner(native, default_registry)
+
+    def stopping(*_: object) -> None:
+        # The core takes no more steps from now and its shutdown timeout starts; the runner
+        # lets the running handlers finish and reports them.
+        native.shutdown()
+        runner.stop()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: runner.stop())
+        signal.signal(sig, stopping)
     log.info("handlers: %s", ", ".join(default_registry.names()))
     # The one line scripts and the conformance suite wait for.
     print(
@@ -101,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         f"namespaces={','.join(native.namespaces)}",
         flush=True,
     )
-    drained = runner.run(grace_s=args.grace)
+    drained = runner.run(grace_s=native.shutdown_timeout)
     native.stop()
     if not drained:
         # A sync handler thread cannot be interrupted, and would keep the process alive.

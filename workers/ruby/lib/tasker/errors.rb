@@ -2,13 +2,16 @@
 
 module Tasker
   # Base of the errors a handler raises on purpose. The reported error kind is +kind+ when
-  # given, else the exception's class name (as for any other exception).
+  # given, else the exception's class name without its modules (as for any other exception:
+  # +RuntimeError+, +PermanentError+, your +InvalidOrder+).
   class Error < StandardError
-    attr_reader :kind
-
     def initialize(message = nil, kind: nil)
       super(message)
       @kind = kind
+    end
+
+    def kind
+      @kind || self.class.name.to_s.split("::").last
     end
   end
 
@@ -18,9 +21,24 @@ module Tasker
   #   raise Tasker::PermanentError.new("no such account", kind: "validation")
   class PermanentError < Error; end
 
-  # Retried per the template's retry policy. Any other exception is retried the same way; this
-  # class only lets a handler choose the reported kind.
-  class RetryableError < Error; end
+  # Retried per the template's retry policy, like any other exception; this class lets a
+  # handler name the failure's kind and, when it knows better than the template's backoff (a
+  # rate limit's Retry-After), when the next attempt runs: +retry_after+ in seconds, at most a
+  # day.
+  #
+  #   raise Tasker::RetryableError.new("429 from the payment API", kind: "rate_limited", retry_after: 30)
+  class RetryableError < Error
+    attr_reader :retry_after
+
+    def initialize(message = nil, kind: nil, retry_after: nil)
+      if !retry_after.nil? && !(retry_after.is_a?(Numeric) && retry_after >= 0)
+        raise ArgumentError, "retry_after must be a number of seconds, at least 0, not #{retry_after.inspect}"
+      end
+
+      super(message, kind: kind)
+      @retry_after = retry_after
+    end
+  end
 
   # Raised by Context#parent_results and #each_parent_result when the orchestrator cannot be
   # reached to read them; the step is retried.

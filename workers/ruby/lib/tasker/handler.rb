@@ -1,7 +1,8 @@
 # frozen_string_literal: true
 
 module Tasker
-  # Base class of handlers written as classes. A new instance runs each step:
+  # Base class of handlers written as classes. One instance, made at its first step, runs every
+  # step of its name, concurrently on the worker's threads (keep per-step state in locals):
   #
   #   class Double < Tasker::Handler
   #     handles "double"

@@ -2,7 +2,8 @@
 
 module Tasker
   # Handlers by name. A handler is anything answering #call(ctx) (a block, a lambda) or a
-  # Tasker::Handler subclass, instantiated for each step.
+  # Tasker::Handler subclass, instantiated once, at its first step, and shared by every step of
+  # its name (concurrently, on the worker's threads), as in every language.
   class Registry
     def initialize
       @handlers = {}
@@ -18,20 +19,18 @@ module Tasker
 
       name = name.to_s
       @mutex.synchronize do
-        existing = @handlers[name]
-        if existing && !existing.equal?(handler)
-          raise ArgumentError, "a handler named #{name.inspect} is already registered (#{existing.inspect})"
+        if @handlers.key?(name)
+          raise ArgumentError, "a handler named #{name.inspect} is already registered"
         end
 
-        @handlers[name] = handler
+        @handlers[name] = handler.is_a?(Class) ? ClassHandler.new(handler) : handler
       end
       self
     end
 
     # The callable for +name+, or nil.
     def [](name)
-      handler = @handlers[name]
-      handler.is_a?(Class) ? ClassHandler.new(handler) : handler
+      @handlers[name]
     end
 
     def names
@@ -42,10 +41,26 @@ module Tasker
       @handlers.key?(name)
     end
 
-    # Calls a fresh instance per step, so instance variables never leak between steps or threads.
-    ClassHandler = Struct.new(:klass) do
+    # One instance of a handler class, made at its first step (not at registration: `handles`
+    # runs inside the class body, before the class's own #initialize is defined).
+    class ClassHandler
+      def initialize(klass)
+        @klass = klass
+        @mutex = Mutex.new
+      end
+
       def call(ctx)
-        klass.new.call(ctx)
+        instance.call(ctx)
+      end
+
+      def inspect
+        "#<handler class #{@klass}>"
+      end
+
+      private
+
+      def instance
+        @instance || @mutex.synchronize { @instance ||= @klass.new }
       end
     end
     private_constant :ClassHandler

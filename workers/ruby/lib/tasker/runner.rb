@@ -42,17 +42,23 @@ module Tasker
       failure(e)
     end
 
+    # The error's +kind+ (a Tasker::Error), else its class name without modules; a
+    # RetryableError's +retry_after+ as the next attempt's delay.
     def failure(error)
-      kind = (error.kind if error.is_a?(Tasker::Error)) || error.class.name || error.class.inspect
-      {
+      kind = (error.kind if error.is_a?(Tasker::Error)) || error.class.name.to_s.split("::").last
+      outcome = {
         "status" => "failure",
         "retryable" => !error.is_a?(PermanentError),
         "error" => {
-          "kind" => kind,
+          "kind" => kind.to_s.empty? ? error.class.inspect : kind,
           "message" => error.message.to_s,
           "backtrace" => (error.backtrace || []).join("\n"),
         },
       }
+      if error.is_a?(RetryableError) && error.retry_after
+        outcome["retry_after_ms"] = (error.retry_after * 1000).round
+      end
+      outcome
     end
 
     def unknown_handler(name)

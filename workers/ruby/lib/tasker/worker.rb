@@ -19,16 +19,20 @@ module Tasker
     attr_reader :registry
 
     # +templates+: folder of task templates (their namespaces are consumed).
-    # +concurrency+, +health_port+ (0 picks a free port), +config+ (TOML file): nil keeps the
-    # configured value (file, TASKER_* environment, defaults).
+    # +concurrency+, +health_port+ (0 picks a free port), +config+ (TOML file),
+    # +orchestrator_url+, +shutdown_timeout+ (seconds): nil keeps the configured value (file,
+    # TASKER_* environment, defaults).
     # +native+ replaces the core (e.g. a Tasker::BenchHost); by default one is started.
-    def initialize(templates:, registry: Tasker.registry, concurrency: nil, health_port: nil, config: nil, native: nil)
+    def initialize(templates:, registry: Tasker.registry, concurrency: nil, health_port: nil, config: nil,
+                   orchestrator_url: nil, shutdown_timeout: nil, native: nil)
       @native = native
       @templates = templates
       @registry = registry
       @concurrency = concurrency
       @health_port = health_port
       @config = config
+      @orchestrator_url = orchestrator_url
+      @shutdown_timeout = shutdown_timeout
       @lock = Mutex.new
       @slot_freed = ConditionVariable.new
       @finished = ConditionVariable.new
@@ -44,7 +48,8 @@ module Tasker
 
         @state = :starting
       end
-      @native ||= NativeWorker.start(@templates.to_s, @config&.to_s, @health_port, @concurrency)
+      @native ||= NativeWorker.start(@templates.to_s, @config&.to_s, @health_port, @concurrency,
+                                     @orchestrator_url, @shutdown_timeout&.to_f)
       @size = @native.concurrency
       @jobs = Thread::Queue.new
       @done = Thread::Queue.new
@@ -79,11 +84,12 @@ module Tasker
       self
     end
 
-    # Stops taking steps, lets the running handlers finish (up to +grace+ seconds; step
-    # timeouts bound them anyway), reports their outcomes, then shuts the core down. Steps not
-    # reported by then go back to their queues. Idempotent; not callable from a trap handler
-    # (use `Thread.new { worker.stop }` there).
-    def stop(grace: 30)
+    # Stops taking steps, lets the running handlers finish (up to +grace+ seconds, by default
+    # the core's shutdown timeout: `worker.shutdown_timeout_ms`, `--shutdown-timeout`; step
+    # timeouts bound them anyway), reports their outcomes, which the core publishes, then shuts
+    # the core down. Steps not reported by then go back to their queues. Idempotent; not
+    # callable from a trap handler (use `Thread.new { worker.stop }` there).
+    def stop(grace: nil)
       @lock.synchronize do
         case @state
         when :new then return self
@@ -94,6 +100,9 @@ module Tasker
         @state = :stopping
         @slot_freed.broadcast
       end
+      # The core takes no more steps from now on, and its shutdown timeout starts with ours.
+      @native.shutdown if @native.respond_to?(:shutdown)
+      grace ||= @native.respond_to?(:shutdown_timeout) ? @native.shutdown_timeout : 30
       deadline = monotonic + grace
       @dispatcher.join
       @jobs.close

@@ -60,24 +60,42 @@ struct NativeWorker {
     health: String,
     namespaces: Vec<String>,
     concurrency: usize,
+    shutdown_timeout: Duration,
 }
 
 impl NativeWorker {
-    /// `NativeWorker.start(templates, config_file, health_port, concurrency)`; `nil` keeps the
-    /// configured value (file, `TASKER_*` environment, defaults).
+    /// `NativeWorker.start(templates, config_file, health_port, concurrency, orchestrator_url,
+    /// shutdown_timeout_seconds)`; `nil` keeps the configured value (file, `TASKER_*`
+    /// environment, defaults).
     fn start(
         ruby: &Ruby,
         templates: String,
         config_file: Option<String>,
         health_port: Option<u16>,
         concurrency: Option<usize>,
+        orchestrator_url: Option<String>,
+        shutdown_timeout: Option<f64>,
     ) -> Result<NativeWorker, Error> {
         tasker_worker::init_logging("info");
+        let shutdown_timeout = shutdown_timeout
+            .map(|s| {
+                Duration::try_from_secs_f64(s).map_err(|_| {
+                    Error::new(
+                        ruby.exception_arg_error(),
+                        format!(
+                            "shutdown_timeout must be a number of seconds, at least 0, not {s}"
+                        ),
+                    )
+                })
+            })
+            .transpose()?;
         let options = EmbeddedOptions {
             templates: PathBuf::from(&templates),
             config_file: config_file.map(PathBuf::from),
             health_port,
             concurrency,
+            orchestrator_url,
+            shutdown_timeout,
             language: "ruby",
         };
         let worker = EmbeddedWorker::start(options).map_err(|e| {
@@ -92,6 +110,7 @@ impl NativeWorker {
             health: worker.health_addr().to_string(),
             namespaces: worker.namespaces().to_vec(),
             concurrency: worker.concurrency(),
+            shutdown_timeout: worker.shutdown_timeout(),
             worker: Mutex::new(Some(worker)),
         })
     }
@@ -149,8 +168,28 @@ impl NativeWorker {
         Ok((page.results, page.next))
     }
 
-    /// Stops consuming and shuts the core down (waits up to 5 s, with the GVL released).
-    /// Steps not yet reported return to their queues. Calling it again does nothing.
+    /// Begins stopping without blocking: no step is taken or handed out any more and the
+    /// shutdown timeout starts. Report the running handlers' outcomes, then call `stop`.
+    fn shutdown(&self) {
+        if let Some(worker) = self
+            .worker
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            worker.shutdown();
+        }
+        self.host.stop();
+    }
+
+    /// Seconds running handlers may take to finish once stopping.
+    fn shutdown_timeout(&self) -> f64 {
+        self.shutdown_timeout.as_secs_f64()
+    }
+
+    /// Stops: outcomes reported (and those reported before the shutdown timeout) are
+    /// published and their steps acknowledged, then every other step goes back to its queue
+    /// (waits with the GVL released). Calling it again does nothing.
     fn stop(&self) {
         let worker = self.worker.lock().unwrap_or_else(|p| p.into_inner()).take();
         // Wake a dispatcher blocked in next_batch at once, whichever thread it is on.
@@ -234,7 +273,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     tasker.define_error("WorkerError", ruby.exception_standard_error())?;
     Lazy::force(&WORKER_ERROR, ruby);
     let class = tasker.define_class("NativeWorker", ruby.class_object())?;
-    class.define_singleton_method("start", function!(NativeWorker::start, 4))?;
+    class.define_singleton_method("start", function!(NativeWorker::start, 6))?;
     class.define_method("next_batch_json", method!(NativeWorker::next_batch_json, 2))?;
     class.define_method("complete_json", method!(NativeWorker::complete_json, 1))?;
     class.define_method(
@@ -242,6 +281,11 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
         method!(NativeWorker::parent_results_page, 3),
     )?;
     class.define_method("stop", method!(NativeWorker::stop, 0))?;
+    class.define_method("shutdown", method!(NativeWorker::shutdown, 0))?;
+    class.define_method(
+        "shutdown_timeout",
+        method!(NativeWorker::shutdown_timeout, 0),
+    )?;
     class.define_method("stopped?", method!(NativeWorker::is_stopped, 0))?;
     class.define_method("health_addr", method!(NativeWorker::health_addr, 0))?;
     class.define_method("namespaces", method!(NativeWorker::namespaces, 0))?;

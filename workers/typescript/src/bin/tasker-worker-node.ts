@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// The worker entry point: loads handler files, starts the core, prints the ready line and runs
-// until SIGTERM/SIGINT.
+// The worker entry point, `tasker-worker-node`: loads handler files, starts the core, prints the
+// ready line and runs until SIGTERM/SIGINT, then stops gracefully (the same flags and shutdown
+// as every language's worker: docs/handlers.md).
 import { createRequire } from "node:module";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -8,14 +9,17 @@ import { parseArgs } from "node:util";
 
 import { Worker } from "../worker";
 
-const USAGE = `usage: tasker-worker --templates DIR [--handlers FILE_OR_MODULE]... [--concurrency N]
-                     [--health-port N] [--config FILE]
+const USAGE = `usage: tasker-worker-node --templates DIR [--handlers FILE_OR_MODULE]... [--concurrency N]
+                          [--health-port N] [--config FILE] [--orchestrator-url URL]
+                          [--shutdown-timeout SECONDS]
 
   --templates DIR     folder of task templates; the worker consumes their namespaces
   --handlers X        a file (./handlers.js) or package that registers handlers; repeatable
   --concurrency N     steps run at once (default: worker.concurrency, 64)
   --health-port N     port of /health (on worker.health_bind, 127.0.0.1 by default); 0 picks a free one (default 8100)
   --config FILE       TOML configuration file (also TASKER_CONFIG)
+  --orchestrator-url URL      orchestrator API the templates are registered with
+  --shutdown-timeout SECONDS  how long handlers running at SIGTERM may take to finish and report (default 30)
 
 DATABASE_URL, AMQP_URL and TASKER_* configure the rest (config/tasker.reference.toml).`;
 
@@ -51,6 +55,8 @@ async function main(argv: string[]): Promise<number> {
         concurrency: { type: "string" },
         "health-port": { type: "string" },
         config: { type: "string" },
+        "orchestrator-url": { type: "string" },
+        "shutdown-timeout": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -69,6 +75,15 @@ async function main(argv: string[]): Promise<number> {
     throw new UsageError("--concurrency must be at least 1");
   }
   const healthPort = integer("--health-port", values["health-port"]);
+  const shutdown = values["shutdown-timeout"];
+  let shutdownTimeoutMs: number | undefined;
+  if (shutdown !== undefined) {
+    const seconds = Number(shutdown);
+    if (shutdown.trim() === "" || !Number.isFinite(seconds) || seconds < 0 || seconds > 86_400) {
+      throw new UsageError(`--shutdown-timeout must be 0 to 86400 seconds, got ${JSON.stringify(shutdown)}`);
+    }
+    shutdownTimeoutMs = Math.round(seconds * 1000);
+  }
   for (const spec of values.handlers ?? []) {
     await loadHandlers(spec);
   }
@@ -78,6 +93,8 @@ async function main(argv: string[]): Promise<number> {
     configFile: values.config ?? process.env.TASKER_CONFIG,
     healthPort,
     concurrency,
+    orchestratorUrl: values["orchestrator-url"],
+    shutdownTimeoutMs,
   });
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
@@ -86,7 +103,7 @@ async function main(argv: string[]): Promise<number> {
       // A second signal means "now": unacked steps return to their queues anyway.
       process.exit(130);
     }
-    process.stderr.write(`tasker-worker: ${signal}: finishing running steps, then stopping\n`);
+    process.stderr.write(`tasker-worker-node: ${signal}: finishing running steps, then stopping\n`);
     void worker.stop();
   };
   process.on("SIGTERM", onSignal);
@@ -105,10 +122,10 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
     if (err instanceof UsageError) {
-      process.stderr.write(`tasker-worker: ${err.message}\n\n${USAGE}\n`);
+      process.stderr.write(`tasker-worker-node: ${err.message}\n\n${USAGE}\n`);
       process.exit(2);
     }
-    process.stderr.write(`tasker-worker: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`tasker-worker-node: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(1);
   },
 );

@@ -1,0 +1,202 @@
+//! The worker program for Rust handlers: `tasker_worker::run(registry)` is a whole `main`. It
+//! takes the flags every language's worker takes, registers the templates, serves `/health` and
+//! `/metrics`, runs until SIGTERM or Ctrl-C, then stops gracefully (running handlers finish and
+//! their results are published within `--shutdown-timeout`).
+//!
+//! ```no_run
+//! use tasker_worker::{HandlerError, Registry, StepContext};
+//!
+//! async fn hello(ctx: StepContext) -> Result<serde_json::Value, HandlerError> {
+//!     Ok(serde_json::json!({ "greeting": format!("Hello, {}", ctx.context["name"]) }))
+//! }
+//!
+//! fn main() -> std::process::ExitCode {
+//!     let mut registry = Registry::new();
+//!     registry.register("hello", hello);
+//!     tasker_worker::run(registry)
+//! }
+//! ```
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Parser;
+use tokio_util::sync::CancellationToken;
+
+use crate::handler::Registry;
+use crate::host::RustHost;
+use crate::setup::{Overrides, Setup};
+use crate::worker::Worker;
+
+/// A Tasker worker running Rust step handlers.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    /// TOML configuration file (see config/tasker.reference.toml).
+    #[arg(long, env = "TASKER_CONFIG")]
+    config: Option<PathBuf>,
+    /// Folder of task templates; the worker consumes their namespaces and registers them with
+    /// the orchestrator.
+    #[arg(long)]
+    templates: Option<PathBuf>,
+    /// Port of /health and /metrics (0 picks a free port); the address is worker.health_bind
+    /// (127.0.0.1 by default).
+    #[arg(long)]
+    health_port: Option<u16>,
+    /// Steps run at the same time.
+    #[arg(long)]
+    concurrency: Option<usize>,
+    /// Orchestrator API the templates are registered with.
+    #[arg(long)]
+    orchestrator_url: Option<String>,
+    /// Seconds handlers running at SIGTERM may take to finish and report (30 by default).
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    shutdown_timeout: Option<u64>,
+}
+
+/// `--shutdown-timeout`: seconds (fractions allowed) as milliseconds.
+fn seconds(text: &str) -> Result<u64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s.is_finite() && (0.0..=86_400.0).contains(&s) => Ok((s * 1000.0).round() as u64),
+        _ => Err(format!(
+            "{text:?} is not a number of seconds from 0 to 86400"
+        )),
+    }
+}
+
+/// Why the worker could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Setup(#[from] crate::setup::Error),
+    #[error(transparent)]
+    Refused(#[from] crate::registration::Refused),
+    #[error("binding the health port {addr}: {source}")]
+    Health {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("starting the runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// Runs a worker for `registry`'s handlers with the program's command-line flags until SIGTERM
+/// or Ctrl-C, then stops gracefully. Prints why it could not start (exit code 1; 2 for bad
+/// flags).
+pub fn run(registry: Registry) -> ExitCode {
+    let args = Args::parse();
+    tasker_shared::logging::init("info");
+    let served = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)
+        .and_then(|rt| rt.block_on(serve(args, registry)));
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tasker worker: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn serve(args: Args, registry: Registry) -> Result<(), Error> {
+    let setup = Setup::load(&Overrides {
+        config_file: args.config,
+        templates: args.templates,
+        health_port: args.health_port,
+        concurrency: args.concurrency,
+        orchestrator_url: args.orchestrator_url,
+        shutdown_timeout_ms: args.shutdown_timeout,
+    })?;
+    for t in &setup.templates {
+        for step in &t.template.steps {
+            if registry.get(&step.handler).is_none() {
+                tracing::warn!(template = %t.template.key(), step = %step.name, handler = %step.handler,
+                    "no handler registered under this name; such steps will fail");
+            }
+        }
+    }
+    let config = &setup.config;
+    let host = Arc::new(RustHost::new(registry, config.worker.concurrency));
+    let worker = Worker::new(setup.options.clone(), host);
+    let namespaces = setup.namespaces.clone();
+    // Stopping the worker, and (after it stopped) the health server and registration retries.
+    let stop = CancellationToken::new();
+    let stopped = CancellationToken::new();
+    crate::registration::register_templates(&setup, "rust", &stopped).await?;
+    let w = &config.worker;
+    let addr = crate::health::serve(
+        w.health_bind,
+        w.health_port,
+        worker.stats(),
+        namespaces.clone(),
+        "rust",
+        stopped.clone(),
+    )
+    .await
+    .map_err(|source| Error::Health {
+        addr: format!("{}:{}", w.health_bind, w.health_port),
+        source,
+    })?;
+    tracing::info!(health = %addr, ?namespaces, "tasker worker started");
+    // One line on stdout that scripts and the conformance suite wait for.
+    println!(
+        "tasker worker ready: language=rust health={addr} namespaces={}",
+        namespaces.join(",")
+    );
+    let on_signal = stop.clone();
+    tokio::spawn(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("installing the SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        on_signal.cancel();
+    });
+    worker.run(stop).await;
+    stopped.cancel();
+    tracing::info!("tasker worker stopped");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shutdown_timeout_is_seconds_and_bounded() {
+        assert_eq!(seconds("30"), Ok(30_000));
+        assert_eq!(seconds("0.25"), Ok(250));
+        assert_eq!(seconds("0"), Ok(0));
+        assert!(seconds("-1").is_err());
+        assert!(seconds("1e9").is_err());
+        assert!(seconds("soon").is_err());
+        assert!(seconds("NaN").is_err());
+    }
+
+    #[test]
+    fn the_flags_are_those_of_every_language() {
+        let args = Args::try_parse_from([
+            "worker",
+            "--templates",
+            "t",
+            "--config",
+            "c.toml",
+            "--health-port",
+            "0",
+            "--concurrency",
+            "4",
+            "--orchestrator-url",
+            "http://o:8080",
+            "--shutdown-timeout",
+            "2.5",
+        ])
+        .unwrap();
+        assert_eq!(args.shutdown_timeout, Some(2_500));
+        assert_eq!(args.orchestrator_url.as_deref(), Some("http://o:8080"));
+        assert!(Args::try_parse_from(["worker", "--handlers", "x"]).is_err());
+    }
+}
