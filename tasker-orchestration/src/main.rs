@@ -94,7 +94,9 @@ async fn main() -> anyhow::Result<()> {
     } else {
         "http"
     };
-    tracing::info!(%bind, scheme, "tasker-orchestrator listening");
+    // The address bound (a port of 0 picks a free one).
+    let bound = listener.local_addr().map_or(bind, |a| a.to_string());
+    tracing::info!(bind = %bound, scheme, "tasker-orchestrator listening");
     let cancel = CancellationToken::new();
     let on_signal = cancel.clone();
     tokio::spawn(async move {

@@ -9,6 +9,7 @@ pub mod embedded;
 pub mod handler;
 pub mod health;
 pub mod host;
+pub mod log_forward;
 pub mod metrics;
 pub mod references;
 pub mod registration;
@@ -23,6 +24,7 @@ pub use handler::{
     Registry, StepContext,
 };
 pub use host::{Completion, CompletionSink, HandlerHost, Job, Report, RustHost};
+pub use log_forward::{LogQueue, LogRecord, forward as forward_logs};
 pub use registration::register_templates;
 pub use setup::{Overrides, Setup};
 pub use tasker_shared::logging::init as init_logging;

@@ -57,6 +57,13 @@ export declare class NativeWorker {
   stop(): void
 }
 
+/**
+ * Waits up to `timeoutMs` for the worker core's log records and resolves with at most `max` of
+ * them as a JSON array of `{level, target, message}` (`[]` when the wait ran out); the Worker
+ * hands them to its logger.
+ */
+export declare function nextLogRecords(max: number, timeoutMs: number): Promise<string>
+
 /** One page of a step's parent results. */
 export interface ParentResultsPage {
   /** A JSON object of step name to result. */

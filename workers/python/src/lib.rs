@@ -62,7 +62,8 @@ impl Worker {
         orchestrator_url: Option<String>,
         shutdown_timeout: Option<f64>,
     ) -> PyResult<Self> {
-        tasker_worker::init_logging("info");
+        // The core's logs go to Python's `logging` (tasker.logs drains them), not to stderr.
+        tasker_worker::forward_logs("info");
         let shutdown_timeout = shutdown_timeout
             .map(|s| {
                 Duration::try_from_secs_f64(s).map_err(|_| {
@@ -193,9 +194,20 @@ impl Worker {
     }
 }
 
+/// Waits up to `timeout_ms` for the worker core's log records and returns at most `max` of them
+/// as a JSON array of `{"level", "target", "message"}` (`"[]"` when the wait ran out). The GIL
+/// is released meanwhile. `tasker.logs` hands them to `logging`.
+#[pyfunction]
+fn next_log_records(py: Python<'_>, max: usize, timeout_ms: u64) -> PyResult<String> {
+    let queue = tasker_worker::forward_logs("info");
+    let records = py.detach(|| queue.next_batch(max, Duration::from_millis(timeout_ms)));
+    serde_json::to_string(&records).map_err(|e| WorkerError::new_err(e.to_string()))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Worker>()?;
+    m.add_function(wrap_pyfunction!(next_log_records, m)?)?;
     m.add("WorkerError", m.py().get_type::<WorkerError>())?;
     m.add(
         "ReferenceUnavailable",

@@ -158,3 +158,32 @@ def test_concurrency_bounds_the_handlers_running_at_once(broker, start_worker, c
     assert all(r["outcome"]["status"] == "success" for r in results.values())
     assert now["peak"] == concurrency
     assert running.stop() is True
+
+
+def test_the_core_logs_through_python_logging(broker, start_worker) -> None:
+    """The core's records reach the logger named for their Rust module, at their level."""
+    import logging
+
+    seen = threading.Event()
+    records: list[logging.LogRecord] = []
+
+    class Catch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "worker consuming" in record.getMessage():
+                records.append(record)
+                seen.set()
+
+    logger = logging.getLogger("tasker_worker")
+    catch = Catch()
+    logger.addHandler(catch)
+    old_level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        start_worker(tasker.Registry())
+        assert seen.wait(20), "no 'worker consuming' record reached logging within 20 s"
+    finally:
+        logger.removeHandler(catch)
+        logger.setLevel(old_level)
+    assert records[0].name == "tasker_worker.worker"
+    assert records[0].levelno == logging.INFO
+    assert broker.prefix in records[0].getMessage() or "namespaces=" in records[0].getMessage()

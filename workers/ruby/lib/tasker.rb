@@ -22,6 +22,7 @@ require_relative "tasker/registry"
 require_relative "tasker/handler"
 require_relative "tasker/runner"
 require_relative "tasker/watchdog"
+require_relative "tasker/logs"
 require_relative "tasker/worker"
 
 module Tasker

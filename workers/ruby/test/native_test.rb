@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "test_helper"
+require "timeout"
 require "open3"
 require "tmpdir"
 
@@ -65,6 +66,30 @@ class NativeTest < Minitest::Test
     runner = Thread.new { worker.run }
     worker.stop
     assert_same worker, runner.value
+  end
+
+  # The core's records reach Tasker.logger, each at its level, named for its Rust module.
+  def test_the_core_logs_through_tasker_logger
+    lines = Queue.new
+    sink = Object.new
+    sink.define_singleton_method(:write) { |line| lines << line }
+    sink.define_singleton_method(:close) { nil }
+    previous = Tasker.logger
+    Tasker.logger = Logger.new(sink)
+    worker = Tasker::Worker.new(templates: FIXTURE_TEMPLATES, registry: Tasker::Registry.new, health_port: 0).start
+    begin
+      deadline = monotonic + 20
+      line = nil
+      until line&.include?("worker consuming")
+        left = deadline - monotonic
+        flunk "no 'worker consuming' record reached Tasker.logger within 20 s" if left <= 0
+        line = Timeout.timeout(left) { lines.pop }
+      end
+      assert_match(/INFO -- : tasker_worker::worker: worker consuming namespaces=/, line)
+    ensure
+      worker.stop
+      Tasker.logger = previous
+    end
   end
 
   def test_the_entry_point_rejects_a_missing_templates_folder

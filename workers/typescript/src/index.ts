@@ -53,4 +53,4 @@ export {
   type TaskState,
   type Transition,
 } from "./task";
-export { Worker, type WorkerOptions } from "./worker";
+export { Worker, type Logger, type WorkerOptions } from "./worker";

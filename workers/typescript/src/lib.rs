@@ -31,6 +31,18 @@ pub struct StartOptions {
     pub shutdown_timeout_ms: Option<u32>,
 }
 
+/// Waits up to `timeoutMs` for the worker core's log records and resolves with at most `max` of
+/// them as a JSON array of `{level, target, message}` (`[]` when the wait ran out); the Worker
+/// hands them to its logger.
+#[napi]
+pub async fn next_log_records(max: u32, timeout_ms: u32) -> Result<String> {
+    let queue = tasker_worker::forward_logs("info");
+    let records = queue
+        .next_batch_async(max as usize, Duration::from_millis(u64::from(timeout_ms)))
+        .await;
+    serde_json::to_string(&records).map_err(|e| Error::new(Status::GenericFailure, e.to_string()))
+}
+
 /// One page of a step's parent results.
 #[napi(object)]
 #[derive(Debug)]
@@ -61,7 +73,8 @@ impl NativeWorker {
     /// serves `/health`. Throws with the reason if the configuration or templates are invalid.
     #[napi(factory)]
     pub fn start(options: StartOptions) -> Result<NativeWorker> {
-        tasker_worker::init_logging("info");
+        // The core's logs go to the Worker's logger (`console` by default), not to stderr.
+        tasker_worker::forward_logs("info");
         let health_port = options
             .health_port
             .map(|p| {

@@ -1,4 +1,4 @@
-import { NativeWorker } from "../index.js";
+import { NativeWorker, nextLogRecords } from "../index.js";
 import type { Job } from "./context";
 import { ReferenceUnavailable } from "./errors";
 import { execute } from "./execute";
@@ -25,10 +25,54 @@ export interface WorkerOptions {
   /** Handlers to run; {@link defaultRegistry} (what `registerHandler` fills) by default. */
   registry?: Registry;
   /**
+   * Where the worker core's log records go (consuming, publishing results, reconnecting), each
+   * at its level as `"<rust module>: <message>"`; `console` by default. `RUST_LOG` chooses what
+   * the core emits at all (`info` by default).
+   */
+  logger?: Logger;
+  /**
    * Longest wait for steps before the loop looks again (ms). Only bounds how soon `stop()` is
    * noticed: steps arriving during the wait are taken at once.
    */
   pollMs?: number;
+}
+
+/** What the core's log records are handed to: `console`, or anything with its four methods. */
+export interface Logger {
+  error(message: string): void;
+  warn(message: string): void;
+  info(message: string): void;
+  debug(message: string): void;
+}
+
+/** Workers running in this process: the core's records are drained while there is one. */
+let running = 0;
+let draining: Promise<void> | undefined;
+
+/** Moves the core's log records to `logger` until no worker of this process runs. */
+function forwardLogs(logger: Logger): void {
+  running += 1;
+  draining ??= (async () => {
+    try {
+      while (running > 0) {
+        for (const r of JSON.parse(await nextLogRecords(256, 500)) as LogRecord[]) {
+          const line = `${r.target}: ${r.message}`;
+          if (r.level === "ERROR") logger.error(line);
+          else if (r.level === "WARN") logger.warn(line);
+          else if (r.level === "INFO") logger.info(line);
+          else logger.debug(line);
+        }
+      }
+    } finally {
+      draining = undefined;
+    }
+  })();
+}
+
+interface LogRecord {
+  level: "ERROR" | "WARN" | "INFO" | "DEBUG" | "TRACE";
+  target: string;
+  message: string;
 }
 
 /**
@@ -44,6 +88,7 @@ export class Worker {
   #pending: Outcome[] = [];
   #flushScheduled = false;
   #stopping = false;
+  #closed = false;
   #wake: (() => void) | undefined;
   #running: Promise<void> | undefined;
 
@@ -66,6 +111,7 @@ export class Worker {
       orchestratorUrl: options.orchestratorUrl,
       shutdownTimeoutMs: options.shutdownTimeoutMs,
     });
+    forwardLogs(options.logger ?? console);
     return new Worker(native, options.registry ?? defaultRegistry(), options.pollMs ?? 200);
   }
 
@@ -107,8 +153,16 @@ export class Worker {
     if (this.#running) {
       await this.#running;
     } else {
-      this.#native.stop();
+      this.#close();
     }
+  }
+
+  /** Stops the core (once) and, with the last worker of the process, the log forwarding. */
+  #close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#native.stop();
+    running -= 1;
   }
 
   async #loop(): Promise<void> {
@@ -135,7 +189,7 @@ export class Worker {
       clearTimeout(timer);
       this.#flush();
     } finally {
-      this.#native.stop();
+      this.#close();
     }
   }
 

@@ -100,3 +100,29 @@ test("tasker-worker-node prints the ready line and stops cleanly on SIGTERM", as
   assert.equal(code, 0, stderr);
   assert.match(stderr, /SIGTERM: finishing running steps, then stopping/);
 });
+
+test("the core's log records reach the worker's logger, each at its level", async () => {
+  let resolve;
+  const consuming = new Promise((r) => (resolve = r));
+  const lines = [];
+  const keep = (level) => (line) => {
+    lines.push([level, line]);
+    if (line.includes("worker consuming")) resolve([level, line]);
+  };
+  const logger = { error: keep("error"), warn: keep("warn"), info: keep("info"), debug: keep("debug") };
+  const worker = Worker.start({ templates, healthPort: 0, registry: new Registry(), pollMs: 50, logger });
+  const running = worker.run();
+  let timer;
+  try {
+    const timeout = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no "worker consuming" record within 20 s: ${JSON.stringify(lines)}`)), 20_000);
+    });
+    const [level, line] = await Promise.race([consuming, timeout]);
+    assert.equal(level, "info");
+    assert.match(line, /^tasker_worker::worker: worker consuming namespaces=/);
+  } finally {
+    clearTimeout(timer);
+    await worker.stop();
+    await running;
+  }
+});

@@ -18,7 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-from . import outcome
+from . import logs, outcome
 from .context import StepContext
 from .registry import Registered, Registry, default_registry
 
@@ -87,6 +87,8 @@ class Runner:
         reports their outcomes; async handlers still running then are cancelled. Returns False
         if a sync handler is still running (its step is redelivered once the native worker
         stops, and its thread keeps the interpreter from exiting)."""
+        # The core's log records go to `logging` from now on.
+        logs.forward()
         self._loop_thread.start()
         self._reporter.start()
         try:

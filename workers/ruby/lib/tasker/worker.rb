@@ -50,6 +50,7 @@ module Tasker
       end
       @native ||= NativeWorker.start(@templates.to_s, @config&.to_s, @health_port, @concurrency,
                                      @orchestrator_url, @shutdown_timeout&.to_f)
+      Logs.forward if @native.is_a?(NativeWorker)
       @size = @native.concurrency
       @jobs = Thread::Queue.new
       @done = Thread::Queue.new

@@ -76,7 +76,8 @@ impl NativeWorker {
         orchestrator_url: Option<String>,
         shutdown_timeout: Option<f64>,
     ) -> Result<NativeWorker, Error> {
-        tasker_worker::init_logging("info");
+        // The core's logs go to Tasker.logger (lib/tasker/logs.rb drains them), not to stderr.
+        tasker_worker::forward_logs("info");
         let shutdown_timeout = shutdown_timeout
             .map(|s| {
                 Duration::try_from_secs_f64(s).map_err(|_| {
@@ -218,6 +219,16 @@ impl NativeWorker {
     }
 }
 
+/// `NativeWorker.next_log_records_json(max, timeout_ms)`: waits up to `timeout_ms` for the
+/// worker core's log records and returns at most `max` as a JSON array of `{"level", "target",
+/// "message"}` (`[]` when the wait ran out), with the GVL released.
+fn next_log_records_json(max: usize, timeout_ms: u64) -> String {
+    let queue = tasker_worker::forward_logs("info");
+    let timeout = Duration::from_millis(timeout_ms);
+    let records = without_gvl(move || queue.next_batch(max, timeout)).unwrap_or_default();
+    serde_json::to_string(&records).expect("log records serialize to JSON")
+}
+
 /// Runs `f` with the GVL released. Returns `None` if Ruby had an interrupt pending (a signal,
 /// `Thread#raise`, `Thread#kill`) and so did not call `f`: the caller returns normally and Ruby
 /// handles the interrupt then. `rb_thread_call_without_gvl2` is used rather than `…_gvl`
@@ -275,6 +286,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     let class = tasker.define_class("NativeWorker", ruby.class_object())?;
     class.define_singleton_method("start", function!(NativeWorker::start, 6))?;
     class.define_method("next_batch_json", method!(NativeWorker::next_batch_json, 2))?;
+    class.define_singleton_method("next_log_records_json", function!(next_log_records_json, 2))?;
     class.define_method("complete_json", method!(NativeWorker::complete_json, 1))?;
     class.define_method(
         "parent_results_page",

@@ -1,0 +1,83 @@
+//! The Rust binaries' logs: text lines by default, one JSON object a line with
+//! `TASKER_LOG_FORMAT=json` (the event's fields at the top level, for a log collector).
+//! (Workers embedded in Ruby, Python and Node hand their records to the host's logger instead;
+//! each binding's suite checks that.)
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+use tasker::{TestEnv, templates, workspace_binary};
+
+/// The orchestrator's stderr line that says it listens, with `TASKER_LOG_FORMAT` as given.
+async fn listening_line(env: &TestEnv, format: &str) -> anyhow::Result<String> {
+    let cfg = &env.config;
+    let mut child = Command::new(workspace_binary("tasker-orchestrator")?)
+        .arg("--bind")
+        .arg("127.0.0.1:0")
+        .arg("--templates")
+        .arg(templates("rust"))
+        .env("DATABASE_URL", &cfg.database_url)
+        .env("AMQP_URL", &cfg.amqp_url)
+        .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
+        .env("TASKER_LOG_FORMAT", format)
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut lines = BufReader::new(child.stderr.take().context("stderr")?).lines();
+    let line = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await? {
+            if line.contains("tasker-orchestrator listening") {
+                return anyhow::Ok(line);
+            }
+        }
+        anyhow::bail!("the orchestrator exited before it listened")
+    })
+    .await
+    .context("the orchestrator did not listen within 60 s")??;
+    child.start_kill()?;
+    child.wait().await?;
+    Ok(line)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_binaries_log_json_lines_when_asked_and_text_otherwise() -> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    let json = listening_line(&env, "json").await?;
+    let event: Value =
+        serde_json::from_str(&json).with_context(|| format!("not a JSON line: {json}"))?;
+    assert_eq!(event["level"], "INFO", "{event}");
+    assert_eq!(event["message"], "tasker-orchestrator listening", "{event}");
+    assert_eq!(
+        event["scheme"], "http",
+        "the event's fields at the top: {event}"
+    );
+    assert!(
+        event["bind"]
+            .as_str()
+            .is_some_and(|b| b.starts_with("127.0.0.1:") && !b.ends_with(":0")),
+        "the address bound, not the one asked for: {event}"
+    );
+    assert!(event["timestamp"].is_string(), "{event}");
+    assert!(
+        event["target"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("tasker_orchestrator")),
+        "{event}"
+    );
+
+    let text = listening_line(&env, "text").await?;
+    assert!(serde_json::from_str::<Value>(&text).is_err(), "{text}");
+    assert!(
+        text.contains(" INFO ") && text.contains("scheme="),
+        "{text}"
+    );
+    env.cleanup().await
+}
