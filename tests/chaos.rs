@@ -427,6 +427,7 @@ async fn inject(
                     started_at: chrono::Utc::now(),
                     finished_at: chrono::Utc::now(),
                     worker: "chaos".into(),
+                    traceparent: None,
                 };
                 out.push(Outgoing {
                     queue: queue.clone(),

@@ -200,6 +200,7 @@ async fn duplicate_and_stale_results_are_ignored() -> anyhow::Result<()> {
         started_at: chrono::Utc::now(),
         finished_at: chrono::Utc::now(),
         worker: "forger".into(),
+        traceparent: None,
     };
     let queue = topology::results_queue(&cluster.env.config.queue_prefix);
     for r in [forged(1), forged(7)] {

@@ -111,6 +111,7 @@ impl Engine {
                 started_at: now,
                 finished_at: now,
                 worker: "engine-test".into(),
+                traceparent: None,
             }])
             .await?;
         Ok(())

@@ -56,6 +56,7 @@ fn result(task: Uuid, step: Uuid, attempt: u32, value: serde_json::Value) -> Ste
         started_at: chrono::Utc::now(),
         finished_at: chrono::Utc::now(),
         worker: "poisoner".into(),
+        traceparent: None,
     }
 }
 

@@ -55,6 +55,7 @@ async fn succeed(
             started_at: now,
             finished_at: now,
             worker: "upgrade-test".into(),
+            traceparent: None,
         }])
         .await?;
     let counts = effects.results.expect("a result batch reports its counts");

@@ -22,7 +22,8 @@ BEGIN
         'parent_results_by_reference', r.by_ref,
         'input', s.input,
         'dispatched_at', s.dispatched_at, 'timeout_ms', s.timeout_ms,
-        'queue_timeout_ms', s.queue_timeout_ms) ORDER BY s.id), '[]'::jsonb)
+        'queue_timeout_ms', s.queue_timeout_ms, 'traceparent', t.traceparent) ORDER BY s.id),
+        '[]'::jsonb)
     -- Driven by the ids, a primary-key lookup each (LATERAL … OFFSET 0 fixes the join order), whatever
     -- the plan cached for the session guessed about the table when it was small.
     FROM unnest(ids) AS i(id)

@@ -242,6 +242,7 @@ fn unknown_template(namespace: &str, name: &str, version: Option<&str>) -> Error
     ))]
 async fn create_task(
     State(shared): State<Shared>,
+    headers: axum::http::HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, Error> {
     let body = request_body(&shared, body)?;
@@ -300,7 +301,16 @@ async fn create_task(
         )
         .with_details(json!(problems)));
     }
-    let created = shared
+    // The task's trace (tracing on): a child of the caller's, if the request carries one.
+    let span = tasker_telemetry::Span::start(
+        "tasker.task.create",
+        headers.get("traceparent").and_then(|v| v.to_str().ok()),
+        vec![
+            tasker_telemetry::attr("tasker.namespace", req.namespace.clone()),
+            tasker_telemetry::attr("tasker.template", entry.loaded.template.key()),
+        ],
+    );
+    let mut created = shared
         .store
         .create_task(NewTask {
             template_id: entry.id,
@@ -309,6 +319,22 @@ async fn create_task(
             idempotency_key: req.idempotency_key,
         })
         .await?;
+    if let Some(span) = &span
+        && created.created
+    {
+        let traceparent = span.traceparent();
+        span.set(tasker_telemetry::attr(
+            "tasker.task_id",
+            created.task_id.to_string(),
+        ));
+        shared
+            .store
+            .set_traceparent(created.task_id, &traceparent)
+            .await?;
+        for m in &mut created.effects.dispatch {
+            m.traceparent = Some(traceparent.clone());
+        }
+    }
     if !created.created && (created.template_id != entry.id || created.context != context) {
         return Err(Error::new(
             StatusCode::CONFLICT,

@@ -120,10 +120,22 @@ impl Dispatcher {
             return refused;
         }
         let limits = &self.inner.limits;
+        // Tracing on: a dispatch span per step of a traced task, ending with this round; the
+        // message carries it as the parent of the handler's span.
+        let mut spans = Vec::new();
         // Encode each step once, grouped by namespace in order of first appearance.
         let mut groups: Vec<Group> = Vec::new();
         for (i, m) in messages.iter().enumerate() {
-            let payload = match serde_json::to_vec(m) {
+            let encoded = match dispatch_span(m) {
+                Some(span) => {
+                    let mut m = m.clone();
+                    m.traceparent = Some(span.traceparent());
+                    spans.push(span);
+                    serde_json::to_vec(&m)
+                }
+                None => serde_json::to_vec(m),
+            };
+            let payload = match encoded {
                 Ok(p) => p,
                 Err(e) => {
                     tracing::error!(step = %m.step_id, error = %e, "cannot encode step message");
@@ -372,6 +384,21 @@ impl Dispatcher {
     }
 }
 
+/// The span of a step's dispatch, a child of its task's trace, when the task has one.
+fn dispatch_span(m: &StepMessage) -> Option<tasker_telemetry::Span> {
+    use tasker_telemetry::attr;
+    tasker_telemetry::Span::start(
+        "tasker.step.dispatch",
+        Some(m.traceparent.as_deref()?),
+        vec![
+            attr("tasker.task_id", m.task_id.to_string()),
+            attr("tasker.step_id", m.step_id.to_string()),
+            attr("tasker.step", m.step_name.clone()),
+            attr("tasker.attempt", i64::from(m.attempt)),
+        ],
+    )
+}
+
 /// Hands steps dropped from a full backlog to the sweeper (clears their `dispatched_by`), in
 /// batches formed by load, until cancelled.
 pub(crate) async fn release_dropped(
@@ -418,6 +445,7 @@ mod tests {
             dispatched_at: chrono::Utc::now(),
             timeout_ms: 1_000,
             queue_timeout_ms: None,
+            traceparent: None,
         }
     }
 

@@ -82,6 +82,15 @@ async fn main() -> anyhow::Result<()> {
     if let Some(Command::Token { action }) = args.command {
         return token(&config, action).await;
     }
+    // Tracing (off unless telemetry.otlp_endpoint is set); the last spans flush at exit.
+    let _telemetry = tasker_telemetry::init(
+        config.telemetry.otlp_endpoint.as_deref(),
+        config
+            .telemetry
+            .service_name
+            .as_deref()
+            .unwrap_or("tasker-orchestrator"),
+    )?;
     let bind = config.orchestrator.bind.clone();
     let orchestrator = Orchestrator::start(config)
         .await

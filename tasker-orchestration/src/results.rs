@@ -2,7 +2,7 @@
 //! arrived, up to a limit), applies each batch in one transaction, publishes the steps it made
 //! ready, then acknowledges the batch.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -78,6 +78,7 @@ async fn process(
         if results.is_empty() {
             return Ok(());
         }
+        let began = std::time::SystemTime::now();
         let (mut applied, poison) = loop {
             match apply_isolating(
                 &shared.store,
@@ -97,6 +98,7 @@ async fn process(
                 }
             }
         };
+        commit_spans(&results, &poison, began);
         // A result that cannot be applied fails its own step with the reason, and the message
         // that carried it goes to the dead letters (its other results were applied; replayed,
         // they would be ignored as duplicates).
@@ -158,6 +160,36 @@ enum Fate {
     Settled,
 }
 
+/// Tracing on: a `tasker.step.commit` span per traced result, from the start of the
+/// transactions that applied it to their commit, a child of the worker's result span.
+fn commit_spans(results: &[Incoming<'_>], poison: &[(usize, store::Error)], began: SystemTime) {
+    if !tasker_telemetry::enabled() {
+        return;
+    }
+    let now = SystemTime::now();
+    for (i, r) in results.iter().enumerate() {
+        let Some(parent) = r.head.traceparent.as_deref() else {
+            continue;
+        };
+        let span = tasker_telemetry::Span::start_at(
+            "tasker.step.commit",
+            Some(parent),
+            vec![
+                tasker_telemetry::attr("tasker.task_id", r.head.task_id.to_string()),
+                tasker_telemetry::attr("tasker.step_id", r.head.step_id.to_string()),
+                tasker_telemetry::attr("tasker.attempt", i64::from(r.head.attempt)),
+            ],
+            Some(began),
+        );
+        if let Some(span) = span {
+            if let Some((_, e)) = poison.iter().find(|(p, _)| *p == i) {
+                span.fail(format!("could not be applied: {e}"));
+            }
+            span.end_at(now);
+        }
+    }
+}
+
 /// A result as the orchestrator reads it: its identity and the shape of its outcome checked,
 /// its value left as the worker's JSON text for PostgreSQL. (A batchable step's result can list
 /// 100,000 batches; as a `serde_json::Value` tree that is ~600 bytes a batch, only to be encoded
@@ -178,6 +210,9 @@ struct Head {
     started_at: DateTime<Utc>,
     finished_at: DateTime<Utc>,
     worker: String,
+    /// The worker's result span, when tracing is on.
+    #[serde(default)]
+    traceparent: Option<String>,
 }
 
 /// The shape of an [`Outcome`], checked without building the success's value.
@@ -293,6 +328,7 @@ fn unstorable(r: &Head, error: &store::Error) -> StepResult {
         started_at: r.started_at,
         finished_at: r.finished_at,
         worker: r.worker.clone(),
+        traceparent: None,
     }
 }
 

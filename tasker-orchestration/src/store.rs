@@ -293,6 +293,17 @@ impl Store {
         &self.pool
     }
 
+    /// Records the trace context of the span that created `task` (tracing on), so the steps
+    /// dispatched for it later continue its trace. The first one stays.
+    pub async fn set_traceparent(&self, task: Uuid, traceparent: &str) -> Result<()> {
+        sqlx::query("UPDATE tasks SET traceparent = $2 WHERE id = $1 AND traceparent IS NULL")
+            .bind(task)
+            .bind(traceparent)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
     /// Creates a task, its steps and edges in one statement (`tasker_create_task`). Root steps
     /// are stored already `enqueued` (attempt 1) and returned for publishing.
     pub async fn create_task(&self, new: NewTask<'_>) -> Result<Created> {

@@ -24,6 +24,18 @@ pub struct Config {
     pub tls_ca_file: Option<PathBuf>,
     pub orchestrator: OrchestratorConfig,
     pub worker: WorkerConfig,
+    pub telemetry: TelemetryConfig,
+}
+
+/// Distributed tracing (`[telemetry]`), off unless an endpoint is set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct TelemetryConfig {
+    /// OTLP/HTTP endpoint spans are exported to (`http://collector:4318`); unset: no tracing.
+    pub otlp_endpoint: Option<String>,
+    /// The service name spans carry; by default the program's (`tasker-orchestrator`,
+    /// `tasker-worker-python`, …).
+    pub service_name: Option<String>,
 }
 
 /// Settings of `tasker-orchestrator`.
@@ -164,6 +176,7 @@ impl Default for Config {
             tls_ca_file: None,
             orchestrator: OrchestratorConfig::default(),
             worker: WorkerConfig::default(),
+            telemetry: TelemetryConfig::default(),
         }
     }
 }
@@ -255,6 +268,7 @@ impl Config {
                             "database_url" | "amqp_url" | "queue_prefix" | "tls_ca_file"
                         ) || key.starts_with("orchestrator__")
                             || key.starts_with("worker__")
+                            || key.starts_with("telemetry__")
                     })
                     .split("__"),
             )

@@ -47,6 +47,10 @@ pub struct StepMessage {
     /// no limit. A worker that receives it later reports a `queue_timeout` failure instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_timeout_ms: Option<u64>,
+    /// W3C trace context of the span that dispatched it, when tracing is on (the handler's span
+    /// is its child).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// The outcome of one attempt, sent to the results queue.
@@ -60,6 +64,10 @@ pub struct StepResult {
     pub finished_at: DateTime<Utc>,
     /// Which worker ran it (for logs and the API).
     pub worker: String,
+    /// W3C trace context of the span that published it, when tracing is on (the orchestrator's
+    /// commit span is its child).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// Longest delay a handler may ask for before its step's next attempt: a day, the longest
@@ -119,6 +127,7 @@ impl StepResult {
             started_at: now,
             finished_at: now,
             worker: worker.to_owned(),
+            traceparent: None,
         }
     }
 }

@@ -229,6 +229,7 @@ mod tests {
                 dispatched_at: Utc::now(),
                 timeout_ms: 1000,
                 queue_timeout_ms: None,
+                traceparent: None,
                 input: None,
             },
         )

@@ -79,6 +79,8 @@ pub enum Error {
     },
     #[error("starting the runtime: {0}")]
     Runtime(std::io::Error),
+    #[error(transparent)]
+    Telemetry(#[from] tasker_telemetry::Error),
 }
 
 /// Runs a worker for `registry`'s handlers with the program's command-line flags until SIGTERM
@@ -119,6 +121,7 @@ async fn serve(args: Args, registry: Registry) -> Result<(), Error> {
         }
     }
     let config = &setup.config;
+    let _telemetry = crate::setup::telemetry(config, "rust")?;
     let host = Arc::new(RustHost::new(registry, config.worker.concurrency));
     let worker = Worker::new(setup.options.clone(), host);
     let namespaces = setup.namespaces.clone();

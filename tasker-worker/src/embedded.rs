@@ -42,6 +42,8 @@ pub enum Error {
     Refused(#[from] crate::registration::Refused),
     #[error("starting the worker runtime: {0}")]
     Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Telemetry(#[from] tasker_telemetry::Error),
 }
 
 /// A running embedded worker.
@@ -56,6 +58,8 @@ pub struct EmbeddedWorker {
     namespaces: Vec<String>,
     concurrency: usize,
     shutdown_timeout: Duration,
+    /// Tracing, when configured: its last spans flush once the worker stopped.
+    telemetry: Option<tasker_telemetry::Telemetry>,
 }
 
 impl EmbeddedWorker {
@@ -71,6 +75,7 @@ impl EmbeddedWorker {
                 .shutdown_timeout
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         })?;
+        let telemetry = crate::setup::telemetry(&setup.config, options.language)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("tasker-worker-core")
@@ -115,6 +120,7 @@ impl EmbeddedWorker {
             namespaces,
             concurrency: config.worker.concurrency,
             shutdown_timeout,
+            telemetry: Some(telemetry),
         })
     }
 
@@ -186,6 +192,7 @@ impl EmbeddedWorker {
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_timeout(Duration::from_secs(5));
         }
+        drop(self.telemetry.take());
     }
 }
 

@@ -232,6 +232,7 @@ mod tests {
                 dispatched_at: Utc::now(),
                 timeout_ms: 10_000,
                 queue_timeout_ms: None,
+                traceparent: None,
             },
         )
     }

@@ -85,3 +85,17 @@ impl Setup {
         })
     }
 }
+
+/// Tracing for a worker in `language` (`telemetry.otlp_endpoint`; off without one), as the
+/// service `tasker-worker-<language>` unless `telemetry.service_name` names another.
+pub(crate) fn telemetry(
+    config: &Config,
+    language: &str,
+) -> Result<tasker_telemetry::Telemetry, tasker_telemetry::Error> {
+    let t = &config.telemetry;
+    let service = t
+        .service_name
+        .clone()
+        .unwrap_or_else(|| format!("tasker-worker-{language}"));
+    tasker_telemetry::init(t.otlp_endpoint.as_deref(), &service)
+}

@@ -23,6 +23,7 @@ use tasker_broker::{
 use tasker_client::{Client, ClientOptions};
 use tasker_shared::message::{decode_batch, pack_batches};
 use tasker_shared::{Config, Outcome, StepError, StepMessage, StepResult};
+use tasker_telemetry::{Span, attr};
 
 use crate::metrics as m;
 
@@ -250,6 +251,7 @@ impl Worker {
                                     && f.deadline.is_none()
                                 {
                                     f.deadline = Some(deadlines.insert(job, run_deadline(f.step.timeout_ms)));
+                                    f.span = f.step.span("tasker.step.handler", None);
                                     self.stats.running.fetch_add(1, Ordering::Relaxed);
                                 }
                             }
@@ -315,7 +317,7 @@ impl Worker {
                             next_job += 1;
                             tracing::debug!(step = %message.step_id, name = %message.step_name, attempt = message.attempt, "step received");
                             let late = queue_timed_out(&message, Utc::now());
-                            in_flight.insert(next_job, InFlight { carrier: carrier.clone(), step: Attempt::from(&message), deadline: None });
+                            in_flight.insert(next_job, InFlight { carrier: carrier.clone(), step: Attempt::from(&message), deadline: None, span: None });
                             if let Some(outcome) = late {
                                 // Too late to start: report it without running the handler.
                                 let now = Utc::now();
@@ -396,7 +398,7 @@ impl Worker {
         c: Completion,
         in_flight: &mut HashMap<u64, InFlight>,
         deadlines: &mut DelayQueue<u64>,
-        results: &mpsc::UnboundedSender<(Arc<Carrier>, StepResult)>,
+        results: &mpsc::UnboundedSender<Publish>,
     ) {
         let Some(f) = in_flight.remove(&c.job) else {
             return;
@@ -426,6 +428,22 @@ impl Worker {
         self.stats
             .in_flight
             .store(in_flight.len() as u64, Ordering::Relaxed);
+        // The handler's span ends with its outcome; the result's span is its child (or, for a
+        // step no handler started, the dispatch span's) and ends once the broker confirms.
+        if let Some(span) = &f.span {
+            match &outcome {
+                Outcome::Success { .. } => span.set(attr("tasker.outcome", "success")),
+                Outcome::Failure {
+                    error, retryable, ..
+                } => {
+                    let kind = if *retryable { "retryable" } else { "permanent" };
+                    span.set(attr("tasker.outcome", kind));
+                    span.set(attr("tasker.error.kind", error.kind.clone()));
+                    span.fail(error.message.clone());
+                }
+            }
+        }
+        let published = f.step.span("tasker.step.result", f.span.as_ref());
         let result = StepResult {
             task_id: f.step.task_id,
             step_id: f.step.step_id,
@@ -434,10 +452,14 @@ impl Worker {
             started_at: c.started_at,
             finished_at: c.finished_at,
             worker: self.options.name.clone(),
+            traceparent: published.as_ref().map(Span::traceparent),
         };
-        let _ = results.send((f.carrier, result));
+        let _ = results.send((f.carrier, result, published));
     }
 }
+
+/// A result to publish: the step message that carried its step, and the result's span.
+type Publish = (Arc<Carrier>, StepResult, Option<Span>);
 
 /// A step message and how many of the steps it carried still await a confirmed result.
 struct Carrier {
@@ -460,6 +482,8 @@ struct InFlight {
     step: Attempt,
     /// Armed when a handler starts the job.
     deadline: Option<delay_queue::Key>,
+    /// The handler's span, from its start (tracing on).
+    span: Option<Span>,
 }
 
 /// What the core keeps of a job while a handler has it (the message itself went to the host).
@@ -468,6 +492,8 @@ struct Attempt {
     step_id: uuid::Uuid,
     attempt: u32,
     timeout_ms: u64,
+    /// The step's trace context and name, when it was dispatched with tracing on.
+    trace: Option<Box<(String, String)>>,
 }
 
 impl From<&StepMessage> for Attempt {
@@ -477,7 +503,30 @@ impl From<&StepMessage> for Attempt {
             step_id: m.step_id,
             attempt: m.attempt,
             timeout_ms: m.timeout_ms,
+            trace: m
+                .traceparent
+                .clone()
+                .map(|t| Box::new((t, m.step_name.clone()))),
         }
+    }
+}
+
+impl Attempt {
+    /// A span of this attempt, a child of `parent` (else of its dispatch span); `None` when
+    /// the step came without trace context.
+    fn span(&self, name: &'static str, parent: Option<&Span>) -> Option<Span> {
+        let trace = self.trace.as_deref()?;
+        let parent = parent.map_or_else(|| trace.0.clone(), Span::traceparent);
+        Span::start(
+            name,
+            Some(&parent),
+            vec![
+                attr("tasker.task_id", self.task_id.to_string()),
+                attr("tasker.step_id", self.step_id.to_string()),
+                attr("tasker.step", trace.1.clone()),
+                attr("tasker.attempt", i64::from(self.attempt)),
+            ],
+        )
     }
 }
 
@@ -544,14 +593,14 @@ fn storable(outcome: Outcome, max_bytes: usize) -> Outcome {
 async fn publish_results(
     publisher: Publisher,
     queue: String,
-    mut rx: mpsc::UnboundedReceiver<(Arc<Carrier>, StepResult)>,
+    mut rx: mpsc::UnboundedReceiver<Publish>,
 ) -> Result<(), tasker_broker::Error> {
     let mut arrivals = futures_util::stream::poll_fn(|cx| rx.poll_recv(cx));
     while let Some(batch) = next_batch(&mut arrivals, BATCH_MAX).await {
         ::metrics::histogram!(m::RESULT_BATCH_SIZE.name).record(batch.len() as f64);
         let encoded: Vec<Vec<u8>> = batch
             .iter()
-            .map(|(_, r)| serde_json::to_vec(r).expect("a StepResult always serializes"))
+            .map(|(_, r, _)| serde_json::to_vec(r).expect("a StepResult always serializes"))
             .collect();
         let out: Vec<Outgoing> = pack_results(encoded)
             .into_iter()
@@ -561,7 +610,8 @@ async fn publish_results(
             })
             .collect();
         publisher.publish_all(&out).await?;
-        for (carrier, _) in batch {
+        // The result spans end here, confirmed.
+        for (carrier, _, _span) in batch {
             carrier.settle().await?;
         }
     }
@@ -616,6 +666,7 @@ mod tests {
             dispatched_at: Utc::now() - chrono::Duration::milliseconds(waited_ms),
             timeout_ms,
             queue_timeout_ms,
+            traceparent: None,
         }
     }
 

@@ -61,6 +61,7 @@ impl BenchHost {
                         dispatched_at: Utc::now(),
                         timeout_ms: 60_000,
                         queue_timeout_ms: None,
+                        traceparent: None,
                     },
                 )
             })
