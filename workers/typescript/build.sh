@@ -48,4 +48,7 @@ if command -v strip >/dev/null; then
   strip --strip-unneeded "$here/tasker-node.linux-x64-gnu.node"
 fi
 
+# From an empty dist/: a renamed or deleted source must not leave its old output behind for
+# `npm pack` to ship (dist/bin/tasker-worker.js outlived its rename once).
+rm -rf "$here/dist"
 npx --no-install tsc -p tsconfig.json

@@ -1,0 +1,75 @@
+"""Types of ``tasker._native``, the Rust extension (``workers/python/src/lib.rs``), for mypy and
+pyright. Written by hand and kept in step with lib.rs: ``tests/packages.rs`` runs mypy's
+``stubtest`` on the module installed from the wheel, which fails on any name, parameter or
+default that differs."""
+
+from os import PathLike
+from typing import final
+
+__all__ = ["Worker", "WorkerError", "ReferenceUnavailable", "next_log_records"]
+
+class WorkerError(Exception):
+    """The worker core could not start, or was used after it stopped."""
+
+class ReferenceUnavailable(Exception):
+    """A step's parent results could not be read from the orchestrator (retried like any error)."""
+
+@final
+class Worker:
+    """A running worker core. ``next_batch`` hands out jobs; ``complete`` takes their outcomes."""
+
+    def __new__(
+        cls,
+        templates: str | PathLike[str],
+        *,
+        config: str | PathLike[str] | None = None,
+        health_port: int | None = None,
+        concurrency: int | None = None,
+        orchestrator_url: str | None = None,
+        shutdown_timeout: float | None = None,
+    ) -> Worker:
+        """Loads configuration and the templates, binds ``/health`` and starts consuming the
+        templates' namespaces. Raises :class:`WorkerError` when it cannot."""
+
+    def next_batch(self, max: int, timeout_ms: int) -> str:
+        """At most ``max`` jobs as a JSON array, ``"[]"`` when ``timeout_ms`` ran out or the
+        worker stopped. The GIL is released meanwhile."""
+
+    def complete(self, outcomes: str) -> None:
+        """Reports outcomes, a JSON array; ``ValueError`` if one is malformed."""
+
+    def parent_results_page(
+        self, task_id: str, step_id: str, after: str | None = None
+    ) -> tuple[str, str | None]:
+        """One page of a step's parent results: (JSON object text, cursor of the next page or
+        None). Raises :class:`ReferenceUnavailable` when the orchestrator cannot answer."""
+
+    @property
+    def health_addr(self) -> str:
+        """``ip:port`` of the ``/health`` endpoint."""
+
+    @property
+    def namespaces(self) -> list[str]:
+        """The namespaces consumed, sorted."""
+
+    @property
+    def concurrency(self) -> int:
+        """Steps to run at once."""
+
+    @property
+    def shutdown_timeout(self) -> float:
+        """Seconds running handlers may take to finish once stopping."""
+
+    @property
+    def stopped(self) -> bool:
+        """True once ``shutdown`` or ``stop`` ran."""
+
+    def shutdown(self) -> None:
+        """Begins stopping without blocking. Idempotent."""
+
+    def stop(self) -> None:
+        """Stops, publishing the outcomes reported; blocks with the GIL released. Idempotent."""
+
+def next_log_records(max: int, timeout_ms: int) -> str:
+    """At most ``max`` of the worker core's log records as a JSON array of ``{"level", "target",
+    "message"}``, ``"[]"`` when ``timeout_ms`` ran out. The GIL is released meanwhile."""
