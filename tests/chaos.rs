@@ -12,6 +12,7 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -50,7 +51,11 @@ async fn start_orchestrator(env: &TestEnv, port: u16) -> anyhow::Result<Orchestr
         .env("TASKER_ORCHESTRATOR__SWEEP_INTERVAL_MS", "250")
         // A publication lost with a killed orchestrator is re-sent after 3 s, not 30.
         .env("TASKER_ORCHESTRATOR__VISIBILITY_TIMEOUT_MS", "3000")
-        .env("RUST_LOG", "warn,tasker_orchestrator=info")
+        .env(
+            "RUST_LOG",
+            std::env::var("RUST_LOG")
+                .unwrap_or("warn,tasker_orchestrator=info,tasker_orchestration=info".into()),
+        )
         .env("NO_COLOR", "1")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -67,7 +72,15 @@ async fn start_orchestrator(env: &TestEnv, port: u16) -> anyhow::Result<Orchestr
     })
     .await
     .context("the orchestrator did not listen within 60 s")??;
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    // Keep draining its log, into $TASKER_TEST_LOG_DIR if set.
+    let mut log = common::log_file(&format!("orchestrator-{port}-{}", child.id().unwrap_or(0)))?;
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(file) = log.as_mut() {
+                let _ = writeln!(file, "{line}");
+            }
+        }
+    });
     Ok(OrchestratorProcess {
         child,
         client: Client::new(&format!("http://127.0.0.1:{port}")),
@@ -196,7 +209,12 @@ async fn finished(
     let mut k = 0;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        anyhow::ensure!(!left.is_zero(), "task {id} not terminal within {within:?}");
+        if left.is_zero() {
+            anyhow::bail!(
+                "task {id} not terminal within {within:?}; {}",
+                stuck_report(cluster, id).await
+            );
+        }
         let wait = left.min(Duration::from_secs(30));
         match cluster.client(k).task(id, Some(wait)).await {
             Ok(t) if t.is_terminal() => return Ok(t),
@@ -208,6 +226,38 @@ async fn finished(
             }
         }
     }
+}
+
+/// What a task that did not end is waiting for: its state and each unfinished step's.
+async fn stuck_report(cluster: &Cluster, id: Uuid) -> String {
+    let client = cluster.client(0);
+    let task = match client.task(id, None).await {
+        Ok(t) => format!("{}/{} {}", t.namespace, t.name, t.state),
+        Err(e) => format!("task unreadable: {e}"),
+    };
+    let steps = match client.steps(id).await {
+        Ok(steps) => steps
+            .iter()
+            .filter(|s| !matches!(s.state.as_str(), "completed" | "skipped"))
+            .map(|s| {
+                format!(
+                    "{} {} attempt {}/{} dispatched {:?} started {:?} finished {:?} worker {:?} error {:?}",
+                    s.name,
+                    s.state,
+                    s.attempt,
+                    s.max_attempts,
+                    s.dispatched_at,
+                    s.started_at,
+                    s.finished_at,
+                    s.worker,
+                    s.error
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        Err(e) => format!("steps unreadable: {e}"),
+    };
+    format!("{task}; unfinished steps: {steps}")
 }
 
 /// Time until a new task completes after a fault: the recovery time.

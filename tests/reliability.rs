@@ -1,6 +1,7 @@
 //! Nothing stalls, nothing is lost: a result that cannot be applied fails only its own step and
 //! goes to the dead letters while everything else advances; a step that never started survives
-//! a worker outage longer than its timeout; a queue timeout fails a step nobody started.
+//! a worker outage longer than its timeout; a queue timeout fails a step nobody started; a
+//! result batch committed as its broker session ends still sends the steps it made ready.
 
 use std::time::Duration;
 
@@ -301,6 +302,66 @@ async fn a_round_that_failed_while_connected_goes_out_without_a_reconnect() -> a
     sweeps(&mut events, 1).await?;
     assert_eq!(o.shared.dispatcher.backlog(), 0);
     let worker = env.rust_worker();
+    let done = o.wait(task).await?;
+    assert_eq!(done.state, "complete", "{done:?}");
+    assert_eq!(done.result, Some(json!({"halve": {"value": 242}})));
+    broker.close().await;
+    worker.stop().await;
+    o.stop().await;
+    env.cleanup().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_committed_as_their_broker_session_ends_still_dispatch_what_they_made_ready()
+-> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    let o = env.orchestrator().await?;
+    let cfg = &env.config;
+    // No worker yet: the root step waits in its queue while its row is held, so that applying
+    // its result will wait for the row.
+    let task = create(&o, "linear", 6).await?;
+    let root = step_id(&o, task, "double").await?;
+    let pool = o.shared.store.pool();
+    let mut hold = pool.begin().await?;
+    sqlx::query("SELECT 1 FROM steps WHERE id = $1 FOR UPDATE")
+        .bind(root)
+        .execute(&mut *hold)
+        .await?;
+    let worker = env.rust_worker();
+    tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let waiting: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'
+                   AND query LIKE '%tasker_apply_results%'",
+            )
+            .fetch_one(pool)
+            .await?;
+            if waiting > 0 {
+                return anyhow::Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .map_err(|_| anyhow::anyhow!("applying the root step's result never waited for its row"))??;
+    // The broker session ends while that transaction waits: its other consumer (the dead
+    // letters) loses its queue.
+    let mut up = o.shared.broker_watch();
+    up.borrow_and_update();
+    let broker = Broker::connect(&cfg.amqp_url, &cfg.queue_prefix, "test").await?;
+    let channel = broker.channel().await?;
+    channel
+        .queue_delete(
+            topology::dead_letter_queue(&cfg.queue_prefix)
+                .as_str()
+                .into(),
+            Default::default(),
+        )
+        .await?;
+    tokio::time::timeout(Duration::from_secs(30), up.changed()).await??;
+    // Now the transaction commits: the next step is `enqueued`, and must still be sent.
+    hold.rollback().await?;
     let done = o.wait(task).await?;
     assert_eq!(done.state, "complete", "{done:?}");
     assert_eq!(done.result, Some(json!({"halve": {"value": 242}})));

@@ -48,6 +48,10 @@ pub enum Error {
         path: String,
         source: std::io::Error,
     },
+    /// The broker did not answer a request (opening a channel, declaring a queue, ...) in time:
+    /// the connection is treated as lost, so its owner reconnects instead of waiting forever.
+    #[error("the broker did not answer {0} within {1:?}")]
+    NoAnswer(&'static str, Duration),
     /// The connection or channel closed under a consumer or publisher.
     #[error("the broker connection closed")]
     Closed,
@@ -116,13 +120,15 @@ impl Broker {
     }
 
     pub async fn channel(&self) -> Result<Channel> {
-        Ok(self.connection.create_channel().await?)
+        answered("channel.open", self.connection.create_channel()).await
     }
 
-    /// Closes the connection. Unacknowledged deliveries go back to their queues.
+    /// Closes the connection. Unacknowledged deliveries go back to their queues (at once, or
+    /// when the broker notices the connection is gone: a close the broker does not answer is
+    /// given up after [`ANSWER_TIMEOUT`]).
     pub async fn close(&self) {
         if self.is_connected() {
-            let _ = self.connection.close(200, "bye".into()).await;
+            let _ = answered("connection.close", self.connection.close(200, "bye".into())).await;
         }
     }
 
@@ -131,6 +137,12 @@ impl Broker {
     /// message is ever published to a queue that does not exist yet.
     pub async fn declare(&self, namespaces: &[String]) -> Result<()> {
         let channel = self.channel().await?;
+        answered("queue.declare", self.declare_on(&channel, namespaces)).await?;
+        let _ = answered("channel.close", channel.close(200, "declared".into())).await;
+        Ok(())
+    }
+
+    async fn declare_on(&self, channel: &Channel, namespaces: &[String]) -> lapin::Result<()> {
         let dead = topology::dead_letter_queue(&self.prefix);
         channel
             .queue_declare(dead.into(), durable(), FieldTable::default())
@@ -151,7 +163,6 @@ impl Broker {
                 )
                 .await?;
         }
-        let _ = channel.close(200, "declared".into()).await;
         Ok(())
     }
 
@@ -171,9 +182,11 @@ impl Broker {
     /// A channel in confirm mode for publishing.
     pub async fn publisher(&self) -> Result<Publisher> {
         let channel = self.channel().await?;
-        channel
-            .confirm_select(ConfirmSelectOptions::default())
-            .await?;
+        answered(
+            "confirm.select",
+            channel.confirm_select(ConfirmSelectOptions::default()),
+        )
+        .await?;
         Ok(Publisher::new(channel))
     }
 
@@ -181,17 +194,21 @@ impl Broker {
     /// Consumes `queue` on a channel of its own, at most `prefetch` unacknowledged at once.
     pub async fn consume(&self, queue: &str, tag: &str, prefetch: u16) -> Result<Subscription> {
         let channel = self.channel().await?;
-        channel
-            .basic_qos(prefetch, BasicQosOptions::default())
-            .await?;
-        let consumer = channel
-            .basic_consume(
+        answered(
+            "basic.qos",
+            channel.basic_qos(prefetch, BasicQosOptions::default()),
+        )
+        .await?;
+        let consumer = answered(
+            "basic.consume",
+            channel.basic_consume(
                 queue.into(),
                 tag.into(),
                 BasicConsumeOptions::default(),
                 FieldTable::default(),
-            )
-            .await?;
+            ),
+        )
+        .await?;
         Ok(Subscription { channel, consumer })
     }
 }
@@ -235,10 +252,28 @@ pub struct Stopper {
 
 impl Stopper {
     pub async fn stop(&self) -> Result<()> {
-        Ok(self
-            .channel
-            .basic_cancel(self.tag.clone(), Default::default())
-            .await?)
+        answered(
+            "basic.cancel",
+            self.channel
+                .basic_cancel(self.tag.clone(), Default::default()),
+        )
+        .await
+    }
+}
+
+/// How long a request to the broker may wait for its answer. A connection the broker dropped
+/// without lapin noticing (seen when RabbitMQ stopped under a worker: the close it sent never
+/// completed) would otherwise hold its owner forever instead of letting it reconnect.
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Awaits a broker request, failing it with [`Error::NoAnswer`] after [`ANSWER_TIMEOUT`].
+async fn answered<T>(
+    what: &'static str,
+    request: impl std::future::Future<Output = lapin::Result<T>>,
+) -> Result<T> {
+    match tokio::time::timeout(ANSWER_TIMEOUT, request).await {
+        Ok(answer) => Ok(answer?),
+        Err(_) => Err(Error::NoAnswer(what, ANSWER_TIMEOUT)),
     }
 }
 

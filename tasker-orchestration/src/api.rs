@@ -83,6 +83,7 @@ pub fn router(shared: Shared) -> Router {
     let limit = shared.config.orchestrator.max_body_bytes;
     let (router, document) = routes().split_for_parts();
     router
+        .route_layer(axum::middleware::from_fn(run_to_completion))
         .route_layer(axum::middleware::from_fn_with_state(
             shared.clone(),
             auth::require,
@@ -98,6 +99,35 @@ pub fn router(shared: Shared) -> Router {
         .layer(DefaultBodyLimit::max(limit))
         .layer(Extension(Arc::new(document)))
         .with_state(shared)
+}
+
+/// A request that changes state runs to its end even if its client goes away. Hyper drops the
+/// handler of a connection that closed; dropped between its commit and its publishing, a
+/// created task's first steps (or what a cancel or repair made ready) would stay `enqueued`
+/// with no message while this orchestrator lives on, and the sweeper only re-sends for
+/// orchestrators that died. Reads are dropped with their client as before.
+async fn run_to_completion(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if matches!(
+        *request.method(),
+        axum::http::Method::GET | axum::http::Method::HEAD
+    ) {
+        return next.run(request).await;
+    }
+    match tokio::spawn(next.run(request)).await {
+        Ok(response) => response,
+        Err(e) => {
+            tracing::error!(error = %e, "a request handler failed");
+            Error::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "the request failed; see the orchestrator's log",
+            )
+            .into_response()
+        }
+    }
 }
 
 /// The OpenAPI 3.1 document of every route: what `GET /openapi.json` serves.

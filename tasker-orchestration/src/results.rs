@@ -42,95 +42,41 @@ pub(crate) async fn run(
     }
 }
 
+/// Applies a batch, then publishes what it made ready and settles its messages. That work runs
+/// on a task of its own, which this session does not own: when the session ends (its broker
+/// connection failed and the other consumer's error ends it) while a transaction is in flight,
+/// a commit still has its consequences published. Dropped with the session instead, a batch
+/// committed at that moment left the steps it made ready `enqueued` with no message, and since
+/// this orchestrator lived on (heartbeating), the sweeper never sent them (seen in the fault
+/// suite as a task that never finished after RabbitMQ restarted). Returns once the batch is
+/// applied, so the next batch is applied while this one's steps are being published.
 async fn process(
     shared: &Shared,
     dead: &DeadLetters,
     deliveries: Vec<Delivery>,
     cancel: &CancellationToken,
 ) -> Result<(), tasker_broker::Error> {
-    metrics::histogram!(m::RESULT_CONSUME_BATCH_SIZE.name).record(deliveries.len() as f64);
-    // What becomes of each message once its results are applied.
-    let mut fate = vec![Fate::Ack; deliveries.len()];
-    let applied = {
-        // Each message carries one or many results, kept as the worker's JSON text; `from[i]`
-        // is the message of `results[i]`.
-        let mut results: Vec<Incoming<'_>> = Vec::with_capacity(deliveries.len());
-        let mut from = Vec::with_capacity(deliveries.len());
-        for (at, d) in deliveries.iter().enumerate() {
-            match decode_batch::<&RawValue>(&d.data).and_then(|raw| {
-                raw.into_iter()
-                    .map(Incoming::read)
-                    .collect::<Result<Vec<_>, _>>()
-            }) {
-                Ok(batch) => {
-                    from.extend(std::iter::repeat_n(at, batch.len()));
-                    results.extend(batch);
-                }
-                Err(e) => {
-                    metrics::counter!(m::RESULTS_MALFORMED.name).increment(1);
-                    tracing::warn!(error = %e, "malformed result message; dead-lettering it");
-                    dead.bury(d, &format!("malformed result message: {e}"))
-                        .await?;
-                    fate[at] = Fate::Settled;
-                }
+    let (shared, dead, cancel) = (shared.clone(), dead.clone(), cancel.clone());
+    let (applied_tx, applied_rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let (effects, fate) = match apply(&shared, &dead, &deliveries, &cancel).await {
+            Ok(Some(done)) => {
+                let _ = applied_tx.send(Ok(()));
+                done
             }
-        }
-        if results.is_empty() {
-            return Ok(());
-        }
-        let began = std::time::SystemTime::now();
-        let (mut applied, poison) = loop {
-            match apply_isolating(
-                &shared.store,
-                &results,
-                shared.config.orchestrator.result_batch_max,
-            )
-            .await
-            {
-                Ok(done) => break done,
-                Err(e) => {
-                    tracing::error!(error = %e, "applying results failed; retrying");
-                    // Deliberate backoff: the database is unavailable. The batch stays unacked.
-                    tokio::select! {
-                        () = cancel.cancelled() => return Ok(()),
-                        () = tokio::time::sleep(Duration::from_millis(250)) => {}
-                    }
-                }
+            Ok(None) => {
+                let _ = applied_tx.send(Ok(()));
+                return;
+            }
+            Err(e) => {
+                let _ = applied_tx.send(Err(e));
+                return;
             }
         };
-        commit_spans(&results, &poison, began);
-        // A result that cannot be applied fails its own step with the reason, and the message
-        // that carried it goes to the dead letters (its other results were applied; replayed,
-        // they would be ignored as duplicates).
-        for (i, error) in poison {
-            metrics::counter!(m::RESULTS_POISON.name).increment(1);
-            let r = &results[i].head;
-            tracing::error!(step = %r.step_id, task = %r.task_id, attempt = r.attempt, %error,
-                "a result could not be applied; failing its step and dead-lettering its message");
-            match shared.store.apply_results(&[unstorable(r, &error)]).await {
-                Ok(failed) => applied.merge(failed),
-                Err(e) => tracing::error!(step = %r.step_id, error = %e,
-                    "could not record the failure of a step whose result could not be applied"),
-            }
-            let reason = format!(
-                "the result of attempt {} of step {} (task {}) could not be applied: {error}",
-                r.attempt, r.step_id, r.task_id
-            );
-            fate[from[i]] = match std::mem::replace(&mut fate[from[i]], Fate::Ack) {
-                Fate::Dead(earlier) => Fate::Dead(format!("{earlier}; {reason}")),
-                _ => Fate::Dead(reason),
-            };
-        }
-        applied
-    };
-    // Publishing the steps this batch made ready waits for broker confirms; meanwhile the next
-    // batch can already be applied. The results are acked once their consequences are
-    // published (if this process dies first, they are redelivered and ignored as duplicates,
-    // and the sweeper re-publishes the committed steps).
-    let shared = shared.clone();
-    let dead = dead.clone();
-    tokio::spawn(async move {
-        effects::execute(&shared, applied).await;
+        // The results are acked once their consequences are published (if this process dies
+        // first, they are redelivered and ignored as duplicates, and the sweeper re-publishes
+        // the committed steps).
+        effects::execute(&shared, effects).await;
         for (d, fate) in deliveries.iter().zip(fate) {
             let settled = match fate {
                 Fate::Settled => continue,
@@ -147,7 +93,93 @@ async fn process(
             }
         }
     });
-    Ok(())
+    applied_rx
+        .await
+        .unwrap_or(Err(tasker_broker::Error::Closed))
+}
+
+/// Applies the results the messages carry, in as few transactions as possible; returns what
+/// the commits left to do and what becomes of each message (`None`: nothing was applied, or
+/// the orchestrator is stopping).
+async fn apply(
+    shared: &Shared,
+    dead: &DeadLetters,
+    deliveries: &[Delivery],
+    cancel: &CancellationToken,
+) -> Result<Option<(Effects, Vec<Fate>)>, tasker_broker::Error> {
+    metrics::histogram!(m::RESULT_CONSUME_BATCH_SIZE.name).record(deliveries.len() as f64);
+    // What becomes of each message once its results are applied.
+    let mut fate = vec![Fate::Ack; deliveries.len()];
+    // Each message carries one or many results, kept as the worker's JSON text; `from[i]` is
+    // the message of `results[i]`.
+    let mut results: Vec<Incoming<'_>> = Vec::with_capacity(deliveries.len());
+    let mut from = Vec::with_capacity(deliveries.len());
+    for (at, d) in deliveries.iter().enumerate() {
+        match decode_batch::<&RawValue>(&d.data).and_then(|raw| {
+            raw.into_iter()
+                .map(Incoming::read)
+                .collect::<Result<Vec<_>, _>>()
+        }) {
+            Ok(batch) => {
+                from.extend(std::iter::repeat_n(at, batch.len()));
+                results.extend(batch);
+            }
+            Err(e) => {
+                metrics::counter!(m::RESULTS_MALFORMED.name).increment(1);
+                tracing::warn!(error = %e, "malformed result message; dead-lettering it");
+                dead.bury(d, &format!("malformed result message: {e}"))
+                    .await?;
+                fate[at] = Fate::Settled;
+            }
+        }
+    }
+    if results.is_empty() {
+        return Ok(None);
+    }
+    let began = std::time::SystemTime::now();
+    let (mut applied, poison) = loop {
+        match apply_isolating(
+            &shared.store,
+            &results,
+            shared.config.orchestrator.result_batch_max,
+        )
+        .await
+        {
+            Ok(done) => break done,
+            Err(e) => {
+                tracing::error!(error = %e, "applying results failed; retrying");
+                // Deliberate backoff: the database is unavailable. The batch stays unacked.
+                tokio::select! {
+                    () = cancel.cancelled() => return Ok(None),
+                    () = tokio::time::sleep(Duration::from_millis(250)) => {}
+                }
+            }
+        }
+    };
+    commit_spans(&results, &poison, began);
+    // A result that cannot be applied fails its own step with the reason, and the message
+    // that carried it goes to the dead letters (its other results were applied; replayed,
+    // they would be ignored as duplicates).
+    for (i, error) in poison {
+        metrics::counter!(m::RESULTS_POISON.name).increment(1);
+        let r = &results[i].head;
+        tracing::error!(step = %r.step_id, task = %r.task_id, attempt = r.attempt, %error,
+            "a result could not be applied; failing its step and dead-lettering its message");
+        match shared.store.apply_results(&[unstorable(r, &error)]).await {
+            Ok(failed) => applied.merge(failed),
+            Err(e) => tracing::error!(step = %r.step_id, error = %e,
+                "could not record the failure of a step whose result could not be applied"),
+        }
+        let reason = format!(
+            "the result of attempt {} of step {} (task {}) could not be applied: {error}",
+            r.attempt, r.step_id, r.task_id
+        );
+        fate[from[i]] = match std::mem::replace(&mut fate[from[i]], Fate::Ack) {
+            Fate::Dead(earlier) => Fate::Dead(format!("{earlier}; {reason}")),
+            _ => Fate::Dead(reason),
+        };
+    }
+    Ok(Some((applied, fate)))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

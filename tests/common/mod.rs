@@ -71,6 +71,23 @@ pub fn worker_command(language: &str) -> anyhow::Result<Command> {
     Ok(cmd)
 }
 
+/// Where a test process named `name` writes its log: `$TASKER_TEST_LOG_DIR/<name>.log` when
+/// that is set (to read what a failed multi-process test did), else nowhere (`None`).
+pub fn log_file(name: &str) -> anyhow::Result<Option<std::fs::File>> {
+    let Some(dir) = std::env::var_os("TASKER_TEST_LOG_DIR") else {
+        return Ok(None);
+    };
+    let dir = PathBuf::from(dir);
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("{name}.log"));
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    Ok(Some(file))
+}
+
 /// A worker process and the address of its `/health`.
 pub struct WorkerProcess {
     pub child: Child,
@@ -106,7 +123,7 @@ pub async fn start_worker_with(
         .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
         .env("NO_COLOR", "1")
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(log_file(name)?.map_or_else(Stdio::null, Stdio::from))
         .kill_on_drop(true)
         .spawn()
         .with_context(|| format!("starting the {language} worker"))?;
