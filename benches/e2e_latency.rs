@@ -11,7 +11,10 @@
 //! `hierarchical_tree_rust`; 3 (two orchestrators, two workers) `single_task_linear`
 //! (round-robin over both orchestrators), `concurrent_tasks_2x`; 4 `linear_<lang>`,
 //! `diamond_<lang>` through the Ruby, Python and TypeScript workers (each skipped, saying why,
-//! if its binding is not built); 5 `csv_products_1000_rows`.
+//! if its binding is not built), and `linear_rust_process`, `diamond_rust_process` through a
+//! Rust worker in a process of its own as they are (tier 1's worker shares the bench's process
+//! and runtime with the orchestrator): the FFI's own cost is the difference from those;
+//! 5 `csv_products_1000_rows`.
 //!
 //! Run with `cargo make bench` (starts PostgreSQL and RabbitMQ first), or start them with
 //! `cargo make services-start` and run `cargo bench --bench e2e_latency`. Besides Criterion's
@@ -86,17 +89,30 @@ impl Stack {
         Ok(())
     }
 
-    /// Starts a language's worker process (`workers/<lang>/conformance-worker`).
+    /// Starts a language's worker process (`workers/<lang>/conformance-worker`); for `rust`,
+    /// this program as a Rust worker process ([`RUST_WORKER`]) for the Rust templates under
+    /// the namespace `rust_process_examples`: the same fixture handlers as the in-process
+    /// worker of tier 1, across a process boundary as every FFI worker is.
     async fn language_worker(&mut self, language: &str) -> anyhow::Result<()> {
-        let entry = repo_root()
-            .join("workers")
-            .join(language)
-            .join("conformance-worker");
-        anyhow::ensure!(entry.exists(), "{} is not built", entry.display());
+        let (mut command, templates) = if language == "rust" {
+            let mut command = tokio::process::Command::new(std::env::current_exe()?);
+            command.env(RUST_WORKER, "1");
+            (command, rust_process_templates()?)
+        } else {
+            let entry = repo_root()
+                .join("workers")
+                .join(language)
+                .join("conformance-worker");
+            anyhow::ensure!(entry.exists(), "{} is not built", entry.display());
+            (
+                tokio::process::Command::new(entry),
+                tasker::templates(language),
+            )
+        };
         let cfg = &self.env.config;
-        let mut child = tokio::process::Command::new(entry)
+        let mut child = command
             .arg("--templates")
-            .arg(tasker::templates(language))
+            .arg(templates)
             .arg("--health-port")
             .arg("0")
             .env("DATABASE_URL", &cfg.database_url)
@@ -306,7 +322,33 @@ fn scenario(name: &str, namespace: &str, template: &'static str, context: Value)
     }
 }
 
+/// Set in the environment of this program started as a Rust worker process (tier 4).
+const RUST_WORKER: &str = "TASKER_BENCH_RUST_WORKER";
+
+/// The Rust fixture templates under the namespace `rust_process_examples`, written to a folder
+/// of the target directory, for the Rust worker process.
+fn rust_process_templates() -> anyhow::Result<std::path::PathBuf> {
+    let dir = tasker::target_dir()
+        .join("e2e_latency")
+        .join("rust_process_templates");
+    std::fs::create_dir_all(&dir)?;
+    for name in ["linear", "diamond"] {
+        let src = std::fs::read_to_string(tasker::templates("rust").join(format!("{name}.yaml")))?;
+        let moved = src.replace(
+            "namespace: rust_examples",
+            "namespace: rust_process_examples",
+        );
+        anyhow::ensure!(moved != src, "{name}.yaml names no rust_examples namespace");
+        std::fs::write(dir.join(format!("{name}.yaml")), moved)?;
+    }
+    Ok(dir)
+}
+
 fn main() -> anyhow::Result<()> {
+    if std::env::var_os(RUST_WORKER).is_some() {
+        let code = tasker_worker::run(tasker_worker_rust::registry());
+        std::process::exit(i32::from(code != std::process::ExitCode::SUCCESS));
+    }
     let filter = std::env::var("TASKER_BENCH_FILTER").unwrap_or_default();
     let wanted = |name: &str| filter.is_empty() || name.contains(filter.as_str());
     let rt = Runtime::new()?;
@@ -363,27 +405,25 @@ fn main() -> anyhow::Result<()> {
         ),
     ];
     let mut ffi = Vec::new();
-    for language in ["ruby", "python", "typescript"] {
-        if !wanted(language) {
+    // `rust` is the Rust worker in a process of its own, its scenarios `*_rust_process`.
+    for (language, label) in [
+        ("rust", "rust_process"),
+        ("ruby", "ruby"),
+        ("python", "python"),
+        ("typescript", "typescript"),
+    ] {
+        let (linear, diamond) = (format!("linear_{label}"), format!("diamond_{label}"));
+        // Started when one of its scenarios is wanted (`linear` wants every linear_<lang>).
+        if !wanted(&linear) && !wanted(&diamond) {
             continue;
         }
         match rt.block_on(stack.language_worker(language)) {
             Ok(()) => {
-                let ns = format!("{language}_examples");
-                ffi.push(scenario(
-                    &format!("linear_{language}"),
-                    &ns,
-                    "linear",
-                    json!({"value": 6}),
-                ));
-                ffi.push(scenario(
-                    &format!("diamond_{language}"),
-                    &ns,
-                    "diamond",
-                    json!({"value": 3}),
-                ));
+                let ns = format!("{label}_examples");
+                ffi.push(scenario(&linear, &ns, "linear", json!({"value": 6})));
+                ffi.push(scenario(&diamond, &ns, "diamond", json!({"value": 3})));
             }
-            Err(e) => notes.push(format!("tier 4 {language}: skipped ({e:#})")),
+            Err(e) => notes.push(format!("tier 4 {label}: skipped ({e:#})")),
         }
     }
     tiers.push(("tier4", ffi));

@@ -8,7 +8,8 @@ core consumes them (prefetch from config, default 128), hands them over in batch
 (``complete``); the core publishes each result with a confirm and acks the step. Reported:
 
 - calls/s: from the runner's start to the N-th handler call returning;
-- results/s: from the same start until all N results are in the results queue (consumed here);
+- results/s: from the same start until all N results are in the results queue (consumed here;
+  a message carries one result or a JSON array of them);
 
 Run: workers/python/build.sh, then
     eval "$(cargo-make/services.sh env)"; workers/python/.venv/bin/python workers/python/bench_calls.py
@@ -46,6 +47,8 @@ def main() -> int:
 
     prefix = f"bench_{uuid.uuid4().hex[:12]}"
     os.environ["TASKER_QUEUE_PREFIX"] = prefix
+    # No orchestrator here: the worker consumes the steps published below, nothing else.
+    os.environ["TASKER_WORKER__REGISTER_TEMPLATES"] = "false"
     dl = {"x-dead-letter-exchange": "", "x-dead-letter-routing-key": f"{prefix}.dead"}
     steps_q, results_q, dead_q = f"{prefix}.steps.{NAMESPACE}", f"{prefix}.results", f"{prefix}.dead"
     conn = pika.BlockingConnection(pika.URLParameters(url))
@@ -95,11 +98,13 @@ def main() -> int:
         sys.exit(f"only {calls} of {args.steps} calls within 600 s")
     t_calls = time.perf_counter() - t0
     got = 0
-    for method, _props, _body in ch.consume(results_q, inactivity_timeout=60, auto_ack=True):
+    for method, _props, body in ch.consume(results_q, inactivity_timeout=60, auto_ack=True):
         if method is None:
             break
-        got += 1
-        if got == args.steps:
+        # One message carries one result or a JSON array of them.
+        decoded = json.loads(body)
+        got += len(decoded) if isinstance(decoded, list) else 1
+        if got >= args.steps:
             break
     t_results = time.perf_counter() - t0
     ch.cancel()
