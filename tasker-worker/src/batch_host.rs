@@ -80,9 +80,15 @@ impl HandlerHost for BatchHost {
             jobs.iter().for_each(|j| done.unstarted(j.id));
             return;
         }
+        let n = jobs.len();
         state.queue.extend(jobs.into_iter().map(|j| (j, now)));
         drop(state);
-        self.ready.notify_all();
+        // One waiter a job, not all of them: Python's handler threads each wait for one job,
+        // and all of them waking for each would contend for two cores. (A waiter that takes
+        // several, Ruby's dispatcher, wakes on the first.)
+        for _ in 0..n {
+            self.ready.notify_one();
+        }
         self.ready_async.notify_waiters();
     }
 

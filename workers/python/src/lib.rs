@@ -106,14 +106,13 @@ impl Worker {
 
     /// Reports outcomes: a JSON array of `{"id", "status": "success", "result"}` or
     /// `{"id", "status": "failure", "retryable", "error": {"kind", "message", "backtrace"}}`.
-    fn complete(&self, py: Python<'_>, outcomes: &str) -> PyResult<()> {
-        let host = self.host.clone();
-        let outcomes = outcomes.to_owned();
-        py.detach(move || host.complete_json(&outcomes))
-            .map_err(|e| match e {
-                batch_host::Error::InvalidOutcome(_) => PyValueError::new_err(e.to_string()),
-                batch_host::Error::Stopped => WorkerError::new_err(e.to_string()),
-            })
+    /// Keeps the GIL: it only parses them and hands them to the core, without waiting, and
+    /// giving the GIL up and taking it back would cost the caller more under load.
+    fn complete(&self, outcomes: &str) -> PyResult<()> {
+        self.host.complete_json(outcomes).map_err(|e| match e {
+            batch_host::Error::InvalidOutcome(_) => PyValueError::new_err(e.to_string()),
+            batch_host::Error::Stopped => WorkerError::new_err(e.to_string()),
+        })
     }
 
     /// One page of the parent results of a step whose job says `parent_results_by_reference`:

@@ -221,11 +221,12 @@ export class Worker {
     });
   }
 
-  // Outcomes of handlers that settle in the same turn of the event loop go out as one batch.
+  // Outcomes of handlers that settle together (in the same microtask checkpoint) go out as one
+  // batch, as soon as the code that settled them has run: not a turn of the event loop later.
   #scheduleFlush(): void {
     if (!this.#flushScheduled) {
       this.#flushScheduled = true;
-      setImmediate(() => this.#flush());
+      queueMicrotask(() => this.#flush());
     }
   }
 

@@ -1,10 +1,13 @@
-"""The worker loop: takes batches of jobs from the native core, runs their handlers
-concurrently, and reports outcomes in batches.
+"""The worker loop: handler threads take jobs straight from the native core, run them and
+report their outcomes themselves.
 
-Threads: the caller's thread dispatches (waiting in ``next_batch`` with the GIL released);
-sync handlers run on a ``ThreadPoolExecutor`` of ``concurrency`` threads; async handlers on
-one asyncio event loop in a thread of its own; one reporter thread sends outcomes, several at
-once when several handlers finish together. No handler can hold up another one's report.
+Threads: ``concurrency`` handler threads, each waiting in ``next_batch`` for one job with the
+GIL released (the core wakes one thread per job), running a sync handler itself and reporting
+its outcome with ``complete``: a step crosses from the core to its handler and back with no
+thread between them. Async handlers run on one asyncio event loop in a thread of its own and
+report their own outcomes; the thread that took the job goes back for another. A slot is taken
+before each job and given back with its outcome, so ``concurrency`` bounds sync and async
+handlers together. No handler can hold up another one's report.
 """
 
 from __future__ import annotations
@@ -12,10 +15,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import queue
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from . import logs, outcome
@@ -35,6 +36,7 @@ class Native(Protocol):
 
     def next_batch(self, max: int, timeout_ms: int) -> str: ...
     def complete(self, outcomes: str) -> None: ...
+    def shutdown(self) -> None: ...
     def parent_results_page(
         self, task_id: str, step_id: str, after: str | None = None
     ) -> tuple[str, str | None]: ...
@@ -50,28 +52,28 @@ class Runner:
         registry: Registry | None = None,
         *,
         concurrency: int | None = None,
-        poll_ms: int = 200,
+        poll_ms: int = 1000,
     ) -> None:
         self._native = native
         # Reads parent results carried by reference (absent from stand-ins such as benches).
         self._pages = getattr(native, "parent_results_page", None)
         self._registry = registry if registry is not None else default_registry
         self.concurrency = max(1, concurrency or native.concurrency)
-        # Bounds how long a stop request waits for the dispatcher to notice it.
+        # How long a handler thread waits for a job before it looks again (stop() wakes them
+        # at once through the core's shutdown).
         self._poll_ms = poll_ms
         self._stop = threading.Event()
         self._slots = threading.Condition()
         self._in_flight = 0
-        self._outbox: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-        self._pool = ThreadPoolExecutor(
-            max_workers=self.concurrency, thread_name_prefix="tasker-handler"
-        )
+        # Taken before a job, given back with its outcome.
+        self._free = threading.Semaphore(self.concurrency)
+        self._handlers = [
+            threading.Thread(target=self._take_loop, name=f"tasker-handler-{i}", daemon=True)
+            for i in range(self.concurrency)
+        ]
         self._loop = asyncio.new_event_loop()
         self._loop_thread = threading.Thread(
             target=self._loop.run_forever, name="tasker-asyncio", daemon=True
-        )
-        self._reporter = threading.Thread(
-            target=self._report_loop, name="tasker-reporter", daemon=True
         )
 
     @property
@@ -81,45 +83,51 @@ class Runner:
             return self._in_flight
 
     def stop(self) -> None:
-        """Asks ``run`` to stop taking jobs; it then drains and returns."""
+        """Asks ``run`` to stop taking jobs (the core hands out no more); it then drains and
+        returns."""
         self._stop.set()
+        self._native.shutdown()
 
     def run(self, grace_s: float = 10.0) -> bool:
-        """Dispatches until ``stop()``, then waits up to ``grace_s`` for running handlers and
-        reports their outcomes; async handlers still running then are cancelled. Returns False
-        if a sync handler is still running (its step is redelivered once the native worker
-        stops, and its thread keeps the interpreter from exiting)."""
+        """Runs handlers until ``stop()`` (or the native worker stopped), then waits up to
+        ``grace_s`` for running handlers and reports their outcomes; async handlers still
+        running then are cancelled. Returns False if a sync handler is still running (its step
+        is redelivered once the native worker stops, and its thread keeps the interpreter from
+        exiting)."""
         # The core's log records go to `logging` from now on.
         logs.forward()
         self._loop_thread.start()
-        self._reporter.start()
+        for thread in self._handlers:
+            thread.start()
         try:
-            self._dispatch_loop()
+            # A timeout, so a signal handler calling stop() is never waiting on this thread.
+            while not self._stop.wait(self._poll_ms / 1000):
+                pass
         finally:
             drained = self._drain(grace_s)
         return drained
 
-    def _dispatch_loop(self) -> None:
+    def _take_loop(self) -> None:
+        native = self._native
+        wait_s = self._poll_ms / 1000
         while not self._stop.is_set():
-            with self._slots:
-                while self._in_flight >= self.concurrency and not self._stop.is_set():
-                    self._slots.wait(self._poll_ms / 1000)
-                free = self.concurrency - self._in_flight
-            if self._stop.is_set():
-                return
-            # Blocks with the GIL released: handler threads keep running meanwhile.
-            raw = self._native.next_batch(free, self._poll_ms)
+            # A slot first: an async handler keeps its own once this thread has moved on.
+            if not self._free.acquire(timeout=wait_s):
+                continue
+            # Blocks with the GIL released: the other handler threads keep running meanwhile.
+            raw = native.next_batch(1, self._poll_ms)
             if raw == "[]":
-                if self._native.stopped:
+                self._free.release()
+                if native.stopped:
+                    self._stop.set()
                     return
                 continue
-            jobs = json.loads(raw)
-            with self._slots:
-                self._in_flight += len(jobs)
-            for job in jobs:
-                self._dispatch(job)
+            for job in json.loads(raw):
+                with self._slots:
+                    self._in_flight += 1
+                self._start(job)
 
-    def _dispatch(self, job: dict[str, Any]) -> None:
+    def _start(self, job: dict[str, Any]) -> None:
         entry = self._registry.get(job["handler"])
         if entry is None:
             self._finish(outcome.unknown_handler(job["id"], job["handler"]))
@@ -132,15 +140,14 @@ class Runner:
         if entry.is_async:
             asyncio.run_coroutine_threadsafe(self._run_async(entry, ctx, job["id"]), self._loop)
         else:
-            self._pool.submit(self._run_sync, entry, ctx, job["id"])
+            self._finish(self._run_sync(entry, ctx, job["id"]))
 
-    def _run_sync(self, entry: Registered, ctx: StepContext, job_id: int) -> None:
+    def _run_sync(self, entry: Registered, ctx: StepContext, job_id: int) -> str:
         started = outcome.now()
         try:
-            out = outcome.success(job_id, entry.fn(ctx), started)
-        except BaseException as e:  # even SystemExit must fail its step, not vanish with the thread
-            out = outcome.failure(job_id, e, started)
-        self._finish(out)
+            return outcome.success(job_id, entry.fn(ctx), started)
+        except BaseException as e:  # even SystemExit must fail its step, not end the thread
+            return outcome.failure(job_id, e, started)
 
     async def _run_async(self, entry: Registered, ctx: StepContext, job_id: int) -> None:
         started = outcome.now()
@@ -166,37 +173,18 @@ class Runner:
         self._finish(out)
 
     def _finish(self, encoded: str) -> None:
-        self._outbox.put(encoded)
+        try:
+            self._native.complete("[" + encoded + "]")
+        except Exception:
+            # The core times this step out and retries it; the other handlers report theirs.
+            log.exception("reporting an outcome failed")
         self._release()
 
     def _release(self) -> None:
         with self._slots:
             self._in_flight -= 1
             self._slots.notify_all()
-
-    def _report_loop(self) -> None:
-        while True:
-            first = self._outbox.get()
-            if first is None:
-                return
-            batch, last = [first], False
-            # Whatever finished meanwhile goes in the same call.
-            while True:
-                try:
-                    item = self._outbox.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    last = True
-                    break
-                batch.append(item)
-            try:
-                self._native.complete("[" + ",".join(batch) + "]")
-            except Exception:
-                # The core times these steps out and retries them; keep reporting the rest.
-                log.exception("reporting %d outcome(s) failed", len(batch))
-            if last:
-                return
+        self._free.release()
 
     def _drain(self, grace_s: float) -> bool:
         deadline = time.monotonic() + grace_s
@@ -209,15 +197,17 @@ class Runner:
             if self._in_flight:
                 log.warning("stopping with %d handler(s) still running", self._in_flight)
         if self._loop_thread.is_alive():
+            # Cancelled, they report nothing and give their slots back.
             asyncio.run_coroutine_threadsafe(_cancel_all(), self._loop).result(timeout=5)
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._loop_thread.join(timeout=5)
             if not self._loop_thread.is_alive():
                 self._loop.close()
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        self._outbox.put(None)
-        self._reporter.join(timeout=5)
-        # Cancelled async handlers released their slots; what is left are sync handlers.
+        # Threads between jobs end at once (the core hands out nothing more); what is left are
+        # sync handlers still running.
+        until = max(deadline, time.monotonic()) + 1
+        for thread in self._handlers:
+            thread.join(timeout=max(0.0, until - time.monotonic()))
         return self.in_flight == 0
 
 
