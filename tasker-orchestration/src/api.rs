@@ -726,3 +726,68 @@ fn parse_id(s: &str) -> Result<Uuid, Error> {
         Error::bad_request("invalid_id", format!("{s:?} is not a valid task id (UUID)"))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use axum::body::Body;
+    use axum::http::{Method, Request};
+    use axum::routing::any;
+    use tokio::sync::{Notify, mpsc};
+    use tower::ServiceExt;
+
+    /// Whether a handler still finishes after its client hung up (its request's future dropped
+    /// while the handler waits, as hyper drops it when the connection closes).
+    async fn finishes_after_hang_up(method: Method) -> bool {
+        let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+        let (finished, mut finishes) = mpsc::unbounded_channel::<()>();
+        let handler = {
+            let (started, release) = (started.clone(), release.clone());
+            move || {
+                let (started, release, finished) =
+                    (started.clone(), release.clone(), finished.clone());
+                async move {
+                    started.notify_one();
+                    release.notified().await;
+                    let _ = finished.send(());
+                }
+            }
+        };
+        // A bare route to test the middleware alone, not an API route to document.
+        #[allow(clippy::disallowed_methods)]
+        let app = axum::Router::new()
+            .route("/", any(handler))
+            .route_layer(axum::middleware::from_fn(super::run_to_completion));
+        let request = Request::builder()
+            .method(method)
+            .uri("/")
+            .body(Body::empty())
+            .expect("a request");
+        let call = tokio::spawn(app.oneshot(request));
+        tokio::time::timeout(Duration::from_secs(10), started.notified())
+            .await
+            .expect("the handler started");
+        call.abort();
+        let _ = call.await;
+        release.notify_one();
+        // Every sender is gone once the handler was dropped: `None` at once, no waiting.
+        tokio::time::timeout(Duration::from_secs(10), finishes.recv())
+            .await
+            .expect("the handler either finished or was dropped")
+            .is_some()
+    }
+
+    #[tokio::test]
+    async fn a_request_that_changes_state_runs_to_its_end_after_its_client_hangs_up() {
+        for method in [Method::POST, Method::PUT, Method::DELETE] {
+            assert!(finishes_after_hang_up(method.clone()).await, "{method}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_read_is_dropped_with_its_client() {
+        assert!(!finishes_after_hang_up(Method::GET).await);
+    }
+}
