@@ -185,8 +185,12 @@ async fn repair(
     };
     match shared.store.repair(id, &repair).await? {
         Repaired::Done(effects) => {
+            // The task as the repair left it (`running`), read before its steps go out: read
+            // after, a fast worker could have finished them already. Publishing happens either
+            // way, even if the read fails.
+            let task = fetch_task(shared, id).await;
             effects::execute(shared, effects).await;
-            Ok(Json(fetch_task(shared, id).await?))
+            Ok(Json(task?))
         }
         Repaired::Refused { code, message } => Err(refusal(&code, message)),
     }
