@@ -116,14 +116,16 @@ impl Watch {
         if self.sent == Some(store.task_version(self.id).await?) {
             return Ok(None);
         }
-        // History first, and the version it was read at is the one sent: the steps and the
-        // task, read after it, are as new or newer, and a transition added meanwhile makes the
+        // History first, and the version it was read at is the one sent: the task and the
+        // steps, read after it, are as new or newer, and a transition added meanwhile makes the
         // next look send again with it (a version read before the history could name one the
-        // history lacks, and a snapshot would then repeat the last one).
+        // history lacks, and a snapshot would then repeat the last one). The task before its
+        // steps: a task that ended commits with its last step, so a snapshot never shows an
+        // ended task with a step still open (read the other way round, one did, in CI).
         let (history, version) = store.history_tail(self.id, HISTORY_MAX).await?;
+        let task = fetch_task(&self.shared, self.id).await?;
         let page_bytes = self.shared.config.orchestrator.parent_page_bytes;
         let (steps, more) = store.steps(self.id, None, STEPS_MAX, page_bytes).await?;
-        let task = fetch_task(&self.shared, self.id).await?;
         let body = json!({
             "task": task,
             "steps": steps,
