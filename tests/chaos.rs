@@ -62,16 +62,13 @@ async fn start_orchestrator(env: &TestEnv, port: u16) -> anyhow::Result<Orchestr
         .kill_on_drop(true)
         .spawn()?;
     let mut lines = BufReader::new(child.stderr.take().context("stderr")?).lines();
-    tokio::time::timeout(Duration::from_secs(60), async {
-        while let Some(line) = lines.next_line().await? {
-            if line.contains("tasker-orchestrator listening") {
-                return anyhow::Ok(());
-            }
-        }
-        anyhow::bail!("the orchestrator exited before listening")
-    })
-    .await
-    .context("the orchestrator did not listen within 60 s")??;
+    tasker::line_containing(
+        &mut lines,
+        "tasker-orchestrator listening",
+        Duration::from_secs(60),
+        "the orchestrator",
+    )
+    .await?;
     // Keep draining its log, into $TASKER_TEST_LOG_DIR if set.
     let mut log = common::log_file(&format!("orchestrator-{port}-{}", child.id().unwrap_or(0)))?;
     tokio::spawn(async move {

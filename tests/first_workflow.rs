@@ -12,8 +12,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tasker::{RunningOrchestrator, TestEnv, repo_root, workspace_binary};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 /// The README's section, from its heading to the next one.
 fn section() -> anyhow::Result<String> {
@@ -95,28 +94,6 @@ fn shell(env: &TestEnv, orchestrator: &RunningOrchestrator, dir: &Path, line: &s
     cmd
 }
 
-/// Starts `line` and waits for the worker's ready line.
-async fn start_worker(mut cmd: Command, what: &str) -> anyhow::Result<Child> {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .with_context(|| format!("starting {what}"))?;
-    let mut lines = BufReader::new(child.stdout.take().context("stdout")?).lines();
-    tokio::time::timeout(Duration::from_secs(90), async {
-        while let Some(line) = lines.next_line().await? {
-            if line.contains("tasker worker ready") {
-                return anyhow::Ok(());
-            }
-        }
-        anyhow::bail!("{what} exited before it was ready")
-    })
-    .await
-    .with_context(|| format!("{what} not ready within 90 s"))??;
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Ok(child)
-}
-
 /// A fresh folder with `workers` (the built bindings) linked in, as in the repository.
 fn project(label: &str) -> anyhow::Result<PathBuf> {
     let dir = std::env::temp_dir().join(format!("tasker-first-{label}-{}", uuid::Uuid::now_v7()));
@@ -150,7 +127,8 @@ async fn readme_path(language: &str, heading: &str) -> anyhow::Result<()> {
             .await?;
         anyhow::ensure!(status.success(), "`{line}` failed: {status}");
     }
-    let mut worker = start_worker(shell(&env, &o, &dir, &worker_line), language).await?;
+    let mut worker =
+        tasker::start_until_ready(&mut shell(&env, &o, &dir, &worker_line), language).await?;
 
     // The README's submit line, with this build's CLI for target/release/tasker.
     let submit = shell_blocks
@@ -222,7 +200,8 @@ async fn rust_first_workflow() -> anyhow::Result<()> {
         "namespace: calc\nname: twice_plus_ten\nversion: 1.0.0\nsteps:\n  - name: twice\n    \
          handler: double\n  - name: plus\n    handler: add_ten\n    depends_on: [twice]\n",
     )?;
-    let mut worker = start_worker(rust_worker(&env, &o.url(), &dir)?, "rust").await?;
+    let mut worker =
+        tasker::start_until_ready(&mut rust_worker(&env, &o.url(), &dir)?, "rust").await?;
     let task = o
         .run_task("calc", "twice_plus_ten", serde_json::json!({"value": 4}))
         .await?;
@@ -255,7 +234,7 @@ async fn a_worker_starts_without_an_orchestrator_and_registers_when_one_answers(
          handler: double\n",
     )?;
     // Ready although nothing answers at `url`.
-    let mut worker = start_worker(rust_worker(&env, &url, &dir)?, "rust").await?;
+    let mut worker = tasker::start_until_ready(&mut rust_worker(&env, &url, &dir)?, "rust").await?;
 
     let o = RunningOrchestrator::start_on(env.config.clone(), &format!("127.0.0.1:{port}")).await?;
     // Subscribed before looking, so a registration is either seen in the database or announced.

@@ -32,16 +32,13 @@ async fn listening_line(env: &TestEnv, format: &str) -> anyhow::Result<String> {
         .kill_on_drop(true)
         .spawn()?;
     let mut lines = BufReader::new(child.stderr.take().context("stderr")?).lines();
-    let line = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Some(line) = lines.next_line().await? {
-            if line.contains("tasker-orchestrator listening") {
-                return anyhow::Ok(line);
-            }
-        }
-        anyhow::bail!("the orchestrator exited before it listened")
-    })
-    .await
-    .context("the orchestrator did not listen within 60 s")??;
+    let line = tasker::line_containing(
+        &mut lines,
+        "tasker-orchestrator listening",
+        Duration::from_secs(60),
+        "the orchestrator",
+    )
+    .await?;
     child.start_kill()?;
     child.wait().await?;
     Ok(line)

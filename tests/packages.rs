@@ -16,8 +16,7 @@ use std::time::Duration;
 use anyhow::Context;
 use serde_json::{Value, json};
 use tasker::{TestEnv, repo_root, target_dir};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 /// One package build at a time: they share cargo's target folder and two cores.
 static BUILD: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -121,28 +120,6 @@ async fn run(cmd: &mut Command, what: &str) -> anyhow::Result<String> {
     Ok(stdout)
 }
 
-/// Starts the worker and waits for its ready line.
-async fn start_worker(cmd: &mut Command, what: &str) -> anyhow::Result<Child> {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .with_context(|| format!("starting {what}"))?;
-    let mut lines = BufReader::new(child.stdout.take().context("stdout")?).lines();
-    tokio::time::timeout(Duration::from_secs(90), async {
-        while let Some(line) = lines.next_line().await? {
-            if line.contains("tasker worker ready") {
-                return anyhow::Ok(());
-            }
-        }
-        anyhow::bail!("{what} exited before it was ready")
-    })
-    .await
-    .with_context(|| format!("{what} not ready within 90 s"))??;
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Ok(child)
-}
-
 /// Against a fresh orchestrator that knows no template: `worker` (in `dir`, with
 /// `templates/greet.yaml` in namespace `pkg_<language>`) registers it and runs its steps,
 /// `client` submits a task and prints `{"id", "state", "result", "package"}` as its last line.
@@ -167,7 +144,8 @@ async fn worker_and_client(
         .env("DATABASE_URL", &cfg.database_url)
         .env("AMQP_URL", &cfg.amqp_url)
         .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix);
-    let mut worker = start_worker(&mut worker, &format!("the {language} worker")).await?;
+    let mut worker =
+        tasker::start_until_ready(&mut worker, &format!("the {language} worker")).await?;
     let registered = o.client.template(&namespace, "greet", None).await?;
     let by = registered.registered_by.unwrap_or_default();
     assert!(by.starts_with(&format!("worker:{language}:")), "{by}");

@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Deserialize;
 use serde_json::Value;
-use tasker::{TestEnv, repo_root, workspace_binary};
+use tasker::{TestEnv, line_containing, repo_root, workspace_binary};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -128,21 +128,19 @@ pub async fn start_worker_with(
         .spawn()
         .with_context(|| format!("starting the {language} worker"))?;
     let mut lines = BufReader::new(child.stdout.take().context("worker stdout")?).lines();
-    let health = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Some(line) = lines.next_line().await? {
-            if line.contains("tasker worker ready") {
-                let health = line
-                    .split_whitespace()
-                    .find_map(|w| w.strip_prefix("health="))
-                    .unwrap_or_default()
-                    .to_owned();
-                return anyhow::Ok(health);
-            }
-        }
-        anyhow::bail!("the {language} worker exited before it was ready")
-    })
-    .await
-    .with_context(|| format!("the {language} worker was not ready within 60 s"))??;
+    let what = format!("the {language} worker");
+    let ready = line_containing(
+        &mut lines,
+        "tasker worker ready",
+        Duration::from_secs(60),
+        &what,
+    )
+    .await?;
+    let health = ready
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("health="))
+        .unwrap_or_default()
+        .to_owned();
     // Keep draining its stdout so it never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     Ok(WorkerProcess { child, health })

@@ -484,3 +484,50 @@ pub async fn post_json(
     let status = resp.status();
     Ok((status, resp.json().await?))
 }
+
+/// Reads a child process's output (`lines`) until a line containing `needle`, for at most
+/// `within`, and returns that line; `what` names the process in the error.
+pub async fn line_containing<R>(
+    lines: &mut tokio::io::Lines<tokio::io::BufReader<R>>,
+    needle: &str,
+    within: Duration,
+    what: &str,
+) -> anyhow::Result<String>
+where
+    R: tokio::io::AsyncRead + Unpin,
+{
+    tokio::time::timeout(within, async {
+        while let Some(line) = lines.next_line().await? {
+            if line.contains(needle) {
+                return anyhow::Ok(line);
+            }
+        }
+        anyhow::bail!("{what} exited before printing {needle:?}")
+    })
+    .await
+    .with_context(|| format!("{what} did not print {needle:?} within {within:?}"))?
+}
+
+/// Starts a worker command (its stderr shown, its stdout read), waits up to 90 s for its ready
+/// line, then keeps draining its stdout so it never blocks on a full pipe.
+pub async fn start_until_ready(
+    cmd: &mut tokio::process::Command,
+    what: &str,
+) -> anyhow::Result<tokio::process::Child> {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .with_context(|| format!("starting {what}"))?;
+    let stdout = child.stdout.take().context("stdout")?;
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout));
+    line_containing(
+        &mut lines,
+        "tasker worker ready",
+        Duration::from_secs(90),
+        what,
+    )
+    .await?;
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok(child)
+}
