@@ -212,31 +212,17 @@ impl BatchHost {
 mod tests {
     use super::*;
     use crate::host::Report;
-    use serde_json::{Map, json};
+    use serde_json::json;
     use std::sync::Arc;
-    use uuid::Uuid;
 
     fn job(id: u64) -> Job {
         Job::new(
             id,
             StepMessage {
-                task_id: Uuid::nil(),
-                step_id: Uuid::nil(),
-                namespace: "ns".into(),
-                task_name: "t".into(),
                 step_name: format!("s{id}"),
-                handler: "h".into(),
-                attempt: 1,
-                max_attempts: 1,
                 context: json!({"value": id}),
-                parent_results: Map::new(),
-                context_by_reference: false,
-                parent_results_by_reference: false,
-                dispatched_at: Utc::now(),
                 timeout_ms: 1000,
-                queue_timeout_ms: None,
-                traceparent: None,
-                input: None,
+                ..crate::test_message()
             },
         )
     }

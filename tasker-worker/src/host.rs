@@ -209,30 +209,14 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{Map, json};
-    use uuid::Uuid;
+    use serde_json::json;
 
     fn job(id: u64, handler: &str) -> Job {
         Job::new(
             id,
             StepMessage {
-                task_id: Uuid::nil(),
-                step_id: Uuid::nil(),
-                namespace: "ns".into(),
-                task_name: "t".into(),
-                step_name: "s".into(),
                 handler: handler.into(),
-                attempt: 1,
-                max_attempts: 1,
-                context: json!({}),
-                parent_results: Map::new(),
-                context_by_reference: false,
-                parent_results_by_reference: false,
-                input: None,
-                dispatched_at: Utc::now(),
-                timeout_ms: 10_000,
-                queue_timeout_ms: None,
-                traceparent: None,
+                ..crate::test_message()
             },
         )
     }

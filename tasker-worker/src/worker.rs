@@ -645,28 +645,14 @@ fn pack_results(encoded: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{Map, json};
-    use uuid::Uuid;
+    use serde_json::json;
 
     fn message(timeout_ms: u64, queue_timeout_ms: Option<u64>, waited_ms: i64) -> StepMessage {
         StepMessage {
-            task_id: Uuid::now_v7(),
-            step_id: Uuid::now_v7(),
-            namespace: "n".into(),
-            task_name: "t".into(),
-            step_name: "s".into(),
-            handler: "h".into(),
-            attempt: 1,
-            max_attempts: 1,
-            context: json!({}),
-            parent_results: Map::new(),
-            context_by_reference: false,
-            parent_results_by_reference: false,
-            input: None,
             dispatched_at: Utc::now() - chrono::Duration::milliseconds(waited_ms),
             timeout_ms,
             queue_timeout_ms,
-            traceparent: None,
+            ..crate::test_message()
         }
     }
 
