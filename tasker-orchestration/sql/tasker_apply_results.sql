@@ -24,6 +24,15 @@ DECLARE
     retries jsonb := '[]';
     t record;
     v_open int;
+    -- Plain successes (a standard, convergence or batch-worker step's) are held here and
+    -- written together by one UPDATE and one INSERT (see `flush` below) instead of one of each
+    -- a result: PostgreSQL re-reads a table's CHECK constraints for every statement that
+    -- writes it, which made those two statements most of a large batch's cost.
+    held_ids uuid[] := '{}';
+    held_tasks uuid[] := '{}';
+    held_attempts int[] := '{}';
+    held jsonb[] := '{}';
+    last_accepted uuid;
 BEGIN
     -- Rows are locked in one global order so concurrent orchestrators never deadlock.
     FOR r IN SELECT e.value FROM jsonb_array_elements(batch) AS e
@@ -31,6 +40,12 @@ BEGIN
     LOOP
         v_step := (r->>'step_id')::uuid;
         v_attempt := (r->>'attempt')::int;
+        IF v_step = last_accepted THEN
+            -- The same attempt again (rows come sorted): the first one settled it, even if it
+            -- is still held.
+            ignored := ignored || v_step;
+            CONTINUE;
+        END IF;
         SELECT id, task_id, name, step_type, branches, batch_spec, on_failure, max_attempts,
                attempt_base, backoff, base_ms, max_ms
         INTO st FROM steps
@@ -42,7 +57,23 @@ BEGIN
             CONTINUE;
         END IF;
         accepted := accepted + 1;
+        last_accepted := v_step;
         outcome := r->'outcome';
+        IF outcome->>'status' = 'success' AND st.step_type NOT IN ('decision', 'batchable') THEN
+            held_ids := held_ids || v_step;
+            held_tasks := held_tasks || st.task_id;
+            held_attempts := held_attempts || v_attempt;
+            held := held || r;
+            closed := closed || st.task_id;
+            counted := counted || v_step;
+            CONTINUE;
+        END IF;
+        -- Anything else may end the task or change its other steps: what is held is written
+        -- first, so every result takes effect in order, as if each were written at once.
+        IF array_length(held_ids, 1) > 0 THEN
+            PERFORM tasker_complete_steps(held_ids, held_tasks, held_attempts, held);
+            held_ids := '{}'; held_tasks := '{}'; held_attempts := '{}'; held := '{}';
+        END IF;
         -- A decision or batchable handler that ran but answered something unusable fails its
         -- step for good.
         IF outcome->>'status' = 'success' THEN
@@ -116,6 +147,9 @@ BEGIN
             counted := counted || v_step;
         END IF;
     END LOOP;
+    IF array_length(held_ids, 1) > 0 THEN
+        PERFORM tasker_complete_steps(held_ids, held_tasks, held_attempts, held);
+    END IF;
 
     -- Count every resolved step off its children at once (one update per child per batch).
     SELECT * INTO cd FROM tasker_count_down_all(counted, false);
