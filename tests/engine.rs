@@ -251,7 +251,7 @@ async fn every_step_state_and_event_pair_matches_the_table() -> anyhow::Result<(
 /// The results of a batch take effect in the batch's order (task, then step), exactly as if
 /// each were applied alone: plain successes are written together (tasker_complete_steps), so
 /// this checks a failure after one sees it written, one before it cancels it, and a duplicate
-/// counts once.
+/// counts once; tasks whose last step closed in the batch complete together, once each.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_takes_effect_in_order_as_if_each_result_were_applied_alone() -> anyhow::Result<()>
 {
@@ -278,6 +278,13 @@ async fn a_batch_takes_effect_in_order_as_if_each_result_were_applied_alone() ->
     else {
         unreachable!()
     };
+    // Two one-step tasks that complete in the batch.
+    let single = TaskTemplate::load(SINGLE, "single.yaml")?;
+    let (t4, t5) = (engine.create(&single).await?, engine.create(&single).await?);
+    let (t4_only, t5_only) = (
+        engine.step_id(t4, "only").await?,
+        engine.step_id(t5, "only").await?,
+    );
     let mut batch = vec![
         // t1: a success, then a permanent failure that ends the task.
         result(t1, t1_lo, success()),
@@ -289,12 +296,14 @@ async fn a_batch_takes_effect_in_order_as_if_each_result_were_applied_alone() ->
         result(t3, t3_a, success()),
         result(t3, t3_a, success()),
         result(t3, t3_b, success()),
+        result(t4, t4_only, success()),
+        result(t5, t5_only, success()),
     ];
     batch.reverse();
     let effects = engine.store.apply_results(&batch).await?;
 
     let counts = effects.results.expect("a batch of results");
-    assert_eq!(counts.accepted, 5);
+    assert_eq!(counts.accepted, 7);
     let mut ignored = counts.ignored;
     ignored.sort();
     let mut stale = vec![t2_hi, t3_a];
@@ -303,7 +312,12 @@ async fn a_batch_takes_effect_in_order_as_if_each_result_were_applied_alone() ->
 
     let mut finished = effects.finished;
     finished.sort_by_key(|(task, _)| *task);
-    let mut ended = vec![(t1, TaskState::Error), (t2, TaskState::Error)];
+    let mut ended = vec![
+        (t1, TaskState::Error),
+        (t2, TaskState::Error),
+        (t4, TaskState::Complete),
+        (t5, TaskState::Complete),
+    ];
     ended.sort_by_key(|(task, _)| *task);
     assert_eq!(finished, ended);
     let t3_c = engine.step_id(t3, "c").await?;
@@ -341,8 +355,13 @@ async fn a_batch_takes_effect_in_order_as_if_each_result_were_applied_alone() ->
         (t1, TaskState::Error),
         (t2, TaskState::Error),
         (t3, TaskState::Running),
+        (t4, TaskState::Complete),
+        (t5, TaskState::Complete),
     ] {
         assert_eq!(engine.task_state(task).await?, state, "task {task}");
+    }
+    for task in [t4, t5] {
+        assert_eq!(engine.transitions(task, None, "complete").await?, 1);
     }
     engine.store.pool().close().await;
     env.cleanup().await

@@ -22,8 +22,6 @@ DECLARE
     ignored uuid[] := '{}';
     finished jsonb := '[]';
     retries jsonb := '[]';
-    t record;
-    v_open int;
     -- Plain successes (a standard, convergence or batch-worker step's) are held here and
     -- written together by one UPDATE and one INSERT (see `flush` below) instead of one of each
     -- a result: PostgreSQL re-reads a table's CHECK constraints for every statement that
@@ -160,23 +158,8 @@ BEGIN
         closed := closed || sk.closed;
     END IF;
 
-    -- Close finished steps: one counter update per task, in id order. A task whose last open
-    -- step closed completes through its own guarded update, so only a running task completes
-    -- and its completion is recorded and announced exactly once.
-    FOR t IN SELECT c.task_id, count(*)::int AS n FROM unnest(closed) AS c(task_id)
-             GROUP BY c.task_id ORDER BY c.task_id
-    LOOP
-        UPDATE tasks SET open_steps = open_steps - t.n WHERE id = t.task_id
-        RETURNING open_steps INTO v_open;
-        CONTINUE WHEN v_open > 0;
-        UPDATE tasks SET state = 'complete', completed_at = clock_timestamp()
-        WHERE id = t.task_id AND state = 'running';
-        CONTINUE WHEN NOT FOUND;
-        INSERT INTO transitions (task_id, from_state, to_state, reason)
-        VALUES (t.task_id, 'running', 'complete', 'all steps done');
-        PERFORM pg_notify('tasker_task_finished', t.task_id || ':complete');
-        finished := finished || jsonb_build_object('task_id', t.task_id, 'state', 'complete');
-    END LOOP;
+    -- Close finished steps; tasks whose last open step closed complete.
+    finished := finished || tasker_close_steps(closed);
 
     RETURN jsonb_build_object('accepted', accepted, 'ignored', to_jsonb(ignored),
                               'dispatch', tasker_dispatch(ready), 'finished', finished,

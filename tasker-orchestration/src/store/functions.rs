@@ -8,7 +8,7 @@ use super::{Error, Result};
 
 /// In dependency order: a function is created after the functions it calls in SQL-language
 /// bodies (PL/pgSQL bodies are resolved at call time, but keeping one order is simplest).
-pub(super) const FUNCTIONS: [(&str, &str); 16] = [
+pub(super) const FUNCTIONS: [(&str, &str); 17] = [
     (
         "tasker_retry_delay_ms",
         include_str!("../../sql/tasker_retry_delay_ms.sql"),
@@ -53,6 +53,10 @@ pub(super) const FUNCTIONS: [(&str, &str); 16] = [
     (
         "tasker_step_succeeded",
         include_str!("../../sql/tasker_step_succeeded.sql"),
+    ),
+    (
+        "tasker_close_steps",
+        include_str!("../../sql/tasker_close_steps.sql"),
     ),
     (
         "tasker_complete_steps",
