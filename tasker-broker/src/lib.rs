@@ -26,7 +26,7 @@ use lapin::{Channel, Connection, ConnectionProperties, Consumer};
 
 pub use batch::next_batch;
 pub use dead::DeadLetters;
-pub use publisher::{Outgoing, Publisher};
+pub use publisher::{Outgoing, Publisher, Round};
 pub use supervisor::Supervisor;
 
 /// A broker operation that failed.

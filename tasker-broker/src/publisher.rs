@@ -20,6 +20,19 @@ impl Publisher {
     }
 }
 
+/// Messages sent by [`Publisher::send_all`], awaiting their confirms.
+#[derive(Debug)]
+#[must_use = "a round is confirmed only once awaited"]
+pub struct Round(Vec<PublisherConfirm>);
+
+impl Round {
+    /// Waits for every confirm of the round; a nack or a returned (unroutable) message fails
+    /// it.
+    pub async fn confirmed(self) -> Result<()> {
+        settle(self.0).await
+    }
+}
+
 /// A message to publish to a queue through the default exchange.
 #[derive(Debug, Clone)]
 pub struct Outgoing {
@@ -31,11 +44,19 @@ impl Publisher {
     /// Publishes every message, then waits for all their confirms: one confirm round for the
     /// batch. `mandatory` makes an unroutable message (no such queue) an error, not a silent drop.
     pub async fn publish_all(&self, messages: &[Outgoing]) -> Result<()> {
+        self.send_all(messages).await?.confirmed().await
+    }
+
+    /// Publishes every message without waiting for the broker: the [`Round`] returned waits
+    /// for their confirms. Rounds are confirmed independently, so a publisher can send the
+    /// next round while earlier ones are still being confirmed (a confirm takes a disk sync on
+    /// the broker, which messages published meanwhile would otherwise wait for).
+    pub async fn send_all(&self, messages: &[Outgoing]) -> Result<Round> {
         let mut confirms = Vec::with_capacity(messages.len());
         for m in messages {
             confirms.push(self.send(&m.queue, &m.payload, properties()).await?);
         }
-        settle(confirms).await
+        Ok(Round(confirms))
     }
 
     /// Publishes one message with `headers` and waits for its confirm.

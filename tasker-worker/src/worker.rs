@@ -36,6 +36,9 @@ const BATCH_MAX: usize = 256;
 /// Most bytes of one result message (a result larger than this travels alone).
 const RESULT_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
+/// Result rounds sent and not yet confirmed, at most (more results wait and go out together).
+const ROUNDS_IN_FLIGHT: usize = 16;
+
 /// However late the last handler finishes, its results get this long to be confirmed.
 const FLUSH_AT_LEAST: Duration = Duration::from_secs(5);
 
@@ -589,30 +592,48 @@ fn storable(outcome: Outcome, max_bytes: usize) -> Outcome {
 }
 
 /// Publishes results in batches (one confirm round each, as few messages as fit), then settles
-/// the step messages that carried them.
+/// the step messages that carried them once their round is confirmed. Rounds are pipelined: a
+/// batch goes out while earlier rounds still wait for their confirms (a disk sync on the
+/// broker each), up to [`ROUNDS_IN_FLIGHT`]; a result never waits for another's confirm.
 async fn publish_results(
     publisher: Publisher,
     queue: String,
     mut rx: mpsc::UnboundedReceiver<Publish>,
 ) -> Result<(), tasker_broker::Error> {
     let mut arrivals = futures_util::stream::poll_fn(|cx| rx.poll_recv(cx));
-    while let Some(batch) = next_batch(&mut arrivals, BATCH_MAX).await {
-        ::metrics::histogram!(m::RESULT_BATCH_SIZE.name).record(batch.len() as f64);
-        let encoded: Vec<Vec<u8>> = batch
-            .iter()
-            .map(|(_, r, _)| serde_json::to_vec(r).expect("a StepResult always serializes"))
-            .collect();
-        let out: Vec<Outgoing> = pack_results(encoded)
-            .into_iter()
-            .map(|payload| Outgoing {
-                queue: queue.clone(),
-                payload,
-            })
-            .collect();
-        publisher.publish_all(&out).await?;
-        // The result spans end here, confirmed.
-        for (carrier, _, _span) in batch {
-            carrier.settle().await?;
+    let mut rounds = futures_util::stream::FuturesOrdered::new();
+    let mut open = true;
+    while open || !rounds.is_empty() {
+        tokio::select! {
+            batch = next_batch(&mut arrivals, BATCH_MAX), if open && rounds.len() < ROUNDS_IN_FLIGHT => {
+                let Some(batch) = batch else {
+                    // Every sender is gone (stopping): confirm what is in flight, then end.
+                    open = false;
+                    continue;
+                };
+                ::metrics::histogram!(m::RESULT_BATCH_SIZE.name).record(batch.len() as f64);
+                let encoded: Vec<Vec<u8>> = batch
+                    .iter()
+                    .map(|(_, r, _)| serde_json::to_vec(r).expect("a StepResult always serializes"))
+                    .collect();
+                let out: Vec<Outgoing> = pack_results(encoded)
+                    .into_iter()
+                    .map(|payload| Outgoing {
+                        queue: queue.clone(),
+                        payload,
+                    })
+                    .collect();
+                let round = publisher.send_all(&out).await?;
+                rounds.push_back(async move {
+                    round.confirmed().await?;
+                    // The result spans end here, confirmed.
+                    for (carrier, _, _span) in batch {
+                        carrier.settle().await?;
+                    }
+                    Ok::<(), tasker_broker::Error>(())
+                });
+            }
+            Some(confirmed) = rounds.next() => confirmed?,
         }
     }
     Ok(())
