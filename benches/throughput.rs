@@ -28,7 +28,9 @@
 //!
 //! Figures go to stdout and `target/throughput/summary.json`; `cargo make bench-report` turns them
 //! into `docs/benchmarks/throughput.md`. `TASKER_BENCH_FILTER=linear_rust` runs only matching
-//! scenarios; `TASKER_THROUGHPUT_SECONDS` sets the measured time per level (default 5).
+//! scenarios; `TASKER_THROUGHPUT_SECONDS` sets the measured time per level (default 5);
+//! `TASKER_THROUGHPUT_RATES=200,400` also offers those fixed rates (tasks/s) in open loop, printed
+//! only, to compare two builds at the same load.
 
 use std::collections::{BTreeMap, HashMap};
 use std::process::Stdio;
@@ -929,6 +931,11 @@ async fn run() -> anyhow::Result<()> {
             .max_by(|a, b| a.tasks_per_s.total_cmp(&b.tasks_per_s))
             .cloned();
         let mut open = Vec::new();
+        // Fixed offered rates, to compare builds at the same load.
+        for rate in env_list("TASKER_THROUGHPUT_RATES", "") {
+            let l = open_loop(&stack, &sc, rate as f64, w).await;
+            print_level(&format!("{}  {rate} tasks/s offered", sc.name), &l);
+        }
         if let Some(sat) = &saturation {
             for f in fractions {
                 let mut l = open_loop(&stack, &sc, sat.tasks_per_s * f, w).await;
