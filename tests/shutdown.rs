@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use tasker::{RunningOrchestrator, TestEnv, steps_by_name};
-use tasker_client::CreateTask;
+use tasker_client::{Client, CreateTask, Step};
+use tasker_orchestration::events::Event;
+use uuid::Uuid;
 
 /// A worker's `/health`.
 async fn health(addr: &str) -> anyhow::Result<Value> {
@@ -38,6 +40,38 @@ async fn until_running(addr: &str, within: Duration) -> anyhow::Result<()> {
     }
 }
 
+/// Step `name` of `task` once it is no longer `enqueued`. A worker exits once the broker has
+/// confirmed its last results; the orchestrator applies them a moment later, announcing each
+/// applied batch on `applied` (subscribed before the worker was signalled, so none is missed).
+async fn once_applied(
+    client: &Client,
+    applied: &mut tokio::sync::broadcast::Receiver<Event>,
+    task: Uuid,
+    name: &str,
+) -> anyhow::Result<Step> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let step = steps_by_name(client, task)
+            .await?
+            .remove(name)
+            .context("no such step")?;
+        if step.state != "enqueued" {
+            return Ok(step);
+        }
+        loop {
+            match tokio::time::timeout_at(deadline, applied.recv()).await {
+                Err(_) => {
+                    anyhow::bail!("the result of {name} was not applied within 10 s: {step:?}")
+                }
+                Ok(Ok(Event::ResultsApplied { .. })) => break,
+                Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => break,
+                Ok(Err(e)) => return Err(e.into()),
+                Ok(Ok(_)) => {}
+            }
+        }
+    }
+}
+
 async fn stops_gracefully(language: &str) -> anyhow::Result<()> {
     let env = TestEnv::new().await?;
     let o = RunningOrchestrator::start(env.config.clone()).await?;
@@ -58,6 +92,7 @@ async fn stops_gracefully(language: &str) -> anyhow::Result<()> {
         .await?;
     until_running(&leaving.health, Duration::from_secs(20)).await?;
 
+    let mut applied = o.events().subscribe();
     let pid = leaving.child.id().context("the worker's pid")?;
     let signalled = std::process::Command::new("kill")
         .args(["-TERM", &pid.to_string()])
@@ -69,8 +104,7 @@ async fn stops_gracefully(language: &str) -> anyhow::Result<()> {
     assert!(exited.success(), "{language}: exit {exited}");
 
     // The handler running at SIGTERM finished and its result was applied, from that worker.
-    let steps = steps_by_name(&o.client, task.id).await?;
-    let slow = &steps["slow"];
+    let slow = &once_applied(&o.client, &mut applied, task.id, "slow").await?;
     assert_eq!(slow.state, "completed", "{language}: {slow:?}");
     assert_eq!(slow.attempt, 1, "{language}");
     assert_eq!(slow.worker.as_deref(), Some(first.as_str()), "{language}");
