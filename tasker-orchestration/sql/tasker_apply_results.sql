@@ -1,6 +1,6 @@
 -- Applies a batch of results (a JSON array of tasker_shared::StepResult). Returns
--- {accepted, ignored: [step ids], dispatch: [StepMessage], finished: [{task_id, state}],
---  retries: [{step_id, delay_ms}]}.
+-- {accepted, ignored: [step ids], dispatch: {messages, deferred} (tasker_dispatched),
+--  finished: [{task_id, state}], retries: [{step_id, delay_ms}]}.
 CREATE OR REPLACE FUNCTION tasker_apply_results(batch jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
     r jsonb;
@@ -22,17 +22,82 @@ DECLARE
     ignored uuid[] := '{}';
     finished jsonb := '[]';
     retries jsonb := '[]';
-    -- Plain successes (a standard, convergence or batch-worker step's) are held here and
-    -- written together by one UPDATE and one INSERT (see `flush` below) instead of one of each
-    -- a result: PostgreSQL re-reads a table's CHECK constraints for every statement that
-    -- writes it, which made those two statements most of a large batch's cost.
+    -- On the general path, plain successes (a standard, convergence or batch-worker step's)
+    -- are held here and written together by one UPDATE and one INSERT (see `flush` below)
+    -- instead of one of each a result: every statement costs PostgreSQL an executor start
+    -- and, for a table it writes, its constraints again.
     held_ids uuid[] := '{}';
     held_tasks uuid[] := '{}';
     held_attempts int[] := '{}';
     held jsonb[] := '{}';
     last_accepted uuid;
+    -- The steps the batch names, locked, in lock order (their results alike).
+    locked_ids uuid[];
+    locked_tasks uuid[];
+    locked_attempts int[];
+    locked_results jsonb[];
+    plain boolean;
+    ok record;
+    sent jsonb;
+    sent_too jsonb;
 BEGIN
-    -- Rows are locked in one global order so concurrent orchestrators never deadlock.
+    -- Every step the batch names is locked first, in one statement, in the one global order
+    -- (task, step, attempt) so concurrent orchestrators never deadlock. A result is accepted
+    -- only for its step's current attempt while the step is enqueued, and only once (a second
+    -- copy of the same attempt is a duplicate); the others are ignored.
+    SELECT COALESCE(array_agg(s.id ORDER BY x.k) FILTER (WHERE s.id IS NOT NULL), '{}'),
+           COALESCE(array_agg(s.task_id ORDER BY x.k) FILTER (WHERE s.id IS NOT NULL), '{}'),
+           COALESCE(array_agg(x.attempt ORDER BY x.k) FILTER (WHERE s.id IS NOT NULL), '{}'),
+           COALESCE(array_agg(x.r ORDER BY x.k) FILTER (WHERE s.id IS NOT NULL), '{}'),
+           COALESCE(array_agg(x.step ORDER BY x.k) FILTER (WHERE s.id IS NULL), '{}'),
+           COALESCE(bool_and(x.r->'outcome'->>'status' = 'success'
+                             AND s.step_type NOT IN ('decision', 'batchable'))
+                        FILTER (WHERE s.id IS NOT NULL), true)
+    INTO locked_ids, locked_tasks, locked_attempts, locked_results, ignored, plain
+    FROM (SELECT e.value AS r, (e.value->>'step_id')::uuid AS step,
+                 (e.value->>'attempt')::int AS attempt,
+                 row_number() OVER (ORDER BY e.value->>'task_id', e.value->>'step_id',
+                                             (e.value->>'attempt')::int, e.i) AS k,
+                 row_number() OVER (PARTITION BY e.value->>'step_id', e.value->>'attempt'
+                                    ORDER BY e.i) = 1 AS first
+          FROM jsonb_array_elements(batch) WITH ORDINALITY AS e(value, i)
+          ORDER BY k OFFSET 0) x
+    LEFT JOIN LATERAL (SELECT id, task_id, step_type FROM steps
+                       WHERE x.first AND id = x.step AND attempt = x.attempt
+                         AND state = 'enqueued'
+                       FOR UPDATE) s ON true;
+
+    -- Almost every batch is plain successes only: those go in one statement.
+    IF plain THEN
+        accepted := cardinality(locked_ids);
+        IF accepted = 0 THEN
+            RETURN jsonb_build_object('accepted', 0, 'ignored', to_jsonb(ignored),
+                                      'dispatch', tasker_dispatched('{}'), 'finished', finished,
+                                      'retries', retries);
+        END IF;
+        SELECT * INTO ok
+        FROM tasker_apply_successes(locked_ids, locked_tasks, locked_attempts, locked_results);
+        finished := ok.finished;
+        IF cardinality(ok.skip) = 0 THEN
+            RETURN jsonb_build_object('accepted', accepted, 'ignored', to_jsonb(ignored),
+                                      'dispatch', tasker_dispatched(ok.enqueued),
+                                      'finished', finished, 'retries', retries);
+        END IF;
+        -- Children that can no longer run (a parent was skipped before): skipped, and so on
+        -- down the DAG, as the general path does.
+        SELECT * INTO sk FROM tasker_skip(ok.skip);
+        finished := finished || tasker_close_steps(sk.closed);
+        sent := tasker_dispatched(ok.enqueued);
+        sent_too := tasker_dispatch(sk.ready);
+        RETURN jsonb_build_object('accepted', accepted, 'ignored', to_jsonb(ignored),
+                                  'dispatch', jsonb_build_object(
+                                      'messages', (sent->'messages') || (sent_too->'messages'),
+                                      'deferred', (sent->'deferred') || (sent_too->'deferred')),
+                                  'finished', finished, 'retries', retries);
+    END IF;
+
+    -- The general path: each result in order (its step is locked already).
+    ignored := '{}';
     FOR r IN SELECT e.value FROM jsonb_array_elements(batch) AS e
              ORDER BY e.value->>'task_id', e.value->>'step_id', (e.value->>'attempt')::int
     LOOP

@@ -1,14 +1,11 @@
--- Moves pending / waiting_retry steps to enqueued (next attempt). Returns
--- {messages: [StepMessage], deferred: [step id]}: the messages of the first 512 steps, and the
--- ids of the rest, whose messages the orchestrator builds page by page after the commit
--- (tasker_step_messages), so a 100,000-step fan-out never becomes one huge value.
+-- Moves pending / waiting_retry steps to enqueued (next attempt). Returns what to publish for
+-- them (tasker_dispatched).
 CREATE OR REPLACE FUNCTION tasker_dispatch(ids uuid[]) RETURNS jsonb LANGUAGE plpgsql
 -- Every statement here is driven by step ids: index lookups whatever the statistics say (a
 -- 100,000-step fan-out grows the tables faster than autovacuum re-analyzes them).
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 DECLARE
     enqueued uuid[];
-    page constant int := 512;
 BEGIN
     IF COALESCE(array_length(ids, 1), 0) = 0 THEN
         RETURN jsonb_build_object('messages', '[]'::jsonb, 'deferred', '[]'::jsonb);
@@ -31,7 +28,6 @@ BEGIN
         FROM upd
     )
     SELECT array_agg(id ORDER BY id) INTO enqueued FROM upd;
-    RETURN jsonb_build_object('messages', tasker_step_messages(enqueued[1:page]),
-                              'deferred', COALESCE(to_jsonb(enqueued[page + 1:]), '[]'::jsonb));
+    RETURN tasker_dispatched(enqueued);
 END
 $$;

@@ -8,7 +8,7 @@ use super::{Error, Result};
 
 /// In dependency order: a function is created after the functions it calls in SQL-language
 /// bodies (PL/pgSQL bodies are resolved at call time, but keeping one order is simplest).
-pub(super) const FUNCTIONS: [(&str, &str); 17] = [
+pub(super) const FUNCTIONS: [(&str, &str); 19] = [
     (
         "tasker_retry_delay_ms",
         include_str!("../../sql/tasker_retry_delay_ms.sql"),
@@ -28,6 +28,10 @@ pub(super) const FUNCTIONS: [(&str, &str); 17] = [
     (
         "tasker_step_messages",
         include_str!("../../sql/tasker_step_messages.sql"),
+    ),
+    (
+        "tasker_dispatched",
+        include_str!("../../sql/tasker_dispatched.sql"),
     ),
     (
         "tasker_dispatch",
@@ -61,6 +65,10 @@ pub(super) const FUNCTIONS: [(&str, &str); 17] = [
     (
         "tasker_complete_steps",
         include_str!("../../sql/tasker_complete_steps.sql"),
+    ),
+    (
+        "tasker_apply_successes",
+        include_str!("../../sql/tasker_apply_successes.sql"),
     ),
     (
         "tasker_apply_results",

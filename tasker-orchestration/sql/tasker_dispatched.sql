@@ -1,0 +1,12 @@
+-- What the orchestrator publishes for steps just enqueued: {messages: [StepMessage],
+-- deferred: [step id]}, the messages of the first 512 steps and only the ids of the rest, whose
+-- messages it builds page by page after the commit (tasker_step_messages), so a 100,000-step
+-- fan-out never becomes one huge value.
+CREATE OR REPLACE FUNCTION tasker_dispatched(enqueued uuid[]) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+    page constant int := 512;
+BEGIN
+    RETURN jsonb_build_object('messages', tasker_step_messages(COALESCE(enqueued[1:page], '{}')),
+                              'deferred', COALESCE(to_jsonb(enqueued[page + 1:]), '[]'::jsonb));
+END
+$$;
