@@ -2,6 +2,7 @@
 //! arrived, up to a limit), applies each batch in one transaction, publishes the steps it made
 //! ready, then acknowledges the batch.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, Utc};
@@ -16,7 +17,7 @@ use uuid::Uuid;
 use crate::effects::{self, Effects};
 use crate::metrics as m;
 use crate::shared::Shared;
-use crate::store::{self, Store};
+use crate::store::{self, Held};
 
 /// Runs until cancelled (`Ok`) or the broker connection fails (`Err`).
 pub(crate) async fn run(
@@ -29,6 +30,8 @@ pub(crate) async fn run(
     let tag = format!("orchestrator-{}", std::process::id());
     let mut consumer = broker.consume(&queue, &tag, cfg.result_prefetch).await?;
     let dead = DeadLetters::new(broker.clone());
+    // Batches are applied one after another, on one connection kept for them.
+    let held = Arc::new(tokio::sync::Mutex::new(shared.store.held()));
     loop {
         let batch = tokio::select! {
             () = cancel.cancelled() => return Ok(()),
@@ -38,7 +41,7 @@ pub(crate) async fn run(
             .ok_or(tasker_broker::Error::Closed)?
             .into_iter()
             .collect::<Result<Vec<_>, _>>()?;
-        process(shared, &dead, deliveries, cancel).await?;
+        process(shared, &held, &dead, deliveries, cancel).await?;
     }
 }
 
@@ -52,14 +55,23 @@ pub(crate) async fn run(
 /// applied, so the next batch is applied while this one's steps are being published.
 async fn process(
     shared: &Shared,
+    held: &Arc<tokio::sync::Mutex<Held>>,
     dead: &DeadLetters,
     deliveries: Vec<Delivery>,
     cancel: &CancellationToken,
 ) -> Result<(), tasker_broker::Error> {
-    let (shared, dead, cancel) = (shared.clone(), dead.clone(), cancel.clone());
+    let (shared, held, dead, cancel) = (shared.clone(), held.clone(), dead.clone(), cancel.clone());
     let (applied_tx, applied_rx) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
-        let (effects, fate) = match apply(&shared, &dead, &deliveries, &cancel).await {
+        let applied = apply(
+            &shared,
+            &mut *held.lock().await,
+            &dead,
+            &deliveries,
+            &cancel,
+        )
+        .await;
+        let (effects, fate) = match applied {
             Ok(Some(done)) => {
                 let _ = applied_tx.send(Ok(()));
                 done
@@ -103,6 +115,7 @@ async fn process(
 /// the orchestrator is stopping).
 async fn apply(
     shared: &Shared,
+    held: &mut Held,
     dead: &DeadLetters,
     deliveries: &[Delivery],
     cancel: &CancellationToken,
@@ -138,13 +151,7 @@ async fn apply(
     }
     let began = std::time::SystemTime::now();
     let (mut applied, poison) = loop {
-        match apply_isolating(
-            &shared.store,
-            &results,
-            shared.config.orchestrator.result_batch_max,
-        )
-        .await
-        {
+        match apply_isolating(held, &results, shared.config.orchestrator.result_batch_max).await {
             Ok(done) => break done,
             Err(e) => {
                 tracing::error!(error = %e, "applying results failed; retrying");
@@ -306,7 +313,7 @@ impl Serialize for Incoming<'_> {
 /// one poison result costs O(log n) extra statements and never blocks the others. Returns the
 /// effects of what was applied and, by index, each result that could not be.
 async fn apply_isolating(
-    store: &Store,
+    held: &mut Held,
     results: &[Incoming<'_>],
     max: usize,
 ) -> Result<(Effects, Vec<(usize, store::Error)>), store::Error> {
@@ -320,7 +327,7 @@ async fn apply_isolating(
         .rev()
         .collect();
     while let Some((at, len)) = todo.pop() {
-        match store.apply_results(&results[at..at + len]).await {
+        match held.apply_results(&results[at..at + len]).await {
             Ok(effects) => {
                 metrics::histogram!(m::RESULT_BATCH_SIZE.name).record(len as f64);
                 applied.merge(effects)

@@ -367,36 +367,17 @@ impl Store {
     /// Applies a batch of results in one statement (`tasker_apply_results`, one round trip
     /// and one commit), retrying it as a whole on a deadlock.
     pub async fn apply_results<R: Serialize + Sync>(&self, results: &[R]) -> Result<Effects> {
-        // As text, decoded straight into the answer's types: a large fan-out's answer never
-        // becomes a generic JSON tree in memory.
-        let text: String = retry_deadlocks(|| async {
-            Ok(sqlx::query_scalar("SELECT tasker_apply_results($1)::text")
-                .bind(sqlx::types::Json(results))
-                .fetch_one(&self.pool)
-                .await?)
-        })
-        .await?;
-        let row: AppliedRow = serde_json::from_str(&text)
-            .map_err(|e| Error::Corrupt(format!("tasker_apply_results answered: {e}")))?;
-        Ok(Effects {
-            dispatch: row.dispatch.messages,
-            deferred: row.dispatch.deferred,
-            retries: row
-                .retries
-                .into_iter()
-                .map(|r| (r.step_id, Duration::from_millis(r.delay_ms)))
-                .collect(),
-            finished: row
-                .finished
-                .into_iter()
-                .map(|f| (f.task_id, f.state))
-                .collect(),
-            results: Some(ResultCounts {
-                accepted: row.accepted,
-                ignored: row.ignored,
-            }),
-            ..Effects::default()
-        })
+        let mut conn = self.pool.acquire().await?;
+        apply_results_on(&mut conn, results).await
+    }
+
+    /// A connection of this store's pool kept for a caller that runs one statement after
+    /// another ([`Held`]).
+    pub fn held(&self) -> Held {
+        Held {
+            pool: self.pool.clone(),
+            conn: None,
+        }
     }
 
     /// Moves steps whose backoff elapsed from `waiting_retry` to `enqueued` (next attempt).
@@ -435,13 +416,15 @@ impl Store {
     /// the call with, if this call cancelled it, what the cancellation leaves to do; `None` if
     /// there is no such task.
     pub async fn cancel_task(&self, task_id: Uuid) -> Result<Option<(TaskState, Option<Effects>)>> {
-        let cancelled: bool = retry_deadlocks(|| async {
-            Ok(sqlx::query_scalar(
-                "SELECT tasker_end_task($1, 'cancelled', NULL, 'cancelled by request')",
-            )
-            .bind(task_id)
-            .fetch_one(&self.pool)
-            .await?)
+        let cancelled: bool = retry_deadlocks(&mut *self.pool.acquire().await?, |conn| {
+            Box::pin(async move {
+                Ok(sqlx::query_scalar(
+                    "SELECT tasker_end_task($1, 'cancelled', NULL, 'cancelled by request')",
+                )
+                .bind(task_id)
+                .fetch_one(conn)
+                .await?)
+            })
         })
         .await?;
         if cancelled {
@@ -481,17 +464,20 @@ impl Store {
                 finished: Vec<FinishedRow>,
             },
         }
-        let v: Value = retry_deadlocks(|| async {
-            Ok(
-                sqlx::query_scalar("SELECT tasker_repair($1, $2, $3, $4, $5)")
-                    .bind(task_id)
-                    .bind(repair.step)
-                    .bind(&repair.resolution)
-                    .bind(&repair.by)
-                    .bind(&repair.reason)
-                    .fetch_one(&self.pool)
-                    .await?,
-            )
+        let v: Value = retry_deadlocks(&mut *self.pool.acquire().await?, |conn| {
+            let repair = repair.clone();
+            Box::pin(async move {
+                Ok(
+                    sqlx::query_scalar("SELECT tasker_repair($1, $2, $3, $4, $5)")
+                        .bind(task_id)
+                        .bind(repair.step)
+                        .bind(repair.resolution)
+                        .bind(repair.by)
+                        .bind(repair.reason)
+                        .fetch_one(conn)
+                        .await?,
+                )
+            })
         })
         .await?;
         Ok(match decode::<Row>("tasker_repair", v)? {
@@ -616,16 +602,86 @@ pub fn migrator() -> sqlx::migrate::Migrator {
     sqlx::migrate!("./migrations")
 }
 
+/// A connection kept out of the pool for one caller that runs its statements one after
+/// another (the result processor, batch after batch): sqlx checks a pooled connection with a
+/// round trip to PostgreSQL when it is taken and again when it is given back, which at one
+/// result a batch were two of the three round trips a batch made. After a failure to reach
+/// the database the connection goes back to the pool (which checks it) and the next statement
+/// takes another.
+#[derive(Debug)]
+pub struct Held {
+    pool: PgPool,
+    conn: Option<sqlx::pool::PoolConnection<sqlx::Postgres>>,
+}
+
+impl Held {
+    /// [`Store::apply_results`] on the held connection.
+    pub async fn apply_results<R: Serialize + Sync>(&mut self, results: &[R]) -> Result<Effects> {
+        let conn = match &mut self.conn {
+            Some(conn) => conn,
+            None => self.conn.insert(self.pool.acquire().await?),
+        };
+        let applied = apply_results_on(conn, results).await;
+        if let Err(Error::Unavailable(_)) = &applied {
+            self.conn = None;
+        }
+        applied
+    }
+}
+
+/// `tasker_apply_results` on `conn`, retried as a whole on a deadlock.
+async fn apply_results_on<R: Serialize + Sync>(
+    conn: &mut sqlx::PgConnection,
+    results: &[R],
+) -> Result<Effects> {
+    // As text, decoded straight into the answer's types: a large fan-out's answer never
+    // becomes a generic JSON tree in memory.
+    let batch = serde_json::to_string(results)
+        .map_err(|e| Error::Corrupt(format!("a result batch does not encode: {e}")))?;
+    let text: String = retry_deadlocks(conn, |conn| {
+        let batch = batch.clone();
+        Box::pin(async move {
+            Ok(
+                sqlx::query_scalar("SELECT tasker_apply_results($1::jsonb)::text")
+                    .bind(batch)
+                    .fetch_one(conn)
+                    .await?,
+            )
+        })
+    })
+    .await?;
+    let row: AppliedRow = serde_json::from_str(&text)
+        .map_err(|e| Error::Corrupt(format!("tasker_apply_results answered: {e}")))?;
+    Ok(Effects {
+        dispatch: row.dispatch.messages,
+        deferred: row.dispatch.deferred,
+        retries: row
+            .retries
+            .into_iter()
+            .map(|r| (r.step_id, Duration::from_millis(r.delay_ms)))
+            .collect(),
+        finished: row
+            .finished
+            .into_iter()
+            .map(|f| (f.task_id, f.state))
+            .collect(),
+        results: Some(ResultCounts {
+            accepted: row.accepted,
+            ignored: row.ignored,
+        }),
+        ..Effects::default()
+    })
+}
+
 /// Runs a statement that is its own transaction, again (up to five times) when PostgreSQL chose
 /// it as a deadlock victim or failed it for serialization: the whole statement is retried.
-async fn retry_deadlocks<T, F, Fut>(mut statement: F) -> Result<T>
+async fn retry_deadlocks<T, F>(conn: &mut sqlx::PgConnection, mut statement: F) -> Result<T>
 where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T>>,
+    F: for<'c> FnMut(&'c mut sqlx::PgConnection) -> futures_util::future::BoxFuture<'c, Result<T>>,
 {
     let mut attempt = 0;
     loop {
-        match statement().await {
+        match statement(&mut *conn).await {
             Err(e) if e.is_retryable() && attempt < 5 => {
                 attempt += 1;
                 tracing::debug!(error = %e, attempt, "retrying after a deadlock");
