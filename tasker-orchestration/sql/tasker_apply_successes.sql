@@ -22,12 +22,15 @@ LANGUAGE plpgsql
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 DECLARE
     completed uuid[];
+    -- One instant for the whole batch: the parts of one statement run in no set order, and a
+    -- step's children must not look dispatched before its result was processed.
+    instant timestamptz := clock_timestamp();
 BEGIN
     WITH done AS (
         UPDATE steps s SET state = 'completed', result = x.r->'outcome'->'result',
                            started_at = (x.r->>'started_at')::timestamptz,
                            finished_at = (x.r->>'finished_at')::timestamptz,
-                           worker = x.r->>'worker', processed_at = clock_timestamp()
+                           worker = x.r->>'worker', processed_at = instant
         FROM unnest(ids, results) AS x(id, r)
         WHERE s.id = x.id
     ), counted AS (
@@ -50,7 +53,7 @@ BEGIN
                            publish_count = CASE WHEN k.resolved AND k.runnable THEN 1
                                                 ELSE s.publish_count END,
                            dispatched_at = CASE WHEN k.resolved AND k.runnable
-                                                THEN clock_timestamp() ELSE s.dispatched_at END,
+                                                THEN instant ELSE s.dispatched_at END,
                            dispatched_by = CASE WHEN k.resolved AND k.runnable
                                                 THEN tasker_orchestrator() ELSE s.dispatched_by END
         FROM kids k WHERE s.id = k.id
@@ -66,7 +69,7 @@ BEGIN
         -- A running task whose last open step closed completes, in the same update.
         UPDATE tasks t SET open_steps = t.open_steps - o.n,
                            state = CASE WHEN o.ends THEN 'complete' ELSE t.state END,
-                           completed_at = CASE WHEN o.ends THEN clock_timestamp()
+                           completed_at = CASE WHEN o.ends THEN instant
                                                ELSE t.completed_at END
         FROM owners o WHERE t.id = o.id
         RETURNING t.id, o.ends AS ended
