@@ -159,7 +159,13 @@ async fn serve(args: Args, registry: Registry) -> Result<(), Error> {
         }
         on_signal.cancel();
     });
-    worker.run(stop).await;
+    // On the runtime's worker threads, not on this one (which `block_on` runs): from there a
+    // step's handler task, its completion and its result publication stay on the thread that
+    // took the step, where from this thread each would wake another.
+    let running = tokio::spawn(async move { worker.run(stop).await });
+    if let Err(e) = running.await {
+        tracing::error!(error = %e, "the worker task failed");
+    }
     stopped.cancel();
     tracing::info!("tasker worker stopped");
     Ok(())
