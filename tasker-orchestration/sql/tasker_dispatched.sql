@@ -6,7 +6,11 @@ CREATE OR REPLACE FUNCTION tasker_dispatched(enqueued uuid[]) RETURNS jsonb LANG
 DECLARE
     page constant int := 512;
 BEGIN
-    RETURN jsonb_build_object('messages', tasker_step_messages(COALESCE(enqueued[1:page], '{}')),
+    IF COALESCE(cardinality(enqueued), 0) = 0 THEN
+        -- A batch that enqueues nothing (a task's last step, a join still waiting) needs no query.
+        RETURN jsonb_build_object('messages', '[]'::jsonb, 'deferred', '[]'::jsonb);
+    END IF;
+    RETURN jsonb_build_object('messages', tasker_step_messages(enqueued[1:page]),
                               'deferred', COALESCE(to_jsonb(enqueued[page + 1:]), '[]'::jsonb));
 END
 $$;
