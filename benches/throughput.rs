@@ -20,9 +20,12 @@
 //! Beside them, in the same run:
 //! - a **floor**: the same hops per step (a durable commit, a confirmed publish, a consume, a
 //!   confirmed publish back, a consume, a durable commit) with commits and confirms pipelined
-//!   and batched as far as they go — the most this machine allows for 4-step chains;
+//!   and batched as far as they go — the most this machine allows for 4-step chains — driven
+//!   closed- and open-loop like the scenarios, so each figure has the floor's beside it;
 //! - a **peer**: a 4-task Celery chain over the same RabbitMQ (`benches/peers/celery_chain.py`,
-//!   run with `TASKER_CELERY_PYTHON`, which the cargo-make task sets up in a throwaway venv);
+//!   run with `TASKER_CELERY_PYTHON`, which the cargo-make task sets up in a throwaway venv),
+//!   and `linear_rust` once more, open loop at the rate the peer was offered at 50% of its
+//!   saturation, to compare latencies at one load;
 //! - **scale**: one 100,000-step fan-out, timed end to end, with the peak resident memory of the
 //!   orchestrator and the worker sampled while it runs.
 //!
@@ -318,6 +321,42 @@ impl Completions {
 // ---------------------------------------------------------------------------------------------
 // Load
 
+/// What the load generators drive: one task (or one floor chain) from its start to its end.
+trait Load: Send + Sync + 'static {
+    fn name(&self) -> &str;
+    fn steps(&self) -> usize;
+    /// Runs one; returns its latency.
+    fn one(&self) -> impl std::future::Future<Output = anyhow::Result<Duration>> + Send;
+    /// The processes' batch-size histograms so far (none by default).
+    fn histograms(&self) -> impl std::future::Future<Output = Histograms> + Send {
+        async { Histograms::default() }
+    }
+}
+
+/// A scenario's tasks, through the stack's REST API.
+struct Tasks {
+    stack: Arc<Stack>,
+    sc: Scenario,
+}
+
+impl Load for Tasks {
+    fn name(&self) -> &str {
+        self.sc.name
+    }
+
+    fn steps(&self) -> usize {
+        self.sc.steps
+    }
+
+    async fn one(&self) -> anyhow::Result<Duration> {
+        self.stack.one(&self.sc).await
+    }
+
+    async fn histograms(&self) -> Histograms {
+        self.stack.histograms().await
+    }
+}
+
 struct Scenario {
     name: &'static str,
     worker: &'static str,
@@ -382,17 +421,12 @@ struct Window {
 /// `concurrency` clients, each creating a task and waiting for it, in a loop. The tasks that
 /// finish inside the measured window count (whenever they started, so a level whose latency is
 /// close to the window is not undercounted).
-async fn closed_loop(
-    stack: &Arc<Stack>,
-    sc: &Arc<Scenario>,
-    concurrency: usize,
-    w: Window,
-) -> Level {
+async fn closed_loop<L: Load>(load: &Arc<L>, concurrency: usize, w: Window) -> Level {
     let start = Instant::now();
     let (from, to) = (start + w.warmup, start + w.warmup + w.measure);
     let mut clients = Vec::with_capacity(concurrency);
     for _ in 0..concurrency {
-        let (stack, sc) = (stack.clone(), sc.clone());
+        let load = load.clone();
         clients.push(tokio::spawn(async move {
             let (mut lat, mut errors) = (Vec::new(), 0usize);
             loop {
@@ -400,13 +434,13 @@ async fn closed_loop(
                 if began >= to {
                     break;
                 }
-                match stack.one(&sc).await {
+                match load.one().await {
                     Ok(d) if (from..=to).contains(&(began + d)) => lat.push(d),
                     Ok(_) => {}
                     Err(e) => {
                         errors += 1;
                         if errors == 1 {
-                            eprintln!("{}: {e:#}", sc.name);
+                            eprintln!("{}: {e:#}", load.name());
                         }
                     }
                 }
@@ -421,14 +455,14 @@ async fn closed_loop(
             errors += e;
         }
     }
-    let mut level = Level::new(lat, errors, w.measure, sc.steps);
+    let mut level = Level::new(lat, errors, w.measure, load.steps());
     level.concurrency = Some(concurrency);
     level
 }
 
 /// Tasks offered at a steady `rate` per second regardless of how fast they finish (each in a
 /// tokio task of its own), for the measured window.
-async fn open_loop(stack: &Arc<Stack>, sc: &Arc<Scenario>, rate: f64, w: Window) -> Level {
+async fn open_loop<L: Load>(load: &Arc<L>, rate: f64, w: Window) -> Level {
     let interval = Duration::from_secs_f64(1.0 / rate.max(0.1));
     let start = Instant::now();
     let (from, to) = (start + w.warmup, start + w.warmup + w.measure);
@@ -440,9 +474,11 @@ async fn open_loop(stack: &Arc<Stack>, sc: &Arc<Scenario>, rate: f64, w: Window)
         if now >= to {
             break;
         }
-        let (stack, sc) = (stack.clone(), sc.clone());
+        let load = load.clone();
         running.push(tokio::spawn(async move {
-            (now >= from).then_some(stack.one(&sc).await)
+            // Offered during the warm-up too; counted after it.
+            let r = load.one().await;
+            (now >= from).then_some(r)
         }));
     }
     let (mut lat, mut errors) = (Vec::new(), 0);
@@ -453,11 +489,76 @@ async fn open_loop(stack: &Arc<Stack>, sc: &Arc<Scenario>, rate: f64, w: Window)
             _ => errors += 1,
         }
     }
-    let mut level = Level::new(lat, errors, w.measure, sc.steps);
+    let mut level = Level::new(lat, errors, w.measure, load.steps());
     level.tasks_per_s = level.tasks as f64 / w.measure.as_secs_f64();
-    level.steps_per_s = level.tasks_per_s * sc.steps as f64;
+    level.steps_per_s = level.tasks_per_s * load.steps() as f64;
     level.offered_tasks_per_s = Some(rate);
     level
+}
+
+/// A load's figures: every closed-loop level, the best of them, the open-loop levels at
+/// fractions of it, and the batch sizes formed during the best.
+struct Levels {
+    closed: Vec<Level>,
+    open: Vec<Level>,
+    saturation: Option<Level>,
+    batches: Value,
+}
+
+impl Levels {
+    /// p50 at concurrency 1.
+    fn idle_p50(&self) -> Option<f64> {
+        self.closed
+            .iter()
+            .find(|l| l.concurrency == Some(1))
+            .map(|l| l.p50_ms)
+    }
+}
+
+/// Drives `load` closed-loop at each concurrency of `levels`, then open-loop at each fraction of
+/// the saturated rate (and at the fixed rates of `TASKER_THROUGHPUT_RATES`, printed only).
+async fn load_levels<L: Load>(
+    load: &Arc<L>,
+    levels: &[usize],
+    fractions: &[f64],
+    w: Window,
+) -> Levels {
+    let name = load.name().to_owned();
+    let mut closed: Vec<Level> = Vec::new();
+    let mut batches = Value::Null;
+    for &c in levels {
+        let before = load.histograms().await;
+        let l = closed_loop(load, c, w).await;
+        print_level(&format!("{name}  c={c}"), &l);
+        if closed.iter().all(|b| b.tasks_per_s < l.tasks_per_s) {
+            batches = load.histograms().await.since(&before);
+        }
+        closed.push(l);
+    }
+    let saturation = closed
+        .iter()
+        .max_by(|a, b| a.tasks_per_s.total_cmp(&b.tasks_per_s))
+        .cloned();
+    // Fixed offered rates, to compare builds at the same load.
+    for rate in env_list("TASKER_THROUGHPUT_RATES", "") {
+        let l = open_loop(load, rate as f64, w).await;
+        print_level(&format!("{name}  {rate} tasks/s offered"), &l);
+    }
+    let mut open = Vec::new();
+    if let Some(sat) = &saturation {
+        for &f in fractions {
+            let mut l = open_loop(load, sat.tasks_per_s * f, w).await;
+            l.fraction = Some(f);
+            print_level(&format!("{name}  {:.0}% of saturation", f * 100.0), &l);
+            open.push(l);
+        }
+    }
+    Levels {
+        closed,
+        open,
+        saturation,
+        batches,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -558,147 +659,154 @@ impl Histograms {
 // ---------------------------------------------------------------------------------------------
 // The floor
 
+/// Steps in a floor chain.
+const FLOOR_STEPS: usize = 4;
+
 /// The same hops as a 4-step chain — per step a durable commit, a confirmed publish, a consume,
 /// a confirmed publish back, a consume, a durable commit — with every commit and confirm round
-/// batched over whatever has arrived: the most this machine allows for them.
-async fn floor(env: &TestEnv, concurrency: usize, w: Window) -> anyhow::Result<Level> {
-    const STEPS: u32 = 4;
-    let pool = PgPool::connect(&env.config.database_url).await?;
-    sqlx::query("CREATE TABLE IF NOT EXISTS bench_floor (id uuid PRIMARY KEY, step int NOT NULL)")
+/// batched over whatever has arrived: the most this machine allows for them. Started once, its
+/// hops serve every load level; [`Load::one`] runs one chain.
+struct Floor {
+    pool: PgPool,
+    broker: Broker,
+    publisher: tasker_broker::Publisher,
+    out_queue: String,
+    /// Chains started and not finished yet, by id.
+    waiting: Arc<Mutex<HashMap<Uuid, oneshot::Sender<()>>>>,
+    cancel: tokio_util::sync::CancellationToken,
+    hops: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl Floor {
+    async fn start(env: &TestEnv) -> anyhow::Result<Floor> {
+        let pool = PgPool::connect(&env.config.database_url).await?;
+        sqlx::query(
+            "CREATE TABLE IF NOT EXISTS bench_floor (id uuid PRIMARY KEY, step int NOT NULL)",
+        )
         .execute(&pool)
         .await?;
-    let prefix = format!("{}.floor", env.config.queue_prefix);
-    let broker = Broker::connect(&env.config.amqp_url, &prefix, "bench-floor").await?;
-    broker.declare(&["out".to_owned()]).await?;
-    let out_queue = topology::steps_queue(&prefix, "out");
-    let back_queue = topology::results_queue(&prefix);
-    let cancel = tokio_util::sync::CancellationToken::new();
+        let prefix = format!("{}.floor", env.config.queue_prefix);
+        let broker = Broker::connect(&env.config.amqp_url, &prefix, "bench-floor").await?;
+        broker.declare(&["out".to_owned()]).await?;
+        let out_queue = topology::steps_queue(&prefix, "out");
+        let back_queue = topology::results_queue(&prefix);
+        let cancel = tokio_util::sync::CancellationToken::new();
 
-    // The "worker": consume steps in batches, send each back in one confirm round, ack.
-    let worker = {
-        let back_queue = back_queue.clone();
-        relay(
-            broker.consume(&out_queue, "floor-worker", 512).await?,
-            broker.publisher().await?,
-            cancel.clone(),
-            move |ids| {
-                let out = ids
-                    .into_iter()
-                    .map(|id| Outgoing {
-                        queue: back_queue.clone(),
-                        payload: id.as_bytes().to_vec(),
-                    })
-                    .collect();
-                async move { Some(out) }
-            },
-        )
-    };
+        // The "worker": consume steps in batches, send each back in one confirm round, ack.
+        let worker = {
+            let back_queue = back_queue.clone();
+            relay(
+                broker.consume(&out_queue, "floor-worker", 512).await?,
+                broker.publisher().await?,
+                cancel.clone(),
+                move |ids| {
+                    let out = ids
+                        .into_iter()
+                        .map(|id| Outgoing {
+                            queue: back_queue.clone(),
+                            payload: id.as_bytes().to_vec(),
+                        })
+                        .collect();
+                    async move { Some(out) }
+                },
+            )
+        };
 
-    // The "orchestrator": consume results in batches, commit them in one transaction (one row
-    // update per step), publish the next steps in one confirm round, ack; a chain is done
-    // after STEPS steps.
-    let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Uuid>();
-    let publisher = Arc::new(broker.publisher().await?);
-    let orchestrator = {
-        let (pool, out_queue) = (pool.clone(), out_queue.clone());
-        relay(
-            broker
-                .consume(&back_queue, "floor-orchestrator", 512)
-                .await?,
-            broker.publisher().await?,
-            cancel.clone(),
-            move |ids| {
-                let (pool, out_queue, done_tx) = (pool.clone(), out_queue.clone(), done_tx.clone());
-                async move {
-                    let steps: Vec<(Uuid, i32)> = sqlx::query_as(
-                        "UPDATE bench_floor SET step = step + 1 WHERE id = ANY($1) RETURNING id, step",
-                    )
-                    .bind(&ids)
-                    .fetch_all(&pool)
-                    .await
-                    .ok()?;
-                    let mut next = Vec::new();
-                    for (id, step) in steps {
-                        if step < STEPS as i32 {
-                            next.push(Outgoing {
-                                queue: out_queue.clone(),
-                                payload: id.as_bytes().to_vec(),
-                            });
-                        } else {
-                            let _ = done_tx.send(id);
+        // The "orchestrator": consume results in batches, commit them in one transaction (one
+        // row update per step), publish the next steps in one confirm round, ack; a chain is
+        // done after FLOOR_STEPS steps.
+        let waiting: Arc<Mutex<HashMap<Uuid, oneshot::Sender<()>>>> = Arc::default();
+        let orchestrator = {
+            let (pool, out_queue, waiting) = (pool.clone(), out_queue.clone(), waiting.clone());
+            relay(
+                broker
+                    .consume(&back_queue, "floor-orchestrator", 512)
+                    .await?,
+                broker.publisher().await?,
+                cancel.clone(),
+                move |ids| {
+                    let (pool, out_queue, waiting) =
+                        (pool.clone(), out_queue.clone(), waiting.clone());
+                    async move {
+                        let steps: Vec<(Uuid, i32)> = sqlx::query_as(
+                            "UPDATE bench_floor SET step = step + 1 WHERE id = ANY($1) RETURNING id, step",
+                        )
+                        .bind(&ids)
+                        .fetch_all(&pool)
+                        .await
+                        .ok()?;
+                        let mut next = Vec::new();
+                        for (id, step) in steps {
+                            if step < FLOOR_STEPS as i32 {
+                                next.push(Outgoing {
+                                    queue: out_queue.clone(),
+                                    payload: id.as_bytes().to_vec(),
+                                });
+                            } else if let Some(tx) = waiting.lock().unwrap().remove(&id) {
+                                let _ = tx.send(());
+                            }
                         }
+                        Some(next)
                     }
-                    Some(next)
-                }
-            },
-        )
-    };
+                },
+            )
+        };
+        Ok(Floor {
+            publisher: broker.publisher().await?,
+            pool,
+            broker,
+            out_queue,
+            waiting,
+            cancel,
+            hops: Mutex::new(vec![worker, orchestrator]),
+        })
+    }
 
-    // The clients: start a chain (commit + publish its first step), wait for its end.
-    let waiting: Arc<Mutex<HashMap<Uuid, oneshot::Sender<()>>>> = Arc::default();
-    {
-        let waiting = waiting.clone();
-        tokio::spawn(async move {
-            while let Some(id) = done_rx.recv().await {
-                if let Some(tx) = waiting.lock().unwrap().remove(&id) {
-                    let _ = tx.send(());
-                }
-            }
-        });
-    }
-    let start = Instant::now();
-    let (from, to) = (start + w.warmup, start + w.warmup + w.measure);
-    let mut clients = Vec::new();
-    for _ in 0..concurrency {
-        let (pool, publisher, out_queue, waiting) = (
-            pool.clone(),
-            publisher.clone(),
-            out_queue.clone(),
-            waiting.clone(),
-        );
-        clients.push(tokio::spawn(async move {
-            let mut lat = Vec::new();
-            loop {
-                let began = Instant::now();
-                if began >= to {
-                    break;
-                }
-                let id = Uuid::now_v7();
-                let (tx, rx) = oneshot::channel();
-                waiting.lock().unwrap().insert(id, tx);
-                sqlx::query("INSERT INTO bench_floor VALUES ($1, 0)")
-                    .bind(id)
-                    .execute(&pool)
-                    .await?;
-                publisher
-                    .publish_all(&[Outgoing {
-                        queue: out_queue.clone(),
-                        payload: id.as_bytes().to_vec(),
-                    }])
-                    .await?;
-                tokio::time::timeout(Duration::from_secs(60), rx).await??;
-                let d = began.elapsed();
-                if (from..=to).contains(&(began + d)) {
-                    lat.push(d);
-                }
-            }
-            anyhow::Ok(lat)
-        }));
-    }
-    let mut lat = Vec::new();
-    let mut errors = 0;
-    for c in clients {
-        match c.await {
-            Ok(Ok(l)) => lat.extend(l),
-            _ => errors += 1,
+    async fn stop(&self) {
+        self.cancel.cancel();
+        let hops = std::mem::take(&mut *self.hops.lock().unwrap());
+        for hop in hops {
+            let _ = hop.await;
         }
+        self.broker.close().await;
     }
-    cancel.cancel();
-    let _ = (worker.await, orchestrator.await);
-    broker.close().await;
-    let mut level = Level::new(lat, errors, w.measure, STEPS as usize);
-    level.concurrency = Some(concurrency);
-    Ok(level)
+}
+
+impl Load for Floor {
+    fn name(&self) -> &str {
+        "floor_4_steps"
+    }
+
+    fn steps(&self) -> usize {
+        FLOOR_STEPS
+    }
+
+    /// Starts a chain (commit + publish its first step) and waits for its end.
+    async fn one(&self) -> anyhow::Result<Duration> {
+        let began = Instant::now();
+        let id = Uuid::now_v7();
+        let (tx, rx) = oneshot::channel();
+        self.waiting.lock().unwrap().insert(id, tx);
+        let chain = async {
+            sqlx::query("INSERT INTO bench_floor VALUES ($1, 0)")
+                .bind(id)
+                .execute(&self.pool)
+                .await?;
+            self.publisher
+                .publish_all(&[Outgoing {
+                    queue: self.out_queue.clone(),
+                    payload: id.as_bytes().to_vec(),
+                }])
+                .await?;
+            tokio::time::timeout(Duration::from_secs(60), rx).await??;
+            anyhow::Ok(began.elapsed())
+        };
+        let result = chain.await;
+        if result.is_err() {
+            self.waiting.lock().unwrap().remove(&id);
+        }
+        result
+    }
 }
 
 /// One hop of the floor until cancelled: take what has arrived (up to 256 messages, each a
@@ -893,15 +1001,20 @@ async fn run() -> anyhow::Result<()> {
     let mut summary = serde_json::Map::new();
 
     if wanted("floor") {
-        let mut closed = Vec::new();
-        for &c in &levels {
-            let l = floor(&stack.env, c, w).await?;
-            print_level(&format!("floor_4_steps  c={c}"), &l);
-            closed.push(l);
-        }
-        summary.insert("floor_4_steps".into(), json!({"closed_loop": closed}));
+        let floor = Arc::new(Floor::start(&stack.env).await?);
+        let figures = load_levels(&floor, &levels, &fractions, w).await;
+        floor.stop().await;
+        summary.insert(
+            "floor_4_steps".into(),
+            json!({
+                "idle_p50_ms": figures.idle_p50(), "closed_loop": figures.closed,
+                "open_loop": figures.open, "saturation": figures.saturation,
+            }),
+        );
     }
 
+    // Kept for a level at the Celery chain's own load, once the peer has run.
+    let mut linear_rust: Option<Arc<Tasks>> = None;
     for sc in scenarios {
         if !wanted(sc.name) {
             continue;
@@ -909,53 +1022,28 @@ async fn run() -> anyhow::Result<()> {
         if !stack.workers.contains_key(sc.worker) {
             continue;
         }
-        let sc = Arc::new(sc);
+        let (name, worker, steps) = (sc.name, sc.worker, sc.steps);
+        let tasks = Arc::new(Tasks {
+            stack: stack.clone(),
+            sc,
+        });
         // Warm the path (connections, statement caches) before measuring.
         for _ in 0..10 {
-            stack.one(&sc).await?;
+            tasks.one().await?;
         }
-        let mut closed = Vec::new();
-        let mut batches = Value::Null;
-        for &c in &levels {
-            let before = stack.histograms().await;
-            let l = closed_loop(&stack, &sc, c, w).await;
-            print_level(&format!("{}  c={c}", sc.name), &l);
-            let best = closed.iter().all(|b: &Level| b.tasks_per_s < l.tasks_per_s);
-            if best {
-                batches = stack.histograms().await.since(&before);
-            }
-            closed.push(l);
-        }
-        let saturation = closed
-            .iter()
-            .max_by(|a, b| a.tasks_per_s.total_cmp(&b.tasks_per_s))
-            .cloned();
-        let mut open = Vec::new();
-        // Fixed offered rates, to compare builds at the same load.
-        for rate in env_list("TASKER_THROUGHPUT_RATES", "") {
-            let l = open_loop(&stack, &sc, rate as f64, w).await;
-            print_level(&format!("{}  {rate} tasks/s offered", sc.name), &l);
-        }
-        if let Some(sat) = &saturation {
-            for f in fractions {
-                let mut l = open_loop(&stack, &sc, sat.tasks_per_s * f, w).await;
-                l.fraction = Some(f);
-                print_level(&format!("{}  {:.0}% of saturation", sc.name, f * 100.0), &l);
-                open.push(l);
-            }
-        }
-        let idle_p50 = closed
-            .iter()
-            .find(|l| l.concurrency == Some(1))
-            .map(|l| l.p50_ms);
+        let figures = load_levels(&tasks, &levels, &fractions, w).await;
         summary.insert(
-            sc.name.into(),
+            name.into(),
             json!({
-                "worker": sc.worker, "steps_per_task": sc.steps,
-                "closed_loop": closed, "open_loop": open, "saturation": saturation,
-                "idle_p50_ms": idle_p50, "batch_sizes_at_saturation": batches,
+                "worker": worker, "steps_per_task": steps,
+                "idle_p50_ms": figures.idle_p50(), "closed_loop": figures.closed,
+                "open_loop": figures.open, "saturation": figures.saturation,
+                "batch_sizes_at_saturation": figures.batches,
             }),
         );
+        if name == "linear_rust" {
+            linear_rust = Some(tasks);
+        }
     }
 
     if wanted("fanout_100k") {
@@ -974,8 +1062,27 @@ async fn run() -> anyhow::Result<()> {
     if wanted("celery") {
         let peer = celery(&stack.env, &levels, seconds).await;
         println!("celery peer: {peer}");
+        // Latency compared at one load: `linear_rust` offered the rate the peer was offered at
+        // 50% of its own saturation.
+        let peer_half = peer["open_loop"].as_array().and_then(|levels| {
+            levels
+                .iter()
+                .find(|l| l["fraction"].as_f64() == Some(0.5))
+                .and_then(|l| l["offered_tasks_per_s"].as_f64())
+        });
+        if let (Some(tasks), Some(rate)) = (&linear_rust, peer_half) {
+            let l = open_loop(tasks, rate, w).await;
+            print_level(
+                &format!("linear_rust  {rate:.1} tasks/s (Celery's 50%)"),
+                &l,
+            );
+            if let Some(Value::Object(s)) = summary.get_mut("linear_rust") {
+                s.insert("at_peer_half_rate".into(), json!(l));
+            }
+        }
         summary.insert("celery_chain_4".into(), peer);
     }
+    drop(linear_rust);
 
     write_bench_summary(
         "throughput",

@@ -142,8 +142,9 @@ def saturation_table(scenarios):
                     f"{num(idle_p50)} |")
 
     if "floor_4_steps" in scenarios:
-        closed = scenarios["floor_4_steps"].get("closed_loop")
-        row("floor (4 steps)", 4, best(closed), idle(closed))
+        floor = scenarios["floor_4_steps"]
+        closed = floor.get("closed_loop")
+        row("floor (4 steps)", 4, floor.get("saturation") or best(closed), idle(closed))
     for name in SCENARIOS:
         s = scenarios.get(name)
         if s:
@@ -211,6 +212,13 @@ def targets(scenarios):
     if p99_half is not None and lr_idle:
         check(f"`linear_rust` p99 at 50% of saturation ({p99_half:.2f} ms) ≤ 3 × idle p50 "
               f"({lr_idle:.2f} ms)", p99_half / lr_idle, 3.0, unit="×")
+    # The same ratio for the floor: what the hops alone allow on this machine.
+    floor = scenarios.get("floor_4_steps") or {}
+    f_idle = value(floor.get("idle_p50_ms")) or idle(floor.get("closed_loop"))
+    f_p99 = value((at_fraction(floor.get("open_loop"), 0.5) or {}).get("p99_ms"))
+    if f_p99 is not None and f_idle:
+        check(f"for reference, the floor's p99 at 50% of its saturation ({f_p99:.2f} ms) ≤ 3 × its "
+              f"idle p50 ({f_idle:.2f} ms)", f_p99 / f_idle, 3.0, unit="×")
 
     f = scenarios.get("fanout_100k") or {}
     if "failed" not in f and (value(f.get("steps")) or 0) - 2 >= 100_000:
@@ -229,6 +237,13 @@ def targets(scenarios):
               unit=" ms", strict=True)
         check("`linear_rust` p50 at 50% of saturation < Celery chain's p50 at 50% of its saturation",
               lr_half.get("p50_ms"), c_half.get("p50_ms"), unit=" ms", strict=True)
+        # The same load for both: the rate the peer was offered at 50% of its saturation.
+        same = lr.get("at_peer_half_rate") or {}
+        rate = value(same.get("offered_tasks_per_s"))
+        if rate is not None:
+            for q in ("p50", "p99"):
+                check(f"`linear_rust` {q} < Celery chain's {q}, both offered {rate:.1f} tasks/s",
+                      same.get(f"{q}_ms"), c_half.get(f"{q}_ms"), unit=" ms", strict=True)
     if not rows:
         return []
     return ["## Targets in this run", "", "| target | measured | limit | |", "|---|---:|---:|---|",
@@ -239,8 +254,12 @@ def details(scenarios):
     """Per scenario (and the floor and the peer): every load level, and the batch sizes."""
     body, batched = [], False
     if "floor_4_steps" in scenarios:
-        closed = scenarios["floor_4_steps"].get("closed_loop") or []
-        body += ["### Floor (4 steps)", "", "Closed loop:", "", *closed_table(closed, best(closed)), ""]
+        floor = scenarios["floor_4_steps"]
+        closed = floor.get("closed_loop") or []
+        body += ["### Floor (4 steps)", "", "Closed loop:", "",
+                 *closed_table(closed, floor.get("saturation") or best(closed)), ""]
+        if floor.get("open_loop"):
+            body += ["Open loop:", "", *open_table(floor["open_loop"]), ""]
     for name in SCENARIOS:
         s = scenarios.get(name)
         if not s:
@@ -252,6 +271,9 @@ def details(scenarios):
             body += ["Closed loop:", "", *closed_table(s["closed_loop"], saturation), ""]
         if s.get("open_loop"):
             body += ["Open loop:", "", *open_table(s["open_loop"]), ""]
+        if s.get("at_peer_half_rate"):
+            body += ["At the Celery chain's 50% rate (the same load as the peer's 50% level):", "",
+                     *open_table([s["at_peer_half_rate"]]), ""]
         batches = s.get("batch_sizes_at_saturation")
         if batches:
             batched = True
