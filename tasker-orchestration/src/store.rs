@@ -636,14 +636,16 @@ async fn apply_results_on<R: Serialize + Sync>(
 ) -> Result<Effects> {
     // As text, decoded straight into the answer's types: a large fan-out's answer never
     // becomes a generic JSON tree in memory.
-    let batch = serde_json::to_string(results)
-        .map_err(|e| Error::Corrupt(format!("a result batch does not encode: {e}")))?;
+    // Encoded once; a retry shares it instead of copying it.
+    let batch: std::sync::Arc<str> = serde_json::to_string(results)
+        .map_err(|e| Error::Corrupt(format!("a result batch does not encode: {e}")))?
+        .into();
     let text: String = retry_deadlocks(conn, |conn| {
         let batch = batch.clone();
         Box::pin(async move {
             Ok(
                 sqlx::query_scalar("SELECT tasker_apply_results($1::jsonb)::text")
-                    .bind(batch)
+                    .bind(&*batch)
                     .fetch_one(conn)
                     .await?,
             )
