@@ -25,16 +25,47 @@ pub struct JobView {
 
 /// An outcome reported by the language side:
 /// `{"id": 7, "status": "success", "result": …}` or
-/// `{"id": 7, "status": "failure", "retryable": true, "error": {"kind", "message", "backtrace"}}`.
+/// `{"id": 7, "status": "failure", "retryable": true, "error": {"kind", "message", "backtrace"}}`,
+/// with the handler's `started_at` and `finished_at` as seconds since the Unix epoch (a number:
+/// `time.time()`, `Date.now() / 1000`) or RFC 3339 text. The core takes the time it handed the
+/// job out, and the time of the report, for one left out.
 #[derive(Debug, Clone, Deserialize)]
 pub struct OutcomeView {
     pub id: u64,
     #[serde(flatten)]
     pub outcome: Outcome,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "instant")]
     pub started_at: Option<DateTime<Utc>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "instant")]
     pub finished_at: Option<DateTime<Utc>>,
+}
+
+/// An outcome's timestamp: epoch seconds (cheap for the language side to take; formatting a
+/// date costs a handler thread more than the rest of its report) or RFC 3339 text.
+fn instant<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<DateTime<Utc>>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Stamp {
+        Seconds(f64),
+        Text(DateTime<Utc>),
+    }
+    match Option::<Stamp>::deserialize(d)? {
+        None => Ok(None),
+        Some(Stamp::Text(t)) => Ok(Some(t)),
+        Some(Stamp::Seconds(s)) => {
+            let micros = (s * 1e6).round();
+            // Within chrono's range (and finite): anything else is not a time.
+            (micros.is_finite() && micros.abs() < 8.0e18)
+                .then(|| DateTime::from_timestamp_micros(micros as i64))
+                .flatten()
+                .map(Some)
+                .ok_or_else(|| {
+                    serde::de::Error::custom(format!(
+                        "{s} is not a time in seconds since the epoch"
+                    ))
+                })
+        }
+    }
 }
 
 /// Errors of the batch interface.
@@ -259,6 +290,32 @@ mod tests {
                 result: json!({"ok": true})
             }
         );
+    }
+
+    #[test]
+    fn outcome_times_are_epoch_seconds_or_rfc3339_text() {
+        let parse = |json: &str| serde_json::from_str::<Vec<OutcomeView>>(json);
+        let o = parse(
+            r#"[{"id": 1, "status": "success", "result": 1,
+                 "started_at": 1764140400.25, "finished_at": "2025-11-26T07:00:00.5Z"}]"#,
+        )
+        .unwrap();
+        assert_eq!(
+            o[0].started_at.unwrap().to_rfc3339(),
+            "2025-11-26T07:00:00.250+00:00"
+        );
+        assert_eq!(
+            o[0].finished_at.unwrap().to_rfc3339(),
+            "2025-11-26T07:00:00.500+00:00"
+        );
+        let o =
+            parse(r#"[{"id": 1, "status": "success", "result": 1, "started_at": null}]"#).unwrap();
+        assert!(o[0].started_at.is_none() && o[0].finished_at.is_none());
+        for bad in ["1e300", "\"yesterday\"", "true"] {
+            let json =
+                format!(r#"[{{"id": 1, "status": "success", "result": 1, "started_at": {bad}}}]"#);
+            assert!(parse(&json).is_err(), "{bad} was taken as a time");
+        }
     }
 
     #[test]

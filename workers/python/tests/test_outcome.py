@@ -2,6 +2,7 @@
 
 import json
 import math
+import time
 
 import tasker
 from tasker import outcome
@@ -25,7 +26,8 @@ def raise_and_catch(error: BaseException) -> BaseException:
 def test_success_carries_the_result_and_times() -> None:
     o = json.loads(outcome.success(7, {"value": 12}, outcome.now()))
     assert o["id"] == 7 and o["status"] == "success" and o["result"] == {"value": 12}
-    assert o["started_at"] <= o["finished_at"]
+    assert isinstance(o["started_at"], float), "seconds since the epoch, as the core takes them"
+    assert o["started_at"] <= o["finished_at"] <= time.time()
 
 
 def test_a_result_that_is_not_json_fails_its_step_permanently() -> None:

@@ -13,8 +13,11 @@ export type OutcomeBody =
   | { status: "success"; result: JsonValue }
   | { status: "failure"; retryable: boolean; error: StepError; retry_after_ms?: number };
 
-/** The outcome of one job, in the wire format of the core's `complete_json`. */
-export type Outcome = OutcomeBody & { id: number; started_at: string; finished_at: string };
+/**
+ * The outcome of one job, in the wire format of the core's `complete_json`; `started_at` and
+ * `finished_at` are seconds since the epoch.
+ */
+export type Outcome = OutcomeBody & { id: number; started_at: number; finished_at: number };
 
 /**
  * One outcome as JSON. A result that cannot be serialized (a BigInt, a cycle) becomes a

@@ -37,7 +37,9 @@ test("the context carries the step's fields in camelCase", async () => {
   assert.equal(out.status, "success");
   assert.deepEqual(out.result, { ok: true });
   assert.equal(out.id, 7);
-  assert.ok(Date.parse(out.started_at) <= Date.parse(out.finished_at));
+  assert.equal(typeof out.started_at, "number");
+  assert.ok(out.started_at <= out.finished_at);
+  assert.ok(Math.abs(out.finished_at - Date.now() / 1000) < 60, "seconds since the epoch");
   assert.equal(seen.taskId, "0190a0a0-0000-7000-8000-000000000001");
   assert.equal(seen.stepName, "s");
   assert.equal(seen.attempt, 2);

@@ -85,8 +85,10 @@ module Tasker
       JSON.generate(outcome)
     end
 
+    # Seconds since the epoch, as the core takes them: cheaper on the handler's thread than
+    # formatting a date.
     def now
-      Time.now.utc.iso8601(6)
+      Process.clock_gettime(Process::CLOCK_REALTIME, :float_second)
     end
   end
 end
