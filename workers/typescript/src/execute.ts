@@ -33,9 +33,9 @@ export async function execute(registry: Registry, job: Job, pages?: PageReader):
   }
 
   const abort = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
+  let deadline: Deadline | undefined;
   const timedOut = new Promise<"timeout">((resolve) => {
-    timer = setTimeout(() => resolve("timeout"), job.timeout_ms);
+    deadline = deadlines.add(job.timeout_ms, () => resolve("timeout"));
   });
   try {
     // `async` turns a synchronous throw into a rejection, so sync and async handlers fail alike.
@@ -61,9 +61,70 @@ export async function execute(registry: Registry, job: Job, pages?: PageReader):
       ...(delay === undefined ? {} : { retry_after_ms: Math.round(delay) }),
     });
   } finally {
-    clearTimeout(timer);
+    if (deadline) deadlines.delete(deadline);
   }
 }
+
+interface Deadline {
+  /** `Date.now()` past which the job has timed out. */
+  at: number;
+  expire: () => void;
+}
+
+/**
+ * The deadlines of running jobs, watched by one timer set for the earliest of them: a timer set
+ * and cleared for every job costs a short handler more than the rest of its run. A job that ends
+ * leaves the timer as it is; when it fires it expires what is due and is set for the next
+ * deadline, if any. It keeps the process alive only while jobs are running.
+ */
+class Deadlines {
+  readonly #running = new Set<Deadline>();
+  #timer: NodeJS.Timeout | undefined;
+  /** When the timer fires (Infinity: not set). */
+  #firesAt = Infinity;
+
+  add(ms: number, expire: () => void): Deadline {
+    const d = { at: Date.now() + ms, expire };
+    this.#running.add(d);
+    if (d.at < this.#firesAt) {
+      this.#set(d.at);
+    } else if (this.#running.size === 1) {
+      this.#timer?.ref();
+    }
+    return d;
+  }
+
+  delete(d: Deadline): void {
+    if (this.#running.delete(d) && this.#running.size === 0) {
+      this.#timer?.unref();
+    }
+  }
+
+  #set(at: number): void {
+    clearTimeout(this.#timer);
+    this.#firesAt = at;
+    // Never before `at`: a job expires only once its whole timeout has passed.
+    this.#timer = setTimeout(() => this.#fire(), Math.max(0, at - Date.now()) + 1);
+  }
+
+  #fire(): void {
+    this.#timer = undefined;
+    this.#firesAt = Infinity;
+    const now = Date.now();
+    let next = Infinity;
+    for (const d of this.#running) {
+      if (d.at <= now) {
+        this.#running.delete(d);
+        d.expire();
+      } else if (d.at < next) {
+        next = d.at;
+      }
+    }
+    if (next < Infinity) this.#set(next);
+  }
+}
+
+const deadlines = new Deadlines();
 
 /** The kind (the error's own `kind`, else its class name), message and stack of whatever was thrown. */
 export function stepError(err: unknown): StepError {

@@ -153,6 +153,24 @@ test("a handler past its timeout fails retryably, its signal aborts and a late r
   await new Promise((resolve) => setImmediate(resolve));
 });
 
+test("each running job times out at its own deadline, however the others' compare", async () => {
+  const hang = () => new Promise(() => {});
+  const slowOk = () => new Promise((resolve) => setTimeout(() => resolve("slow"), 120));
+  // A long deadline first, then a shorter one that must not wait for it.
+  const t0 = performance.now();
+  const [long, short] = await Promise.all([run(slowOk, { timeout_ms: 5_000 }), run(hang, { timeout_ms: 30 })]);
+  assert.equal(long.status, "success");
+  assert.equal(short.error.kind, "timeout");
+  // Later jobs still time out, alone and after the earlier ones ended.
+  const again = await run(hang, { timeout_ms: 20 });
+  assert.equal(again.error.kind, "timeout");
+  assert.ok(performance.now() - t0 < 4_000, "no job waited for the 5 s deadline");
+  const t1 = performance.now();
+  const alone = await run(hang, { timeout_ms: 40 });
+  assert.equal(alone.error.kind, "timeout");
+  assert.ok(performance.now() - t1 >= 39, "not before its timeout");
+});
+
 test("a result that is not JSON fails its own step permanently", async () => {
   const out = await run(() => ({ big: 1n }));
   const wire = JSON.parse(outcomeJson(out));
