@@ -1,10 +1,11 @@
 //! The handler host for FFI bindings (Ruby, Python, TypeScript). Steps wait in a queue; the
 //! language side takes them in batches with a blocking [`BatchHost::next_batch`] (called with
-//! the GIL/GVL released) or the async [`BatchHost::next_batch_async`] (Node), runs its
-//! handlers, and returns outcomes with [`BatchHost::complete`]. All I/O stays in the core.
+//! the GIL/GVL released), the async [`BatchHost::next_batch_async`], or, told by the hook it
+//! gave [`BatchHost::on_ready`], with [`BatchHost::try_take`] (Node's event loop); it runs its
+//! handlers and returns outcomes with [`BatchHost::complete`]. All I/O stays in the core.
 
 use std::collections::VecDeque;
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -77,6 +78,9 @@ pub enum Error {
     Stopped,
 }
 
+/// What [`BatchHost::on_ready`] calls.
+type ReadyHook = Arc<dyn Fn() + Send + Sync>;
+
 #[derive(Default)]
 struct State {
     queue: VecDeque<(Job, DateTime<Utc>)>,
@@ -86,6 +90,7 @@ struct State {
     /// No job is handed out any more (the worker is draining or stopped); outcomes of jobs
     /// handed out before are still taken.
     closed: bool,
+    ready_hook: Option<ReadyHook>,
 }
 
 /// Queue-backed host; cheap to share behind an `Arc`.
@@ -113,7 +118,11 @@ impl HandlerHost for BatchHost {
         }
         let n = jobs.len();
         state.queue.extend(jobs.into_iter().map(|j| (j, now)));
+        let hook = state.ready_hook.clone();
         drop(state);
+        if let Some(hook) = hook {
+            hook();
+        }
         // One waiter a job, not all of them: Python's handler threads each wait for one job,
         // and all of them waking for each would contend for two cores. (A waiter that takes
         // several, Ruby's dispatcher, wakes on the first.)
@@ -129,9 +138,13 @@ impl HandlerHost for BatchHost {
         for (job, _) in state.queue.drain(..) {
             done.unstarted(job.id);
         }
+        let hook = state.ready_hook.clone();
         drop(state);
         self.ready.notify_all();
         self.ready_async.notify_waiters();
+        if let Some(hook) = hook {
+            hook();
+        }
     }
 }
 
@@ -161,6 +174,25 @@ impl BatchHost {
                 .0;
         }
         Self::take(&mut state, max)
+    }
+
+    /// Up to `max` queued jobs, without waiting (none if none is queued or the host stopped).
+    pub fn try_take(&self, max: usize) -> Vec<JobView> {
+        let mut state = self.lock();
+        if state.closed {
+            // What is still queued goes back to its queue with the drain.
+            return Vec::new();
+        }
+        Self::take(&mut state, max)
+    }
+
+    /// Has `hook` called, on the core's thread and without the host's lock held, each time
+    /// jobs are queued and when the host stops: a language whose thread must not block (Node's
+    /// event loop) is told, and takes them with [`BatchHost::try_take`], instead of waiting in
+    /// [`BatchHost::next_batch_async`] on another thread. The hook must return at once. Replaces
+    /// an earlier hook.
+    pub fn on_ready(&self, hook: impl Fn() + Send + Sync + 'static) {
+        self.lock().ready_hook = Some(Arc::new(hook));
     }
 
     /// Async form of [`BatchHost::next_batch`] for event-loop languages.
@@ -225,11 +257,19 @@ impl BatchHost {
         self.complete(serde_json::from_str(json)?)
     }
 
-    /// Wakes every waiter; later waits return at once with an empty batch.
+    /// Wakes every waiter (and calls the ready hook); later waits return at once with an empty
+    /// batch.
     pub fn stop(&self) {
-        self.lock().closed = true;
+        let hook = {
+            let mut state = self.lock();
+            state.closed = true;
+            state.ready_hook.clone()
+        };
         self.ready.notify_all();
         self.ready_async.notify_waiters();
+        if let Some(hook) = hook {
+            hook();
+        }
     }
 
     /// Whether no job will be handed out any more (the worker is stopping or stopped): the
@@ -358,6 +398,36 @@ mod tests {
         }
         assert_eq!(unstarted, vec![2, 3, 4], "queued and later jobs go back");
         assert_eq!(done, vec![1], "the job already out still reports");
+    }
+
+    #[test]
+    fn the_ready_hook_tells_of_queued_jobs_and_the_stop_and_try_take_never_waits() {
+        use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+        let host = Arc::new(BatchHost::new());
+        let (sink, _rx) = CompletionSink::channel();
+        assert!(host.try_take(4).is_empty(), "nothing queued: empty at once");
+        let calls = Arc::new(AtomicUsize::new(0));
+        let (counted, weak) = (calls.clone(), Arc::downgrade(&host));
+        host.on_ready(move || {
+            // Called without the host's lock: the hook may use the host.
+            if let Some(host) = weak.upgrade() {
+                let _ = host.is_stopped();
+            }
+            counted.fetch_add(1, SeqCst);
+        });
+        host.submit(vec![job(1), job(2), job(3)], &sink);
+        assert_eq!(calls.load(SeqCst), 1);
+        let first = host.try_take(2);
+        assert_eq!(first.iter().map(|j| j.id).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(host.try_take(8)[0].id, 3);
+        assert!(host.try_take(8).is_empty());
+        host.stop();
+        assert_eq!(calls.load(SeqCst), 2, "told of the stop");
+        host.submit(vec![job(4)], &sink);
+        assert!(
+            host.try_take(8).is_empty(),
+            "a stopped host hands nothing out"
+        );
     }
 
     #[test]

@@ -23,6 +23,19 @@ export declare class NativeWorker {
    */
   nextBatch(max: number, timeoutMs: number): Promise<string>
   /**
+   * Has `callback` called on the JavaScript thread each time steps are queued for this
+   * worker, and when it stops: the event loop then takes them with `takeBatch`. The core
+   * calls it straight from its own thread, where `nextBatch` resolves through a thread of
+   * napi's runtime first. The callback does not keep the process alive. Replaces an earlier
+   * callback.
+   */
+  onReady(callback: () => void): void
+  /**
+   * A JSON array of at most `max` queued jobs, without waiting (`[]` when none is queued or
+   * the worker stopped).
+   */
+  takeBatch(max: number): string
+  /**
    * Reports outcomes: a JSON array of `{id, status: "success", result}` or
    * `{id, status: "failure", retryable, error: {kind, message, backtrace}}`.
    */

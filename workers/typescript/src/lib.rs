@@ -1,14 +1,16 @@
 //! `tasker-node`: the Node.js binding of the Tasker worker core. It wraps
 //! [`tasker_worker::EmbeddedWorker`] and nothing more: the core (AMQP, acks, result publishing,
-//! timeouts, health) runs on its own threads; JavaScript takes batches of steps with the
-//! Promise-returning `nextBatch` and reports outcomes with `completeBatch`. Jobs and outcomes
-//! cross as JSON strings: one `JSON.parse` is cheaper than building objects field by field.
+//! timeouts, health) runs on its own threads; JavaScript takes batches of steps, told by the
+//! `onReady` callback, with `takeBatch` (or waits for them with the Promise-returning
+//! `nextBatch`), and reports outcomes with `completeBatch`. Jobs and outcomes cross as JSON
+//! strings: one `JSON.parse` is cheaper than building objects field by field.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use napi::bindgen_prelude::*;
+use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi_derive::napi;
 use tasker_worker::{BatchHost, EmbeddedOptions, EmbeddedWorker, PageError, ParentPages};
 
@@ -117,6 +119,31 @@ impl NativeWorker {
             .next_batch_async(max as usize, Duration::from_millis(u64::from(timeout_ms)))
             .await;
         serde_json::to_string(&jobs).map_err(|e| Error::new(Status::GenericFailure, e.to_string()))
+    }
+
+    /// Has `callback` called on the JavaScript thread each time steps are queued for this
+    /// worker, and when it stops: the event loop then takes them with `takeBatch`. The core
+    /// calls it straight from its own thread, where `nextBatch` resolves through a thread of
+    /// napi's runtime first. The callback does not keep the process alive. Replaces an earlier
+    /// callback.
+    #[napi]
+    pub fn on_ready(&self, callback: Function<(), ()>) -> Result<()> {
+        let tsfn = callback
+            .build_threadsafe_function::<()>()
+            .weak::<true>()
+            .build()?;
+        self.host.on_ready(move || {
+            tsfn.call((), ThreadsafeFunctionCallMode::NonBlocking);
+        });
+        Ok(())
+    }
+
+    /// A JSON array of at most `max` queued jobs, without waiting (`[]` when none is queued or
+    /// the worker stopped).
+    #[napi]
+    pub fn take_batch(&self, max: u32) -> Result<String> {
+        serde_json::to_string(&self.host.try_take(max as usize))
+            .map_err(|e| Error::new(Status::GenericFailure, e.to_string()))
     }
 
     /// Reports outcomes: a JSON array of `{id, status: "success", result}` or

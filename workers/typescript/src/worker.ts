@@ -77,8 +77,9 @@ interface LogRecord {
 
 /**
  * A worker: the native core consumes the queues, publishes results and acks; this loop takes
- * batches of steps (at most the free slots), runs their handlers concurrently on the event loop
- * and reports the outcomes of handlers that finish together in one call.
+ * batches of steps (at most the free slots) as the core reports them queued, runs their handlers
+ * concurrently on the event loop and reports the outcomes of handlers that finish together in
+ * one call.
  */
 export class Worker {
   readonly #native: NativeWorker;
@@ -90,6 +91,7 @@ export class Worker {
   #stopping = false;
   #closed = false;
   #wake: (() => void) | undefined;
+  #kickedMeanwhile = false;
   #running: Promise<void> | undefined;
 
   private constructor(native: NativeWorker, registry: Registry, pollMs: number) {
@@ -149,7 +151,7 @@ export class Worker {
     this.#stopping = true;
     // The core takes no more steps from now on, and its shutdown timeout starts with ours.
     this.#native.shutdown();
-    this.#wake?.();
+    this.#kick();
     if (this.#running) {
       await this.#running;
     } else {
@@ -167,17 +169,23 @@ export class Worker {
 
   async #loop(): Promise<void> {
     const concurrency = Math.max(1, this.#native.concurrency);
+    // The core calls back from its own thread as steps are queued (and when it stops); they are
+    // taken at once, without waiting on another thread. The callback does not keep the process
+    // alive: the interval does while the loop runs, and bounds how soon a stop is noticed.
+    this.#native.onReady(() => this.#kick());
+    const poll = setInterval(() => this.#kick(), this.#pollMs);
     try {
       while (!this.#stopping) {
         const free = concurrency - this.#inFlight.size;
-        if (free <= 0) {
-          await this.#slotFreedOrStop();
-          continue;
+        if (free > 0) {
+          const jobs = JSON.parse(this.#native.takeBatch(free)) as Job[];
+          for (const job of jobs) {
+            this.#launch(job);
+          }
+          // A full batch may have left more queued; otherwise the next callback tells.
+          if (jobs.length === free) continue;
         }
-        const jobs = JSON.parse(await this.#native.nextBatch(free, this.#pollMs)) as Job[];
-        for (const job of jobs) {
-          this.#launch(job);
-        }
+        await this.#kicked();
       }
       // Running handlers get the shutdown timeout; what is still running then is left to
       // time out (its step goes back to its queue when the core stops).
@@ -189,6 +197,7 @@ export class Worker {
       clearTimeout(timer);
       this.#flush();
     } finally {
+      clearInterval(poll);
       this.#close();
     }
   }
@@ -206,18 +215,30 @@ export class Worker {
       this.#inFlight.delete(run);
       this.#pending.push(outcome);
       this.#scheduleFlush();
-      this.#wake?.();
+      this.#kick();
     });
     this.#inFlight.add(run);
   }
 
-  /** Resolves when a handler finishes or stop() is called. */
-  #slotFreedOrStop(): Promise<void> {
+  /** Wakes the loop: steps were queued, a handler finished, or stop() was called. */
+  #kick(): void {
+    const wake = this.#wake;
+    if (wake) {
+      this.#wake = undefined;
+      wake();
+    } else {
+      this.#kickedMeanwhile = true;
+    }
+  }
+
+  /** Resolves at the next {@link kick}, or at once if there was one since the last wait. */
+  #kicked(): Promise<void> {
+    if (this.#kickedMeanwhile) {
+      this.#kickedMeanwhile = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
-      this.#wake = () => {
-        this.#wake = undefined;
-        resolve();
-      };
+      this.#wake = resolve;
     });
   }
 
