@@ -123,9 +123,8 @@ impl HandlerHost for BatchHost {
         if let Some(hook) = hook {
             hook();
         }
-        // One waiter a job, not all of them: Python's handler threads each wait for one job,
-        // and all of them waking for each would contend for two cores. (A waiter that takes
-        // several, Ruby's dispatcher, wakes on the first.)
+        // One waiter a job, not all of them: Python's and Ruby's handler threads each wait for
+        // one job, and all of them waking for each would contend for two cores.
         for _ in 0..n {
             self.ready.notify_one();
         }

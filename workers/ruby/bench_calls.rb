@@ -4,12 +4,12 @@
 # Handler calls per second through the Ruby binding, trivial handler, no RabbitMQ: a
 # Tasker::BenchHost (the worker core's BatchHost, fed synthetic steps the way the core feeds it
 # after a consume) stands in for the AMQP side, so this measures the hand-off alone: next_batch
-# with the GVL released, JSON both ways, the Ruby thread pool, batched complete_json.
+# with the GVL released, JSON both ways, the Ruby handler threads, complete_json.
 #
 #   workers/ruby/build.sh && ruby workers/ruby/bench_calls.rb [CALLS=50000] [CONCURRENCY=8]
 #
 # Two figures: "raw" is one Ruby thread looping next_batch(256) -> handler -> complete (the
-# binding's floor); "worker" is Tasker::Worker with its dispatcher, pool and reporter threads.
+# binding's floor); "worker" is Tasker::Worker with its handler threads, one step each at a time.
 $LOAD_PATH.unshift(File.expand_path("lib", __dir__))
 require "tasker"
 

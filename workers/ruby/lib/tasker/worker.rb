@@ -2,18 +2,16 @@
 
 module Tasker
   # A worker: the Rust core consumes the template namespaces' queues; Ruby threads run the
-  # handlers. Three kinds of Ruby thread, none ever blocking the core:
-  #
-  # - the dispatcher takes batches from the core (`next_batch`, GVL released) of at most as many
-  #   steps as there are free pool threads, and queues them for the pool;
-  # - the pool (`concurrency` threads) runs handlers, one step each at a time;
-  # - the reporter hands finished outcomes back to the core, all those that finished together
-  #   in one `complete_json` call.
+  # handlers. Each of `concurrency` handler threads takes one step at a time straight from the
+  # core (`next_batch`, GVL released; the core wakes one waiting thread a step), runs its handler
+  # and reports the outcome itself (`complete_json`): no thread between the core and a handler,
+  # none ever blocking the core.
   #
   #   worker = Tasker::Worker.new(templates: "templates/").start
   #   worker.run # until #stop (from another thread or a signal handler)
   class Worker
-    # How long one `next_batch` waits for steps. Bounds how late the dispatcher notices #stop.
+    # How long one `next_batch` waits for steps. Bounds how late a handler thread notices #stop
+    # (the core's shutdown wakes them at once).
     BATCH_WAIT_MS = 200
 
     attr_reader :registry
@@ -34,10 +32,9 @@ module Tasker
       @orchestrator_url = orchestrator_url
       @shutdown_timeout = shutdown_timeout
       @lock = Mutex.new
-      @slot_freed = ConditionVariable.new
       @finished = ConditionVariable.new
-      @in_flight = 0
       @state = :new
+      @stopping = false
     end
 
     # Starts the core and the threads; returns self. Raises Tasker::WorkerError if the core
@@ -52,14 +49,10 @@ module Tasker
                                      @orchestrator_url, @shutdown_timeout&.to_f)
       Logs.forward if @native.is_a?(NativeWorker)
       @size = @native.concurrency
-      @jobs = Thread::Queue.new
-      @done = Thread::Queue.new
       @watchdog = Watchdog.new
       pages = @native if @native.respond_to?(:parent_results_page)
       runner = Runner.new(@registry, watchdog: @watchdog, pages: pages)
       @pool = Array.new(@size) { |i| spawn("tasker-handler-#{i}") { work(runner) } }
-      @reporter = spawn("tasker-reporter") { report }
-      @dispatcher = spawn("tasker-dispatcher") { dispatch }
       @lock.synchronize { @state = :running }
       self
     end
@@ -99,17 +92,16 @@ module Tasker
           return self
         end
         @state = :stopping
-        @slot_freed.broadcast
+        @stopping = true
       end
-      # The core takes no more steps from now on, and its shutdown timeout starts with ours.
+      # The core takes no more steps from now on (waiting handler threads return at once), and
+      # its shutdown timeout starts with ours.
       @native.shutdown if @native.respond_to?(:shutdown)
       grace ||= @native.respond_to?(:shutdown_timeout) ? @native.shutdown_timeout : 30
       deadline = monotonic + grace
-      @dispatcher.join
-      @jobs.close
+      # Running handlers report their outcomes themselves; one still running after the grace
+      # period is left (its step was not acked and runs again).
       @pool.each { |t| t.join([deadline - monotonic, 0].max) }
-      @done.close
-      @reporter.join
       @native.stop
       @watchdog.stop
       @lock.synchronize do
@@ -134,57 +126,24 @@ module Tasker
       end
     end
 
-    def dispatch
-      loop do
-        free = @lock.synchronize do
-          @slot_freed.wait(@lock) while @state == :running && @in_flight >= @size
-          break 0 unless @state == :running
-
-          @size - @in_flight
-        end
-        break if free.zero?
-
-        json = @native.next_batch_json(free, BATCH_WAIT_MS)
-        next if json == "[]"
-
-        jobs = JSON.parse(json)
-        @lock.synchronize { @in_flight += jobs.size }
-        jobs.each { |job| @jobs << job }
-      end
-    end
-
     def work(runner)
       # A timeout interrupt may only land inside a handler (see Watchdog#guard).
       Thread.handle_interrupt(TimeoutError => :never) do
-        while (job = @jobs.pop)
-          outcome = runner.call(job)
-          begin
-            @done << outcome
-          rescue ClosedQueueError
-            # Finished after #stop's grace period: the core no longer takes it; the step was
-            # not acked and will run again.
-            break
-          end
-          @lock.synchronize do
-            @in_flight -= 1
-            @slot_freed.signal
-          end
+        until @stopping
+          json = @native.next_batch_json(1, BATCH_WAIT_MS)
+          next if json == "[]"
+
+          JSON.parse(json).each { |job| report(runner.call(job)) }
         end
       end
     end
 
-    def report
-      while (first = @done.pop)
-        batch = [first]
-        # The reporter is the only consumer, so a non-empty queue cannot run dry under it.
-        batch << @done.pop(true) until @done.empty?
-        begin
-          @native.complete_json("[#{batch.join(",")}]")
-        rescue StandardError => e
-          # The core is stopping: these steps were not acked and will run again.
-          warn "tasker: could not report #{batch.size} outcome(s): #{e.class}: #{e.message}"
-        end
-      end
+    def report(outcome)
+      @native.complete_json("[#{outcome}]")
+    rescue StandardError => e
+      # The core has stopped (the handler outlived the grace period): the step was not acked
+      # and will run again.
+      warn "tasker: could not report an outcome: #{e.class}: #{e.message}"
     end
 
     def monotonic
