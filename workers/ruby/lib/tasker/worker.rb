@@ -10,9 +10,9 @@ module Tasker
   #   worker = Tasker::Worker.new(templates: "templates/").start
   #   worker.run # until #stop (from another thread or a signal handler)
   class Worker
-    # How long one `next_batch` waits for steps. Bounds how late a handler thread notices #stop
-    # (the core's shutdown wakes them at once).
-    BATCH_WAIT_MS = 200
+    # How long one `next_batch` waits for steps before its thread looks again. The core's
+    # shutdown wakes waiting threads at once, so this only bounds how often idle threads wake.
+    BATCH_WAIT_MS = 1_000
 
     attr_reader :registry
 
