@@ -71,8 +71,11 @@ async function main() {
     resultsQueue,
     (msg) => {
       if (msg === null) return; // the queue was deleted at the end
-      if (JSON.parse(msg.content.toString()).outcome.status !== "success") failures += 1;
-      onResult();
+      // A result message carries a JSON array of results (one or many).
+      for (const result of JSON.parse(msg.content.toString())) {
+        if (result.outcome.status !== "success") failures += 1;
+        onResult();
+      }
     },
     { noAck: true },
   );
