@@ -13,7 +13,9 @@
 //! `diamond_<lang>` through the Ruby, Python and TypeScript workers (each skipped, saying why,
 //! if its binding is not built), and `linear_rust_process`, `diamond_rust_process` through a
 //! Rust worker in a process of its own as they are (tier 1's worker shares the bench's process
-//! and runtime with the orchestrator): the FFI's own cost is the difference from those;
+//! and runtime with the orchestrator): the FFI's own cost is the difference from those; and
+//! `interleaved_linear_<lang>` for every worker process started, one linear task each in turn
+//! (200 rounds), so that difference is read from tasks that ran side by side;
 //! 5 `csv_products_1000_rows`.
 //!
 //! Run with `cargo make bench` (starts PostgreSQL and RabbitMQ first), or start them with
@@ -322,6 +324,9 @@ fn scenario(name: &str, namespace: &str, template: &'static str, context: Value)
     }
 }
 
+/// Rounds of the interleaved tier 4 run: one linear task per worker process each.
+const INTERLEAVED_ROUNDS: usize = 200;
+
 /// Set in the environment of this program started as a Rust worker process (tier 4).
 const RUST_WORKER: &str = "TASKER_BENCH_RUST_WORKER";
 
@@ -405,6 +410,8 @@ fn main() -> anyhow::Result<()> {
         ),
     ];
     let mut ffi = Vec::new();
+    // Worker processes started, by label: their linear tasks also run interleaved (below).
+    let mut started: Vec<&str> = Vec::new();
     // `rust` is the Rust worker in a process of its own, its scenarios `*_rust_process`.
     for (language, label) in [
         ("rust", "rust_process"),
@@ -419,6 +426,7 @@ fn main() -> anyhow::Result<()> {
         }
         match rt.block_on(stack.language_worker(language)) {
             Ok(()) => {
+                started.push(label);
                 let ns = format!("{label}_examples");
                 ffi.push(scenario(&linear, &ns, "linear", json!({"value": 6})));
                 ffi.push(scenario(&diamond, &ns, "diamond", json!({"value": 3})));
@@ -478,6 +486,29 @@ fn main() -> anyhow::Result<()> {
     for (_, scenarios) in &tiers {
         for sc in scenarios {
             bench(&mut group, &stack, sc, false);
+        }
+    }
+    // Tier 4, interleaved: one linear task per worker process in turn (the order rotating each
+    // round), so every language meets the same moments of this machine's noise; scenarios run
+    // one after another can land minutes and several milliseconds apart. The FFI overhead is
+    // read against `interleaved_linear_rust_process` from these.
+    let interleaved: Vec<(String, String)> = started
+        .iter()
+        .map(|label| {
+            (
+                format!("interleaved_linear_{label}"),
+                format!("{label}_examples"),
+            )
+        })
+        .filter(|(name, _)| wanted(name))
+        .collect();
+    if interleaved.len() > 1 {
+        for round in 0..INTERLEAVED_ROUNDS {
+            for k in 0..interleaved.len() {
+                let (name, ns) = &interleaved[(round + k) % interleaved.len()];
+                let (d, ids) = rt.block_on(stack.run(0, 1, ns, "linear", &json!({"value": 6})))?;
+                samples.record(name, d, ids);
+            }
         }
     }
     // Tier 3: a second orchestrator and worker; tasks round-robin over both orchestrators.
