@@ -11,13 +11,16 @@ import type { Outcome, OutcomeBody, StepError } from "./outcome";
  * carries by reference.
  */
 export async function execute(registry: Registry, job: Job, pages?: PageReader): Promise<Outcome> {
-  // Seconds since the epoch, as the core takes them (cheaper than formatting a date).
+  // Seconds since the epoch, as the core takes them (cheaper than formatting a date); the
+  // finish adds the run's duration from the monotonic clock, which has microseconds where
+  // `Date.now()` has milliseconds.
   const startedAt = Date.now() / 1000;
+  const t0 = performance.now();
   const finish = (body: OutcomeBody): Outcome => ({
     id: job.id,
     ...body,
     started_at: startedAt,
-    finished_at: Date.now() / 1000,
+    finished_at: startedAt + (performance.now() - t0) / 1000,
   });
 
   const fn = registry.get(job.handler);
