@@ -120,9 +120,7 @@ impl HandlerHost for BatchHost {
         state.queue.extend(jobs.into_iter().map(|j| (j, now)));
         let hook = state.ready_hook.clone();
         drop(state);
-        if let Some(hook) = hook {
-            hook();
-        }
+        call(hook);
         // One waiter a job, not all of them: Python's and Ruby's handler threads each wait for
         // one job, and all of them waking for each would contend for two cores.
         for _ in 0..n {
@@ -139,11 +137,14 @@ impl HandlerHost for BatchHost {
         }
         let hook = state.ready_hook.clone();
         drop(state);
-        self.ready.notify_all();
-        self.ready_async.notify_waiters();
-        if let Some(hook) = hook {
-            hook();
-        }
+        self.wake_all(hook);
+    }
+}
+
+/// Calls the ready hook, if one was given (never with the host's lock held).
+fn call(hook: Option<ReadyHook>) {
+    if let Some(hook) = hook {
+        hook();
     }
 }
 
@@ -264,11 +265,14 @@ impl BatchHost {
             state.closed = true;
             state.ready_hook.clone()
         };
+        self.wake_all(hook);
+    }
+
+    /// Wakes every waiter of every kind: the host stopped handing jobs out.
+    fn wake_all(&self, hook: Option<ReadyHook>) {
         self.ready.notify_all();
         self.ready_async.notify_waiters();
-        if let Some(hook) = hook {
-            hook();
-        }
+        call(hook);
     }
 
     /// Whether no job will be handed out any more (the worker is stopping or stopped): the

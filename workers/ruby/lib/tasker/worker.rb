@@ -34,7 +34,6 @@ module Tasker
       @lock = Mutex.new
       @finished = ConditionVariable.new
       @state = :new
-      @stopping = false
     end
 
     # Starts the core and the threads; returns self. Raises Tasker::WorkerError if the core
@@ -92,7 +91,6 @@ module Tasker
           return self
         end
         @state = :stopping
-        @stopping = true
       end
       # The core takes no more steps from now on (waiting handler threads return at once), and
       # its shutdown timeout starts with ours.
@@ -129,13 +127,18 @@ module Tasker
     def work(runner)
       # A timeout interrupt may only land inside a handler (see Watchdog#guard).
       Thread.handle_interrupt(TimeoutError => :never) do
-        until @stopping
+        while taking?
           json = @native.next_batch_json(1, BATCH_WAIT_MS)
           next if json == "[]"
 
           JSON.parse(json).each { |job| report(runner.call(job)) }
         end
       end
+    end
+
+    # Threads take steps from their start (the worker is still :starting) until #stop.
+    def taking?
+      %i[starting running].include?(@state)
     end
 
     def report(outcome)
