@@ -12,9 +12,8 @@ import type { Outcome, OutcomeBody, StepError } from "./outcome";
  */
 export async function execute(registry: Registry, job: Job, pages?: PageReader): Promise<Outcome> {
   // Seconds since the epoch, as the core takes them (cheaper than formatting a date); the
-  // finish adds the run's duration from the monotonic clock, which has microseconds where
-  // `Date.now()` has milliseconds.
-  const startedAt = Date.now() / 1000;
+  // finish adds the run's duration from the monotonic clock.
+  const startedAt = epochSeconds();
   const t0 = performance.now();
   const finish = (body: OutcomeBody): Outcome => ({
     id: job.id,
@@ -66,6 +65,19 @@ export async function execute(registry: Registry, job: Job, pages?: PageReader):
   } finally {
     if (deadline) deadlines.delete(deadline);
   }
+}
+
+/**
+ * Seconds since the epoch with microseconds. `Date.now()` has whole milliseconds, so a start
+ * stamped with it reads up to 1 ms early (the step's wait looks shorter and its result's trip
+ * longer than they were); the monotonic clock anchored at the process's start has microseconds
+ * but does not follow a step of the wall clock. This takes the latter, kept within the
+ * millisecond `Date.now()` reports: never more than 1 ms off, and exact while the clocks agree.
+ */
+export function epochSeconds(): number {
+  const wall = Date.now();
+  const precise = performance.timeOrigin + performance.now();
+  return Math.min(Math.max(precise, wall), wall + 0.999) / 1000;
 }
 
 interface Deadline {

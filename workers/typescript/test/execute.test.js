@@ -3,7 +3,7 @@ const test = require("node:test");
 const assert = require("node:assert/strict");
 
 const { Registry, PermanentError, RetryableError } = require("../dist/index.js");
-const { execute } = require("../dist/execute.js");
+const { execute, epochSeconds } = require("../dist/execute.js");
 const { outcomeJson } = require("../dist/outcome.js");
 
 function job(handler, overrides = {}) {
@@ -27,6 +27,19 @@ function job(handler, overrides = {}) {
 async function run(fn, overrides) {
   return execute(new Registry().register("h", fn), job("h", overrides));
 }
+
+test("start times have microseconds and stay within the wall clock's millisecond", () => {
+  const fractions = new Set();
+  for (let i = 0; i < 2_000; i++) {
+    const before = Date.now();
+    const t = epochSeconds() * 1000;
+    const after = Date.now();
+    assert.ok(t >= before && t < after + 1, `${t} outside [${before}, ${after + 1})`);
+    fractions.add(Math.round((t - Math.floor(t)) * 1000));
+  }
+  // Date.now() / 1000 has no fraction of a millisecond: one value only.
+  assert.ok(fractions.size > 10, `only ${fractions.size} distinct sub-millisecond parts`);
+});
 
 test("the context carries the step's fields in camelCase", async () => {
   let seen;
