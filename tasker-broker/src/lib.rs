@@ -64,6 +64,10 @@ pub type Result<T> = std::result::Result<T, Error>;
 pub struct Broker {
     connection: std::sync::Arc<Connection>,
     prefix: String,
+    /// The channels opened here, closed one by one before the connection: a channel dropped
+    /// just before the connection closes has lapin close it while the connection is already
+    /// closing, which it logs as a connection error at every graceful shutdown.
+    channels: std::sync::Arc<std::sync::Mutex<Vec<Channel>>>,
 }
 
 impl Broker {
@@ -107,6 +111,7 @@ impl Broker {
         Ok(Broker {
             connection: std::sync::Arc::new(connection),
             prefix: prefix.to_owned(),
+            channels: std::sync::Arc::default(),
         })
     }
 
@@ -119,15 +124,31 @@ impl Broker {
         self.connection.status().connected()
     }
 
+    /// Opens a channel. It stays open until it is closed, fails, or [`Broker::close`] closes
+    /// it (dropping it does not close it while the broker is in use).
     pub async fn channel(&self) -> Result<Channel> {
-        answered("channel.open", self.connection.create_channel()).await
+        let channel = answered("channel.open", self.connection.create_channel()).await?;
+        let mut open = self.open_channels();
+        open.retain(|c| c.status().connected());
+        open.push(channel.clone());
+        Ok(channel)
     }
 
-    /// Closes the connection. Unacknowledged deliveries go back to their queues (at once, or
-    /// when the broker notices the connection is gone: a close the broker does not answer is
-    /// given up after [`ANSWER_TIMEOUT`]).
+    fn open_channels(&self) -> std::sync::MutexGuard<'_, Vec<Channel>> {
+        self.channels.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Closes the channels opened here, then the connection. Unacknowledged deliveries go back
+    /// to their queues (at once, or when the broker notices the connection is gone: a close the
+    /// broker does not answer is given up after [`ANSWER_TIMEOUT`]).
     pub async fn close(&self) {
+        let channels = std::mem::take(&mut *self.open_channels());
         if self.is_connected() {
+            let closing = channels
+                .iter()
+                .filter(|c| c.status().connected())
+                .map(|c| answered("channel.close", c.close(200, "bye".into())));
+            futures_util::future::join_all(closing).await;
             let _ = answered("connection.close", self.connection.close(200, "bye".into())).await;
         }
     }
