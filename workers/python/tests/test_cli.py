@@ -34,6 +34,10 @@ def test_ready_line_health_and_sigterm(broker) -> None:
         assert json.loads(body)["language"] == "python"
         p.send_signal(signal.SIGTERM)
         assert p.wait(timeout=20) == 0
+        err = p.stderr.read()
+        # A graceful stop ends with its own line and logs no error on the way.
+        assert err.rstrip().splitlines()[-1].endswith("INFO tasker: stopped"), err
+        assert "ERROR" not in err, err
     finally:
         p.kill()
         p.communicate()

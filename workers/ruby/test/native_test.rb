@@ -3,6 +3,7 @@
 require "test_helper"
 require "timeout"
 require "open3"
+require "io/wait" # IO#wait_readable
 require "tmpdir"
 
 # Through the real binding, against the real PostgreSQL/RabbitMQ configuration.
@@ -114,6 +115,9 @@ class NativeTest < Minitest::Test
       status = wait.join(30)&.value
       refute_nil status, "the worker did not stop within 30 s of SIGTERM"
       assert status.success?, "exit status #{status.inspect}; stderr: #{errors.value}"
+      # A graceful stop ends with its own line and logs no error on the way.
+      assert_match(/INFO -- tasker: stopped\z/, errors.value.rstrip)
+      refute_match(/ERROR/, errors.value)
     end
   end
 end

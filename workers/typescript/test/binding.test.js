@@ -99,6 +99,9 @@ test("tasker-worker-node prints the ready line and stops cleanly on SIGTERM", as
   const { code, stderr } = await exit;
   assert.equal(code, 0, stderr);
   assert.match(stderr, /SIGTERM: finishing running steps, then stopping/);
+  // A graceful stop ends with its own line and logs no error on the way.
+  assert.match(stderr, /tasker-worker-node: stopped\n$/);
+  assert.doesNotMatch(stderr, /ERROR|Connection error/);
 });
 
 test("the core's log records reach the worker's logger, each at its level", async () => {

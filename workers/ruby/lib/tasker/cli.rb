@@ -69,6 +69,8 @@ module Tasker
                    "namespaces=#{worker.namespaces.join(",")}"
       $stdout.flush
       worker.run
+      # The last line of a graceful stop, as every language's worker ends.
+      Tasker.logger.info("stopped")
       0
     rescue OptionParser::ParseError => e
       warn "tasker-worker-ruby: #{e.message} (see --help)"

@@ -113,6 +113,8 @@ async function main(argv: string[]): Promise<number> {
     `tasker worker ready: language=typescript health=${worker.healthAddr} namespaces=${worker.namespaces.join(",")}\n`,
   );
   await worker.run();
+  // The last line of a graceful stop, as every language's worker ends.
+  process.stderr.write("tasker-worker-node: stopped\n");
   return 0;
 }
 
