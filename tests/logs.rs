@@ -1,5 +1,6 @@
 //! The Rust binaries' logs: text lines by default, one JSON object a line with
 //! `TASKER_LOG_FORMAT=json` (the event's fields at the top level, for a log collector).
+//! A graceful stop (SIGTERM) ends with its own line and logs no error.
 //! (Workers embedded in Ruby, Python and Node hand their records to the host's logger instead;
 //! each binding's suite checks that.)
 
@@ -76,5 +77,79 @@ async fn rust_binaries_log_json_lines_when_asked_and_text_otherwise() -> anyhow:
         text.contains(" INFO ") && text.contains("scheme="),
         "{text}"
     );
+    env.cleanup().await
+}
+
+/// Starts `binary` with `args`, waits for `up` on its stderr, sends SIGTERM and returns its exit
+/// status and every stderr line it printed after `up`.
+async fn stop_gracefully(
+    env: &TestEnv,
+    binary: &str,
+    args: &[&str],
+    up: &str,
+) -> anyhow::Result<(std::process::ExitStatus, Vec<String>)> {
+    let cfg = &env.config;
+    let mut child = Command::new(workspace_binary(binary)?)
+        .args(args)
+        .env("DATABASE_URL", &cfg.database_url)
+        .env("AMQP_URL", &cfg.amqp_url)
+        .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
+        .env("TASKER_WORKER__REGISTER_TEMPLATES", "false")
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut lines = BufReader::new(child.stderr.take().context("stderr")?).lines();
+    tasker::line_containing(&mut lines, up, Duration::from_secs(60), binary).await?;
+    let pid = child.id().context("the pid")?;
+    let signalled = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()?;
+    assert!(signalled.success());
+    let rest = tokio::time::timeout(Duration::from_secs(30), async {
+        let mut rest = Vec::new();
+        while let Some(line) = lines.next_line().await? {
+            rest.push(line);
+        }
+        anyhow::Ok(rest)
+    })
+    .await
+    .with_context(|| format!("{binary} did not stop within 30 s of SIGTERM"))??;
+    Ok((child.wait().await?, rest))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_binaries_stop_on_sigterm_with_a_last_line_and_no_error() -> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    let rust = templates("rust");
+    let rust = rust.to_str().context("a UTF-8 path")?;
+    let stops = [
+        (
+            "tasker-orchestrator",
+            vec!["--bind", "127.0.0.1:0", "--templates", rust],
+            "connected to the broker",
+            "tasker-orchestrator stopped",
+        ),
+        (
+            "tasker-worker-rust",
+            vec!["--templates", rust, "--health-port", "0"],
+            "worker consuming",
+            "tasker worker stopped",
+        ),
+    ];
+    for (binary, args, up, last) in stops {
+        let (status, rest) = stop_gracefully(&env, binary, &args, up).await?;
+        assert!(status.success(), "{binary}: exit {status}: {rest:#?}");
+        assert!(
+            rest.last().is_some_and(|l| l.contains(last)),
+            "{binary} ends with {last:?}: {rest:#?}"
+        );
+        assert!(
+            !rest.iter().any(|l| l.contains("ERROR")),
+            "{binary} logged an error while stopping: {rest:#?}"
+        );
+    }
     env.cleanup().await
 }

@@ -114,6 +114,8 @@ async fn main() -> anyhow::Result<()> {
         on_signal.cancel();
     });
     orchestrator.run(listener, cancel).await?;
+    // The last line of a graceful stop, as the workers end theirs.
+    tracing::info!("tasker-orchestrator stopped");
     Ok(())
 }
 
