@@ -64,9 +64,9 @@ pub type Result<T> = std::result::Result<T, Error>;
 pub struct Broker {
     connection: std::sync::Arc<Connection>,
     prefix: String,
-    /// The channels opened here, closed one by one before the connection: a channel dropped
-    /// just before the connection closes has lapin close it while the connection is already
-    /// closing, which it logs as a connection error at every graceful shutdown.
+    /// The channels opened here, closed before the connection: a channel dropped just before
+    /// the connection closes has lapin close it while the connection is already closing, which
+    /// it logs as a connection error at every graceful shutdown.
     channels: std::sync::Arc<std::sync::Mutex<Vec<Channel>>>,
 }
 
