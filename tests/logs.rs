@@ -9,30 +9,51 @@ use std::time::Duration;
 
 use anyhow::Context;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStderr, Command};
 
 use tasker::{TestEnv, templates, workspace_binary};
 
-/// The orchestrator's stderr line that says it listens, with `TASKER_LOG_FORMAT` as given.
-async fn listening_line(env: &TestEnv, format: &str) -> anyhow::Result<String> {
+/// Starts `binary` with `args` against the test's services, its stderr piped (logs at `info`,
+/// without colour; `envs` adds to its environment), and returns it with its stderr lines.
+fn spawn_logging(
+    env: &TestEnv,
+    binary: &str,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> anyhow::Result<(Child, Lines<BufReader<ChildStderr>>)> {
     let cfg = &env.config;
-    let mut child = Command::new(workspace_binary("tasker-orchestrator")?)
-        .arg("--bind")
-        .arg("127.0.0.1:0")
-        .arg("--templates")
-        .arg(templates("rust"))
+    let mut child = Command::new(workspace_binary(binary)?)
+        .args(args)
         .env("DATABASE_URL", &cfg.database_url)
         .env("AMQP_URL", &cfg.amqp_url)
         .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
-        .env("TASKER_LOG_FORMAT", format)
         .env("RUST_LOG", "info")
         .env("NO_COLOR", "1")
+        .envs(envs.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()?;
-    let mut lines = BufReader::new(child.stderr.take().context("stderr")?).lines();
+    let lines = BufReader::new(child.stderr.take().context("stderr")?).lines();
+    Ok((child, lines))
+}
+
+/// The orchestrator's stderr line that says it listens, with `TASKER_LOG_FORMAT` as given.
+async fn listening_line(env: &TestEnv, format: &str) -> anyhow::Result<String> {
+    let rust = templates("rust");
+    let args = [
+        "--bind",
+        "127.0.0.1:0",
+        "--templates",
+        rust.to_str().context("a UTF-8 path")?,
+    ];
+    let (mut child, mut lines) = spawn_logging(
+        env,
+        "tasker-orchestrator",
+        &args,
+        &[("TASKER_LOG_FORMAT", format)],
+    )?;
     let line = tasker::line_containing(
         &mut lines,
         "tasker-orchestrator listening",
@@ -88,20 +109,12 @@ async fn stop_gracefully(
     args: &[&str],
     up: &str,
 ) -> anyhow::Result<(std::process::ExitStatus, Vec<String>)> {
-    let cfg = &env.config;
-    let mut child = Command::new(workspace_binary(binary)?)
-        .args(args)
-        .env("DATABASE_URL", &cfg.database_url)
-        .env("AMQP_URL", &cfg.amqp_url)
-        .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
-        .env("TASKER_WORKER__REGISTER_TEMPLATES", "false")
-        .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
-    let mut lines = BufReader::new(child.stderr.take().context("stderr")?).lines();
+    let (mut child, mut lines) = spawn_logging(
+        env,
+        binary,
+        args,
+        &[("TASKER_WORKER__REGISTER_TEMPLATES", "false")],
+    )?;
     tasker::line_containing(&mut lines, up, Duration::from_secs(60), binary).await?;
     let pid = child.id().context("the pid")?;
     let signalled = std::process::Command::new("kill")
