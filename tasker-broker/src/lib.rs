@@ -68,6 +68,18 @@ pub struct Broker {
     /// the connection closes has lapin close it while the connection is already closing, which
     /// it logs as a connection error at every graceful shutdown.
     channels: std::sync::Arc<std::sync::Mutex<Vec<Channel>>>,
+    /// The cancels of dropped subscriptions, awaited before their channels close.
+    cancels: Cancels,
+}
+
+/// Tasks cancelling the consumers of dropped [`Subscription`]s. Left to lapin, a dropped
+/// consumer is cancelled from a task of its own, which the close of its channel can overtake:
+/// the broker then receives `basic.cancel` on a closed channel and fails the whole connection
+/// (`CHANNEL_ERROR - expected 'channel.open'`), logged as an error at a graceful stop.
+type Cancels = std::sync::Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>;
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Broker {
@@ -112,6 +124,7 @@ impl Broker {
             connection: std::sync::Arc::new(connection),
             prefix: prefix.to_owned(),
             channels: std::sync::Arc::default(),
+            cancels: Cancels::default(),
         })
     }
 
@@ -128,21 +141,19 @@ impl Broker {
     /// it (dropping it does not close it while the broker is in use).
     pub async fn channel(&self) -> Result<Channel> {
         let channel = answered("channel.open", self.connection.create_channel()).await?;
-        let mut open = self.open_channels();
+        let mut open = lock(&self.channels);
         open.retain(|c| c.status().connected());
         open.push(channel.clone());
         Ok(channel)
-    }
-
-    fn open_channels(&self) -> std::sync::MutexGuard<'_, Vec<Channel>> {
-        self.channels.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Closes the channels opened here, then the connection. Unacknowledged deliveries go back
     /// to their queues (at once, or when the broker notices the connection is gone: a close the
     /// broker does not answer is given up after [`ANSWER_TIMEOUT`]).
     pub async fn close(&self) {
-        let channels = std::mem::take(&mut *self.open_channels());
+        let cancels = std::mem::take(&mut *lock(&self.cancels));
+        futures_util::future::join_all(cancels).await;
+        let channels = std::mem::take(&mut *lock(&self.channels));
         if self.is_connected() {
             let closing = channels
                 .iter()
@@ -230,7 +241,11 @@ impl Broker {
             ),
         )
         .await?;
-        Ok(Subscription { channel, consumer })
+        Ok(Subscription {
+            channel,
+            consumer,
+            cancels: self.cancels.clone(),
+        })
     }
 }
 
@@ -239,6 +254,33 @@ impl Broker {
 pub struct Subscription {
     channel: Channel,
     consumer: Consumer,
+    cancels: Cancels,
+}
+
+impl Drop for Subscription {
+    /// Cancels the consumer in a task [`Broker::close`] waits for (see [`Cancels`]). The task
+    /// holds a clone of the consumer, so lapin's own cancel, run when the last one goes, finds
+    /// it cancelled already and sends nothing. Outside a runtime lapin's cancel is left to run.
+    fn drop(&mut self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (channel, consumer) = (self.channel.clone(), self.consumer.clone());
+        let cancel = runtime.spawn(async move {
+            if channel.status().connected() {
+                let tag = consumer.tag();
+                let _ = answered(
+                    "basic.cancel",
+                    channel.basic_cancel(tag, Default::default()),
+                )
+                .await;
+            }
+            drop(consumer);
+        });
+        let mut cancels = lock(&self.cancels);
+        cancels.retain(|c| !c.is_finished());
+        cancels.push(cancel);
+    }
 }
 
 impl Subscription {
