@@ -222,7 +222,6 @@ impl Broker {
         Ok(Publisher::new(channel))
     }
 
-    /// Starts consuming `queue` on a channel of its own with manual acks and `prefetch`.
     /// Consumes `queue` on a channel of its own, at most `prefetch` unacknowledged at once.
     pub async fn consume(&self, queue: &str, tag: &str, prefetch: u16) -> Result<Subscription> {
         let channel = self.channel().await?;
