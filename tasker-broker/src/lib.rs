@@ -147,9 +147,11 @@ impl Broker {
         Ok(channel)
     }
 
-    /// Closes the channels opened here, then the connection. Unacknowledged deliveries go back
-    /// to their queues (at once, or when the broker notices the connection is gone: a close the
-    /// broker does not answer is given up after [`ANSWER_TIMEOUT`]).
+    /// Waits for the cancels of dropped subscriptions, closes the channels opened here, then
+    /// the connection. Unacknowledged deliveries go back to their queues (at once, or when the
+    /// broker notices the connection is gone). Each of the three steps gives up what the broker
+    /// does not answer after [`ANSWER_TIMEOUT`], so a broker that stopped answering holds a
+    /// close for at most three of them.
     pub async fn close(&self) {
         let cancels = std::mem::take(&mut *lock(&self.cancels));
         futures_util::future::join_all(cancels).await;
