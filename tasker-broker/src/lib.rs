@@ -259,7 +259,7 @@ pub struct Subscription {
 }
 
 impl Drop for Subscription {
-    /// Cancels the consumer in a task [`Broker::close`] waits for (see [`Cancels`]). The task
+    /// Cancels the consumer in a task [`Broker::close`] waits for (see `Cancels`). The task
     /// holds a clone of the consumer, so lapin's own cancel, run when the last one goes, finds
     /// it cancelled already and sends nothing. Outside a runtime lapin's cancel is left to run.
     fn drop(&mut self) {

@@ -30,7 +30,7 @@
 //! `clippy.toml` forbids registering one any other way, and `tests/openapi.rs` checks that each
 //! documented operation is served.
 //!
-//! When the orchestrator requires tokens ([`auth`]), every route but `/health` and `/ready`
+//! When the orchestrator requires tokens (`auth`), every route but `/health` and `/ready`
 //! needs `Authorization: Bearer <token>`: `read` for every GET, `write` to create, cancel and
 //! repair tasks and register templates, `admin` for dead-letter replay/discard and tokens.
 

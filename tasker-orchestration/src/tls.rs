@@ -2,7 +2,7 @@
 //! provider, HTTP/1.1.
 //!
 //! [`Listener`] hands axum connections whose handshake is done. Handshakes run in tasks of their
-//! own, each bounded by [`HANDSHAKE_TIMEOUT`], so a client that connects and says nothing never
+//! own, each bounded by `HANDSHAKE_TIMEOUT`, so a client that connects and says nothing never
 //! holds up the others.
 
 use std::io;
