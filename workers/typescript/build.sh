@@ -32,20 +32,31 @@ if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules
   npm install --no-audit --no-fund --loglevel=error
 fi
 
-# @napi-rs/cli 3 needs Node >= 20.17; it also regenerates index.js / index.d.ts from the Rust
-# source. On an older Node (Debian 12's apt gives 18) build with cargo and copy the library
-# under the name the committed index.js loads.
-if node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=17)?0:1)'; then
-  npx --no-install napi build --platform --release --package tasker-node >/dev/null
-else
-  log "Node $(node --version): building the binding with cargo (napi CLI needs Node >= 20.17)"
+# The native library is built by cargo for the host, like the Python and Ruby bindings and the
+# demo's binaries, so all of them share one release build of the dependencies: `napi build`
+# always passes `--target`, which builds into target/<triple>/ and compiled every dependency a
+# second time (4m43s of a 40-minute CI run on 2 cores). `npm run build:native` is `napi build`:
+# it also regenerates the loader index.js and the types index.d.ts from src/lib.rs, to be run
+# (and both committed) after changing what the binding exports; test/binding.test.js fails
+# while they miss an export of the library.
+case "$(uname -s)-$(uname -m)" in
+  Linux-x86_64) node_file=tasker-node.linux-x64-gnu.node ;;
+  Linux-aarch64) node_file=tasker-node.linux-arm64-gnu.node ;;
+  *) node_file="" ;;
+esac
+if [[ -n "$node_file" ]] && ! ldd --version 2>&1 | grep -qi musl; then
   cargo build --release --quiet -p tasker-node
-  cp "$CARGO_TARGET_DIR/release/libtasker_node.so" "$here/tasker-node.linux-x64-gnu.node"
+  cp "$CARGO_TARGET_DIR/release/libtasker_node.so" "$here/$node_file.tmp"
+  mv "$here/$node_file.tmp" "$here/$node_file"
+else
+  # Elsewhere napi names the file for the platform as index.js looks for it (Node >= 20.17).
+  npx --no-install napi build --platform --release --package tasker-node >/dev/null
+  node_file="$(ls -t tasker-node.*.node | head -1)"
 fi
 # Symbols triple the size of what npm pack ships. (Stripping the copy, not through the release
 # profile, keeps the shared build cache valid for everyone else.)
 if command -v strip >/dev/null; then
-  strip --strip-unneeded "$here/tasker-node.linux-x64-gnu.node"
+  strip --strip-unneeded "$here/$node_file"
 fi
 
 # From an empty dist/: a renamed or deleted source must not leave its old output behind for

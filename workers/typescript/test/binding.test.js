@@ -4,6 +4,7 @@
 const test = require("node:test");
 const assert = require("node:assert/strict");
 const { spawn } = require("node:child_process");
+const fs = require("node:fs");
 const path = require("node:path");
 
 const { Worker, Registry } = require("../dist/index.js");
@@ -12,6 +13,36 @@ const { repoRoot, waitForLine } = require("./support/orchestrator.js");
 
 const templates = path.join(repoRoot, "tests/fixtures/task_templates/typescript");
 const bin = path.join(__dirname, "../dist/bin/tasker-worker-node.js");
+
+test("index.js and index.d.ts carry every export of the native library", () => {
+  // build.sh builds the library with cargo and keeps the committed loader and types; after a
+  // change to what src/lib.rs exports, `npm run build:native` regenerates both (commit them).
+  const file = Object.keys(require.cache).find((f) => f.endsWith(".node"));
+  assert.ok(file, "index.js loaded a native library");
+  const native = require(file);
+  const loader = fs.readFileSync(path.join(__dirname, "../index.js"), "utf8");
+  const types = fs.readFileSync(path.join(__dirname, "../index.d.ts"), "utf8");
+  const names = Object.keys(native).filter((k) => !k.startsWith("__napi"));
+  assert.ok(names.includes("NativeWorker"), `the library exports ${names}`);
+  const hint = "regenerate them: npm run build:native in workers/typescript";
+  for (const name of names) {
+    assert.ok(loader.includes(`module.exports.${name} = nativeBinding.${name}`),
+      `index.js does not re-export ${name}; ${hint}`);
+    assert.match(types, new RegExp(`export declare (class|function|const) ${name}\\b`),
+      `index.d.ts does not declare ${name}; ${hint}`);
+    const body = types.split(`export declare class ${name} {`)[1]?.split("\n}\n")[0];
+    if (body === undefined) continue; // a function or a constant
+    const members = [
+      ...Object.getOwnPropertyNames(native[name].prototype).filter((m) => m !== "constructor"),
+      ...Object.getOwnPropertyNames(native[name])
+        .filter((m) => !["length", "name", "prototype", "arguments", "caller"].includes(m)),
+    ];
+    for (const m of members) {
+      assert.match(body, new RegExp(`^  (static |get )?${m}\\(`, "m"),
+        `index.d.ts does not declare ${name}.${m}; ${hint}`);
+    }
+  }
+});
 
 test("start reports health, namespaces and concurrency; nextBatch times out empty; stop releases a waiter", async () => {
   const native = NativeWorker.start({ templates, healthPort: 0, concurrency: 3 });
