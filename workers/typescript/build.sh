@@ -44,7 +44,9 @@ case "$(uname -s)-$(uname -m)" in
   Linux-aarch64) node_file=tasker-node.linux-arm64-gnu.node ;;
   *) node_file="" ;;
 esac
-if [[ -n "$node_file" ]] && ! ldd --version 2>&1 | grep -qi musl; then
+# (ldd's answer is read whole: `grep -q` in a pipe under pipefail can fail it with SIGPIPE.)
+libc="$(ldd --version 2>&1 || true)"
+if [[ -n "$node_file" && "${libc,,}" != *musl* ]]; then
   cargo build --release --quiet -p tasker-node
   cp "$CARGO_TARGET_DIR/release/libtasker_node.so" "$here/$node_file.tmp"
   mv "$here/$node_file.tmp" "$here/$node_file"
