@@ -22,6 +22,10 @@ use crate::{Broker, Publisher, Result, topology};
 pub const ORIGIN_HEADER: &str = "x-tasker-origin";
 /// Why Tasker could not process it.
 pub const REASON_HEADER: &str = "x-tasker-reason";
+/// Who sent it: the broker user RabbitMQ validated as its publisher (its `user_id`), or the
+/// sender it already named (a replay). A replayed result keeps the permissions of its first
+/// sender this way.
+pub const SENDER_HEADER: &str = "x-tasker-sender";
 
 /// Moves deliveries to the dead letters over one broker connection. Cheap to clone; the
 /// publishing channel is opened on first use and again after it closes.
@@ -40,9 +44,22 @@ impl DeadLetters {
     }
 
     /// Moves `delivery` to the dead letters with `reason`, then settles it. Its origin is the
-    /// queue it was published to (its routing key on the default exchange).
+    /// queue it was published to (its routing key: on the default exchange the queue's name,
+    /// on the results exchange the results queue's).
     pub async fn bury(&self, delivery: &Delivery, reason: &str) -> Result<()> {
-        match self.publish(delivery, reason).await {
+        self.bury_from(delivery, reason, publisher(&delivery.properties))
+            .await
+    }
+
+    /// [`DeadLetters::bury`], recording `sender` as who sent it ([`SENDER_HEADER`]): the
+    /// consumer that judged the message says whom it was from.
+    pub async fn bury_from(
+        &self,
+        delivery: &Delivery,
+        reason: &str,
+        sender: Option<&str>,
+    ) -> Result<()> {
+        match self.publish(delivery, reason, sender).await {
             Ok(()) => {
                 delivery.ack(BasicAckOptions::default()).await?;
             }
@@ -57,13 +74,16 @@ impl DeadLetters {
         Ok(())
     }
 
-    async fn publish(&self, delivery: &Delivery, reason: &str) -> Result<()> {
+    async fn publish(&self, delivery: &Delivery, reason: &str, sender: Option<&str>) -> Result<()> {
         let mut headers = FieldTable::default();
         headers.insert(
             ORIGIN_HEADER.into(),
             AMQPValue::LongString(delivery.routing_key.as_str().into()),
         );
         headers.insert(REASON_HEADER.into(), AMQPValue::LongString(reason.into()));
+        if let Some(sender) = sender {
+            headers.insert(SENDER_HEADER.into(), AMQPValue::LongString(sender.into()));
+        }
         let mut cached = self.publisher.lock().await;
         let publisher = match cached.as_ref() {
             Some(p) if p.is_open() => p.clone(),
@@ -78,6 +98,20 @@ impl DeadLetters {
             )
             .await
     }
+}
+
+/// The sender a message names ([`SENDER_HEADER`]: set on a dead letter, and on its replay).
+/// Believe it only from a publisher trusted to speak for others (the orchestrator itself).
+pub fn named_sender(properties: &BasicProperties) -> Option<String> {
+    properties
+        .headers()
+        .as_ref()
+        .and_then(|h| string(h.inner().get(SENDER_HEADER)?))
+}
+
+/// The broker user a message was published as, validated by RabbitMQ (`None`: it named none).
+pub fn publisher(properties: &BasicProperties) -> Option<&str> {
+    properties.user_id().as_ref().map(|u| u.as_str())
 }
 
 /// Where a dead letter came from and why, as far as its headers tell.

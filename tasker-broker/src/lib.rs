@@ -19,10 +19,11 @@ pub use lapin::message::Delivery;
 pub use lapin::options::{BasicAckOptions, BasicNackOptions, BasicRejectOptions};
 // `Subscription` and `Stopper` are defined below.
 use lapin::options::{
-    BasicConsumeOptions, BasicQosOptions, ConfirmSelectOptions, QueueDeclareOptions,
+    BasicConsumeOptions, BasicQosOptions, ConfirmSelectOptions, ExchangeDeclareOptions,
+    QueueBindOptions, QueueDeclareOptions,
 };
 pub use lapin::types::{AMQPValue, FieldArray, FieldTable};
-use lapin::{Channel, Connection, ConnectionProperties, Consumer};
+use lapin::{Channel, Connection, ConnectionProperties, Consumer, ExchangeKind};
 
 pub use batch::next_batch;
 pub use dead::DeadLetters;
@@ -55,7 +56,42 @@ pub enum Error {
     /// The connection or channel closed under a consumer or publisher.
     #[error("the broker connection closed")]
     Closed,
+    /// The broker refused this connection's user something its permissions do not allow
+    /// (`ACCESS_REFUSED`): retrying cannot help until an operator changes them.
+    #[error("the broker refused {what} to user {user:?}: {message}")]
+    Refused {
+        what: String,
+        user: String,
+        message: String,
+    },
+    /// A queue or exchange this connection may not declare itself does not exist yet: an
+    /// orchestrator declares it (when a template of its namespace is registered).
+    #[error("{0} does not exist yet on the broker; an orchestrator declares it")]
+    Missing(String),
 }
+
+impl Error {
+    /// The AMQP reply code of a channel or connection the broker closed (403 access refused,
+    /// 404 not found, ...), if that is what this is.
+    pub fn reply_code(&self) -> Option<u16> {
+        match self {
+            Error::Amqp(e) => match e.kind() {
+                lapin::ErrorKind::ProtocolError(p) => Some(p.get_id()),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Whether the broker refused the user (bad permissions), which no retry can mend.
+    pub fn is_refused(&self) -> bool {
+        matches!(self, Error::Refused { .. }) || self.reply_code() == Some(ACCESS_REFUSED)
+    }
+}
+
+/// AMQP reply codes Tasker tells apart.
+const ACCESS_REFUSED: u16 = 403;
+const NOT_FOUND: u16 = 404;
 
 pub type Result<T> = std::result::Result<T, Error>;
 
@@ -70,6 +106,9 @@ pub struct Broker {
     channels: std::sync::Arc<std::sync::Mutex<Vec<Channel>>>,
     /// The cancels of dropped subscriptions, awaited before their channels close.
     cancels: Cancels,
+    /// The user this connection logged in as: every message it publishes carries it as its
+    /// `user_id`, which RabbitMQ validates.
+    user: String,
 }
 
 /// Tasks cancelling the consumers of dropped [`Subscription`]s. Left to lapin, a dropped
@@ -98,6 +137,7 @@ impl Broker {
         tls_ca: Option<&std::path::Path>,
     ) -> Result<Broker> {
         let props = ConnectionProperties::default().with_connection_name(name.to_owned().into());
+        let user = user_of(url);
         let tls = lapin::tcp::OwnedTLSConfig {
             identity: None,
             cert_chain: match tls_ca {
@@ -125,11 +165,17 @@ impl Broker {
             prefix: prefix.to_owned(),
             channels: std::sync::Arc::default(),
             cancels: Cancels::default(),
+            user,
         })
     }
 
     pub fn prefix(&self) -> &str {
         &self.prefix
+    }
+
+    /// The user this connection logged in as.
+    pub fn user(&self) -> &str {
+        &self.user
     }
 
     /// Whether the connection is still up.
@@ -166,13 +212,72 @@ impl Broker {
         }
     }
 
-    /// Declares the results queue, the dead-letter queue and each namespace's steps queue.
-    /// Declaring is idempotent: the orchestrator and every worker declare what they use, so no
-    /// message is ever published to a queue that does not exist yet.
+    /// Declares the results queue and exchange, the dead-letter queue and each namespace's
+    /// steps queue. Declaring is idempotent: the orchestrator and every worker allowed to
+    /// declare what they use do, so no message is ever published to a queue that does not
+    /// exist yet. A user the broker does not allow to declare (a worker's own user, allowed to
+    /// read its step queues and write results only) checks instead that they exist (a passive
+    /// declare needs no permission): [`Error::Missing`] if one does not yet.
     pub async fn declare(&self, namespaces: &[String]) -> Result<()> {
         let channel = self.channel().await?;
-        answered("queue.declare", self.declare_on(&channel, namespaces)).await?;
-        let _ = answered("channel.close", channel.close(200, "declared".into())).await;
+        match answered("queue.declare", self.declare_on(&channel, namespaces)).await {
+            Ok(()) => {
+                let _ = answered("channel.close", channel.close(200, "declared".into())).await;
+                Ok(())
+            }
+            // The refusal closed that channel.
+            Err(e) if e.reply_code() == Some(ACCESS_REFUSED) => self.check(namespaces).await,
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Checks, without declaring anything, that the results exchange and each namespace's
+    /// steps queue exist.
+    async fn check(&self, namespaces: &[String]) -> Result<()> {
+        let exchange = topology::results_exchange(&self.prefix);
+        let mut objects = vec![(format!("the results exchange {exchange:?}"), None, exchange)];
+        for ns in namespaces {
+            let queue = topology::steps_queue(&self.prefix, ns);
+            objects.push((format!("the steps queue {queue:?}"), Some(()), queue));
+        }
+        for (what, is_queue, name) in objects {
+            // A failed passive declare closes its channel: one channel each.
+            let channel = self.channel().await?;
+            let checked = if is_queue.is_some() {
+                let passive = QueueDeclareOptions {
+                    passive: true,
+                    ..QueueDeclareOptions::default()
+                };
+                answered(
+                    "queue.declare",
+                    channel.queue_declare(name.into(), passive, FieldTable::default()),
+                )
+                .await
+                .map(drop)
+            } else {
+                let passive = ExchangeDeclareOptions {
+                    passive: true,
+                    ..ExchangeDeclareOptions::default()
+                };
+                answered(
+                    "exchange.declare",
+                    channel.exchange_declare(
+                        name.into(),
+                        ExchangeKind::Direct,
+                        passive,
+                        FieldTable::default(),
+                    ),
+                )
+                .await
+            };
+            match checked {
+                Ok(()) => {
+                    let _ = answered("channel.close", channel.close(200, "checked".into())).await;
+                }
+                Err(e) if e.reply_code() == Some(NOT_FOUND) => return Err(Error::Missing(what)),
+                Err(e) => return Err(e),
+            }
+        }
         Ok(())
     }
 
@@ -181,11 +286,31 @@ impl Broker {
         channel
             .queue_declare(dead.into(), durable(), FieldTable::default())
             .await?;
+        let results = topology::results_queue(&self.prefix);
         channel
-            .queue_declare(
-                topology::results_queue(&self.prefix).into(),
-                durable(),
-                self.dead_letter_args(),
+            .queue_declare(results.clone().into(), durable(), self.dead_letter_args())
+            .await?;
+        // Workers publish results through this exchange (the default exchange would let them
+        // write to any queue); it routes them to the results queue.
+        let exchange = topology::results_exchange(&self.prefix);
+        channel
+            .exchange_declare(
+                exchange.clone().into(),
+                ExchangeKind::Direct,
+                ExchangeDeclareOptions {
+                    durable: true,
+                    ..ExchangeDeclareOptions::default()
+                },
+                FieldTable::default(),
+            )
+            .await?;
+        channel
+            .queue_bind(
+                results.clone().into(),
+                exchange.into(),
+                results.into(),
+                QueueBindOptions::default(),
+                FieldTable::default(),
             )
             .await?;
         for ns in namespaces {
@@ -221,7 +346,7 @@ impl Broker {
             channel.confirm_select(ConfirmSelectOptions::default()),
         )
         .await?;
-        Ok(Publisher::new(channel))
+        Ok(Publisher::new(channel, &self.user))
     }
 
     /// Consumes `queue` on a channel of its own, at most `prefetch` unacknowledged at once.
@@ -241,13 +366,38 @@ impl Broker {
                 FieldTable::default(),
             ),
         )
-        .await?;
+        .await
+        .map_err(|e| self.refused(e, format!("reading the queue {queue:?}")))?;
         Ok(Subscription {
             channel,
             consumer,
             cancels: self.cancels.clone(),
         })
     }
+}
+
+impl Broker {
+    /// `e` as [`Error::Refused`] (naming `what`) when the broker refused this user.
+    fn refused(&self, e: Error, what: String) -> Error {
+        match &e {
+            Error::Amqp(inner) if e.reply_code() == Some(ACCESS_REFUSED) => Error::Refused {
+                what,
+                user: self.user.clone(),
+                message: match inner.kind() {
+                    lapin::ErrorKind::ProtocolError(p) => p.get_message().to_string(),
+                    _ => inner.to_string(),
+                },
+            },
+            _ => e,
+        }
+    }
+}
+
+/// The user an AMQP URL logs in as (`guest`, AMQP's default, when it names none).
+pub fn user_of(url: &str) -> String {
+    url.parse::<lapin::uri::AMQPUri>()
+        .map(|u| u.authority.userinfo.username)
+        .unwrap_or_else(|_| "guest".to_owned())
 }
 
 /// The deliveries of one queue (a stream), and a way to end them.

@@ -7,16 +7,34 @@ use lapin::{BasicProperties, Channel};
 
 use crate::{Error, Result};
 
-/// A confirm-mode channel. Every message is persistent; a batch is confirmed as a whole.
+/// A confirm-mode channel. Every message is persistent, carries the connection's user as its
+/// `user_id` (which RabbitMQ checks against the login, so a consumer can tell who sent it), and
+/// a batch is confirmed as a whole.
 #[derive(Debug, Clone)]
 pub struct Publisher {
     channel: Channel,
+    /// The exchange messages go through: `""` (the default exchange, routing by queue name) or
+    /// a named one ([`Publisher::via`]).
+    exchange: ShortString,
+    user_id: ShortString,
 }
 
 impl Publisher {
-    /// Wraps a channel already in confirm mode.
-    pub(crate) fn new(channel: Channel) -> Self {
-        Self { channel }
+    /// Wraps a channel already in confirm mode, publishing as `user_id`.
+    pub(crate) fn new(channel: Channel, user_id: &str) -> Self {
+        Self {
+            channel,
+            exchange: ShortString::from(""),
+            user_id: user_id.into(),
+        }
+    }
+
+    /// This publisher's messages go through `exchange` instead, each [`Outgoing::queue`] being
+    /// its routing key. A worker publishes its results through the results exchange, the only
+    /// thing its broker user may write to.
+    pub fn via(mut self, exchange: &str) -> Self {
+        self.exchange = exchange.into();
+        self
     }
 }
 
@@ -54,7 +72,7 @@ impl Publisher {
     pub async fn send_all(&self, messages: &[Outgoing]) -> Result<Round> {
         let mut confirms = Vec::with_capacity(messages.len());
         for m in messages {
-            confirms.push(self.send(&m.queue, &m.payload, properties()).await?);
+            confirms.push(self.send(&m.queue, &m.payload, self.properties()).await?);
         }
         Ok(Round(confirms))
     }
@@ -67,7 +85,7 @@ impl Publisher {
         headers: FieldTable,
     ) -> Result<()> {
         let confirm = self
-            .send(queue, payload, properties().with_headers(headers))
+            .send(queue, payload, self.properties().with_headers(headers))
             .await?;
         settle(vec![confirm]).await
     }
@@ -81,7 +99,7 @@ impl Publisher {
         Ok(self
             .channel
             .basic_publish(
-                ShortString::from(""),
+                self.exchange.clone(),
                 queue.into(),
                 BasicPublishOptions {
                     mandatory: true,
@@ -96,13 +114,14 @@ impl Publisher {
     pub fn is_open(&self) -> bool {
         self.channel.status().connected()
     }
-}
 
-/// Every Tasker message is persistent JSON.
-fn properties() -> BasicProperties {
-    BasicProperties::default()
-        .with_delivery_mode(2)
-        .with_content_type("application/json".into())
+    /// Every Tasker message is persistent JSON, sent as this connection's user.
+    fn properties(&self) -> BasicProperties {
+        BasicProperties::default()
+            .with_delivery_mode(2)
+            .with_content_type("application/json".into())
+            .with_user_id(self.user_id.clone())
+    }
 }
 
 /// Waits for every confirm of a round; a nack or a returned (unroutable) message fails it.

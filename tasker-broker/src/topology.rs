@@ -12,6 +12,13 @@ pub fn results_queue(prefix: &str) -> String {
     format!("{prefix}.results")
 }
 
+/// The exchange workers publish results through: it routes them to [`results_queue`]. A
+/// worker's broker user may write to it and to nothing else, so a worker cannot put messages
+/// into another namespace's steps queue (the default exchange would let it).
+pub fn results_exchange(prefix: &str) -> String {
+    format!("{prefix}.results")
+}
+
 /// Where messages that cannot be processed end up, with their reason (see [`crate::dead`]);
 /// the orchestrator keeps them in its `dead_letters` table.
 pub fn dead_letter_queue(prefix: &str) -> String {
@@ -26,6 +33,7 @@ mod tests {
     fn names_are_prefixed() {
         assert_eq!(steps_queue("t1", "shop"), "t1.steps.shop");
         assert_eq!(results_queue("t1"), "t1.results");
+        assert_eq!(results_exchange("t1"), "t1.results");
         assert_eq!(dead_letter_queue("t1"), "t1.dead");
     }
 }

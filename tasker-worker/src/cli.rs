@@ -72,6 +72,9 @@ pub enum Error {
     Setup(#[from] crate::setup::Error),
     #[error(transparent)]
     Refused(#[from] crate::registration::Refused),
+    /// The broker refused this worker's user one of its namespaces' step queues.
+    #[error("{0}; give this worker's broker user read access to it, or remove the templates of that namespace")]
+    Broker(tasker_broker::Error),
     #[error("binding the health port {addr}: {source}")]
     Health {
         addr: String,
@@ -129,6 +132,7 @@ async fn serve(args: Args, registry: Registry) -> Result<(), Error> {
     let stop = CancellationToken::new();
     let stopped = CancellationToken::new();
     crate::registration::register_templates(&setup, "rust", &stopped).await?;
+    worker.check_access().await.map_err(Error::Broker)?;
     let w = &config.worker;
     let addr = crate::health::serve(
         w.health_bind,

@@ -40,6 +40,9 @@ pub enum Error {
     Setup(#[from] crate::setup::Error),
     #[error(transparent)]
     Refused(#[from] crate::registration::Refused),
+    /// The broker refused this worker's user one of its namespaces' step queues.
+    #[error("{0}; give this worker's broker user read access to it, or remove the templates of that namespace")]
+    Broker(tasker_broker::Error),
     #[error("starting the worker runtime: {0}")]
     Io(#[from] std::io::Error),
     #[error(transparent)]
@@ -96,6 +99,9 @@ impl EmbeddedWorker {
         let shutdown_timeout = worker_options.shutdown_timeout;
         let host = Arc::new(BatchHost::new());
         let worker = Worker::new(worker_options, host.clone());
+        runtime
+            .block_on(worker.check_access())
+            .map_err(Error::Broker)?;
         let health = runtime.block_on(crate::health::serve(
             config.worker.health_bind,
             config.worker.health_port,

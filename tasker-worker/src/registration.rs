@@ -3,9 +3,10 @@
 //! orchestrator restart. Every language's worker does it here, once, in the core. Workers still
 //! never touch the database: registration is one `POST /v1/templates` per template.
 //!
-//! A refused template — invalid (422), too large (413), or a changed definition under a version
-//! already registered (409) — stops the worker at start-up with the orchestrator's message: the
-//! user must fix it. An orchestrator that cannot be reached, or that answers anything else (an
+//! A refused template — invalid (422), too large (413), a changed definition under a version
+//! already registered (409), or a token that is missing (401) or does not cover the template's
+//! namespace (403) — stops the worker at start-up with the orchestrator's message: the user must
+//! fix it. An orchestrator that cannot be reached, or that answers anything else (an
 //! older release without the route, a proxy), does not stop it (workers need only the broker to
 //! run steps, and their templates are usually registered already): the worker starts, and keeps
 //! trying in the background with the same backoff as every other connection. A refusal that
@@ -24,9 +25,10 @@ use tasker_client::Client;
 
 use crate::setup::Setup;
 
-/// The answers that refuse a template for what it says (retrying cannot help): too large,
-/// a changed definition under a registered version, invalid.
-const REFUSALS: [u16; 3] = [413, 409, 422];
+/// The answers that refuse a template for what it says or who sends it (retrying cannot help):
+/// no valid token, a token that does not cover the template's namespace, too large, a changed
+/// definition under a registered version, invalid.
+const REFUSALS: [u16; 5] = [401, 403, 413, 409, 422];
 
 /// A template the orchestrator refused.
 #[derive(Debug, thiserror::Error)]

@@ -168,15 +168,71 @@ impl Worker {
             .await;
     }
 
-    async fn session(&self, cancel: &CancellationToken) -> Result<(), tasker_broker::Error> {
+    async fn connect(&self) -> Result<Broker, tasker_broker::Error> {
         let o = &self.options;
-        let broker = Broker::connect_with(
+        Broker::connect_with(
             &o.amqp_url,
             &o.queue_prefix,
             &format!("tasker-worker-{}", o.name),
             o.tls_ca_file.as_deref(),
         )
-        .await?;
+        .await
+    }
+
+    /// Checks, once at start, that the broker lets this worker's user read each of its
+    /// namespaces' step queues: a worker whose credentials do not cover one of its templates'
+    /// namespaces refuses to start ([`tasker_broker::Error::Refused`], naming the queue)
+    /// instead of retrying forever. A broker that cannot be reached, or a queue no orchestrator
+    /// has declared yet, does not stop it (it keeps trying, as it would anyway).
+    pub async fn check_access(&self) -> Result<(), tasker_broker::Error> {
+        let broker = match self.connect().await {
+            Ok(b) => b,
+            Err(e) if e.is_refused() => return Err(e),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot reach the broker yet; starting anyway");
+                return Ok(());
+            }
+        };
+        let checked = self.check_queues(&broker).await;
+        broker.close().await;
+        match checked {
+            Err(e) if e.is_refused() => Err(e),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot check the step queues yet; starting anyway");
+                Ok(())
+            }
+            Ok(()) => Ok(()),
+        }
+    }
+
+    async fn check_queues(&self, broker: &Broker) -> Result<(), tasker_broker::Error> {
+        let o = &self.options;
+        broker.declare(&o.namespaces).await?;
+        for ns in &o.namespaces {
+            let queue = topology::steps_queue(&o.queue_prefix, ns);
+            // Consuming is what needs the permission; a delivery taken meanwhile goes back to
+            // the queue when the subscription's channel closes, unacknowledged.
+            drop(
+                broker
+                    .consume(&queue, &format!("{}-check-{ns}", o.name), 1)
+                    .await
+                    .map_err(|e| match e {
+                        tasker_broker::Error::Refused { user, message, .. } => {
+                            tasker_broker::Error::Refused {
+                                what: format!("reading {queue:?} (namespace {ns:?})"),
+                                user,
+                                message,
+                            }
+                        }
+                        e => e,
+                    })?,
+            );
+        }
+        Ok(())
+    }
+
+    async fn session(&self, cancel: &CancellationToken) -> Result<(), tasker_broker::Error> {
+        let broker = self.connect().await?;
         let result = self.consume(&broker, cancel).await;
         self.stats.connected.store(false, Ordering::Relaxed);
         broker.close().await;
@@ -190,7 +246,12 @@ impl Worker {
     ) -> Result<(), tasker_broker::Error> {
         let o = &self.options;
         broker.declare(&o.namespaces).await?;
-        let publisher = broker.publisher().await?;
+        // Results go through the results exchange, the one thing a worker's own broker user
+        // may write to (routed to the results queue by its name).
+        let publisher = broker
+            .publisher()
+            .await?
+            .via(&topology::results_exchange(&o.queue_prefix));
         let dead = DeadLetters::new(broker.clone());
         let mut consumers = Vec::with_capacity(o.namespaces.len());
         for ns in &o.namespaces {
