@@ -1,7 +1,20 @@
--- Applies a batch of results (a JSON array of tasker_shared::StepResult). Returns
--- {accepted, ignored: [step ids], dispatch: {messages, deferred} (tasker_dispatched),
---  finished: [{task_id, state}], retries: [{step_id, delay_ms}]}.
-CREATE OR REPLACE FUNCTION tasker_apply_results(batch jsonb) RETURNS jsonb LANGUAGE plpgsql
+-- Applies a batch of results (a JSON array of tasker_shared::StepResult). `permits`, when
+-- given, holds one entry per result, in the batch's order: NULL when its sender may serve any
+-- namespace (the orchestrator itself, a trusted broker user), else a regular expression the
+-- namespace of the result's step must match (a worker's broker user: the namespaces of its
+-- token). Returns {accepted, ignored: [step ids], rejected: [{i, code, detail}],
+-- dispatch: {messages, deferred} (tasker_dispatched), finished: [{task_id, state}],
+-- retries: [{step_id, delay_ms}]}.
+--
+-- A result applies only if its task, step and attempt all match one step in flight (enqueued
+-- with that attempt) and its sender may serve that step's namespace. A copy of a result
+-- already applied (the same attempt again: a redelivery) is ignored. Anything else changes
+-- nothing and is rejected with a code (`result_mismatch`: no such step, a step of another
+-- task, an attempt the step is not at; `result_not_permitted`: a namespace the sender may not
+-- serve) and `i`, its 1-based position in the batch: the caller dead-letters its message.
+DROP FUNCTION IF EXISTS tasker_apply_results(jsonb);
+CREATE OR REPLACE FUNCTION tasker_apply_results(batch jsonb, permits text[] DEFAULT NULL)
+RETURNS jsonb LANGUAGE plpgsql
 -- Every step is looked up by its id: index lookups whatever the statistics say (a 100,000-step
 -- fan-out grows the tables faster than autovacuum re-analyzes them, and this session's plan
 -- was made when they were small).
@@ -24,6 +37,7 @@ DECLARE
     counted uuid[] := '{}';
     accepted int := 0;
     ignored uuid[] := '{}';
+    rejected jsonb := '[]';
     finished jsonb := '[]';
     retries jsonb := '[]';
     -- On the general path, plain successes (a standard, convergence or batch-worker step's)
@@ -34,7 +48,6 @@ DECLARE
     held_tasks uuid[] := '{}';
     held_attempts int[] := '{}';
     held jsonb[] := '{}';
-    last_accepted uuid;
     -- The steps the batch names, locked, in lock order (their results alike).
     locked_ids uuid[];
     locked_tasks uuid[];
@@ -46,38 +59,66 @@ DECLARE
     sent_too jsonb;
 BEGIN
     -- Every step the batch names is locked first, in one statement, in the one global order
-    -- (task, step, attempt) so concurrent orchestrators never deadlock. A result is accepted
-    -- only for its step's current attempt while the step is enqueued, and only once (a second
-    -- copy of the same attempt is a duplicate); the others are ignored.
-    SELECT COALESCE(array_agg(s.id ORDER BY x.k) FILTER (WHERE s.id IS NOT NULL), '{}'),
-           COALESCE(array_agg(s.task_id ORDER BY x.k) FILTER (WHERE s.id IS NOT NULL), '{}'),
-           COALESCE(array_agg(x.attempt ORDER BY x.k) FILTER (WHERE s.id IS NOT NULL), '{}'),
-           COALESCE(array_agg(x.r ORDER BY x.k) FILTER (WHERE s.id IS NOT NULL), '{}'),
-           COALESCE(array_agg(x.step ORDER BY x.k) FILTER (WHERE s.id IS NULL), '{}'),
+    -- (task, step, attempt) so concurrent orchestrators never deadlock, and each result is
+    -- judged against its step there: accepted (in flight with that attempt, of that task, in a
+    -- namespace its sender may serve), ignored (a second copy of an attempt: the first one
+    -- settled it) or rejected with a code and why.
+    SELECT COALESCE(array_agg(s.id ORDER BY x.k) FILTER (WHERE v.verdict = 'apply'), '{}'),
+           COALESCE(array_agg(s.task_id ORDER BY x.k) FILTER (WHERE v.verdict = 'apply'), '{}'),
+           COALESCE(array_agg(x.attempt ORDER BY x.k) FILTER (WHERE v.verdict = 'apply'), '{}'),
+           COALESCE(array_agg(x.r ORDER BY x.k) FILTER (WHERE v.verdict = 'apply'), '{}'),
+           COALESCE(array_agg(x.step ORDER BY x.k) FILTER (WHERE v.verdict = 'ignore'), '{}'),
+           COALESCE(jsonb_agg(jsonb_build_object('i', x.i, 'code', v.verdict, 'detail', v.detail)
+                              ORDER BY x.i)
+                        FILTER (WHERE v.verdict NOT IN ('apply', 'ignore')), '[]'),
            COALESCE(bool_and(x.r->'outcome'->>'status' = 'success'
                              AND s.step_type NOT IN ('decision', 'batchable'))
-                        FILTER (WHERE s.id IS NOT NULL), true)
-    INTO locked_ids, locked_tasks, locked_attempts, locked_results, ignored, plain
-    FROM (SELECT e.value AS r, (e.value->>'step_id')::uuid AS step,
-                 (e.value->>'attempt')::int AS attempt,
+                        FILTER (WHERE v.verdict = 'apply'), true)
+    INTO locked_ids, locked_tasks, locked_attempts, locked_results, ignored, rejected, plain
+    FROM (SELECT e.value AS r, e.i, (e.value->>'step_id')::uuid AS step,
+                 (e.value->>'task_id')::uuid AS task, (e.value->>'attempt')::int AS attempt,
+                 permits[e.i] AS permit,
                  row_number() OVER (ORDER BY e.value->>'task_id', e.value->>'step_id',
                                              (e.value->>'attempt')::int, e.i) AS k,
                  row_number() OVER (PARTITION BY e.value->>'step_id', e.value->>'attempt'
                                     ORDER BY e.i) = 1 AS first
           FROM jsonb_array_elements(batch) WITH ORDINALITY AS e(value, i)
           ORDER BY k OFFSET 0) x
-    -- By primary key only (OFFSET 0 keeps the attempt and state tests out of the lookup): a
-    -- plan made while the table was small otherwise went through the index of enqueued steps,
-    -- reading all 100,000 of a fan-out's for each result.
+    -- By primary key only (OFFSET 0 keeps the other tests out of the lookup): a plan made
+    -- while the table was small otherwise went through the index of enqueued steps, reading
+    -- all 100,000 of a fan-out's for each result.
     LEFT JOIN LATERAL (SELECT id, task_id, step_type, attempt, state FROM steps
                        WHERE x.first AND id = x.step
-                       OFFSET 0 FOR UPDATE) s ON s.attempt = x.attempt AND s.state = 'enqueued';
+                       OFFSET 0 FOR UPDATE) s ON true
+    CROSS JOIN LATERAL (
+        SELECT CASE
+            WHEN NOT x.first THEN 'ignore'
+            WHEN s.id IS NULL THEN 'result_mismatch'
+            WHEN s.task_id <> x.task THEN 'result_mismatch'
+            WHEN x.permit IS NOT NULL
+                 AND NOT EXISTS (SELECT FROM tasks t
+                                 WHERE t.id = s.task_id AND t.namespace ~ x.permit)
+                THEN 'result_not_permitted'
+            WHEN x.attempt = s.attempt AND s.state = 'enqueued' THEN 'apply'
+            -- The attempt the step is at, settled already: a copy of its result.
+            WHEN x.attempt = s.attempt THEN 'ignore'
+            ELSE 'result_mismatch'
+        END AS verdict,
+        CASE
+            WHEN NOT x.first THEN NULL
+            WHEN s.id IS NULL THEN format('no step %s', x.step)
+            WHEN s.task_id <> x.task THEN format('step %s is not a step of task %s', x.step, x.task)
+            ELSE format('attempt %s of step %s is not in flight (the step is at attempt %s, %s)',
+                        x.attempt, x.step, s.attempt, s.state)
+        END AS detail
+    ) v;
 
     -- Almost every batch is plain successes only: those go in one statement.
     IF plain THEN
         accepted := cardinality(locked_ids);
         IF accepted = 0 THEN
             RETURN jsonb_build_object('accepted', 0, 'ignored', to_jsonb(ignored),
+                                      'rejected', rejected,
                                       'dispatch', tasker_dispatched('{}'), 'finished', finished,
                                       'retries', retries);
         END IF;
@@ -86,6 +127,7 @@ BEGIN
         finished := ok.finished;
         IF cardinality(ok.skip) = 0 THEN
             RETURN jsonb_build_object('accepted', accepted, 'ignored', to_jsonb(ignored),
+                                      'rejected', rejected,
                                       'dispatch', tasker_dispatched(ok.enqueued),
                                       'finished', finished, 'retries', retries);
         END IF;
@@ -96,37 +138,28 @@ BEGIN
         sent := tasker_dispatched(ok.enqueued);
         sent_too := tasker_dispatch(sk.ready);
         RETURN jsonb_build_object('accepted', accepted, 'ignored', to_jsonb(ignored),
+                                  'rejected', rejected,
                                   'dispatch', jsonb_build_object(
                                       'messages', (sent->'messages') || (sent_too->'messages'),
                                       'deferred', (sent->'deferred') || (sent_too->'deferred')),
                                   'finished', finished, 'retries', retries);
     END IF;
 
-    -- The general path: each result in order (its step is locked already).
-    ignored := '{}';
-    FOR r IN SELECT e.value FROM jsonb_array_elements(batch) AS e
-             ORDER BY e.value->>'task_id', e.value->>'step_id', (e.value->>'attempt')::int
+    -- The general path: each accepted result in lock order (its step is locked already).
+    FOR r IN SELECT u.r FROM unnest(locked_results) AS u(r)
     LOOP
         v_step := (r->>'step_id')::uuid;
         v_attempt := (r->>'attempt')::int;
-        IF v_step = last_accepted THEN
-            -- The same attempt again (rows come sorted): the first one settled it, even if it
-            -- is still held.
-            ignored := ignored || v_step;
-            CONTINUE;
-        END IF;
         SELECT id, task_id, name, step_type, branches, batch_spec, on_failure, max_attempts,
                attempt_base, backoff, base_ms, max_ms
         INTO st FROM steps
-        WHERE id = v_step AND attempt = v_attempt AND state = 'enqueued'
-        FOR UPDATE;
+        WHERE id = v_step AND attempt = v_attempt AND state = 'enqueued';
         IF NOT FOUND THEN
-            -- Duplicate or stale: the step is not in flight with this attempt.
+            -- An earlier result of this batch closed it (a failure that ended its task).
             ignored := ignored || v_step;
             CONTINUE;
         END IF;
         accepted := accepted + 1;
-        last_accepted := v_step;
         outcome := r->'outcome';
         IF outcome->>'status' = 'success' AND st.step_type NOT IN ('decision', 'batchable') THEN
             held_ids := held_ids || v_step;
@@ -233,6 +266,7 @@ BEGIN
     finished := finished || tasker_close_steps(closed);
 
     RETURN jsonb_build_object('accepted', accepted, 'ignored', to_jsonb(ignored),
+                              'rejected', rejected,
                               'dispatch', tasker_dispatch(ready), 'finished', finished,
                               'retries', retries);
 END

@@ -345,15 +345,40 @@ impl Dispatcher {
         Ok(())
     }
 
-    /// Publishes one message now (a dead letter replayed), confirmed within the publish
-    /// timeout; unlike [`Self::publish`] it never waits for a connection.
-    pub async fn send_now(&self, message: Outgoing) -> Result<(), String> {
+    /// Declares `namespace`'s steps queue now, if this connection has not yet (a template of
+    /// it was just registered: its workers may only check that the queue exists). Without a
+    /// connection it is declared when one is attached; a failure is logged, and publishing
+    /// declares it again.
+    pub async fn declare(&self, namespace: &str) {
+        let mut state = self.inner.state.lock().await;
+        if state.declared.contains(namespace) {
+            return;
+        }
+        let Some((broker, _)) = state.link.clone() else {
+            return;
+        };
+        match broker.declare(&[namespace.to_owned()]).await {
+            Ok(()) => {
+                state.declared.insert(namespace.to_owned());
+            }
+            Err(e) => tracing::warn!(%namespace, error = %e, "declaring a steps queue failed"),
+        }
+    }
+
+    /// Publishes one message now (a dead letter replayed) with `headers`, confirmed within the
+    /// publish timeout; unlike [`Self::publish`] it never waits for a connection.
+    pub async fn send_now(
+        &self,
+        message: Outgoing,
+        headers: tasker_broker::FieldTable,
+    ) -> Result<(), String> {
         let link = self.inner.state.lock().await.link.clone();
         let Some((_, publisher)) = link else {
             return Err("not connected to the broker".into());
         };
         let timeout = self.inner.limits.publish_timeout;
-        match tokio::time::timeout(timeout, publisher.publish_all(&[message])).await {
+        let sent = publisher.publish_with_headers(&message.queue, &message.payload, headers);
+        match tokio::time::timeout(timeout, sent).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(e.to_string()),
             Err(_) => Err(format!("no confirm within {} ms", timeout.as_millis())),

@@ -44,8 +44,22 @@ pub struct Effects {
 pub struct ResultCounts {
     /// Results that changed state.
     pub accepted: usize,
-    /// Steps whose result was a duplicate or stale (wrong attempt, no longer in flight).
+    /// Steps whose result was a copy of one already applied (the same attempt again).
     pub ignored: Vec<Uuid>,
+    /// Results that matched no step in flight or came from a sender who may not serve their
+    /// step's namespace: they changed nothing, and their messages go to the dead letters.
+    pub rejected: Vec<Rejected>,
+}
+
+/// A result the engine refused to apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    /// Its position in the batch applied.
+    pub index: usize,
+    /// `result_mismatch` or `result_not_permitted`.
+    pub code: String,
+    /// What did not match, for the dead letter's reason.
+    pub detail: String,
 }
 
 impl Effects {
@@ -59,6 +73,7 @@ impl Effects {
             let mine = self.results.get_or_insert_with(ResultCounts::default);
             mine.accepted += r.accepted;
             mine.ignored.extend(r.ignored);
+            mine.rejected.extend(r.rejected);
         }
         if other.created.is_some() {
             self.created = other.created;
@@ -121,9 +136,23 @@ pub async fn execute(shared: &Shared, effects: Effects) {
         ::metrics::counter!(m::TASKS_FINISHED.name, "state" => state.as_str()).increment(1);
         shared.events.emit(Event::TaskFinished { task_id, state });
     }
-    if let Some(ResultCounts { accepted, ignored }) = results {
+    if let Some(ResultCounts {
+        accepted,
+        ignored,
+        rejected,
+    }) = results
+    {
         ::metrics::counter!(m::RESULTS_APPLIED.name).increment(accepted as u64);
         ::metrics::counter!(m::RESULTS_IGNORED.name).increment(ignored.len() as u64);
+        for r in &rejected {
+            // The code is one of the engine's two: a bounded label.
+            let reason = if r.code == "result_not_permitted" {
+                "result_not_permitted"
+            } else {
+                "result_mismatch"
+            };
+            ::metrics::counter!(m::RESULTS_REJECTED.name, "reason" => reason).increment(1);
+        }
         shared
             .events
             .emit(Event::ResultsApplied { accepted, ignored });

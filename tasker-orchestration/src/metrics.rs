@@ -19,7 +19,13 @@ pub const RESULTS_APPLIED: Metric = counter(
 );
 pub const RESULTS_IGNORED: Metric = counter(
     "tasker_results_ignored_total",
-    "Duplicate or stale step results (wrong attempt, step no longer in flight).",
+    "Copies of step results already applied (the same attempt again, e.g. redelivered).",
+);
+pub const RESULTS_REJECTED: Metric = counter(
+    "tasker_results_rejected_total",
+    "Results that changed nothing and were dead-lettered, by reason: result_mismatch (no step \
+     in flight with that task, step and attempt) or result_not_permitted (the sender may not \
+     serve the step's namespace).",
 );
 pub const RESULTS_MALFORMED: Metric = counter(
     "tasker_results_malformed_total",
@@ -83,7 +89,8 @@ pub const DEAD_LETTERS_REPLAYED: Metric = counter(
 );
 
 /// Every metric above, described to the recorder at start-up.
-pub const ALL: [Metric; 18] = [
+pub const ALL: [Metric; 19] = [
+    RESULTS_REJECTED,
     DEAD_LETTERS_KEPT,
     DEAD_LETTERS_REPLAYED,
     RESULT_CONSUME_BATCH_SIZE,

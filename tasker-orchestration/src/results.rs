@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use crate::effects::{self, Effects};
 use crate::metrics as m;
+use crate::senders::{Permit, Sender};
 use crate::shared::Shared;
 use crate::store::{self, Held};
 
@@ -92,7 +93,7 @@ async fn process(
         for (d, fate) in deliveries.iter().zip(fate) {
             let settled = match fate {
                 Fate::Settled => continue,
-                Fate::Dead(reason) => dead.bury(d, &reason).await,
+                Fate::Dead { reason, sender } => dead.bury_from(d, &reason, sender.as_deref()).await,
                 Fate::Ack => d
                     .ack(BasicAckOptions::default())
                     .await
@@ -149,9 +150,25 @@ async fn apply(
     if results.is_empty() {
         return Ok(None);
     }
+    // Who sent each message, from what RabbitMQ validated, and so what its results may move.
+    let senders = loop {
+        match judge(shared, deliveries).await {
+            Ok(senders) => break senders,
+            Err(e) => {
+                tracing::error!(error = %e, "looking up the senders of results failed; retrying");
+                // Deliberate backoff: the database is unavailable. The batch stays unacked.
+                tokio::select! {
+                    () = cancel.cancelled() => return Ok(None),
+                    () = tokio::time::sleep(Duration::from_millis(250)) => {}
+                }
+            }
+        }
+    };
+    let permits: Vec<Permit> = from.iter().map(|&m| senders[m].permit.clone()).collect();
     let began = std::time::SystemTime::now();
+    let max = shared.config.orchestrator.result_batch_max;
     let (mut applied, poison) = loop {
-        match apply_isolating(held, &results, shared.config.orchestrator.result_batch_max).await {
+        match apply_isolating(held, &results, &permits, max).await {
             Ok(done) => break done,
             Err(e) => {
                 tracing::error!(error = %e, "applying results failed; retrying");
@@ -164,37 +181,77 @@ async fn apply(
         }
     };
     commit_spans(&results, &poison, began);
-    // A result that cannot be applied fails its own step with the reason, and the message
-    // that carried it goes to the dead letters (its other results were applied; replayed,
-    // they would be ignored as duplicates).
+    let mut condemn = |i: usize, reason: String| {
+        let sender = senders[from[i]].name.clone();
+        fate[from[i]] = match std::mem::replace(&mut fate[from[i]], Fate::Ack) {
+            Fate::Dead { reason: earlier, .. } => Fate::Dead {
+                reason: format!("{earlier}; {reason}"),
+                sender,
+            },
+            _ => Fate::Dead { reason, sender },
+        };
+    };
+    // A result that matched no step in flight, or moved a step of a namespace its sender may
+    // not serve, changed nothing: its message goes to the dead letters with the reason.
+    if let Some(counts) = &applied.results {
+        for r in &counts.rejected {
+            let head = &results[r.index].head;
+            let sender = senders[from[r.index]].name.as_deref().unwrap_or("(no user_id)");
+            tracing::warn!(code = %r.code, detail = %r.detail, sender, step = %head.step_id,
+                task = %head.task_id, attempt = head.attempt,
+                "a result was rejected; dead-lettering its message");
+            condemn(
+                r.index,
+                format!("{}: {} (sent by broker user {sender})", r.code, r.detail),
+            );
+        }
+    }
+    // A result that cannot be applied fails its own step with the reason (as far as its sender
+    // may move that step), and the message that carried it goes to the dead letters (its other
+    // results were applied; replayed, they would be ignored as duplicates).
     for (i, error) in poison {
         metrics::counter!(m::RESULTS_POISON.name).increment(1);
         let r = &results[i].head;
         tracing::error!(step = %r.step_id, task = %r.task_id, attempt = r.attempt, %error,
             "a result could not be applied; failing its step and dead-lettering its message");
-        match shared.store.apply_results(&[unstorable(r, &error)]).await {
+        match held
+            .apply_results(&[unstorable(r, &error)], std::slice::from_ref(&permits[i]))
+            .await
+        {
             Ok(failed) => applied.merge(failed),
             Err(e) => tracing::error!(step = %r.step_id, error = %e,
                 "could not record the failure of a step whose result could not be applied"),
         }
-        let reason = format!(
-            "the result of attempt {} of step {} (task {}) could not be applied: {error}",
-            r.attempt, r.step_id, r.task_id
+        condemn(
+            i,
+            format!(
+                "the result of attempt {} of step {} (task {}) could not be applied: {error}",
+                r.attempt, r.step_id, r.task_id
+            ),
         );
-        fate[from[i]] = match std::mem::replace(&mut fate[from[i]], Fate::Ack) {
-            Fate::Dead(earlier) => Fate::Dead(format!("{earlier}; {reason}")),
-            _ => Fate::Dead(reason),
-        };
     }
     Ok(Some((applied, fate)))
+}
+
+/// The sender of each delivery.
+async fn judge(shared: &Shared, deliveries: &[Delivery]) -> Result<Vec<Sender>, store::Error> {
+    let mut senders = Vec::with_capacity(deliveries.len());
+    for d in deliveries {
+        senders.push(shared.senders.judge(&shared.store, d).await?);
+    }
+    Ok(senders)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Fate {
     /// Its results were applied.
     Ack,
-    /// One of its results could not be applied (why): to the dead letters.
-    Dead(String),
+    /// One of its results could not be applied, or was rejected (why; sent by whom): to the
+    /// dead letters.
+    Dead {
+        reason: String,
+        sender: Option<String>,
+    },
     /// Already rejected (malformed).
     Settled,
 }
@@ -315,6 +372,7 @@ impl Serialize for Incoming<'_> {
 async fn apply_isolating(
     held: &mut Held,
     results: &[Incoming<'_>],
+    permits: &[Permit],
     max: usize,
 ) -> Result<(Effects, Vec<(usize, store::Error)>), store::Error> {
     let mut applied = Effects::default();
@@ -327,9 +385,18 @@ async fn apply_isolating(
         .rev()
         .collect();
     while let Some((at, len)) = todo.pop() {
-        match held.apply_results(&results[at..at + len]).await {
-            Ok(effects) => {
+        match held
+            .apply_results(&results[at..at + len], &permits[at..at + len])
+            .await
+        {
+            Ok(mut effects) => {
                 metrics::histogram!(m::RESULT_BATCH_SIZE.name).record(len as f64);
+                // Positions in this range, as positions in the whole batch.
+                if let Some(counts) = &mut effects.results {
+                    for r in &mut counts.rejected {
+                        r.index += at;
+                    }
+                }
                 applied.merge(effects)
             }
             Err(e @ store::Error::Unavailable(_)) => return Err(e),

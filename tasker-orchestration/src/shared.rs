@@ -6,10 +6,11 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::api::TokenCache;
+use crate::api::{Live, TokenCache};
 use crate::catalog::Catalog;
 use crate::dispatcher::Dispatcher;
 use crate::events::Events;
+use crate::senders::Senders;
 use crate::store::Store;
 
 /// Handles to everything a running orchestrator uses.
@@ -24,6 +25,10 @@ pub struct Shared {
     pub shutdown: CancellationToken,
     /// Valid API tokens seen lately.
     pub tokens: Arc<TokenCache>,
+    /// The broker users results came from lately, and what they may move.
+    pub senders: Arc<Senders>,
+    /// The watcher the live event streams share.
+    pub live: Arc<Live>,
     broker_up: Arc<watch::Sender<bool>>,
 }
 
@@ -31,6 +36,8 @@ impl Shared {
     pub(crate) fn new(config: tasker_shared::Config, store: Store, catalog: Catalog) -> Self {
         Self {
             dispatcher: Dispatcher::new(&config.queue_prefix, &config.orchestrator),
+            senders: Arc::new(Senders::new(&tasker_broker::user_of(&config.amqp_url))),
+            live: Arc::new(Live::new(&config.orchestrator)),
             config: Arc::new(config),
             store,
             catalog: Arc::new(catalog),

@@ -20,7 +20,7 @@ use tasker_shared::plan::Plan;
 use tasker_shared::template::Loaded;
 use tasker_shared::{StepMessage, StepResult, TaskState};
 
-use crate::effects::{Effects, ResultCounts};
+use crate::effects::{Effects, Rejected, ResultCounts};
 
 mod dead_letters;
 mod functions;
@@ -31,7 +31,7 @@ mod tokens;
 pub use dead_letters::{DeadLetter, DeadLetterView, NewDeadLetter};
 pub use read::{StepView, TaskFilter, TaskView};
 pub use templates::{Registration, TEMPLATE_REGISTERED_CHANNEL, TemplateFilter, TemplateView};
-pub use tokens::{CreateError, Principal, Scope, TokenView};
+pub use tokens::{CreateError, NewToken, Principal, Scope, TokenView};
 
 /// Channel of the `pg_notify` sent when a task reaches a terminal state; the payload is
 /// `<task id>:<state>`.
@@ -188,9 +188,18 @@ pub enum Repaired {
 struct AppliedRow {
     accepted: usize,
     ignored: Vec<Uuid>,
+    rejected: Vec<RejectedRow>,
     dispatch: Dispatched,
     finished: Vec<FinishedRow>,
     retries: Vec<RetryRow>,
+}
+
+#[derive(serde::Deserialize)]
+struct RejectedRow {
+    /// 1-based position in the batch.
+    i: usize,
+    code: String,
+    detail: String,
 }
 
 #[derive(serde::Deserialize)]
@@ -364,11 +373,12 @@ impl Store {
         })
     }
 
-    /// Applies a batch of results in one statement (`tasker_apply_results`, one round trip
-    /// and one commit), retrying it as a whole on a deadlock.
+    /// Applies a batch of results the orchestrator itself decided (a step it failed), which
+    /// may move a step of any namespace, in one statement (`tasker_apply_results`, one round
+    /// trip and one commit), retrying it as a whole on a deadlock.
     pub async fn apply_results<R: Serialize + Sync>(&self, results: &[R]) -> Result<Effects> {
         let mut conn = self.pool.acquire().await?;
-        apply_results_on(&mut conn, results).await
+        apply_results_on(&mut conn, results, None).await
     }
 
     /// A connection of this store's pool kept for a caller that runs one statement after
@@ -615,13 +625,19 @@ pub struct Held {
 }
 
 impl Held {
-    /// [`Store::apply_results`] on the held connection.
-    pub async fn apply_results<R: Serialize + Sync>(&mut self, results: &[R]) -> Result<Effects> {
+    /// Applies results received from workers on the held connection; `permits[i]` says which
+    /// namespaces the sender of `results[i]` may serve (`None`: any), and a result outside them
+    /// is rejected ([`ResultCounts::rejected`]).
+    pub async fn apply_results<R: Serialize + Sync>(
+        &mut self,
+        results: &[R],
+        permits: &[Option<std::sync::Arc<str>>],
+    ) -> Result<Effects> {
         let conn = match &mut self.conn {
             Some(conn) => conn,
             None => self.conn.insert(self.pool.acquire().await?),
         };
-        let applied = apply_results_on(conn, results).await;
+        let applied = apply_results_on(conn, results, Some(permits)).await;
         if let Err(Error::Unavailable(_)) = &applied {
             self.conn = None;
         }
@@ -633,7 +649,15 @@ impl Held {
 async fn apply_results_on<R: Serialize + Sync>(
     conn: &mut sqlx::PgConnection,
     results: &[R],
+    permits: Option<&[Option<std::sync::Arc<str>>]>,
 ) -> Result<Effects> {
+    // Every result's permit, or none at all when no result is limited (the common case: one
+    // parameter less to send and check).
+    let permits: Option<std::sync::Arc<Vec<Option<String>>>> = permits
+        .filter(|p| p.iter().any(Option::is_some))
+        .map(|p| {
+            std::sync::Arc::new(p.iter().map(|x| x.as_deref().map(str::to_owned)).collect())
+        });
     // As text, decoded straight into the answer's types: a large fan-out's answer never
     // becomes a generic JSON tree in memory.
     // Encoded once; a retry shares it instead of copying it.
@@ -641,11 +665,12 @@ async fn apply_results_on<R: Serialize + Sync>(
         .map_err(|e| Error::Corrupt(format!("a result batch does not encode: {e}")))?
         .into();
     let text: String = retry_deadlocks(conn, |conn| {
-        let batch = batch.clone();
+        let (batch, permits) = (batch.clone(), permits.clone());
         Box::pin(async move {
             Ok(
-                sqlx::query_scalar("SELECT tasker_apply_results($1::jsonb)::text")
+                sqlx::query_scalar("SELECT tasker_apply_results($1::jsonb, $2)::text")
                     .bind(&*batch)
+                    .bind(permits.as_deref())
                     .fetch_one(conn)
                     .await?,
             )
@@ -670,6 +695,15 @@ async fn apply_results_on<R: Serialize + Sync>(
         results: Some(ResultCounts {
             accepted: row.accepted,
             ignored: row.ignored,
+            rejected: row
+                .rejected
+                .into_iter()
+                .map(|r| Rejected {
+                    index: r.i.saturating_sub(1),
+                    code: r.code,
+                    detail: r.detail,
+                })
+                .collect(),
         }),
         ..Effects::default()
     })
