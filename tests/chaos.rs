@@ -48,6 +48,7 @@ async fn start_orchestrator(env: &TestEnv, port: u16) -> anyhow::Result<Orchestr
         .env("DATABASE_URL", &cfg.database_url)
         .env("AMQP_URL", &cfg.amqp_url)
         .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
+        .env("TASKER_ORCHESTRATOR__AUTH", "off")
         .env("TASKER_ORCHESTRATOR__SWEEP_INTERVAL_MS", "250")
         // A publication lost with a killed orchestrator is re-sent after 3 s, not 30.
         .env("TASKER_ORCHESTRATOR__VISIBILITY_TIMEOUT_MS", "3000")

@@ -28,6 +28,7 @@ fn spawn_logging(
         .env("DATABASE_URL", &cfg.database_url)
         .env("AMQP_URL", &cfg.amqp_url)
         .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
+        .env("TASKER_ORCHESTRATOR__AUTH", "off")
         .env("RUST_LOG", "info")
         .env("NO_COLOR", "1")
         .envs(envs.iter().copied())

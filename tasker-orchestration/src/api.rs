@@ -34,10 +34,12 @@
 //! needs `Authorization: Bearer <token>`: `read` for every GET, `write` to create, cancel and
 //! repair tasks and register templates, `admin` for dead-letter replay/discard and tokens.
 
+mod access;
 mod auth;
 mod dead_letters;
 mod error;
 mod extract;
+mod guard;
 mod live;
 mod repair;
 mod templates;
@@ -67,6 +69,8 @@ use tasker_shared::api::{
     CreateTask, ErrorBody, History, ParentResults, Readiness, StepPage, TaskPage,
 };
 
+pub use access::Caller;
+pub use live::Live;
 pub use auth::TokenCache;
 pub use error::Error;
 use extract::{Path, Query};
@@ -98,6 +102,10 @@ pub fn router(shared: Shared) -> Router {
         })
         .layer(DefaultBodyLimit::max(limit))
         .layer(Extension(Arc::new(document)))
+        .layer(axum::middleware::from_fn_with_state(
+            shared.clone(),
+            guard::check,
+        ))
         .with_state(shared)
 }
 
@@ -265,6 +273,7 @@ fn unknown_template(namespace: &str, name: &str, version: Option<&str>) -> Error
         (status = 201, description = "Created (header `location`: its URL)", body = tasker_shared::api::Task),
         (status = 200, description = "The task this idempotency key created", body = tasker_shared::api::Task),
         (status = 400, description = "`invalid_json`, `invalid_context`, `invalid_idempotency_key`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the namespace", body = ErrorBody),
         (status = 404, description = "`unknown_template`", body = ErrorBody),
         (status = 409, description = "`idempotency_key_reused`: the key created a task from another template or context", body = ErrorBody),
         (status = 413, description = "`body_too_large`, `context_too_large`", body = ErrorBody),
@@ -272,12 +281,14 @@ fn unknown_template(namespace: &str, name: &str, version: Option<&str>) -> Error
     ))]
 async fn create_task(
     State(shared): State<Shared>,
+    caller: Caller,
     headers: axum::http::HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, Error> {
     let body = request_body(&shared, body)?;
     let req: CreateTask = serde_json::from_slice(&body)
         .map_err(|e| Error::bad_request("invalid_json", format!("invalid request body: {e}")))?;
+    caller.check(&req.namespace)?;
     let context = req.context.unwrap_or_else(|| json!({}));
     if !context.is_object() {
         return Err(Error::bad_request(
@@ -402,17 +413,23 @@ struct ListQuery {
     before: Option<String>,
 }
 
-/// Tasks, newest first, a page at a time (results are left out: `GET /v1/tasks/{id}` has them).
+/// Tasks, newest first, a page at a time (results are left out: `GET /v1/tasks/{id}` has them);
+/// a token scoped to namespaces lists the tasks of those namespaces.
 #[utoipa::path(get, path = "/v1/tasks", tag = "tasks", params(ListQuery),
     responses(
         (status = 200, body = TaskPage),
         (status = 400, description = "`invalid_state`, `invalid_limit`, `invalid_id`, `invalid_query`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: `namespace` is one the token does not cover", body = ErrorBody),
     ))]
 async fn list_tasks(
     State(shared): State<Shared>,
+    caller: Caller,
     Query(q): Query<ListQuery>,
 ) -> Result<Json<TaskPage>, Error> {
     check_filter("namespace", q.namespace.as_deref())?;
+    if let Some(ns) = &q.namespace {
+        caller.check(ns)?;
+    }
     check_filter("name", q.name.as_deref())?;
     if let Some(state) = &q.state
         && tasker_shared::TaskState::parse(state).is_none()
@@ -429,6 +446,7 @@ async fn list_tasks(
         .tasks(&TaskFilter {
             state: q.state,
             namespace: q.namespace,
+            namespaces: caller.namespace_regex(),
             name: q.name,
             before,
             limit,
@@ -470,14 +488,17 @@ struct GetQuery {
     responses(
         (status = 200, body = tasker_shared::api::Task),
         (status = 400, description = "`invalid_id`, `invalid_wait` (beyond the server's cap)", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the task's namespace", body = ErrorBody),
         (status = 404, description = "`task_not_found`", body = ErrorBody),
     ))]
 async fn get_task(
     State(shared): State<Shared>,
+    caller: Caller,
     Path(id): Path<String>,
     Query(q): Query<GetQuery>,
 ) -> Result<Json<TaskView>, Error> {
     let id = parse_id(&id)?;
+    caller.check_task(&shared, id).await?;
     let max = shared.config.orchestrator.max_wait_seconds as f64;
     let wait = match q.wait {
         None => None,
@@ -536,14 +557,17 @@ async fn fetch_task(shared: &Shared, id: Uuid) -> Result<TaskView, Error> {
     responses(
         (status = 200, body = StepPage),
         (status = 400, description = "`invalid_id`, `invalid_query`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the task's namespace", body = ErrorBody),
         (status = 404, description = "`task_not_found`", body = ErrorBody),
     ))]
 async fn task_steps(
     State(shared): State<Shared>,
+    caller: Caller,
     Path(id): Path<String>,
     Query(q): Query<PageQuery>,
 ) -> Result<Json<StepPage>, Error> {
     let id = parse_id(&id)?;
+    caller.check_task(&shared, id).await?;
     let (after, limit) = q.parse()?;
     fetch_task(&shared, id).await?;
     let (steps, next) = shared
@@ -597,14 +621,17 @@ impl PageQuery {
     responses(
         (status = 200, body = ParentResults),
         (status = 400, description = "`invalid_id`, `invalid_query`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the task's namespace", body = ErrorBody),
         (status = 404, description = "`step_not_found`", body = ErrorBody),
     ))]
 async fn parent_results(
     State(shared): State<Shared>,
+    caller: Caller,
     Path((id, step)): Path<(String, String)>,
     Query(q): Query<PageQuery>,
 ) -> Result<Json<ParentResults<Box<RawValue>>>, Error> {
     let (id, step) = (parse_id(&id)?, parse_id(&step)?);
+    caller.check_task(&shared, id).await?;
     let (after, limit) = q.parse()?;
     let (parent_results, next) = shared
         .store
@@ -637,13 +664,16 @@ async fn parent_results(
     responses(
         (status = 200, body = History),
         (status = 400, description = "`invalid_id`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the task's namespace", body = ErrorBody),
         (status = 404, description = "`task_not_found`", body = ErrorBody),
     ))]
 async fn task_history(
     State(shared): State<Shared>,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<History>, Error> {
     let id = parse_id(&id)?;
+    caller.check_task(&shared, id).await?;
     fetch_task(&shared, id).await?;
     let transitions = shared.store.history(id).await?;
     Ok(Json(History {
@@ -658,14 +688,17 @@ async fn task_history(
     responses(
         (status = 200, description = "The task, cancelled", body = tasker_shared::api::Task),
         (status = 400, description = "`invalid_id`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the task's namespace", body = ErrorBody),
         (status = 404, description = "`task_not_found`", body = ErrorBody),
         (status = 409, description = "`task_not_running`: it already ended", body = ErrorBody),
     ))]
 async fn cancel_task(
     State(shared): State<Shared>,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<TaskView>, Error> {
     let id = parse_id(&id)?;
+    caller.check_task(&shared, id).await?;
     match shared.store.cancel_task(id).await? {
         None => Err(Error::not_found("task_not_found", format!("no task {id}"))),
         Some((_, Some(effects))) => {

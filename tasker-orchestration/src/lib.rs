@@ -15,6 +15,8 @@ pub mod effects;
 pub mod events;
 pub mod metrics;
 mod results;
+mod senders;
+mod serve;
 mod shared;
 pub mod store;
 mod sweeper;
@@ -84,15 +86,21 @@ impl Orchestrator {
         let o = &config.orchestrator;
         if o.tokens_required() && store.tokens().await?.is_empty() {
             return Err(Error::NoTokens(format!(
-                "the API at {} requires tokens (orchestrator.auth = {:?}) and none exists; create \
-                 one with `tasker-orchestrator token create <name> --scope admin`, or bind a \
-                 loopback address, or set orchestrator.auth = \"off\" to serve without tokens",
-                o.bind, o.auth
+                "the API at {} requires tokens and none exists; create one with \
+                 `tasker-orchestrator token create <name> --scope admin`, or set \
+                 orchestrator.auth = \"off\" (TASKER_ORCHESTRATOR__AUTH=off) to serve it \
+                 without tokens to anyone who can reach it",
+                o.bind
             )));
         }
-        if !o.tokens_required() && !o.binds_loopback() {
-            tracing::warn!(bind = %o.bind,
-                "the API is served without tokens on an address other hosts may reach (orchestrator.auth = \"off\")");
+        if !o.tokens_required() {
+            if o.binds_loopback() {
+                tracing::warn!(bind = %o.bind,
+                    "the API is served without tokens (orchestrator.auth = \"off\"): anyone on this machine may use it");
+            } else {
+                tracing::warn!(bind = %o.bind,
+                    "the API is served without tokens on an address other hosts may reach (orchestrator.auth = \"off\")");
+            }
         }
         let registered_by = format!("orchestrator:{}", tasker_shared::config::process_name());
         let catalog = Catalog::load(store.clone(), &loaded, &registered_by).await?;
@@ -135,6 +143,7 @@ impl Orchestrator {
                 .listen(shared.config.database_url.clone(), cancel.clone()),
         );
         tasks.spawn(sweeper::run(shared.clone(), cancel.clone()));
+        tasks.spawn(shared.live.clone().run(shared.clone(), cancel.clone()));
         if let Some(dropped) = shared.dispatcher.take_dropped() {
             tasks.spawn(dispatcher::release_dropped(
                 shared.store.clone(),
@@ -151,19 +160,8 @@ impl Orchestrator {
             stop.cancel();
         });
         let app = api::router(shared.clone());
-        let stopped = cancel.clone().cancelled_owned();
-        let served = match self.tls {
-            Some(config) => {
-                axum::serve(tls::Listener::new(listener, config)?, app)
-                    .with_graceful_shutdown(stopped)
-                    .await
-            }
-            None => {
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(stopped)
-                    .await
-            }
-        };
+        let limits = serve::Limits::from_config(&shared.config.orchestrator);
+        let served = serve::serve(listener, self.tls, app, limits, cancel.clone()).await;
         cancel.cancel();
         shared.shutdown.cancel();
         while tasks.join_next().await.is_some() {}

@@ -9,7 +9,8 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use tasker_orchestration::Orchestrator;
-use tasker_orchestration::store::{Scope, Store};
+use tasker_orchestration::store::{NewToken, Scope, Store};
+use tasker_shared::namespaces::Patterns;
 use tasker_shared::Config;
 
 /// Tasker orchestration server: REST API, task state in PostgreSQL, dispatch over RabbitMQ.
@@ -46,8 +47,17 @@ enum TokenCommand {
         name: String,
         /// read (every GET), write (and create, cancel, repair tasks, register templates) or
         /// admin (and replay/discard dead letters, manage tokens).
-        #[arg(long, default_value = "read")]
+        #[arg(long, default_value = "read", value_parser = ["read", "write", "admin"])]
         scope: String,
+        /// The namespaces it covers, comma-separated; `*` matches any run of characters
+        /// (`shop,billing_*`). Default: every namespace. A broker user of the same name may
+        /// publish results for these namespaces only.
+        #[arg(long)]
+        namespaces: Option<String>,
+        /// How long until it stops working: seconds, or a number with s, m, h or d (`90d`).
+        /// Default: never.
+        #[arg(long, value_parser = duration_seconds)]
+        expires_in: Option<u64>,
     },
     /// The live tokens (never the tokens themselves).
     List,
@@ -124,21 +134,49 @@ async fn token(config: &Config, action: TokenCommand) -> anyhow::Result<()> {
         .await
         .context("connecting to PostgreSQL")?;
     match action {
-        TokenCommand::Create { name, scope } => {
+        TokenCommand::Create {
+            name,
+            scope,
+            namespaces,
+            expires_in,
+        } => {
             let scope = Scope::parse(&scope)
                 .with_context(|| format!("unknown scope {scope:?}; use read, write or admin"))?;
+            let namespaces = namespaces
+                .as_deref()
+                .map(Patterns::parse)
+                .transpose()
+                .context("--namespaces")?;
             let by = std::env::var("USER").map(|u| format!("user:{u}")).ok();
-            let (token, _) = store.create_token(&name, scope, by.as_deref()).await?;
-            eprintln!("created API token {name:?} ({scope}); it is shown only now:");
+            let expires_at =
+                expires_in.map(|s| chrono::Utc::now() + chrono::Duration::seconds(s as i64));
+            let (token, _) = store
+                .create_token(&NewToken {
+                    name: &name,
+                    scope,
+                    namespaces: namespaces.as_ref(),
+                    expires_at,
+                    created_by: by.as_deref(),
+                })
+                .await?;
+            let covers = namespaces.map_or("every namespace".to_owned(), |n| n.to_string());
+            let until = expires_at.map_or(String::new(), |t| format!(", until {t}"));
+            eprintln!("created API token {name:?} ({scope}, {covers}{until}); it is shown only now:");
             println!("{token}");
         }
         TokenCommand::List => {
             for t in store.tokens().await? {
                 println!(
-                    "{:<24} {:<6} {}  {}",
+                    "{:<24} {:<6} {:<24} {}  {}  {}",
                     t.name,
                     t.scope,
+                    t.namespaces.map_or("*".to_owned(), |n| n.join(",")),
                     t.created_at.format("%Y-%m-%d %H:%M:%S"),
+                    t.expires_at
+                        .map_or("never expires".to_owned(), |e| format!(
+                            "expires {}",
+                            e.format("%Y-%m-%d %H:%M:%S")
+                        )),
                     t.created_by.as_deref().unwrap_or("-")
                 );
             }
@@ -152,6 +190,28 @@ async fn token(config: &Config, action: TokenCommand) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Seconds from `3600`, `90s`, `15m`, `12h` or `90d`: at least a second, at most ten years.
+fn duration_seconds(text: &str) -> Result<u64, String> {
+    let (number, unit) = match text.trim().char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&text.trim()[..i], c),
+        _ => (text.trim(), 's'),
+    };
+    let factor = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86_400,
+        _ => return Err(format!("{text:?}: the unit must be s, m, h or d")),
+    };
+    let seconds = number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(factor))
+        .filter(|s| (1..=10 * 365 * 86_400).contains(s))
+        .ok_or_else(|| format!("{text:?} is not a duration from 1s to 3650d"))?;
+    Ok(seconds)
 }
 
 async fn shutdown_signal() {

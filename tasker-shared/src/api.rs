@@ -273,6 +273,12 @@ pub struct TokenInfo {
     pub scope: String,
     pub created_at: DateTime<Utc>,
     pub created_by: Option<String>,
+    /// The namespace patterns it covers (`shop`, `shop_*`); absent: every namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespaces: Option<Vec<String>>,
+    /// When it stops working; absent: never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 /// Live API tokens.
@@ -290,6 +296,13 @@ pub struct NewToken {
     pub name: String,
     /// `read`, `write` or `admin`.
     pub scope: String,
+    /// Namespace patterns the token covers (`*` is any run of characters); absent: every
+    /// namespace the creating token covers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespaces: Option<Vec<String>>,
+    /// Seconds until it stops working (at most ten years); absent: it never expires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in_seconds: Option<u64>,
 }
 
 /// A token just created: the only time it is shown.
@@ -300,6 +313,10 @@ pub struct CreatedToken {
     pub name: String,
     pub scope: String,
     pub token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespaces: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 /// Every error answer: `{"error": {"code", "message", "details"?}}`.

@@ -58,6 +58,18 @@ pub struct OrchestratorConfig {
     pub visibility_timeout_ms: u64,
     /// Largest accepted request body.
     pub max_body_bytes: usize,
+    /// Most connections to the API at once (keep it below the process's open-file limit);
+    /// further clients wait to be accepted.
+    pub max_connections: usize,
+    /// A request's headers must arrive within this, and an idle keep-alive connection is closed
+    /// after it.
+    pub header_timeout_ms: u64,
+    /// A request's body must arrive within this (400 `bad_body` otherwise).
+    pub body_timeout_ms: u64,
+    /// Live event streams (`GET /v1/tasks/{id}/events`) open at once, in all.
+    pub max_event_streams: usize,
+    /// Live event streams open at once with one token (with tokens required).
+    pub max_event_streams_per_token: usize,
     /// Longest `GET /v1/tasks/{id}?wait=` a client may ask for.
     pub max_wait_seconds: u64,
     /// Largest step message published; a step whose message is larger fails with
@@ -86,10 +98,16 @@ pub struct OrchestratorConfig {
     /// Step messages kept in memory while the broker is unreachable; past this, the oldest
     /// steps are left to the sweeper, which re-publishes them after the visibility timeout.
     pub dispatch_backlog_max: usize,
-    /// Who may use the API: `auto` (tokens required unless `bind` is a loopback address),
-    /// `tokens` (always required), `off` (never; on a non-loopback address only when said
-    /// explicitly). See docs/auth.md.
+    /// Who may use the API: `tokens` (the default: every route but health, readiness and the
+    /// dashboard's files needs one) or `off` (no token needed; say it only for an API no one
+    /// else can reach). `auto`, an earlier default, means `tokens`. See docs/auth.md.
     pub auth: AuthMode,
+    /// Host names the API answers to besides IP addresses and `localhost` (a request naming
+    /// another `Host` is refused: DNS rebinding); `"*"` answers to any.
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins (`https://ops.example.com`) allowed to call the API besides its own
+    /// (cross-site requests are refused otherwise).
+    pub allowed_origins: Vec<String>,
     /// `/metrics` without a token even when tokens are required (for a scraper that sends none).
     pub metrics_public: bool,
     /// Serve the API over TLS (`https://`) with this PEM certificate chain; needs
@@ -100,12 +118,11 @@ pub struct OrchestratorConfig {
 }
 
 impl OrchestratorConfig {
-    /// Whether the API requires tokens: `tokens`, or `auto` on an address that is not loopback.
+    /// Whether the API requires tokens: unless `auth = "off"`.
     pub fn tokens_required(&self) -> bool {
         match self.auth {
             AuthMode::Tokens => true,
             AuthMode::Off => false,
-            AuthMode::Auto => !self.binds_loopback(),
         }
     }
 
@@ -127,8 +144,9 @@ impl OrchestratorConfig {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AuthMode {
+    /// Tokens required (`auto`, the default of earlier releases, reads as this).
     #[default]
-    Auto,
+    #[serde(alias = "auto")]
     Tokens,
     Off,
 }
@@ -192,6 +210,11 @@ impl Default for OrchestratorConfig {
             sweep_interval_ms: 1_000,
             visibility_timeout_ms: 30_000,
             max_body_bytes: 1024 * 1024,
+            max_connections: 2_048,
+            header_timeout_ms: 10_000,
+            body_timeout_ms: 30_000,
+            max_event_streams: 1_024,
+            max_event_streams_per_token: 64,
             max_wait_seconds: 300,
             max_message_bytes: 16 * 1024 * 1024,
             steps_per_message: 32,
@@ -201,7 +224,9 @@ impl Default for OrchestratorConfig {
             max_context_bytes: 512 * 1024,
             publish_timeout_ms: 10_000,
             dispatch_backlog_max: 100_000,
-            auth: AuthMode::Auto,
+            auth: AuthMode::Tokens,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
             metrics_public: false,
             tls_cert_file: None,
             tls_key_file: None,
@@ -376,31 +401,31 @@ mod tests {
     }
 
     #[test]
-    fn tokens_are_required_off_loopback_unless_said_otherwise() {
+    fn tokens_are_required_unless_turned_off_whatever_the_address() {
         let with = |bind: &str, auth| OrchestratorConfig {
             bind: bind.into(),
             auth,
             ..OrchestratorConfig::default()
         };
-        for bind in [
-            "127.0.0.1:8080",
-            "[::1]:80",
-            "localhost:8080",
-            "127.0.0.2:1",
-        ] {
-            assert!(!with(bind, AuthMode::Auto).tokens_required(), "{bind}");
-            assert!(with(bind, AuthMode::Tokens).tokens_required(), "{bind}");
-        }
-        for bind in [
-            "0.0.0.0:8080",
-            "[::]:8080",
-            "10.1.2.3:80",
-            "tasker.example:8080",
-            "nonsense",
-        ] {
-            assert!(with(bind, AuthMode::Auto).tokens_required(), "{bind}");
+        for bind in ["127.0.0.1:8080", "[::1]:80", "localhost:8080", "0.0.0.0:8080"] {
+            assert!(with(bind, AuthMode::default()).tokens_required(), "{bind}");
             assert!(!with(bind, AuthMode::Off).tokens_required(), "{bind}");
         }
+        assert!(OrchestratorConfig::default().binds_loopback());
+        assert!(!with("0.0.0.0:8080", AuthMode::Off).binds_loopback());
+    }
+
+    #[test]
+    fn auth_auto_of_earlier_releases_means_tokens() {
+        figment::Jail::expect_with(|jail| {
+            jail.clear_env();
+            jail.set_env("TASKER_ORCHESTRATOR__AUTH", "auto");
+            let config = Config::load(None).map_err(|e| e.to_string())?;
+            assert_eq!(config.orchestrator.auth, AuthMode::Tokens);
+            jail.set_env("TASKER_ORCHESTRATOR__AUTH", "sometimes");
+            assert!(Config::load(None).is_err());
+            Ok(())
+        });
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod dag;
 pub mod json_check;
 pub mod logging;
 pub mod message;
+pub mod namespaces;
 pub mod metric;
 pub mod plan;
 pub mod retry;

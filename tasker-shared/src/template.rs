@@ -247,6 +247,8 @@ impl TaskTemplate {
         {
             return Err(err(None, ErrorKind::Empty));
         }
+        // Bounded before the parser sees it: its work can grow much faster than the text.
+        bounds::check(src).map_err(|(line, kind)| err(Some(line), kind))?;
         let template: TaskTemplate = serde_norway::from_str(src).map_err(|e| {
             err(
                 e.location().map(|l| l.line()),
@@ -720,5 +722,6 @@ fn collect_yaml(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
+pub mod bounds;
 #[cfg(test)]
 mod tests;

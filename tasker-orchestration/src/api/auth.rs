@@ -13,10 +13,13 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Json;
 use serde_json::json;
 use tasker_shared::api::{CreatedToken, ErrorBody, NewToken, TokenList};
 
+use tasker_shared::namespaces::Patterns;
+
+use super::access::Caller;
 use super::extract::Path;
 use super::{Error, request_body};
 use crate::shared::Shared;
@@ -99,9 +102,8 @@ pub(super) async fn require(
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    let Some(token) = token.filter(|t| !t.is_empty()) else {
+        .and_then(bearer);
+    let Some(token) = token else {
         return unauthenticated("this route needs `Authorization: Bearer <token>`");
     };
     let principal = match shared.tokens.get(token) {
@@ -127,21 +129,43 @@ pub(super) async fn require(
         .with_details(json!({ "scope": principal.scope, "needed": scope }))
         .into_response();
     }
+    // What every namespace shares is for tokens of every namespace only.
+    if principal.namespaces.is_some() && route.as_deref() == Some("/metrics") {
+        return super::access::Caller::from(Some(principal))
+            .require_unscoped("`/metrics` (it counts every namespace's work)")
+            .map_or_else(IntoResponse::into_response, |()| {
+                StatusCode::INTERNAL_SERVER_ERROR.into_response()
+            });
+    }
     req.extensions_mut().insert(principal);
     next.run(req).await
 }
 
-/// `POST /v1/tokens` `{name, scope}` → 201 `{id, name, scope, token}`: the only time the token
-/// is shown.
+/// The token of an `Authorization` header value: the `Bearer` scheme, in any case (RFC 7235
+/// scheme names are case-insensitive), then the token.
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim_start().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// Longest lifetime a token may be given: ten years.
+const MAX_EXPIRES_IN: u64 = 10 * 365 * 24 * 3600;
+
+/// `POST /v1/tokens` `{name, scope, namespaces?, expires_in_seconds?}` → 201 `{id, name, scope,
+/// token, namespaces?, expires_at?}`: the only time the token is shown. A token scoped to
+/// namespaces can only create tokens within its own namespaces, and none with a wider scope
+/// than its own.
 #[utoipa::path(post, path = "/v1/tokens", tag = "tokens", request_body = NewToken,
     responses(
         (status = 201, body = CreatedToken),
-        (status = 400, description = "`invalid_json`, `invalid_scope`, `invalid_name`", body = ErrorBody),
+        (status = 400, description = "`invalid_json`, `invalid_scope`, `invalid_name`, `invalid_namespaces`, `invalid_expiry`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: beyond the creating token's own scope or namespaces", body = ErrorBody),
         (status = 409, description = "`token_name_taken`", body = ErrorBody),
     ))]
 pub(super) async fn create_token(
     State(shared): State<Shared>,
-    principal: Option<Extension<Principal>>,
+    caller: Caller,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, Error> {
     let body = request_body(&shared, body)?;
@@ -153,19 +177,49 @@ pub(super) async fn create_token(
             format!("unknown scope {:?}; use read, write or admin", req.scope),
         )
     })?;
-    let by = principal.map(|p| format!("token:{}", p.0.name));
+    let namespaces = match &req.namespaces {
+        None => None,
+        Some(list) => Some(
+            Patterns::new(list.iter().cloned())
+                .map_err(|e| Error::bad_request("invalid_namespaces", e.to_string()))?,
+        ),
+    };
+    let expires_at = match req.expires_in_seconds {
+        None => None,
+        Some(s) if (1..=MAX_EXPIRES_IN).contains(&s) => {
+            Some(chrono::Utc::now() + chrono::Duration::seconds(s as i64))
+        }
+        Some(_) => {
+            return Err(Error::bad_request(
+                "invalid_expiry",
+                format!("`expires_in_seconds` must be between 1 and {MAX_EXPIRES_IN}"),
+            ));
+        }
+    };
+    // What the creating token may hand out: no more than it holds.
+    let namespaces = caller.grantable(scope, namespaces)?;
+    let by = caller.principal().map(|p| format!("token:{}", p.name));
     match shared
         .store
-        .create_token(&req.name, scope, by.as_deref())
+        .create_token(&crate::store::NewToken {
+            name: &req.name,
+            scope,
+            namespaces: namespaces.as_ref(),
+            expires_at,
+            created_by: by.as_deref(),
+        })
         .await
     {
         Ok((token, id)) => {
-            tracing::info!(name = %req.name, %scope, "API token created");
+            tracing::info!(name = %req.name, %scope, namespaces = ?namespaces.as_ref().map(ToString::to_string),
+                "API token created");
             let created = CreatedToken {
                 id,
                 name: req.name,
                 scope: scope.to_string(),
                 token,
+                namespaces: namespaces.map(|p| p.as_slice().to_vec()),
+                expires_at,
             };
             Ok((StatusCode::CREATED, Json(created)).into_response())
         }
@@ -182,12 +236,16 @@ pub(super) async fn create_token(
     }
 }
 
-/// `GET /v1/tokens`: live tokens (never the tokens themselves).
+/// `GET /v1/tokens`: live tokens (never the tokens themselves); a token scoped to namespaces
+/// sees those within its namespaces.
 #[utoipa::path(get, path = "/v1/tokens", tag = "tokens", responses((status = 200, body = TokenList)))]
-pub(super) async fn list_tokens(State(shared): State<Shared>) -> Result<Json<TokenList>, Error> {
-    Ok(Json(TokenList {
-        tokens: shared.store.tokens().await?,
-    }))
+pub(super) async fn list_tokens(
+    State(shared): State<Shared>,
+    caller: Caller,
+) -> Result<Json<TokenList>, Error> {
+    let mut tokens = shared.store.tokens().await?;
+    tokens.retain(|t| caller.may_manage(t.namespaces.as_deref()));
+    Ok(Json(TokenList { tokens }))
 }
 
 /// `DELETE /v1/tokens/{name}` → 204; it stops working within a few seconds everywhere.
@@ -199,10 +257,20 @@ pub(super) async fn list_tokens(State(shared): State<Shared>) -> Result<Json<Tok
     ))]
 pub(super) async fn revoke_token(
     State(shared): State<Shared>,
+    caller: Caller,
     Path(name): Path<String>,
 ) -> Result<StatusCode, Error> {
+    let live = shared.store.tokens().await?;
+    if let Some(t) = live.iter().find(|t| t.name == name)
+        && !caller.may_manage(t.namespaces.as_deref())
+    {
+        return Err(caller.forbidden(format!(
+            "token {name:?} covers namespaces beyond this token's"
+        )));
+    }
     if shared.store.revoke_token(&name).await? {
         shared.tokens.forget(&name);
+        shared.senders.forget(&name);
         tracing::info!(%name, "API token revoked");
         Ok(StatusCode::NO_CONTENT)
     } else {
@@ -225,6 +293,16 @@ fn unauthenticated(message: &str) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bearer_scheme_is_read_in_any_case() {
+        assert_eq!(bearer("Bearer tsk_1"), Some("tsk_1"));
+        assert_eq!(bearer("bearer tsk_1"), Some("tsk_1"));
+        assert_eq!(bearer("BEARER   tsk_1 "), Some("tsk_1"));
+        assert_eq!(bearer("Basic dXNlcg=="), None);
+        assert_eq!(bearer("Bearer "), None);
+        assert_eq!(bearer("Bearer"), None);
+    }
 
     #[test]
     fn each_route_needs_the_scope_its_effect_deserves() {

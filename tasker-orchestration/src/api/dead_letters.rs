@@ -8,9 +8,10 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::Value;
 
-use tasker_broker::{Outgoing, topology};
+use tasker_broker::{AMQPValue, FieldTable, Outgoing, dead, topology};
 use tasker_shared::api::{DeadLetter as Shown, DeadLetterPage, ErrorBody, Replayed};
 
+use super::access::Caller;
 use super::extract::{Path, Query};
 use super::{Error, check_limit};
 use crate::metrics as m;
@@ -28,7 +29,8 @@ pub(super) struct ListQuery {
     before: Option<String>,
 }
 
-/// `GET /v1/dead-letters`: newest first, `?limit=` (1–500, default 50) `&before=ID`.
+/// `GET /v1/dead-letters`: newest first, `?limit=` (1–500, default 50) `&before=ID`; a token
+/// scoped to namespaces lists the dead letters that name a task of those namespaces.
 #[utoipa::path(get, path = "/v1/dead-letters", tag = "dead-letters", params(ListQuery),
     responses(
         (status = 200, body = DeadLetterPage),
@@ -36,11 +38,15 @@ pub(super) struct ListQuery {
     ))]
 pub(super) async fn list(
     State(shared): State<Shared>,
+    caller: Caller,
     Query(q): Query<ListQuery>,
 ) -> Result<Json<DeadLetterPage>, Error> {
     let limit = check_limit(q.limit)?;
     let before = q.before.as_deref().map(parse_id).transpose()?;
-    let dead_letters = shared.store.dead_letters(before, limit).await?;
+    let dead_letters = shared
+        .store
+        .dead_letters(before, limit, caller.namespace_regex().as_deref())
+        .await?;
     let next_before = (dead_letters.len() as i64 == limit)
         .then(|| dead_letters.last().map(|l| l.id))
         .flatten();
@@ -57,13 +63,16 @@ pub(super) async fn list(
     responses(
         (status = 200, body = Shown),
         (status = 400, description = "`invalid_id`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: it names a task of a namespace the token does not cover, or no task (for tokens of every namespace only)", body = ErrorBody),
         (status = 404, description = "`dead_letter_not_found`", body = ErrorBody),
     ))]
 pub(super) async fn show(
     State(shared): State<Shared>,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Shown>, Error> {
     let id = parse_id(&id)?;
+    check(&shared, &caller, id).await?;
     let letter = shared
         .store
         .dead_letter(id)
@@ -85,9 +94,11 @@ pub(super) async fn show(
     ))]
 pub(super) async fn replay(
     State(shared): State<Shared>,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Replayed>, Error> {
     let id = parse_id(&id)?;
+    check(&shared, &caller, id).await?;
     let prefix = &shared.config.queue_prefix;
     let dead_queue = topology::dead_letter_queue(prefix);
     let sent = shared
@@ -107,12 +118,24 @@ pub(super) async fn replay(
                     ));
                 }
             };
+            // Who first sent it travels with it: a result replayed by this orchestrator may
+            // still move only the steps its first sender may serve.
+            let mut headers = FieldTable::default();
+            if let Some(sender) = letter.headers.get(dead::SENDER_HEADER).and_then(Value::as_str) {
+                headers.insert(
+                    dead::SENDER_HEADER.into(),
+                    AMQPValue::LongString(sender.into()),
+                );
+            }
             shared
                 .dispatcher
-                .send_now(Outgoing {
-                    queue: queue.clone(),
-                    payload: letter.body.clone(),
-                })
+                .send_now(
+                    Outgoing {
+                        queue: queue.clone(),
+                        payload: letter.body.clone(),
+                    },
+                    headers,
+                )
                 .await
                 .map_err(|e| {
                     Error::new(
@@ -139,18 +162,35 @@ pub(super) async fn replay(
     responses(
         (status = 204, description = "Discarded"),
         (status = 400, description = "`invalid_id`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: it names a task of a namespace the token does not cover, or no task (for tokens of every namespace only)", body = ErrorBody),
         (status = 404, description = "`dead_letter_not_found`", body = ErrorBody),
     ))]
 pub(super) async fn discard(
     State(shared): State<Shared>,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<StatusCode, Error> {
     let id = parse_id(&id)?;
+    check(&shared, &caller, id).await?;
     if shared.store.discard_dead_letter(id).await? {
         tracing::info!(id, "dead letter discarded");
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(not_found(id))
+    }
+}
+
+/// Ok if the caller may touch dead letter `id`: one of a task of its namespaces, or any for a
+/// token of every namespace (only those see a dead letter that names no task). 404 if there is
+/// none.
+async fn check(shared: &Shared, caller: &Caller, id: i64) -> Result<(), Error> {
+    if caller.namespace_regex().is_none() {
+        return Ok(());
+    }
+    match shared.store.dead_letter_namespace(id).await? {
+        None => Err(not_found(id)),
+        Some(Some(namespace)) => caller.check(&namespace),
+        Some(None) => caller.require_unscoped(&format!("dead letter {id}, which names no task,")),
     }
 }
 

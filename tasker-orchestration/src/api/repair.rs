@@ -6,7 +6,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
-use axum::{Extension, Json};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -14,6 +14,7 @@ use uuid::Uuid;
 use tasker_shared::api::{ErrorBody, RepairNote, Resolve, Task};
 use tasker_shared::json_check;
 
+use super::access::Caller;
 use super::extract::Path;
 use super::{Error, fetch_task, parse_id, request_body};
 use crate::effects;
@@ -42,18 +43,20 @@ struct RepairBody {
     responses(
         (status = 200, description = "The task, `running` again", body = Task),
         (status = 400, description = "`invalid_id`, `invalid_json`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the task's namespace", body = ErrorBody),
         (status = 404, description = "`task_not_found`", body = ErrorBody),
         (status = 409, description = "`task_not_failed`", body = ErrorBody),
     ))]
 pub(super) async fn retry_task(
     State(shared): State<Shared>,
     Path(id): Path<String>,
-    principal: Option<Extension<Principal>>,
+    caller: Caller,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<TaskView>, Error> {
     let id = parse_id(&id)?;
+    caller.check_task(&shared, id).await?;
     let body = parse_retry(&shared, body)?;
-    repair(&shared, id, None, body, principal).await
+    repair(&shared, id, None, body, caller).await
 }
 
 /// The same as retrying the task, naming the step (by id or name), which must be the one that
@@ -65,19 +68,21 @@ pub(super) async fn retry_task(
     responses(
         (status = 200, description = "The task, `running` again", body = Task),
         (status = 400, description = "`invalid_id`, `invalid_json`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the task's namespace", body = ErrorBody),
         (status = 404, description = "`task_not_found`, `step_not_found`", body = ErrorBody),
         (status = 409, description = "`task_not_failed`, `step_not_failed`", body = ErrorBody),
     ))]
 pub(super) async fn retry_step(
     State(shared): State<Shared>,
     Path((id, step)): Path<(String, String)>,
-    principal: Option<Extension<Principal>>,
+    caller: Caller,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<TaskView>, Error> {
     let id = parse_id(&id)?;
+    caller.check_task(&shared, id).await?;
     let body = parse_retry(&shared, body)?;
     let step = step_id(&shared, id, &step).await?;
-    repair(&shared, id, Some(step), body, principal).await
+    repair(&shared, id, Some(step), body, caller).await
 }
 
 /// Completes the step that failed the task with the supplied `result`, as if its handler had
@@ -89,6 +94,7 @@ pub(super) async fn retry_step(
     responses(
         (status = 200, description = "The task, going on", body = Task),
         (status = 400, description = "`invalid_id`, `invalid_json`, `missing_result`, `invalid_result`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the task's namespace", body = ErrorBody),
         (status = 404, description = "`task_not_found`, `step_not_found`", body = ErrorBody),
         (status = 409, description = "`task_not_failed`, `step_not_failed`", body = ErrorBody),
         (status = 422, description = "`invalid_result`: a decision must name its branches, a batchable step list its batches", body = ErrorBody),
@@ -96,10 +102,11 @@ pub(super) async fn retry_step(
 pub(super) async fn resolve_step(
     State(shared): State<Shared>,
     Path((id, step)): Path<(String, String)>,
-    principal: Option<Extension<Principal>>,
+    caller: Caller,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<TaskView>, Error> {
     let id = parse_id(&id)?;
+    caller.check_task(&shared, id).await?;
     let body = parse(&shared, body)?;
     match &body.result {
         None => {
@@ -118,7 +125,7 @@ pub(super) async fn resolve_step(
         }
     }
     let step = step_id(&shared, id, &step).await?;
-    repair(&shared, id, Some(step), body, principal).await
+    repair(&shared, id, Some(step), body, caller).await
 }
 
 /// The body of a retry, which takes no `result`.
@@ -175,12 +182,12 @@ async fn repair(
     id: Uuid,
     step: Option<Uuid>,
     body: RepairBody,
-    principal: Option<Extension<Principal>>,
+    caller: Caller,
 ) -> Result<Json<TaskView>, Error> {
     let repair = Repair {
         step,
         resolution: body.result,
-        by: actor(body.by, principal.map(|p| p.0)),
+        by: actor(body.by, caller.principal().cloned()),
         reason: body.reason,
     };
     match shared.store.repair(id, &repair).await? {
@@ -233,6 +240,7 @@ mod tests {
         let p = Principal {
             name: "ci".into(),
             scope: Scope::Write,
+            namespaces: None,
         };
         assert_eq!(actor(None, Some(p.clone())).as_deref(), Some("token:ci"));
         assert_eq!(

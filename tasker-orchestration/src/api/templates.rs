@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use tasker_shared::TaskTemplate;
 use tasker_shared::api::{ErrorBody, RegisteredTemplate, TemplateList};
 
+use super::access::Caller;
 use super::extract::{Path, Query};
 use super::{Error, check_filter, request_body};
 use crate::shared::Shared;
@@ -24,11 +25,16 @@ use crate::store::{Registration, TemplateFilter, TemplateView};
 /// Longest `registered_by` and `source` label, in characters.
 const MAX_LABEL_CHARS: usize = 256;
 
+/// Longest a registration's template may take to parse and validate.
+const PARSE_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
+
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub(super) struct RegisterQuery {
-    /// Who registers it: a worker (`worker:python:host-123`), a user, a deploy job.
+    /// Who registers it: a worker (`worker:python:host-123`), a user, a deploy job. With
+    /// tokens required the token's name is recorded as who registered it, and this is kept
+    /// beside it as what the caller says it is (`token:ci (as worker:python:host-123)`).
     registered_by: Option<String>,
     /// The file name the text came from, used in error messages (`<request>` if absent).
     source: Option<String>,
@@ -44,29 +50,62 @@ pub(super) struct RegisterQuery {
     responses(
         (status = 201, description = "A new version", body = RegisteredTemplate),
         (status = 200, description = "Already registered with the same definition", body = RegisteredTemplate),
+        (status = 403, description = "`forbidden`: the token does not cover the template's namespace", body = ErrorBody),
         (status = 409, description = "`template_version_conflict`", body = ErrorBody),
         (status = 422, description = "`invalid_template` (details: file, line, problem)", body = ErrorBody),
     ))]
 pub(super) async fn register(
     State(shared): State<Shared>,
+    caller: Caller,
     Query(q): Query<RegisterQuery>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, Error> {
     let body = request_body(&shared, body)?;
-    let registered_by = registered_by(q.registered_by)?;
+    let registered_by = registered_by(q.registered_by, &caller)?;
     let source = source_label(q.source);
-    let text = std::str::from_utf8(&body).map_err(|e| {
+    let text = String::from_utf8(body.to_vec()).map_err(|e| {
         invalid_template(
             format!("{source}: the template is not UTF-8 text: {e}"),
             None,
         )
     })?;
-    let loaded = TaskTemplate::load(text, &source).map_err(|e| {
-        let details = json!({ "file": e.file, "line": e.line, "problem": e.kind.to_string() });
-        invalid_template(e.to_string(), Some(details))
-    })?;
+    // Parsed off the server's async threads, within a time budget: the text was bounded before
+    // any parser sees it (tasker_shared::template::bounds), so this is a second guard.
+    let label = source.clone();
+    let parsing = tokio::task::spawn_blocking(move || TaskTemplate::load(&text, &label));
+    let loaded = match tokio::time::timeout(PARSE_BUDGET, parsing).await {
+        Ok(Ok(loaded)) => loaded.map_err(|e| {
+            let details = json!({ "file": e.file, "line": e.line, "problem": e.kind.to_string() });
+            invalid_template(e.to_string(), Some(details))
+        })?,
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "parsing a template failed");
+            return Err(Error::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "internal error; the server log has the details",
+            ));
+        }
+        Err(_) => {
+            return Err(invalid_template(
+                format!(
+                    "{source}: the template took longer than {} s to read; simplify it",
+                    PARSE_BUDGET.as_secs()
+                ),
+                Some(json!({ "file": source, "problem": "too_slow_to_parse" })),
+            ));
+        }
+    };
+    caller.check(&loaded.template.namespace)?;
     let key = loaded.template.key();
-    match shared.catalog.register(loaded, &registered_by).await? {
+    let namespace = loaded.template.namespace.clone();
+    let registered = shared.catalog.register(loaded, &registered_by).await?;
+    if !matches!(registered, Registration::Conflict(_)) {
+        // The namespace's steps queue exists before its workers consume it: a worker's own
+        // broker user may not declare queues, only check that they are there.
+        shared.dispatcher.declare(&namespace).await;
+    }
+    match registered {
         Registration::Created(v) => {
             tracing::info!(template = %key, %registered_by, "template registered");
             Ok((StatusCode::CREATED, Json(v)).into_response())
@@ -102,18 +141,25 @@ fn invalid_template(message: String, details: Option<Value>) -> Error {
     }
 }
 
-/// `registered_by` from the query string: no control characters (400), cut to 256 characters.
-fn registered_by(value: Option<String>) -> Result<String, Error> {
-    let Some(value) = value else {
-        return Ok("api".to_owned());
-    };
-    if value.is_empty() || value.chars().any(char::is_control) {
+/// Who registers: with a token, the token (`token:ci`), followed by what the request says
+/// (`token:ci (as worker:rust:host-1)`), which can never stand in for it; without tokens, what
+/// the request says (`api` if nothing). No control characters (400); cut to 256 characters.
+fn registered_by(value: Option<String>, caller: &Caller) -> Result<String, Error> {
+    if let Some(v) = &value
+        && (v.is_empty() || v.chars().any(char::is_control))
+    {
         return Err(Error::bad_request(
             "invalid_query",
             "`registered_by` must be non-empty and free of control characters",
         ));
     }
-    Ok(value.chars().take(MAX_LABEL_CHARS).collect())
+    let label = match (caller.principal(), value) {
+        (Some(p), Some(says)) => format!("token:{} (as {says})", p.name),
+        (Some(p), None) => format!("token:{}", p.name),
+        (None, Some(says)) => says,
+        (None, None) => "api".to_owned(),
+    };
+    Ok(label.chars().take(MAX_LABEL_CHARS).collect())
 }
 
 /// The `source` label, only ever shown in messages: control characters become `?` and a long
@@ -142,22 +188,28 @@ pub(super) struct ListQuery {
 }
 
 /// `GET /v1/templates`: every registered version, by namespace and name, oldest first, with
-/// when and by whom it was registered.
+/// when and by whom it was registered (a token scoped to namespaces lists those namespaces').
 #[utoipa::path(get, path = "/v1/templates", tag = "templates", params(ListQuery),
     responses(
         (status = 200, body = TemplateList),
         (status = 400, description = "`invalid_query`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: `namespace` is one the token does not cover", body = ErrorBody),
     ))]
 pub(super) async fn list(
     State(shared): State<Shared>,
+    caller: Caller,
     Query(q): Query<ListQuery>,
 ) -> Result<Json<TemplateList>, Error> {
     check_filter("namespace", q.namespace.as_deref())?;
     check_filter("name", q.name.as_deref())?;
+    if let Some(ns) = &q.namespace {
+        caller.check(ns)?;
+    }
     let templates = shared
         .store
         .template_views(&TemplateFilter {
             namespace: q.namespace,
+            namespaces: caller.namespace_regex(),
             name: q.name,
         })
         .await?;
@@ -177,13 +229,16 @@ pub(super) struct ShowQuery {
     params(("namespace" = String, Path), ("name" = String, Path), ShowQuery),
     responses(
         (status = 200, body = RegisteredTemplate),
+        (status = 403, description = "`forbidden`: the token does not cover the namespace", body = ErrorBody),
         (status = 404, description = "`unknown_template`", body = ErrorBody),
     ))]
 pub(super) async fn show(
     State(shared): State<Shared>,
+    caller: Caller,
     Path((namespace, name)): Path<(String, String)>,
     Query(q): Query<ShowQuery>,
 ) -> Result<Json<TemplateView>, Error> {
+    caller.check(&namespace)?;
     shared
         .store
         .template(&namespace, &name, q.version.as_deref())
@@ -211,11 +266,29 @@ mod tests {
 
     #[test]
     fn registered_by_is_cut_not_refused_but_control_characters_are_refused() {
-        let long = registered_by(Some("u".repeat(300)))
+        let anonymous = Caller::from(None);
+        let long = registered_by(Some("u".repeat(300)), &anonymous)
             .ok()
             .unwrap_or_default();
         assert_eq!(long.chars().count(), MAX_LABEL_CHARS);
-        assert!(registered_by(Some("a\u{0}".into())).is_err());
-        assert_eq!(registered_by(None).ok().as_deref(), Some("api"));
+        assert!(registered_by(Some("a\u{0}".into()), &anonymous).is_err());
+        assert_eq!(
+            registered_by(None, &anonymous).ok().as_deref(),
+            Some("api")
+        );
+    }
+
+    #[test]
+    fn with_a_token_the_token_says_who_registered() {
+        let ci = Caller::from(Some(crate::store::Principal {
+            name: "ci".into(),
+            scope: crate::store::Scope::Write,
+            namespaces: None,
+        }));
+        assert_eq!(registered_by(None, &ci).ok().as_deref(), Some("token:ci"));
+        assert_eq!(
+            registered_by(Some("someone-else".into()), &ci).ok().as_deref(),
+            Some("token:ci (as someone-else)")
+        );
     }
 }

@@ -57,19 +57,38 @@ impl Store {
         .await?)
     }
 
-    /// Dead letters newest first, `limit` of them with an id below `before`.
+    /// Dead letters newest first, `limit` of them with an id below `before`; with
+    /// `namespaces` (a PostgreSQL regular expression), only those naming a task of a matching
+    /// namespace.
     pub async fn dead_letters(
         &self,
         before: Option<i64>,
         limit: i64,
+        namespaces: Option<&str>,
     ) -> Result<Vec<DeadLetterView>> {
         Ok(sqlx::query_as(&format!(
-            "SELECT {COLUMNS} FROM dead_letters
-             WHERE $1::bigint IS NULL OR id < $1 ORDER BY id DESC LIMIT $2"
+            "SELECT {COLUMNS} FROM dead_letters d
+             WHERE ($1::bigint IS NULL OR d.id < $1)
+               AND ($3::text IS NULL OR EXISTS (SELECT FROM tasks t
+                                                WHERE t.id = d.task_id AND t.namespace ~ $3))
+             ORDER BY d.id DESC LIMIT $2"
         ))
         .bind(before)
         .bind(limit)
+        .bind(namespaces)
         .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// The namespace of the task dead letter `id` names: `None` if there is no such dead
+    /// letter, `Some(None)` if it names no task (or one that does not exist).
+    pub async fn dead_letter_namespace(&self, id: i64) -> Result<Option<Option<String>>> {
+        Ok(sqlx::query_scalar(
+            "SELECT t.namespace FROM dead_letters d LEFT JOIN tasks t ON t.id = d.task_id
+             WHERE d.id = $1",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
         .await?)
     }
 

@@ -18,6 +18,8 @@ use tasker_shared::api::Transition;
 pub struct TaskFilter {
     pub state: Option<String>,
     pub namespace: Option<String>,
+    /// Only namespaces matching this PostgreSQL regular expression (a scoped token's).
+    pub namespaces: Option<String>,
     /// The template's name.
     pub name: Option<String>,
     pub before: Option<Uuid>,
@@ -53,6 +55,7 @@ impl Store {
                AND ($2::text IS NULL OR t.namespace = $2)
                AND ($3::uuid IS NULL OR t.id < $3)
                AND ($5::text IS NULL OR t.name = $5)
+               AND ($6::text IS NULL OR t.namespace ~ $6)
              ORDER BY t.id DESC LIMIT $4"
         );
         Ok(sqlx::query_as(&sql)
@@ -61,7 +64,16 @@ impl Store {
             .bind(f.before)
             .bind(f.limit)
             .bind(&f.name)
+            .bind(&f.namespaces)
             .fetch_all(self.pool())
+            .await?)
+    }
+
+    /// The namespace of task `id`, if there is one.
+    pub async fn task_namespace(&self, id: Uuid) -> Result<Option<String>> {
+        Ok(sqlx::query_scalar("SELECT namespace FROM tasks WHERE id = $1")
+            .bind(id)
+            .fetch_optional(self.pool())
             .await?)
     }
 
@@ -167,6 +179,18 @@ impl Store {
     }
 
     /// The id of a task's latest transition: it changes whenever the task or a step does.
+    /// The versions of several tasks in one statement (each an index lookup of the task's latest
+    /// transition), for the live view: `(task, version)` for each task given.
+    pub async fn task_versions(&self, task_ids: &[Uuid]) -> Result<Vec<(Uuid, Option<i64>)>> {
+        Ok(sqlx::query_as(
+            "SELECT w.id, (SELECT max(t.id) FROM transitions t WHERE t.task_id = w.id)
+             FROM unnest($1::uuid[]) AS w(id)",
+        )
+        .bind(task_ids)
+        .fetch_all(self.pool())
+        .await?)
+    }
+
     pub async fn task_version(&self, task_id: Uuid) -> Result<Option<i64>> {
         Ok(
             sqlx::query_scalar("SELECT max(id) FROM transitions WHERE task_id = $1")

@@ -40,6 +40,8 @@ const COLUMNS: &str =
 #[derive(Debug, Clone, Default)]
 pub struct TemplateFilter {
     pub namespace: Option<String>,
+    /// Only namespaces matching this PostgreSQL regular expression (a scoped token's).
+    pub namespaces: Option<String>,
     pub name: Option<String>,
 }
 
@@ -143,10 +145,12 @@ impl Store {
         Ok(sqlx::query_as(&format!(
             "SELECT {COLUMNS} FROM task_templates
              WHERE ($1::text IS NULL OR namespace = $1) AND ($2::text IS NULL OR name = $2)
+               AND ($3::text IS NULL OR namespace ~ $3)
              ORDER BY namespace, name, registered_at, id"
         ))
         .bind(&filter.namespace)
         .bind(&filter.name)
+        .bind(&filter.namespaces)
         .fetch_all(self.pool())
         .await?)
     }

@@ -1,7 +1,12 @@
-//! API tokens (migration 0010): created with a scope, stored as their SHA-256, looked up by the
-//! API on each request that needs one, revoked by name.
+//! API tokens (migrations 0010, 0013): created with a scope, optionally limited to namespaces
+//! and to a lifetime, stored as their SHA-256 (computed here: the token itself never reaches
+//! PostgreSQL, nor its statement log), looked up by the API on each request that needs one,
+//! revoked by name. A broker user named like a live token speaks for it ([`Store::sender`]).
 
+use chrono::{DateTime, Utc};
 use serde::Serialize;
+use sha2::{Digest, Sha256};
+use tasker_shared::namespaces::Patterns;
 
 use super::{Result, Store};
 
@@ -44,6 +49,55 @@ impl std::fmt::Display for Scope {
 pub struct Principal {
     pub name: String,
     pub scope: Scope,
+    /// The namespaces it covers; `None`: every namespace.
+    pub namespaces: Option<Patterns>,
+}
+
+impl Principal {
+    /// Whether this token may touch `namespace`'s tasks, steps, templates and dead letters.
+    pub fn covers(&self, namespace: &str) -> bool {
+        self.namespaces.as_ref().is_none_or(|p| p.covers(namespace))
+    }
+}
+
+/// A token to create.
+#[derive(Debug, Clone)]
+pub struct NewToken<'a> {
+    pub name: &'a str,
+    pub scope: Scope,
+    /// `None`: every namespace.
+    pub namespaces: Option<&'a Patterns>,
+    /// When it stops working; `None`: never.
+    pub expires_at: Option<DateTime<Utc>>,
+    pub created_by: Option<&'a str>,
+}
+
+/// What PostgreSQL stores of a token: its SHA-256.
+fn digest(token: &str) -> Vec<u8> {
+    Sha256::digest(token.as_bytes()).to_vec()
+}
+
+#[derive(sqlx::FromRow)]
+struct PrincipalRow {
+    name: String,
+    scope: String,
+    namespaces: Option<Vec<String>>,
+}
+
+impl PrincipalRow {
+    /// `None` for a row this release cannot read (an unknown scope, a bad pattern): such a
+    /// token works for nothing rather than for more than it says.
+    fn principal(self) -> Option<Principal> {
+        let namespaces = match self.namespaces {
+            None => None,
+            Some(list) => Some(Patterns::new(list).ok()?),
+        };
+        Some(Principal {
+            scope: Scope::parse(&self.scope)?,
+            name: self.name,
+            namespaces,
+        })
+    }
 }
 
 /// A token as listed: never the token itself.
@@ -64,10 +118,9 @@ impl Store {
     /// Creates a token; returns it (the only time it is seen) and its id.
     pub async fn create_token(
         &self,
-        name: &str,
-        scope: Scope,
-        created_by: Option<&str>,
+        new: &NewToken<'_>,
     ) -> std::result::Result<(String, i64), CreateError> {
+        let name = new.name;
         if name.is_empty() || name.chars().count() > 128 || name.chars().any(char::is_control) {
             return Err(CreateError::InvalidName);
         }
@@ -82,17 +135,21 @@ impl Store {
                 .map(|b| format!("{b:02x}"))
                 .collect::<String>()
         );
-        let created_by = created_by.map(|b| b.chars().take(256).collect::<String>());
+        let created_by = new
+            .created_by
+            .map(|b| b.chars().take(256).collect::<String>());
         let inserted = sqlx::query_scalar(
-            "INSERT INTO api_tokens (name, scope, hash, created_by)
-             VALUES ($1, $2, sha256(convert_to($3, 'UTF8')), $4)
+            "INSERT INTO api_tokens (name, scope, hash, created_by, namespaces, expires_at)
+             VALUES ($1, $2, $3, $4, $5, $6)
              ON CONFLICT (name) WHERE revoked_at IS NULL DO NOTHING
              RETURNING id",
         )
         .bind(name)
-        .bind(scope.as_str())
-        .bind(&token)
+        .bind(new.scope.as_str())
+        .bind(digest(&token))
         .bind(created_by.filter(|b| !b.is_empty()))
+        .bind(new.namespaces.map(Patterns::as_slice))
+        .bind(new.expires_at)
         .fetch_optional(&self.pool)
         .await
         .map_err(super::Error::from)?;
@@ -102,24 +159,38 @@ impl Store {
         }
     }
 
-    /// The holder of `token`, if it is a live token.
+    /// The holder of `token`, if it is a live token (not revoked, not expired).
     pub async fn principal(&self, token: &str) -> Result<Option<Principal>> {
-        let row: Option<(String, String)> = sqlx::query_as(
-            "SELECT name, scope FROM api_tokens
-             WHERE hash = sha256(convert_to($1, 'UTF8')) AND revoked_at IS NULL",
+        let row: Option<PrincipalRow> = sqlx::query_as(
+            "SELECT name, scope, namespaces FROM api_tokens
+             WHERE hash = $1 AND revoked_at IS NULL
+               AND (expires_at IS NULL OR expires_at > now())",
         )
-        .bind(token)
+        .bind(digest(token))
         .fetch_optional(&self.pool)
         .await?;
-        Ok(row
-            .and_then(|(name, scope)| Scope::parse(&scope).map(|scope| Principal { name, scope })))
+        Ok(row.and_then(PrincipalRow::principal))
     }
 
-    /// Live tokens, oldest first.
+    /// Who a broker user speaks for: the live token of the same name, if it may write (a
+    /// worker's token); `None` if there is none.
+    pub async fn sender(&self, broker_user: &str) -> Result<Option<Principal>> {
+        let row: Option<PrincipalRow> = sqlx::query_as(
+            "SELECT name, scope, namespaces FROM api_tokens
+             WHERE name = $1 AND revoked_at IS NULL AND scope IN ('write', 'admin')
+               AND (expires_at IS NULL OR expires_at > now())",
+        )
+        .bind(broker_user)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.and_then(PrincipalRow::principal))
+    }
+
+    /// Live tokens, oldest first (expired ones included, with `expires_at`).
     pub async fn tokens(&self) -> Result<Vec<TokenView>> {
         Ok(sqlx::query_as(
-            "SELECT id, name, scope, created_at, created_by FROM api_tokens
-             WHERE revoked_at IS NULL ORDER BY id",
+            "SELECT id, name, scope, created_at, created_by, namespaces, expires_at
+             FROM api_tokens WHERE revoked_at IS NULL ORDER BY id",
         )
         .fetch_all(&self.pool)
         .await?)

@@ -278,6 +278,8 @@ class TaskerEnv:
             "AMQP_URL": amqp_url(),
             "TASKER_QUEUE_PREFIX": self.prefix,
             "TASKER_ORCHESTRATOR__DB_MAX_CONNECTIONS": "8",
+            # Tokens are required by default; the tests of tokens turn them on again.
+            "TASKER_ORCHESTRATOR__AUTH": "off",
             "RUST_LOG": "info,sqlx=warn",
             "NO_COLOR": "1",
             "RUST_BACKTRACE": "0",

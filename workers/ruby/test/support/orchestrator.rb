@@ -37,7 +37,9 @@ module TestSupport
       @url = "#{scheme}://127.0.0.1:#{port}"
       args = ["--bind", "127.0.0.1:#{port}"]
       args += ["--templates", templates.to_s] if templates
-      env = { "NO_COLOR" => "1", "RUST_LOG" => "warn,tasker_orchestrator=info" }.merge(env)
+      # Tokens are required by default; the tests of tokens turn them on again in +env+.
+      env = { "NO_COLOR" => "1", "RUST_LOG" => "warn,tasker_orchestrator=info",
+              "TASKER_ORCHESTRATOR__AUTH" => "off" }.merge(env)
       @process = IO.popen(env, [self.class.bin, *args], err: %i[child out])
       wait_for_line("tasker-orchestrator listening")
       @drain = Thread.new { @process.each_line { |_| nil } }

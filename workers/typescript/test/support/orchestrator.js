@@ -69,7 +69,14 @@ async function spawnOrchestrator(env, args) {
   const port = await freePort();
   const scheme = env.TASKER_ORCHESTRATOR__TLS_CERT_FILE ? "https" : "http";
   const child = spawn(orchestratorBinary(), ["--bind", `127.0.0.1:${port}`, ...args], {
-    env: { ...process.env, ...env, NO_COLOR: "1", RUST_LOG: "warn,tasker_orchestrator=info" },
+    // Tokens are required by default; the tests of tokens turn them on again in `env`.
+    env: {
+      ...process.env,
+      TASKER_ORCHESTRATOR__AUTH: "off",
+      ...env,
+      NO_COLOR: "1",
+      RUST_LOG: "warn,tasker_orchestrator=info",
+    },
     // Logs go to stderr (stdout is left for a program's own output).
     stdio: ["ignore", "inherit", "pipe"],
   });

@@ -1,0 +1,123 @@
+//! Serving the API over HTTP/1.1 (plain or TLS) with every connection's cost bounded before it
+//! is spent: at most `orchestrator.max_connections` at once (past that, new connections wait in
+//! the kernel's backlog), a request's headers must arrive within `header_timeout_ms` (also how
+//! long an idle keep-alive connection is kept), its body within `body_timeout_ms`, a TLS
+//! handshake within the header timeout. A client that connects and says nothing holds a
+//! connection for the header timeout, not forever.
+//!
+//! On shutdown it stops accepting, lets requests in progress finish (event streams end with
+//! the orchestrator), and closes idle connections.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::Request;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use hyper_util::service::TowerToHyperService;
+use rustls::ServerConfig;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+use tower_http::timeout::TimeoutBody;
+
+/// The bounds every connection is served within.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_connections: usize,
+    pub header_timeout: Duration,
+    pub body_timeout: Duration,
+}
+
+impl Limits {
+    pub fn from_config(o: &tasker_shared::config::OrchestratorConfig) -> Self {
+        Limits {
+            max_connections: o.max_connections.max(1),
+            header_timeout: Duration::from_millis(o.header_timeout_ms.max(1)),
+            body_timeout: Duration::from_millis(o.body_timeout_ms.max(1)),
+        }
+    }
+}
+
+/// Longest graceful shutdown waits for requests in progress before dropping them.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// Serves `app` on `listener` (over TLS with `tls`) until `shutdown` fires.
+pub async fn serve(
+    listener: TcpListener,
+    tls: Option<Arc<ServerConfig>>,
+    app: Router,
+    limits: Limits,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let graceful = GracefulShutdown::new();
+    let acceptor = tls.map(TlsAcceptor::from);
+    loop {
+        let permit = tokio::select! {
+            () = shutdown.cancelled() => break,
+            p = permits.clone().acquire_owned() => p.expect("the semaphore is never closed"),
+        };
+        let (stream, peer) = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(c) => c,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait a moment, as axum's loop does.
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let (app, acceptor, watcher) = (app.clone(), acceptor.clone(), graceful.watcher());
+        tokio::spawn(async move {
+            match acceptor {
+                None => connection(stream, peer, app, limits, watcher).await,
+                Some(acceptor) => {
+                    match tokio::time::timeout(limits.header_timeout, acceptor.accept(stream)).await
+                    {
+                        Ok(Ok(tls)) => connection(tls, peer, app, limits, watcher).await,
+                        Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                    }
+                }
+            }
+            drop(permit);
+        });
+    }
+    drop(listener);
+    tokio::select! {
+        () = graceful.shutdown() => {}
+        () = tokio::time::sleep(SHUTDOWN_GRACE) => {
+            tracing::warn!("requests still in progress after {SHUTDOWN_GRACE:?}; stopping anyway");
+        }
+    }
+    Ok(())
+}
+
+/// Serves one connection until it closes, its client goes quiet, or shutdown ends it.
+async fn connection<I>(io: I, peer: SocketAddr, app: Router, limits: Limits, watcher: Watcher)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let body_timeout = limits.body_timeout;
+    let service = app.map_request(move |req: Request<Incoming>| {
+        req.map(|body| Body::new(TimeoutBody::new(body_timeout, body)))
+    });
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .keep_alive(true);
+    let conn = http.serve_connection(TokioIo::new(io), TowerToHyperService::new(service));
+    if let Err(e) = watcher.watch(conn).await {
+        tracing::debug!(%peer, error = %e, "connection ended with an error");
+    }
+}
