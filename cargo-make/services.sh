@@ -9,6 +9,11 @@
 #   cargo-make/services.sh stop-procs  stop only the Tasker processes, leave the services up
 #   cargo-make/services.sh pg-restart  restart the local PostgreSQL in place (the fault suite)
 #   cargo-make/services.sh rabbitmqctl ARGS  rabbitmqctl against the local broker
+#   cargo-make/services.sh worker-users PREFIX NAME=NAMESPACES...  a broker user per worker role
+#                                   (NAMESPACES: comma-separated, `*` any run of characters) that
+#                                   may read only those namespaces' step queues of PREFIX and write
+#                                   only its results exchange; prints `NAME URL` per user (a new
+#                                   password each time; one rabbitmqctl call for them all)
 #   cargo-make/services.sh tls-start  also start a PostgreSQL that takes TLS connections only,
 #                                   and print `export` lines for it, the amqps:// URL and the CA
 #                                   (tests/tls.rs, docs/tls.md)
@@ -667,6 +672,51 @@ cmd_status() {
   return "$rc"
 }
 
+# A broker user per worker role: `NAME=ns1,ns2` with the queue prefix. RabbitMQ's permissions
+# are regular expressions on object names: configure nothing (the orchestrator declares the
+# queues), write only <prefix>.results (the results exchange: the default exchange would reach
+# every queue), read only <prefix>.steps.<ns>. Written in one `rabbitmqctl import_definitions`,
+# passwords stored as RabbitMQ's salted SHA-256, so N users cost one call (~1.5 s), not 2N.
+cmd_worker_users() {
+  local prefix="${1:?usage: $0 worker-users PREFIX NAME=NAMESPACES...}"
+  shift
+  (($# > 0)) || die "usage: $0 worker-users PREFIX NAME=NAMESPACES..."
+  [[ -z "$EXTERNAL_AMQP" ]] || die "AMQP_URL points at an external broker; create its users there (docs/auth.md)"
+  rmq_running || die "the local RabbitMQ is not running; start it with: $0 start"
+  local defs urls
+  defs="$(mktemp)"
+  urls="$(python3 - "$prefix" "$AMQP_PORT" "$defs" "$@" <<'PY'
+import base64, hashlib, json, os, re, sys
+prefix, port, out, specs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+def rx(name):  # a name, `*` for any run of characters, as a regular expression
+    return ".*".join(re.escape(part) for part in name.split("*"))
+users, perms, lines = [], [], []
+for spec in specs:
+    name, _, namespaces = spec.partition("=")
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", name) or not namespaces:
+        sys.exit(f"worker-users: {spec!r}: expected NAME=ns1,ns2 (letters, digits, _ . - in NAME)")
+    password = os.urandom(18).hex()
+    salt = os.urandom(4)
+    hashed = base64.b64encode(salt + hashlib.sha256(salt + password.encode()).digest()).decode()
+    users.append({"name": name, "password_hash": hashed, "hashing_algorithm":
+                  "rabbit_password_hashing_sha256", "tags": []})
+    alternatives = "|".join(rx(n.strip()) for n in namespaces.split(",") if n.strip())
+    perms.append({"user": name, "vhost": "/", "configure": "^$",
+                  "write": f"^{rx(prefix)}\\.results$",
+                  "read": f"^{rx(prefix)}\\.steps\\.({alternatives})$"})
+    lines.append(f"{name} amqp://{name}:{password}@127.0.0.1:{port}/%2f")
+json.dump({"users": users, "permissions": perms}, open(out, "w"))
+print("\n".join(lines))
+PY
+)" || { rm -f "$defs"; die "worker-users: bad arguments"; }
+  if ! env "${RMQ_ENV[@]}" "$RMQ_BIN/rabbitmqctl" -q -n "$RMQ_NODE" import_definitions "$defs" >/dev/null; then
+    rm -f "$defs"
+    die "worker-users: rabbitmqctl import_definitions failed"
+  fi
+  rm -f "$defs"
+  printf '%s\n' "$urls"
+}
+
 cmd_env() {
   printf 'export DATABASE_URL=%q\n' "${DATABASE_URL:-$(pg_url)}"
   printf 'export AMQP_URL=%q\n' "${AMQP_URL:-$(amqp_url)}"
@@ -689,6 +739,7 @@ case "${1:-}" in
       >"$(pg_root)/pg_ctl.log" 2>&1 9>&- || { show_log_tail "$(pg_root)/pg_ctl.log"; die "postgres did not restart"; }
     log "postgres: restarted"
     ;;
+  worker-users) shift && cmd_worker_users "$@" ;;
   # rabbitmqctl against our own broker, e.g. `rabbitmqctl stop_app` in the broker-restart test.
   rabbitmqctl)
     shift
@@ -698,7 +749,7 @@ case "${1:-}" in
     exec env "${RMQ_ENV[@]}" "$RMQ_BIN/rabbitmqctl" -q -n "$RMQ_NODE" "$@"
     ;;
   *)
-    echo "usage: $0 start|stop|status|env|tls-start|stop-procs|pg-restart|rabbitmqctl ARGS..." >&2
+    echo "usage: $0 start|stop|status|env|tls-start|stop-procs|pg-restart|worker-users PREFIX NAME=NS...|rabbitmqctl ARGS..." >&2
     exit 2
     ;;
 esac

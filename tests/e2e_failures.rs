@@ -172,10 +172,13 @@ async fn cancel_stops_dispatch_and_ignores_the_late_result() -> anyhow::Result<(
     cluster.shutdown().await
 }
 
+/// A copy of a result already applied (the same attempt: a redelivery) is ignored; a result for
+/// an attempt the step was never at changes nothing and goes to the dead letters.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn duplicate_and_stale_results_are_ignored() -> anyhow::Result<()> {
+async fn duplicate_results_are_ignored_and_stale_ones_dead_lettered() -> anyhow::Result<()> {
     let cluster = Cluster::start().await?;
     let o = &cluster.orchestrator;
+    let mut kept = o.dead_letters_kept();
     let task = o
         .run_task("rust_examples", "linear", json!({"value": 6}))
         .await?;
@@ -210,8 +213,15 @@ async fn duplicate_and_stale_results_are_ignored() -> anyhow::Result<()> {
                 payload: serde_json::to_vec(&r)?,
             }])
             .await?;
-        ignored(&mut events, double.id).await?;
     }
+    ignored(&mut events, double.id).await?;
+    let id = kept.take(1, Duration::from_secs(15)).await?[0];
+    let letter = o.shared.store.dead_letter(id).await?.expect("kept");
+    assert!(
+        letter.view.reason.starts_with("result_mismatch: attempt 7 of step"),
+        "{}",
+        letter.view.reason
+    );
     let after = steps_by_name(&o.client, task.id).await?;
     assert_eq!(after["double"].result, Some(json!({"value": 12})));
     assert_eq!(after["double"].worker, double.worker);

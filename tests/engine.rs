@@ -401,6 +401,8 @@ struct Outcomes {
     rows: Vec<(usize, String, String, i32, Vec<String>)>,
     accepted: i64,
     ignored: Vec<(usize, String)>,
+    /// Results rejected: their step, and the code.
+    rejected: Vec<(usize, String, String)>,
     dispatched: Vec<(usize, String)>,
     finished: Vec<(usize, String)>,
 }
@@ -538,10 +540,22 @@ async fn plain_successes(engine: &Engine, general: bool) -> anyhow::Result<(Outc
         .flatten()
         .map(|m| m["step_id"].clone())
         .collect();
+    let mut rejected: Vec<(usize, String, String)> = answer["rejected"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            let at = r["i"].as_u64().expect("a position") as usize - 1;
+            let (task, step) = name(&batch[at].step_id.to_string());
+            (task, step, r["code"].as_str().unwrap_or_default().to_owned())
+        })
+        .collect();
+    rejected.sort();
     let outcomes = Outcomes {
         rows,
         accepted: answer["accepted"].as_i64().unwrap_or(-1) - i64::from(general),
         ignored: ids(&answer["ignored"]),
+        rejected,
         dispatched: ids(&serde_json::Value::Array(dispatched)),
         finished,
     };
@@ -549,8 +563,8 @@ async fn plain_successes(engine: &Engine, general: bool) -> anyhow::Result<(Outc
 }
 
 /// A batch of plain successes (almost every batch) is applied by one statement
-/// (tasker_apply_successes), and leaves exactly what the general path leaves: duplicates and
-/// stale attempts ignored, a join's child counted down by both parents and enqueued once, tasks
+/// (tasker_apply_successes), and leaves exactly what the general path leaves: a duplicate
+/// ignored, an attempt the step never reached rejected, a join's child counted down by both parents and enqueued once, tasks
 /// completed once each, a child that can no longer run skipped (and its task's convergence step
 /// enqueued), the same transitions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -577,10 +591,11 @@ async fn a_batch_of_plain_successes_in_one_statement_matches_the_general_path() 
             .map(|s| s.2.clone())
     };
     assert_eq!(one.accepted, 5);
+    assert_eq!(one.ignored, vec![(0, "a".to_owned())], "the duplicate");
     assert_eq!(
-        one.ignored,
-        vec![(0, "a".to_owned()), (2, "only".to_owned())],
-        "the duplicate and the stale attempt"
+        one.rejected,
+        vec![(2, "only".to_owned(), "result_mismatch".to_owned())],
+        "the attempt the step never reached"
     );
     assert_eq!(
         one.dispatched,

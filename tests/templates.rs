@@ -30,6 +30,7 @@ async fn bare_env() -> anyhow::Result<TestEnv> {
 async fn post(o: &RunningOrchestrator, query: &str, body: Vec<u8>) -> anyhow::Result<(u16, Value)> {
     let resp = reqwest::Client::new()
         .post(format!("{}/v1/templates{query}", o.url()))
+        .header("content-type", "application/yaml")
         .body(body)
         .send()
         .await?;

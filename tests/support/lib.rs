@@ -167,6 +167,31 @@ impl TestEnv {
         ))
     }
 
+    /// A broker user of its own for a worker role, as `cargo-make/services.sh worker-users`
+    /// makes them: it may read only `namespaces`' step queues of this test's prefix and write
+    /// only its results exchange. Returns the user's name (unique on the broker; name this
+    /// test's token for the role after it) and its AMQP URL.
+    pub fn worker_user(&self, role: &str, namespaces: &[&str]) -> anyhow::Result<(String, String)> {
+        let name = format!("{}-{role}", self.config.queue_prefix);
+        let made = std::process::Command::new(repo_root().join("cargo-make/services.sh"))
+            .arg("worker-users")
+            .arg(&self.config.queue_prefix)
+            .arg(format!("{name}={}", namespaces.join(",")))
+            .output()?;
+        anyhow::ensure!(
+            made.status.success(),
+            "cargo-make/services.sh worker-users failed: {}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+        let out = String::from_utf8(made.stdout)?;
+        let url = out
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .context("worker-users printed no URL")?
+            .to_owned();
+        Ok((name, url))
+    }
+
     /// Deletes this test's queues and database.
     pub async fn cleanup(self) -> anyhow::Result<()> {
         let broker = tasker_broker::Broker::connect_with(

@@ -4,7 +4,7 @@
 //!
 //! Every stream of an orchestrator shares one watcher ([`Live`]): it looks for changes of all
 //! watched tasks at once — the id of each one's latest transition, read through an index, in one
-//! statement — when this orchestrator applies results or sweeps, and at least once a second
+//! statement — when this orchestrator applies results or finishes a task, and at least once a second
 //! (which also catches what other orchestrators of a cluster did), at most every [`MIN_GAP`].
 //! A task that changed has its snapshot read once and handed to all its streams. So a thousand
 //! streams on one task cost the database what one does. Streams are capped in all and per token
@@ -178,7 +178,9 @@ impl Live {
                     () = self.wake.notified() => break,
                     () = &mut tick, if watching => break,
                     e = events.recv(), if watching => match e {
-                        Ok(Event::ResultsApplied { .. } | Event::Swept | Event::TaskFinished { .. })
+                        // (A sweep's changes reach the engine as results, or are seen at the
+                        // next tick: every sweep round would otherwise cost a look.)
+                        Ok(Event::ResultsApplied { .. } | Event::TaskFinished { .. })
                         | Err(broadcast::error::RecvError::Lagged(_)) => break,
                         Ok(_) => {}
                         Err(broadcast::error::RecvError::Closed) => return,
