@@ -16,6 +16,10 @@
 #   python workers           8300    --templates tests/fixtures/task_templates/<lang>
 #   typescript workers       8400  (and PORT+1 for the second of each)
 #
+# The orchestrators require API tokens: an admin one for you and the CLI is in
+# .tasker/cluster/admin.token (`source .tasker/cluster/env`), and each language's workers run with
+# a token and a broker user of their own that reach only their namespace (cargo-make/identities.sh).
+#
 # A language's workers are skipped, with a warning, when its binding is not there
 # (workers/<lang>/conformance-worker missing) or when workers/<lang>/build.sh fails; the
 # orchestrators and Rust workers always start. Each instance runs in its own session with a pid
@@ -343,21 +347,29 @@ cmd_start() {
   done
   check_ports_free "${ports[@]}"
 
+  say "tokens and broker users"
+  ORCH_URL="http://127.0.0.1:${ORCH_PORTS[0]}"
+  # shellcheck source=cargo-make/identities.sh
+  source cargo-make/identities.sh
+  make_identities "$STATE/cluster" 8>&- || die "could not create the cluster's tokens and broker users"
+
   say "starting the instances"
   STARTED=()
   # Workers register their templates with the first orchestrator when they start.
-  export TASKER_WORKER__ORCHESTRATOR_URL="http://127.0.0.1:${ORCH_PORTS[0]}"
+  export TASKER_WORKER__ORCHESTRATOR_URL="$ORCH_URL"
   for port in "${ORCH_PORTS[@]}"; do
     start_instance orchestrator "$port" \
       "$BIN_DIR/tasker-orchestrator" --bind "127.0.0.1:$port" --templates "$TEMPLATES"
   done
+  local identity
   for lang in rust "${langs[@]}"; do
+    mapfile -t identity < <(worker_env "$lang")
     for port in "${WORKER_BASE_PORT[$lang]}" $((WORKER_BASE_PORT[$lang] + 1)); do
       if [[ "$lang" == rust ]]; then
-        start_instance worker-rust "$port" \
+        start_instance worker-rust "$port" env "${identity[@]}" \
           "$BIN_DIR/tasker-worker-rust" --templates "$TEMPLATES/rust" --health-port "$port"
       else
-        start_instance "worker-$lang" "$port" \
+        start_instance "worker-$lang" "$port" env "${identity[@]}" \
           "workers/$lang/conformance-worker" --templates "$TEMPLATES/$lang" --health-port "$port"
       fi
     done
@@ -377,7 +389,8 @@ cmd_start() {
   fi
   cat <<EOF
 
-Submit to either orchestrator, e.g.
+Submit to either orchestrator with the admin token (source $STATE/cluster/env), e.g.
+  source $STATE/cluster/env
   $BIN_DIR/tasker --url http://127.0.0.1:8081 submit rust_examples linear --context '{"value": 6}' --wait
 Status: cargo make cluster-status   Stop: cargo make cluster-stop-instances (services stay up)
                                           cargo make cluster-stop (also PostgreSQL and RabbitMQ)

@@ -218,7 +218,10 @@ async fn duplicate_results_are_ignored_and_stale_ones_dead_lettered() -> anyhow:
     let id = kept.take(1, Duration::from_secs(15)).await?[0];
     let letter = o.shared.store.dead_letter(id).await?.expect("kept");
     assert!(
-        letter.view.reason.starts_with("result_mismatch: attempt 7 of step"),
+        letter
+            .view
+            .reason
+            .starts_with("result_mismatch: attempt 7 of step"),
         "{}",
         letter.view.reason
     );

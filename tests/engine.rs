@@ -547,7 +547,11 @@ async fn plain_successes(engine: &Engine, general: bool) -> anyhow::Result<(Outc
         .map(|r| {
             let at = r["i"].as_u64().expect("a position") as usize - 1;
             let (task, step) = name(&batch[at].step_id.to_string());
-            (task, step, r["code"].as_str().unwrap_or_default().to_owned())
+            (
+                task,
+                step,
+                r["code"].as_str().unwrap_or_default().to_owned(),
+            )
         })
         .collect();
     rejected.sort();

@@ -59,7 +59,10 @@ async fn token(
 }
 
 /// The first step of a task, as the API shows it.
-async fn first_step(o: &RunningOrchestrator, task: Uuid) -> anyhow::Result<tasker_shared::api::Step> {
+async fn first_step(
+    o: &RunningOrchestrator,
+    task: Uuid,
+) -> anyhow::Result<tasker_shared::api::Step> {
     Ok(o.client
         .steps(task)
         .await?
@@ -127,10 +130,26 @@ async fn forged_results_change_nothing_and_are_dead_lettered_with_their_reason()
     // sender's own task; the right step with a stale attempt; the right step and attempt from
     // a sender who may not serve its namespace.
     let forgeries = [
-        (&team_b, forged(task_a, step_b.id, 1), "result_mismatch: step"),
-        (&team_a, forged(task_a, step_b.id, 1), "result_mismatch: step"),
-        (&team_b, forged(task_b, step_b.id, 0), "result_mismatch: attempt 0"),
-        (&team_a, forged(task_b, step_b.id, 1), "result_not_permitted"),
+        (
+            &team_b,
+            forged(task_a, step_b.id, 1),
+            "result_mismatch: step",
+        ),
+        (
+            &team_a,
+            forged(task_a, step_b.id, 1),
+            "result_mismatch: step",
+        ),
+        (
+            &team_b,
+            forged(task_b, step_b.id, 0),
+            "result_mismatch: attempt 0",
+        ),
+        (
+            &team_a,
+            forged(task_b, step_b.id, 1),
+            "result_not_permitted",
+        ),
     ];
     for (broker, payload, _) in &forgeries {
         publish_result(broker, &prefix, payload.clone()).await?;
@@ -139,10 +158,12 @@ async fn forged_results_change_nothing_and_are_dead_lettered_with_their_reason()
     let mut reasons = Vec::new();
     for id in ids {
         let letter = o.client.dead_letter(id).await?;
-        assert_eq!(letter.info.task_id.is_some(), true, "{letter:?}");
+        assert!(letter.info.task_id.is_some(), "{letter:?}");
         reasons.push((
             letter.info.reason.clone(),
-            letter.headers["x-tasker-sender"].as_str().map(str::to_owned),
+            letter.headers["x-tasker-sender"]
+                .as_str()
+                .map(str::to_owned),
         ));
     }
     for (broker, payload, reason) in &forgeries {
@@ -151,7 +172,10 @@ async fn forged_results_change_nothing_and_are_dead_lettered_with_their_reason()
         let found = reasons
             .iter()
             .any(|(r, s)| r.starts_with(reason) && s.as_deref() == Some(&sender));
-        assert!(found, "no dead letter {reason:?} from {sender} for {body}: {reasons:?}");
+        assert!(
+            found,
+            "no dead letter {reason:?} from {sender} for {body}: {reasons:?}"
+        );
     }
     // Nothing moved.
     let after = first_step(&o, task_b).await?;
@@ -160,10 +184,15 @@ async fn forged_results_change_nothing_and_are_dead_lettered_with_their_reason()
         ("enqueued", 1, &None)
     );
     assert_eq!(first_step(&o, task_a).await?.state, "enqueued");
-    let metrics = reqwest::get(format!("{}/metrics", o.url())).await?.text().await?;
+    let metrics = reqwest::get(format!("{}/metrics", o.url()))
+        .await?
+        .text()
+        .await?;
     for reason in ["result_mismatch", "result_not_permitted"] {
         assert!(
-            metrics.contains(&format!("tasker_results_rejected_total{{reason=\"{reason}\"}}")),
+            metrics.contains(&format!(
+                "tasker_results_rejected_total{{reason=\"{reason}\"}}"
+            )),
             "{reason} not counted"
         );
     }
@@ -206,7 +235,11 @@ async fn a_worker_user_reads_only_its_own_namespaces_and_writes_only_results() -
     let team_a = Broker::connect(&url_a, &prefix, "trust-a").await?;
     // It may not declare (configure) anything: the queues of its namespace it finds declared.
     team_a.declare(&["trust_a".to_owned()]).await?;
-    drop(team_a.consume(&topology::steps_queue(&prefix, "trust_a"), "mine", 1).await?);
+    drop(
+        team_a
+            .consume(&topology::steps_queue(&prefix, "trust_a"), "mine", 1)
+            .await?,
+    );
     let refused = team_a
         .consume(&topology::steps_queue(&prefix, "trust_b"), "theirs", 1)
         .await
@@ -261,8 +294,7 @@ async fn call(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_token_of_one_namespace_gets_403_on_every_route_touching_another() -> anyhow::Result<()>
-{
+async fn a_token_of_one_namespace_gets_403_on_every_route_touching_another() -> anyhow::Result<()> {
     let mut env = TestEnv::new().await?;
     env.config.orchestrator.auth = AuthMode::Tokens;
     // The first token, made before the orchestrator starts (it refuses to start without one).
@@ -367,7 +399,11 @@ async fn a_token_of_one_namespace_gets_403_on_every_route_touching_another() -> 
         .await?;
     assert_eq!(refused.status(), StatusCode::FORBIDDEN);
     assert_eq!(
-        admin.template("trust_b", "pair", None).await?.template()?.version,
+        admin
+            .template("trust_b", "pair", None)
+            .await?
+            .template()?
+            .version,
         "1.0.0",
         "no version was registered"
     );
@@ -386,7 +422,10 @@ async fn a_token_of_one_namespace_gets_403_on_every_route_touching_another() -> 
     assert_eq!(letters["dead_letters"], json!([]));
     // What it registers is recorded as registered by its token, whatever it says.
     let v2 = reqwest::Client::new()
-        .post(format!("{}/v1/templates?registered_by=someone-else", o.url()))
+        .post(format!(
+            "{}/v1/templates?registered_by=someone-else",
+            o.url()
+        ))
         .bearer_auth(&ops_a)
         .header("content-type", "application/yaml")
         .body(pair("trust_a").replace("1.0.0", "2.0.0"))
@@ -408,6 +447,16 @@ async fn a_token_of_one_namespace_gets_403_on_every_route_touching_another() -> 
     assert_eq!(created["namespaces"], json!(["trust_a"]));
     env.cleanup().await
 }
+
+/// A request (method, path, headers, body) and the status and code it must get.
+type Case<'a> = (
+    Method,
+    &'a str,
+    Vec<(&'a str, &'a str)>,
+    &'a str,
+    StatusCode,
+    &'a str,
+);
 
 /// A request as a browser on another site would send it, or naming another `Host`.
 async fn raw(
@@ -433,7 +482,7 @@ async fn browsers_of_other_sites_and_foreign_hosts_are_refused_even_with_tokens_
     assert_eq!(env.config.orchestrator.auth, AuthMode::Off);
     let o = env.orchestrator().await?;
     let task = r#"{"namespace": "rust_examples", "name": "linear", "context": {"value": 1}}"#;
-    let cases: Vec<(Method, &str, Vec<(&str, &str)>, &str, StatusCode, &str)> = vec![
+    let cases: Vec<Case> = vec![
         // The form-style request a page on another origin can send without a preflight.
         (
             Method::POST,
@@ -575,7 +624,10 @@ async fn a_template_that_would_cost_minutes_to_parse_is_refused_at_once() -> any
         println!("{what}: refused in {api:?} through the API, {cli:?} through the CLI");
         // A bound far above the figure, so the test says "not minutes" without timing the
         // machine: the figure itself is printed above.
-        assert!(api < Duration::from_secs(5) && cli < Duration::from_secs(5), "{what}");
+        assert!(
+            api < Duration::from_secs(5) && cli < Duration::from_secs(5),
+            "{what}"
+        );
     }
     std::fs::remove_dir_all(&dir)?;
     o.stop().await;
@@ -640,8 +692,8 @@ async fn rate(o: &RunningOrchestrator, window: Duration) -> anyhow::Result<f64> 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_thousand_event_streams_on_one_task_cost_the_database_what_one_does()
--> anyhow::Result<()> {
+async fn a_thousand_event_streams_on_one_task_cost_the_database_what_one_does() -> anyhow::Result<()>
+{
     let env = TestEnv::new().await?;
     let o = env.orchestrator().await?;
     let task = o

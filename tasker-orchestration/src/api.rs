@@ -70,10 +70,10 @@ use tasker_shared::api::{
 };
 
 pub use access::Caller;
-pub use live::Live;
 pub use auth::TokenCache;
 pub use error::Error;
 use extract::{Path, Query};
+pub use live::Live;
 
 use tasker_shared::json_check;
 

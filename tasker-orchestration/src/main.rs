@@ -10,8 +10,8 @@ use tokio_util::sync::CancellationToken;
 
 use tasker_orchestration::Orchestrator;
 use tasker_orchestration::store::{NewToken, Scope, Store};
-use tasker_shared::namespaces::Patterns;
 use tasker_shared::Config;
+use tasker_shared::namespaces::Patterns;
 
 /// Tasker orchestration server: REST API, task state in PostgreSQL, dispatch over RabbitMQ.
 #[derive(Debug, Parser)]
@@ -161,7 +161,9 @@ async fn token(config: &Config, action: TokenCommand) -> anyhow::Result<()> {
                 .await?;
             let covers = namespaces.map_or("every namespace".to_owned(), |n| n.to_string());
             let until = expires_at.map_or(String::new(), |t| format!(", until {t}"));
-            eprintln!("created API token {name:?} ({scope}, {covers}{until}); it is shown only now:");
+            eprintln!(
+                "created API token {name:?} ({scope}, {covers}{until}); it is shown only now:"
+            );
             println!("{token}");
         }
         TokenCommand::List => {
@@ -172,11 +174,10 @@ async fn token(config: &Config, action: TokenCommand) -> anyhow::Result<()> {
                     t.scope,
                     t.namespaces.map_or("*".to_owned(), |n| n.join(",")),
                     t.created_at.format("%Y-%m-%d %H:%M:%S"),
-                    t.expires_at
-                        .map_or("never expires".to_owned(), |e| format!(
-                            "expires {}",
-                            e.format("%Y-%m-%d %H:%M:%S")
-                        )),
+                    t.expires_at.map_or("never expires".to_owned(), |e| format!(
+                        "expires {}",
+                        e.format("%Y-%m-%d %H:%M:%S")
+                    )),
                     t.created_by.as_deref().unwrap_or("-")
                 );
             }

@@ -81,7 +81,8 @@ pub const SWEEPER_REPUBLISHED: Metric = counter(
 
 pub const DEAD_LETTERS_KEPT: Metric = counter(
     "tasker_dead_letters_kept_total",
-    "Messages taken from the dead-letter queue and kept in the dead_letters table, by origin queue.",
+    "Messages taken from the dead-letter queue and kept in the dead_letters table, by origin: \
+     results, steps, other or unknown.",
 );
 pub const DEAD_LETTERS_REPLAYED: Metric = counter(
     "tasker_dead_letters_replayed_total",

@@ -93,7 +93,9 @@ async fn process(
         for (d, fate) in deliveries.iter().zip(fate) {
             let settled = match fate {
                 Fate::Settled => continue,
-                Fate::Dead { reason, sender } => dead.bury_from(d, &reason, sender.as_deref()).await,
+                Fate::Dead { reason, sender } => {
+                    dead.bury_from(d, &reason, sender.as_deref()).await
+                }
                 Fate::Ack => d
                     .ack(BasicAckOptions::default())
                     .await
@@ -184,7 +186,9 @@ async fn apply(
     let mut condemn = |i: usize, reason: String| {
         let sender = senders[from[i]].name.clone();
         fate[from[i]] = match std::mem::replace(&mut fate[from[i]], Fate::Ack) {
-            Fate::Dead { reason: earlier, .. } => Fate::Dead {
+            Fate::Dead {
+                reason: earlier, ..
+            } => Fate::Dead {
                 reason: format!("{earlier}; {reason}"),
                 sender,
             },
@@ -196,7 +200,10 @@ async fn apply(
     if let Some(counts) = &applied.results {
         for r in &counts.rejected {
             let head = &results[r.index].head;
-            let sender = senders[from[r.index]].name.as_deref().unwrap_or("(no user_id)");
+            let sender = senders[from[r.index]]
+                .name
+                .as_deref()
+                .unwrap_or("(no user_id)");
             tracing::warn!(code = %r.code, detail = %r.detail, sender, step = %head.step_id,
                 task = %head.task_id, attempt = head.attempt,
                 "a result was rejected; dead-lettering its message");

@@ -655,9 +655,7 @@ async fn apply_results_on<R: Serialize + Sync>(
     // parameter less to send and check).
     let permits: Option<std::sync::Arc<Vec<Option<String>>>> = permits
         .filter(|p| p.iter().any(Option::is_some))
-        .map(|p| {
-            std::sync::Arc::new(p.iter().map(|x| x.as_deref().map(str::to_owned)).collect())
-        });
+        .map(|p| std::sync::Arc::new(p.iter().map(|x| x.as_deref().map(str::to_owned)).collect()));
     // As text, decoded straight into the answer's types: a large fan-out's answer never
     // becomes a generic JSON tree in memory.
     // Encoded once; a retry shares it instead of copying it.

@@ -260,6 +260,35 @@ pub fn process_name() -> String {
     format!("{host}-{}", std::process::id())
 }
 
+/// `url` with `sslmode=require` added when it names a database host that is not on this
+/// machine's loopback and says nothing of TLS itself: PostgreSQL's default (`prefer`) falls
+/// back to plaintext without a word. `sslmode=verify-full&sslrootcert=…` also checks the server
+/// (docs/tls.md); `sslmode=disable` says plaintext on purpose.
+pub fn require_tls_off_loopback(url: &str) -> String {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let says = query
+        .split('&')
+        .any(|p| p.starts_with("sslmode=") || p.starts_with("host="));
+    let authority = base
+        .split_once("://")
+        .map_or("", |(_, rest)| rest.split('/').next().unwrap_or(""));
+    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match hostport.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => hostport.split(':').next().unwrap_or(""),
+    };
+    let local = host.is_empty()
+        || host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if says || local {
+        return url.to_owned();
+    }
+    let joiner = if query.is_empty() { "?" } else { "&" };
+    format!("{url}{joiner}sslmode=require")
+}
+
 /// A configuration that failed to load or validate.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -301,8 +330,9 @@ impl Config {
 
     /// Extracts and validates.
     pub fn extract(figment: &Figment) -> Result<Config, Error> {
-        let config: Config = figment.extract().map_err(Box::new)?;
+        let mut config: Config = figment.extract().map_err(Box::new)?;
         config.validate()?;
+        config.database_url = require_tls_off_loopback(&config.database_url);
         Ok(config)
     }
 
@@ -407,7 +437,12 @@ mod tests {
             auth,
             ..OrchestratorConfig::default()
         };
-        for bind in ["127.0.0.1:8080", "[::1]:80", "localhost:8080", "0.0.0.0:8080"] {
+        for bind in [
+            "127.0.0.1:8080",
+            "[::1]:80",
+            "localhost:8080",
+            "0.0.0.0:8080",
+        ] {
             assert!(with(bind, AuthMode::default()).tokens_required(), "{bind}");
             assert!(!with(bind, AuthMode::Off).tokens_required(), "{bind}");
         }
@@ -426,6 +461,40 @@ mod tests {
             assert!(Config::load(None).is_err());
             Ok(())
         });
+    }
+
+    #[test]
+    fn a_database_off_loopback_requires_tls_unless_the_url_says() {
+        for (url, expected) in [
+            (
+                "postgres://u@127.0.0.1:5432/t",
+                "postgres://u@127.0.0.1:5432/t",
+            ),
+            ("postgres://localhost/t", "postgres://localhost/t"),
+            ("postgres://u:p@[::1]:5432/t", "postgres://u:p@[::1]:5432/t"),
+            (
+                "postgres://u@db.example:5432/t",
+                "postgres://u@db.example:5432/t?sslmode=require",
+            ),
+            (
+                "postgres://u@10.0.0.5/t?application_name=x",
+                "postgres://u@10.0.0.5/t?application_name=x&sslmode=require",
+            ),
+            (
+                "postgres://u@db.example/t?sslmode=disable",
+                "postgres://u@db.example/t?sslmode=disable",
+            ),
+            (
+                "postgres://u@db.example/t?sslmode=verify-full&sslrootcert=/ca.pem",
+                "postgres://u@db.example/t?sslmode=verify-full&sslrootcert=/ca.pem",
+            ),
+            (
+                "postgres:///t?host=/var/run/postgresql",
+                "postgres:///t?host=/var/run/postgresql",
+            ),
+        ] {
+            assert_eq!(require_tls_off_loopback(url), expected, "{url}");
+        }
     }
 
     #[test]
@@ -452,7 +521,11 @@ mod tests {
             let config = Config::load(Some(Path::new("t.toml"))).map_err(|e| e.to_string())?;
             assert_eq!(config.queue_prefix, "from_file");
             assert_eq!(config.worker.concurrency, 9);
-            assert_eq!(config.database_url, "postgres://db.example/x");
+            // A database off loopback is reached over TLS unless the URL says otherwise.
+            assert_eq!(
+                config.database_url,
+                "postgres://db.example/x?sslmode=require"
+            );
             Ok(())
         });
     }

@@ -69,7 +69,9 @@ impl Patterns {
 
     /// Whether `namespace` matches one of the patterns.
     pub fn covers(&self, namespace: &str) -> bool {
-        self.0.iter().any(|p| glob(p.as_bytes(), namespace.as_bytes()))
+        self.0
+            .iter()
+            .any(|p| glob(p.as_bytes(), namespace.as_bytes()))
     }
 
     /// Whether every namespace these patterns match is matched by `other` too (so a token

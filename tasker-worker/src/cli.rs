@@ -73,7 +73,9 @@ pub enum Error {
     #[error(transparent)]
     Refused(#[from] crate::registration::Refused),
     /// The broker refused this worker's user one of its namespaces' step queues.
-    #[error("{0}; give this worker's broker user read access to it, or remove the templates of that namespace")]
+    #[error(
+        "{0}; give this worker's broker user read access to it, or remove the templates of that namespace"
+    )]
     Broker(tasker_broker::Error),
     #[error("binding the health port {addr}: {source}")]
     Health {

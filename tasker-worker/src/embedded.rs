@@ -41,7 +41,9 @@ pub enum Error {
     #[error(transparent)]
     Refused(#[from] crate::registration::Refused),
     /// The broker refused this worker's user one of its namespaces' step queues.
-    #[error("{0}; give this worker's broker user read access to it, or remove the templates of that namespace")]
+    #[error(
+        "{0}; give this worker's broker user read access to it, or remove the templates of that namespace"
+    )]
     Broker(tasker_broker::Error),
     #[error("starting the worker runtime: {0}")]
     Io(#[from] std::io::Error),

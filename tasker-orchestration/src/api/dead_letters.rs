@@ -121,7 +121,11 @@ pub(super) async fn replay(
             // Who first sent it travels with it: a result replayed by this orchestrator may
             // still move only the steps its first sender may serve.
             let mut headers = FieldTable::default();
-            if let Some(sender) = letter.headers.get(dead::SENDER_HEADER).and_then(Value::as_str) {
+            if let Some(sender) = letter
+                .headers
+                .get(dead::SENDER_HEADER)
+                .and_then(Value::as_str)
+            {
                 headers.insert(
                     dead::SENDER_HEADER.into(),
                     AMQPValue::LongString(sender.into()),

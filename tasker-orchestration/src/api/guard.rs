@@ -122,7 +122,12 @@ fn same_origin(origin: &str, host_header: &str, tls: bool) -> bool {
                 && !authority.contains(':'))
 }
 
-fn origin(method: &Method, headers: &HeaderMap, tls: bool, allowed: &[String]) -> Result<(), Error> {
+fn origin(
+    method: &Method,
+    headers: &HeaderMap,
+    tls: bool,
+    allowed: &[String],
+) -> Result<(), Error> {
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let origin = text(header::ORIGIN.as_str());
     if let Some(o) = origin
@@ -323,7 +328,10 @@ mod tests {
             ("content-length", "0"),
         ]);
         assert!(content_type(post, "/v1/tasks/x/cancel", &form).is_err());
-        let yaml = headers(&[("content-type", "application/yaml"), ("content-length", "9")]);
+        let yaml = headers(&[
+            ("content-type", "application/yaml"),
+            ("content-length", "9"),
+        ]);
         assert!(content_type(post, "/v1/templates", &yaml).is_ok());
         assert!(content_type(post, "/v1/tasks", &yaml).is_err());
         assert!(content_type(post, "/v1/tasks/x/cancel", &HeaderMap::new()).is_ok());

@@ -276,9 +276,8 @@ pub(super) async fn task_events(
     // The first snapshot already there (another stream's) goes out at once.
     subscription.snapshots.mark_changed();
     let shutdown = shared.shutdown.clone();
-    let stream = futures_util::stream::unfold(
-        (subscription, shutdown),
-        |(mut sub, shutdown)| async move {
+    let stream =
+        futures_util::stream::unfold((subscription, shutdown), |(mut sub, shutdown)| async move {
             loop {
                 tokio::select! {
                     () = shutdown.cancelled() => return None,
@@ -290,7 +289,6 @@ pub(super) async fn task_events(
                     return Some((Ok(event), (sub, shutdown)));
                 }
             }
-        },
-    );
+        });
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }

@@ -2,11 +2,11 @@
 //! with a result. The engine does the work in one transaction (`sql/tasker_repair.sql`); this
 //! module checks the request, names the step, and maps a refusal to its status.
 
+use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
-use axum::Json;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;

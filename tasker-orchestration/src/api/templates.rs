@@ -272,10 +272,7 @@ mod tests {
             .unwrap_or_default();
         assert_eq!(long.chars().count(), MAX_LABEL_CHARS);
         assert!(registered_by(Some("a\u{0}".into()), &anonymous).is_err());
-        assert_eq!(
-            registered_by(None, &anonymous).ok().as_deref(),
-            Some("api")
-        );
+        assert_eq!(registered_by(None, &anonymous).ok().as_deref(), Some("api"));
     }
 
     #[test]
@@ -287,7 +284,9 @@ mod tests {
         }));
         assert_eq!(registered_by(None, &ci).ok().as_deref(), Some("token:ci"));
         assert_eq!(
-            registered_by(Some("someone-else".into()), &ci).ok().as_deref(),
+            registered_by(Some("someone-else".into()), &ci)
+                .ok()
+                .as_deref(),
             Some("token:ci (as someone-else)")
         );
     }

@@ -71,10 +71,12 @@ impl Store {
 
     /// The namespace of task `id`, if there is one.
     pub async fn task_namespace(&self, id: Uuid) -> Result<Option<String>> {
-        Ok(sqlx::query_scalar("SELECT namespace FROM tasks WHERE id = $1")
-            .bind(id)
-            .fetch_optional(self.pool())
-            .await?)
+        Ok(
+            sqlx::query_scalar("SELECT namespace FROM tasks WHERE id = $1")
+                .bind(id)
+                .fetch_optional(self.pool())
+                .await?,
+        )
     }
 
     /// One page of a task's steps in id order after `after`, with the cursor of the next page

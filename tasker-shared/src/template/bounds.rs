@@ -97,7 +97,9 @@ impl Scan {
             }
             match b {
                 b'#' if previous == b' ' || previous == b'\t' || i == 0 => return Ok(()),
-                b'"' | b'\'' if matches!(previous, b' ' | b'[' | b'{' | b',' | b':' | b'-') || i == 0 => {
+                b'"' | b'\''
+                    if matches!(previous, b' ' | b'[' | b'{' | b',' | b':' | b'-') || i == 0 =>
+                {
                     self.quoted = Some(b)
                 }
                 b'[' | b'{' => {
@@ -108,7 +110,9 @@ impl Scan {
                 b']' | b'}' => self.flow = self.flow.saturating_sub(1),
                 b',' if self.flow > 0 => self.node()?,
                 b':' if bytes.get(i + 1).is_none_or(|c| *c == b' ') => self.node()?,
-                b'&' | b'*' if matches!(previous, b' ' | b'[' | b'{' | b',' | b'-' | b':') || i == 0 => {
+                b'&' | b'*'
+                    if matches!(previous, b' ' | b'[' | b'{' | b',' | b'-' | b':') || i == 0 =>
+                {
                     self.anchors += 1;
                     if self.anchors > MAX_ANCHORS {
                         return Err(format!(
@@ -184,7 +188,12 @@ mod tests {
         let dashes = format!("x:\n{}y\n", "- ".repeat(100));
         assert_eq!(line_of(&dashes), Some(2));
         // Brackets inside quotes and comments open nothing.
-        let quoted = format!("a: '{}'\nb: \"{}\" # {}\n", "[".repeat(500), "{".repeat(500), "[".repeat(500));
+        let quoted = format!(
+            "a: '{}'\nb: \"{}\" # {}\n",
+            "[".repeat(500),
+            "{".repeat(500),
+            "[".repeat(500)
+        );
         assert_eq!(check(&quoted).err(), None);
     }
 

@@ -1,0 +1,59 @@
+# shellcheck shell=bash
+# Identities for the demo and cluster mode, sourced by cargo-make/demo.sh and cluster.sh: the
+# orchestrator requires API tokens, and each worker gets credentials for its own namespace only.
+#
+#   make_identities DIR
+#     - an admin token for the CLI and you, in DIR/admin.token and DIR/env
+#       (`source DIR/env` sets TASKER_TOKEN and TASKER_URL for `tasker`, and
+#       TASKER_WORKER__API_TOKEN for a worker of your own);
+#     - for each language L of rust ruby python typescript: a `write` token named worker-L for
+#       the namespace L_examples, and the broker user of the same name, which may read only
+#       that namespace's steps queue and write only results (services.sh worker-users): the
+#       orchestrator accepts its results for that namespace only. Sets IDENTITY_TOKEN[L] and
+#       IDENTITY_AMQP[L] (its AMQP URL).
+#   worker_env L   prints the `env` arguments that start L's worker with its identity.
+#
+# Each run replaces the tokens and passwords of the run before (tokens of the same name are
+# revoked first). Needs BIN_DIR (the release binaries), DATABASE_URL, AMQP_URL and ORCH_URL.
+
+declare -A IDENTITY_TOKEN=() IDENTITY_AMQP=()
+
+# A token NAME of SCOPE (for NAMESPACES, if given), replacing a live one of that name; printed.
+identity_token() {
+  local name="$1" scope="$2" namespaces="${3:-}"
+  "$BIN_DIR/tasker-orchestrator" token revoke "$name" >/dev/null 2>&1 || true
+  if [[ -n "$namespaces" ]]; then
+    "$BIN_DIR/tasker-orchestrator" token create "$name" --scope "$scope" --namespaces "$namespaces" 2>/dev/null
+  else
+    "$BIN_DIR/tasker-orchestrator" token create "$name" --scope "$scope" 2>/dev/null
+  fi
+}
+
+make_identities() {
+  local dir="$1" lang users=() line name url admin
+  mkdir -p "$dir"
+  chmod 700 "$dir"
+  admin="$(identity_token admin admin)" || return 1
+  (umask 077 && printf '%s\n' "$admin" >"$dir/admin.token")
+  # The CLI's token, and a worker of the user's own (README "Your first workflow") gets it too.
+  (umask 077 && printf 'export TASKER_URL=%q\nexport TASKER_TOKEN=%q\nexport TASKER_WORKER__API_TOKEN=%q\n' \
+    "$ORCH_URL" "$admin" "$admin" >"$dir/env")
+  for lang in rust ruby python typescript; do
+    IDENTITY_TOKEN[$lang]="$(identity_token "worker-$lang" write "${lang}_examples")" || return 1
+    users+=("worker-$lang=${lang}_examples")
+  done
+  local urls
+  if urls="$(cargo-make/services.sh worker-users "${TASKER_QUEUE_PREFIX:-tasker}" "${users[@]}" 2>&1)"; then
+    while read -r name url; do
+      IDENTITY_AMQP[${name#worker-}]="$url"
+    done <<<"$urls"
+  else
+    # An external broker (AMQP_URL set): its users are its operator's to make (docs/auth.md).
+    printf 'identities: no broker user per worker (%s); the workers share AMQP_URL\n' "$urls" >&2
+    for lang in rust ruby python typescript; do IDENTITY_AMQP[$lang]="$AMQP_URL"; done
+  fi
+}
+
+worker_env() {
+  printf '%s\n' "AMQP_URL=${IDENTITY_AMQP[$1]}" "TASKER_WORKER__API_TOKEN=${IDENTITY_TOKEN[$1]}"
+}
