@@ -728,3 +728,48 @@ async fn a_thousand_event_streams_on_one_task_cost_the_database_what_one_does() 
     o.stop().await;
     env.cleanup().await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_copy_in_the_same_batch_never_displaces_the_real_result() -> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    let o = env.orchestrator().await?;
+    register_pairs(&o).await?;
+    let other = o
+        .client
+        .create_task(&CreateTask::new("trust_a", "pair").context(json!({"value": 1})))
+        .await?
+        .id;
+    let task = o
+        .client
+        .create_task(&CreateTask::new("trust_b", "pair").context(json!({"value": 1})))
+        .await?
+        .id;
+    let step = first_step(&o, task).await?.id;
+    let result = |task| -> anyhow::Result<Value> {
+        Ok(serde_json::from_slice::<Vec<Value>>(&forged(task, step, 1))?.remove(0))
+    };
+    // Forged first (another task's id; a sender of another namespace), the real one last: the
+    // engine sees them as three copies of one step's attempt.
+    let batch = json!([result(other)?, result(task)?, result(task)?]);
+    let permits = [None, Some("^(?:trust_a)$"), None];
+    let answer: Value = sqlx::query_scalar("SELECT tasker_apply_results($1, $2)")
+        .bind(&batch)
+        .bind(&permits[..])
+        .fetch_one(o.shared.store.pool())
+        .await?;
+    assert_eq!(answer["accepted"], 1, "{answer}");
+    let codes: Vec<(i64, &str)> = answer["rejected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["i"].as_i64().unwrap(), r["code"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        codes,
+        vec![(1, "result_mismatch"), (2, "result_not_permitted")]
+    );
+    let after = first_step(&o, task).await?;
+    assert_eq!(after.state, "completed");
+    o.stop().await;
+    env.cleanup().await
+}

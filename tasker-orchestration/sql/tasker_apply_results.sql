@@ -61,57 +61,64 @@ BEGIN
     -- Every step the batch names is locked first, in one statement, in the one global order
     -- (task, step, attempt) so concurrent orchestrators never deadlock, and each result is
     -- judged against its step there: accepted (in flight with that attempt, of that task, in a
-    -- namespace its sender may serve), ignored (a second copy of an attempt: the first one
-    -- settled it) or rejected with a code and why.
-    SELECT COALESCE(array_agg(s.id ORDER BY x.k) FILTER (WHERE v.verdict = 'apply'), '{}'),
-           COALESCE(array_agg(s.task_id ORDER BY x.k) FILTER (WHERE v.verdict = 'apply'), '{}'),
-           COALESCE(array_agg(x.attempt ORDER BY x.k) FILTER (WHERE v.verdict = 'apply'), '{}'),
-           COALESCE(array_agg(x.r ORDER BY x.k) FILTER (WHERE v.verdict = 'apply'), '{}'),
-           COALESCE(array_agg(x.step ORDER BY x.k) FILTER (WHERE v.verdict = 'ignore'), '{}'),
-           COALESCE(jsonb_agg(jsonb_build_object('i', x.i, 'code', v.verdict, 'detail', v.detail)
-                              ORDER BY x.i)
-                        FILTER (WHERE v.verdict NOT IN ('apply', 'ignore')), '[]'),
-           COALESCE(bool_and(x.r->'outcome'->>'status' = 'success'
-                             AND s.step_type NOT IN ('decision', 'batchable'))
-                        FILTER (WHERE v.verdict = 'apply'), true)
+    -- namespace its sender may serve), ignored (a copy of an accepted result, or of the result
+    -- that settled the attempt the step is at) or rejected with a code and why. Copies are told
+    -- apart after judging, so a rejected result never takes the place of an acceptable one.
+    WITH judged AS (
+        SELECT x.*, s.id AS sid, s.task_id AS stask, s.step_type,
+               CASE
+                   WHEN s.id IS NULL THEN 'result_mismatch'
+                   WHEN s.task_id <> x.task THEN 'result_mismatch'
+                   WHEN x.permit IS NOT NULL
+                        AND NOT EXISTS (SELECT FROM tasks t
+                                        WHERE t.id = s.task_id AND t.namespace ~ x.permit)
+                       THEN 'result_not_permitted'
+                   WHEN x.attempt = s.attempt AND s.state = 'enqueued' THEN 'apply'
+                   -- The attempt the step is at, settled already: a copy of its result.
+                   WHEN x.attempt = s.attempt THEN 'ignore'
+                   ELSE 'result_mismatch'
+               END AS verdict,
+               CASE
+                   WHEN s.id IS NULL THEN format('no step %s', x.step)
+                   WHEN s.task_id <> x.task
+                       THEN format('step %s is not a step of task %s', x.step, x.task)
+                   ELSE format('attempt %s of step %s is not in flight (the step is at attempt %s, %s)',
+                               x.attempt, x.step, s.attempt, s.state)
+               END AS detail
+        FROM (SELECT e.value AS r, e.i, (e.value->>'step_id')::uuid AS step,
+                     (e.value->>'task_id')::uuid AS task, (e.value->>'attempt')::int AS attempt,
+                     permits[e.i] AS permit,
+                     row_number() OVER (ORDER BY e.value->>'task_id', e.value->>'step_id',
+                                                 (e.value->>'attempt')::int, e.i) AS k
+              FROM jsonb_array_elements(batch) WITH ORDINALITY AS e(value, i)
+              ORDER BY k OFFSET 0) x
+        -- By primary key only (OFFSET 0 keeps the other tests out of the lookup): a plan made
+        -- while the table was small otherwise went through the index of enqueued steps, reading
+        -- all 100,000 of a fan-out's for each result.
+        LEFT JOIN LATERAL (SELECT id, task_id, step_type, attempt, state FROM steps
+                           WHERE id = x.step OFFSET 0 FOR UPDATE) s ON true
+    ), v AS (
+        -- The second copy of an accepted result is ignored: the first settles its attempt.
+        SELECT j.*,
+               CASE WHEN j.verdict = 'apply'
+                         AND row_number() OVER (PARTITION BY j.step, j.attempt, j.verdict = 'apply'
+                                                ORDER BY j.i) > 1
+                    THEN 'ignore' ELSE j.verdict END AS final
+        FROM judged j
+    )
+    SELECT COALESCE(array_agg(v.sid ORDER BY v.k) FILTER (WHERE v.final = 'apply'), '{}'),
+           COALESCE(array_agg(v.stask ORDER BY v.k) FILTER (WHERE v.final = 'apply'), '{}'),
+           COALESCE(array_agg(v.attempt ORDER BY v.k) FILTER (WHERE v.final = 'apply'), '{}'),
+           COALESCE(array_agg(v.r ORDER BY v.k) FILTER (WHERE v.final = 'apply'), '{}'),
+           COALESCE(array_agg(v.step ORDER BY v.k) FILTER (WHERE v.final = 'ignore'), '{}'),
+           COALESCE(jsonb_agg(jsonb_build_object('i', v.i, 'code', v.final, 'detail', v.detail)
+                              ORDER BY v.i)
+                        FILTER (WHERE v.final NOT IN ('apply', 'ignore')), '[]'),
+           COALESCE(bool_and(v.r->'outcome'->>'status' = 'success'
+                             AND v.step_type NOT IN ('decision', 'batchable'))
+                        FILTER (WHERE v.final = 'apply'), true)
     INTO locked_ids, locked_tasks, locked_attempts, locked_results, ignored, rejected, plain
-    FROM (SELECT e.value AS r, e.i, (e.value->>'step_id')::uuid AS step,
-                 (e.value->>'task_id')::uuid AS task, (e.value->>'attempt')::int AS attempt,
-                 permits[e.i] AS permit,
-                 row_number() OVER (ORDER BY e.value->>'task_id', e.value->>'step_id',
-                                             (e.value->>'attempt')::int, e.i) AS k,
-                 row_number() OVER (PARTITION BY e.value->>'step_id', e.value->>'attempt'
-                                    ORDER BY e.i) = 1 AS first
-          FROM jsonb_array_elements(batch) WITH ORDINALITY AS e(value, i)
-          ORDER BY k OFFSET 0) x
-    -- By primary key only (OFFSET 0 keeps the other tests out of the lookup): a plan made
-    -- while the table was small otherwise went through the index of enqueued steps, reading
-    -- all 100,000 of a fan-out's for each result.
-    LEFT JOIN LATERAL (SELECT id, task_id, step_type, attempt, state FROM steps
-                       WHERE x.first AND id = x.step
-                       OFFSET 0 FOR UPDATE) s ON true
-    CROSS JOIN LATERAL (
-        SELECT CASE
-            WHEN NOT x.first THEN 'ignore'
-            WHEN s.id IS NULL THEN 'result_mismatch'
-            WHEN s.task_id <> x.task THEN 'result_mismatch'
-            WHEN x.permit IS NOT NULL
-                 AND NOT EXISTS (SELECT FROM tasks t
-                                 WHERE t.id = s.task_id AND t.namespace ~ x.permit)
-                THEN 'result_not_permitted'
-            WHEN x.attempt = s.attempt AND s.state = 'enqueued' THEN 'apply'
-            -- The attempt the step is at, settled already: a copy of its result.
-            WHEN x.attempt = s.attempt THEN 'ignore'
-            ELSE 'result_mismatch'
-        END AS verdict,
-        CASE
-            WHEN NOT x.first THEN NULL
-            WHEN s.id IS NULL THEN format('no step %s', x.step)
-            WHEN s.task_id <> x.task THEN format('step %s is not a step of task %s', x.step, x.task)
-            ELSE format('attempt %s of step %s is not in flight (the step is at attempt %s, %s)',
-                        x.attempt, x.step, s.attempt, s.state)
-        END AS detail
-    ) v;
+    FROM v;
 
     -- Almost every batch is plain successes only: those go in one statement.
     IF plain THEN
