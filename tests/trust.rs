@@ -773,3 +773,44 @@ async fn a_forged_copy_in_the_same_batch_never_displaces_the_real_result() -> an
     o.stop().await;
     env.cleanup().await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_whose_token_does_not_cover_its_namespace_refuses_to_start_naming_it()
+-> anyhow::Result<()> {
+    let mut env = TestEnv::new().await?;
+    env.config.orchestrator.auth = AuthMode::Tokens;
+    let store = tasker_orchestration::store::Store::connect(&env.config.database_url, 2).await?;
+    let wrong = Patterns::parse("trust_a")?;
+    let (token, _) = store
+        .create_token(&NewToken {
+            name: "worker-elsewhere",
+            scope: Scope::Write,
+            namespaces: Some(&wrong),
+            expires_at: None,
+            created_by: None,
+        })
+        .await?;
+    let o = env.orchestrator().await?;
+    let cfg = &env.config;
+    let out = tokio::process::Command::new(workspace_binary("tasker-worker-rust")?)
+        .arg("--templates")
+        .arg(tasker::templates("rust"))
+        .arg("--health-port")
+        .arg("0")
+        .env("DATABASE_URL", &cfg.database_url)
+        .env("AMQP_URL", &cfg.amqp_url)
+        .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
+        .env("TASKER_WORKER__ORCHESTRATOR_URL", o.url())
+        .env("TASKER_WORKER__API_TOKEN", &token)
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(60), out).await??;
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("rust_examples") && said.contains("forbidden"),
+        "the refusal names the namespace: {said}"
+    );
+    o.stop().await;
+    env.cleanup().await
+}

@@ -30,9 +30,11 @@
 //! `clippy.toml` forbids registering one any other way, and `tests/openapi.rs` checks that each
 //! documented operation is served.
 //!
-//! When the orchestrator requires tokens (`auth`), every route but `/health` and `/ready`
-//! needs `Authorization: Bearer <token>`: `read` for every GET, `write` to create, cancel and
-//! repair tasks and register templates, `admin` for dead-letter replay/discard and tokens.
+//! Unless `auth = "off"`, every route but `/health` and `/ready` needs `Authorization: Bearer
+//! <token>`: `read` for every GET, `write` to create, cancel and repair tasks and register
+//! templates, `admin` for dead-letter replay/discard and tokens; a token limited to namespaces
+//! reaches those only (`access`). Before any of that, whatever the mode, `guard` refuses
+//! foreign `Host` names, browser requests from other sites and bodies that are not JSON.
 
 mod access;
 mod auth;
@@ -183,11 +185,17 @@ fn routes() -> OpenApiRouter<Shared> {
         description = "Tasker's orchestration API: create tasks from registered templates, wait \
                        for them, read their steps and history, repair them; templates, dead \
                        letters and API tokens. Every error is `{\"error\": {\"code\", \"message\", \
-                       \"details\"?}}` with a stable code. With tokens required \
-                       (`orchestrator.auth`), every route but /health, /ready, /openapi.json and \
-                       the dashboard's assets needs `Authorization: Bearer <token>`: scope `read` \
-                       for GET, `write` to create, cancel and repair tasks and register templates, \
-                       `admin` for dead-letter replay and discard and for tokens."
+                       \"details\"?}}` with a stable code. Tokens are required unless \
+                       `orchestrator.auth = \"off\"`: every route but /health, /ready, \
+                       /openapi.json and the dashboard's assets needs `Authorization: Bearer \
+                       <token>`, of scope `read` for GET, `write` to create, cancel and repair \
+                       tasks and register templates, `admin` for dead-letter replay and discard \
+                       and for tokens; a token limited to namespaces gets 403 `forbidden` on \
+                       anything of another. On every route, whatever the auth mode: 403 \
+                       `host_not_allowed` for a Host that is not an IP address, localhost or in \
+                       `orchestrator.allowed_hosts`; 403 `cross_origin` for a browser request \
+                       from another site; 415 `unsupported_media_type` for a body that is not \
+                       JSON (YAML on POST /v1/templates)."
     ),
     modifiers(&BearerAuth),
     security(("bearer" = [])),
