@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# The demo (`bin/dev demo`): local services, release build, an orchestrator and a Rust worker in
+# the background, then every example workflow submitted through the `tasker` CLI.
+# The orchestrator and worker keep running afterwards so you can try the CLI yourself;
+# `bin/dev stop` stops them and the services.
+#
+# It runs as a shared cluster should (docs/auth.md): the orchestrator requires API tokens; the
+# CLI uses an admin token (.tasker/demo/admin.token; `source .tasker/demo/env` to use it
+# yourself); each language's worker has a token and a broker user of its own that reach only its
+# namespace (cargo-make/identities.sh).
+#
+# Knobs (defaults in brackets):
+#   TASKER_ORCHESTRATOR_BIND [127.0.0.1:8080]   TASKER_WORKER_HEALTH_PORT [8100]
+#   TASKER_HEALTH_TIMEOUT [60] seconds to wait for /health   TASKER_DEMO_TASK_TIMEOUT [120] per workflow
+#   TASKER_BIN_DIR [${CARGO_TARGET_DIR:-target}/release]   TASKER_DEMO_SKIP_BUILD=1 to use existing binaries
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+
+# namespace|name|context -- one line per submission; `conditional` twice to show both branches,
+# then one workflow through each FFI worker.
+WORKFLOWS=(
+  'rust_examples|linear|{"value": 6}'
+  'rust_examples|diamond|{"value": 3}'
+  'rust_examples|conditional|{"value": 42}'
+  'rust_examples|conditional|{"value": 7}'
+  'rust_examples|complex_dag|{"value": 2}'
+  'rust_examples|hierarchical_tree|{"value": 5}'
+  "rust_examples|csv_products|{\"csv_path\": \"$ROOT/tests/fixtures/products.csv\", \"batch_size\": 200}"
+  'ruby_examples|linear|{"value": 6}'
+  'python_examples|diamond|{"value": 3}'
+  'typescript_examples|conditional|{"value": 42}'
+)
+# The FFI workers: language and /health port.
+LANGUAGES=(ruby:8200 python:8300 typescript:8400)
+
+ORCH_BIND="${TASKER_ORCHESTRATOR_BIND:-127.0.0.1:8080}"
+ORCH_URL="http://$ORCH_BIND"
+WORKER_HEALTH_PORT="${TASKER_WORKER_HEALTH_PORT:-8100}"
+WORKER_HEALTH_URL="http://127.0.0.1:$WORKER_HEALTH_PORT/health"
+HEALTH_TIMEOUT="${TASKER_HEALTH_TIMEOUT:-60}"
+TASK_TIMEOUT="${TASKER_DEMO_TASK_TIMEOUT:-120}"
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+BIN_DIR="${TASKER_BIN_DIR:-$TARGET_DIR/release}"
+
+say() { printf '\n==> %s\n' "$*"; }
+die() { printf 'demo: ERROR: %s\n' "$*" >&2; exit 1; }
+# A half-started system is no use: stop what we started, then fail.
+start_failed() {
+  cargo-make/services.sh stop-procs || true
+  die "$@"
+}
+
+show_log_tail() {
+  printf -- '---- last 30 lines of %s ----\n' "$1" >&2
+  tail -n 30 "$1" >&2 2>/dev/null || true
+  printf -- '---- end of %s ----\n' "$1" >&2
+}
+
+# Everything the demo needs (cargo-make/dependencies.txt), checked with dpkg-query and installed
+# now, before the long build, so that a package that cannot be installed fails the demo here, by
+# name: services.sh start ensures the "services" group (minus what DATABASE_URL/AMQP_URL replace;
+# idempotent, ~0.05 s when `cargo make demo` already started them), then the bindings' groups.
+cargo-make/services.sh start
+eval "$(cargo-make/services.sh env)"
+cargo-make/ensure-deps.sh ruby python typescript
+LOG_DIR="$TASKER_HOME/logs"
+RUN_DIR="$TASKER_HOME/run"
+mkdir -p "$LOG_DIR" "$RUN_DIR"
+
+if [[ -z "${TASKER_DEMO_SKIP_BUILD:-}" ]]; then
+  say "cargo build --release --workspace --bins (first time: a few minutes)"
+  cargo build --release --workspace --bins
+fi
+for bin in tasker-orchestrator tasker-worker-rust tasker; do
+  [[ -x "$BIN_DIR/$bin" ]] || die "$BIN_DIR/$bin is missing: did the build produce it?"
+done
+
+# A previous demo's processes would hold the ports (and run old binaries): replace them.
+cargo-make/services.sh stop-procs
+
+# Identities: the admin token the CLI uses, and each worker's token and broker user.
+# shellcheck source=cargo-make/identities.sh
+source cargo-make/identities.sh
+make_identities "$TASKER_HOME/demo" || die "could not create the demo's tokens and broker users"
+TASKER_TOKEN="$(cat "$TASKER_HOME/demo/admin.token")"
+export TASKER_TOKEN
+
+port_of() { echo "${1##*:}"; }
+for port in "$(port_of "$ORCH_BIND")" "$WORKER_HEALTH_PORT" "${LANGUAGES[@]#*:}"; do
+  if timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null; then
+    die "port $port is in use by another process; stop it or set TASKER_ORCHESTRATOR_BIND / TASKER_WORKER_HEALTH_PORT"
+  fi
+done
+
+# setsid: own session, so a Ctrl-C during the submissions below doesn't take the servers down,
+# and they outlive this script. Output goes to files, never to cargo-make's pipes.
+start_bg() {
+  local name="$1"
+  shift
+  setsid "$@" >"$LOG_DIR/$name.log" 2>&1 </dev/null &
+  echo "$!" >"$RUN_DIR/$name.pid"
+  echo "started $name (pid $!, log $LOG_DIR/$name.log)"
+}
+
+# Poll /health every 0.2 s until it answers 2xx, bounded by TASKER_HEALTH_TIMEOUT, and check the
+# process is still alive between polls so a crash at start-up fails at once with its log.
+# (curl's own --retry-connrefused/--retry-delay backs off in whole seconds, 1 s, 2 s, 4 s..., and
+# cannot notice that the process died, which made a crash take ~10 s to report.)
+wait_healthy() {
+  local name="$1" url="$2" pid deadline=$((SECONDS + HEALTH_TIMEOUT))
+  pid="$(cat "$RUN_DIR/$name.pid")"
+  until curl -fsS -o /dev/null --max-time 2 "$url" 2>/dev/null; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      show_log_tail "$LOG_DIR/$name.log"
+      start_failed "$name exited during start-up"
+    fi
+    if ((SECONDS >= deadline)); then
+      show_log_tail "$LOG_DIR/$name.log"
+      start_failed "$name not healthy at $url after ${HEALTH_TIMEOUT}s"
+    fi
+    sleep 0.2
+  done
+  echo "$name healthy ($url)"
+}
+
+say "starting orchestrator and Rust worker"
+t0=$SECONDS
+# The orchestrator starts with no templates: each worker registers its own when it starts.
+export TASKER_WORKER__ORCHESTRATOR_URL="$ORCH_URL"
+start_bg orchestrator "$BIN_DIR/tasker-orchestrator" --bind "$ORCH_BIND"
+wait_healthy orchestrator "$ORCH_URL/health"
+mapfile -t identity < <(worker_env rust)
+start_bg worker-rust env "${identity[@]}" "$BIN_DIR/tasker-worker-rust" \
+  --templates tests/fixtures/task_templates/rust --health-port "$WORKER_HEALTH_PORT"
+wait_healthy worker-rust "$WORKER_HEALTH_URL"
+echo "both ready in $((SECONDS - t0))s"
+
+# One worker per FFI language: its build.sh installs what the language needs and builds the
+# binding (release); its conformance-worker runs the language's example handlers.
+for entry in "${LANGUAGES[@]}"; do
+  lang="${entry%%:*}"
+  port="${entry#*:}"
+  say "building and starting the $lang worker"
+  if ! "workers/$lang/build.sh" >"$LOG_DIR/build-$lang.log" 2>&1; then
+    show_log_tail "$LOG_DIR/build-$lang.log"
+    start_failed "building the $lang binding failed"
+  fi
+  mapfile -t identity < <(worker_env "$lang")
+  start_bg "worker-$lang" env "${identity[@]}" "workers/$lang/conformance-worker" \
+    --templates "tests/fixtures/task_templates/$lang" --health-port "$port"
+  wait_healthy "worker-$lang" "http://127.0.0.1:$port/health"
+done
+
+now_ms() { local us="${EPOCHREALTIME//[!0-9]/}"; echo $((us / 1000)); }
+
+names=() results=() times=()
+failures=0
+for entry in "${WORKFLOWS[@]}"; do
+  IFS='|' read -r namespace name context <<<"$entry"
+  say "tasker submit $namespace $name --context '$context' --wait"
+  started="$(now_ms)"
+  rc=0
+  # timeout: a task that never finishes must not hang the demo.
+  timeout "$TASK_TIMEOUT" "$BIN_DIR/tasker" --url "$ORCH_URL" submit "$namespace" "$name" \
+    --version 1.0.0 --context "$context" --wait || rc=$?
+  elapsed=$(($(now_ms) - started))
+  names+=("$namespace/$name")
+  times+=("$elapsed ms")
+  if ((rc == 0)); then
+    results+=("complete")
+  else
+    failures=$((failures + 1))
+    if ((rc == 124)); then results+=("TIMED OUT after ${TASK_TIMEOUT}s"); else results+=("FAILED (exit $rc)"); fi
+  fi
+done
+
+say "summary"
+printf '%-34s %-24s %s\n' WORKFLOW RESULT "WALL TIME (CLI)"
+for i in "${!names[@]}"; do
+  printf '%-34s %-24s %s\n' "${names[$i]}" "${results[$i]}" "${times[$i]}"
+done
+
+# One task that fails on purpose, left in error for the user to repair: `flaky` fails its two
+# attempts; a retry gives it two more, and it succeeds on its third.
+say "a task that fails, to repair by hand"
+repair_id="$("$BIN_DIR/tasker" --url "$ORCH_URL" --json submit rust_examples repairable --version 1.0.0 \
+  --context '{"value": 6, "succeed_on_attempt": 3}' | sed -n 's/^  "id": "\([0-9a-f-]*\)",$/\1/p')"
+repair_state="$("$BIN_DIR/tasker" --url "$ORCH_URL" wait "$repair_id" --timeout "$TASK_TIMEOUT" | sed -n 's/^state    //p' || true)"
+echo "task $repair_id is ${repair_state:-unknown} (on purpose)"
+
+cat <<EOF
+
+Still running, so you can look around. The API requires a token: the demo made an admin one,
+  in $TASKER_HOME/demo/admin.token (paste it when the dashboard asks; the CLI reads TASKER_TOKEN):
+        source $TASKER_HOME/demo/env
+  dashboard     $ORCH_URL/ui/   (tasks, their DAG and timings live, templates, dead letters)
+  orchestrator  $ORCH_URL   (health $ORCH_URL/health, log $LOG_DIR/orchestrator.log)
+  rust worker   $WORKER_HEALTH_URL   (log $LOG_DIR/worker-rust.log)
+  ruby, python, typescript workers   http://127.0.0.1:8200/health, :8300, :8400   (logs $LOG_DIR/worker-<lang>.log)
+  e.g.  $BIN_DIR/tasker --url $ORCH_URL list
+        $BIN_DIR/tasker --url $ORCH_URL submit rust_examples linear --version 1.0.0 --context '{"value": 1}' --wait
+        $BIN_DIR/tasker --url $ORCH_URL submit python_examples linear --context '{"value": 1}' --wait
+
+  Task $repair_id failed on purpose; see why and repair it in the dashboard,
+        $ORCH_URL/ui/#/tasks/$repair_id   (the Retry button)
+  or with the CLI, and read its history:
+        $BIN_DIR/tasker --url $ORCH_URL show $repair_id
+        $BIN_DIR/tasker --url $ORCH_URL retry $repair_id --reason "fixed upstream" --wait
+        $BIN_DIR/tasker --url $ORCH_URL history $repair_id
+
+Stop everything with: bin/dev stop
+EOF
+
+if ((failures > 0)); then
+  echo "demo: $failures of ${#names[@]} workflows did not complete" >&2
+  exit 1
+fi
