@@ -232,6 +232,44 @@ async fn each_scope_reaches_what_it_may_and_nothing_more() -> anyhow::Result<()>
     assert_eq!(refused.status.code(), Some(4), "{refused:?}");
     assert!(String::from_utf8_lossy(&refused.stderr).contains("unauthenticated"));
 
+    // An expired token is refused like an unknown one, whatever its scope.
+    let (status, _, expiring, _) = call(
+        &o,
+        Method::POST,
+        "/v1/tokens",
+        Some(&admin),
+        Some(json!({"name": "brief", "scope": "admin", "expires_in_seconds": 1})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{expiring}");
+    let brief = expiring["token"].as_str().unwrap().to_owned();
+    sqlx::query(
+        "UPDATE api_tokens SET expires_at = now() - interval '1 second' WHERE name = 'brief'",
+    )
+    .execute(o.shared.store.pool())
+    .await?;
+    // (The orchestrator never saw it: no cached trust to wait out.)
+    let (status, code, ..) = call(&o, Method::GET, "/v1/tasks", Some(&brief), None).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::UNAUTHORIZED, "unauthenticated")
+    );
+    for bad in [json!(0), json!(-1), json!(10 * 366 * 86_400)] {
+        let (status, code, ..) = call(
+            &o,
+            Method::POST,
+            "/v1/tokens",
+            Some(&admin),
+            Some(json!({"name": "bad", "scope": "read", "expires_in_seconds": bad})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+        assert!(
+            matches!(code.as_str(), "invalid_expiry" | "invalid_json"),
+            "{bad}: {code}"
+        );
+    }
+
     // A revoked token is refused at once on the orchestrator that revoked it.
     let (status, ..) = call(&o, Method::DELETE, "/v1/tokens/reader", Some(&admin), None).await;
     assert_eq!(status, StatusCode::NO_CONTENT);

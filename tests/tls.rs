@@ -76,6 +76,19 @@ async fn a_task_runs_end_to_end_with_tls_on_every_connection() -> anyhow::Result
     env.config.orchestrator.inline_max_bytes = 64;
     let o = env.orchestrator().await?;
     assert!(o.url().starts_with("https://"), "{}", o.url());
+    // Browsers are told to come back over HTTPS only.
+    let ca = reqwest::Certificate::from_pem(&std::fs::read(&tls.ca)?)?;
+    let http = reqwest::Client::builder()
+        .tls_certs_merge(vec![ca])
+        .build()?;
+    let health = http.get(format!("{}/health", o.url())).send().await?;
+    assert_eq!(
+        health
+            .headers()
+            .get("strict-transport-security")
+            .map(|v| v.as_bytes()),
+        Some(&b"max-age=31536000"[..])
+    );
     env.config.worker.orchestrator_url = o.url();
     let worker = env.rust_worker();
     let python = common::start_worker_with(
