@@ -72,15 +72,13 @@ use tasker_shared::api::{
 };
 
 pub use access::Caller;
-pub use auth::TokenCache;
 pub use error::Error;
 use extract::{Path, Query};
-pub use live::Live;
 
 use tasker_shared::json_check;
 
-use crate::effects;
 use crate::events::Event;
+use crate::executor;
 use crate::shared::Shared;
 use crate::store::{NewTask, TaskFilter, TaskView};
 
@@ -399,7 +397,7 @@ async fn create_task(
     } else {
         StatusCode::OK
     };
-    effects::execute(&shared, created.effects).await;
+    executor::execute(&shared, created.effects).await;
     let task = fetch_task(&shared, created.task_id).await?;
     let location = format!("/v1/tasks/{}", created.task_id);
     Ok((status, [("location", location)], Json(task)).into_response())
@@ -710,7 +708,7 @@ async fn cancel_task(
     match shared.store.cancel_task(id).await? {
         None => Err(Error::not_found("task_not_found", format!("no task {id}"))),
         Some((_, Some(effects))) => {
-            effects::execute(&shared, effects).await;
+            executor::execute(&shared, effects).await;
             Ok(Json(fetch_task(&shared, id).await?))
         }
         Some((state, None)) => Err(Error::new(

@@ -1,6 +1,6 @@
 //! Publishes step messages to worker queues after their transaction committed. Shared by the
 //! API (root steps), the result processor (ready children), retry timers and the sweeper, all
-//! through [`crate::effects::execute`].
+//! through [`crate::executor::execute`].
 //!
 //! While the broker is unreachable, or does not confirm a round in time, messages wait in
 //! memory (up to a bound) and go out, in order, as soon as a connection is attached again, or at

@@ -1,21 +1,15 @@
-//! What a committed durable operation leaves to do outside the database, as one value, and the
-//! one place that does it.
+//! What a committed durable operation leaves to do outside the database, as one value.
 //!
 //! Every operation that changes state — creating a task, applying results, cancelling, a sweep,
-//! a retry timer — commits first and returns an [`Effects`]; [`execute`] then publishes the
-//! steps it made ready, arms retry timers, announces finished tasks and counts metrics. Nothing
-//! else publishes, arms or announces, so the after-commit path cannot drift between callers.
+//! a retry timer — commits first and returns an [`Effects`]; `crate::executor` then publishes
+//! the steps it made ready, arms retry timers, announces finished tasks and counts metrics.
+//! The value sits low (the store returns it) and knows nothing of who carries it out.
 
 use std::time::Duration;
 
 use uuid::Uuid;
 
-use tasker_shared::{StepMessage, StepResult, TaskState};
-
-use crate::dispatcher::Refused;
-use crate::events::Event;
-use crate::metrics as m;
-use crate::shared::Shared;
+use tasker_shared::{StepMessage, TaskState};
 
 /// The consequences of one committed operation.
 #[derive(Debug, Default)]
@@ -89,132 +83,4 @@ impl Effects {
             ..Self::default()
         }
     }
-}
-
-/// Carries out `effects`. Publishing waits for broker confirms (or parks the messages until a
-/// connection is back); retry timers run on their own and stop when the orchestrator does.
-pub async fn execute(shared: &Shared, effects: Effects) {
-    let Effects {
-        dispatch,
-        deferred,
-        retries,
-        finished,
-        results,
-        created,
-        timed_out,
-        republished,
-    } = effects;
-    publish(shared, &dispatch).await;
-    drop(dispatch);
-    for (i, page) in deferred.chunks(DEFERRED_PAGE).enumerate() {
-        match shared.store.step_messages(page).await {
-            Ok(messages) => publish(shared, &messages).await,
-            Err(e) => {
-                let rest = &deferred[i * DEFERRED_PAGE..];
-                tracing::warn!(error = %e, steps = rest.len(),
-                    "cannot build the messages of dispatched steps; handing them to the sweeper");
-                if let Err(e) = shared.store.release_steps(rest).await {
-                    tracing::error!(error = %e, "cannot hand steps to the sweeper; they go out when this orchestrator stops");
-                }
-                break;
-            }
-        }
-    }
-    for (step_id, delay) in retries {
-        schedule_retry(shared, step_id, delay);
-    }
-    if let Some(namespace) = created {
-        ::metrics::counter!(m::TASKS_CREATED.name, "namespace" => namespace).increment(1);
-    }
-    if timed_out > 0 {
-        ::metrics::counter!(m::SWEEPER_TIMEOUTS.name).increment(timed_out as u64);
-    }
-    if republished > 0 {
-        ::metrics::counter!(m::SWEEPER_REPUBLISHED.name).increment(republished as u64);
-    }
-    for (task_id, state) in finished {
-        ::metrics::counter!(m::TASKS_FINISHED.name, "state" => state.as_str()).increment(1);
-        shared.events.emit(Event::TaskFinished { task_id, state });
-    }
-    if let Some(ResultCounts {
-        accepted,
-        ignored,
-        rejected,
-    }) = results
-    {
-        ::metrics::counter!(m::RESULTS_APPLIED.name).increment(accepted as u64);
-        ::metrics::counter!(m::RESULTS_IGNORED.name).increment(ignored.len() as u64);
-        for r in &rejected {
-            // The code is one of the engine's two: a bounded label.
-            let reason = if r.code == "result_not_permitted" {
-                "result_not_permitted"
-            } else {
-                "result_mismatch"
-            };
-            ::metrics::counter!(m::RESULTS_REJECTED.name, "reason" => reason).increment(1);
-        }
-        shared
-            .events
-            .emit(Event::ResultsApplied { accepted, ignored });
-    }
-}
-
-/// Steps whose messages are built per query when a dispatch is deferred.
-const DEFERRED_PAGE: usize = 512;
-
-/// Publishes step messages; those too large to send fail their steps.
-async fn publish(shared: &Shared, messages: &[StepMessage]) {
-    let refused = shared.dispatcher.publish(messages).await;
-    if !refused.is_empty() {
-        // Boxed: failing those steps has effects of its own (at most one level deep: a failure
-        // publishes nothing larger than what it replaces).
-        Box::pin(fail_refused(shared, refused)).await;
-    }
-}
-
-/// Steps whose message is too large to send fail on their own, permanently, with the sizes.
-async fn fail_refused(shared: &Shared, refused: Vec<Refused>) {
-    let limit = shared.config.orchestrator.max_message_bytes;
-    let failures: Vec<StepResult> = refused
-        .into_iter()
-        .map(|r| {
-            StepResult::permanent_failure(
-                r.message.task_id,
-                r.message.step_id,
-                r.message.attempt,
-                "message_too_large",
-                format!(
-                    "the step's message ({} bytes: its context and parent results) exceeds \
-                     max_message_bytes ({limit})",
-                    r.bytes
-                ),
-                "orchestrator",
-            )
-        })
-        .collect();
-    ::metrics::counter!(m::STEPS_REFUSED.name).increment(failures.len() as u64);
-    match shared.store.apply_results(&failures).await {
-        Ok(effects) => execute(shared, effects).await,
-        Err(e) => tracing::error!(error = %e, "could not fail steps whose message is too large; \
-            the sweeper will re-publish them"),
-    }
-}
-
-/// Starts the next attempt of `step_id` once its backoff elapsed. If this process stops first,
-/// the sweeper starts it.
-fn schedule_retry(shared: &Shared, step_id: Uuid, delay: Duration) {
-    let shared = shared.clone();
-    tokio::spawn(async move {
-        tokio::select! {
-            () = shared.shutdown.cancelled() => return,
-            () = tokio::time::sleep(delay) => {}
-        }
-        match shared.store.dispatch_retries(&[step_id]).await {
-            // Boxed: a retry's own effects never arm another timer, but the future is recursive.
-            Ok(effects) => Box::pin(execute(&shared, effects)).await,
-            Err(e) => {
-                tracing::warn!(step = %step_id, error = %e, "retry dispatch failed; the sweeper will retry")
-            }
-        }
-    });
 }

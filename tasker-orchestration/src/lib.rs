@@ -5,7 +5,7 @@
 //! [`Orchestrator::start`] connects and registers the templates of its `--templates` folders
 //! (optional: workers and users register theirs through the API); [`Orchestrator::run`] serves until
 //! cancelled. Every durable operation returns an [`effects::Effects`] that
-//! [`effects::execute`] carries out after the commit.
+//! [`executor::execute`] carries out after the commit.
 
 pub mod api;
 pub mod catalog;
@@ -13,7 +13,10 @@ mod dead_letters;
 pub mod dispatcher;
 pub mod effects;
 pub mod events;
+pub mod executor;
+pub mod live;
 pub mod metrics;
+mod recent;
 mod results;
 mod senders;
 mod serve;
@@ -143,7 +146,12 @@ impl Orchestrator {
                 .listen(shared.config.database_url.clone(), cancel.clone()),
         );
         tasks.spawn(sweeper::run(shared.clone(), cancel.clone()));
-        tasks.spawn(shared.live.clone().run(shared.clone(), cancel.clone()));
+        tasks.spawn(shared.live.clone().run(
+            shared.store.clone(),
+            shared.events.clone(),
+            shared.config.orchestrator.parent_page_bytes,
+            cancel.clone(),
+        ));
         if let Some(dropped) = shared.dispatcher.take_dropped() {
             tasks.spawn(dispatcher::release_dropped(
                 shared.store.clone(),

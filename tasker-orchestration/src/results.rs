@@ -14,7 +14,8 @@ use tasker_shared::{Outcome, StepError, StepResult};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::effects::{self, Effects};
+use crate::effects::Effects;
+use crate::executor;
 use crate::metrics as m;
 use crate::senders::{Permit, Sender};
 use crate::shared::Shared;
@@ -89,7 +90,7 @@ async fn process(
         // The results are acked once their consequences are published (if this process dies
         // first, they are redelivered and ignored as duplicates, and the sweeper re-publishes
         // the committed steps).
-        effects::execute(&shared, effects).await;
+        executor::execute(&shared, effects).await;
         for (d, fate) in deliveries.iter().zip(fate) {
             let settled = match fate {
                 Fate::Settled => continue,

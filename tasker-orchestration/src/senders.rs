@@ -11,19 +11,12 @@
 //!
 //! A result with no `user_id`, or from a user no live token speaks for, may move nothing.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use tasker_broker::{Delivery, dead};
 
+use crate::recent::Recent;
 use crate::store::{self, Store};
-
-/// How long what a broker user may do is trusted without asking PostgreSQL again (as for API
-/// tokens: a revoked token stops its broker user within this).
-const TRUST_FOR: Duration = Duration::from_secs(5);
-/// Most broker users remembered at once.
-const REMEMBERED_MAX: usize = 10_000;
 
 /// What a sender's results may move: `None`, any step; `Some(regex)`, steps of the namespaces
 /// the PostgreSQL regular expression matches (`^$`, which no namespace matches: none).
@@ -41,7 +34,9 @@ pub struct Sender {
 pub struct Senders {
     /// The orchestrator's own broker user.
     own: String,
-    seen: Mutex<HashMap<String, (Permit, Instant)>>,
+    /// What each broker user may move, as its token said lately (a revoked token stops its
+    /// user within `recent::TRUST_FOR`).
+    seen: Recent<Permit>,
 }
 
 fn nothing() -> Permit {
@@ -52,7 +47,7 @@ impl Senders {
     pub fn new(own_user: &str) -> Self {
         Self {
             own: own_user.to_owned(),
-            seen: Mutex::default(),
+            seen: Recent::default(),
         }
     }
 
@@ -89,36 +84,19 @@ impl Senders {
     }
 
     async fn permit(&self, store: &Store, user: &str) -> store::Result<Permit> {
-        if let Some(permit) = self.remembered(user) {
+        if let Some(permit) = self.seen.get(user) {
             return Ok(permit);
         }
         let permit = match store.sender(user).await? {
             Some(p) => p.namespaces.map(|n| Arc::from(n.to_regex())),
             None => nothing(),
         };
-        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-        if seen.len() >= REMEMBERED_MAX {
-            seen.retain(|_, (_, at)| at.elapsed() < TRUST_FOR);
-            if seen.len() >= REMEMBERED_MAX {
-                seen.clear();
-            }
-        }
-        seen.insert(user.to_owned(), (permit.clone(), Instant::now()));
+        self.seen.put(user, permit.clone());
         Ok(permit)
-    }
-
-    fn remembered(&self, user: &str) -> Option<Permit> {
-        let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-        seen.get(user)
-            .filter(|(_, at)| at.elapsed() < TRUST_FOR)
-            .map(|(p, _)| p.clone())
     }
 
     /// Forgets what a broker user may do (its token was revoked here).
     pub fn forget(&self, user: &str) {
-        self.seen
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(user);
+        self.seen.forget(|u, _| u == user);
     }
 }

@@ -6,12 +6,13 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::api::{Live, TokenCache};
 use crate::catalog::Catalog;
 use crate::dispatcher::Dispatcher;
 use crate::events::Events;
+use crate::live::Live;
+use crate::recent::Recent;
 use crate::senders::Senders;
-use crate::store::Store;
+use crate::store::{Principal, Store};
 
 /// Handles to everything a running orchestrator uses.
 #[derive(Debug, Clone)]
@@ -23,8 +24,8 @@ pub struct Shared {
     pub events: Events,
     /// Fires when the orchestrator stops: background work (retry timers) ends with it.
     pub shutdown: CancellationToken,
-    /// Valid API tokens seen lately.
-    pub tokens: Arc<TokenCache>,
+    /// Valid API tokens seen lately, by token.
+    pub tokens: Arc<Recent<Principal>>,
     /// The broker users results came from lately, and what they may move.
     pub senders: Arc<Senders>,
     /// The watcher the live event streams share.

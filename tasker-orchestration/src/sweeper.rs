@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::effects;
 use crate::events::Event;
+use crate::executor;
 use crate::shared::Shared;
 
 /// Extra time past a step's queue timeout plus run timeout before the sweeper fails it; a
@@ -57,7 +57,7 @@ async fn time_out(shared: &Shared) -> Result<(), crate::store::Error> {
             count = applied.timed_out,
             "timed out steps past their queue timeout"
         );
-        effects::execute(shared, applied).await;
+        executor::execute(shared, applied).await;
     }
     Ok(())
 }
@@ -70,7 +70,7 @@ async fn republish(shared: &Shared) -> Result<(), crate::store::Error> {
             count = lost.republished,
             "re-publishing steps enqueued past the visibility timeout"
         );
-        effects::execute(shared, lost).await;
+        executor::execute(shared, lost).await;
     }
     Ok(())
 }
@@ -79,7 +79,7 @@ async fn retry_due(shared: &Shared) -> Result<(), crate::store::Error> {
     let due = shared.store.due_retries(SWEEP_LIMIT).await?;
     if !due.is_empty() {
         let retried = shared.store.dispatch_retries(&due).await?;
-        effects::execute(shared, retried).await;
+        executor::execute(shared, retried).await;
     }
     Ok(())
 }

@@ -3,10 +3,6 @@
 //! <token>` with a scope that covers it; 401 `unauthenticated` or 403 `forbidden` otherwise.
 //! The holder ([`Principal`]) goes into the request's extensions (repairs record it).
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -23,43 +19,7 @@ use super::access::Caller;
 use super::extract::Path;
 use super::{Error, request_body};
 use crate::shared::Shared;
-use crate::store::{CreateError, Principal, Scope};
-
-/// How long a token once found stays trusted without asking PostgreSQL again: a revoked token
-/// stops working within this on every orchestrator.
-const TRUST_FOR: Duration = Duration::from_secs(5);
-/// Most tokens remembered at once (only valid ones are).
-const REMEMBERED_MAX: usize = 10_000;
-
-/// Valid tokens seen lately, so a request costs no extra query.
-#[derive(Debug, Default)]
-pub struct TokenCache(Mutex<HashMap<String, (Principal, Instant)>>);
-
-impl TokenCache {
-    fn get(&self, token: &str) -> Option<Principal> {
-        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        map.get(token)
-            .filter(|(_, at)| at.elapsed() < TRUST_FOR)
-            .map(|(p, _)| p.clone())
-    }
-
-    fn put(&self, token: &str, principal: &Principal) {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if map.len() >= REMEMBERED_MAX {
-            map.retain(|_, (_, at)| at.elapsed() < TRUST_FOR);
-            if map.len() >= REMEMBERED_MAX {
-                map.clear();
-            }
-        }
-        map.insert(token.to_owned(), (principal.clone(), Instant::now()));
-    }
-
-    /// Forgets the tokens named `name` (revoked here: refused at once on this orchestrator).
-    fn forget(&self, name: &str) {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        map.retain(|_, (p, _)| p.name != name);
-    }
-}
+use crate::store::{CreateError, Scope};
 
 /// The scope a request needs, by method and route; `None`: open.
 pub(super) fn needed(method: &Method, route: Option<&str>, metrics_public: bool) -> Option<Scope> {
@@ -110,7 +70,7 @@ pub(super) async fn require(
         Some(p) => p,
         None => match shared.store.principal(token).await {
             Ok(Some(p)) => {
-                shared.tokens.put(token, &p);
+                shared.tokens.put(token, p.clone());
                 p
             }
             Ok(None) => return unauthenticated("unknown or revoked token"),
@@ -269,7 +229,7 @@ pub(super) async fn revoke_token(
         )));
     }
     if shared.store.revoke_token(&name).await? {
-        shared.tokens.forget(&name);
+        shared.tokens.forget(|_, p| p.name == name);
         shared.senders.forget(&name);
         tracing::info!(%name, "API token revoked");
         Ok(StatusCode::NO_CONTENT)

@@ -17,7 +17,7 @@ use tasker_shared::json_check;
 use super::access::Caller;
 use super::extract::Path;
 use super::{Error, fetch_task, parse_id, request_body};
-use crate::effects;
+use crate::executor;
 use crate::shared::Shared;
 use crate::store::{Principal, Repair, Repaired, TaskView};
 
@@ -196,7 +196,7 @@ async fn repair(
             // after, a fast worker could have finished them already. Publishing happens either
             // way, even if the read fails.
             let task = fetch_task(shared, id).await;
-            effects::execute(shared, effects).await;
+            executor::execute(shared, effects).await;
             Ok(Json(task?))
         }
         Repaired::Refused { code, message } => Err(refusal(&code, message)),
