@@ -192,6 +192,14 @@ pub(super) async fn create_token(
             ),
         )),
         Err(e @ CreateError::InvalidName) => Err(Error::bad_request("invalid_name", e.to_string())),
+        Err(e @ CreateError::NoRandomness(_)) => {
+            tracing::error!(error = %e, "creating a token failed");
+            Err(Error::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "internal error; the server log has the details",
+            ))
+        }
         Err(CreateError::Store(e)) => Err(e.into()),
     }
 }

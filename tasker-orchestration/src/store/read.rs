@@ -254,8 +254,10 @@ impl Store {
         .fetch_one(self.pool())
         .await?;
         let next = next_cursor(kept, read, limit, last);
-        let page = RawValue::from_string(page)
-            .map_err(|e| super::Error::Corrupt(format!("a page of parent results: {e}")))?;
+        let page = RawValue::from_string(page).map_err(|source| super::Error::Answer {
+            function: "the parent results page query",
+            source,
+        })?;
         Ok(Some((page, next)))
     }
 }

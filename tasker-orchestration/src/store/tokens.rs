@@ -110,6 +110,9 @@ pub enum CreateError {
     NameTaken(String),
     #[error("a token name must be 1 to 128 characters, none of them control characters")]
     InvalidName,
+    /// The operating system gave no random bytes for the token.
+    #[error("no randomness for a token: {0}")]
+    NoRandomness(String),
     #[error(transparent)]
     Store(#[from] super::Error),
 }
@@ -125,9 +128,7 @@ impl Store {
             return Err(CreateError::InvalidName);
         }
         let mut secret = [0u8; 32];
-        getrandom::fill(&mut secret).map_err(|e| {
-            CreateError::Store(super::Error::Corrupt(format!("no randomness: {e}")))
-        })?;
+        getrandom::fill(&mut secret).map_err(|e| CreateError::NoRandomness(e.to_string()))?;
         let token = format!(
             "tsk_{}",
             secret

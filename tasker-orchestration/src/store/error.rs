@@ -1,0 +1,78 @@
+//! How a storage call fails: unreachable (worth retrying), refused by PostgreSQL, or answered
+//! with something this release cannot read.
+
+/// A storage failure.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The database cannot be reached (connection refused or lost, pool exhausted, server
+    /// shutting down): worth retrying later.
+    #[error("database unavailable: {0}")]
+    Unavailable(#[source] sqlx::Error),
+    /// The database answered with an error: a bug or bad data, not worth retrying as is.
+    #[error("database: {0}")]
+    Query(#[source] sqlx::Error),
+    #[error("migrations: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("creating SQL function {name}: {source}")]
+    Function {
+        name: &'static str,
+        #[source]
+        source: sqlx::Error,
+    },
+    /// An engine function answered with JSON this release cannot read.
+    #[error("{function} answered what cannot be read: {source}")]
+    Answer {
+        function: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A batch of results could not be encoded to send.
+    #[error("a result batch does not encode: {0}")]
+    Encode(#[source] serde_json::Error),
+    /// A state stored in the database that this release does not know.
+    #[error("unknown task state {0:?} stored")]
+    UnknownState(String),
+}
+
+impl Error {
+    /// Sorts a driver error into [`Error::Unavailable`] or [`Error::Query`] by its kind and,
+    /// for server errors, by SQLSTATE class, never by message text.
+    pub fn from_sqlx(e: sqlx::Error) -> Self {
+        let unavailable = match &e {
+            sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::WorkerCrashed => true,
+            sqlx::Error::Database(db) => db.code().is_some_and(|c| {
+                // 08: connection exception; 57P0x: admin/crash shutdown, cannot connect now;
+                // 53300: too many connections.
+                c.starts_with("08") || c.starts_with("57P0") || c == "53300"
+            }),
+            _ => false,
+        };
+        if unavailable {
+            Error::Unavailable(e)
+        } else {
+            Error::Query(e)
+        }
+    }
+
+    /// A deadlock or serialization failure: the transaction can be retried as a whole.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Query(sqlx::Error::Database(e)) => {
+                matches!(e.code().as_deref(), Some("40001" | "40P01"))
+            }
+            _ => false,
+        }
+    }
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        Error::from_sqlx(e)
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,214 @@
+//! Applying result batches (`tasker_apply_results`, one statement and one commit a batch) and
+//! dispatching steps (`tasker_dispatch`, `tasker_step_messages`), with the answers turned into
+//! [`Effects`].
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::postgres::PgPool;
+use uuid::Uuid;
+
+use tasker_shared::{StepMessage, TaskState};
+
+use super::{Error, Result, Store, decode, retry_deadlocks};
+use crate::effects::{Effects, Rejected, ResultCounts};
+
+/// The JSON answer of `tasker_dispatch`: the first messages, and the steps whose messages are
+/// built page by page after the commit.
+#[derive(serde::Deserialize)]
+pub(super) struct Dispatched {
+    messages: Vec<StepMessage>,
+    deferred: Vec<Uuid>,
+}
+
+impl From<Dispatched> for Effects {
+    fn from(d: Dispatched) -> Self {
+        Effects {
+            dispatch: d.messages,
+            deferred: d.deferred,
+            ..Effects::default()
+        }
+    }
+}
+
+/// The JSON answer of `tasker_apply_results`.
+#[derive(serde::Deserialize)]
+struct AppliedRow {
+    accepted: usize,
+    ignored: Vec<Uuid>,
+    rejected: Vec<RejectedRow>,
+    dispatch: Dispatched,
+    finished: Vec<FinishedRow>,
+    retries: Vec<RetryRow>,
+}
+
+#[derive(serde::Deserialize)]
+struct RejectedRow {
+    /// 1-based position in the batch.
+    i: usize,
+    code: String,
+    detail: String,
+}
+
+#[derive(serde::Deserialize)]
+pub(super) struct FinishedRow {
+    pub(super) task_id: Uuid,
+    pub(super) state: TaskState,
+}
+
+#[derive(serde::Deserialize)]
+struct RetryRow {
+    step_id: Uuid,
+    delay_ms: u64,
+}
+
+impl Store {
+    /// Applies a batch of results the orchestrator itself decided (a step it failed), which
+    /// may move a step of any namespace, in one statement (`tasker_apply_results`, one round
+    /// trip and one commit), retrying it as a whole on a deadlock.
+    pub async fn apply_results<R: Serialize + Sync>(&self, results: &[R]) -> Result<Effects> {
+        let mut conn = self.pool.acquire().await?;
+        apply_results_on(&mut conn, results, None).await
+    }
+
+    /// A connection of this store's pool kept for a caller that runs one statement after
+    /// another ([`Held`]).
+    pub fn held(&self) -> Held {
+        Held {
+            pool: self.pool.clone(),
+            conn: None,
+        }
+    }
+
+    /// Moves steps whose backoff elapsed from `waiting_retry` to `enqueued` (next attempt).
+    pub async fn dispatch_retries(&self, step_ids: &[Uuid]) -> Result<Effects> {
+        let v: Value = sqlx::query_scalar("SELECT tasker_dispatch($1)")
+            .bind(step_ids)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(decode::<Dispatched>("tasker_dispatch", v)?.into())
+    }
+
+    /// The messages of enqueued steps (those dispatched with their messages deferred).
+    pub async fn step_messages(&self, step_ids: &[Uuid]) -> Result<Vec<StepMessage>> {
+        let text: String = sqlx::query_scalar("SELECT tasker_step_messages($1)::text")
+            .bind(step_ids)
+            .fetch_one(&self.pool)
+            .await?;
+        serde_json::from_str(&text).map_err(|source| Error::Answer {
+            function: "tasker_step_messages",
+            source,
+        })
+    }
+
+    /// Hands enqueued steps this orchestrator could not publish to the sweeper, as if their
+    /// dispatcher had died.
+    pub async fn release_steps(&self, step_ids: &[Uuid]) -> Result<()> {
+        sqlx::query(
+            "UPDATE steps SET dispatched_by = NULL
+             WHERE id = ANY($1) AND state = 'enqueued' AND dispatched_by = tasker_orchestrator()",
+        )
+        .bind(step_ids)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+}
+
+/// A connection kept out of the pool for one caller that runs its statements one after
+/// another (the result processor, batch after batch): sqlx checks a pooled connection with a
+/// round trip to PostgreSQL when it is taken and again when it is given back, which at one
+/// result a batch were two of the three round trips a batch made. After a failure to reach
+/// the database the connection goes back to the pool (which checks it) and the next statement
+/// takes another.
+#[derive(Debug)]
+pub struct Held {
+    pool: PgPool,
+    conn: Option<sqlx::pool::PoolConnection<sqlx::Postgres>>,
+}
+
+impl Held {
+    /// Applies results received from workers on the held connection; `permits[i]` says which
+    /// namespaces the sender of `results[i]` may serve (`None`: any), and a result outside them
+    /// is rejected ([`ResultCounts::rejected`]).
+    pub async fn apply_results<R: Serialize + Sync>(
+        &mut self,
+        results: &[R],
+        permits: &[Option<std::sync::Arc<str>>],
+    ) -> Result<Effects> {
+        let conn = match &mut self.conn {
+            Some(conn) => conn,
+            None => self.conn.insert(self.pool.acquire().await?),
+        };
+        let applied = apply_results_on(conn, results, Some(permits)).await;
+        if let Err(Error::Unavailable(_)) = &applied {
+            self.conn = None;
+        }
+        applied
+    }
+}
+
+/// `tasker_apply_results` on `conn`, retried as a whole on a deadlock.
+async fn apply_results_on<R: Serialize + Sync>(
+    conn: &mut sqlx::PgConnection,
+    results: &[R],
+    permits: Option<&[Option<std::sync::Arc<str>>]>,
+) -> Result<Effects> {
+    // Every result's permit, or none at all when no result is limited (the common case: one
+    // parameter less to send and check).
+    let permits: Option<std::sync::Arc<Vec<Option<String>>>> = permits
+        .filter(|p| p.iter().any(Option::is_some))
+        .map(|p| std::sync::Arc::new(p.iter().map(|x| x.as_deref().map(str::to_owned)).collect()));
+    // As text, decoded straight into the answer's types: a large fan-out's answer never
+    // becomes a generic JSON tree in memory.
+    // Encoded once; a retry shares it instead of copying it.
+    let batch: std::sync::Arc<str> = serde_json::to_string(results)
+        .map_err(Error::Encode)?
+        .into();
+    let text: String = retry_deadlocks(conn, |conn| {
+        let (batch, permits) = (batch.clone(), permits.clone());
+        Box::pin(async move {
+            Ok(
+                sqlx::query_scalar("SELECT tasker_apply_results($1::jsonb, $2)::text")
+                    .bind(&*batch)
+                    .bind(permits.as_deref())
+                    .fetch_one(conn)
+                    .await?,
+            )
+        })
+    })
+    .await?;
+    let row: AppliedRow = serde_json::from_str(&text).map_err(|source| Error::Answer {
+        function: "tasker_apply_results",
+        source,
+    })?;
+    Ok(Effects {
+        dispatch: row.dispatch.messages,
+        deferred: row.dispatch.deferred,
+        retries: row
+            .retries
+            .into_iter()
+            .map(|r| (r.step_id, Duration::from_millis(r.delay_ms)))
+            .collect(),
+        finished: row
+            .finished
+            .into_iter()
+            .map(|f| (f.task_id, f.state))
+            .collect(),
+        results: Some(ResultCounts {
+            accepted: row.accepted,
+            ignored: row.ignored,
+            rejected: row
+                .rejected
+                .into_iter()
+                .map(|r| Rejected {
+                    index: r.i.saturating_sub(1),
+                    code: r.code,
+                    detail: r.detail,
+                })
+                .collect(),
+        }),
+        ..Effects::default()
+    })
+}

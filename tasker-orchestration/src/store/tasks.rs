@@ -1,0 +1,240 @@
+//! Creating and cancelling tasks: `tasker_create_task` inserts a task, its steps and edges in one
+//! statement (root steps already enqueued); `tasker_end_task` cancels a running one.
+
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use tasker_shared::plan::Plan;
+use tasker_shared::template::Loaded;
+use tasker_shared::{StepMessage, TaskState};
+
+use super::{Error, Result, Store, decode, retry_deadlocks};
+use crate::effects::Effects;
+
+/// A task to create from a registered template.
+#[derive(Debug)]
+pub struct NewTask<'a> {
+    pub template_id: Uuid,
+    pub template: &'a Loaded,
+    pub context: Value,
+    pub idempotency_key: Option<String>,
+}
+
+/// What creating a task did.
+#[derive(Debug)]
+pub struct Created {
+    pub task_id: Uuid,
+    /// False when the idempotency key matched an existing task, which is returned instead.
+    pub created: bool,
+    /// The template and context of the task returned (the existing one for a repeated key).
+    pub template_id: Uuid,
+    pub context: Value,
+    /// Root steps to publish and the creation to count, now that the transaction committed.
+    pub effects: Effects,
+}
+
+/// The JSON answer of `tasker_create_task`.
+#[derive(serde::Deserialize)]
+struct CreatedRow {
+    created: bool,
+    task_id: Uuid,
+    template_id: Uuid,
+    context: Value,
+    dispatch: Vec<StepMessage>,
+}
+
+impl Store {
+    /// Records the trace context of the span that created `task` (tracing on), so the steps
+    /// dispatched for it later continue its trace. The first one stays.
+    pub async fn set_traceparent(&self, task: Uuid, traceparent: &str) -> Result<()> {
+        sqlx::query("UPDATE tasks SET traceparent = $2 WHERE id = $1 AND traceparent IS NULL")
+            .bind(task)
+            .bind(traceparent)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Creates a task, its steps and edges in one statement (`tasker_create_task`). Root steps
+    /// are stored already `enqueued` (attempt 1) and returned for publishing.
+    pub async fn create_task(&self, new: NewTask<'_>) -> Result<Created> {
+        let t = &new.template.template;
+        let plan = Plan::new(new.template);
+        let ids: Vec<Uuid> = t.steps.iter().map(|_| Uuid::now_v7()).collect();
+        let mut cols = StepColumns::default();
+        for &i in &plan.steps {
+            cols.push(
+                ids[i],
+                &t.steps[i],
+                plan.parent_count(i) as i32,
+                Plan::batch_spec(new.template, i),
+            );
+        }
+        let edges: (Vec<Uuid>, Vec<Uuid>) =
+            plan.edges.iter().map(|&(p, c)| (ids[p], ids[c])).unzip();
+        let task = TaskColumns {
+            id: Uuid::now_v7(),
+            template_id: new.template_id,
+            namespace: &t.namespace,
+            name: &t.name,
+            version: &t.version,
+            context: &new.context,
+            idempotency_key: new.idempotency_key.as_deref(),
+        };
+        let query = sqlx::query_scalar(
+            "SELECT tasker_create_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+                                       $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)",
+        );
+        let query = task.bind(query);
+        let query = cols.bind(query);
+        let answer: Value = query
+            .bind(&edges.0)
+            .bind(&edges.1)
+            .fetch_one(&self.pool)
+            .await?;
+        let row: CreatedRow = decode("tasker_create_task", answer)?;
+        Ok(Created {
+            task_id: row.task_id,
+            created: row.created,
+            template_id: row.template_id,
+            context: row.context,
+            effects: Effects {
+                dispatch: row.dispatch,
+                created: row.created.then(|| t.namespace.clone()),
+                ..Effects::default()
+            },
+        })
+    }
+
+    /// Cancels a running task and every step not yet terminal. Returns the task's state after
+    /// the call with, if this call cancelled it, what the cancellation leaves to do; `None` if
+    /// there is no such task.
+    pub async fn cancel_task(&self, task_id: Uuid) -> Result<Option<(TaskState, Option<Effects>)>> {
+        let cancelled: bool = retry_deadlocks(&mut *self.pool.acquire().await?, |conn| {
+            Box::pin(async move {
+                Ok(sqlx::query_scalar(
+                    "SELECT tasker_end_task($1, 'cancelled', NULL, 'cancelled by request')",
+                )
+                .bind(task_id)
+                .fetch_one(conn)
+                .await?)
+            })
+        })
+        .await?;
+        if cancelled {
+            let effects = Effects {
+                finished: vec![(task_id, TaskState::Cancelled)],
+                ..Effects::default()
+            };
+            return Ok(Some((TaskState::Cancelled, Some(effects))));
+        }
+        let state: Option<String> = sqlx::query_scalar("SELECT state FROM tasks WHERE id = $1")
+            .bind(task_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        state
+            .map(|s| {
+                TaskState::parse(&s)
+                    .map(|st| (st, None))
+                    .ok_or_else(|| Error::UnknownState(s.clone()))
+            })
+            .transpose()
+    }
+}
+
+/// A `tasker_create_task` call being built: its parameters are bound group by group, in the
+/// function's order (the task's, then its steps' columns, then its edges).
+type CreateCall<'q> =
+    sqlx::query::QueryScalar<'q, sqlx::Postgres, Value, sqlx::postgres::PgArguments>;
+
+/// The task's own columns: `tasker_create_task`'s `$1` to `$7`.
+struct TaskColumns<'a> {
+    id: Uuid,
+    template_id: Uuid,
+    namespace: &'a str,
+    name: &'a str,
+    version: &'a str,
+    context: &'a Value,
+    idempotency_key: Option<&'a str>,
+}
+
+impl<'a> TaskColumns<'a> {
+    fn bind<'q>(&self, query: CreateCall<'q>) -> CreateCall<'q>
+    where
+        'a: 'q,
+    {
+        query
+            .bind(self.id)
+            .bind(self.template_id)
+            .bind(self.namespace)
+            .bind(self.name)
+            .bind(self.version)
+            .bind(self.context)
+            .bind(self.idempotency_key)
+    }
+}
+
+/// Column vectors for the bulk `unnest` insert of a task's steps: `tasker_create_task`'s `$8`
+/// to `$21` (its edges, `$22` and `$23`, follow).
+#[derive(Default)]
+struct StepColumns {
+    id: Vec<Uuid>,
+    name: Vec<String>,
+    handler: Vec<String>,
+    step_type: Vec<String>,
+    branches: Vec<Value>,
+    max_attempts: Vec<i32>,
+    backoff: Vec<String>,
+    base_ms: Vec<i64>,
+    max_ms: Vec<i64>,
+    timeout_ms: Vec<i64>,
+    queue_timeout_ms: Vec<Option<i64>>,
+    parents: Vec<i32>,
+    batch_spec: Vec<Option<Value>>,
+    on_failure: Vec<String>,
+}
+
+impl StepColumns {
+    fn bind<'q>(&'q self, query: CreateCall<'q>) -> CreateCall<'q> {
+        query
+            .bind(&self.id)
+            .bind(&self.name)
+            .bind(&self.handler)
+            .bind(&self.step_type)
+            .bind(&self.branches)
+            .bind(&self.max_attempts)
+            .bind(&self.backoff)
+            .bind(&self.base_ms)
+            .bind(&self.max_ms)
+            .bind(&self.timeout_ms)
+            .bind(&self.queue_timeout_ms)
+            .bind(&self.parents)
+            .bind(&self.batch_spec)
+            .bind(&self.on_failure)
+    }
+
+    fn push(
+        &mut self,
+        id: Uuid,
+        s: &tasker_shared::StepTemplate,
+        parents: i32,
+        batch_spec: Option<Value>,
+    ) {
+        self.id.push(id);
+        self.name.push(s.name.clone());
+        self.handler.push(s.handler.clone());
+        self.step_type.push(s.step_type.as_str().to_owned());
+        self.branches.push(json!(s.branches));
+        self.max_attempts.push(s.retry.max_attempts as i32);
+        self.backoff.push(s.retry.backoff.as_str().to_owned());
+        self.base_ms.push(s.retry.base_ms as i64);
+        self.max_ms.push(s.retry.max_ms as i64);
+        // Bounded by template validation (30 days); saturating all the same.
+        let ms = |seconds: u64| seconds.saturating_mul(1000).min(i64::MAX as u64) as i64;
+        self.timeout_ms.push(ms(s.timeout_seconds));
+        self.queue_timeout_ms.push(s.queue_timeout_seconds.map(ms));
+        self.parents.push(parents);
+        self.batch_spec.push(batch_spec);
+        self.on_failure.push(s.on_failure.as_str().to_owned());
+    }
+}
