@@ -1,0 +1,480 @@
+//! Task routes: create (with its checks), list, read (and wait), steps, parent results,
+//! history, cancel.
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+use utoipa::IntoParams;
+use uuid::Uuid;
+
+use tasker_shared::api::{CreateTask, ErrorBody, History, ParentResults, StepPage, TaskPage};
+use tasker_shared::json_check;
+
+use super::access::Caller;
+use super::extract::{Path, Query};
+use super::{
+    Error, check_filter, check_limit, fetch_task, is_terminal, parse_id, request_body,
+    unknown_template,
+};
+use crate::events::Event;
+use crate::executor;
+use crate::shared::Shared;
+use crate::store::{NewTask, TaskFilter, TaskView};
+
+/// Creates a task from a registered template, or returns the task an idempotency key already
+/// created.
+#[utoipa::path(post, path = "/v1/tasks", tag = "tasks", request_body = CreateTask,
+    responses(
+        (status = 201, description = "Created (header `location`: its URL)", body = tasker_shared::api::Task),
+        (status = 200, description = "The task this idempotency key created", body = tasker_shared::api::Task),
+        (status = 400, description = "`invalid_json`, `invalid_context`, `invalid_idempotency_key`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the namespace", body = ErrorBody),
+        (status = 404, description = "`unknown_template`", body = ErrorBody),
+        (status = 409, description = "`idempotency_key_reused`: the key created a task from another template or context", body = ErrorBody),
+        (status = 413, description = "`body_too_large`, `context_too_large`", body = ErrorBody),
+        (status = 422, description = "`context_schema_violation` (details: the problems)", body = ErrorBody),
+    ))]
+pub(super) async fn create_task(
+    State(shared): State<Shared>,
+    caller: Caller,
+    headers: axum::http::HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, Error> {
+    let body = request_body(&shared, body)?;
+    let mut req: CreateTask = serde_json::from_slice(&body)
+        .map_err(|e| Error::bad_request("invalid_json", format!("invalid request body: {e}")))?;
+    caller.check(&req.namespace)?;
+    let context = checked_context(&shared, body.len(), req.context.take())?;
+    check_idempotency_key(req.idempotency_key.as_deref())?;
+    let entry = shared
+        .catalog
+        .get(&req.namespace, &req.name, req.version.as_deref())
+        .await?
+        .ok_or_else(|| unknown_template(&req.namespace, &req.name, req.version.as_deref()))?;
+    if let Err(problems) = entry.loaded.check_context(&context) {
+        return Err(Error::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "context_schema_violation",
+            format!(
+                "context does not match the schema of {}: {}",
+                entry.loaded.template.key(),
+                problems.join("; ")
+            ),
+        )
+        .with_details(json!(problems)));
+    }
+    // The task's trace (tracing on): a child of the caller's, if the request carries one.
+    let span = tasker_telemetry::Span::start(
+        "tasker.task.create",
+        headers.get("traceparent").and_then(|v| v.to_str().ok()),
+        vec![
+            tasker_telemetry::attr("tasker.namespace", req.namespace.clone()),
+            tasker_telemetry::attr("tasker.template", entry.loaded.template.key()),
+        ],
+    );
+    let mut created = shared
+        .store
+        .create_task(NewTask {
+            template_id: entry.id,
+            template: &entry.loaded,
+            context: context.clone(),
+            idempotency_key: req.idempotency_key,
+        })
+        .await?;
+    if let Some(span) = &span
+        && created.created
+    {
+        trace(&shared, span, &mut created).await?;
+    }
+    if !created.created && (created.template_id != entry.id || created.context != context) {
+        return Err(Error::new(
+            StatusCode::CONFLICT,
+            "idempotency_key_reused",
+            format!(
+                "the idempotency key was used for task {} with a different template or context",
+                created.task_id
+            ),
+        ));
+    }
+    let status = if created.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    executor::execute(&shared, created.effects).await;
+    let task = fetch_task(&shared, created.task_id).await?;
+    let location = format!("/v1/tasks/{}", created.task_id);
+    Ok((status, [("location", location)], Json(task)).into_response())
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(super) struct ListQuery {
+    /// `running`, `complete`, `error` or `cancelled`.
+    state: Option<String>,
+    namespace: Option<String>,
+    /// The template's name.
+    name: Option<String>,
+    /// Tasks per page: 1 to 500, 50 by default.
+    limit: Option<i64>,
+    /// The previous page's `next_before`: tasks created before that one.
+    #[param(value_type = Option<Uuid>)]
+    before: Option<String>,
+}
+
+/// Tasks, newest first, a page at a time (results are left out: `GET /v1/tasks/{id}` has them);
+/// a token scoped to namespaces lists the tasks of those namespaces.
+#[utoipa::path(get, path = "/v1/tasks", tag = "tasks", params(ListQuery),
+    responses(
+        (status = 200, body = TaskPage),
+        (status = 400, description = "`invalid_state`, `invalid_limit`, `invalid_id`, `invalid_query`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: `namespace` is one the token does not cover", body = ErrorBody),
+    ))]
+pub(super) async fn list_tasks(
+    State(shared): State<Shared>,
+    caller: Caller,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<TaskPage>, Error> {
+    check_filter("namespace", q.namespace.as_deref())?;
+    if let Some(ns) = &q.namespace {
+        caller.check(ns)?;
+    }
+    check_filter("name", q.name.as_deref())?;
+    if let Some(state) = &q.state
+        && tasker_shared::TaskState::parse(state).is_none()
+    {
+        return Err(Error::bad_request(
+            "invalid_state",
+            format!("unknown state {state:?}; use running, complete, error or cancelled"),
+        ));
+    }
+    let limit = check_limit(q.limit)?;
+    let before = q.before.as_deref().map(parse_id).transpose()?;
+    let tasks = shared
+        .store
+        .tasks(&TaskFilter {
+            state: q.state,
+            namespace: q.namespace,
+            namespaces: caller.namespace_regex(),
+            name: q.name,
+            before,
+            limit,
+        })
+        .await?;
+    let next_before = if tasks.len() as i64 == limit {
+        tasks.last().map(|t| t.id)
+    } else {
+        None
+    };
+    Ok(Json(TaskPage { tasks, next_before }))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(super) struct GetQuery {
+    /// Seconds to wait for the task to become terminal (at most `orchestrator.max_wait_seconds`,
+    /// 300 by default): the answer comes as soon as it is, or when the wait runs out.
+    wait: Option<f64>,
+}
+
+/// A task; with `wait`, a long poll that answers as soon as it is terminal.
+#[utoipa::path(get, path = "/v1/tasks/{id}", tag = "tasks",
+    params(("id" = Uuid, Path, description = "The task's id"), GetQuery),
+    responses(
+        (status = 200, body = tasker_shared::api::Task),
+        (status = 400, description = "`invalid_id`, `invalid_wait` (beyond the server's cap)", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the task's namespace", body = ErrorBody),
+        (status = 404, description = "`task_not_found`", body = ErrorBody),
+    ))]
+pub(super) async fn get_task(
+    State(shared): State<Shared>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(q): Query<GetQuery>,
+) -> Result<Json<TaskView>, Error> {
+    let id = parse_id(&id)?;
+    caller.check_task(&shared, id).await?;
+    let max = shared.config.orchestrator.max_wait_seconds as f64;
+    let wait = match q.wait {
+        None => None,
+        Some(w) if w.is_finite() && (0.0..=max).contains(&w) => Some(Duration::from_secs_f64(w)),
+        Some(_) => {
+            return Err(Error::bad_request(
+                "invalid_wait",
+                format!("`wait` must be between 0 and {max} seconds"),
+            ));
+        }
+    };
+    // Subscribe before reading, so a completion between the read and the wait is not missed.
+    let mut events = shared.events.subscribe();
+    let task = fetch_task(&shared, id).await?;
+    let Some(wait) = wait else {
+        return Ok(Json(task));
+    };
+    if is_terminal(&task) {
+        return Ok(Json(task));
+    }
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        match tokio::time::timeout_at(deadline, events.recv()).await {
+            Err(_) => break,
+            Ok(Ok(Event::TaskFinished { task_id, .. })) if task_id == id => break,
+            Ok(Ok(_)) => {}
+            // Missed events: the task may have finished among them.
+            Ok(Err(RecvError::Lagged(_))) => {
+                if is_terminal(&fetch_task(&shared, id).await?) {
+                    break;
+                }
+            }
+            Ok(Err(RecvError::Closed)) => break,
+        }
+    }
+    Ok(Json(fetch_task(&shared, id).await?))
+}
+
+/// A task's steps with results, errors, attempts and per-hop times, in id order, a page at a
+/// time: a 100,000-step task is never one answer. A page also ends once its results and errors
+/// reach `orchestrator.parent_page_bytes`: follow `next`.
+#[utoipa::path(get, path = "/v1/tasks/{id}/steps", tag = "tasks",
+    params(("id" = Uuid, Path, description = "The task's id"), PageQuery),
+    responses(
+        (status = 200, body = StepPage),
+        (status = 400, description = "`invalid_id`, `invalid_query`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the task's namespace", body = ErrorBody),
+        (status = 404, description = "`task_not_found`", body = ErrorBody),
+    ))]
+pub(super) async fn task_steps(
+    State(shared): State<Shared>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(q): Query<PageQuery>,
+) -> Result<Json<StepPage>, Error> {
+    let id = parse_id(&id)?;
+    caller.check_task(&shared, id).await?;
+    let (after, limit) = q.parse()?;
+    fetch_task(&shared, id).await?;
+    let (steps, next) = shared
+        .store
+        .steps(
+            id,
+            after,
+            limit,
+            shared.config.orchestrator.parent_page_bytes,
+        )
+        .await?;
+    Ok(Json(StepPage {
+        task_id: id,
+        steps,
+        next,
+    }))
+}
+
+/// `?after=&limit=` of `GET /v1/tasks/{id}/steps` and `…/steps/{step}/parent_results`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct PageQuery {
+    /// The previous page's `next`.
+    #[param(value_type = Option<Uuid>)]
+    after: Option<String>,
+    /// At most this many: 1 to 5,000, 1,000 by default.
+    limit: Option<i64>,
+}
+
+impl PageQuery {
+    /// The cursor and the page size (default 1,000, at most 5,000).
+    fn parse(&self) -> Result<(Option<Uuid>, i64), Error> {
+        let after = self.after.as_deref().map(parse_id).transpose()?;
+        let limit = self.limit.unwrap_or(1_000);
+        if !(1..=5_000).contains(&limit) {
+            return Err(Error::bad_request(
+                "invalid_query",
+                "`limit` must be between 1 and 5000",
+            ));
+        }
+        Ok((after, limit))
+    }
+}
+
+/// A step's parent results, page by page: what the worker core reads for a step whose message
+/// carries them by reference (a fan-out's convergence step). The page is passed through as
+/// PostgreSQL wrote it.
+#[utoipa::path(get, path = "/v1/tasks/{id}/steps/{step}/parent_results", tag = "tasks",
+    params(("id" = Uuid, Path, description = "The task's id"),
+           ("step" = Uuid, Path, description = "The step's id"), PageQuery),
+    responses(
+        (status = 200, body = ParentResults),
+        (status = 400, description = "`invalid_id`, `invalid_query`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the task's namespace", body = ErrorBody),
+        (status = 404, description = "`step_not_found`", body = ErrorBody),
+    ))]
+pub(super) async fn parent_results(
+    State(shared): State<Shared>,
+    caller: Caller,
+    Path((id, step)): Path<(String, String)>,
+    Query(q): Query<PageQuery>,
+) -> Result<Json<ParentResults<Box<RawValue>>>, Error> {
+    let (id, step) = (parse_id(&id)?, parse_id(&step)?);
+    caller.check_task(&shared, id).await?;
+    let (after, limit) = q.parse()?;
+    let (parent_results, next) = shared
+        .store
+        .parent_results(
+            id,
+            step,
+            after,
+            limit,
+            shared.config.orchestrator.parent_page_bytes,
+        )
+        .await?
+        .ok_or_else(|| {
+            Error::new(
+                StatusCode::NOT_FOUND,
+                "step_not_found",
+                format!("task {id} has no step {step}"),
+            )
+        })?;
+    Ok(Json(ParentResults {
+        task_id: id,
+        step_id: step,
+        parent_results,
+        next,
+    }))
+}
+
+/// A task's transitions and its steps', oldest first, with who made each repair and why.
+#[utoipa::path(get, path = "/v1/tasks/{id}/history", tag = "tasks",
+    params(("id" = Uuid, Path, description = "The task's id")),
+    responses(
+        (status = 200, body = History),
+        (status = 400, description = "`invalid_id`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the task's namespace", body = ErrorBody),
+        (status = 404, description = "`task_not_found`", body = ErrorBody),
+    ))]
+pub(super) async fn task_history(
+    State(shared): State<Shared>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<History>, Error> {
+    let id = parse_id(&id)?;
+    caller.check_task(&shared, id).await?;
+    fetch_task(&shared, id).await?;
+    let transitions = shared.store.history(id).await?;
+    Ok(Json(History {
+        task_id: id,
+        transitions,
+    }))
+}
+
+/// Cancels a running task: its open steps are cancelled.
+#[utoipa::path(post, path = "/v1/tasks/{id}/cancel", tag = "tasks",
+    params(("id" = Uuid, Path, description = "The task's id")),
+    responses(
+        (status = 200, description = "The task, cancelled", body = tasker_shared::api::Task),
+        (status = 400, description = "`invalid_id`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the task's namespace", body = ErrorBody),
+        (status = 404, description = "`task_not_found`", body = ErrorBody),
+        (status = 409, description = "`task_not_running`: it already ended", body = ErrorBody),
+    ))]
+pub(super) async fn cancel_task(
+    State(shared): State<Shared>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<TaskView>, Error> {
+    let id = parse_id(&id)?;
+    caller.check_task(&shared, id).await?;
+    match shared.store.cancel_task(id).await? {
+        None => Err(Error::not_found("task_not_found", format!("no task {id}"))),
+        Some((_, Some(effects))) => {
+            executor::execute(&shared, effects).await;
+            Ok(Json(fetch_task(&shared, id).await?))
+        }
+        Some((state, None)) => Err(Error::new(
+            StatusCode::CONFLICT,
+            "task_not_running",
+            format!("task {id} is already {state}"),
+        )),
+    }
+}
+
+/// The task context of a creation request: an object (`{}` if none), at most
+/// `orchestrator.max_context_bytes` of JSON, that PostgreSQL can store.
+fn checked_context(
+    shared: &Shared,
+    body_len: usize,
+    context: Option<Value>,
+) -> Result<Value, Error> {
+    let context = context.unwrap_or_else(|| json!({}));
+    if !context.is_object() {
+        return Err(Error::bad_request(
+            "invalid_context",
+            "`context` must be a JSON object",
+        ));
+    }
+    // The body bounds the context's size: encode it again only when the body alone is over.
+    let limit = shared.config.orchestrator.max_context_bytes;
+    let size = if body_len <= limit {
+        0
+    } else {
+        serde_json::to_vec(&context).map_or(usize::MAX, |b| b.len())
+    };
+    if size > limit {
+        return Err(Error::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "context_too_large",
+            format!("`context` is {size} bytes of JSON; the limit is {limit} (orchestrator.max_context_bytes)"),
+        )
+        .with_details(json!({ "bytes": size, "limit": limit })));
+    }
+    if let Err(problem) = json_check::check(&context, json_check::MAX_DEPTH) {
+        return Err(
+            Error::bad_request("invalid_context", format!("`context` {problem}"))
+                .with_details(json!({ "problem": problem.code() })),
+        );
+    }
+    Ok(context)
+}
+
+/// An idempotency key is 1 to 255 characters, none of them control characters.
+fn check_idempotency_key(key: Option<&str>) -> Result<(), Error> {
+    match key {
+        Some(key) if key.is_empty() || key.len() > 255 || key.chars().any(char::is_control) => {
+            Err(Error::bad_request(
+                "invalid_idempotency_key",
+                "`idempotency_key` must be 1 to 255 characters, none of them control characters",
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A new task's trace (tracing on): recorded with the task, and carried by its first steps.
+async fn trace(
+    shared: &Shared,
+    span: &tasker_telemetry::Span,
+    created: &mut crate::store::Created,
+) -> Result<(), Error> {
+    let traceparent = span.traceparent();
+    span.set(tasker_telemetry::attr(
+        "tasker.task_id",
+        created.task_id.to_string(),
+    ));
+    shared
+        .store
+        .set_traceparent(created.task_id, &traceparent)
+        .await?;
+    for m in &mut created.effects.dispatch {
+        m.traceparent = Some(traceparent.clone());
+    }
+    Ok(())
+}
