@@ -20,13 +20,16 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use tasker_broker::{Broker, Outgoing, Publisher, topology};
+use tasker_broker::{Broker, Outgoing, Publisher};
 use tasker_shared::StepMessage;
 use tasker_shared::config::OrchestratorConfig;
-use tasker_shared::message::pack_batches;
 
 use crate::metrics as m;
 use crate::store::Store;
+
+mod round;
+
+use round::Round;
 
 /// A step attempt whose message went out.
 type Attempt = (Uuid, u32);
@@ -49,7 +52,7 @@ struct Inner {
 }
 
 #[derive(Debug, Clone)]
-struct Limits {
+pub(crate) struct Limits {
     max_message_bytes: usize,
     steps_per_message: usize,
     publish_timeout: Duration,
@@ -65,13 +68,6 @@ struct State {
     declared: HashSet<String>,
     /// Packed messages with the step attempts each carries.
     backlog: VecDeque<(Outgoing, Vec<Attempt>)>,
-}
-
-/// The encoded messages of one namespace's steps, with their indexes in the published slice.
-struct Group<'a> {
-    namespace: &'a str,
-    indexes: Vec<usize>,
-    encoded: Vec<Vec<u8>>,
 }
 
 /// A step whose message could not be sent at all.
@@ -115,80 +111,18 @@ impl Dispatcher {
     /// next connection; what can never go out (one step's message larger than
     /// `max_message_bytes`) is returned.
     pub async fn publish(&self, messages: &[StepMessage]) -> Vec<Refused> {
-        let mut refused = Vec::new();
         if messages.is_empty() {
-            return refused;
+            return Vec::new();
         }
         let limits = &self.inner.limits;
-        // Tracing on: a dispatch span per step of a traced task, ending with this round; the
-        // message carries it as the parent of the handler's span.
-        let mut spans = Vec::new();
-        // Encode each step once, grouped by namespace in order of first appearance.
-        let mut groups: Vec<Group> = Vec::new();
-        for (i, m) in messages.iter().enumerate() {
-            let encoded = match dispatch_span(m) {
-                Some(span) => {
-                    let mut m = m.clone();
-                    m.traceparent = Some(span.traceparent());
-                    spans.push(span);
-                    serde_json::to_vec(&m)
-                }
-                None => serde_json::to_vec(m),
-            };
-            let payload = match encoded {
-                Ok(p) => p,
-                Err(e) => {
-                    tracing::error!(step = %m.step_id, error = %e, "cannot encode step message");
-                    continue;
-                }
-            };
-            match groups.iter_mut().find(|g| g.namespace == m.namespace) {
-                Some(g) => {
-                    g.indexes.push(i);
-                    g.encoded.push(payload);
-                }
-                None => groups.push(Group {
-                    namespace: &m.namespace,
-                    indexes: vec![i],
-                    encoded: vec![payload],
-                }),
-            }
-        }
-        // The packed messages, and the step attempts each carries.
-        let (mut out, mut carried) = (Vec::new(), Vec::new());
-        let mut namespaces: Vec<&str> = Vec::new();
-        for Group {
-            namespace: ns,
-            indexes: idx,
-            encoded,
-        } in groups
-        {
-            for packed in pack_batches(encoded, limits.steps_per_message, limits.max_message_bytes)
-            {
-                match packed {
-                    Err((k, item)) => refused.push(Refused {
-                        message: messages[idx[k]].clone(),
-                        bytes: item.len(),
-                    }),
-                    Ok(batch) => {
-                        metrics::histogram!(m::MESSAGE_STEPS.name).record(batch.items.len() as f64);
-                        let attempts = batch
-                            .items
-                            .iter()
-                            .map(|&k| (messages[idx[k]].step_id, messages[idx[k]].attempt))
-                            .collect();
-                        out.push(Outgoing {
-                            queue: topology::steps_queue(&self.inner.prefix, ns),
-                            payload: batch.body,
-                        });
-                        carried.push(attempts);
-                    }
-                }
-            }
-            if !namespaces.contains(&ns) {
-                namespaces.push(ns);
-            }
-        }
+        // The dispatch spans (tracing on) end with this call, once the round is confirmed.
+        let Round {
+            out,
+            carried,
+            namespaces,
+            refused,
+            spans: _spans,
+        } = Round::pack(&self.inner.prefix, limits, messages);
         if out.is_empty() {
             return refused;
         }
@@ -198,18 +132,10 @@ impl Dispatcher {
             return refused;
         };
         let generation = state.generation;
-        let missing: Vec<String> = namespaces
-            .into_iter()
-            .filter(|ns| !state.declared.contains(*ns))
-            .map(str::to_owned)
-            .collect();
-        if !missing.is_empty() {
-            if let Err(e) = broker.declare(&missing).await {
-                tracing::warn!(error = %e, "declaring step queues failed; will retry on reconnect");
-                self.park(&mut state, out, carried);
-                return refused;
-            }
-            state.declared.extend(missing);
+        if let Err(e) = Self::declare_missing(&mut state, &broker, &namespaces).await {
+            tracing::warn!(error = %e, "declaring step queues failed; will retry on reconnect");
+            self.park(&mut state, out, carried);
+            return refused;
         }
         // Release the lock while waiting for confirms so other publishers are not serialized
         // behind this round trip.
@@ -229,6 +155,38 @@ impl Dispatcher {
             ),
         };
         tracing::warn!(error = %failure, count = steps, "publish failed; keeping the messages for later");
+        self.keep_failed_round(&publisher, out, carried, generation)
+            .await;
+        refused
+    }
+
+    /// Declares the steps queues of `namespaces` this connection has not declared yet.
+    async fn declare_missing(
+        state: &mut State,
+        broker: &Broker,
+        namespaces: &[&str],
+    ) -> Result<(), tasker_broker::Error> {
+        let missing: Vec<String> = namespaces
+            .iter()
+            .filter(|ns| !state.declared.contains(**ns))
+            .map(|ns| (*ns).to_owned())
+            .collect();
+        if !missing.is_empty() {
+            broker.declare(&missing).await?;
+            state.declared.extend(missing);
+        }
+        Ok(())
+    }
+
+    /// Parks a round that failed on `publisher` for the next try, on a fresh channel if the
+    /// broker closed this one, at once if a connection was attached meanwhile.
+    async fn keep_failed_round(
+        &self,
+        publisher: &Publisher,
+        out: Vec<Outgoing>,
+        carried: Vec<Vec<Attempt>>,
+        generation: u64,
+    ) {
         let mut state = self.inner.state.lock().await;
         // The broker closes a channel over one bad publish while the connection lives on: take
         // a fresh channel now instead of waiting for the connection to fail.
@@ -250,7 +208,6 @@ impl Dispatcher {
         if state.generation != generation {
             self.flush_locked(&mut state).await;
         }
-        refused
     }
 
     /// Publishes what waits in the backlog on the current connection, if there is one (the
@@ -407,21 +364,6 @@ impl Dispatcher {
             .unwrap_or_else(|p| p.into_inner()) = n;
         metrics::gauge!(m::DISPATCH_BACKLOG.name).set(n as f64);
     }
-}
-
-/// The span of a step's dispatch, a child of its task's trace, when the task has one.
-fn dispatch_span(m: &StepMessage) -> Option<tasker_telemetry::Span> {
-    use tasker_telemetry::attr;
-    tasker_telemetry::Span::start(
-        "tasker.step.dispatch",
-        Some(m.traceparent.as_deref()?),
-        vec![
-            attr("tasker.task_id", m.task_id.to_string()),
-            attr("tasker.step_id", m.step_id.to_string()),
-            attr("tasker.step", m.step_name.clone()),
-            attr("tasker.attempt", i64::from(m.attempt)),
-        ],
-    )
 }
 
 /// Hands steps dropped from a full backlog to the sweeper (clears their `dispatched_by`), in

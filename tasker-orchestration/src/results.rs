@@ -5,14 +5,11 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use tasker_broker::{BasicAckOptions, Broker, DeadLetters, Delivery, topology};
 use tasker_shared::message::decode_batch;
-use tasker_shared::{Outcome, StepError, StepResult};
+use tasker_shared::{Outcome, StepResult};
 use tokio_util::sync::CancellationToken;
-use uuid::Uuid;
 
 use crate::effects::Effects;
 use crate::executor;
@@ -20,6 +17,10 @@ use crate::metrics as m;
 use crate::senders::{Permit, Sender};
 use crate::shared::Shared;
 use crate::store::{self, Held};
+
+mod incoming;
+
+use incoming::{Head, Incoming};
 
 /// Runs until cancelled (`Ok`) or the broker connection fails (`Err`).
 pub(crate) async fn run(
@@ -114,6 +115,126 @@ async fn process(
         .unwrap_or(Err(tasker_broker::Error::Closed))
 }
 
+/// The results of a batch of messages: each message carries one or many results, kept as the
+/// worker's JSON text; `from[i]` is the message of `results[i]`, `fate[m]` what becomes of
+/// message `m` once its results are applied, `senders[m]` who sent it.
+struct Batch<'a> {
+    results: Vec<Incoming<'a>>,
+    from: Vec<usize>,
+    fate: Vec<Fate>,
+    senders: Vec<Sender>,
+}
+
+impl<'a> Batch<'a> {
+    /// Reads every message; a malformed one goes to the dead letters at once.
+    async fn read(
+        deliveries: &'a [Delivery],
+        dead: &DeadLetters,
+    ) -> Result<Batch<'a>, tasker_broker::Error> {
+        let mut batch = Batch {
+            results: Vec::with_capacity(deliveries.len()),
+            from: Vec::with_capacity(deliveries.len()),
+            fate: vec![Fate::Ack; deliveries.len()],
+            senders: Vec::new(),
+        };
+        for (at, d) in deliveries.iter().enumerate() {
+            match decode_batch::<&RawValue>(&d.data).and_then(|raw| {
+                raw.into_iter()
+                    .map(Incoming::read)
+                    .collect::<Result<Vec<_>, _>>()
+            }) {
+                Ok(results) => {
+                    batch.from.extend(std::iter::repeat_n(at, results.len()));
+                    batch.results.extend(results);
+                }
+                Err(e) => {
+                    metrics::counter!(m::RESULTS_MALFORMED.name).increment(1);
+                    tracing::warn!(error = %e, "malformed result message; dead-lettering it");
+                    dead.bury(d, &format!("malformed result message: {e}"))
+                        .await?;
+                    batch.fate[at] = Fate::Settled;
+                }
+            }
+        }
+        Ok(batch)
+    }
+
+    /// What result `i`'s sender may move.
+    fn permits(&self) -> Vec<Permit> {
+        self.from
+            .iter()
+            .map(|&m| self.senders[m].permit.clone())
+            .collect()
+    }
+
+    /// Sends result `i`'s message to the dead letters with `reason` (with the reasons of its
+    /// other results that went wrong, if any).
+    fn condemn(&mut self, i: usize, reason: String) {
+        let m = self.from[i];
+        let sender = self.senders[m].name.clone();
+        self.fate[m] = match std::mem::replace(&mut self.fate[m], Fate::Ack) {
+            Fate::Dead {
+                reason: earlier, ..
+            } => Fate::Dead {
+                reason: format!("{earlier}; {reason}"),
+                sender,
+            },
+            _ => Fate::Dead { reason, sender },
+        };
+    }
+
+    /// A result that matched no step in flight, or moved a step of a namespace its sender may
+    /// not serve, changed nothing: its message goes to the dead letters with the reason.
+    fn reject(&mut self, applied: &Effects) {
+        let Some(counts) = &applied.results else {
+            return;
+        };
+        for r in &counts.rejected {
+            let head = &self.results[r.index].head;
+            let sender = self.senders[self.from[r.index]]
+                .name
+                .clone()
+                .unwrap_or_else(|| "(no user_id)".into());
+            tracing::warn!(code = %r.code, detail = %r.detail, %sender, step = %head.step_id,
+                task = %head.task_id, attempt = head.attempt,
+                "a result was rejected; dead-lettering its message");
+            let reason = format!("{}: {} (sent by broker user {sender})", r.code, r.detail);
+            self.condemn(r.index, reason);
+        }
+    }
+
+    /// A result that cannot be applied fails its own step with the reason (as far as its
+    /// sender may move that step), and the message that carried it goes to the dead letters
+    /// (its other results were applied; replayed, they would be ignored as duplicates).
+    async fn fail_poison(
+        &mut self,
+        held: &mut Held,
+        poison: Vec<(usize, store::Error)>,
+        applied: &mut Effects,
+    ) {
+        let permits = self.permits();
+        for (i, error) in poison {
+            metrics::counter!(m::RESULTS_POISON.name).increment(1);
+            let r = &self.results[i].head;
+            tracing::error!(step = %r.step_id, task = %r.task_id, attempt = r.attempt, %error,
+                "a result could not be applied; failing its step and dead-lettering its message");
+            match held
+                .apply_results(&[unstorable(r, &error)], std::slice::from_ref(&permits[i]))
+                .await
+            {
+                Ok(failed) => applied.merge(failed),
+                Err(e) => tracing::error!(step = %r.step_id, error = %e,
+                    "could not record the failure of a step whose result could not be applied"),
+            }
+            let reason = format!(
+                "the result of attempt {} of step {} (task {}) could not be applied: {error}",
+                r.attempt, r.step_id, r.task_id
+            );
+            self.condemn(i, reason);
+        }
+    }
+}
+
 /// Applies the results the messages carry, in as few transactions as possible; returns what
 /// the commits left to do and what becomes of each message (`None`: nothing was applied, or
 /// the orchestrator is stopping).
@@ -125,120 +246,44 @@ async fn apply(
     cancel: &CancellationToken,
 ) -> Result<Option<(Effects, Vec<Fate>)>, tasker_broker::Error> {
     metrics::histogram!(m::RESULT_CONSUME_BATCH_SIZE.name).record(deliveries.len() as f64);
-    // What becomes of each message once its results are applied.
-    let mut fate = vec![Fate::Ack; deliveries.len()];
-    // Each message carries one or many results, kept as the worker's JSON text; `from[i]` is
-    // the message of `results[i]`.
-    let mut results: Vec<Incoming<'_>> = Vec::with_capacity(deliveries.len());
-    let mut from = Vec::with_capacity(deliveries.len());
-    for (at, d) in deliveries.iter().enumerate() {
-        match decode_batch::<&RawValue>(&d.data).and_then(|raw| {
-            raw.into_iter()
-                .map(Incoming::read)
-                .collect::<Result<Vec<_>, _>>()
-        }) {
-            Ok(batch) => {
-                from.extend(std::iter::repeat_n(at, batch.len()));
-                results.extend(batch);
-            }
-            Err(e) => {
-                metrics::counter!(m::RESULTS_MALFORMED.name).increment(1);
-                tracing::warn!(error = %e, "malformed result message; dead-lettering it");
-                dead.bury(d, &format!("malformed result message: {e}"))
-                    .await?;
-                fate[at] = Fate::Settled;
-            }
-        }
-    }
-    if results.is_empty() {
+    let mut batch = Batch::read(deliveries, dead).await?;
+    if batch.results.is_empty() {
         return Ok(None);
     }
     // Who sent each message, from what RabbitMQ validated, and so what its results may move.
     let senders = loop {
         match judge(shared, deliveries).await {
             Ok(senders) => break senders,
-            Err(e) => {
-                tracing::error!(error = %e, "looking up the senders of results failed; retrying");
-                // Deliberate backoff: the database is unavailable. The batch stays unacked.
-                tokio::select! {
-                    () = cancel.cancelled() => return Ok(None),
-                    () = tokio::time::sleep(Duration::from_millis(250)) => {}
-                }
-            }
+            Err(e) if backoff(cancel, "looking up the senders of results", &e).await => {}
+            Err(_) => return Ok(None),
         }
     };
-    let permits: Vec<Permit> = from.iter().map(|&m| senders[m].permit.clone()).collect();
+    batch.senders = senders;
+    let permits = batch.permits();
     let began = std::time::SystemTime::now();
     let max = shared.config.orchestrator.result_batch_max;
     let (mut applied, poison) = loop {
-        match apply_isolating(held, &results, &permits, max).await {
+        match apply_isolating(held, &batch.results, &permits, max).await {
             Ok(done) => break done,
-            Err(e) => {
-                tracing::error!(error = %e, "applying results failed; retrying");
-                // Deliberate backoff: the database is unavailable. The batch stays unacked.
-                tokio::select! {
-                    () = cancel.cancelled() => return Ok(None),
-                    () = tokio::time::sleep(Duration::from_millis(250)) => {}
-                }
-            }
+            Err(e) if backoff(cancel, "applying results", &e).await => {}
+            Err(_) => return Ok(None),
         }
     };
-    commit_spans(&results, &poison, began);
-    let mut condemn = |i: usize, reason: String| {
-        let sender = senders[from[i]].name.clone();
-        fate[from[i]] = match std::mem::replace(&mut fate[from[i]], Fate::Ack) {
-            Fate::Dead {
-                reason: earlier, ..
-            } => Fate::Dead {
-                reason: format!("{earlier}; {reason}"),
-                sender,
-            },
-            _ => Fate::Dead { reason, sender },
-        };
-    };
-    // A result that matched no step in flight, or moved a step of a namespace its sender may
-    // not serve, changed nothing: its message goes to the dead letters with the reason.
-    if let Some(counts) = &applied.results {
-        for r in &counts.rejected {
-            let head = &results[r.index].head;
-            let sender = senders[from[r.index]]
-                .name
-                .as_deref()
-                .unwrap_or("(no user_id)");
-            tracing::warn!(code = %r.code, detail = %r.detail, sender, step = %head.step_id,
-                task = %head.task_id, attempt = head.attempt,
-                "a result was rejected; dead-lettering its message");
-            condemn(
-                r.index,
-                format!("{}: {} (sent by broker user {sender})", r.code, r.detail),
-            );
-        }
+    commit_spans(&batch.results, &poison, began);
+    batch.reject(&applied);
+    batch.fail_poison(held, poison, &mut applied).await;
+    Ok(Some((applied, batch.fate)))
+}
+
+/// After `what` failed with `error`: logs it and waits a moment before the next try (a
+/// deliberate backoff: the database is unavailable; the batch stays unacked meanwhile).
+/// `false` if the orchestrator stops first.
+async fn backoff(cancel: &CancellationToken, what: &str, error: &store::Error) -> bool {
+    tracing::error!(%error, "{what} failed; retrying");
+    tokio::select! {
+        () = cancel.cancelled() => false,
+        () = tokio::time::sleep(Duration::from_millis(250)) => true,
     }
-    // A result that cannot be applied fails its own step with the reason (as far as its sender
-    // may move that step), and the message that carried it goes to the dead letters (its other
-    // results were applied; replayed, they would be ignored as duplicates).
-    for (i, error) in poison {
-        metrics::counter!(m::RESULTS_POISON.name).increment(1);
-        let r = &results[i].head;
-        tracing::error!(step = %r.step_id, task = %r.task_id, attempt = r.attempt, %error,
-            "a result could not be applied; failing its step and dead-lettering its message");
-        match held
-            .apply_results(&[unstorable(r, &error)], std::slice::from_ref(&permits[i]))
-            .await
-        {
-            Ok(failed) => applied.merge(failed),
-            Err(e) => tracing::error!(step = %r.step_id, error = %e,
-                "could not record the failure of a step whose result could not be applied"),
-        }
-        condemn(
-            i,
-            format!(
-                "the result of attempt {} of step {} (task {}) could not be applied: {error}",
-                r.attempt, r.step_id, r.task_id
-            ),
-        );
-    }
-    Ok(Some((applied, fate)))
 }
 
 /// The sender of each delivery.
@@ -291,85 +336,6 @@ fn commit_spans(results: &[Incoming<'_>], poison: &[(usize, store::Error)], bega
             }
             span.end_at(now);
         }
-    }
-}
-
-/// A result as the orchestrator reads it: its identity and the shape of its outcome checked,
-/// its value left as the worker's JSON text for PostgreSQL. (A batchable step's result can list
-/// 100,000 batches; as a `serde_json::Value` tree that is ~600 bytes a batch, only to be encoded
-/// again for the database.)
-#[derive(Debug)]
-struct Incoming<'a> {
-    raw: &'a RawValue,
-    head: Head,
-}
-
-/// Everything of a [`StepResult`] but the value of a success, which is skipped unparsed.
-#[derive(Debug, Deserialize)]
-struct Head {
-    task_id: Uuid,
-    step_id: Uuid,
-    attempt: u32,
-    outcome: OutcomeShape,
-    started_at: DateTime<Utc>,
-    finished_at: DateTime<Utc>,
-    worker: String,
-    /// The worker's result span, when tracing is on.
-    #[serde(default)]
-    traceparent: Option<String>,
-}
-
-/// The shape of an [`Outcome`], checked without building the success's value.
-#[derive(Debug, Deserialize)]
-struct OutcomeShape {
-    status: Status,
-    #[serde(default)]
-    result: Present,
-    error: Option<StepError>,
-    retryable: Option<bool>,
-    /// Checked to be a whole number of milliseconds; PostgreSQL caps it at a day.
-    #[serde(default)]
-    #[allow(dead_code)]
-    retry_after_ms: Option<u64>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum Status {
-    Success,
-    Failure,
-}
-
-/// Whether a field was there (any JSON value, `null` included), skipped without allocating.
-#[derive(Debug, Default)]
-struct Present(bool);
-
-impl<'de> Deserialize<'de> for Present {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        serde::de::IgnoredAny::deserialize(d).map(|_| Present(true))
-    }
-}
-
-impl<'a> Incoming<'a> {
-    fn read(raw: &'a RawValue) -> serde_json::Result<Self> {
-        let head: Head = serde_json::from_str(raw.get())?;
-        let o = &head.outcome;
-        let complete = match o.status {
-            Status::Success => o.result.0,
-            Status::Failure => o.error.is_some() && o.retryable.is_some(),
-        };
-        if !complete {
-            return Err(serde::de::Error::custom(
-                "an outcome needs `result` (success) or `error` and `retryable` (failure)",
-            ));
-        }
-        Ok(Self { raw, head })
-    }
-}
-
-impl Serialize for Incoming<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.raw.serialize(s)
     }
 }
 
@@ -443,57 +409,5 @@ fn unstorable(r: &Head, error: &store::Error) -> StepResult {
         finished_at: r.finished_at,
         worker: r.worker.clone(),
         traceparent: None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn read(json: &str) -> serde_json::Result<(String, Uuid)> {
-        let raw: &RawValue = serde_json::from_str(json)?;
-        Incoming::read(raw).map(|i| (serde_json::to_string(&i).unwrap(), i.head.step_id))
-    }
-
-    fn result(outcome: &str) -> String {
-        format!(
-            r#"{{"task_id":"{}","step_id":"{}","attempt":1,"outcome":{outcome},
-               "started_at":"2026-01-01T00:00:00Z","finished_at":"2026-01-01T00:00:01Z","worker":"w"}}"#,
-            Uuid::nil(),
-            Uuid::max()
-        )
-    }
-
-    #[test]
-    fn a_result_passes_through_as_the_worker_wrote_it() {
-        let text = result(r#"{"status":"success","result":{"batches":[{"start":0,"end":1}]}}"#);
-        let (out, step) = read(&text).unwrap();
-        assert_eq!(out, text, "re-encoded instead of passed through");
-        assert_eq!(step, Uuid::max());
-        // It is what a StepResult reads.
-        let typed: StepResult = serde_json::from_str(&out).unwrap();
-        assert_eq!(typed.step_id, Uuid::max());
-        // A null result is a result.
-        assert!(read(&result(r#"{"status":"success","result":null}"#)).is_ok());
-        let failure = r#"{"status":"failure","error":{"kind":"k","message":"m"},"retryable":true}"#;
-        assert!(read(&result(failure)).is_ok());
-        let later = r#"{"status":"failure","error":{"kind":"k","message":"m"},"retryable":true,"retry_after_ms":2500}"#;
-        assert!(read(&result(later)).is_ok());
-    }
-
-    #[test]
-    fn an_incomplete_outcome_is_malformed() {
-        for outcome in [
-            r#"{"status":"success"}"#,
-            r#"{"status":"failure","error":{"kind":"k","message":"m"}}"#,
-            r#"{"status":"failure","retryable":false}"#,
-            r#"{"status":"done","result":1}"#,
-            r#"{"status":"failure","error":{"kind":"k"},"retryable":false}"#,
-            r#"{"status":"failure","error":{"kind":"k","message":"m"},"retryable":true,"retry_after_ms":-1}"#,
-            r#"{"status":"failure","error":{"kind":"k","message":"m"},"retryable":true,"retry_after_ms":"soon"}"#,
-        ] {
-            assert!(read(&result(outcome)).is_err(), "{outcome} was accepted");
-        }
-        assert!(read(r#"{"step_id":"x"}"#).is_err());
     }
 }
