@@ -1,98 +1,23 @@
--- A batch of plain successes (a standard, convergence or batch-worker step's: nothing else of
--- the DAG changes) applied in one statement, which is what almost every result batch is: the
--- steps are marked completed with their results; counted off their children, and children left
--- with nothing to wait for are enqueued with their next attempt (or, if they can no longer run,
--- returned to be skipped); counted off their tasks, and a running task left with no open step
--- completes (announced with pg_notify); every transition is recorded. One statement instead of
--- the eight or so the general path takes (see tasker_apply_results): each statement costs
--- PostgreSQL an executor start and, for a table it writes, its constraints again, and an idle
--- system applies one result a batch.
---
--- The steps are locked already, in (task, step) order, and known to be enqueued with the
--- attempt reported; `results` are their StepResult objects in the same order. Children are
--- locked in id order, then tasks in id order, as everywhere else, so concurrent orchestrators
--- never deadlock. The statement's parts touch different rows (a step is never its own child,
--- and a step is enqueued only once all its parents are resolved), so none of them needs to see
--- another's writes.
+-- A batch whose accepted results are all plain successes, which is what almost every result
+-- batch is: the successes (tasker_succeed_steps, one statement), then the children that can no
+-- longer run skipped, and so on down the DAG, and their tasks closed. What the general path of
+-- tasker_apply_results does for such a batch, with nothing in between.
 CREATE OR REPLACE FUNCTION tasker_apply_successes(ids uuid[], task_ids uuid[], attempts int[],
                                                   results jsonb[], OUT enqueued uuid[],
-                                                  OUT skip uuid[], OUT finished jsonb)
-LANGUAGE plpgsql
--- By primary key, one step at a time, however small the tables looked when the plan was made.
-SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+                                                  OUT ready uuid[], OUT finished jsonb)
+LANGUAGE plpgsql AS $$
 DECLARE
-    completed uuid[];
-    -- One instant for the whole batch: the parts of one statement run in no set order, and a
-    -- step's children must not look dispatched before its result was processed.
-    instant timestamptz := clock_timestamp();
+    ok record;
+    sk record;
 BEGIN
-    WITH done AS (
-        UPDATE steps s SET state = 'completed', result = x.r->'outcome'->'result',
-                           started_at = (x.r->>'started_at')::timestamptz,
-                           finished_at = (x.r->>'finished_at')::timestamptz,
-                           worker = x.r->>'worker', processed_at = instant
-        FROM unnest(ids, results) AS x(id, r)
-        WHERE s.id = x.id
-    ), counted AS (
-        SELECT e.child_id, count(*)::int AS n
-        FROM unnest(ids) AS p(id)
-        CROSS JOIN LATERAL (SELECT * FROM step_edges WHERE parent_id = p.id OFFSET 0) e
-        GROUP BY e.child_id
-    ), kids AS (
-        -- Each child once, locked, with what its count-down decides.
-        SELECT s.id, c.n,
-               s.state = 'pending' AND s.pending_parents - c.n <= 0 AS resolved,
-               tasker_runnable(s.step_type, s.skipped_parents, s.parent_count) AS runnable
-        FROM steps s JOIN counted c ON c.child_id = s.id
-        ORDER BY s.id FOR UPDATE OF s
-    ), kids_done AS (
-        UPDATE steps s SET pending_parents = s.pending_parents - k.n,
-                           state = CASE WHEN k.resolved AND k.runnable THEN 'enqueued'
-                                        ELSE s.state END,
-                           attempt = s.attempt + (k.resolved AND k.runnable)::int,
-                           publish_count = CASE WHEN k.resolved AND k.runnable THEN 1
-                                                ELSE s.publish_count END,
-                           dispatched_at = CASE WHEN k.resolved AND k.runnable
-                                                THEN instant ELSE s.dispatched_at END,
-                           dispatched_by = CASE WHEN k.resolved AND k.runnable
-                                                THEN tasker_orchestrator() ELSE s.dispatched_by END
-        FROM kids k WHERE s.id = k.id
-        RETURNING s.id, s.task_id, s.attempt, k.resolved, k.runnable
-    ), per_task AS (
-        SELECT x.task_id, count(*)::int AS n FROM unnest(task_ids) AS x(task_id) GROUP BY x.task_id
-    ), owners AS (
-        -- Each task once, locked, and whether its last open step closes now.
-        SELECT t.id, p.n, t.state = 'running' AND t.open_steps - p.n <= 0 AS ends
-        FROM tasks t JOIN per_task p ON p.task_id = t.id
-        ORDER BY t.id FOR UPDATE OF t
-    ), closed AS (
-        -- A running task whose last open step closed completes, in the same update.
-        UPDATE tasks t SET open_steps = t.open_steps - o.n,
-                           state = CASE WHEN o.ends THEN 'complete' ELSE t.state END,
-                           completed_at = CASE WHEN o.ends THEN instant
-                                               ELSE t.completed_at END
-        FROM owners o WHERE t.id = o.id
-        RETURNING t.id, o.ends AS ended
-    ), history AS (
-        INSERT INTO transitions (task_id, step_id, from_state, to_state, attempt, reason)
-        SELECT x.task_id, x.id, 'enqueued', 'completed', x.attempt, 'succeeded'
-        FROM unnest(task_ids, ids, attempts) AS x(task_id, id, attempt)
-        UNION ALL
-        SELECT task_id, id, 'pending', 'enqueued', attempt, 'parents done'
-        FROM kids_done WHERE resolved AND runnable
-        UNION ALL
-        SELECT id, NULL, 'running', 'complete', NULL, 'all steps done' FROM closed WHERE ended
-    )
-    SELECT (SELECT COALESCE(array_agg(id ORDER BY id), '{}') FROM kids_done
-            WHERE resolved AND runnable),
-           (SELECT COALESCE(array_agg(id ORDER BY id), '{}') FROM kids_done
-            WHERE resolved AND NOT runnable),
-           (SELECT array_agg(id ORDER BY id) FROM closed WHERE ended)
-    INTO enqueued, skip, completed;
-    PERFORM pg_notify('tasker_task_finished', c || ':complete')
-    FROM unnest(completed) WITH ORDINALITY AS x(c, i) ORDER BY i;
-    finished := COALESCE((SELECT jsonb_agg(jsonb_build_object('task_id', c, 'state', 'complete')
-                                           ORDER BY i)
-                          FROM unnest(completed) WITH ORDINALITY AS x(c, i)), '[]'::jsonb);
+    SELECT * INTO ok FROM tasker_succeed_steps(ids, task_ids, attempts, results);
+    enqueued := ok.enqueued;
+    finished := ok.finished;
+    ready := '{}';
+    IF cardinality(ok.skip) > 0 THEN
+        SELECT * INTO sk FROM tasker_skip(ok.skip);
+        ready := sk.ready;
+        finished := finished || tasker_close_steps(sk.closed);
+    END IF;
 END
 $$;

@@ -8,7 +8,7 @@ use super::{Error, Result};
 
 /// In dependency order: a function is created after the functions it calls in SQL-language
 /// bodies (PL/pgSQL bodies are resolved at call time, but keeping one order is simplest).
-pub(super) const FUNCTIONS: [(&str, &str); 19] = [
+pub(super) const FUNCTIONS: [(&str, &str); 27] = [
     (
         "tasker_retry_delay_ms",
         include_str!("../../sql/tasker_retry_delay_ms.sql"),
@@ -63,12 +63,36 @@ pub(super) const FUNCTIONS: [(&str, &str); 19] = [
         include_str!("../../sql/tasker_close_steps.sql"),
     ),
     (
-        "tasker_complete_steps",
-        include_str!("../../sql/tasker_complete_steps.sql"),
+        "tasker_succeed_steps",
+        include_str!("../../sql/tasker_succeed_steps.sql"),
     ),
     (
         "tasker_apply_successes",
         include_str!("../../sql/tasker_apply_successes.sql"),
+    ),
+    (
+        "tasker_judge_results",
+        include_str!("../../sql/tasker_judge_results.sql"),
+    ),
+    (
+        "tasker_apply_run",
+        include_str!("../../sql/tasker_apply_run.sql"),
+    ),
+    (
+        "tasker_apply_retry",
+        include_str!("../../sql/tasker_apply_retry.sql"),
+    ),
+    (
+        "tasker_apply_failure",
+        include_str!("../../sql/tasker_apply_failure.sql"),
+    ),
+    (
+        "tasker_apply_shaped",
+        include_str!("../../sql/tasker_apply_shaped.sql"),
+    ),
+    (
+        "tasker_applied",
+        include_str!("../../sql/tasker_applied.sql"),
     ),
     (
         "tasker_apply_results",
@@ -77,6 +101,14 @@ pub(super) const FUNCTIONS: [(&str, &str); 19] = [
     (
         "tasker_create_task",
         include_str!("../../sql/tasker_create_task.sql"),
+    ),
+    (
+        "tasker_repair_target",
+        include_str!("../../sql/tasker_repair_target.sql"),
+    ),
+    (
+        "tasker_repair_resume",
+        include_str!("../../sql/tasker_repair_resume.sql"),
     ),
     ("tasker_repair", include_str!("../../sql/tasker_repair.sql")),
 ];

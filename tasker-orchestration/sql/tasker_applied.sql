@@ -1,0 +1,21 @@
+-- The answer of tasker_apply_results: what was accepted, ignored and rejected, and the messages
+-- of the steps it leaves to publish — those it enqueued already (tasker_dispatched) and those
+-- ready to enqueue now (tasker_dispatch).
+CREATE OR REPLACE FUNCTION tasker_applied(accepted int, ignored uuid[], rejected jsonb,
+                                          enqueued uuid[], ready uuid[], finished jsonb,
+                                          retries jsonb)
+RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+    sent jsonb := tasker_dispatched(enqueued);
+    sent_too jsonb;
+BEGIN
+    IF cardinality(ready) > 0 THEN
+        sent_too := tasker_dispatch(ready);
+        sent := jsonb_build_object('messages', (sent->'messages') || (sent_too->'messages'),
+                                   'deferred', (sent->'deferred') || (sent_too->'deferred'));
+    END IF;
+    RETURN jsonb_build_object('accepted', accepted, 'ignored', to_jsonb(ignored),
+                              'rejected', rejected, 'dispatch', sent, 'finished', finished,
+                              'retries', retries);
+END
+$$;

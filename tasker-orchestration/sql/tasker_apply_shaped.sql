@@ -1,0 +1,39 @@
+-- The success of a decision or a batchable step, whose result shapes the rest of its DAG: a
+-- result it cannot use (a decision naming no declared branch, a batchable step listing no
+-- batches) fails the step for good (tasker_apply_failure); otherwise a decision skips the branches
+-- it did not choose and a batchable step creates its batches (tasker_step_succeeded), before the
+-- step succeeds as a plain one does (tasker_succeed_steps): counted off its children (which wait
+-- for the batches) and its task. Returns what tasker_apply_failure does, plus `enqueued` (steps
+-- enqueued already).
+--
+-- The step (`st`) is locked and in flight with the attempt `r` reports.
+CREATE OR REPLACE FUNCTION tasker_apply_shaped(st steps, r jsonb, OUT enqueued uuid[],
+                                               OUT ready uuid[], OUT skip uuid[],
+                                               OUT closed uuid[], OUT finished jsonb)
+LANGUAGE plpgsql AS $$
+DECLARE
+    problem jsonb := tasker_result_problem(st.step_type, st.branches, r->'outcome'->'result');
+    fx record;
+    ok record;
+BEGIN
+    enqueued := '{}';
+    IF problem IS NOT NULL THEN
+        SELECT * INTO fx FROM tasker_apply_failure(st, jsonb_set(r, '{outcome}',
+            jsonb_build_object('status', 'failure', 'retryable', false, 'error', problem)));
+        ready := fx.ready;
+        skip := fx.skip;
+        closed := fx.closed;
+        finished := fx.finished;
+        RETURN;
+    END IF;
+    SELECT * INTO fx FROM tasker_step_succeeded(st.task_id, st.step_type, st.branches,
+                                                st.batch_spec, r->'outcome'->'result');
+    SELECT * INTO ok FROM tasker_succeed_steps(ARRAY[st.id], ARRAY[st.task_id],
+                                               ARRAY[st.attempt], ARRAY[r]);
+    enqueued := ok.enqueued;
+    ready := fx.ready;
+    skip := ok.skip;
+    closed := fx.closed;
+    finished := ok.finished;
+END
+$$;
