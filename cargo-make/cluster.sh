@@ -18,7 +18,8 @@
 #
 # The orchestrators require API tokens: an admin one for you and the CLI is in
 # .tasker/cluster/admin.token (`source .tasker/cluster/env`), and each language's workers run with
-# a token and a broker user of their own that reach only their namespace (cargo-make/identities.sh).
+# a token and a broker user of their own that reach only their namespace
+# (cargo-make/lib/identities.sh).
 #
 # A language's workers are skipped, with a warning, when its binding is not there
 # (workers/<lang>/conformance-worker missing) or when workers/<lang>/build.sh fails; the
@@ -301,8 +302,8 @@ cluster_start() {
 
   say "tokens and broker users"
   ORCH_URL="http://127.0.0.1:${ORCH_PORTS[0]}"
-  # shellcheck source=cargo-make/identities.sh
-  source cargo-make/identities.sh
+  # shellcheck source=cargo-make/lib/identities.sh
+  source "$ROOT/cargo-make/lib/identities.sh"
   make_identities "$STATE/cluster" {LOCK_FD}>&- || die "could not create the cluster's tokens and broker users"
 
   say "starting the instances"

@@ -7,7 +7,7 @@
 # It runs as a shared cluster should (docs/auth.md): the orchestrator requires API tokens; the
 # CLI uses an admin token (.tasker/demo/admin.token; `source .tasker/demo/env` to use it
 # yourself); each language's worker has a token and a broker user of its own that reach only its
-# namespace (cargo-make/identities.sh).
+# namespace (cargo-make/lib/identities.sh).
 #
 # Knobs (defaults in brackets):
 #   TASKER_ORCHESTRATOR_BIND [127.0.0.1:8080]   TASKER_WORKER_HEALTH_PORT [8100]
@@ -79,8 +79,8 @@ done
 cargo-make/services.sh stop-procs
 
 # Identities: the admin token the CLI uses, and each worker's token and broker user.
-# shellcheck source=cargo-make/identities.sh
-source cargo-make/identities.sh
+# shellcheck source=cargo-make/lib/identities.sh
+source "$ROOT/cargo-make/lib/identities.sh"
 make_identities "$TASKER_HOME/demo" || die "could not create the demo's tokens and broker users"
 TASKER_TOKEN="$(cat "$TASKER_HOME/demo/admin.token")"
 export TASKER_TOKEN
