@@ -18,7 +18,8 @@
 #
 # The orchestrators require API tokens: an admin one for you and the CLI is in
 # .tasker/cluster/admin.token (`source .tasker/cluster/env`), and each language's workers run with
-# a token and a broker user of their own that reach only their namespace (cargo-make/identities.sh).
+# a token and a broker user of their own that reach only their namespace
+# (cargo-make/lib/identities.sh).
 #
 # A language's workers are skipped, with a warning, when its binding is not there
 # (workers/<lang>/conformance-worker missing) or when workers/<lang>/build.sh fails; the
@@ -33,6 +34,12 @@
 #                               bindings' build.sh still run: they are idempotent)
 #   TASKER_BIN_DIR [${CARGO_TARGET_DIR:-target}/release]
 set -euo pipefail
+# shellcheck source=cargo-make/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+# shellcheck source=cargo-make/lib/processes.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/processes.sh"
+LOG_PREFIX="[cluster]"
+LOG_TAIL_PREFIX=""
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -55,43 +62,6 @@ STATE="$(cd "$STATE" && pwd)"
 RUN_DIR="$STATE/run"
 LOG_DIR="$STATE/logs/cluster"
 mkdir -p "$RUN_DIR" "$LOG_DIR"
-
-say() { printf '\n==> %s\n' "$*"; }
-log() { printf '[cluster] %s\n' "$*" >&2; }
-warn() { printf '[cluster] WARNING: %s\n' "$*" >&2; }
-die() { printf '[cluster] ERROR: %s\n' "$*" >&2; exit 1; }
-
-show_log_tail() {
-  printf -- '---- last 30 lines of %s ----\n' "$1" >&2
-  tail -n 30 "$1" >&2 2>/dev/null || true
-  printf -- '---- end of %s ----\n' "$1" >&2
-}
-
-port_open() { timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
-
-# Alive = exists and is not a zombie (same rule as services.sh: orphans may linger as zombies).
-pid_alive() {
-  [[ -n "$1" ]] && kill -0 "$1" 2>/dev/null || return 1
-  local stat
-  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
-  stat="${stat##*) }"
-  [[ "${stat:0:1}" != Z ]]
-}
-
-# The pid in a pid file, only if that process started before the file was written (a reused pid
-# belongs to somebody else and must never be signalled). Same rule as services.sh.
-pid_file_process() {
-  local file="$1" pid etimes started_at written_at
-  [[ -e "$file" ]] || return 1
-  pid="$(tr -dc '0-9' <"$file")"
-  pid_alive "$pid" || return 1
-  etimes="$(ps -o etimes= -p "$pid" 2>/dev/null | tr -d ' ')" || return 1
-  [[ -n "$etimes" ]] || return 1
-  started_at=$(($(date +%s) - etimes))
-  written_at="$(stat -c %Y "$file")"
-  ((started_at <= written_at + 2)) || return 1
-  echo "$pid"
-}
 
 # Is any non-zombie process left in process group $1? (Each instance leads its own session, so
 # its group also holds whatever a wrapper script spawned without exec.)
@@ -141,9 +111,8 @@ health_url_of() { echo "http://127.0.0.1:$2/health"; }
 # --------------------------------------------------------------------------------------------
 # stop-instances
 # --------------------------------------------------------------------------------------------
-take_lock() {
-  exec 8>"$RUN_DIR/cluster.lock"
-  flock -w 120 8 || die "another cluster.sh start/stop has held $RUN_DIR/cluster.lock for 2 minutes"
+take_cluster_lock() {
+  take_lock "$RUN_DIR/cluster.lock" 120 "another cluster.sh start/stop has held $RUN_DIR/cluster.lock for 2 minutes"
 }
 
 # TERM every cluster instance (their whole process groups) at once, wait up to 10 s for all, then
@@ -244,7 +213,7 @@ prepare_language() {
   if [[ -e "$dir/build.sh" ]]; then
     log "$lang: running $dir/build.sh (log $build_log, limit ${BUILD_TIMEOUT}s)"
     local rc=0 t0=$SECONDS
-    timeout "$BUILD_TIMEOUT" bash "$dir/build.sh" >"$build_log" 2>&1 </dev/null 8>&- || rc=$?
+    timeout "$BUILD_TIMEOUT" bash "$dir/build.sh" >"$build_log" 2>&1 </dev/null {LOCK_FD}>&- || rc=$?
     if ((rc != 0)); then
       show_log_tail "$build_log"
       if ((rc == 124)); then
@@ -268,50 +237,34 @@ prepare_language() {
 
 STARTED=()   # "name port" of every instance launched by this run
 
-# setsid: own session and process group (stopped as a group), outlives this script, and a Ctrl-C
-# here doesn't reach it. 8>&-: must not inherit the cluster lock.
+# start_instance NAME PORT COMMAND...: in the background (start_bg), without the cluster lock.
+# The log is named relative to the repository, where this script runs, when it lies inside it.
 start_instance() {
-  local name="$1" port="$2" pid_file log_file
+  local name="$1" port="$2" log_file
   shift 2
-  pid_file="$(pid_file_of "$name" "$port")"
   log_file="$(log_file_of "$name" "$port")"
-  setsid "$@" >"$log_file" 2>&1 </dev/null 8>&- &
-  echo "$!" >"$pid_file"
+  start_bg "$name-$port" "$(pid_file_of "$name" "$port")" "${log_file#"$ROOT"/}" "$@" {LOCK_FD}>&-
   STARTED+=("$name $port")
-  echo "started $name-$port (pid $!, log ${log_file#"$ROOT"/})"
 }
 
-start_failed() {
+cluster_start_failed() {
   log "$*"
   log "stopping the instances this run started"
   stop_instances || true
   die "cluster start failed: $*"
 }
 
-# Poll /health every 0.2 s until 2xx, bounded by TASKER_HEALTH_TIMEOUT; a process that dies
-# meanwhile fails at once, with its log.
-wait_healthy() {
-  local name="$1" port="$2" url pid log_file deadline=$((SECONDS + HEALTH_TIMEOUT))
-  url="$(health_url_of "$name" "$port")"
+# wait_instance NAME PORT: its /health answers (wait_healthy), or the whole start fails.
+wait_instance() {
+  local name="$1" port="$2" log_file
   log_file="$(log_file_of "$name" "$port")"
-  pid="$(tr -dc '0-9' <"$(pid_file_of "$name" "$port")")"
-  until curl -fsS -o /dev/null --max-time 2 "$url" 2>/dev/null; do
-    if ! pid_alive "$pid"; then
-      show_log_tail "$log_file"
-      start_failed "$name-$port exited during start-up (log $log_file)"
-    fi
-    if ((SECONDS >= deadline)); then
-      show_log_tail "$log_file"
-      start_failed "$name-$port not healthy at $url after ${HEALTH_TIMEOUT}s (log $log_file)"
-    fi
-    sleep 0.2
-  done
-  echo "$name-$port healthy ($url)"
+  wait_healthy "$name-$port" "$(health_url_of "$name" "$port")" "$(pid_file_of "$name" "$port")" "$log_file" \
+    || cluster_start_failed "$name-$port $UNHEALTHY (log $log_file)"
 }
 
-cmd_start() {
+cluster_start() {
   local t0=$SECONDS port lang
-  take_lock
+  take_cluster_lock
 
   # Replace a previous cluster (its ports, its old binaries), like the demo does.
   if compgen -G "$RUN_DIR/cluster-*.pid" >/dev/null; then
@@ -322,12 +275,12 @@ cmd_start() {
   check_ports_free "${ORCH_PORTS[@]}" "${WORKER_BASE_PORT[rust]}" $((WORKER_BASE_PORT[rust] + 1))
 
   say "starting PostgreSQL and RabbitMQ"
-  cargo-make/services.sh start 8>&-
+  cargo-make/services.sh start {LOCK_FD}>&-
   eval "$(cargo-make/services.sh env)"
 
   if [[ -z "${TASKER_CLUSTER_SKIP_BUILD:-}" ]]; then
     say "cargo build --release --workspace --bins"
-    cargo build --release --workspace --bins 8>&-
+    cargo build --release --workspace --bins {LOCK_FD}>&-
   fi
   local bin
   for bin in tasker-orchestrator tasker-worker-rust tasker; do
@@ -349,9 +302,9 @@ cmd_start() {
 
   say "tokens and broker users"
   ORCH_URL="http://127.0.0.1:${ORCH_PORTS[0]}"
-  # shellcheck source=cargo-make/identities.sh
-  source cargo-make/identities.sh
-  make_identities "$STATE/cluster" 8>&- || die "could not create the cluster's tokens and broker users"
+  # shellcheck source=cargo-make/lib/identities.sh
+  source "$ROOT/cargo-make/lib/identities.sh"
+  make_identities "$STATE/cluster" {LOCK_FD}>&- || die "could not create the cluster's tokens and broker users"
 
   say "starting the instances"
   STARTED=()
@@ -377,12 +330,12 @@ cmd_start() {
   local entry
   for entry in "${STARTED[@]}"; do
     # shellcheck disable=SC2086 # "name port"
-    wait_healthy $entry
+    wait_instance $entry
   done
   echo "${#STARTED[@]} instances healthy in $((SECONDS - t0))s"
 
   echo
-  cmd_status || true
+  cluster_status || true
   if ((${#skipped[@]} > 0)); then
     echo
     warn "started without the ${skipped[*]} workers (see the warnings above)"
@@ -411,7 +364,7 @@ worker_counters() {
   echo "$r $s $f"
 }
 
-cmd_status() {
+cluster_status() {
   local rc=0 running=0 name port pid_file pid state code url counters lang
   local fmt='%-22s %-5s %-8s %-34s %9s %10s %7s\n'
   # shellcheck disable=SC2059 # the format is ours
@@ -462,14 +415,14 @@ cmd_status() {
 # --------------------------------------------------------------------------------------------
 
 case "${1:-}" in
-  start) cmd_start ;;
-  status) cmd_status ;;
-  stop-instances) take_lock && stop_instances ;;
+  start) cluster_start ;;
+  status) cluster_status ;;
+  stop-instances) take_cluster_lock && stop_instances ;;
   stop)
-    take_lock
+    take_cluster_lock
     stop_instances
     # Then every other Tasker process with a pid file (the demo's), PostgreSQL and RabbitMQ.
-    cargo-make/services.sh stop 8>&-
+    cargo-make/services.sh stop {LOCK_FD}>&-
     ;;
   *)
     echo "usage: $0 start|status|stop|stop-instances" >&2

@@ -7,13 +7,19 @@
 # It runs as a shared cluster should (docs/auth.md): the orchestrator requires API tokens; the
 # CLI uses an admin token (.tasker/demo/admin.token; `source .tasker/demo/env` to use it
 # yourself); each language's worker has a token and a broker user of its own that reach only its
-# namespace (cargo-make/identities.sh).
+# namespace (cargo-make/lib/identities.sh).
 #
 # Knobs (defaults in brackets):
 #   TASKER_ORCHESTRATOR_BIND [127.0.0.1:8080]   TASKER_WORKER_HEALTH_PORT [8100]
 #   TASKER_HEALTH_TIMEOUT [60] seconds to wait for /health   TASKER_DEMO_TASK_TIMEOUT [120] per workflow
 #   TASKER_BIN_DIR [${CARGO_TARGET_DIR:-target}/release]   TASKER_DEMO_SKIP_BUILD=1 to use existing binaries
 set -euo pipefail
+# shellcheck source=cargo-make/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+# shellcheck source=cargo-make/lib/processes.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/processes.sh"
+LOG_PREFIX="demo:"
+LOG_TAIL_PREFIX=""
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -44,18 +50,10 @@ TASK_TIMEOUT="${TASKER_DEMO_TASK_TIMEOUT:-120}"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 BIN_DIR="${TASKER_BIN_DIR:-$TARGET_DIR/release}"
 
-say() { printf '\n==> %s\n' "$*"; }
-die() { printf 'demo: ERROR: %s\n' "$*" >&2; exit 1; }
 # A half-started system is no use: stop what we started, then fail.
 start_failed() {
   cargo-make/services.sh stop-procs || true
   die "$@"
-}
-
-show_log_tail() {
-  printf -- '---- last 30 lines of %s ----\n' "$1" >&2
-  tail -n 30 "$1" >&2 2>/dev/null || true
-  printf -- '---- end of %s ----\n' "$1" >&2
 }
 
 # Everything the demo needs (cargo-make/dependencies.txt), checked with dpkg-query and installed
@@ -81,60 +79,43 @@ done
 cargo-make/services.sh stop-procs
 
 # Identities: the admin token the CLI uses, and each worker's token and broker user.
-# shellcheck source=cargo-make/identities.sh
-source cargo-make/identities.sh
+# shellcheck source=cargo-make/lib/identities.sh
+source "$ROOT/cargo-make/lib/identities.sh"
 make_identities "$TASKER_HOME/demo" || die "could not create the demo's tokens and broker users"
 TASKER_TOKEN="$(cat "$TASKER_HOME/demo/admin.token")"
 export TASKER_TOKEN
 
 port_of() { echo "${1##*:}"; }
 for port in "$(port_of "$ORCH_BIND")" "$WORKER_HEALTH_PORT" "${LANGUAGES[@]#*:}"; do
-  if timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null; then
+  if port_open "$port"; then
     die "port $port is in use by another process; stop it or set TASKER_ORCHESTRATOR_BIND / TASKER_WORKER_HEALTH_PORT"
   fi
 done
 
-# setsid: own session, so a Ctrl-C during the submissions below doesn't take the servers down,
-# and they outlive this script. Output goes to files, never to cargo-make's pipes.
-start_bg() {
+# start_process NAME COMMAND...: in the background (start_bg: its own session, so a Ctrl-C during
+# the submissions below doesn't take the servers down, and they outlive this script), with
+# run/NAME.pid and logs/NAME.log.
+start_process() {
   local name="$1"
   shift
-  setsid "$@" >"$LOG_DIR/$name.log" 2>&1 </dev/null &
-  echo "$!" >"$RUN_DIR/$name.pid"
-  echo "started $name (pid $!, log $LOG_DIR/$name.log)"
+  start_bg "$name" "$RUN_DIR/$name.pid" "$LOG_DIR/$name.log" "$@"
 }
 
-# Poll /health every 0.2 s until it answers 2xx, bounded by TASKER_HEALTH_TIMEOUT, and check the
-# process is still alive between polls so a crash at start-up fails at once with its log.
-# (curl's own --retry-connrefused/--retry-delay backs off in whole seconds, 1 s, 2 s, 4 s..., and
-# cannot notice that the process died, which made a crash take ~10 s to report.)
-wait_healthy() {
-  local name="$1" url="$2" pid deadline=$((SECONDS + HEALTH_TIMEOUT))
-  pid="$(cat "$RUN_DIR/$name.pid")"
-  until curl -fsS -o /dev/null --max-time 2 "$url" 2>/dev/null; do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      show_log_tail "$LOG_DIR/$name.log"
-      start_failed "$name exited during start-up"
-    fi
-    if ((SECONDS >= deadline)); then
-      show_log_tail "$LOG_DIR/$name.log"
-      start_failed "$name not healthy at $url after ${HEALTH_TIMEOUT}s"
-    fi
-    sleep 0.2
-  done
-  echo "$name healthy ($url)"
+# wait_process NAME URL: its /health answers (wait_healthy), or everything stops.
+wait_process() {
+  wait_healthy "$1" "$2" "$RUN_DIR/$1.pid" "$LOG_DIR/$1.log" || start_failed "$1 $UNHEALTHY"
 }
 
 say "starting orchestrator and Rust worker"
 t0=$SECONDS
 # The orchestrator starts with no templates: each worker registers its own when it starts.
 export TASKER_WORKER__ORCHESTRATOR_URL="$ORCH_URL"
-start_bg orchestrator "$BIN_DIR/tasker-orchestrator" --bind "$ORCH_BIND"
-wait_healthy orchestrator "$ORCH_URL/health"
+start_process orchestrator "$BIN_DIR/tasker-orchestrator" --bind "$ORCH_BIND"
+wait_process orchestrator "$ORCH_URL/health"
 mapfile -t identity < <(worker_env rust)
-start_bg worker-rust env "${identity[@]}" "$BIN_DIR/tasker-worker-rust" \
+start_process worker-rust env "${identity[@]}" "$BIN_DIR/tasker-worker-rust" \
   --templates tests/fixtures/task_templates/rust --health-port "$WORKER_HEALTH_PORT"
-wait_healthy worker-rust "$WORKER_HEALTH_URL"
+wait_process worker-rust "$WORKER_HEALTH_URL"
 echo "both ready in $((SECONDS - t0))s"
 
 # One worker per FFI language: its build.sh installs what the language needs and builds the
@@ -148,12 +129,10 @@ for entry in "${LANGUAGES[@]}"; do
     start_failed "building the $lang binding failed"
   fi
   mapfile -t identity < <(worker_env "$lang")
-  start_bg "worker-$lang" env "${identity[@]}" "workers/$lang/conformance-worker" \
+  start_process "worker-$lang" env "${identity[@]}" "workers/$lang/conformance-worker" \
     --templates "tests/fixtures/task_templates/$lang" --health-port "$port"
-  wait_healthy "worker-$lang" "http://127.0.0.1:$port/health"
+  wait_process "worker-$lang" "http://127.0.0.1:$port/health"
 done
-
-now_ms() { local us="${EPOCHREALTIME//[!0-9]/}"; echo $((us / 1000)); }
 
 names=() results=() times=()
 failures=0

@@ -29,6 +29,10 @@
 #   TASKER_DEPS_SYSROOT  prefix for the system paths this script writes (policy-rc.d, the
 #                        createcluster drop-in, the lock file); for tests only
 set -euo pipefail
+# shellcheck source=cargo-make/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+LOG_PREFIX="[deps]"
+SINCE_CENTISECONDS=1
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$here/.." && pwd)"
@@ -39,18 +43,6 @@ LOG_FILE="$STATE/logs/deps.log"
 POLICY_RC="$SYSROOT/usr/sbin/policy-rc.d"
 CREATECLUSTER_DIR="$SYSROOT/etc/postgresql-common/createcluster.d"
 LOCK_FILE="$SYSROOT/var/lock/tasker-deps.lock"
-
-log() { printf '[deps] %s\n' "$*" >&2; }
-die() { printf '[deps] ERROR: %s\n' "$*" >&2; exit 1; }
-
-now_ms() { local us="${EPOCHREALTIME//[!0-9]/}"; echo $((us / 1000)); }
-since() { local ms=$(($(now_ms) - $1)); printf '%d.%02d s' $((ms / 1000)) $((ms % 1000 / 10)); }
-
-show_log_tail() {
-  printf '[deps] ---- last 20 lines of %s ----\n' "$LOG_FILE" >&2
-  tail -n 20 "$LOG_FILE" >&2 2>/dev/null || true
-  printf '[deps] ---- end of %s ----\n' "$LOG_FILE" >&2
-}
 
 # --------------------------------------------------------------------------------------------
 # The list
@@ -150,38 +142,35 @@ find_missing() {
 # Running apt-get
 # --------------------------------------------------------------------------------------------
 SUDO=()
-privileged() { [[ -n "${TASKER_SUDO+set}" || "$(id -u)" == 0 ]]; }
+privileged() { [[ -n "${TASKER_SUDO+set}" ]] || is_root; }
 
 # $1: the apt-get command line a user without root should run instead.
 need_apt() {
   if [[ -n "${TASKER_SUDO+set}" ]]; then
     read -ra SUDO <<<"$TASKER_SUDO"
-  elif [[ "$(id -u)" != 0 ]]; then
+  elif ! is_root; then
     die "not root, so not running apt-get. Run: sudo apt-get $1   (or set TASKER_SUDO=sudo to let the scripts do it)"
   fi
   command -v apt-get >/dev/null || die "no apt-get on this machine; do by hand what this would do: apt-get $1"
 }
 
-LOCK_FD=""
-take_lock() {
+# One install or removal at a time per machine (take_lock leaves the descriptor in LOCK_FD).
+take_deps_lock() {
   local file="$LOCK_FILE"
   mkdir -p "$(dirname "$file")" 2>/dev/null || true
   if [[ ! -w "$file" ]] && [[ -e "$file" || ! -w "$(dirname "$file")" ]]; then
     file="$STATE/run/deps.lock"   # somebody else's lock file we cannot open: lock per checkout
     mkdir -p "$STATE/run"
   fi
-  exec {LOCK_FD}>>"$file"
-  if ! flock -n "$LOCK_FD"; then
-    log "waiting for another install or removal to finish (lock $file) ..."
-    flock -w 1800 "$LOCK_FD" || die "$file has been locked for 30 minutes"
-  fi
+  take_lock "$file" 1800 "$file has been locked for 30 minutes" \
+    "waiting for another install or removal to finish (lock $file) ..."
 }
 
 MADE_POLICY=""
-cleanup() {
+remove_policy_rc() {
   if [[ -n "$MADE_POLICY" ]]; then "${SUDO[@]}" rm -f "$POLICY_RC" || true; fi
 }
-trap cleanup EXIT
+trap remove_policy_rc EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -256,7 +245,7 @@ cmd_ensure() {
   fi
   ((${#MISSING_APT[@]} == 0)) || need_apt "install -y ${MISSING_APT[*]}"
   mkdir -p "$(dirname "$LOG_FILE")"
-  take_lock
+  take_deps_lock
   find_missing   # again: another run may have installed some while we waited for the lock
   local done_list=("${MISSING_APT[@]}" "${MISSING_CRATES[@]}")
   if ((${#MISSING_APT[@]})); then
@@ -266,12 +255,12 @@ cmd_ensure() {
     done
     log "installing ${MISSING_APT[*]} with apt-get (log $LOG_FILE) ..."
     t="$(now_ms)"
-    apt_run update || { show_log_tail; die "apt-get update failed; nothing installed (needed: ${MISSING_APT[*]})"; }
+    apt_run update || { show_log_tail "$LOG_FILE" 20; die "apt-get update failed; nothing installed (needed: ${MISSING_APT[*]})"; }
     log "apt-get update in $(since "$t")"
     for name in "${MISSING_APT[@]}"; do
       t="$(now_ms)"
       apt_run install --no-install-recommends "$name" \
-        || { show_log_tail; die "could not install $name: apt-get install $name failed (log $LOG_FILE)"; }
+        || { show_log_tail "$LOG_FILE" 20; die "could not install $name: apt-get install $name failed (log $LOG_FILE)"; }
       dpkg_installed "$name" || die "could not install $name: apt-get succeeded but dpkg-query says: $(dpkg_status "$name")"
       log "installed $name in $(since "$t")"
     done
@@ -282,7 +271,7 @@ cmd_ensure() {
     t="$(now_ms)"
     printf '\n[%s] cargo install --locked %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$name" >>"$LOG_FILE"
     cargo install --locked "$name" </dev/null >>"$LOG_FILE" 2>&1 {LOCK_FD}>&- \
-      || { show_log_tail; die "could not install $name: cargo install --locked $name failed (log $LOG_FILE)"; }
+      || { show_log_tail "$LOG_FILE" 20; die "could not install $name: cargo install --locked $name failed (log $LOG_FILE)"; }
     log "installed $name in $(since "$t")"
   done
   log "$*: installed ${done_list[*]:-nothing (another run just did)} in $(since "$started")"
@@ -312,23 +301,23 @@ cmd_remove() {
   if ((${#purge[@]})) || privileged; then
     need_apt "purge -y ${purge[*]} && sudo apt-get autoremove --purge -y"
     guard_running "${purge[@]}"
-    take_lock
+    take_deps_lock
     block_services
     local before removed_others
     before="$(installed_count)"
     t="$(now_ms)"
     if ((${#purge[@]})); then
-      apt_run purge "${purge[@]}" || { show_log_tail; die "apt-get purge ${purge[*]} failed (log $LOG_FILE)"; }
+      apt_run purge "${purge[@]}" || { show_log_tail "$LOG_FILE" 20; die "apt-get purge ${purge[*]} failed (log $LOG_FILE)"; }
     fi
-    apt_run autoremove --purge || { show_log_tail; die "apt-get autoremove --purge failed (log $LOG_FILE)"; }
+    apt_run autoremove --purge || { show_log_tail "$LOG_FILE" 20; die "apt-get autoremove --purge failed (log $LOG_FILE)"; }
     removed_others=$((before - $(installed_count) - ${#purge[@]}))
     ((removed_others >= 0)) || removed_others=0
     log "removed ${purge[*]:-none of the listed packages} and $removed_others packages they had pulled in, in $(since "$t")"
   fi
   for name in "${crates[@]}"; do
     t="$(now_ms)"
-    [[ -n "$LOCK_FD" ]] || take_lock
-    cargo uninstall "$name" >>"$LOG_FILE" 2>&1 || { show_log_tail; die "cargo uninstall $name failed"; }
+    [[ -n "$LOCK_FD" ]] || take_deps_lock
+    cargo uninstall "$name" >>"$LOG_FILE" 2>&1 || { show_log_tail "$LOG_FILE" 20; die "cargo uninstall $name failed"; }
     log "removed crate $name (cargo uninstall) in $(since "$t")"
   done
   if [[ -n "$clear_caches" ]]; then
@@ -340,11 +329,11 @@ cmd_remove() {
   log "removal done in $(since "$started")"
 }
 
-usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
+show_help() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
 
 case "${1:-}" in
   "" | -h | --help)
-    usage
+    show_help
     [[ -n "${1:-}" ]] || exit 2
     ;;
   --remove)

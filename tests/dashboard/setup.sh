@@ -5,7 +5,9 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-log() { echo "[dashboard] $*" >&2; }
+# shellcheck source=cargo-make/lib/common.sh
+source "$root/cargo-make/lib/common.sh"
+LOG_PREFIX="[dashboard]"
 
 "$root/cargo-make/ensure-deps.sh" browser typescript
 command -v npm >/dev/null || { log "npm is required"; exit 1; }

@@ -7,7 +7,9 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
-log() { echo "[typescript] $*" >&2; }
+# shellcheck source=cargo-make/lib/common.sh
+source "$root/cargo-make/lib/common.sh"
+LOG_PREFIX="[typescript]"
 
 # The "typescript" group of cargo-make/dependencies.txt: Debian's nodejs and npm, installed only
 # when dpkg lacks them and `node` / `npm` are not there otherwise (NodeSource's count).
@@ -53,6 +55,7 @@ if [[ -n "$node_file" && "${libc,,}" != *musl* ]]; then
 else
   # Elsewhere napi names the file for the platform as index.js looks for it (Node >= 20.17).
   npx --no-install napi build --platform --release --package tasker-node >/dev/null
+  # shellcheck disable=SC2012 # napi's own file names: no spaces or newlines to trip over
   node_file="$(ls -t tasker-node.*.node | head -1)"
 fi
 # Symbols triple the size of what npm pack ships. (Stripping the copy, not through the release

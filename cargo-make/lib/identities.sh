@@ -14,7 +14,8 @@
 #   worker_env L   prints the `env` arguments that start L's worker with its identity.
 #
 # Each run replaces the tokens and passwords of the run before (tokens of the same name are
-# revoked first). Needs BIN_DIR (the release binaries), DATABASE_URL, AMQP_URL and ORCH_URL.
+# revoked first). Needs BIN_DIR (the release binaries), DATABASE_URL, AMQP_URL and ORCH_URL, and
+# the repository root as the current folder (both callers run there).
 
 declare -A IDENTITY_TOKEN=() IDENTITY_AMQP=()
 
@@ -30,7 +31,7 @@ identity_token() {
 }
 
 make_identities() {
-  local dir="$1" lang users=() line name url admin
+  local dir="$1" lang users=() name url admin
   mkdir -p "$dir"
   chmod 700 "$dir"
   admin="$(identity_token admin admin)" || return 1
