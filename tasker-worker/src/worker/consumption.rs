@@ -1,0 +1,391 @@
+//! One broker session's consumption: the steps in flight, their deadlines, and one method per
+//! event of the session's loop — steps delivered, a handler started or finished or left a step
+//! unstarted, a deadline passed, stopping began.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use chrono::Utc;
+use tokio::sync::mpsc;
+use tokio_util::time::{DelayQueue, delay_queue};
+
+use tasker_broker::{BasicAckOptions, BasicNackOptions, DeadLetters, Delivery, Stopper};
+use tasker_shared::message::decode_batch;
+use tasker_shared::{Outcome, StepError, StepMessage, StepResult};
+use tasker_telemetry::{Span, attr};
+
+use super::Worker;
+use super::outcome::{queue_timed_out, run_deadline, storable};
+use super::publish::{Carrier, Publish};
+use crate::host::{Completion, CompletionSink, Job, Report, timed_out};
+use crate::metrics as m;
+use crate::references::{ParentSource, References};
+
+/// The state of one session's consumption.
+pub(super) struct Consumption<'w> {
+    worker: &'w Worker,
+    sink: CompletionSink,
+    dead: DeadLetters,
+    /// Finished results, to the publisher.
+    results: mpsc::UnboundedSender<Publish>,
+    in_flight: HashMap<u64, InFlight>,
+    /// Each started job's run deadline.
+    pub deadlines: DelayQueue<u64>,
+    next_job: u64,
+    /// Set once stopping: no step is taken any more, and the session ends when the running
+    /// ones have reported (or at this instant, the shutdown timeout).
+    pub draining: Option<tokio::time::Instant>,
+}
+
+impl<'w> Consumption<'w> {
+    pub fn new(
+        worker: &'w Worker,
+        sink: CompletionSink,
+        dead: DeadLetters,
+        results: mpsc::UnboundedSender<Publish>,
+    ) -> Self {
+        Self {
+            worker,
+            sink,
+            dead,
+            results,
+            in_flight: HashMap::new(),
+            deadlines: DelayQueue::new(),
+            next_job: 0,
+            draining: None,
+        }
+    }
+
+    /// Stopping and nothing left running: the session may end.
+    pub fn drained(&self) -> bool {
+        self.draining.is_some() && self.in_flight.is_empty()
+    }
+
+    pub fn running(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Stopping begins: no more steps are taken (the consumers are cancelled, the host told),
+    /// and running handlers get the shutdown timeout to finish.
+    pub async fn stop(&mut self, stoppers: &[Stopper]) {
+        let timeout = self.worker.options.shutdown_timeout;
+        self.draining = Some(tokio::time::Instant::now() + timeout);
+        tracing::info!(
+            running = self.in_flight.len(),
+            ?timeout,
+            "stopping: taking no more steps, letting running handlers finish"
+        );
+        for s in stoppers {
+            let _ = s.stop().await;
+        }
+        self.worker.host.drain(&self.sink);
+    }
+
+    /// What the host reported about a job.
+    pub fn report(&mut self, report: Report) {
+        let stats = &self.worker.stats;
+        match report {
+            Report::Started(job) => {
+                // The core enforces the deadline for every host, counted from the handler's
+                // start, a little after the host's own timeout so a host that reports in time
+                // always wins.
+                if let Some(f) = self.in_flight.get_mut(&job)
+                    && f.deadline.is_none()
+                {
+                    f.deadline = Some(self.deadlines.insert(job, run_deadline(f.step.timeout_ms)));
+                    f.span = f.step.span("tasker.step.handler", None);
+                    stats.running.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Report::Done(c) => self.finish(c),
+            Report::Unstarted(job) => {
+                // Its message is never acknowledged: the broker gives it to another worker once
+                // this connection closes.
+                if let Some(f) = self.in_flight.remove(&job)
+                    && let Some(key) = &f.deadline
+                {
+                    self.deadlines.try_remove(key);
+                    stats.running.fetch_sub(1, Ordering::Relaxed);
+                }
+                stats
+                    .in_flight
+                    .store(self.in_flight.len() as u64, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// A started job outlived its deadline: it fails (retryably) whatever its handler does later.
+    pub fn expire(&mut self, job: u64) {
+        if let Some(f) = self.in_flight.get(&job) {
+            let outcome = timed_out(f.step.timeout_ms);
+            let now = Utc::now();
+            self.finish(Completion {
+                job,
+                outcome,
+                started_at: now,
+                finished_at: now,
+            });
+        }
+    }
+
+    /// Step messages delivered: each step becomes a job handed to the host (after what it
+    /// carries by reference is fetched), or, too late to start, fails at once; a malformed
+    /// message goes to the dead letters. While stopping, they go back to their queues.
+    pub async fn take<E>(
+        &mut self,
+        batch: Vec<Result<Delivery, E>>,
+    ) -> Result<(), tasker_broker::Error>
+    where
+        tasker_broker::Error: From<E>,
+    {
+        if self.draining.is_some() {
+            // Already on its way when the consumers stopped: back to the queue.
+            for delivery in batch.into_iter().flatten() {
+                let requeue = BasicNackOptions {
+                    requeue: true,
+                    ..Default::default()
+                };
+                let _ = delivery.nack(requeue).await;
+            }
+            return Ok(());
+        }
+        ::metrics::histogram!(m::CONSUME_BATCH_SIZE.name).record(batch.len() as f64);
+        let mut jobs = Vec::with_capacity(batch.len());
+        for delivery in batch {
+            let Some(messages) = self.read(delivery?).await? else {
+                continue;
+            };
+            let (delivery, messages) = messages;
+            let carrier = Arc::new(Carrier {
+                delivery,
+                open: AtomicUsize::new(messages.len()),
+            });
+            for message in messages {
+                if let Some(job) = self.accept(&carrier, message) {
+                    jobs.push(job);
+                }
+            }
+        }
+        let stats = &self.worker.stats;
+        stats
+            .received
+            .fetch_add(jobs.len() as u64, Ordering::Relaxed);
+        ::metrics::counter!(m::STEPS_RECEIVED.name).increment(jobs.len() as u64);
+        stats
+            .in_flight
+            .store(self.in_flight.len() as u64, Ordering::Relaxed);
+        if !jobs.is_empty() {
+            ::metrics::histogram!(m::HOST_BATCH_SIZE.name).record(jobs.len() as f64);
+            self.worker.host.submit(jobs, &self.sink);
+        }
+        Ok(())
+    }
+
+    /// The steps a message carries; `None` when there is nothing to run (an empty message,
+    /// acknowledged; a malformed one, dead-lettered).
+    async fn read(
+        &self,
+        delivery: Delivery,
+    ) -> Result<Option<(Delivery, Vec<StepMessage>)>, tasker_broker::Error> {
+        match decode_batch::<StepMessage>(&delivery.data) {
+            Ok(m) if !m.is_empty() => Ok(Some((delivery, m))),
+            Ok(_) => {
+                delivery.ack(BasicAckOptions::default()).await?;
+                Ok(None)
+            }
+            Err(e) => {
+                self.worker.stats.malformed.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(error = %e, "malformed step message; dead-lettering it");
+                self.dead
+                    .bury(&delivery, &format!("malformed step message: {e}"))
+                    .await?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// One step of a message, in flight from now on: the job to hand to the host now, if any
+    /// (a step past its queue timeout fails at once; one carrying references is handed over
+    /// once they are fetched).
+    fn accept(&mut self, carrier: &Arc<Carrier>, message: StepMessage) -> Option<Job> {
+        self.next_job += 1;
+        let job = self.next_job;
+        tracing::debug!(step = %message.step_id, name = %message.step_name, attempt = message.attempt, "step received");
+        let late = queue_timed_out(&message, Utc::now());
+        self.in_flight.insert(
+            job,
+            InFlight {
+                carrier: carrier.clone(),
+                step: Attempt::from(&message),
+                deadline: None,
+                span: None,
+            },
+        );
+        if let Some(outcome) = late {
+            // Too late to start: report it without running the handler.
+            let now = Utc::now();
+            self.finish(Completion {
+                job,
+                outcome,
+                started_at: now,
+                finished_at: now,
+            });
+            return None;
+        }
+        if References::needed(&message) {
+            self.resolve_then_submit(Job::new(job, message));
+            return None;
+        }
+        Some(Job::new(job, message))
+    }
+
+    /// Fetches what the job's message carries by reference, then hands it to the host; if the
+    /// orchestrator cannot answer, the attempt fails retryably.
+    fn resolve_then_submit(&self, mut job: Job) {
+        let (references, host, sink) = (
+            self.worker.references.clone(),
+            self.worker.host.clone(),
+            self.sink.clone(),
+        );
+        tokio::spawn(async move {
+            match references.resolve(&mut job.message).await {
+                Ok(()) => {
+                    if job.message.parent_results_by_reference {
+                        let m = &job.message;
+                        job.parents = Some(ParentSource::new(references, m.task_id, m.step_id));
+                    }
+                    host.submit(vec![job], &sink)
+                }
+                Err(e) => {
+                    let now = Utc::now();
+                    sink.complete(Completion {
+                        job: job.id,
+                        outcome: Outcome::failure(
+                            StepError::new(
+                                "reference_unavailable",
+                                format!("cannot fetch the step's context or parent results from the orchestrator: {e}"),
+                            ),
+                            true,
+                        ),
+                        started_at: now,
+                        finished_at: now,
+                    });
+                }
+            }
+        });
+    }
+
+    /// A job's outcome: counted, checked to be storable, and handed to the publisher.
+    fn finish(&mut self, c: Completion) {
+        let stats = &self.worker.stats;
+        let Some(f) = self.in_flight.remove(&c.job) else {
+            return;
+        };
+        if let Some(key) = &f.deadline {
+            self.deadlines.try_remove(key);
+            stats.running.fetch_sub(1, Ordering::Relaxed);
+            let ran = (c.finished_at - c.started_at).to_std().unwrap_or_default();
+            ::metrics::histogram!(m::HANDLER_DURATION.name).record(ran.as_secs_f64());
+        }
+        if let Outcome::Failure { error, .. } = &c.outcome
+            && error.kind == "timeout"
+        {
+            ::metrics::counter!(m::STEPS_TIMED_OUT.name).increment(1);
+        }
+        let outcome = storable(c.outcome, self.worker.options.max_result_bytes);
+        match &outcome {
+            Outcome::Success { .. } => {
+                stats.succeeded.fetch_add(1, Ordering::Relaxed);
+                ::metrics::counter!(m::STEPS_SUCCEEDED.name).increment(1);
+            }
+            Outcome::Failure { .. } => {
+                stats.failed.fetch_add(1, Ordering::Relaxed);
+                ::metrics::counter!(m::STEPS_FAILED.name).increment(1);
+            }
+        };
+        stats
+            .in_flight
+            .store(self.in_flight.len() as u64, Ordering::Relaxed);
+        // The handler's span ends with its outcome; the result's span is its child (or, for a
+        // step no handler started, the dispatch span's) and ends once the broker confirms.
+        if let Some(span) = &f.span {
+            match &outcome {
+                Outcome::Success { .. } => span.set(attr("tasker.outcome", "success")),
+                Outcome::Failure {
+                    error, retryable, ..
+                } => {
+                    let kind = if *retryable { "retryable" } else { "permanent" };
+                    span.set(attr("tasker.outcome", kind));
+                    span.set(attr("tasker.error.kind", error.kind.clone()));
+                    span.fail(error.message.clone());
+                }
+            }
+        }
+        let published = f.step.span("tasker.step.result", f.span.as_ref());
+        let result = StepResult {
+            task_id: f.step.task_id,
+            step_id: f.step.step_id,
+            attempt: f.step.attempt,
+            outcome,
+            started_at: c.started_at,
+            finished_at: c.finished_at,
+            worker: self.worker.options.name.clone(),
+            traceparent: published.as_ref().map(Span::traceparent),
+        };
+        let _ = self.results.send((f.carrier, result, published));
+    }
+}
+
+struct InFlight {
+    carrier: Arc<Carrier>,
+    step: Attempt,
+    /// Armed when a handler starts the job.
+    deadline: Option<delay_queue::Key>,
+    /// The handler's span, from its start (tracing on).
+    span: Option<Span>,
+}
+
+/// What the core keeps of a job while a handler has it (the message itself went to the host).
+struct Attempt {
+    task_id: uuid::Uuid,
+    step_id: uuid::Uuid,
+    attempt: u32,
+    timeout_ms: u64,
+    /// The step's trace context and name, when it was dispatched with tracing on.
+    trace: Option<Box<(String, String)>>,
+}
+
+impl From<&StepMessage> for Attempt {
+    fn from(m: &StepMessage) -> Self {
+        Attempt {
+            task_id: m.task_id,
+            step_id: m.step_id,
+            attempt: m.attempt,
+            timeout_ms: m.timeout_ms,
+            trace: m
+                .traceparent
+                .clone()
+                .map(|t| Box::new((t, m.step_name.clone()))),
+        }
+    }
+}
+
+impl Attempt {
+    /// A span of this attempt, a child of `parent` (else of its dispatch span); `None` when
+    /// the step came without trace context.
+    fn span(&self, name: &'static str, parent: Option<&Span>) -> Option<Span> {
+        let trace = self.trace.as_deref()?;
+        let parent = parent.map_or_else(|| trace.0.clone(), Span::traceparent);
+        Span::start(
+            name,
+            Some(&parent),
+            vec![
+                attr("tasker.task_id", self.task_id.to_string()),
+                attr("tasker.step_id", self.step_id.to_string()),
+                attr("tasker.step", trace.1.clone()),
+                attr("tasker.attempt", i64::from(self.attempt)),
+            ],
+        )
+    }
+}
