@@ -2,9 +2,10 @@
 //! of a new task's steps, the task and step state vocabulary with its transition tables, the
 //! messages exchanged over the broker, and configuration.
 //!
-//! Every other crate builds on these types; nothing here opens a socket or a file handle except
-//! [`template::load_dir`], which reads template files from disk, and [`logging::init`], which
-//! sets up every process's log output the same way.
+//! Every other crate builds on these types. Nothing here opens a socket. What reads from outside
+//! the process is named: [`config`] reads its TOML file and the environment, [`template::load_dir`]
+//! template files, [`tls`] certificate files, [`config::process_name`] the host name; and
+//! [`logging::init`] sets up every process's log output the same way.
 
 pub mod api;
 pub mod config;

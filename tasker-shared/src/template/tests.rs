@@ -1,4 +1,7 @@
+use std::path::Path;
+
 use super::*;
+use crate::RetryPolicy;
 use serde_json::json;
 
 const DIAMOND: &str = "\

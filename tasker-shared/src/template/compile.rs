@@ -1,0 +1,216 @@
+//! A parsed template checked as a whole and compiled: its fields and steps, its graph (known
+//! dependencies, no cycle), decisions and their branches, batchable steps and their workers, and
+//! its context schema.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::checks::{check_identifier, check_policy, check_text};
+use super::positions::StepLines;
+use super::{Error, ErrorKind, FailurePolicy, Loaded, StepType, TaskTemplate, limits};
+use crate::dag::{self, Dag};
+
+/// Where problems are reported: the file, and each step's line in it.
+struct At<'a> {
+    file: &'a str,
+    lines: &'a StepLines,
+}
+
+impl At<'_> {
+    fn err(&self, line: Option<usize>, kind: ErrorKind) -> Error {
+        Error {
+            file: self.file.to_owned(),
+            line,
+            kind,
+        }
+    }
+
+    /// A problem of step `i` (called `name`), on its line.
+    fn step(&self, name: &str, i: usize, kind: ErrorKind) -> Error {
+        self.err(self.lines.line(name, i), kind)
+    }
+}
+
+impl TaskTemplate {
+    pub(super) fn compile(self, file: &str, lines: &StepLines) -> Result<Loaded, Error> {
+        let at = At { file, lines };
+        self.check_header().map_err(|k| at.err(None, k))?;
+        let first_seen = self.check_steps(&at)?;
+        let dag = self.graph(&at, &first_seen)?;
+        self.check_branches(&at, &dag, &first_seen)?;
+        self.check_batches(&at, &dag)?;
+        let schema = match &self.context_schema {
+            None => None,
+            Some(schema) => Some(Arc::new(
+                jsonschema::validator_for(schema)
+                    .map_err(|e| at.err(None, ErrorKind::ContextSchema(e.to_string())))?,
+            )),
+        };
+        Ok(Loaded {
+            template: self,
+            dag,
+            schema,
+            source: PathBuf::from(file),
+        })
+    }
+
+    /// The task's own fields: its identifiers, the number of its steps, its description, its
+    /// context schema's shape.
+    fn check_header(&self) -> Result<(), ErrorKind> {
+        for (field, value) in [
+            ("namespace", &self.namespace),
+            ("name", &self.name),
+            ("version", &self.version),
+        ] {
+            check_identifier(field, value)?;
+        }
+        if self.steps.is_empty() {
+            return Err(ErrorKind::NoSteps);
+        }
+        if self.steps.len() > limits::MAX_STEPS {
+            return Err(ErrorKind::InvalidField {
+                field: "steps".into(),
+                problem: format!(
+                    "at most {} steps per template (got {})",
+                    limits::MAX_STEPS,
+                    self.steps.len()
+                ),
+            });
+        }
+        if let Some(d) = &self.description {
+            check_text("description", d)?;
+        }
+        if let Some(schema) = &self.context_schema
+            && let Err(problem) = crate::json_check::check(schema, crate::json_check::MAX_DEPTH)
+        {
+            return Err(ErrorKind::InvalidField {
+                field: "context_schema".into(),
+                problem: problem.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Each step on its own: its name (once), its handler, its policies. Returns each name's
+    /// index.
+    fn check_steps(&self, at: &At<'_>) -> Result<HashMap<&str, usize>, Error> {
+        let mut first_seen: HashMap<&str, usize> = HashMap::new();
+        for (i, step) in self.steps.iter().enumerate() {
+            let problem = |kind| at.step(&step.name, i, kind);
+            check_identifier("step name", &step.name).map_err(problem)?;
+            if step.handler.trim().is_empty() {
+                return Err(problem(ErrorKind::InvalidField {
+                    field: format!("steps.{}.handler", step.name),
+                    problem: "must not be empty".into(),
+                }));
+            }
+            if let Some(&first) = first_seen.get(step.name.as_str()) {
+                return Err(problem(ErrorKind::DuplicateStep {
+                    name: step.name.clone(),
+                    first_line: at.lines.line(&step.name, first).unwrap_or(0),
+                }));
+            }
+            first_seen.insert(&step.name, i);
+            check_policy(step).map_err(problem)?;
+        }
+        Ok(first_seen)
+    }
+
+    /// The steps' graph: every dependency a known step, no cycle.
+    fn graph(&self, at: &At<'_>, first_seen: &HashMap<&str, usize>) -> Result<Dag, Error> {
+        Dag::build(
+            self.steps
+                .iter()
+                .map(|s| (s.name.as_str(), s.depends_on.iter().map(String::as_str))),
+        )
+        .map_err(|e| match e {
+            dag::Error::UnknownDependency { step, dependency } => {
+                let i = first_seen[step.as_str()];
+                at.step(
+                    &step.clone(),
+                    i,
+                    ErrorKind::UnknownDependency { step, dependency },
+                )
+            }
+            dag::Error::Cycle(cycle) => at.err(None, ErrorKind::Cycle(cycle)),
+        })
+    }
+
+    /// Decisions declare branches, each a step that depends on the decision; no other step
+    /// declares any.
+    fn check_branches(
+        &self,
+        at: &At<'_>,
+        dag: &Dag,
+        first_seen: &HashMap<&str, usize>,
+    ) -> Result<(), Error> {
+        for (i, step) in self.steps.iter().enumerate() {
+            let name = || step.name.clone();
+            let problem = |kind| Err(at.step(&step.name, i, kind));
+            match step.step_type {
+                StepType::Decision if step.branches.is_empty() => {
+                    return problem(ErrorKind::DecisionWithoutBranches { step: name() });
+                }
+                StepType::Decision => {
+                    for branch in &step.branches {
+                        let Some(&b) = first_seen.get(branch.as_str()) else {
+                            return problem(ErrorKind::UnknownBranch {
+                                step: name(),
+                                branch: branch.clone(),
+                            });
+                        };
+                        if !dag.parents(b).contains(&i) {
+                            return problem(ErrorKind::BranchNotChild {
+                                step: name(),
+                                branch: branch.clone(),
+                            });
+                        }
+                    }
+                }
+                _ if !step.branches.is_empty() => {
+                    return problem(ErrorKind::BranchesOnNonDecision { step: name() });
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// A batch worker depends on exactly one batchable step, which has exactly one batch
+    /// worker; only a batch worker may say `on_failure: continue`.
+    fn check_batches(&self, at: &At<'_>, dag: &Dag) -> Result<(), Error> {
+        let kind_of = |j: usize| self.steps[j].step_type;
+        for (i, step) in self.steps.iter().enumerate() {
+            let name = || step.name.clone();
+            let problem = |kind| Err(at.step(&step.name, i, kind));
+            if step.on_failure != FailurePolicy::FailTask && step.step_type != StepType::BatchWorker
+            {
+                return problem(ErrorKind::FailurePolicyOnNonBatch { step: name() });
+            }
+            match step.step_type {
+                StepType::BatchWorker => {
+                    let parents = dag.parents(i);
+                    if parents.len() != 1 || kind_of(parents[0]) != StepType::Batchable {
+                        return problem(ErrorKind::BatchWorkerParent { step: name() });
+                    }
+                }
+                StepType::Batchable => {
+                    let found = dag
+                        .children(i)
+                        .iter()
+                        .filter(|&&c| kind_of(c) == StepType::BatchWorker)
+                        .count();
+                    if found != 1 {
+                        return problem(ErrorKind::BatchableChildren {
+                            step: name(),
+                            found,
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}

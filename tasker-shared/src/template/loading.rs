@@ -1,0 +1,64 @@
+//! Templates from a folder: every `*.yaml` / `*.yml` below it, loaded and checked together.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::{Error, ErrorKind, Loaded, TaskTemplate};
+
+/// Loads every `*.yaml` / `*.yml` template below `dir`, sorted by path. The first invalid file
+/// fails the whole load, as does the same `namespace/name@version` in two files.
+pub fn load_dir(dir: &Path) -> Result<Vec<Loaded>, Error> {
+    let mut files = Vec::new();
+    collect_yaml(dir, &mut files).map_err(|e| Error {
+        file: dir.display().to_string(),
+        line: None,
+        kind: ErrorKind::Io(e.to_string()),
+    })?;
+    files.sort();
+    let mut loaded: Vec<Loaded> = Vec::with_capacity(files.len());
+    let mut seen: HashMap<String, PathBuf> = HashMap::new();
+    for file in files {
+        let label = file.display().to_string();
+        let src = std::fs::read_to_string(&file).map_err(|e| Error {
+            file: label.clone(),
+            line: None,
+            kind: ErrorKind::Io(e.to_string()),
+        })?;
+        let mut t = TaskTemplate::load(&src, &label)?;
+        t.source = file.clone();
+        let key = t.template.key();
+        if let Some(first) = seen.insert(key.clone(), file) {
+            return Err(Error {
+                file: label,
+                line: None,
+                kind: ErrorKind::DuplicateTemplate(format!("{key} (also in {})", first.display())),
+            });
+        }
+        loaded.push(t);
+    }
+    Ok(loaded)
+}
+
+/// The distinct namespaces of `templates`, sorted: the step queues a worker for them consumes.
+pub fn namespaces(templates: &[Loaded]) -> Vec<String> {
+    let set: std::collections::BTreeSet<&str> = templates
+        .iter()
+        .map(|t| t.template.namespace.as_str())
+        .collect();
+    set.into_iter().map(str::to_owned).collect()
+}
+
+fn collect_yaml(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            collect_yaml(&path, out)?;
+        } else if matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml")
+        ) {
+            out.push(path);
+        }
+    }
+    Ok(())
+}

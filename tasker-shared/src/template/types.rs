@@ -1,0 +1,193 @@
+//! What a template says: the task, its steps and their policies, as parsed from YAML; a
+//! registered version as stored; a validated template with its graph and compiled schema.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::DEFAULT_TIMEOUT_SECONDS;
+use crate::dag::Dag;
+use crate::retry::RetryPolicy;
+
+/// A workflow definition: named steps, their dependencies, handlers and policies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskTemplate {
+    pub namespace: String,
+    pub name: String,
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema every new task's context must satisfy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_schema: Option<Value>,
+    #[serde(default)]
+    pub steps: Vec<StepTemplate>,
+}
+
+/// One step of a template.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepTemplate {
+    pub name: String,
+    /// Name of the handler a worker runs for this step.
+    pub handler: String,
+    #[serde(default)]
+    pub depends_on: Vec<String>,
+    #[serde(default, rename = "type")]
+    pub step_type: StepType,
+    /// For a `decision` step: the steps it may choose to run. The ones it does not choose, and
+    /// everything that only they lead to, are skipped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub branches: Vec<String>,
+    #[serde(default)]
+    pub retry: RetryPolicy,
+    /// How long the handler may run, from its start to its result.
+    #[serde(default = "default_timeout")]
+    pub timeout_seconds: u64,
+    /// How long the step may wait for a worker to start it (schedule to start). None: it waits
+    /// as long as it takes, however long no worker is up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_timeout_seconds: Option<u64>,
+    /// For a `batch_worker` step: what a batch that fails for good does to the task.
+    #[serde(default, skip_serializing_if = "FailurePolicy::is_default")]
+    pub on_failure: FailurePolicy,
+}
+
+/// What a failed batch does to its task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum FailurePolicy {
+    /// The task ends in `error` (like any other step).
+    #[default]
+    FailTask,
+    /// The batch is recorded as failed and the convergence step still runs, seeing
+    /// `{"failed": true, "error": …}` in place of that batch's result.
+    Continue,
+}
+
+impl FailurePolicy {
+    pub const ALL: [FailurePolicy; 2] = [FailurePolicy::FailTask, FailurePolicy::Continue];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailurePolicy::FailTask => "fail_task",
+            FailurePolicy::Continue => "continue",
+        }
+    }
+
+    fn is_default(&self) -> bool {
+        *self == FailurePolicy::FailTask
+    }
+}
+
+fn default_timeout() -> u64 {
+    DEFAULT_TIMEOUT_SECONDS
+}
+
+/// How a step takes part in the graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum StepType {
+    /// Runs when all its parents completed; skipped if any parent was skipped.
+    #[default]
+    Standard,
+    /// Returns `{"branches": [...]}` naming which of its declared branches run.
+    Decision,
+    /// Runs when all its parents are completed or skipped, as long as at least one completed.
+    Convergence,
+    /// Inspects its input and returns `{"batches": [input, …]}`: one instance of its
+    /// `batch_worker` child is created per entry, all in one transaction.
+    Batchable,
+    /// A template instantiated once per batch of its (single, batchable) parent; each instance
+    /// receives its batch as `input`. Its children wait for every instance.
+    BatchWorker,
+}
+
+impl StepType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepType::Standard => "standard",
+            StepType::Decision => "decision",
+            StepType::Convergence => "convergence",
+            StepType::Batchable => "batchable",
+            StepType::BatchWorker => "batch_worker",
+        }
+    }
+
+    pub const ALL: [StepType; 5] = [
+        StepType::Standard,
+        StepType::Decision,
+        StepType::Convergence,
+        StepType::Batchable,
+        StepType::BatchWorker,
+    ];
+}
+
+/// A registered template version, as the API answers and clients read it (one definition of
+/// the wire type for the server and every Rust client).
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegisteredTemplate {
+    pub id: uuid::Uuid,
+    pub namespace: String,
+    pub name: String,
+    pub version: String,
+    pub description: Option<String>,
+    /// The template as stored: the JSON form of its YAML.
+    pub definition: Value,
+    pub registered_at: chrono::DateTime<chrono::Utc>,
+    /// The worker, user or orchestrator that registered it (`None` for versions registered
+    /// before this was recorded).
+    pub registered_by: Option<String>,
+}
+
+impl RegisteredTemplate {
+    /// `namespace/name@version`.
+    pub fn key(&self) -> String {
+        format!("{}/{}@{}", self.namespace, self.name, self.version)
+    }
+
+    /// The stored definition, parsed.
+    pub fn template(&self) -> Result<TaskTemplate, serde_json::Error> {
+        serde_json::from_value(self.definition.clone())
+    }
+}
+
+/// A validated template with its graph and compiled context schema.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub template: TaskTemplate,
+    pub dag: Dag,
+    pub schema: Option<Arc<jsonschema::Validator>>,
+    pub source: PathBuf,
+}
+
+impl Loaded {
+    /// Checks a task context against the template's schema; each problem is one message naming
+    /// the JSON pointer it concerns.
+    pub fn check_context(&self, context: &Value) -> Result<(), Vec<String>> {
+        let Some(schema) = &self.schema else {
+            return Ok(());
+        };
+        let problems: Vec<String> = schema
+            .iter_errors(context)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{at}: {e}")
+                }
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
+    }
+}
