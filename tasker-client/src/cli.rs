@@ -1,0 +1,276 @@
+//! The `tasker` command line: its flags and commands, and which module runs each.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use serde_json::Value;
+use uuid::Uuid;
+
+use tasker_client::{Client, ClientOptions, CreateTask, RepairNote, TaskQuery};
+
+mod dead_letters;
+mod tasks;
+mod templates;
+
+use dead_letters::DeadLettersCommand;
+use templates::TemplatesCommand;
+
+/// Exit codes, one per class of failure (listed in `tasker --help`).
+pub const EXIT_CODES: &str = "Exit codes:
+  0  done (a waited-for task completed)
+  1  the task ended in error or was cancelled; a template is invalid or was refused
+  2  usage or local input (flags, an unreadable file, invalid JSON)
+  3  the task was still running when the wait ran out
+  4  the API refused the request (4xx: not found, conflict, invalid)
+  5  the orchestrator is unreachable or failed (network, 5xx)";
+
+/// Command-line client of a Tasker orchestrator.
+#[derive(Debug, Parser)]
+#[command(version, after_help = EXIT_CODES)]
+pub struct Cli {
+    /// Base URL of the orchestrator API.
+    #[arg(
+        long,
+        env = "TASKER_URL",
+        default_value = "http://127.0.0.1:8080",
+        global = true
+    )]
+    url: String,
+    /// API token, for an orchestrator that requires one (`Authorization: Bearer`).
+    #[arg(long, env = "TASKER_TOKEN", global = true, hide_env_values = true)]
+    token: Option<String>,
+    /// PEM file of CA certificates to trust for an https:// orchestrator (a private CA).
+    #[arg(long, env = "TASKER_TLS_CA_FILE", global = true)]
+    tls_ca_file: Option<std::path::PathBuf>,
+    /// Print raw JSON instead of a summary.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create a task from a template, optionally waiting for it to finish.
+    Submit {
+        namespace: String,
+        name: String,
+        /// Template version (default: the newest registered).
+        #[arg(long)]
+        version: Option<String>,
+        /// Task context as a JSON object, `@FILE` to read it from a file, or `-` for stdin.
+        #[arg(long, default_value = "{}")]
+        context: String,
+        /// Same key, same task: a retried submit never creates a second task.
+        #[arg(long)]
+        idempotency_key: Option<String>,
+        /// Wait up to this many seconds for the task to finish.
+        #[arg(long, num_args = 0..=1, default_missing_value = "60")]
+        wait: Option<f64>,
+    },
+    /// Show a task and its steps (`--json`: one document, `{"task": …, "steps": […]}`).
+    Show { id: Uuid },
+    /// Wait for a task to finish and show it. Any timeout works (the wait is made of long
+    /// polls within the server's cap).
+    Wait {
+        id: Uuid,
+        #[arg(long, default_value_t = 60.0)]
+        timeout: f64,
+    },
+    /// List tasks, newest first, a page at a time (`--all`: every page).
+    List {
+        #[arg(long)]
+        state: Option<String>,
+        #[arg(long)]
+        namespace: Option<String>,
+        /// Only tasks of this template (its name).
+        #[arg(long)]
+        name: Option<String>,
+        /// Tasks per page (1 to 500).
+        #[arg(long, default_value_t = 20)]
+        limit: i64,
+        /// Start after this task id (the `next` a previous page printed).
+        #[arg(long)]
+        before: Option<Uuid>,
+        /// Every page, not just the first.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Print a shell completion script: `tasker completions bash > /etc/bash_completion.d/tasker`.
+    Completions { shell: clap_complete::Shell },
+    /// Cancel a running task.
+    Cancel { id: Uuid },
+    /// Retry a task that ended in error: the step that failed it runs again with its
+    /// template's attempts, and the steps the failure cancelled wait for their parents again.
+    Retry {
+        id: Uuid,
+        /// Name the failed step (name or id); refused unless it is the one that failed the task.
+        #[arg(long)]
+        step: Option<String>,
+        #[command(flatten)]
+        note: NoteArgs,
+        /// Then wait up to this many seconds for the task to finish.
+        #[arg(long, num_args = 0..=1, default_missing_value = "60")]
+        wait: Option<f64>,
+    },
+    /// Complete the step that failed a task with a result given by hand; the task goes on
+    /// from there.
+    Resolve {
+        id: Uuid,
+        /// The failed step (name or id).
+        step: String,
+        /// The step's result as JSON, `@FILE` to read it from a file, or `-` for stdin.
+        #[arg(long)]
+        result: String,
+        #[command(flatten)]
+        note: NoteArgs,
+        /// Then wait up to this many seconds for the task to finish.
+        #[arg(long, num_args = 0..=1, default_missing_value = "60")]
+        wait: Option<f64>,
+    },
+    /// Show a task's history: every task and step transition, oldest first.
+    History { id: Uuid },
+    /// List, show, replay and discard dead letters: messages no one could process, kept with
+    /// their reason (`tasker dead-letters` lists them).
+    #[command(name = "dead-letters")]
+    DeadLetters {
+        #[command(subcommand)]
+        action: Option<DeadLettersCommand>,
+    },
+    /// Register, validate, show and list task templates (`tasker templates` lists them).
+    Templates {
+        #[command(subcommand)]
+        action: Option<TemplatesCommand>,
+    },
+}
+
+/// Who repairs and why, recorded in the task's history.
+#[derive(Debug, clap::Args)]
+struct NoteArgs {
+    /// Why (recorded in the task's history).
+    #[arg(long)]
+    reason: Option<String>,
+    /// Recorded as who asked (default `user:$USER`).
+    #[arg(long)]
+    by: Option<String>,
+}
+
+impl NoteArgs {
+    fn note(self) -> RepairNote {
+        RepairNote {
+            by: Some(self.by.unwrap_or_else(current_user)),
+            reason: self.reason,
+        }
+    }
+}
+
+/// `user:$USER` (or `$LOGNAME`): who runs this command, as recorded by repairs and
+/// registrations.
+fn current_user() -> String {
+    let name = ["USER", "LOGNAME"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|n| !n.is_empty()))
+        .unwrap_or_else(|| "unknown".into());
+    format!("user:{name}")
+}
+
+/// A JSON argument: inline, `@FILE`, or `-` for stdin.
+fn json_arg(flag: &str, value: &str) -> anyhow::Result<Value> {
+    let (text, from) = if value == "-" {
+        (
+            std::io::read_to_string(std::io::stdin()).context("reading stdin")?,
+            "stdin".to_owned(),
+        )
+    } else if let Some(path) = value.strip_prefix('@') {
+        (
+            std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?,
+            path.to_owned(),
+        )
+    } else {
+        (value.to_owned(), flag.to_owned())
+    };
+    serde_json::from_str(&text).with_context(|| format!("{from} is not valid JSON ({flag})"))
+}
+
+/// Runs the command `cli` names.
+pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let client = Client::with_options(
+        &cli.url,
+        &ClientOptions {
+            token: cli.token.clone(),
+            tls_ca_file: cli.tls_ca_file.clone(),
+        },
+    )?;
+    let json = cli.json;
+    match cli.command {
+        Command::Submit {
+            namespace,
+            name,
+            version,
+            context,
+            idempotency_key,
+            wait,
+        } => {
+            let context = json_arg("--context", &context)?;
+            let mut req = CreateTask::new(namespace, name).context(context);
+            if let Some(v) = version {
+                req = req.version(v);
+            }
+            if let Some(k) = idempotency_key {
+                req = req.idempotency_key(k);
+            }
+            let task = client.create_task(&req).await?;
+            tasks::show_or_finish(&client, &task, wait, json).await
+        }
+        Command::Show { id } => tasks::show(&client, id, json).await,
+        Command::Wait { id, timeout } => tasks::finish(&client, id, timeout, json).await,
+        Command::List {
+            state,
+            namespace,
+            name,
+            limit,
+            before,
+            all,
+        } => {
+            let q = TaskQuery {
+                state,
+                namespace,
+                name,
+                limit: Some(limit),
+                before,
+            };
+            tasks::list(&client, q, all, json).await
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut <Cli as clap::CommandFactory>::command(),
+                "tasker",
+                &mut std::io::stdout(),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Cancel { id } => tasks::cancel(&client, id, json).await,
+        Command::Retry {
+            id,
+            step,
+            note,
+            wait,
+        } => tasks::retry(&client, id, step, note.note(), wait, json).await,
+        Command::Resolve {
+            id,
+            step,
+            result,
+            note,
+            wait,
+        } => {
+            let result = json_arg("--result", &result)?;
+            let task = client.resolve(id, &step, &result, &note.note()).await?;
+            tasks::show_or_finish(&client, &task, wait, json).await
+        }
+        Command::History { id } => tasks::history(&client, id, json).await,
+        Command::DeadLetters { action } => dead_letters::run(&client, action, json).await,
+        Command::Templates { action } => templates::run(&client, action, json).await,
+    }
+}

@@ -1,0 +1,144 @@
+//! `tasker dead-letters`: list, show, replay and discard dead letters.
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+
+use tasker_client::Client;
+
+#[derive(Debug, Subcommand)]
+pub(super) enum DeadLettersCommand {
+    /// Newest first, a page at a time (`--all`: every page).
+    List {
+        /// Dead letters per page (1 to 500).
+        #[arg(long, default_value_t = 20)]
+        limit: i64,
+        /// Start after this id (the `next` a previous page printed).
+        #[arg(long)]
+        before: Option<i64>,
+        #[arg(long)]
+        all: bool,
+    },
+    /// One dead letter: its reason, origin, headers and body.
+    Show { id: i64 },
+    /// Publish it again, as it was, to the queue it came from (and remove it). A message that
+    /// fails again comes back as a dead letter.
+    Replay { id: i64 },
+    /// Remove it for good.
+    Discard { id: i64 },
+}
+
+pub(super) async fn run(
+    client: &Client,
+    action: Option<DeadLettersCommand>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let action = action.unwrap_or(DeadLettersCommand::List {
+        limit: 20,
+        before: None,
+        all: false,
+    });
+    match action {
+        DeadLettersCommand::List { limit, before, all } => {
+            list(client, limit, before, all, json).await
+        }
+        DeadLettersCommand::Show { id } => show(client, id, json).await,
+        DeadLettersCommand::Replay { id } => {
+            let queue = client.replay_dead_letter(id).await?;
+            out!("replayed dead letter {id} to {queue}");
+            Ok(ExitCode::SUCCESS)
+        }
+        DeadLettersCommand::Discard { id } => {
+            client.discard_dead_letter(id).await?;
+            out!("discarded dead letter {id}");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Newest first, a page at a time; with `all`, every page.
+async fn list(
+    client: &Client,
+    limit: i64,
+    before: Option<i64>,
+    all: bool,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let (mut before, mut every) = (before, Vec::new());
+    let mut header = !json;
+    loop {
+        let page = client.dead_letters(before, Some(limit)).await?;
+        if std::mem::take(&mut header) {
+            out!(
+                "{:>8} {:<20} {:>5} {:<32} REASON",
+                "ID",
+                "FIRST SEEN",
+                "SEEN",
+                "QUEUE"
+            );
+        }
+        if json && !all {
+            out!("{}", serde_json::to_string_pretty(&page)?);
+            return Ok(ExitCode::SUCCESS);
+        }
+        for d in &page.dead_letters {
+            if !json {
+                out!(
+                    "{:>8} {:<20} {:>5} {:<32} {}",
+                    d.id,
+                    d.first_seen.format("%Y-%m-%d %H:%M:%S"),
+                    d.times_seen,
+                    d.queue.as_deref().unwrap_or("?"),
+                    d.reason
+                );
+            }
+        }
+        every.extend(page.dead_letters);
+        match page.next_before {
+            Some(next) if all => before = Some(next),
+            Some(next) => {
+                eprintln!("more: tasker dead-letters list --before {next}");
+                break;
+            }
+            None => break,
+        }
+    }
+    if json {
+        out!("{}", serde_json::to_string_pretty(&every)?);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One dead letter: its reason, origin, headers and body.
+async fn show(client: &Client, id: i64, json: bool) -> anyhow::Result<ExitCode> {
+    let d = client.dead_letter(id).await?;
+    if json {
+        out!("{}", serde_json::to_string_pretty(&d)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let i = &d.info;
+    out!("dead letter {}", i.id);
+    out!("queue       {}", i.queue.as_deref().unwrap_or("unknown"));
+    out!("reason      {}", i.reason);
+    if let (Some(task), Some(step)) = (i.task_id, i.step_id) {
+        out!("task        {task} (step {step})");
+    }
+    out!(
+        "seen        {} time(s), first {}, last {}",
+        i.times_seen,
+        i.first_seen.format("%Y-%m-%d %H:%M:%S UTC"),
+        i.last_seen.format("%Y-%m-%d %H:%M:%S UTC")
+    );
+    out!("headers     {}", d.headers);
+    match (&d.body, &d.body_text, &d.body_base64) {
+        (Some(body), _, _) => out!(
+            "body ({} bytes, JSON)\n{}",
+            i.bytes,
+            serde_json::to_string_pretty(body)?
+        ),
+        (_, Some(text), _) => out!("body ({} bytes, text)\n{text}", i.bytes),
+        (_, _, Some(b64)) => out!("body ({} bytes, base64)\n{b64}", i.bytes),
+        _ => out!("body ({} bytes)", i.bytes),
+    }
+    Ok(ExitCode::SUCCESS)
+}

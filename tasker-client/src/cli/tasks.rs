@@ -1,0 +1,240 @@
+//! The task commands' work and output: list, show, wait, cancel, retry, history.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::Value;
+use uuid::Uuid;
+
+use tasker_client::{Client, RepairNote, Step, Task, TaskQuery, Transition};
+
+/// `tasker show`: a task and its steps.
+pub(super) async fn show(client: &Client, id: Uuid, json: bool) -> anyhow::Result<ExitCode> {
+    let task = client.task(id, None).await?;
+    print_task_and_steps(&task, &client.steps(id).await?, json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `tasker cancel`.
+pub(super) async fn cancel(client: &Client, id: Uuid, json: bool) -> anyhow::Result<ExitCode> {
+    print_task(&client.cancel(id).await?, json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `tasker retry`: the task, or one of its steps, then maybe a wait.
+pub(super) async fn retry(
+    client: &Client,
+    id: Uuid,
+    step: Option<String>,
+    note: RepairNote,
+    wait: Option<f64>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let task = match step {
+        None => client.retry(id, &note).await?,
+        Some(step) => client.retry_step(id, &step, &note).await?,
+    };
+    show_or_finish(client, &task, wait, json).await
+}
+
+/// `tasker history`.
+pub(super) async fn history(client: &Client, id: Uuid, json: bool) -> anyhow::Result<ExitCode> {
+    print_history(&client.history(id).await?, json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Lists tasks a page at a time; with `all`, every page. `--json`: one JSON document per page
+/// (`{"tasks": […], "next_before": …}`), or with `all` one document of every task.
+pub(super) async fn list(
+    client: &Client,
+    mut q: TaskQuery,
+    all: bool,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut every = Vec::new();
+    // Printed once the first page is in, so a failure prints nothing but the error.
+    let mut header = !json;
+    loop {
+        let page = client.tasks(&q).await?;
+        if std::mem::take(&mut header) {
+            out!(
+                "{:<38} {:<10} {:<40} {:>10}",
+                "ID",
+                "STATE",
+                "TEMPLATE",
+                "MS"
+            );
+        }
+        let next = page.next_before;
+        if json && !all {
+            out!("{}", serde_json::to_string_pretty(&page)?);
+            return Ok(ExitCode::SUCCESS);
+        }
+        for t in page.tasks {
+            if json {
+                every.push(t);
+                continue;
+            }
+            out!(
+                "{:<38} {:<10} {:<40} {:>10}",
+                t.id,
+                t.state,
+                format!("{}/{}@{}", t.namespace, t.name, t.version),
+                t.duration_ms.map(|d| format!("{d:.1}")).unwrap_or_default()
+            );
+        }
+        match next {
+            Some(n) if all => q.before = Some(n),
+            Some(n) => {
+                eprintln!("more: tasker list --before {n} (or --all)");
+                break;
+            }
+            None => break,
+        }
+    }
+    if json {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "tasks": every }))?
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints `task`, or with `wait` waits for it to finish ([`finish`]).
+pub(super) async fn show_or_finish(
+    client: &Client,
+    task: &Task,
+    wait: Option<f64>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    match wait {
+        None => {
+            print_task(task, json)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(secs) => finish(client, task.id, secs, json).await,
+    }
+}
+
+fn print_history(history: &[Transition], json: bool) -> anyhow::Result<()> {
+    if json {
+        out!("{}", serde_json::to_string_pretty(history)?);
+        return Ok(());
+    }
+    out!(
+        "{:<26} {:<18} {:<28} {:>7}  {:<16} REASON",
+        "AT",
+        "STEP",
+        "TRANSITION",
+        "ATTEMPT",
+        "BY"
+    );
+    for h in history {
+        out!(
+            "{:<26} {:<18} {:<28} {:>7}  {:<16} {}",
+            h.at.format("%Y-%m-%d %H:%M:%S%.3f"),
+            h.step.as_deref().unwrap_or("(task)"),
+            format!("{} -> {}", h.from.as_deref().unwrap_or("-"), h.to),
+            h.attempt.map(|a| a.to_string()).unwrap_or_default(),
+            h.by.as_deref().unwrap_or("-"),
+            h.reason.as_deref().unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+/// Waits for a task, prints it with its steps; exit 0 if complete, 1 if it failed or was
+/// cancelled, 3 if still running when the wait ran out.
+pub(super) async fn finish(
+    client: &Client,
+    id: Uuid,
+    secs: f64,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let timeout = Duration::try_from_secs_f64(secs.max(0.0))
+        .context("--wait / --timeout must be a number of seconds")?;
+    let task = client.wait(id, timeout).await?;
+    print_task_and_steps(&task, &client.steps(id).await?, json)?;
+    Ok(match task.state.as_str() {
+        "complete" => ExitCode::SUCCESS,
+        "running" => {
+            eprintln!("task {id} is still running after {secs} s");
+            ExitCode::from(3)
+        }
+        _ => ExitCode::from(1),
+    })
+}
+
+fn print_task(t: &Task, json: bool) -> anyhow::Result<()> {
+    if json {
+        out!("{}", serde_json::to_string_pretty(t)?);
+        return Ok(());
+    }
+    out!("task     {}", t.id);
+    out!("template {}/{}@{}", t.namespace, t.name, t.version);
+    out!("state    {}", t.state);
+    if let Some(d) = t.duration_ms {
+        out!("took     {d:.1} ms");
+    }
+    if let Some(r) = &t.result {
+        out!("result   {r}");
+    }
+    if let Some(e) = &t.error {
+        out!("error    {e}");
+    }
+    Ok(())
+}
+
+/// A task and its steps; `--json`: one document, `{"task": …, "steps": […]}`.
+fn print_task_and_steps(task: &Task, steps: &[Step], json: bool) -> anyhow::Result<()> {
+    if json {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "task": task, "steps": steps }))?
+        );
+        return Ok(());
+    }
+    print_task(task, false)?;
+    print_steps(steps);
+    Ok(())
+}
+
+fn print_steps(steps: &[Step]) {
+    out!(
+        "  {:<18} {:<13} {:>7} {:>9} {:>9}  RESULT",
+        "STEP",
+        "STATE",
+        "ATTEMPT",
+        "QUEUE ms",
+        "RUN ms"
+    );
+    for s in steps {
+        let queue = ms_between(s.dispatched_at, s.started_at);
+        let run = ms_between(s.started_at, s.finished_at);
+        let shown = s.result.as_ref().or(s.error.as_ref());
+        out!(
+            "  {:<18} {:<13} {:>7} {:>9} {:>9}  {}",
+            s.name,
+            s.state,
+            format!("{}/{}", s.attempt, s.max_attempts),
+            queue,
+            run,
+            shown.map(Value::to_string).unwrap_or_default()
+        );
+    }
+}
+
+fn ms_between(
+    a: Option<chrono::DateTime<chrono::Utc>>,
+    b: Option<chrono::DateTime<chrono::Utc>>,
+) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) => format!(
+            "{:.2}",
+            (b - a).num_microseconds().unwrap_or(0) as f64 / 1000.0
+        ),
+        _ => String::new(),
+    }
+}

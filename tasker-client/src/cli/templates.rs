@@ -1,0 +1,233 @@
+//! `tasker templates`: list, validate offline, register and show task templates.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Subcommand;
+
+use tasker_client::Client;
+
+use super::current_user;
+
+#[derive(Debug, Subcommand)]
+pub(super) enum TemplatesCommand {
+    /// List every registered version, with when and by whom it was registered.
+    List {
+        #[arg(long)]
+        namespace: Option<String>,
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Register every template below each DIR with the orchestrator; a running orchestrator
+    /// uses them at once. Exit 1 if any was refused (invalid, or a changed definition under a
+    /// version already registered).
+    Register {
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Recorded as who registered them (default `user:$USER`).
+        #[arg(long)]
+        by: Option<String>,
+    },
+    /// Check every template below each DIR offline, exactly as an orchestrator would at
+    /// start-up; prints `file:line: problem` and exits 1 on the first invalid one.
+    Validate {
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+    },
+    /// Show one template version (the newest unless --version) and its DAG.
+    Show {
+        namespace: String,
+        name: String,
+        #[arg(long)]
+        version: Option<String>,
+    },
+}
+
+pub(super) async fn run(
+    client: &Client,
+    action: Option<TemplatesCommand>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    match action.unwrap_or(TemplatesCommand::List {
+        namespace: None,
+        name: None,
+    }) {
+        TemplatesCommand::List { namespace, name } => list(client, namespace, name, json).await,
+        TemplatesCommand::Validate { dirs } => Ok(validate(&dirs)),
+        TemplatesCommand::Register { dirs, by } => register(client, &dirs, by).await,
+        TemplatesCommand::Show {
+            namespace,
+            name,
+            version,
+        } => show(client, &namespace, &name, version, json).await,
+    }
+}
+
+/// Every registered version, with when and by whom.
+async fn list(
+    client: &Client,
+    namespace: Option<String>,
+    name: Option<String>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let list = client
+        .templates(namespace.as_deref(), name.as_deref())
+        .await?;
+    if json {
+        out!("{}", serde_json::to_string_pretty(&list)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for t in list {
+        out!(
+            "{:<40} {}  {:<32} {}",
+            t.key(),
+            t.registered_at.format("%Y-%m-%d %H:%M:%S"),
+            t.registered_by.as_deref().unwrap_or("-"),
+            t.description.as_deref().unwrap_or_default()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every template below `dirs`, checked offline as an orchestrator would at start-up.
+fn validate(dirs: &[PathBuf]) -> ExitCode {
+    for dir in dirs {
+        match tasker_shared::template::load_dir(dir) {
+            Ok(loaded) if loaded.is_empty() => {
+                eprintln!("{}: no templates (*.yaml, *.yml) found", dir.display());
+                return ExitCode::from(1);
+            }
+            Ok(loaded) => {
+                for t in loaded {
+                    out!("ok  {}  {}", t.template.key(), t.source.display());
+                }
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(1);
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Every template below `dirs`, registered; exit 1 if any was refused.
+async fn register(
+    client: &Client,
+    dirs: &[PathBuf],
+    by: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    let by = by.unwrap_or_else(current_user);
+    let mut refused = 0;
+    for dir in dirs {
+        // Validated here first: the same errors, before anything reaches the server.
+        let loaded = match tasker_shared::template::load_dir(dir) {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                eprintln!("{e}");
+                return Ok(ExitCode::from(1));
+            }
+        };
+        for t in loaded {
+            let file = t.source.display().to_string();
+            let text =
+                std::fs::read_to_string(&t.source).with_context(|| format!("reading {file}"))?;
+            match client
+                .register_template(&text, Some(&file), Some(&by))
+                .await
+            {
+                Ok(r) => out!(
+                    "{}  {}  {file}",
+                    if r.created {
+                        "registered"
+                    } else {
+                        "unchanged "
+                    },
+                    r.template.key()
+                ),
+                Err(tasker_client::Error::Api {
+                    status, message, ..
+                }) if (400..500).contains(&status) => {
+                    refused += 1;
+                    eprintln!("refused     {}  {file}: {message}", t.template.key());
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    Ok(if refused == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// One version and its DAG.
+async fn show(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    version: Option<String>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let t = client.template(namespace, name, version.as_deref()).await?;
+    if json {
+        out!("{}", serde_json::to_string_pretty(&t)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    out!("template   {}", t.key());
+    if let Some(d) = &t.description {
+        out!("           {d}");
+    }
+    out!(
+        "registered {} by {}",
+        t.registered_at.format("%Y-%m-%d %H:%M:%S UTC"),
+        t.registered_by.as_deref().unwrap_or("unknown")
+    );
+    let template: tasker_shared::TaskTemplate = serde_json::from_value(t.definition)
+        .context("the server sent a definition this CLI cannot read")?;
+    let loaded = template
+        .validate("<server>")
+        .context("the server sent a definition that does not validate")?;
+    for line in dag_lines(&loaded) {
+        out!("{line}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The DAG as text, one step per line in dependency order, indented by depth:
+///
+/// ```text
+/// steps (depth, name, handler, after):
+///   0  start       double
+///   1    left      square        after start
+/// ```
+fn dag_lines(loaded: &tasker_shared::template::Loaded) -> Vec<String> {
+    let dag = &loaded.dag;
+    let depths = dag.depths();
+    let mut order: Vec<usize> = (0..dag.len()).collect();
+    order.sort_by_key(|&i| (depths[i], i));
+    let width = order
+        .iter()
+        .map(|&i| 2 * depths[i] + dag.name(i).len())
+        .max()
+        .unwrap_or(0);
+    let mut lines = vec![format!("steps ({}), by depth:", dag.len())];
+    for i in order {
+        let step = &loaded.template.steps[i];
+        let named = format!("{}{}", "  ".repeat(depths[i]), dag.name(i));
+        let after: Vec<&str> = dag.parents(i).iter().map(|&p| dag.name(p)).collect();
+        let mut line = format!(
+            "  {:>2}  {named:<width$}  {:<8}  {}",
+            depths[i],
+            step.step_type.as_str(),
+            step.handler
+        );
+        if !after.is_empty() {
+            line.push_str(&format!("  after {}", after.join(", ")));
+        }
+        lines.push(line);
+    }
+    lines
+}
