@@ -16,6 +16,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod dead_letters;
+mod error;
+mod templates;
+
+pub use error::Error;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tasker_shared::api::{History, Resolve};
@@ -23,45 +29,6 @@ use uuid::Uuid;
 
 /// How long one page of parent results may take to arrive.
 const PAGE_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// A failed call.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// Not sent, or no answer: the message carries the whole chain of causes (a refused
-    /// connection, a certificate that could not be verified, a timeout).
-    #[error("cannot reach the Tasker API: {}", causes(.0))]
-    Http(reqwest::Error),
-    /// The CA file of [`ClientOptions::tls_ca_file`] cannot be read or holds no certificate.
-    #[error("TLS: {0}")]
-    Tls(String),
-    #[error("{status} {code}: {message}")]
-    Api {
-        status: u16,
-        code: String,
-        message: String,
-    },
-}
-
-impl From<reqwest::Error> for Error {
-    fn from(e: reqwest::Error) -> Self {
-        Error::Http(e)
-    }
-}
-
-/// An error and its sources, `: `-separated, each said once: reqwest's own message names only
-/// the request, the reason is in its sources.
-fn causes(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut said: Vec<String> = Vec::new();
-    let mut next = Some(e);
-    while let Some(e) = next {
-        let text = e.to_string();
-        if !said.iter().any(|s| s.contains(&text)) {
-            said.push(text);
-        }
-        next = e.source();
-    }
-    said.join(": ")
-}
 
 pub use tasker_shared::api::{
     CreateTask, DeadLetter, DeadLetterInfo, DeadLetterPage, ParentResults, RepairNote, Step,
@@ -366,125 +333,6 @@ impl Client {
 
     async fn repair(&self, url: String, note: &RepairNote) -> Result<Task, Error> {
         decode(self.http.post(url).json(note).send().await?).await
-    }
-
-    /// Dead letters newest first: `limit` (1–500, default 50) of them older than `before`.
-    pub async fn dead_letters(
-        &self,
-        before: Option<i64>,
-        limit: Option<i64>,
-    ) -> Result<DeadLetterPage, Error> {
-        let mut query = Vec::new();
-        query.extend(before.map(|b| ("before", b)));
-        query.extend(limit.map(|l| ("limit", l)));
-        let req = self.http.get(format!("{}/v1/dead-letters", self.base));
-        decode(req.query(&query).send().await?).await
-    }
-
-    /// One dead letter with its headers and body; `404 dead_letter_not_found`.
-    pub async fn dead_letter(&self, id: i64) -> Result<DeadLetter, Error> {
-        let resp = self
-            .http
-            .get(format!("{}/v1/dead-letters/{id}", self.base))
-            .send()
-            .await?;
-        decode(resp).await
-    }
-
-    /// Publishes a dead letter again, as it was, to the queue it came from, and removes it;
-    /// returns that queue. `409 not_replayable` if it did not come from one of the cluster's
-    /// queues, `503 broker_unavailable` if it could not be published (it is kept).
-    pub async fn replay_dead_letter(&self, id: i64) -> Result<String, Error> {
-        #[derive(Deserialize)]
-        struct Replayed {
-            queue: String,
-        }
-        let resp = self
-            .http
-            .post(format!("{}/v1/dead-letters/{id}/replay", self.base))
-            .send()
-            .await?;
-        Ok(decode::<Replayed>(resp).await?.queue)
-    }
-
-    /// Removes a dead letter for good.
-    pub async fn discard_dead_letter(&self, id: i64) -> Result<(), Error> {
-        let resp = self
-            .http
-            .delete(format!("{}/v1/dead-letters/{id}", self.base))
-            .send()
-            .await?;
-        if resp.status().is_success() {
-            return Ok(());
-        }
-        decode::<Value>(resp).await.map(drop)
-    }
-
-    /// Registered template versions, optionally of one namespace and name.
-    pub async fn templates(
-        &self,
-        namespace: Option<&str>,
-        name: Option<&str>,
-    ) -> Result<Vec<TemplateInfo>, Error> {
-        #[derive(Deserialize)]
-        struct Templates {
-            templates: Vec<TemplateInfo>,
-        }
-        let mut query = Vec::new();
-        query.extend(namespace.map(|n| ("namespace", n)));
-        query.extend(name.map(|n| ("name", n)));
-        let resp = self
-            .http
-            .get(format!("{}/v1/templates", self.base))
-            .query(&query)
-            .send()
-            .await?;
-        Ok(decode::<Templates>(resp).await?.templates)
-    }
-
-    /// One template version; the newest registered when `version` is `None`.
-    pub async fn template(
-        &self,
-        namespace: &str,
-        name: &str,
-        version: Option<&str>,
-    ) -> Result<TemplateInfo, Error> {
-        let mut req = self
-            .http
-            .get(format!("{}/v1/templates/{namespace}/{name}", self.base));
-        if let Some(v) = version {
-            req = req.query(&[("version", v)]);
-        }
-        decode(req.send().await?).await
-    }
-
-    /// Registers a template from its YAML (or JSON) text. `source` names the file in the
-    /// server's error messages; `registered_by` is recorded with the version. A version
-    /// registered with another definition fails with `409 template_version_conflict`, an invalid
-    /// template with `422 invalid_template` (the message has the file, line and problem).
-    pub async fn register_template(
-        &self,
-        text: &str,
-        source: Option<&str>,
-        registered_by: Option<&str>,
-    ) -> Result<Registered, Error> {
-        let mut query = Vec::new();
-        query.extend(source.map(|s| ("source", s)));
-        query.extend(registered_by.map(|b| ("registered_by", b)));
-        let resp = self
-            .http
-            .post(format!("{}/v1/templates", self.base))
-            .query(&query)
-            .header("content-type", "application/yaml")
-            .body(text.to_owned())
-            .timeout(Duration::from_secs(10))
-            .send()
-            .await?;
-        let created = resp.status() == reqwest::StatusCode::CREATED;
-        Ok(Registered {
-            created,
-            template: decode(resp).await?,
-        })
     }
 }
 
