@@ -22,7 +22,7 @@ mod templates;
 
 pub use error::Error;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 use tasker_shared::api::{History, Resolve};
 use uuid::Uuid;
