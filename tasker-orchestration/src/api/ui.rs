@@ -32,13 +32,19 @@ pub(super) async fn index() -> Response {
     )
 }
 
-/// The dashboard's script.
+/// The dashboard's script: the files of `ui/app/` served as one, in this order (one concept
+/// each; plain top-level code, no build step, so the order is all that joins them).
 #[utoipa::path(get, path = "/ui/app.js", tag = "dashboard", security(()),
     responses((status = 200, content_type = "text/javascript", body = String)))]
 pub(super) async fn script() -> Response {
     asset(
         "text/javascript; charset=utf-8",
-        include_str!("../../ui/app.js"),
+        concat!(
+            include_str!("../../ui/app/core.js"),
+            include_str!("../../ui/app/tasks.js"),
+            include_str!("../../ui/app/dag.js"),
+            include_str!("../../ui/app/pages.js"),
+        ),
     )
 }
 

@@ -1,0 +1,199 @@
+// Tasker dashboard: a hash-routed single-page app over the orchestrator's REST API.
+// Vanilla ES2020, no build step. API data only ever reaches the page as text nodes,
+// textContent or attributes (never innerHTML).
+'use strict';
+
+const TOKEN_KEY = 'tasker.token';
+const SVG_NS = 'http://www.w3.org/2000/svg';
+const TASK_STATES = ['running', 'complete', 'error', 'cancelled'];
+
+// ---------- DOM helpers ----------
+
+// h('tag', {attr: value, onclick: fn, text: '...'}, ...children): an element. Strings become
+// text nodes; null/false attributes and children are left out; arrays are flattened.
+const h = (tag, attrs, ...kids) => build(document.createElement(tag), attrs, kids);
+const svg = (tag, attrs, ...kids) => build(document.createElementNS(SVG_NS, tag), attrs, kids);
+
+function build(node, attrs, kids) {
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v == null || v === false) continue;
+    if (typeof v === 'function') node.addEventListener(k.replace(/^on/, ''), v);
+    else if (k === 'text') node.textContent = v;
+    else node.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const kid of kids.flat(Infinity)) {
+    if (kid != null && kid !== false) node.append(kid instanceof Node ? kid : String(kid));
+  }
+  return node;
+}
+
+// Appends to an existing node with the same rules as h().
+const put = (node, ...kids) => build(node, null, kids);
+const byId = (id) => document.getElementById(id);
+const enc = encodeURIComponent;
+const pretty = (v) => JSON.stringify(v, null, 2);
+const ms = (iso) => (iso ? Date.parse(iso) : NaN);
+const badge = (state) => h('span', { class: `badge state-${state}`, text: state });
+const section = (title, ...kids) => h('section', {}, h('h3', { text: title }), ...kids);
+const templateHref = (t) => `#/templates/${enc(t.namespace)}/${enc(t.name)}/${enc(t.version)}`;
+const clip = (s, n) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+
+// 2025-01-31 12:34:56.789 in local time (the exact ISO value goes in a title).
+function fmtTime(iso) {
+  const d = new Date(iso);
+  if (isNaN(d)) return String(iso);
+  const p = (n, w = 2) => String(n).padStart(w, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ` +
+    `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}`;
+}
+
+const timeEl = (iso) => (iso ? h('time', { datetime: iso, title: iso, text: fmtTime(iso) }) : '—');
+
+function fmtMs(v) {
+  if (v == null || !isFinite(v)) return '—';
+  if (v < 1000) return `${Math.round(v)} ms`;
+  if (v < 60000) return `${(v / 1000).toFixed(2)} s`;
+  return `${Math.floor(v / 60000)} min ${Math.round((v % 60000) / 1000)} s`;
+}
+
+// A definition list from [label, value] pairs; pairs with a null value are left out.
+const dl = (pairs) => h('dl', { class: 'meta' },
+  pairs.filter((p) => p[1] != null).map(([k, v]) => [h('dt', { text: k }), h('dd', {}, v)]));
+
+// A table.list with a header row; `empty` stands in for no rows.
+const table = (attrs, heads, rows, empty) => h('table', Object.assign({ class: 'list' }, attrs),
+  h('thead', {}, h('tr', {}, heads.map((t) => h('th', { text: t })))),
+  h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: heads.length, class: 'muted', text: empty }))));
+
+// ---------- API ----------
+
+class ApiError extends Error {
+  constructor(status, code, message, details) {
+    super(message);
+    Object.assign(this, { status, code, details });
+  }
+}
+
+// The token in localStorage (a browser with storage disabled keeps none).
+function getToken() {
+  try { return localStorage.getItem(TOKEN_KEY) || ''; } catch (_) { return ''; }
+}
+function setToken(token) {
+  try { if (token) localStorage.setItem(TOKEN_KEY, token); else localStorage.removeItem(TOKEN_KEY); } catch (_) { /* none */ }
+}
+
+// Request headers, with the token when there is one.
+const headers = (extra) => Object.assign(getToken() ? { Authorization: `Bearer ${getToken()}` } : {}, extra);
+
+// The ApiError of a failed response ({"error": {code, message, details?}}); a 401 asks for a token.
+async function failure(resp) {
+  let err = null;
+  try {
+    const { error } = await resp.json();
+    if (error) err = new ApiError(resp.status, error.code, error.message, error.details);
+  } catch (_) { /* not JSON */ }
+  if (resp.status === 401) showTokenForm();
+  return err || new ApiError(resp.status, `http_${resp.status}`, resp.statusText || 'request failed');
+}
+
+// One JSON request: the parsed body (null for 204), or an ApiError.
+async function api(method, path, body, signal) {
+  const init = { method, signal, headers: headers({ Accept: 'application/json' }) };
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const resp = await fetch(path, init).catch((e) => {
+    throw e.name === 'AbortError' ? e : new ApiError(0, 'network', `cannot reach the orchestrator: ${e.message}`);
+  });
+  if (!resp.ok) throw await failure(resp);
+  return resp.status === 204 ? null : resp.json();
+}
+
+// ---------- banners, token form ----------
+
+function showError(e) {
+  if (!e || e.name === 'AbortError') return;
+  const box = byId('error');
+  box.replaceChildren(
+    h('strong', { class: 'code', text: e.code || 'error' }), ' ',
+    h('span', { class: 'message', text: e.message || String(e) }),
+    h('button', { type: 'button', class: 'close', title: 'Dismiss', 'aria-label': 'Dismiss', text: '×', onclick: clearError }));
+  if (e.details !== undefined) box.append(h('pre', { text: pretty(e.details) }));
+  box.hidden = false;
+}
+
+function clearError() {
+  byId('error').hidden = true;
+  byId('error').replaceChildren();
+}
+
+let flash = null; // a notice for the next view (after a replay or discard)
+
+function showNotice(text) {
+  byId('notice').textContent = text || '';
+  byId('notice').hidden = !text;
+}
+
+function showTokenForm() {
+  const form = byId('token-form');
+  if (!form.hidden) return;
+  form.hidden = false;
+  byId('token-input').focus();
+}
+
+// ---------- router ----------
+
+// "<section>/<number of path parts>" → view(root, signal, ...parts)
+const VIEWS = {
+  'tasks/0': tasksView,
+  'tasks/1': taskView,
+  'templates/0': templatesView,
+  'templates/3': templateView,
+  'dead-letters/0': deadLettersView,
+  'dead-letters/1': deadLetterView,
+};
+let current = null; // the AbortController of the view on screen: aborted when leaving it
+
+function route() {
+  if (current) current.abort();
+  current = new AbortController();
+  const { signal } = current;
+  clearError();
+  showNotice(flash);
+  flash = null;
+  const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map((p) => {
+    try { return decodeURIComponent(p); } catch (_) { return p; }
+  });
+  const [sectionName = 'tasks', ...rest] = parts;
+  for (const a of document.querySelectorAll('header nav a')) {
+    if (a.getAttribute('href') === `#/${sectionName}`) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  const root = byId('main');
+  root.replaceChildren();
+  const view = VIEWS[`${sectionName}/${rest.length}`];
+  if (!view) {
+    put(root, h('p', { class: 'muted' }, 'No such page. ', h('a', { href: '#/tasks', text: 'Tasks' })));
+    return;
+  }
+  view(root, signal, ...rest).catch((e) => { if (!signal.aborted) showError(e); });
+}
+
+// A list paged with `before`: load(before) renders table#id and first/next page buttons into
+// `box`; an answer overtaken by a newer request is dropped.
+function pagedList(box, signal, { id, heads, url, key, row, empty }) {
+  let seq = 0;
+  const load = async (before) => {
+    const mine = ++seq;
+    const data = await api('GET', url(before), undefined, signal);
+    if (signal.aborted || mine !== seq) return;
+    const go = (b) => load(b).catch(showError);
+    box.replaceChildren(table({ id }, heads, data[key].map(row), empty), h('div', { class: 'pager' },
+      before != null && h('button', { id: 'first-page', type: 'button', text: '« First page', onclick: () => go(null) }),
+      data.next_before != null &&
+        h('button', { id: 'next-page', type: 'button', text: 'Next page »', onclick: () => go(data.next_before) })));
+  };
+  return load;
+}
+
