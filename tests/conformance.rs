@@ -3,6 +3,9 @@
 //! give the same results, final states and attempts.
 
 mod common;
+mod conformance {
+    pub mod protocol;
+}
 
 use std::time::Duration;
 
@@ -120,6 +123,28 @@ async fn ruby_worker_conforms() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typescript_worker_conforms() -> anyhow::Result<()> {
     conformance("typescript").await
+}
+
+/// Jobs, outcomes and start options as `tasker-worker/protocol.schema.json` says, the same check
+/// in every language (tests/conformance/protocol.rs).
+#[test]
+fn rust_speaks_the_worker_protocol() -> anyhow::Result<()> {
+    conformance::protocol::rust_speaks_the_protocol()
+}
+
+#[test]
+fn python_speaks_the_worker_protocol() -> anyhow::Result<()> {
+    conformance::protocol::language_speaks_the_protocol("python")
+}
+
+#[test]
+fn ruby_speaks_the_worker_protocol() -> anyhow::Result<()> {
+    conformance::protocol::language_speaks_the_protocol("ruby")
+}
+
+#[test]
+fn typescript_speaks_the_worker_protocol() -> anyhow::Result<()> {
+    conformance::protocol::language_speaks_the_protocol("typescript")
 }
 
 const LANGUAGES: [&str; 4] = ["rust", "ruby", "python", "typescript"];

@@ -181,7 +181,7 @@ async fn worker_and_client(
 const PYTHON_HANDLERS: &str = r#""""The packaged worker's handlers, typed: mypy --strict checks them against the wheel."""
 
 import tasker
-from tasker._native import Worker
+from tasker._native import NativeWorker
 
 
 @tasker.handler("compose_greeting")
@@ -197,9 +197,16 @@ class Shout(tasker.Handler):
         return {"greeting": greeting.upper() + "!"}
 
 
-def describe(worker: Worker) -> str:
+def describe(worker: NativeWorker) -> str:
     """Only type-checked: typed by the native module's stub, tasker/_native.pyi."""
     return f"{worker.health_addr} {','.join(worker.namespaces)} {worker.shutdown_timeout:.0f}"
+
+
+def serve(templates: str) -> bool:
+    """Only type-checked: the three calls of tasker.Worker."""
+    worker = tasker.Worker.start(templates, concurrency=4, shutdown_timeout=2.5)
+    worker.stop()
+    return worker.run()
 "#;
 
 const PYTHON_CLIENT: &str = r#""""Submits a greet task with tasker.Client, waits, prints the outcome as JSON."""

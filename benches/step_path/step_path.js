@@ -3,7 +3,7 @@
 //
 // argv: the job's JSON text (what the core hands out), then pauses in milliseconds. For each
 // pause, prints `pause_ms p50_us p95_us`: from the job's JSON text to the outcome message handed
-// to completeBatch, through execute() (parse, context, deadline, handler, encoded outcome),
+// to complete(), through execute() (parse, context, deadline, handler, encoded outcome),
 // sampled after that pause (0: back to back).
 const path = require("node:path");
 const dist = path.join(__dirname, "../../workers/typescript/dist");

@@ -32,8 +32,11 @@ class Core:
     def shutdown(self) -> None:
         pass
 
-    def next_batch(self, max: int, timeout_ms: int) -> str:
+    def take_steps(self, max: int, wait: float) -> str:
         return "[]"
+
+    def heartbeat(self, job: int) -> bool:
+        return True
 
 
 def main() -> None:

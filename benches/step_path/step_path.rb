@@ -4,7 +4,7 @@
 #
 # argv: the job's JSON text (what the core hands out), then pauses in milliseconds. For each
 # pause, prints `pause_ms p50_us p95_us`: from the job's JSON text to the outcome message handed
-# to `complete_json`, through Tasker::Runner (parse, context, watchdog, handler, encoded
+# to `complete`, through Tasker::Runner (parse, context, watchdog, handler, encoded
 # outcome) as a handler thread runs it, sampled after that pause (0: back to back).
 
 root = File.expand_path("../..", __dir__)

@@ -78,6 +78,15 @@ pub enum Error {
     Stopped,
 }
 
+/// A job handed out to the language side.
+struct Held {
+    /// Reported as its start if the language side sends none.
+    at: DateTime<Utc>,
+    /// When the core fails it as timed out (the worker's run deadline, counted from the same
+    /// instant); [`BatchHost::holds`] says `false` from then on.
+    deadline: Instant,
+}
+
 /// What [`BatchHost::on_ready`] calls.
 type ReadyHook = Arc<dyn Fn() + Send + Sync>;
 
@@ -85,8 +94,8 @@ type ReadyHook = Arc<dyn Fn() + Send + Sync>;
 struct State {
     queue: VecDeque<(Job, DateTime<Utc>)>,
     sink: Option<CompletionSink>,
-    /// Start times of handed-out jobs, reported if the language side sends none.
-    started: std::collections::HashMap<u64, DateTime<Utc>>,
+    /// Handed-out jobs not reported yet.
+    started: std::collections::HashMap<u64, Held>,
     /// No job is handed out any more (the worker is draining or stopped); outcomes of jobs
     /// handed out before are still taken.
     closed: bool,
@@ -219,14 +228,15 @@ impl BatchHost {
         if n > 0 {
             ::metrics::histogram!(crate::metrics::FFI_BATCH_SIZE.name).record(n as f64);
         }
-        let now = Utc::now();
+        let (now, instant) = (Utc::now(), Instant::now());
         let mut out = Vec::with_capacity(n);
         let jobs: Vec<(Job, DateTime<Utc>)> = state.queue.drain(..n).collect();
         for (job, _) in jobs {
             if let Some(sink) = &state.sink {
                 sink.started(job.id);
             }
-            state.started.insert(job.id, now);
+            let deadline = instant + crate::worker::run_deadline(job.message.timeout_ms);
+            state.started.insert(job.id, Held { at: now, deadline });
             out.push(JobView {
                 id: job.id,
                 step: job.message,
@@ -241,7 +251,7 @@ impl BatchHost {
         let mut state = self.lock();
         let sink = state.sink.clone().ok_or(Error::Stopped)?;
         for o in outcomes {
-            let started = state.started.remove(&o.id).unwrap_or(now);
+            let started = state.started.remove(&o.id).map_or(now, |h| h.at);
             sink.complete(Completion {
                 job: o.id,
                 outcome: o.outcome,
@@ -255,6 +265,21 @@ impl BatchHost {
     /// [`BatchHost::complete`] from a JSON array of outcomes.
     pub fn complete_json(&self, json: &str) -> Result<(), Error> {
         self.complete(serde_json::from_str(json)?)
+    }
+
+    /// Whether `job` was handed out, is not reported yet and is within its step's timeout:
+    /// the core still takes its outcome. Forgets a job past its timeout (the core has failed
+    /// it; a late outcome is ignored either way).
+    pub fn holds(&self, job: u64) -> bool {
+        let mut state = self.lock();
+        match state.started.get(&job) {
+            Some(held) if Instant::now() < held.deadline => true,
+            Some(_) => {
+                state.started.remove(&job);
+                false
+            }
+            None => false,
+        }
     }
 
     /// Wakes every waiter (and calls the ready hook); later waits return at once with an empty
@@ -431,6 +456,36 @@ mod tests {
             host.try_take(8).is_empty(),
             "a stopped host hands nothing out"
         );
+    }
+
+    #[test]
+    fn a_job_is_held_from_its_hand_out_until_its_outcome_or_its_timeout() {
+        let host = BatchHost::new();
+        let (sink, _rx) = CompletionSink::channel();
+        let short = Job::new(
+            2,
+            StepMessage {
+                timeout_ms: 0,
+                ..crate::test_message()
+            },
+        );
+        host.submit(vec![job(1), short], &sink);
+        assert!(!host.holds(1), "queued, not handed out");
+        assert_eq!(host.next_batch(2, Duration::from_secs(1)).len(), 2);
+        assert!(host.holds(1) && !host.holds(99));
+        host.complete_json(r#"[{"id": 1, "status": "success", "result": 1}]"#)
+            .unwrap();
+        assert!(!host.holds(1), "reported");
+        // Job 2's timeout is 0: the core fails it at its run deadline (the 250 ms margin).
+        let give_up = Instant::now() + Duration::from_secs(5);
+        while host.holds(2) {
+            assert!(
+                Instant::now() < give_up,
+                "still held 5 s after its deadline"
+            );
+            std::thread::yield_now();
+        }
+        assert!(!host.holds(2), "timed out stays out");
     }
 
     #[test]

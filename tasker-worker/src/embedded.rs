@@ -1,41 +1,87 @@
-//! A worker embedded in another language's process. The core (AMQP, acks, result publishing,
-//! health) runs on a small tokio runtime of its own; the language's threads only take batches of
-//! steps from the [`BatchHost`] and complete them. Bindings wrap this type and nothing more.
+//! The one seam between the worker core and the language bindings (Ruby, Python, TypeScript),
+//! as sdk-core keeps a `core-api`: a worker embedded in another language's process is an
+//! [`EmbeddedWorker`], and the three binding crates wrap it method for method, adding nothing
+//! but the conversion of errors to their language's exceptions and the release of the GIL/GVL.
+//!
+//! The core (AMQP, acks, result publishing, step timeouts, `/health`) runs on a small tokio
+//! runtime of its own; the language's threads take steps and complete them. Every binding
+//! offers the same vocabulary (snake_case in Python and Ruby, camelCase in TypeScript):
+//!
+//! | call | what it does |
+//! |---|---|
+//! | `start(options)` | loads configuration and templates, registers them, checks broker access, serves `/health`, starts consuming |
+//! | `take_steps(max, wait)` | waits up to `wait` seconds for steps; a JSON array of at most `max` jobs |
+//! | `take_ready_steps(max)` | the same without waiting (Node, told by `on_ready`) |
+//! | `complete(outcomes)` | reports a JSON array of outcomes |
+//! | `heartbeat(job)` | whether the job is still this worker's to finish |
+//! | `parent_results_page(task, step, after)` | one page of parent results carried by reference |
+//! | `shutdown()` / `stop()` | begin stopping without blocking / stop, publishing what was reported |
+//!
+//! Start options, jobs and outcomes cross as JSON text, described by
+//! `tasker-worker/protocol.schema.json` (`definitions`: `start_options`, `job`, `outcome`), which the
+//! conformance suite checks in every language. Durations are seconds wherever a binding passes
+//! one; inside the JSON a field says its unit (`timeout_ms`, `retry_after_ms`).
+
+mod pages;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use uuid::Uuid;
-
-use crate::batch_host::{BatchHost, JobView};
-use crate::references::References;
+use crate::batch_host::{self, BatchHost};
 use crate::setup::{Overrides, Setup};
 use crate::worker::Worker;
+pub use pages::ParentPage;
+use pages::ParentPages;
 
-/// What the language side passes when starting a worker. `None` keeps the configured value
-/// (file, `TASKER_*` environment, defaults).
-#[derive(Debug, Clone, Default)]
-pub struct EmbeddedOptions {
+/// The start options of the schema's `start_options`; an absent (or `null`) value keeps the
+/// configured one (file, `TASKER_*` environment, defaults).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StartOptions {
     /// Folder of the templates whose namespaces the worker consumes.
     pub templates: PathBuf,
-    pub config_file: Option<PathBuf>,
+    /// TOML configuration file.
+    #[serde(default)]
+    pub config: Option<PathBuf>,
+    /// Port of `/health` (0 picks a free one).
+    #[serde(default)]
     pub health_port: Option<u16>,
+    /// Steps the language side runs at once.
+    #[serde(default)]
     pub concurrency: Option<usize>,
     /// The orchestrator the templates are registered with (`--orchestrator-url`).
+    #[serde(default)]
     pub orchestrator_url: Option<String>,
-    /// How long running handlers may finish on stop (`--shutdown-timeout`).
-    pub shutdown_timeout: Option<Duration>,
-    /// `ruby`, `python`, `typescript`: shown by `/health`.
-    pub language: &'static str,
+    /// Seconds running handlers may take to finish once stopping (`--shutdown-timeout`).
+    #[serde(default)]
+    pub shutdown_timeout: Option<f64>,
 }
 
-/// Why an embedded worker could not start.
+impl StartOptions {
+    /// Reads and checks start options given as JSON text.
+    pub fn from_json(json: &str) -> Result<StartOptions, Error> {
+        let options: StartOptions = serde_json::from_str(json)
+            .map_err(|e| Error::InvalidArgument(format!("invalid start options: {e}")))?;
+        if let Some(s) = options.shutdown_timeout {
+            seconds(s, "shutdown_timeout")?;
+        }
+        if options.concurrency == Some(0) {
+            return Err(Error::InvalidArgument(
+                "concurrency must be at least 1".into(),
+            ));
+        }
+        Ok(options)
+    }
+}
+
+/// Why the core could not start.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub enum StartError {
     #[error(transparent)]
     Setup(#[from] crate::setup::Error),
     #[error(transparent)]
@@ -51,36 +97,87 @@ pub enum Error {
     Telemetry(#[from] tasker_telemetry::Error),
 }
 
-/// A running embedded worker.
+/// What a call of the vocabulary can fail with; each binding maps the four to its language's
+/// exceptions the same way (`WorkerError`, `ArgumentError`/`ValueError`/`InvalidArg`,
+/// `ReferenceUnavailable`, `WorkerError`).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The worker could not start (templates, configuration, port, broker, registration).
+    #[error(transparent)]
+    Start(#[from] StartError),
+    /// Options, outcomes or ids that do not follow the schema.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The orchestrator could not be asked for a page of parent results (retried like any
+    /// error).
+    #[error("cannot read the step's parent results from the orchestrator: {0}")]
+    Unavailable(#[source] tasker_client::Error),
+    /// The worker stopped before the call.
+    #[error("the worker is stopped")]
+    Stopped,
+}
+
+/// A duration a binding passes, in seconds: finite and at least 0.
+pub fn seconds(value: f64, name: &str) -> Result<Duration, Error> {
+    Duration::try_from_secs_f64(value).map_err(|_| {
+        Error::InvalidArgument(format!(
+            "{name} must be a number of seconds, at least 0, not {value}"
+        ))
+    })
+}
+
+/// The running core, taken by [`EmbeddedWorker::stop`].
+#[derive(Debug)]
+struct Running {
+    task: Option<tokio::task::JoinHandle<()>>,
+    runtime: tokio::runtime::Runtime,
+    /// Tracing, when configured: its last spans flush once the worker stopped.
+    telemetry: tasker_telemetry::Telemetry,
+}
+
+/// A running embedded worker: the binding-facing type. Every method takes `&self`, so a
+/// binding shares one value between the threads that take steps and the one that stops it.
 #[derive(Debug)]
 pub struct EmbeddedWorker {
-    running: Option<tokio::task::JoinHandle<()>>,
-    runtime: Option<tokio::runtime::Runtime>,
     host: Arc<BatchHost>,
-    parent_pages: ParentPages,
+    pages: ParentPages,
     cancel: CancellationToken,
     health: SocketAddr,
     namespaces: Vec<String>,
     concurrency: usize,
     shutdown_timeout: Duration,
-    /// Tracing, when configured: its last spans flush once the worker stopped.
-    telemetry: Option<tasker_telemetry::Telemetry>,
+    running: Mutex<Option<Running>>,
 }
 
 impl EmbeddedWorker {
-    /// Loads configuration and templates, connects in the background and serves `/health`.
-    pub fn start(options: EmbeddedOptions) -> Result<EmbeddedWorker, Error> {
+    /// `start(options)`: `options` is the schema's `start_options` as JSON text; `language`
+    /// (`ruby`, `python`, `typescript`) is shown by `/health` and in template registrations.
+    /// Sends the core's logs to the log queue the binding drains ([`next_log_records`]).
+    pub fn start(language: &'static str, options: &str) -> Result<EmbeddedWorker, Error> {
+        crate::forward_logs("info");
+        let options = StartOptions::from_json(options)?;
+        let shutdown_timeout = options
+            .shutdown_timeout
+            .map(|s| seconds(s, "shutdown_timeout"))
+            .transpose()?;
+        Ok(Self::launch(language, &options, shutdown_timeout)?)
+    }
+
+    fn launch(
+        language: &'static str,
+        options: &StartOptions,
+        shutdown_timeout: Option<Duration>,
+    ) -> Result<EmbeddedWorker, StartError> {
         let setup = Setup::load(&Overrides {
-            config_file: options.config_file.clone(),
+            config_file: options.config.clone(),
             templates: Some(options.templates.clone()),
             health_port: options.health_port,
             concurrency: options.concurrency,
             orchestrator_url: options.orchestrator_url.clone(),
-            shutdown_timeout_ms: options
-                .shutdown_timeout
+            shutdown_timeout_ms: shutdown_timeout
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         })?;
-        let telemetry = crate::setup::telemetry(&setup.config, options.language)?;
+        let telemetry = crate::setup::telemetry(&setup.config, language)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("tasker-worker-core")
@@ -88,9 +185,7 @@ impl EmbeddedWorker {
             .build()?;
         let cancel = CancellationToken::new();
         runtime.block_on(crate::registration::register_templates(
-            &setup,
-            options.language,
-            &cancel,
+            &setup, language, &cancel,
         ))?;
         let Setup {
             config,
@@ -103,60 +198,111 @@ impl EmbeddedWorker {
         let worker = Worker::new(worker_options, host.clone());
         runtime
             .block_on(worker.check_access())
-            .map_err(Error::Broker)?;
+            .map_err(StartError::Broker)?;
         let health = runtime.block_on(crate::health::serve(
             config.worker.health_bind,
             config.worker.health_port,
             worker.stats(),
             namespaces.clone(),
-            options.language,
+            language,
             cancel.clone(),
         ))?;
-        let parent_pages = ParentPages {
+        let pages = ParentPages {
             references: worker.references(),
             runtime: runtime.handle().clone(),
         };
         let token = cancel.clone();
-        let running = runtime.spawn(async move { worker.run(token).await });
+        let task = runtime.spawn(async move { worker.run(token).await });
         Ok(EmbeddedWorker {
-            running: Some(running),
-            runtime: Some(runtime),
             host,
-            parent_pages,
+            pages,
             cancel,
             health,
             namespaces,
             concurrency: config.worker.concurrency,
             shutdown_timeout,
-            telemetry: Some(telemetry),
+            running: Mutex::new(Some(Running {
+                task: Some(task),
+                runtime,
+                telemetry,
+            })),
         })
     }
 
-    /// Blocks up to `timeout` for steps; call it with the GIL/GVL released.
-    pub fn next_batch(&self, max: usize, timeout: Duration) -> Vec<JobView> {
-        self.host.next_batch(max, timeout)
+    fn running(&self) -> MutexGuard<'_, Option<Running>> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The host, for bindings that wait asynchronously ([`BatchHost::next_batch_async`]).
-    pub fn host(&self) -> Arc<BatchHost> {
-        self.host.clone()
+    /// `take_steps(max, wait)`: waits up to `wait` for steps and returns at most `max` of them
+    /// as a JSON array of jobs (`[]` when the wait ran out or the worker is stopping). Call it
+    /// with the GIL/GVL released; [`EmbeddedWorker::stop`] wakes it at once.
+    pub fn take_steps(&self, max: usize, wait: Duration) -> String {
+        jobs_json(&self.host.next_batch(max, wait))
     }
 
-    /// Reads the parent results of steps whose jobs say `"parent_results_by_reference": true`;
-    /// cheap to clone and keep apart from the worker.
-    pub fn parent_pages(&self) -> ParentPages {
-        self.parent_pages.clone()
+    /// [`take_steps`](Self::take_steps) for a binding with a runtime of its own (Node).
+    pub async fn take_steps_async(&self, max: usize, wait: Duration) -> String {
+        jobs_json(&self.host.next_batch_async(max, wait).await)
     }
 
-    /// Reports outcomes as a JSON array (see [`crate::batch_host::OutcomeView`]).
-    pub fn complete_json(&self, json: &str) -> Result<(), crate::batch_host::Error> {
-        self.host.complete_json(json)
+    /// `take_ready_steps(max)`: at most `max` queued jobs, without waiting.
+    pub fn take_ready_steps(&self, max: usize) -> String {
+        jobs_json(&self.host.try_take(max))
     }
 
+    /// Has `hook` called on the core's thread each time steps are queued and when the worker
+    /// stops, so an event loop that must not block takes them with
+    /// [`take_ready_steps`](Self::take_ready_steps). See [`BatchHost::on_ready`].
+    pub fn on_ready(&self, hook: impl Fn() + Send + Sync + 'static) {
+        self.host.on_ready(hook);
+    }
+
+    /// `complete(outcomes)`: a JSON array of the schema's `outcome`s. Outcomes of jobs the core
+    /// no longer holds (timed out, or unknown) are ignored.
+    pub fn complete(&self, outcomes: &str) -> Result<(), Error> {
+        self.host.complete_json(outcomes).map_err(|e| match e {
+            batch_host::Error::InvalidOutcome(_) => Error::InvalidArgument(e.to_string()),
+            batch_host::Error::Stopped => Error::Stopped,
+        })
+    }
+
+    /// `heartbeat(job)`: whether the job is still this worker's to finish — handed out, not
+    /// reported, within its step's timeout, and the worker not stopped. A long handler checks
+    /// it between units of work and gives up once it is `false` (its outcome would be
+    /// ignored). It does not extend the step's timeout.
+    pub fn heartbeat(&self, job: u64) -> bool {
+        self.running().is_some() && self.host.holds(job)
+    }
+
+    /// `parent_results_page(task, step, after)`: the page of `step`'s parent results after the
+    /// cursor `after` (the first page with `None`), for a job that says
+    /// `"parent_results_by_reference": true`. Call it with the GIL/GVL released.
+    pub fn parent_results_page(
+        &self,
+        task: &str,
+        step: &str,
+        after: Option<&str>,
+    ) -> Result<ParentPage, Error> {
+        self.pages.blocking(task, step, after)
+    }
+
+    /// [`parent_results_page`](Self::parent_results_page) for a binding with a runtime of its
+    /// own (Node).
+    pub async fn parent_results_page_async(
+        &self,
+        task: &str,
+        step: &str,
+        after: Option<&str>,
+    ) -> Result<ParentPage, Error> {
+        self.pages.awaited(task, step, after).await
+    }
+
+    /// `ip:port` of `/health`.
     pub fn health_addr(&self) -> SocketAddr {
         self.health
     }
 
+    /// The namespaces consumed, sorted.
     pub fn namespaces(&self) -> &[String] {
         &self.namespaces
     }
@@ -173,114 +319,43 @@ impl EmbeddedWorker {
         self.shutdown_timeout
     }
 
-    /// Begins stopping, without blocking: no step is taken from the broker or handed out any
-    /// more, and the shutdown timeout starts. The language side then lets the handlers it holds
-    /// finish (within [`EmbeddedWorker::shutdown_timeout`]), reports them, and calls
-    /// [`EmbeddedWorker::stop`].
+    /// True once `shutdown` or `stop` ran: `take_steps` then returns at once with no jobs.
+    pub fn is_stopped(&self) -> bool {
+        self.host.is_stopped()
+    }
+
+    /// `shutdown()`: begins stopping, without blocking: no step is taken from the broker or
+    /// handed out any more, and the shutdown timeout starts. The language side then lets the
+    /// handlers it holds finish (within [`EmbeddedWorker::shutdown_timeout`]), reports them,
+    /// and calls [`EmbeddedWorker::stop`]. Idempotent.
     pub fn shutdown(&self) {
         self.cancel.cancel();
         self.host.stop();
     }
 
-    /// Stops ([`EmbeddedWorker::shutdown`] first if it was not called): outcomes reported so
+    /// `stop()` ([`EmbeddedWorker::shutdown`] first if it was not called): outcomes reported so
     /// far, and those of jobs handed out that are reported before the shutdown timeout, are
     /// published and their steps acknowledged; then the connection closes and every other step
-    /// returns to its queue. Blocks until then.
-    pub fn stop(&mut self) {
+    /// returns to its queue. Blocks until then (call it with the GIL/GVL released).
+    /// Idempotent.
+    pub fn stop(&self) {
         self.shutdown();
+        let Some(mut running) = self.running().take() else {
+            return;
+        };
         // Let the worker publish what was reported and close its broker connection before the
         // runtime goes away, so the AMQP I/O thread is not left with cancelled tasks.
         // (Not from inside another runtime, where blocking is not allowed.)
         let bound = self.shutdown_timeout + Duration::from_secs(10);
-        if let (Some(rt), Some(running)) = (&self.runtime, self.running.take())
+        if let Some(task) = running.task.take()
             && tokio::runtime::Handle::try_current().is_err()
         {
-            let _ = rt.block_on(async { tokio::time::timeout(bound, running).await });
+            let _ = running
+                .runtime
+                .block_on(async { tokio::time::timeout(bound, task).await });
         }
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_timeout(Duration::from_secs(5));
-        }
-        drop(self.telemetry.take());
-    }
-}
-
-/// Reads, for a binding, the parent results a job carries by reference (more than one page:
-/// the convergence step of a large fan-out), a page at a time as the orchestrator wrote them.
-/// The language side parses each page and offers its handlers all of them or one at a time.
-#[derive(Debug, Clone)]
-pub struct ParentPages {
-    references: Arc<References>,
-    runtime: tokio::runtime::Handle,
-}
-
-/// One page: a JSON object of step name to result, and the cursor of the next page.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParentPage {
-    pub results: String,
-    pub next: Option<String>,
-}
-
-/// Why a page could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum PageError {
-    #[error("{0:?} is not a task, step or cursor id")]
-    BadId(String),
-    #[error("cannot read the step's parent results from the orchestrator: {0}")]
-    Unavailable(#[from] tasker_client::Error),
-    #[error("the worker is stopped")]
-    Stopped,
-}
-
-impl ParentPages {
-    /// The page of `step`'s parent results after the cursor `after` (the first page with
-    /// `None`). Waits on the core's runtime; call it with the GIL/GVL released.
-    pub fn page_blocking(
-        &self,
-        task: &str,
-        step: &str,
-        after: Option<&str>,
-    ) -> Result<ParentPage, PageError> {
-        self.start(task, step, after)?
-            .blocking_recv()
-            .map_err(|_| PageError::Stopped)?
-    }
-
-    /// [`page_blocking`](Self::page_blocking) for a binding with a runtime of its own (Node).
-    pub async fn page(
-        &self,
-        task: &str,
-        step: &str,
-        after: Option<&str>,
-    ) -> Result<ParentPage, PageError> {
-        self.start(task, step, after)?
-            .await
-            .map_err(|_| PageError::Stopped)?
-    }
-
-    /// Reads the page on the core's runtime (whose HTTP client it is); the answer arrives on
-    /// the receiver, which sees the sender dropped if the runtime stopped first.
-    fn start(
-        &self,
-        task: &str,
-        step: &str,
-        after: Option<&str>,
-    ) -> Result<tokio::sync::oneshot::Receiver<Result<ParentPage, PageError>>, PageError> {
-        let id = |s: &str| Uuid::parse_str(s).map_err(|_| PageError::BadId(s.to_owned()));
-        let (task, step, after) = (id(task)?, id(step)?, after.map(id).transpose()?);
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let references = self.references.clone();
-        self.runtime.spawn(async move {
-            let page = references
-                .parent_results_text(task, step, after)
-                .await
-                .map(|p| ParentPage {
-                    results: p.parent_results.get().to_owned(),
-                    next: p.next.map(|n| n.to_string()),
-                })
-                .map_err(PageError::from);
-            let _ = tx.send(page);
-        });
-        Ok(rx)
+        running.runtime.shutdown_timeout(Duration::from_secs(5));
+        drop(running.telemetry);
     }
 }
 
@@ -288,4 +363,26 @@ impl Drop for EmbeddedWorker {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// `next_log_records(max, wait)`: waits up to `wait` for the core's log records and returns at
+/// most `max` as a JSON array of `{"level", "target", "message"}` (`[]` when the wait ran
+/// out). Call it with the GIL/GVL released, from a thread that hands them to the language's
+/// logger.
+pub fn next_log_records(max: usize, wait: Duration) -> String {
+    let records = crate::forward_logs("info").next_batch(max, wait);
+    serde_json::to_string(&records).expect("log records serialize to JSON")
+}
+
+/// [`next_log_records`] for a binding with a runtime of its own (Node).
+pub async fn next_log_records_async(max: usize, wait: Duration) -> String {
+    let records = crate::forward_logs("info")
+        .next_batch_async(max, wait)
+        .await;
+    serde_json::to_string(&records).expect("log records serialize to JSON")
+}
+
+/// Jobs as JSON: they hold only strings, numbers, UUIDs and JSON values, so this cannot fail.
+fn jobs_json(jobs: &[batch_host::JobView]) -> String {
+    serde_json::to_string(jobs).expect("jobs serialize to JSON")
 }

@@ -24,7 +24,7 @@ pub struct Job {
     pub message: StepMessage,
     /// Where to read the parent results the message carries by reference
     /// (`message.parent_results_by_reference`); FFI hosts read them through
-    /// [`crate::EmbeddedWorker::parent_pages`] instead.
+    /// [`crate::EmbeddedWorker::parent_results_page`] instead.
     pub parents: Option<ParentSource>,
 }
 

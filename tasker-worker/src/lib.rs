@@ -18,7 +18,7 @@ pub mod worker;
 
 pub use batch_host::{BatchHost, JobView, OutcomeView};
 pub use cli::run;
-pub use embedded::{EmbeddedOptions, EmbeddedWorker, PageError, ParentPage, ParentPages};
+pub use embedded::{EmbeddedWorker, ParentPage, StartOptions};
 pub use handler::{
     DuplicateHandler, EachParentResult, Handler, HandlerError, HandlerFuture, ParentResults,
     Registry, StepContext,

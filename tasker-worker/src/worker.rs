@@ -22,6 +22,7 @@ mod outcome;
 mod publish;
 
 use consumption::Consumption;
+pub(crate) use outcome::run_deadline;
 use publish::publish_results;
 
 use crate::host::{CompletionSink, HandlerHost};

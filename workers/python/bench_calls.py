@@ -4,7 +4,7 @@
 How it measures: N step messages are published straight to a fresh queue prefix on the real
 RabbitMQ (AMQP_URL), then the native worker starts with a Runner over one no-op handler. The
 core consumes them (prefetch from config, default 128), hands them over in batches
-(``next_batch``), the runner calls the handler and reports outcomes in batches
+(``take_steps``), the runner calls the handler and reports outcomes in batches
 (``complete``); the core publishes each result with a confirm and acks the step. Reported:
 
 - calls/s: from the runner's start to the N-th handler call returning;
@@ -89,7 +89,9 @@ def main() -> int:
             count()
             return {}
 
-    native = _native.Worker(str(TEMPLATES), health_port=0, concurrency=args.concurrency)
+    native = _native.NativeWorker.start(
+        json.dumps({"templates": str(TEMPLATES), "health_port": 0, "concurrency": args.concurrency})
+    )
     runner = tasker.Runner(native, reg)
     t0 = time.perf_counter()
     thread = threading.Thread(target=runner.run, daemon=True)

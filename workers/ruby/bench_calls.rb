@@ -3,15 +3,17 @@
 
 # Handler calls per second through the Ruby binding, trivial handler, no RabbitMQ: a
 # Tasker::BenchHost (the worker core's BatchHost, fed synthetic steps the way the core feeds it
-# after a consume) stands in for the AMQP side, so this measures the hand-off alone: next_batch
-# with the GVL released, JSON both ways, the Ruby handler threads, complete_json.
+# after a consume) stands in for the AMQP side, so this measures the hand-off alone: take_steps
+# with the GVL released, JSON both ways, the Ruby handler threads, complete. BenchHost is built
+# only by `build.sh --bench` (never into the gem); `build.sh` alone builds the gem's library again.
 #
-#   workers/ruby/build.sh && ruby workers/ruby/bench_calls.rb [CALLS=50000] [CONCURRENCY=8]
+#   workers/ruby/build.sh --bench && ruby workers/ruby/bench_calls.rb [CALLS=50000] [CONCURRENCY=8]
 #
-# Two figures: "raw" is one Ruby thread looping next_batch(256) -> handler -> complete (the
+# Two figures: "raw" is one Ruby thread looping take_steps(256) -> handler -> complete (the
 # binding's floor); "worker" is Tasker::Worker with its handler threads, one step each at a time.
 $LOAD_PATH.unshift(File.expand_path("lib", __dir__))
 require "tasker"
+abort "bench_calls.rb: build the bench library first: workers/ruby/build.sh --bench" unless defined?(Tasker::BenchHost)
 
 calls = Integer(ARGV[0] || 50_000)
 concurrency = Integer(ARGV[1] || 8)
@@ -34,9 +36,9 @@ raw = measure(calls) do
   host.submit(calls, "noop")
   taken = 0
   while taken < calls
-    jobs = JSON.parse(host.next_batch_json(256, 1_000))
+    jobs = JSON.parse(host.take_steps(256, 1.0))
     taken += jobs.size
-    host.complete_json("[#{jobs.map { |j| runner.call(j) }.join(",")}]")
+    host.complete("[#{jobs.map { |j| runner.call(j) }.join(",")}]")
   end
   host.wait_completed(calls, 60_000)
 end

@@ -3,6 +3,8 @@
 # workers/ruby/lib/tasker/tasker_rb.so. Idempotent; installs what a fresh Debian 12 lacks
 # (ruby, its headers, libclang for rb-sys' bindgen) through cargo-make/ensure-deps.sh.
 # Honours CARGO_TARGET_DIR (default: <repo>/target). Runnable from any directory.
+# `build.sh --bench` adds Tasker::BenchHost for bench_calls.rb; the gem never ships it, and a
+# plain `build.sh` builds the library without it again.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -12,7 +14,9 @@ root="$(cd "$here/../.." && pwd)"
 "$root/cargo-make/ensure-deps.sh" ruby
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
-cargo build --quiet --release --manifest-path "$root/Cargo.toml" -p tasker-rb
+features=()
+[[ "${1:-}" == "--bench" ]] && features=(--features bench)
+cargo build --quiet --release --manifest-path "$root/Cargo.toml" -p tasker-rb "${features[@]}"
 # Copy then rename, so a Ruby process that has the old library loaded keeps a whole file.
 dest="$here/lib/tasker/tasker_rb.so"
 cp "$CARGO_TARGET_DIR/release/libtasker_rb.so" "$dest.tmp"

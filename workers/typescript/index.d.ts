@@ -9,37 +9,37 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
-/** A running embedded worker core. */
+/** A running worker core: `NativeWorker.start(optionsJson)`. */
 export declare class NativeWorker {
   /**
-   * Loads configuration and templates, starts the core (it connects in the background) and
-   * serves `/health`. Throws with the reason if the configuration or templates are invalid.
+   * Starts the core from the schema's `start_options` as JSON (it connects in the
+   * background and serves `/health`). Throws with the reason if the options, configuration
+   * or templates are invalid.
    */
-  static start(options: StartOptions): NativeWorker
+  static start(options: string): NativeWorker
   /**
-   * Waits up to `timeoutMs` for steps and resolves with a JSON array of at most `max` jobs
-   * (`[]` when the wait ran out or the worker stopped). The wait runs on napi's tokio
-   * runtime, so the event loop keeps running handlers meanwhile.
+   * Waits up to `wait` seconds for steps and resolves with a JSON array of at most `max`
+   * jobs (`[]` when the wait ran out or the worker is stopping). The wait runs on napi's
+   * tokio runtime, so the event loop keeps running handlers meanwhile.
    */
-  nextBatch(max: number, timeoutMs: number): Promise<string>
+  takeSteps(max: number, wait: number): Promise<string>
+  /** A JSON array of at most `max` queued jobs, without waiting. */
+  takeReadySteps(max: number): string
   /**
    * Has `callback` called on the JavaScript thread each time steps are queued for this
-   * worker, and when it stops: the event loop then takes them with `takeBatch`. The core
-   * calls it straight from its own thread, where `nextBatch` resolves through a thread of
-   * napi's runtime first. The callback does not keep the process alive. Replaces an earlier
-   * callback.
+   * worker, and when it stops: the event loop then takes them with `takeReadySteps`. The
+   * core calls it straight from its own thread, where `takeSteps` resolves through a thread
+   * of napi's runtime first. The callback does not keep the process alive. Replaces an
+   * earlier callback.
    */
   onReady(callback: () => void): void
+  /** Reports a JSON array of outcomes. */
+  complete(outcomes: string): void
   /**
-   * A JSON array of at most `max` queued jobs, without waiting (`[]` when none is queued or
-   * the worker stopped).
+   * Whether the job is still this worker's to finish (handed out, not reported, within its
+   * step's timeout, the worker not stopped).
    */
-  takeBatch(max: number): string
-  /**
-   * Reports outcomes: a JSON array of `{id, status: "success", result}` or
-   * `{id, status: "failure", retryable, error: {kind, message, backtrace}}`.
-   */
-  completeBatch(outcomes: string): void
+  heartbeat(job: number): boolean
   /**
    * One page of the parent results of a step whose job says `parent_results_by_reference`;
    * start with `after` null. Rejects with code `GenericFailure` if the orchestrator cannot
@@ -52,13 +52,13 @@ export declare class NativeWorker {
   get namespaces(): Array<string>
   /** Steps to run at once (from options, configuration or the default). */
   get concurrency(): number
-  /** How long running handlers may finish once stopping, in milliseconds. */
-  get shutdownTimeoutMs(): number
+  /** Seconds running handlers may take to finish once stopping. */
+  get shutdownTimeout(): number
   /** Whether `shutdown` or `stop` was called. */
   get stopped(): boolean
   /**
    * Begins stopping without blocking: no step is taken or handed out any more (a pending
-   * `nextBatch` resolves with `[]`) and the shutdown timeout starts. Report the running
+   * `takeSteps` resolves with `[]`) and the shutdown timeout starts. Report the running
    * handlers' outcomes, then call `stop`. Idempotent.
    */
   shutdown(): void
@@ -71,11 +71,10 @@ export declare class NativeWorker {
 }
 
 /**
- * Waits up to `timeoutMs` for the worker core's log records and resolves with at most `max` of
- * them as a JSON array of `{level, target, message}` (`[]` when the wait ran out); the Worker
- * hands them to its logger.
+ * Waits up to `wait` seconds for the worker core's log records and resolves with at most `max`
+ * of them as a JSON array of `{level, target, message}` (`[]` when the wait ran out).
  */
-export declare function nextLogRecords(max: number, timeoutMs: number): Promise<string>
+export declare function nextLogRecords(max: number, wait: number): Promise<string>
 
 /** One page of a step's parent results. */
 export interface ParentResultsPage {
@@ -83,23 +82,4 @@ export interface ParentResultsPage {
   results: string
   /** The cursor of the next page; null after the last. */
   next?: string
-}
-
-/**
- * Options of [`NativeWorker::start`]; an absent value keeps the configured one (file,
- * `TASKER_*` environment, defaults).
- */
-export interface StartOptions {
-  /** Folder of task templates; the worker consumes their namespaces. */
-  templates: string
-  /** TOML configuration file. */
-  configFile?: string
-  /** Port of `/health` (0 picks a free port); its address is `worker.health_bind`. */
-  healthPort?: number
-  /** Steps the JavaScript side runs at once. */
-  concurrency?: number
-  /** The orchestrator the templates are registered with. */
-  orchestratorUrl?: string
-  /** How long running handlers may finish once stopping, in milliseconds. */
-  shutdownTimeoutMs?: number
 }

@@ -12,7 +12,7 @@ use tasker_shared::{Outcome, StepMessage};
 const MAX_RUN: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// When the core gives up on a started job: its timeout (clamped) plus a margin.
-pub(super) fn run_deadline(timeout_ms: u64) -> Duration {
+pub(crate) fn run_deadline(timeout_ms: u64) -> Duration {
     Duration::from_millis(timeout_ms).min(MAX_RUN) + Duration::from_millis(250)
 }
 

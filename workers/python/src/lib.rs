@@ -1,17 +1,15 @@
-//! `tasker._native`: the Python face of [`tasker_worker::EmbeddedWorker`]. Deliberately thin:
-//! the core owns every connection and timer; Python only takes batches of jobs and returns
-//! outcomes, both as JSON strings (parsed with the standard `json` module on the Python side).
-//! Blocking calls release the GIL so handler threads keep running while the dispatcher waits.
+//! `tasker._native`: the Python face of [`tasker_worker::EmbeddedWorker`], method for method
+//! (see `tasker_worker::embedded` for the vocabulary every binding shares). It adds only the
+//! mapping of errors to Python exceptions and the release of the GIL while the core waits; jobs,
+//! outcomes and start options cross as JSON text (`tasker-worker/protocol.schema.json`).
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
-use tasker_worker::batch_host::{self, BatchHost};
-use tasker_worker::{EmbeddedOptions, EmbeddedWorker, PageError, ParentPages};
+use tasker_worker::EmbeddedWorker;
+use tasker_worker::embedded::{self, Error};
 
 create_exception!(
     _native,
@@ -27,92 +25,56 @@ create_exception!(
     "A step's parent results could not be read from the orchestrator (retried like any error)."
 );
 
-/// A running worker core. `start` connects in the background; `next_batch` hands out jobs.
-#[pyclass(module = "tasker._native", name = "Worker", frozen)]
-struct Worker {
-    /// The queue jobs are taken from; kept outside the lock so waiting never blocks `stop`.
-    host: Arc<BatchHost>,
-    parent_pages: ParentPages,
-    health: String,
-    namespaces: Vec<String>,
-    concurrency: usize,
-    shutdown_timeout: Duration,
-    inner: Mutex<Option<EmbeddedWorker>>,
-}
-
-impl Worker {
-    fn inner(&self) -> MutexGuard<'_, Option<EmbeddedWorker>> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+fn py_err(e: Error) -> PyErr {
+    match e {
+        Error::InvalidArgument(_) => PyValueError::new_err(e.to_string()),
+        Error::Unavailable(_) => ReferenceUnavailable::new_err(e.to_string()),
+        Error::Start(_) | Error::Stopped => WorkerError::new_err(e.to_string()),
     }
 }
+
+fn wait(seconds: f64) -> PyResult<Duration> {
+    embedded::seconds(seconds, "wait").map_err(py_err)
+}
+
+/// A running worker core: `NativeWorker.start(options_json)`.
+#[pyclass(module = "tasker._native", name = "NativeWorker", frozen)]
+struct NativeWorker(EmbeddedWorker);
 
 #[pymethods]
-impl Worker {
-    /// Loads configuration (file, `DATABASE_URL`/`AMQP_URL`/`TASKER_*`, these arguments) and
-    /// the templates, binds `/health` and starts consuming the templates' namespaces.
-    #[new]
-    #[pyo3(signature = (templates, *, config=None, health_port=None, concurrency=None,
-                        orchestrator_url=None, shutdown_timeout=None))]
-    fn new(
-        py: Python<'_>,
-        templates: PathBuf,
-        config: Option<PathBuf>,
-        health_port: Option<u16>,
-        concurrency: Option<usize>,
-        orchestrator_url: Option<String>,
-        shutdown_timeout: Option<f64>,
-    ) -> PyResult<Self> {
-        // The core's logs go to Python's `logging` (tasker.logs drains them), not to stderr.
-        tasker_worker::forward_logs("info");
-        let shutdown_timeout = shutdown_timeout
-            .map(|s| {
-                Duration::try_from_secs_f64(s).map_err(|_| {
-                    PyValueError::new_err(format!(
-                        "shutdown_timeout must be a number of seconds, at least 0, not {s}"
-                    ))
-                })
-            })
-            .transpose()?;
-        let options = EmbeddedOptions {
-            templates,
-            config_file: config,
-            health_port,
-            concurrency,
-            orchestrator_url,
-            shutdown_timeout,
-            language: "python",
-        };
-        let worker = py
-            .detach(|| EmbeddedWorker::start(options))
-            .map_err(|e| WorkerError::new_err(e.to_string()))?;
-        Ok(Worker {
-            host: worker.host(),
-            parent_pages: worker.parent_pages(),
-            health: worker.health_addr().to_string(),
-            namespaces: worker.namespaces().to_vec(),
-            concurrency: worker.concurrency(),
-            shutdown_timeout: worker.shutdown_timeout(),
-            inner: Mutex::new(Some(worker)),
-        })
+impl NativeWorker {
+    /// Starts the core from the schema's `start_options` as JSON: loads configuration (file,
+    /// `DATABASE_URL`/`AMQP_URL`/`TASKER_*`, the options) and the templates, registers them,
+    /// binds `/health` and starts consuming the templates' namespaces.
+    #[staticmethod]
+    fn start(py: Python<'_>, options: &str) -> PyResult<Self> {
+        py.detach(|| EmbeddedWorker::start("python", options))
+            .map(NativeWorker)
+            .map_err(py_err)
     }
 
-    /// Waits up to `timeout_ms` for jobs and returns at most `max` of them as a JSON array
-    /// (`"[]"` when the wait ran out or the worker stopped). The GIL is released meanwhile.
-    fn next_batch(&self, py: Python<'_>, max: usize, timeout_ms: u64) -> PyResult<String> {
-        let host = self.host.clone();
-        let jobs = py.detach(move || host.next_batch(max, Duration::from_millis(timeout_ms)));
-        serde_json::to_string(&jobs).map_err(|e| WorkerError::new_err(e.to_string()))
+    /// Waits up to `wait` seconds for jobs and returns at most `max` of them as a JSON array
+    /// (`"[]"` when the wait ran out or the worker is stopping). The GIL is released meanwhile.
+    fn take_steps(&self, py: Python<'_>, max: usize, wait: f64) -> PyResult<String> {
+        let wait = self::wait(wait)?;
+        Ok(py.detach(|| self.0.take_steps(max, wait)))
     }
 
-    /// Reports outcomes: a JSON array of `{"id", "status": "success", "result"}` or
-    /// `{"id", "status": "failure", "retryable", "error": {"kind", "message", "backtrace"}}`.
-    /// Keeps the GIL: it only parses them and hands them to the core, without waiting, and
-    /// giving the GIL up and taking it back would cost the caller more under load.
+    /// At most `max` queued jobs as a JSON array, without waiting.
+    fn take_ready_steps(&self, max: usize) -> String {
+        self.0.take_ready_steps(max)
+    }
+
+    /// Reports a JSON array of outcomes. Keeps the GIL: it only parses them and hands them to
+    /// the core, without waiting, and giving the GIL up and taking it back would cost more.
     fn complete(&self, outcomes: &str) -> PyResult<()> {
-        self.host.complete_json(outcomes).map_err(|e| match e {
-            batch_host::Error::InvalidOutcome(_) => PyValueError::new_err(e.to_string()),
-            batch_host::Error::Stopped => WorkerError::new_err(e.to_string()),
-        })
+        self.0.complete(outcomes).map_err(py_err)
+    }
+
+    /// Whether the job is still this worker's to finish (handed out, not reported, within its
+    /// step's timeout, the worker not stopped).
+    fn heartbeat(&self, job: u64) -> bool {
+        self.0.heartbeat(job)
     }
 
     /// One page of the parent results of a step whose job says `parent_results_by_reference`:
@@ -126,86 +88,66 @@ impl Worker {
         step_id: &str,
         after: Option<&str>,
     ) -> PyResult<(String, Option<String>)> {
-        let pages = self.parent_pages.clone();
-        let (task, step, after) = (
-            task_id.to_owned(),
-            step_id.to_owned(),
-            after.map(str::to_owned),
-        );
         let page = py
-            .detach(move || pages.page_blocking(&task, &step, after.as_deref()))
-            .map_err(|e| match e {
-                PageError::BadId(_) => PyValueError::new_err(e.to_string()),
-                PageError::Unavailable(_) => ReferenceUnavailable::new_err(e.to_string()),
-                PageError::Stopped => WorkerError::new_err(e.to_string()),
-            })?;
+            .detach(|| self.0.parent_results_page(task_id, step_id, after))
+            .map_err(py_err)?;
         Ok((page.results, page.next))
     }
 
     /// `ip:port` of the `/health` endpoint.
     #[getter]
-    fn health_addr(&self) -> &str {
-        &self.health
+    fn health_addr(&self) -> String {
+        self.0.health_addr().to_string()
     }
 
     /// The namespaces consumed, sorted.
     #[getter]
     fn namespaces(&self) -> Vec<String> {
-        self.namespaces.clone()
+        self.0.namespaces().to_vec()
     }
 
-    /// Steps to run at once (configuration or the `concurrency` argument).
+    /// Steps to run at once.
     #[getter]
     fn concurrency(&self) -> usize {
-        self.concurrency
+        self.0.concurrency()
     }
 
-    /// Seconds running handlers may take to finish once stopping (`worker.shutdown_timeout_ms`,
-    /// the `shutdown_timeout` argument).
+    /// Seconds running handlers may take to finish once stopping.
     #[getter]
     fn shutdown_timeout(&self) -> f64 {
-        self.shutdown_timeout.as_secs_f64()
+        self.0.shutdown_timeout().as_secs_f64()
     }
 
-    /// True once `shutdown` or `stop` ran: `next_batch` then returns at once with no jobs.
+    /// True once `shutdown` or `stop` ran: `take_steps` then returns at once with no jobs.
     #[getter]
     fn stopped(&self) -> bool {
-        self.host.is_stopped()
+        self.0.is_stopped()
     }
 
-    /// Begins stopping without blocking: no step is taken or handed out any more and the
-    /// shutdown timeout starts; report the running handlers' outcomes, then call `stop`.
-    /// Idempotent.
+    /// Begins stopping without blocking; report the running handlers' outcomes, then call
+    /// `stop`. Idempotent.
     fn shutdown(&self) {
-        if let Some(worker) = self.inner().as_ref() {
-            worker.shutdown();
-        }
+        self.0.shutdown();
     }
 
-    /// Stops: outcomes reported (and those reported before the shutdown timeout) are
-    /// published and their steps acknowledged, then every other step goes back to its queue.
-    /// Blocks until then, with the GIL released. Idempotent.
+    /// Stops, publishing what was reported; every other step goes back to its queue. Blocks
+    /// with the GIL released. Idempotent.
     fn stop(&self, py: Python<'_>) {
-        let worker = self.inner().take();
-        if let Some(mut worker) = worker {
-            py.detach(move || worker.stop());
-        }
+        py.detach(|| self.0.stop());
     }
 }
 
-/// Waits up to `timeout_ms` for the worker core's log records and returns at most `max` of them
-/// as a JSON array of `{"level", "target", "message"}` (`"[]"` when the wait ran out). The GIL
-/// is released meanwhile. `tasker.logs` hands them to `logging`.
+/// Waits up to `wait` seconds for the core's log records and returns at most `max` of them as
+/// a JSON array of `{"level", "target", "message"}`, with the GIL released.
 #[pyfunction]
-fn next_log_records(py: Python<'_>, max: usize, timeout_ms: u64) -> PyResult<String> {
-    let queue = tasker_worker::forward_logs("info");
-    let records = py.detach(|| queue.next_batch(max, Duration::from_millis(timeout_ms)));
-    serde_json::to_string(&records).map_err(|e| WorkerError::new_err(e.to_string()))
+fn next_log_records(py: Python<'_>, max: usize, wait: f64) -> PyResult<String> {
+    let wait = self::wait(wait)?;
+    Ok(py.detach(|| embedded::next_log_records(max, wait)))
 }
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<Worker>()?;
+    m.add_class::<NativeWorker>()?;
     m.add_function(wrap_pyfunction!(next_log_records, m)?)?;
     m.add("WorkerError", m.py().get_type::<WorkerError>())?;
     m.add(

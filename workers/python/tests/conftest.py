@@ -155,10 +155,15 @@ class Running:
         return self.drained[0]
 
 
+def start_native(templates: Any = TEMPLATES, **options: Any) -> Any:
+    """``NativeWorker.start`` with the protocol's start options as keyword arguments."""
+    return _native.NativeWorker.start(json.dumps({"templates": str(templates), **options}))
+
+
 def run_worker(registry: tasker.Registry, concurrency: int = 4, grace_s: float = 5.0) -> Running:
     """Starts the real native worker (configured from the environment) with a runner over
     ``registry``, in a thread."""
-    native = _native.Worker(str(TEMPLATES), health_port=0, concurrency=concurrency)
+    native = start_native(health_port=0, concurrency=concurrency)
     runner = tasker.Runner(native, registry)
     drained: list[bool] = []
     thread = threading.Thread(target=lambda: drained.append(runner.run(grace_s)), daemon=True)

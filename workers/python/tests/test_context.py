@@ -1,5 +1,5 @@
 """Parent results carried by reference are read through the native worker's
-``parent_results_page``, a page at a time (the end-to-end read is tests/references.rs)."""
+``parent_results_page`` (a stand-in here, answering only that), a page at a time (the end-to-end read is tests/references.rs)."""
 
 import pytest
 
@@ -12,7 +12,12 @@ class _Pages:
     def __init__(self) -> None:
         self.asked: list[str | None] = []
 
-    def __call__(self, task_id: str, step_id: str, after: str | None) -> tuple[str, str | None]:
+    def heartbeat(self, job: int) -> bool:
+        return True
+
+    def parent_results_page(
+        self, task_id: str, step_id: str, after: str | None
+    ) -> tuple[str, str | None]:
         self.asked.append(after)
         if after is None:
             return '{"a": {"v": 1}, "b": {"v": 2}}', "c1"
@@ -21,7 +26,7 @@ class _Pages:
 
 def _job_by_reference() -> dict:
     return {
-        "task_id": "t", "step_id": "s", "namespace": "ns", "task_name": "t", "step_name": "s",
+        "id": 1, "task_id": "t", "step_id": "s", "namespace": "ns", "task_name": "t", "step_name": "s",
         "handler": "h", "attempt": 1, "max_attempts": 1, "context": {}, "parent_results": {},
         "parent_results_by_reference": True, "timeout_ms": 1000,
     }

@@ -11,7 +11,7 @@ def ctx(context=None, parents=None, attempt=1) -> tasker.StepContext:
     return tasker.StepContext(
         task_id="t", step_id="s", namespace="python_examples", task_name="t", step_name="s",
         handler="h", attempt=attempt, max_attempts=3, context={} if context is None else context,
-        parent_results=parents or {}, timeout_ms=1000,
+        parent_results=parents or {}, timeout=1.0,
     )
 
 

@@ -10,12 +10,12 @@ import pytest
 
 from tasker import _native
 
-from conftest import TEMPLATES
+from conftest import TEMPLATES, start_native
 
 
 @pytest.fixture
 def native(broker):
-    worker = _native.Worker(str(TEMPLATES), health_port=0, concurrency=3)
+    worker = start_native(health_port=0, concurrency=3)
     yield worker
     worker.stop()
 
@@ -35,14 +35,14 @@ def test_start_reports_health_namespaces_and_concurrency(native) -> None:
 
 def test_an_idle_wait_returns_an_empty_batch_after_its_timeout(native) -> None:
     t0 = time.monotonic()
-    assert native.next_batch(8, 100) == "[]"
+    assert native.take_steps(8, 0.1) == "[]"
     assert time.monotonic() - t0 >= 0.09
 
 
 def test_waiting_releases_the_gil(native) -> None:
-    waiter = threading.Thread(target=native.next_batch, args=(1, 3000))
+    waiter = threading.Thread(target=native.take_steps, args=(1, 3.0))
     waiter.start()
-    # Were the GIL held by next_batch, this thread could not run again until it returned.
+    # Were the GIL held by take_steps, this thread could not run again until it returned.
     t0 = time.monotonic()
     total = sum(range(100_000))
     assert total and waiter.is_alive() and time.monotonic() - t0 < 2
@@ -57,7 +57,7 @@ def test_stop_is_idempotent_and_later_waits_return_at_once(native) -> None:
     native.stop()
     assert native.stopped
     t0 = time.monotonic()
-    assert native.next_batch(4, 5000) == "[]"
+    assert native.take_steps(4, 5.0) == "[]"
     assert time.monotonic() - t0 < 1
 
 
@@ -68,9 +68,9 @@ def test_malformed_outcomes_are_rejected(native) -> None:
 
 def test_bad_templates_give_clear_errors(tmp_path) -> None:
     with pytest.raises(_native.WorkerError, match="No such file or directory"):
-        _native.Worker(str(tmp_path / "missing"), health_port=0)
+        start_native(tmp_path / "missing", health_port=0)
     with pytest.raises(_native.WorkerError, match="no templates found in"):
-        _native.Worker(str(tmp_path), health_port=0)
+        start_native(tmp_path, health_port=0)
     (tmp_path / "broken.yaml").write_text("namespace: [unclosed\n")
     with pytest.raises(_native.WorkerError, match="broken.yaml"):
-        _native.Worker(str(tmp_path), health_port=0)
+        start_native(tmp_path, health_port=0)

@@ -59,7 +59,7 @@ def test_unknown_handler_and_timeout_match_the_rust_worker() -> None:
     o = json.loads(outcome.unknown_handler(5, "nope"))
     assert o["retryable"] is False and o["error"]["kind"] == "unknown_handler"
     assert o["error"]["message"] == 'no handler named "nope" is registered in this worker'
-    t = json.loads(outcome.timed_out(6, 250, outcome.now()))
+    t = json.loads(outcome.timed_out(6, 0.25, outcome.now()))
     assert t["retryable"] is True and t["error"] == {
         "kind": "timeout",
         "message": "handler did not finish within 250 ms",

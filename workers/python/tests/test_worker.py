@@ -187,3 +187,40 @@ def test_the_core_logs_through_python_logging(broker, start_worker) -> None:
     assert records[0].name == "tasker_worker.worker"
     assert records[0].levelno == logging.INFO
     assert broker.prefix in records[0].getMessage() or "namespaces=" in records[0].getMessage()
+
+
+def test_a_worker_started_from_your_own_code_runs_until_stopped(broker) -> None:
+    """The three calls every language offers: ``Worker.start``, ``run``, ``stop``; and a
+    handler's ``heartbeat()`` while its step is the worker's."""
+    from conftest import TEMPLATES
+
+    reg = tasker.Registry()
+
+    @reg.handler("double")
+    def double(ctx):
+        return {"value": ctx.context["value"] * 2, "heartbeat": ctx.heartbeat(),
+                "timeout": ctx.timeout}
+
+    step = broker.publish_step("double", {"value": 4}, timeout_ms=2_500)
+    worker = tasker.Worker.start(TEMPLATES, registry=reg, health_port=0, concurrency=2)
+    assert worker.namespaces == ["python_examples"] and worker.concurrency == 2
+    drained: list[bool] = []
+    runner = threading.Thread(target=lambda: drained.append(worker.run()))
+    runner.start()
+    result = broker.results(1)[step]
+    worker.stop()
+    runner.join(timeout=30)
+    assert not runner.is_alive() and drained == [True]
+    assert outcome_of(result) == {
+        "status": "success", "result": {"value": 8, "heartbeat": True, "timeout": 2.5}}
+    with pytest.raises(tasker.WorkerError, match="run\\(\\) is called once"):
+        worker.run()
+
+
+def test_bad_start_arguments_are_refused_before_anything_starts(broker) -> None:
+    from conftest import TEMPLATES
+
+    with pytest.raises(ValueError, match="shutdown_timeout must be a number of seconds"):
+        tasker.Worker.start(TEMPLATES, shutdown_timeout=-1)
+    with pytest.raises(ValueError, match="concurrency must be at least 1"):
+        tasker.Worker.start(TEMPLATES, concurrency=0)

@@ -59,7 +59,7 @@ class ContextTest < Minitest::Test
     end
     registry = Tasker::Registry.new
     registry.register("h") { |c| c.parent_results }
-    out = JSON.parse(Tasker::Runner.new(registry, pages: unreachable).call(by_reference))
+    out = JSON.parse(Tasker::Runner.new(registry, native: unreachable).call(by_reference))
     assert_equal "failure", out["status"]
     assert_equal true, out["retryable"]
     assert_equal "reference_unavailable", out["error"]["kind"]

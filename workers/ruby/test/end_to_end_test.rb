@@ -56,6 +56,13 @@ class EndToEndTest < Minitest::Test
       steps:
         - { name: slow, handler: e2e_nap, timeout_seconds: 30 }
     YAML
+    "pulse" => <<~YAML,
+      namespace: ruby_e2e
+      name: pulse
+      version: 1.0.0
+      steps:
+        - { name: pulse, handler: e2e_pulse, timeout_seconds: 20 }
+    YAML
   }.freeze
 
   def self.registry
@@ -66,6 +73,7 @@ class EndToEndTest < Minitest::Test
       { "value" => c.parent_results.fetch("start", { "value" => 0 })["value"] }
     end
     registry.register("e2e_sum") { |c| { "value" => c.parent_results.values.sum { |r| r["value"] } } }
+    registry.register("e2e_pulse") { |c| { "heartbeat" => c.heartbeat, "timeout" => c.timeout } }
     registry.register("e2e_reject") { raise RejectedInput, "account 7 does not exist" }
     registry.register("e2e_shaky") do |c|
       raise ArgumentError, "not yet (attempt #{c.attempt})" if c.attempt < 3
@@ -121,6 +129,12 @@ class EndToEndTest < Minitest::Test
     assert_equal "complete", task.state, task.inspect
     assert_equal({ "shaky" => { "attempts" => 3 } }, task.result)
     assert_equal 3, steps(task.id)["shaky"].attempt
+  end
+
+  def test_a_running_step_is_its_workers_and_its_timeout_is_in_seconds
+    task = run_task("pulse")
+    assert_equal "complete", task.state, task.inspect
+    assert_equal({ "pulse" => { "heartbeat" => true, "timeout" => 20.0 } }, task.result)
   end
 
   def test_an_unknown_handler_fails_the_task_at_once

@@ -10,46 +10,60 @@ require "tmpdir"
 class NativeTest < Minitest::Test
   include TestSupport
 
+  def start_native(templates, **options)
+    Tasker::NativeWorker.start(Tasker::Worker.start_options(templates: templates, **options))
+  end
+
+  def test_bad_start_options_are_argument_errors
+    error = assert_raises(ArgumentError) { start_native(FIXTURE_TEMPLATES, shutdown_timeout: -1) }
+    assert_includes error.message, "shutdown_timeout must be a number of seconds"
+    assert_raises(ArgumentError) { Tasker::NativeWorker.start('{"templates": "t", "nope": 1}') }
+  end
+
+  def test_the_gem_carries_no_bench_code
+    refute Tasker.const_defined?(:BenchHost), "Tasker::BenchHost is built only by build.sh --bench"
+  end
+
   def test_bad_templates_give_a_clear_error
     error = assert_raises(Tasker::WorkerError) do
-      Tasker::NativeWorker.start("/nonexistent/templates", nil, 0, nil, nil, nil)
+      start_native("/nonexistent/templates", health_port: 0)
     end
     assert_includes error.message, "/nonexistent/templates"
     Dir.mktmpdir do |empty|
-      error = assert_raises(Tasker::WorkerError) { Tasker::NativeWorker.start(empty, nil, 0, nil, nil, nil) }
+      error = assert_raises(Tasker::WorkerError) { start_native(empty, health_port: 0) }
       assert_includes error.message, "no templates found"
     end
   end
 
   def test_start_wait_with_the_gvl_released_and_stop
-    native = Tasker::NativeWorker.start(FIXTURE_TEMPLATES, nil, 0, 3, nil, 2.5)
+    native = start_native(FIXTURE_TEMPLATES, health_port: 0, concurrency: 3, shutdown_timeout: 2.5)
     assert_equal ["ruby_examples"], native.namespaces
     assert_equal 3, native.concurrency
     assert_in_delta 2.5, native.shutdown_timeout
     assert_match(/\A127\.0\.0\.1:\d+\z/, native.health_addr)
 
-    # Another Ruby thread keeps running while next_batch blocks: the GVL is released.
+    # Another Ruby thread keeps running while take_steps blocks: the GVL is released.
     ticks = 0
     ticker = Thread.new { loop { ticks += 1; Thread.pass } }
     started = monotonic
-    assert_equal "[]", native.next_batch_json(3, 300)
+    assert_equal "[]", native.take_steps(3, 0.3)
     waited = monotonic - started
     ticker.kill.join
     assert_operator waited, :>=, 0.25
     assert_operator ticks, :>, 1000
 
-    assert_raises(ArgumentError) { native.complete_json("not json") }
+    assert_raises(ArgumentError) { native.complete("not json") }
     native.stop
     assert native.stopped?
     native.stop # idempotent
     started = monotonic
-    assert_equal "[]", native.next_batch_json(3, 10_000)
+    assert_equal "[]", native.take_steps(3, 10.0)
     assert_operator monotonic - started, :<, 1, "a stopped worker must not make callers wait"
   end
 
-  def test_stop_wakes_a_dispatcher_blocked_in_next_batch
-    native = Tasker::NativeWorker.start(FIXTURE_TEMPLATES, nil, 0, 1, nil, nil)
-    waiter = Thread.new { native.next_batch_json(1, 30_000) }
+  def test_stop_wakes_a_dispatcher_blocked_in_take_steps
+    native = start_native(FIXTURE_TEMPLATES, health_port: 0, concurrency: 1)
+    waiter = Thread.new { native.take_steps(1, 30.0) }
     Thread.pass until waiter.status == "sleep" || !waiter.alive?
     started = monotonic
     native.stop
@@ -58,8 +72,8 @@ class NativeTest < Minitest::Test
   end
 
   def test_the_worker_reports_health_and_stops
-    worker = Tasker::Worker.new(templates: FIXTURE_TEMPLATES, registry: Tasker::Registry.new,
-                                concurrency: 2, health_port: 0).start
+    worker = Tasker::Worker.start(templates: FIXTURE_TEMPLATES, registry: Tasker::Registry.new,
+                                  concurrency: 2, health_port: 0)
     assert_equal 2, worker.concurrency
     require "net/http"
     health = JSON.parse(Net::HTTP.get(URI("http://#{worker.health_addr}/health")))

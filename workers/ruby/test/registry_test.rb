@@ -30,6 +30,25 @@ class RegistryTest < Minitest::Test
     assert_equal({ "value" => 8, "calls" => 2 }, registry["count_calls"].call(ctx(context: { "value" => 4 })))
   end
 
+  def test_prepare_makes_the_class_instances_so_a_constructor_error_stops_the_start
+    registry = @registry
+    made = []
+    Class.new(Tasker::Handler) do
+      handles "made_at_start", registry: registry
+      define_method(:initialize) { made << :made }
+      def call(_ctx) = 1
+    end
+    Class.new(Tasker::Handler) do
+      handles "broken_at_start", registry: registry
+      def initialize = raise(ArgumentError, "no API key")
+    end
+    error = assert_raises(ArgumentError) { registry.prepare }
+    assert_equal "no API key", error.message
+    assert_equal [:made], made
+    registry["made_at_start"].call(ctx)
+    assert_equal [:made], made, "one instance, made once"
+  end
+
   def test_the_same_handler_twice_under_one_name_is_refused_too
     handler = ->(_c) { 1 }
     @registry.register("x", handler)

@@ -22,13 +22,23 @@ export interface StepContext {
   parentResults: ParentResults;
   /** A batch worker's batch (what its batchable parent returned for it); null otherwise. */
   input: JsonValue;
-  /** The step's timeout; past it the attempt fails (retryably) and `signal` aborts. */
+  /** The step's timeout in seconds; past it the attempt fails (retryably) and `signal` aborts. */
+  timeout: number;
+  /** @deprecated The step's timeout in milliseconds; use {@link timeout} (seconds). */
   timeoutMs: number;
   /** Aborted when the attempt times out: pass it to fetch, timers, child processes… */
   signal: AbortSignal;
+  /**
+   * Whether the step is still this worker's to finish: handed out, within its timeout, the
+   * worker not stopped. A long handler checks it between units of work and stops once it is
+   * false (its outcome would be ignored). It does not extend the timeout. Outside a worker
+   * (a job run in a test) always true.
+   */
+  heartbeat(): boolean;
 }
 
-/** A job as the native core hands it over (snake_case, as serialized by the Rust core). */
+/** A job as the native core hands it over (snake_case, as serialized by the Rust core): the
+ * worker protocol's `job` (tasker-worker/protocol.schema.json). */
 export interface Job {
   id: number;
   task_id: string;
@@ -111,7 +121,10 @@ export class ParentResults implements AsyncIterable<[string, JsonValue]> {
   }
 }
 
-export function stepContext(job: Job, signal: AbortSignal, pages?: PageReader): StepContext {
+/** Asks the core whether a job is still this worker's: the native core's `heartbeat`. */
+export type Heartbeat = (job: number) => boolean;
+
+export function stepContext(job: Job, signal: AbortSignal, pages?: PageReader, heartbeat?: Heartbeat): StepContext {
   return {
     taskId: job.task_id,
     stepId: job.step_id,
@@ -127,8 +140,10 @@ export function stepContext(job: Job, signal: AbortSignal, pages?: PageReader): 
       job.parent_results_by_reference ? pages ?? missingReader : undefined,
     ),
     input: job.input ?? null,
+    timeout: job.timeout_ms / 1000,
     timeoutMs: job.timeout_ms,
     signal,
+    heartbeat: () => heartbeat?.(job.id) ?? true,
   };
 }
 

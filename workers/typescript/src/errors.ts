@@ -13,9 +13,11 @@ export interface HandlerErrorOptions extends ErrorOptions {
 /** What a {@link RetryableError} may ask for. */
 export interface RetryableErrorOptions extends HandlerErrorOptions {
   /**
-   * The next attempt's delay in milliseconds, in place of the template's backoff (a rate
-   * limit's `Retry-After`), at most a day.
+   * The next attempt's delay in seconds, in place of the template's backoff (a rate limit's
+   * `Retry-After`), at most a day.
    */
+  retryAfter?: number;
+  /** @deprecated The same in milliseconds; use {@link retryAfter} (seconds). */
   retryAfterMs?: number;
 }
 
@@ -40,24 +42,35 @@ export class PermanentError extends Error {
 /**
  * Throw it to fail the attempt and have the step retried, naming the failure's `kind` and, if
  * the handler knows better than the template's backoff, when the next attempt runs:
- * `throw new RetryableError("429 from the payment API", { kind: "rate_limited", retryAfterMs: 30_000 })`.
+ * `throw new RetryableError("429 from the payment API", { kind: "rate_limited", retryAfter: 30 })`.
  * Any other thrown error is retried too, after the template's backoff.
  */
 export class RetryableError extends Error {
   readonly kind: string;
-  readonly retryAfterMs: number | undefined;
+  /** The delay asked for, in seconds. */
+  readonly retryAfter: number | undefined;
 
   constructor(message: string, options?: RetryableErrorOptions) {
     super(message, options);
-    const delay = options?.retryAfterMs;
-    if (delay !== undefined && !(Number.isFinite(delay) && delay >= 0)) {
-      throw new RangeError(`retryAfterMs must be a number of milliseconds, at least 0, not ${delay}`);
+    const seconds = options?.retryAfter;
+    if (seconds !== undefined && !(Number.isFinite(seconds) && seconds >= 0)) {
+      throw new RangeError(`retryAfter must be a number of seconds, at least 0, not ${seconds}`);
     }
+    const ms = options?.retryAfterMs;
+    if (ms !== undefined && !(Number.isFinite(ms) && ms >= 0)) {
+      throw new RangeError(`retryAfterMs must be a number of milliseconds, at least 0, not ${ms}`);
+    }
+    const delay = seconds !== undefined ? seconds * 1000 : ms;
     this.name = new.target.name;
     this.kind = options?.kind || new.target.name;
-    this.retryAfterMs = delay;
+    this.retryAfter = delay === undefined ? undefined : delay / 1000;
     // Read without `instanceof`, like PERMANENT.
     Object.defineProperty(this, RETRY_AFTER, { value: delay });
+  }
+
+  /** @deprecated The delay asked for in milliseconds; use {@link retryAfter} (seconds). */
+  get retryAfterMs(): number | undefined {
+    return this.retryAfter === undefined ? undefined : this.retryAfter * 1000;
   }
 }
 

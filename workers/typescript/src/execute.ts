@@ -1,4 +1,4 @@
-import { stepContext, type Job, type PageReader } from "./context";
+import { stepContext, type Heartbeat, type Job, type PageReader } from "./context";
 import { isPermanent, retryAfterMs } from "./errors";
 import type { Registry } from "./handler";
 import type { JsonValue } from "./json";
@@ -8,9 +8,14 @@ import type { Outcome, OutcomeBody, StepError } from "./outcome";
  * Runs one job's handler and never throws: every result, throw, rejection or timeout becomes an
  * outcome. Resolves by the job's timeout at the latest, so a hung handler frees its slot (its
  * `signal` aborts; whatever it does afterwards is ignored). `pages` reads parent results the job
- * carries by reference.
+ * carries by reference; `heartbeat` answers the context's `heartbeat()`.
  */
-export async function execute(registry: Registry, job: Job, pages?: PageReader): Promise<Outcome> {
+export async function execute(
+  registry: Registry,
+  job: Job,
+  pages?: PageReader,
+  heartbeat?: Heartbeat,
+): Promise<Outcome> {
   // Seconds since the epoch, as the core takes them (cheaper than formatting a date); the
   // finish adds the run's duration from the monotonic clock.
   const startedAt = epochSeconds();
@@ -41,7 +46,7 @@ export async function execute(registry: Registry, job: Job, pages?: PageReader):
   });
   try {
     // `async` turns a synchronous throw into a rejection, so sync and async handlers fail alike.
-    const call = (async () => fn(stepContext(job, abort.signal, pages)))();
+    const call = (async () => fn(stepContext(job, abort.signal, pages, heartbeat)))();
     // race() subscribes to `call`, so a rejection after the timeout is never "unhandled".
     const first = await Promise.race([call, timedOut]);
     if (first === "timeout") {

@@ -1,48 +1,35 @@
-//! `tasker-node`: the Node.js binding of the Tasker worker core. It wraps
-//! [`tasker_worker::EmbeddedWorker`] and nothing more: the core (AMQP, acks, result publishing,
-//! timeouts, health) runs on its own threads; JavaScript takes batches of steps, told by the
-//! `onReady` callback, with `takeBatch` (or waits for them with the Promise-returning
-//! `nextBatch`), and reports outcomes with `completeBatch`. Jobs and outcomes cross as JSON
-//! strings: one `JSON.parse` is cheaper than building objects field by field.
-
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+//! `tasker-node`: the Node.js face of [`tasker_worker::EmbeddedWorker`], method for method (see
+//! `tasker_worker::embedded` for the vocabulary every binding shares, here in camelCase). It adds
+//! only the mapping of errors to `Status` codes and Promise-returning waits on napi's runtime;
+//! jobs, outcomes and start options cross as JSON text (`tasker-worker/protocol.schema.json`):
+//! one `JSON.parse` is cheaper than building objects field by field.
 
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi_derive::napi;
-use tasker_worker::{BatchHost, EmbeddedOptions, EmbeddedWorker, PageError, ParentPages};
+use tasker_worker::EmbeddedWorker;
+use tasker_worker::embedded::{self, Error as CoreError};
 
-/// Options of [`NativeWorker::start`]; an absent value keeps the configured one (file,
-/// `TASKER_*` environment, defaults).
-#[napi(object)]
-#[derive(Debug)]
-pub struct StartOptions {
-    /// Folder of task templates; the worker consumes their namespaces.
-    pub templates: String,
-    /// TOML configuration file.
-    pub config_file: Option<String>,
-    /// Port of `/health` (0 picks a free port); its address is `worker.health_bind`.
-    pub health_port: Option<u32>,
-    /// Steps the JavaScript side runs at once.
-    pub concurrency: Option<u32>,
-    /// The orchestrator the templates are registered with.
-    pub orchestrator_url: Option<String>,
-    /// How long running handlers may finish once stopping, in milliseconds.
-    pub shutdown_timeout_ms: Option<u32>,
+fn napi_err(e: CoreError) -> Error {
+    let status = match e {
+        CoreError::InvalidArgument(_) => Status::InvalidArg,
+        CoreError::Start(_) | CoreError::Unavailable(_) | CoreError::Stopped => {
+            Status::GenericFailure
+        }
+    };
+    Error::new(status, e.to_string())
 }
 
-/// Waits up to `timeoutMs` for the worker core's log records and resolves with at most `max` of
-/// them as a JSON array of `{level, target, message}` (`[]` when the wait ran out); the Worker
-/// hands them to its logger.
+fn wait(seconds: f64) -> Result<std::time::Duration> {
+    embedded::seconds(seconds, "wait").map_err(napi_err)
+}
+
+/// Waits up to `wait` seconds for the worker core's log records and resolves with at most `max`
+/// of them as a JSON array of `{level, target, message}` (`[]` when the wait ran out).
 #[napi]
-pub async fn next_log_records(max: u32, timeout_ms: u32) -> Result<String> {
-    let queue = tasker_worker::forward_logs("info");
-    let records = queue
-        .next_batch_async(max as usize, Duration::from_millis(u64::from(timeout_ms)))
-        .await;
-    serde_json::to_string(&records).map_err(|e| Error::new(Status::GenericFailure, e.to_string()))
+pub async fn next_log_records(max: u32, wait: f64) -> Result<String> {
+    let wait = self::wait(wait)?;
+    Ok(embedded::next_log_records_async(max as usize, wait).await)
 }
 
 /// One page of a step's parent results.
@@ -55,104 +42,66 @@ pub struct ParentResultsPage {
     pub next: Option<String>,
 }
 
-/// A running embedded worker core.
+/// A running worker core: `NativeWorker.start(optionsJson)`.
 #[napi]
 #[derive(Debug)]
-pub struct NativeWorker {
-    /// Taken by `stop`; the host stays reachable so a pending `nextBatch` can finish.
-    inner: Mutex<Option<EmbeddedWorker>>,
-    host: Arc<BatchHost>,
-    parent_pages: ParentPages,
-    health: String,
-    namespaces: Vec<String>,
-    concurrency: u32,
-    shutdown_timeout_ms: u32,
-}
+pub struct NativeWorker(EmbeddedWorker);
 
 #[napi]
 impl NativeWorker {
-    /// Loads configuration and templates, starts the core (it connects in the background) and
-    /// serves `/health`. Throws with the reason if the configuration or templates are invalid.
+    /// Starts the core from the schema's `start_options` as JSON (it connects in the
+    /// background and serves `/health`). Throws with the reason if the options, configuration
+    /// or templates are invalid.
     #[napi(factory)]
-    pub fn start(options: StartOptions) -> Result<NativeWorker> {
-        // The core's logs go to the Worker's logger (`console` by default), not to stderr.
-        tasker_worker::forward_logs("info");
-        let health_port = options
-            .health_port
-            .map(|p| {
-                u16::try_from(p).map_err(|_| {
-                    Error::new(Status::InvalidArg, format!("healthPort {p} is not a port"))
-                })
-            })
-            .transpose()?;
-        let worker = EmbeddedWorker::start(EmbeddedOptions {
-            templates: PathBuf::from(&options.templates),
-            config_file: options.config_file.map(PathBuf::from),
-            health_port,
-            concurrency: options.concurrency.map(|c| c as usize),
-            orchestrator_url: options.orchestrator_url,
-            shutdown_timeout: options
-                .shutdown_timeout_ms
-                .map(|ms| Duration::from_millis(u64::from(ms))),
-            language: "typescript",
-        })
-        .map_err(|e| Error::new(Status::GenericFailure, e.to_string()))?;
-        Ok(NativeWorker {
-            host: worker.host(),
-            parent_pages: worker.parent_pages(),
-            health: worker.health_addr().to_string(),
-            namespaces: worker.namespaces().to_vec(),
-            concurrency: u32::try_from(worker.concurrency()).unwrap_or(u32::MAX),
-            shutdown_timeout_ms: u32::try_from(worker.shutdown_timeout().as_millis())
-                .unwrap_or(u32::MAX),
-            inner: Mutex::new(Some(worker)),
-        })
+    pub fn start(options: String) -> Result<NativeWorker> {
+        EmbeddedWorker::start("typescript", &options)
+            .map(NativeWorker)
+            .map_err(napi_err)
     }
 
-    /// Waits up to `timeoutMs` for steps and resolves with a JSON array of at most `max` jobs
-    /// (`[]` when the wait ran out or the worker stopped). The wait runs on napi's tokio
-    /// runtime, so the event loop keeps running handlers meanwhile.
+    /// Waits up to `wait` seconds for steps and resolves with a JSON array of at most `max`
+    /// jobs (`[]` when the wait ran out or the worker is stopping). The wait runs on napi's
+    /// tokio runtime, so the event loop keeps running handlers meanwhile.
     #[napi]
-    pub async fn next_batch(&self, max: u32, timeout_ms: u32) -> Result<String> {
-        let jobs = self
-            .host
-            .next_batch_async(max as usize, Duration::from_millis(u64::from(timeout_ms)))
-            .await;
-        serde_json::to_string(&jobs).map_err(|e| Error::new(Status::GenericFailure, e.to_string()))
+    pub async fn take_steps(&self, max: u32, wait: f64) -> Result<String> {
+        let wait = self::wait(wait)?;
+        Ok(self.0.take_steps_async(max as usize, wait).await)
+    }
+
+    /// A JSON array of at most `max` queued jobs, without waiting.
+    #[napi]
+    pub fn take_ready_steps(&self, max: u32) -> String {
+        self.0.take_ready_steps(max as usize)
     }
 
     /// Has `callback` called on the JavaScript thread each time steps are queued for this
-    /// worker, and when it stops: the event loop then takes them with `takeBatch`. The core
-    /// calls it straight from its own thread, where `nextBatch` resolves through a thread of
-    /// napi's runtime first. The callback does not keep the process alive. Replaces an earlier
-    /// callback.
+    /// worker, and when it stops: the event loop then takes them with `takeReadySteps`. The
+    /// core calls it straight from its own thread, where `takeSteps` resolves through a thread
+    /// of napi's runtime first. The callback does not keep the process alive. Replaces an
+    /// earlier callback.
     #[napi]
     pub fn on_ready(&self, callback: Function<(), ()>) -> Result<()> {
         let tsfn = callback
             .build_threadsafe_function::<()>()
             .weak::<true>()
             .build()?;
-        self.host.on_ready(move || {
+        self.0.on_ready(move || {
             tsfn.call((), ThreadsafeFunctionCallMode::NonBlocking);
         });
         Ok(())
     }
 
-    /// A JSON array of at most `max` queued jobs, without waiting (`[]` when none is queued or
-    /// the worker stopped).
+    /// Reports a JSON array of outcomes.
     #[napi]
-    pub fn take_batch(&self, max: u32) -> Result<String> {
-        serde_json::to_string(&self.host.try_take(max as usize))
-            .map_err(|e| Error::new(Status::GenericFailure, e.to_string()))
+    pub fn complete(&self, outcomes: String) -> Result<()> {
+        self.0.complete(&outcomes).map_err(napi_err)
     }
 
-    /// Reports outcomes: a JSON array of `{id, status: "success", result}` or
-    /// `{id, status: "failure", retryable, error: {kind, message, backtrace}}`.
+    /// Whether the job is still this worker's to finish (handed out, not reported, within its
+    /// step's timeout, the worker not stopped).
     #[napi]
-    pub fn complete_batch(&self, outcomes: String) -> Result<()> {
-        self.host
-            .complete_json(&outcomes)
-            .map_err(|e| Error::new(Status::InvalidArg, e.to_string()))
+    pub fn heartbeat(&self, job: i64) -> bool {
+        u64::try_from(job).is_ok_and(|job| self.0.heartbeat(job))
     }
 
     /// One page of the parent results of a step whose job says `parent_results_by_reference`;
@@ -166,16 +115,10 @@ impl NativeWorker {
         after: Option<String>,
     ) -> Result<ParentResultsPage> {
         let page = self
-            .parent_pages
-            .page(&task_id, &step_id, after.as_deref())
+            .0
+            .parent_results_page_async(&task_id, &step_id, after.as_deref())
             .await
-            .map_err(|e| {
-                let status = match e {
-                    PageError::BadId(_) => Status::InvalidArg,
-                    PageError::Unavailable(_) | PageError::Stopped => Status::GenericFailure,
-                };
-                Error::new(status, e.to_string())
-            })?;
+            .map_err(napi_err)?;
         Ok(ParentResultsPage {
             results: page.results,
             next: page.next,
@@ -185,46 +128,39 @@ impl NativeWorker {
     /// `ip:port` of the `/health` endpoint.
     #[napi(getter)]
     pub fn health_addr(&self) -> String {
-        self.health.clone()
+        self.0.health_addr().to_string()
     }
 
     /// Namespaces whose queues the worker consumes, sorted.
     #[napi(getter)]
     pub fn namespaces(&self) -> Vec<String> {
-        self.namespaces.clone()
+        self.0.namespaces().to_vec()
     }
 
     /// Steps to run at once (from options, configuration or the default).
     #[napi(getter)]
     pub fn concurrency(&self) -> u32 {
-        self.concurrency
+        u32::try_from(self.0.concurrency()).unwrap_or(u32::MAX)
     }
 
-    /// How long running handlers may finish once stopping, in milliseconds.
+    /// Seconds running handlers may take to finish once stopping.
     #[napi(getter)]
-    pub fn shutdown_timeout_ms(&self) -> u32 {
-        self.shutdown_timeout_ms
+    pub fn shutdown_timeout(&self) -> f64 {
+        self.0.shutdown_timeout().as_secs_f64()
     }
 
     /// Whether `shutdown` or `stop` was called.
     #[napi(getter)]
     pub fn stopped(&self) -> bool {
-        self.host.is_stopped()
+        self.0.is_stopped()
     }
 
     /// Begins stopping without blocking: no step is taken or handed out any more (a pending
-    /// `nextBatch` resolves with `[]`) and the shutdown timeout starts. Report the running
+    /// `takeSteps` resolves with `[]`) and the shutdown timeout starts. Report the running
     /// handlers' outcomes, then call `stop`. Idempotent.
     #[napi]
     pub fn shutdown(&self) {
-        if let Some(worker) = self
-            .inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-        {
-            worker.shutdown();
-        }
+        self.0.shutdown();
     }
 
     /// Stops: outcomes reported (and those reported before the shutdown timeout) are
@@ -232,9 +168,6 @@ impl NativeWorker {
     /// Idempotent. Blocks until then.
     #[napi]
     pub fn stop(&self) {
-        let worker = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(mut worker) = worker {
-            worker.stop();
-        }
+        self.0.stop();
     }
 }

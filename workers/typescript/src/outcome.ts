@@ -14,7 +14,7 @@ export type OutcomeBody =
   | { status: "failure"; retryable: boolean; error: StepError; retry_after_ms?: number };
 
 /**
- * The outcome of one job, in the wire format of the core's `complete_json`; `started_at` and
+ * The outcome of one job, in the wire format of the core's `complete` (the worker protocol's `outcome`); `started_at` and
  * `finished_at` are seconds since the epoch.
  */
 export type Outcome = OutcomeBody & { id: number; started_at: number; finished_at: number };

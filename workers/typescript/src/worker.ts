@@ -19,8 +19,10 @@ export interface WorkerOptions {
   orchestratorUrl?: string;
   /**
    * How long handlers running when {@link Worker.stop} is called may take to finish and report,
-   * in milliseconds (`worker.shutdown_timeout_ms`, 30,000 by default).
+   * in seconds (`worker.shutdown_timeout_ms`, 30 by default).
    */
+  shutdownTimeout?: number;
+  /** @deprecated The same in milliseconds; use {@link shutdownTimeout} (seconds). */
   shutdownTimeoutMs?: number;
   /** Handlers to run; {@link defaultRegistry} (what `registerHandler` fills) by default. */
   registry?: Registry;
@@ -31,10 +33,29 @@ export interface WorkerOptions {
    */
   logger?: Logger;
   /**
-   * Longest wait for steps before the loop looks again (ms). Only bounds how soon `stop()` is
-   * noticed: steps arriving during the wait are taken at once.
+   * Longest wait for steps before the loop looks again, in seconds (0.2 by default). Only
+   * bounds how soon `stop()` is noticed: steps arriving during the wait are taken at once.
    */
+  poll?: number;
+  /** @deprecated The same in milliseconds; use {@link poll} (seconds). */
   pollMs?: number;
+}
+
+/**
+ * The worker protocol's `start_options` (tasker-worker/protocol.schema.json) as JSON text, from
+ * a {@link Worker}'s options: absent values are left out, so the configured ones hold.
+ */
+export function startOptions(options: WorkerOptions): string {
+  const shutdownTimeout =
+    options.shutdownTimeout ?? (options.shutdownTimeoutMs === undefined ? undefined : options.shutdownTimeoutMs / 1000);
+  return JSON.stringify({
+    templates: options.templates,
+    config: options.configFile,
+    health_port: options.healthPort,
+    concurrency: options.concurrency,
+    orchestrator_url: options.orchestratorUrl,
+    shutdown_timeout: shutdownTimeout,
+  });
 }
 
 /** What the core's log records are handed to: `console`, or anything with its four methods. */
@@ -55,7 +76,7 @@ function forwardLogs(logger: Logger): void {
   draining ??= (async () => {
     try {
       while (running > 0) {
-        for (const r of JSON.parse(await nextLogRecords(256, 500)) as LogRecord[]) {
+        for (const r of JSON.parse(await nextLogRecords(256, 0.5)) as LogRecord[]) {
           const line = `${r.target}: ${r.message}`;
           if (r.level === "ERROR") logger.error(line);
           else if (r.level === "WARN") logger.warn(line);
@@ -84,6 +105,7 @@ interface LogRecord {
 export class Worker {
   readonly #native: NativeWorker;
   readonly #registry: Registry;
+  /** Milliseconds, for setInterval. */
   readonly #pollMs: number;
   readonly #inFlight = new Set<Promise<void>>();
   #pending: Outcome[] = [];
@@ -102,19 +124,14 @@ export class Worker {
 
   /**
    * Starts the native core (it connects to RabbitMQ in the background and serves `/health`).
-   * Throws with the reason if the configuration or the templates are invalid.
+   * Throws with the reason if the options, the configuration or the templates are invalid.
+   * The same three calls in every language: `Worker.start`, {@link run}, {@link stop}.
    */
   static start(options: WorkerOptions): Worker {
-    const native = NativeWorker.start({
-      templates: options.templates,
-      configFile: options.configFile,
-      healthPort: options.healthPort,
-      concurrency: options.concurrency,
-      orchestratorUrl: options.orchestratorUrl,
-      shutdownTimeoutMs: options.shutdownTimeoutMs,
-    });
+    const native = NativeWorker.start(startOptions(options));
     forwardLogs(options.logger ?? console);
-    return new Worker(native, options.registry ?? defaultRegistry(), options.pollMs ?? 200);
+    const pollMs = options.poll === undefined ? (options.pollMs ?? 200) : options.poll * 1000;
+    return new Worker(native, options.registry ?? defaultRegistry(), pollMs);
   }
 
   /** `ip:port` of the `/health` endpoint. */
@@ -178,7 +195,7 @@ export class Worker {
       while (!this.#stopping) {
         const free = concurrency - this.#inFlight.size;
         if (free > 0) {
-          const jobs = JSON.parse(this.#native.takeBatch(free)) as Job[];
+          const jobs = JSON.parse(this.#native.takeReadySteps(free)) as Job[];
           for (const job of jobs) {
             this.#launch(job);
           }
@@ -191,7 +208,7 @@ export class Worker {
       // time out (its step goes back to its queue when the core stops).
       let timer: NodeJS.Timeout | undefined;
       const timeUp = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, this.#native.shutdownTimeoutMs);
+        timer = setTimeout(resolve, this.#native.shutdownTimeout * 1000);
       });
       await Promise.race([Promise.all(this.#inFlight), timeUp]);
       clearTimeout(timer);
@@ -211,7 +228,8 @@ export class Worker {
         }
         throw err;
       });
-    const run: Promise<void> = execute(this.#registry, job, pages).then((outcome) => {
+    const heartbeat = (id: number) => this.#native.heartbeat(id);
+    const run: Promise<void> = execute(this.#registry, job, pages, heartbeat).then((outcome) => {
       this.#inFlight.delete(run);
       this.#pending.push(outcome);
       this.#scheduleFlush();
@@ -259,7 +277,7 @@ export class Worker {
     const batch = this.#pending;
     this.#pending = [];
     try {
-      this.#native.completeBatch(`[${batch.map(outcomeJson).join(",")}]`);
+      this.#native.complete(`[${batch.map(outcomeJson).join(",")}]`);
     } catch (err) {
       // Only a stopped core refuses outcomes; its unacked steps return to their queues.
       process.stderr.write(`tasker-worker: reporting ${batch.length} outcome(s) failed: ${String(err)}\n`);

@@ -44,8 +44,13 @@ test("index.js and index.d.ts carry every export of the native library", () => {
   }
 });
 
-test("start reports health, namespaces and concurrency; nextBatch times out empty; stop releases a waiter", async () => {
-  const native = NativeWorker.start({ templates, healthPort: 0, concurrency: 3 });
+/** `NativeWorker.start` with the protocol's start options. */
+function startNative(options) {
+  return NativeWorker.start(JSON.stringify({ templates, ...options }));
+}
+
+test("start reports health, namespaces and concurrency; takeSteps times out empty; stop releases a waiter", async () => {
+  const native = startNative({ health_port: 0, concurrency: 3 });
   try {
     assert.match(native.healthAddr, /^127\.0\.0\.1:\d+$/);
     assert.deepEqual(native.namespaces, ["typescript_examples"]);
@@ -54,10 +59,10 @@ test("start reports health, namespaces and concurrency; nextBatch times out empt
     assert.equal(health.language, "typescript");
 
     const t0 = performance.now();
-    assert.equal(await native.nextBatch(8, 50), "[]");
+    assert.equal(await native.takeSteps(8, 0.05), "[]");
     assert.ok(performance.now() - t0 >= 45, "the wait lasts its timeout");
 
-    const pending = native.nextBatch(8, 60_000);
+    const pending = native.takeSteps(8, 60);
     native.stop();
     assert.equal(await pending, "[]");
     assert.ok(native.stopped);
@@ -68,10 +73,10 @@ test("start reports health, namespaces and concurrency; nextBatch times out empt
 });
 
 test("malformed outcomes are refused with the reason", () => {
-  const native = NativeWorker.start({ templates, healthPort: 0 });
+  const native = startNative({ health_port: 0 });
   try {
-    assert.throws(() => native.completeBatch("not json"), /invalid outcome JSON/);
-    assert.throws(() => native.completeBatch('[{"id": 1, "status": "maybe"}]'), /invalid outcome JSON/);
+    assert.throws(() => native.complete("not json"), /invalid outcome JSON/);
+    assert.throws(() => native.complete('[{"id": 1, "status": "maybe"}]'), /invalid outcome JSON/);
   } finally {
     native.stop();
   }
@@ -86,7 +91,7 @@ test("a bad templates folder or config gives a clear error", () => {
 });
 
 test("Worker.run returns once stop() is called", async () => {
-  const worker = Worker.start({ templates, healthPort: 0, registry: new Registry(), pollMs: 50 });
+  const worker = Worker.start({ templates, healthPort: 0, registry: new Registry(), poll: 0.05 });
   const running = worker.run();
   assert.equal(worker.run(), running);
   await worker.stop();
@@ -144,7 +149,7 @@ test("the core's log records reach the worker's logger, each at its level", asyn
     if (line.includes("worker consuming")) resolve([level, line]);
   };
   const logger = { error: keep("error"), warn: keep("warn"), info: keep("info"), debug: keep("debug") };
-  const worker = Worker.start({ templates, healthPort: 0, registry: new Registry(), pollMs: 50, logger });
+  const worker = Worker.start({ templates, healthPort: 0, registry: new Registry(), poll: 0.05, logger });
   const running = worker.run();
   let timer;
   try {

@@ -17,6 +17,7 @@ test("tasks run through the binding: results, permanent failures and concurrent 
 
   let running = 0;
   let maxRunning = 0;
+  const heartbeats = [];
   let release;
   const allStarted = new Promise((resolve) => (release = resolve));
   const value = async (ctx) => {
@@ -32,7 +33,9 @@ test("tasks run through the binding: results, permanent failures and concurrent 
       throw new PermanentError("input rejected for good");
     })
     // Three slow steps must run at once (concurrency 4): each waits until all three started.
-    .register("sleep", async () => {
+    .register("sleep", async (ctx) => {
+      // Each slow step is its worker's while it runs (the core answers the heartbeat).
+      heartbeats.push([ctx.heartbeat(), ctx.timeout]);
       running += 1;
       maxRunning = Math.max(maxRunning, running);
       if (running === 3) release();
@@ -67,6 +70,8 @@ test("tasks run through the binding: results, permanent failures and concurrent 
     assert.equal(task.state, "complete");
   }
   assert.equal(maxRunning, 3);
+  // slow_chain.yaml gives the step `timeout_seconds: 60`.
+  assert.deepEqual(heartbeats, [[true, 60], [true, 60], [true, 60]]);
 
   await worker.stop();
   await run;

@@ -6,11 +6,16 @@
     def double(ctx: tasker.StepContext):
         return {"value": ctx.context["value"] * 2}
 
-Start a worker with ``python -m tasker.worker --templates DIR --handlers handlers.py``.
+Start a worker with ``python -m tasker.worker --templates DIR --handlers handlers.py``, or from
+your own code::
+
+    worker = tasker.Worker.start(templates="templates/")
+    worker.run()  # until worker.stop()
+
 Submit tasks and wait for them with :class:`tasker.Client` (or :class:`tasker.AsyncClient`).
 """
 
-from ._native import ReferenceUnavailable
+from ._native import ReferenceUnavailable, WorkerError
 from .client import (
     ApiError,
     AsyncClient,
@@ -32,6 +37,7 @@ from .context import StepContext
 from .errors import PermanentError, RetryableError
 from .registry import Handler, Registry, default_registry, handler, register
 from .runner import Runner
+from ._worker import Worker
 
 __all__ = [
     "ApiError",
@@ -56,6 +62,8 @@ __all__ = [
     "Task",
     "TaskPage",
     "Transition",
+    "Worker",
+    "WorkerError",
     "default_registry",
     "handler",
     "register",

@@ -1,12 +1,12 @@
 """Types of ``tasker._native``, the Rust extension (``workers/python/src/lib.rs``), for mypy and
 pyright. Written by hand and kept in step with lib.rs: ``tests/packages.rs`` runs mypy's
 ``stubtest`` on the module installed from the wheel, which fails on any name, parameter or
-default that differs."""
+default that differs. The vocabulary is the one every binding shares (``tasker_worker::embedded``);
+jobs, outcomes and start options are JSON text (``tasker-worker/protocol.schema.json``)."""
 
-from os import PathLike
 from typing import final
 
-__all__ = ["Worker", "WorkerError", "ReferenceUnavailable", "next_log_records"]
+__all__ = ["NativeWorker", "WorkerError", "ReferenceUnavailable", "next_log_records"]
 
 class WorkerError(Exception):
     """The worker core could not start, or was used after it stopped."""
@@ -15,28 +15,27 @@ class ReferenceUnavailable(Exception):
     """A step's parent results could not be read from the orchestrator (retried like any error)."""
 
 @final
-class Worker:
-    """A running worker core. ``next_batch`` hands out jobs; ``complete`` takes their outcomes."""
+class NativeWorker:
+    """A running worker core. ``take_steps`` hands out jobs; ``complete`` takes their outcomes."""
 
-    def __new__(
-        cls,
-        templates: str | PathLike[str],
-        *,
-        config: str | PathLike[str] | None = None,
-        health_port: int | None = None,
-        concurrency: int | None = None,
-        orchestrator_url: str | None = None,
-        shutdown_timeout: float | None = None,
-    ) -> Worker:
-        """Loads configuration and the templates, binds ``/health`` and starts consuming the
-        templates' namespaces. Raises :class:`WorkerError` when it cannot."""
+    @staticmethod
+    def start(options: str) -> NativeWorker:
+        """Starts the core from the protocol's ``start_options`` as JSON text: loads
+        configuration and the templates, binds ``/health`` and starts consuming the templates'
+        namespaces. Raises :class:`WorkerError` when it cannot, ``ValueError`` for bad options."""
 
-    def next_batch(self, max: int, timeout_ms: int) -> str:
-        """At most ``max`` jobs as a JSON array, ``"[]"`` when ``timeout_ms`` ran out or the
-        worker stopped. The GIL is released meanwhile."""
+    def take_steps(self, max: int, wait: float) -> str:
+        """At most ``max`` jobs as a JSON array, ``"[]"`` when ``wait`` seconds ran out or the
+        worker is stopping. The GIL is released meanwhile."""
+
+    def take_ready_steps(self, max: int) -> str:
+        """At most ``max`` queued jobs as a JSON array, without waiting."""
 
     def complete(self, outcomes: str) -> None:
         """Reports outcomes, a JSON array; ``ValueError`` if one is malformed."""
+
+    def heartbeat(self, job: int) -> bool:
+        """Whether the job is still this worker's to finish."""
 
     def parent_results_page(
         self, task_id: str, step_id: str, after: str | None = None
@@ -70,6 +69,6 @@ class Worker:
     def stop(self) -> None:
         """Stops, publishing the outcomes reported; blocks with the GIL released. Idempotent."""
 
-def next_log_records(max: int, timeout_ms: int) -> str:
+def next_log_records(max: int, wait: float) -> str:
     """At most ``max`` of the worker core's log records as a JSON array of ``{"level", "target",
-    "message"}``, ``"[]"`` when ``timeout_ms`` ran out. The GIL is released meanwhile."""
+    "message"}``, ``"[]"`` when ``wait`` seconds ran out. The GIL is released meanwhile."""

@@ -9,16 +9,22 @@ from typing import Any, Mapping, Optional, Tuple
 
 #: Reads one page of a step's parent results: given the cursor of the page (None for the
 #: first), returns the page as JSON object text and the cursor of the next one (None after the
-#: last). The native core's ``Worker.parent_results_page`` bound to one step.
+#: last). The native core's ``NativeWorker.parent_results_page`` bound to one step.
 PageReader = Callable[[Optional[str]], Tuple[str, Optional[str]]]
+
+#: Asks the core whether the step is still this worker's to finish: the native core's
+#: ``NativeWorker.heartbeat`` bound to one job.
+Heartbeat = Callable[[], bool]
 
 
 class StepContext:
     """One attempt of one step, as handed to its handler.
 
-    ``context`` is the task's input; ``attempt`` counts from 1. ``parent_results`` maps each
-    completed parent step's name to its result; ``each_parent_result()`` yields the same
-    ``(name, result)`` pairs one at a time.
+    ``context`` is the task's input; ``attempt`` counts from 1; ``timeout`` is the step's
+    timeout in seconds. ``parent_results`` maps each completed parent step's name to its result;
+    ``each_parent_result()`` yields the same ``(name, result)`` pairs one at a time.
+    ``heartbeat()`` says whether the step is still the worker's to finish: a long handler checks
+    it between units of work and stops once it is False (its outcome would be ignored).
 
     A step message carries its parent results when they fit on one page. Beyond that (the
     convergence step of a large fan-out) they are read from the orchestrator when asked for:
@@ -39,11 +45,12 @@ class StepContext:
         "attempt",
         "max_attempts",
         "context",
-        "timeout_ms",
+        "timeout",
         "input",
         "_carried",
         "_pages",
         "_all",
+        "_heartbeat",
     )
 
     def __init__(
@@ -58,10 +65,11 @@ class StepContext:
         max_attempts: int,
         context: Any,
         parent_results: Mapping[str, Any],
-        timeout_ms: int,
+        timeout: float,
         input: Any = None,
         *,
         parent_pages: PageReader | None = None,
+        heartbeat: Heartbeat | None = None,
     ) -> None:
         self.task_id = task_id
         self.step_id = step_id
@@ -72,12 +80,24 @@ class StepContext:
         self.attempt = attempt
         self.max_attempts = max_attempts
         self.context = context
-        self.timeout_ms = timeout_ms
+        self.timeout = timeout
         #: A batch worker's batch (what its batchable parent returned for it); None otherwise.
         self.input = input
         self._carried = parent_results
         self._pages = parent_pages
         self._all: Mapping[str, Any] | None = None if parent_pages else parent_results
+        self._heartbeat = heartbeat
+
+    @property
+    def timeout_ms(self) -> int:
+        """The step's timeout in milliseconds (deprecated: ``timeout`` is in seconds)."""
+        return round(self.timeout * 1000)
+
+    def heartbeat(self) -> bool:
+        """True while the step is still this worker's to finish: handed out, within its
+        timeout, the worker not stopped. It does not extend the timeout. Outside a worker (a
+        context built in a test) always True."""
+        return self._heartbeat() if self._heartbeat is not None else True
 
     @property
     def parent_results(self) -> Mapping[str, Any]:
@@ -106,14 +126,16 @@ class StepContext:
         )
 
     @classmethod
-    def from_job(cls, job: Mapping[str, Any], pages: Any = None) -> StepContext:
-        """Builds the context from a job as the core serializes it. ``pages`` is what reads
-        parent results carried by reference (the native worker's ``parent_results_page``)."""
+    def from_job(cls, job: Mapping[str, Any], native: Any = None) -> StepContext:
+        """Builds the context from a job as the core hands it out (the worker protocol's
+        ``job``). ``native`` is the ``NativeWorker`` that handed it out: it reads parent
+        results carried by reference and answers ``heartbeat()``."""
         reader: PageReader | None = None
         if job.get("parent_results_by_reference"):
-            if pages is None:
+            if native is None:
                 raise ValueError("the job's parent results are by reference and nothing reads them")
-            reader = functools.partial(pages, job["task_id"], job["step_id"])
+            reader = functools.partial(native.parent_results_page, job["task_id"], job["step_id"])
+        heartbeat = None if native is None else functools.partial(native.heartbeat, job["id"])
         return cls(
             task_id=job["task_id"],
             step_id=job["step_id"],
@@ -125,7 +147,8 @@ class StepContext:
             max_attempts=job["max_attempts"],
             context=job["context"],
             parent_results=job["parent_results"],
-            timeout_ms=job["timeout_ms"],
+            timeout=job["timeout_ms"] / 1000,
             input=job.get("input"),
             parent_pages=reader,
+            heartbeat=heartbeat,
         )

@@ -42,6 +42,6 @@ def forward() -> None:
 def _drain() -> None:
     while True:
         # Blocks with the GIL released, at most half a second at a time.
-        for record in json.loads(_native.next_log_records(256, 500)):
+        for record in json.loads(_native.next_log_records(256, 0.5)):
             name = str(record["target"]).replace("::", ".")
             logging.getLogger(name).log(LEVELS.get(record["level"], logging.INFO), record["message"])

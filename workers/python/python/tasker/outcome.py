@@ -1,4 +1,5 @@
-"""Outcomes in the core's wire format, one JSON object per job:
+"""Outcomes in the core's wire format (the worker protocol's ``outcome``,
+tasker-worker/protocol.schema.json), one JSON object per job:
 ``{"id", "status": "success", "result"}`` or
 ``{"id", "status": "failure", "retryable", "error": {"kind", "message", "backtrace"},
 "retry_after_ms"?}``."""
@@ -43,6 +44,16 @@ def success(job_id: int, result: Any, started_at: float) -> str:
             retryable=False,
             started_at=started_at,
         )
+
+
+def of_call(job_id: int, fn: Any, ctx: Any) -> str:
+    """Runs a sync handler on ``ctx`` and encodes what it returned or raised: the outcome of
+    the job."""
+    started = now()
+    try:
+        return success(job_id, fn(ctx), started)
+    except BaseException as e:  # even SystemExit must fail its step, not end the thread
+        return failure(job_id, e, started)
 
 
 def failure(job_id: int, error: BaseException, started_at: float) -> str:
@@ -105,12 +116,12 @@ def unknown_handler(job_id: int, name: str) -> str:
     )
 
 
-def timed_out(job_id: int, timeout_ms: int, started_at: float) -> str:
+def timed_out(job_id: int, timeout: float, started_at: float) -> str:
     """Same outcome as the core's timeout (retryable), reported as soon as it is known."""
     return failure_of(
         job_id,
         "timeout",
-        f"handler did not finish within {timeout_ms} ms",
+        f"handler did not finish within {round(timeout * 1000)} ms",
         retryable=True,
         started_at=started_at,
     )

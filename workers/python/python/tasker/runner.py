@@ -1,7 +1,7 @@
 """The worker loop: handler threads take jobs straight from the native core, run them and
 report their outcomes themselves.
 
-Threads: ``concurrency`` handler threads, each waiting in ``next_batch`` for one job with the
+Threads: ``concurrency`` handler threads, each waiting in ``take_steps`` for one job with the
 GIL released (the core wakes one thread per job), running a sync handler itself and reporting
 its outcome with ``complete``: a step crosses from the core to its handler and back with no
 thread between them. Async handlers run on one asyncio event loop in a thread of its own and
@@ -27,15 +27,16 @@ log = logging.getLogger("tasker")
 
 
 class Native(Protocol):
-    """What the runner needs of ``tasker._native.Worker``."""
+    """What the runner needs of ``tasker._native.NativeWorker``."""
 
     @property
     def concurrency(self) -> int: ...
     @property
     def stopped(self) -> bool: ...
 
-    def next_batch(self, max: int, timeout_ms: int) -> str: ...
+    def take_steps(self, max: int, wait: float) -> str: ...
     def complete(self, outcomes: str) -> None: ...
+    def heartbeat(self, job: int) -> bool: ...
     def shutdown(self) -> None: ...
     def parent_results_page(
         self, task_id: str, step_id: str, after: str | None = None
@@ -52,16 +53,14 @@ class Runner:
         registry: Registry | None = None,
         *,
         concurrency: int | None = None,
-        poll_ms: int = 1000,
+        poll: float = 1.0,
     ) -> None:
         self._native = native
-        # Reads parent results carried by reference (absent from stand-ins such as benches).
-        self._pages = getattr(native, "parent_results_page", None)
         self._registry = registry if registry is not None else default_registry
         self.concurrency = max(1, concurrency or native.concurrency)
-        # How long a handler thread waits for a job before it looks again (stop() wakes them
-        # at once through the core's shutdown).
-        self._poll_ms = poll_ms
+        # Seconds a handler thread waits for a job before it looks again (stop() wakes them at
+        # once through the core's shutdown).
+        self._poll = poll
         self._stop = threading.Event()
         self._slots = threading.Condition()
         self._in_flight = 0
@@ -101,7 +100,7 @@ class Runner:
             thread.start()
         try:
             # A timeout, so a signal handler calling stop() is never waiting on this thread.
-            while not self._stop.wait(self._poll_ms / 1000):
+            while not self._stop.wait(self._poll):
                 pass
         finally:
             drained = self._drain(grace_s)
@@ -109,13 +108,12 @@ class Runner:
 
     def _take_loop(self) -> None:
         native = self._native
-        wait_s = self._poll_ms / 1000
         while not self._stop.is_set():
             # A slot first: an async handler keeps its own once this thread has moved on.
-            if not self._free.acquire(timeout=wait_s):
+            if not self._free.acquire(timeout=self._poll):
                 continue
             # Blocks with the GIL released: the other handler threads keep running meanwhile.
-            raw = native.next_batch(1, self._poll_ms)
+            raw = native.take_steps(1, self._poll)
             if raw == "[]":
                 self._free.release()
                 if native.stopped:
@@ -133,34 +131,27 @@ class Runner:
             self._finish(outcome.unknown_handler(job["id"], job["handler"]))
             return
         try:
-            ctx = StepContext.from_job(job, self._pages)
+            ctx = StepContext.from_job(job, self._native)
         except Exception as e:
             self._finish(outcome.failure(job["id"], e, outcome.now()))
             return
         if entry.is_async:
             asyncio.run_coroutine_threadsafe(self._run_async(entry, ctx, job["id"]), self._loop)
         else:
-            self._finish(self._run_sync(entry, ctx, job["id"]))
-
-    def _run_sync(self, entry: Registered, ctx: StepContext, job_id: int) -> str:
-        started = outcome.now()
-        try:
-            return outcome.success(job_id, entry.fn(ctx), started)
-        except BaseException as e:  # even SystemExit must fail its step, not end the thread
-            return outcome.failure(job_id, e, started)
+            self._finish(outcome.of_call(job["id"], entry.fn, ctx))
 
     async def _run_async(self, entry: Registered, ctx: StepContext, job_id: int) -> None:
         started = outcome.now()
         # An async handler can be cancelled, so it stops at its timeout instead of running on
         # after the core has given up on it.
-        deadline = asyncio.timeout(ctx.timeout_ms / 1000)
+        deadline = asyncio.timeout(ctx.timeout)
         try:
             async with deadline:
                 result = await entry.fn(ctx)
             out = outcome.success(job_id, result, started)
         except TimeoutError as e:
             out = (
-                outcome.timed_out(job_id, ctx.timeout_ms, started)
+                outcome.timed_out(job_id, ctx.timeout, started)
                 if deadline.expired()
                 else outcome.failure(job_id, e, started)
             )

@@ -1,4 +1,5 @@
-"""The worker entry point: ``python -m tasker.worker`` (or ``tasker-worker-python``)::
+"""The worker entry point: ``python -m tasker.worker`` (or ``tasker-worker-python``), a
+:class:`tasker.Worker` with the handlers it is told to import::
 
     tasker-worker-python --templates DIR --handlers my_handlers.py [--handlers pkg.module]
                          [--concurrency N] [--health-port N] [--config FILE]
@@ -22,10 +23,9 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from ._native import Worker as NativeWorker
 from ._native import WorkerError
+from ._worker import Worker
 from .registry import default_registry
-from .runner import Runner
 
 log = logging.getLogger("tasker")
 
@@ -91,9 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     if not len(default_registry):
         log.warning("no handlers registered (pass --handlers FILE_OR_MODULE): every step will fail")
     try:
-        native = NativeWorker(
-            str(args.templates),
-            config=str(args.config) if args.config else None,
+        worker = Worker.start(
+            args.templates,
+            config=args.config,
             health_port=args.health_port,
             concurrency=args.concurrency,
             orchestrator_url=args.orchestrator_url,
@@ -102,25 +102,21 @@ def main(argv: list[str] | None = None) -> int:
     except WorkerError as e:
         print(f"tasker-worker-python: {e}", file=sys.stderr)
         return 1
-    runner = Runner(native, default_registry)
 
     def stopping(*_: object) -> None:
-        # The core takes no more steps from now and its shutdown timeout starts; the runner
-        # lets the running handlers finish and reports them.
-        native.shutdown()
-        runner.stop()
+        # No more steps; the running handlers finish and are reported, then run() returns.
+        worker.stop()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, stopping)
     log.info("handlers: %s", ", ".join(default_registry.names()))
     # The one line scripts and the conformance suite wait for.
     print(
-        f"tasker worker ready: language=python health={native.health_addr} "
-        f"namespaces={','.join(native.namespaces)}",
+        f"tasker worker ready: language=python health={worker.health_addr} "
+        f"namespaces={','.join(worker.namespaces)}",
         flush=True,
     )
-    drained = runner.run(grace_s=native.shutdown_timeout)
-    native.stop()
+    drained = worker.run()
     if not drained:
         # A sync handler thread cannot be interrupted, and would keep the process alive.
         log.warning("exiting with handlers still running; their steps will be redelivered")

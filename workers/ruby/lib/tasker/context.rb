@@ -9,27 +9,32 @@ module Tasker
   # #parent_results reads them all once and keeps them, #each_parent_result reads a page at a
   # time and keeps none, so a handler that folds 100,000 results holds one page of them. If the
   # orchestrator cannot be reached, both raise Tasker::ReferenceUnavailable (the step is retried).
-  class Context
+  #
+  # #heartbeat says whether the step is still the worker's to finish: a long handler checks it
+  # between units of work and stops once it is false (its outcome would be ignored).
+  class StepContext
     # The task's context (Hash).
     attr_reader :context
     attr_reader :task_id, :step_id, :namespace, :task_name, :step_name, :handler
     # 1 on the first attempt.
     attr_reader :attempt, :max_attempts
-    # The step's timeout in milliseconds.
-    attr_reader :timeout_ms
+    # The step's timeout in seconds.
+    attr_reader :timeout
     # For an instance of a `batch_worker` step: its batch, as the batchable parent returned it
     # (e.g. {"start" => 0, "end" => 200}); nil for other steps.
     attr_reader :input
 
-    # +pages+ reads parent results carried by reference: the native worker (anything answering
-    # #parent_results_page(task_id, step_id, after) with [json_text, next_cursor_or_nil]).
-    def initialize(job, pages = nil)
+    # +job+ is the worker protocol's `job` (a Hash parsed from the core's JSON). +native+ is the
+    # NativeWorker that handed it out: it reads parent results carried by reference
+    # (#parent_results_page(task_id, step_id, after) answering [json_text, next_cursor_or_nil])
+    # and answers #heartbeat(job_id).
+    def initialize(job, native = nil)
       @context = job.fetch("context")
       @carried = job.fetch("parent_results")
       if job["parent_results_by_reference"]
-        raise ArgumentError, "the job's parent results are by reference and nothing reads them" unless pages
+        raise ArgumentError, "the job's parent results are by reference and nothing reads them" unless native
 
-        @pages = pages
+        @pages = native
       else
         @parent_results = @carried
       end
@@ -41,8 +46,22 @@ module Tasker
       @handler = job.fetch("handler")
       @attempt = job.fetch("attempt")
       @max_attempts = job.fetch("max_attempts")
-      @timeout_ms = job.fetch("timeout_ms")
+      @timeout = job.fetch("timeout_ms") / 1000.0
       @input = job["input"]
+      @job_id = job["id"]
+      @native = native
+    end
+
+    # The step's timeout in milliseconds (deprecated: #timeout is in seconds).
+    def timeout_ms
+      (timeout * 1000).round
+    end
+
+    # True while the step is still this worker's to finish: handed out, within its timeout,
+    # the worker not stopped. It does not extend the timeout. Outside a worker (a context made
+    # in a test) always true.
+    def heartbeat
+      @native.nil? || !@native.respond_to?(:heartbeat) || @native.heartbeat(@job_id)
     end
 
     # Results of the step's completed parents, by step name (Hash of Hashes).
@@ -70,4 +89,7 @@ module Tasker
       attempt >= max_attempts
     end
   end
+
+  # The name of earlier releases; StepContext is the name in every language.
+  Context = StepContext
 end

@@ -33,7 +33,7 @@ module Tasker
         @thread ||= Thread.new do
           Thread.current.name = "tasker-logs"
           loop do
-            JSON.parse(NativeWorker.next_log_records_json(256, 500)).each do |r|
+            JSON.parse(NativeWorker.next_log_records(256, 0.5)).each do |r|
               Tasker.logger.add(LEVELS.fetch(r["level"], Logger::INFO), "#{r["target"]}: #{r["message"]}")
             end
           end

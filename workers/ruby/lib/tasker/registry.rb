@@ -41,8 +41,17 @@ module Tasker
       @handlers.key?(name)
     end
 
-    # One instance of a handler class, made at its first step (not at registration: `handles`
-    # runs inside the class body, before the class's own #initialize is defined).
+    # Instantiates the handler classes registered (Tasker::Worker#start calls it), so that a
+    # constructor's error stops the worker's start instead of failing steps. A class not
+    # prepared is instantiated at its first step.
+    def prepare
+      @handlers.each_value { |h| h.instance if h.is_a?(ClassHandler) }
+      self
+    end
+
+    # One instance of a handler class, made when the worker starts (Registry#prepare) or at its
+    # first step, not at registration: `handles` runs inside the class body, before the class's
+    # own #initialize is defined.
     class ClassHandler
       def initialize(klass)
         @klass = klass
@@ -56,8 +65,6 @@ module Tasker
       def inspect
         "#<handler class #{@klass}>"
       end
-
-      private
 
       def instance
         @instance || @mutex.synchronize { @instance ||= @klass.new }

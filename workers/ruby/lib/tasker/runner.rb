@@ -3,14 +3,16 @@
 require "time"
 
 module Tasker
-  # Runs one job (a Hash parsed from the core's JSON) and returns its outcome, already encoded
-  # as JSON so one bad result can never spoil the batch it is reported in.
+  # Runs one job (a Hash parsed from the core's JSON: the worker protocol's `job`) and returns
+  # its outcome (the protocol's `outcome`), already encoded as JSON so one bad result can never
+  # spoil the batch it is reported in.
   class Runner
-    # +pages+ reads parent results carried by reference (the native worker).
-    def initialize(registry, watchdog: nil, pages: nil)
+    # +native+ is the NativeWorker that hands the jobs out: it reads parent results carried by
+    # reference and answers StepContext#heartbeat.
+    def initialize(registry, watchdog: nil, native: nil)
       @registry = registry
       @watchdog = watchdog
-      @pages = pages
+      @native = native
     end
 
     def call(job)
@@ -29,9 +31,9 @@ module Tasker
       handler = @registry[job["handler"]]
       return unknown_handler(job["handler"]) unless handler
 
-      ctx = Context.new(job, @pages)
+      ctx = StepContext.new(job, @native)
       result = if @watchdog
-                 @watchdog.guard(ctx.timeout_ms) { handler.call(ctx) }
+                 @watchdog.guard(ctx.timeout) { handler.call(ctx) }
                else
                  handler.call(ctx)
                end

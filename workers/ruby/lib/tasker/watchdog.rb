@@ -9,19 +9,19 @@ module Tasker
     def initialize
       @mutex = Mutex.new
       @changed = ConditionVariable.new
-      @deadlines = {} # Thread => [deadline (monotonic seconds), timeout_ms]
+      @deadlines = {} # Thread => [deadline (monotonic seconds), timeout (seconds)]
       @next_wake = nil
       @stopped = false
       @thread = Thread.new { watch }
       @thread.name = "tasker-watchdog"
     end
 
-    # Runs the block; raises Tasker::TimeoutError in it if it runs past +timeout_ms+.
+    # Runs the block; raises Tasker::TimeoutError in it if it runs past +timeout+ seconds.
     # Must be called with Tasker::TimeoutError deferred (Thread.handle_interrupt ... => :never),
     # as the worker's pool threads do, so the interrupt can only land inside the block.
-    def guard(timeout_ms)
+    def guard(timeout)
       thread = Thread.current
-      arm(thread, timeout_ms)
+      arm(thread, timeout)
       begin
         Thread.handle_interrupt(TimeoutError => :immediate) { yield }
       ensure
@@ -48,10 +48,10 @@ module Tasker
 
     private
 
-    def arm(thread, timeout_ms)
-      deadline = monotonic + (timeout_ms / 1000.0)
+    def arm(thread, timeout)
+      deadline = monotonic + timeout
       @mutex.synchronize do
-        @deadlines[thread] = [deadline, timeout_ms]
+        @deadlines[thread] = [deadline, timeout]
         @changed.signal if @next_wake.nil? || deadline < @next_wake
       end
     end
@@ -64,9 +64,9 @@ module Tasker
       @mutex.synchronize do
         until @stopped
           now = monotonic
-          @deadlines.select { |_, (deadline, _)| deadline <= now }.each do |thread, (_, timeout_ms)|
+          @deadlines.select { |_, (deadline, _)| deadline <= now }.each do |thread, (_, timeout)|
             @deadlines.delete(thread)
-            thread.raise(TimeoutError.new("handler did not finish within #{timeout_ms} ms", kind: "timeout"))
+            thread.raise(TimeoutError.new("handler did not finish within #{(timeout * 1000).round} ms", kind: "timeout"))
           end
           @next_wake = @deadlines.values.map(&:first).min
           @changed.wait(@mutex, @next_wake && [@next_wake - now, 0.001].max)

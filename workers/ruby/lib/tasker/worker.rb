@@ -3,16 +3,32 @@
 module Tasker
   # A worker: the Rust core consumes the template namespaces' queues; Ruby threads run the
   # handlers. Each of `concurrency` handler threads takes one step at a time straight from the
-  # core (`next_batch`, GVL released; the core wakes one waiting thread a step), runs its handler
-  # and reports the outcome itself (`complete_json`): no thread between the core and a handler,
-  # none ever blocking the core.
+  # core (`take_steps`, GVL released; the core wakes one waiting thread a step), runs its handler
+  # and reports the outcome itself (`complete`): no thread between the core and a handler, none
+  # ever blocking the core. The same three calls in every language:
   #
-  #   worker = Tasker::Worker.new(templates: "templates/").start
-  #   worker.run # until #stop (from another thread or a signal handler)
+  #   worker = Tasker::Worker.start(templates: "templates/")
+  #   worker.run # until #stop (from another thread; from a trap: Thread.new { worker.stop })
   class Worker
-    # How long one `next_batch` waits for steps before its thread looks again. The core's
+    # Seconds one `take_steps` waits for steps before its thread looks again. The core's
     # shutdown wakes waiting threads at once, so this only bounds how often idle threads wake.
-    BATCH_WAIT_MS = 1_000
+    BATCH_WAIT = 1.0
+
+    # Starts a worker (see #initialize for the options); returns it.
+    def self.start(**options)
+      new(**options).start
+    end
+
+    # The worker protocol's `start_options` as JSON text; nil values are left out (the configured
+    # value holds).
+    def self.start_options(templates:, concurrency: nil, health_port: nil, config: nil,
+                           orchestrator_url: nil, shutdown_timeout: nil)
+      JSON.generate({
+        "templates" => templates.to_s, "config" => config&.to_s, "health_port" => health_port,
+        "concurrency" => concurrency, "orchestrator_url" => orchestrator_url,
+        "shutdown_timeout" => shutdown_timeout
+      }.compact)
+    end
 
     attr_reader :registry
 
@@ -37,20 +53,25 @@ module Tasker
     end
 
     # Starts the core and the threads; returns self. Raises Tasker::WorkerError if the core
-    # cannot start (no templates, bad configuration, port taken).
+    # cannot start (no templates, bad configuration, port taken), ArgumentError for a bad
+    # option.
     def start
       @lock.synchronize do
         raise WorkerError, "the worker was already started" unless @state == :new
 
         @state = :starting
       end
-      @native ||= NativeWorker.start(@templates.to_s, @config&.to_s, @health_port, @concurrency,
-                                     @orchestrator_url, @shutdown_timeout&.to_f)
+      # Handler classes are instantiated now, so a constructor's error stops the start.
+      @registry.prepare
+      @native ||= NativeWorker.start(
+        Worker.start_options(templates: @templates, concurrency: @concurrency, health_port: @health_port,
+                             config: @config, orchestrator_url: @orchestrator_url,
+                             shutdown_timeout: @shutdown_timeout)
+      )
       Logs.forward if @native.is_a?(NativeWorker)
       @size = @native.concurrency
       @watchdog = Watchdog.new
-      pages = @native if @native.respond_to?(:parent_results_page)
-      runner = Runner.new(@registry, watchdog: @watchdog, pages: pages)
+      runner = Runner.new(@registry, watchdog: @watchdog, native: @native)
       @pool = Array.new(@size) { |i| spawn("tasker-handler-#{i}") { work(runner) } }
       @lock.synchronize { @state = :running }
       self
@@ -128,7 +149,7 @@ module Tasker
       # A timeout interrupt may only land inside a handler (see Watchdog#guard).
       Thread.handle_interrupt(TimeoutError => :never) do
         while taking?
-          json = @native.next_batch_json(1, BATCH_WAIT_MS)
+          json = @native.take_steps(1, BATCH_WAIT)
           next if json == "[]"
 
           JSON.parse(json).each { |job| report(runner.call(job)) }
@@ -142,7 +163,7 @@ module Tasker
     end
 
     def report(outcome)
-      @native.complete_json("[#{outcome}]")
+      @native.complete("[#{outcome}]")
     rescue StandardError => e
       # The core has stopped (the handler outlived the grace period): the step was not acked
       # and will run again.

@@ -76,13 +76,13 @@ async function main(argv: string[]): Promise<number> {
   }
   const healthPort = integer("--health-port", values["health-port"]);
   const shutdown = values["shutdown-timeout"];
-  let shutdownTimeoutMs: number | undefined;
+  let shutdownTimeout: number | undefined;
   if (shutdown !== undefined) {
     const seconds = Number(shutdown);
     if (shutdown.trim() === "" || !Number.isFinite(seconds) || seconds < 0 || seconds > 86_400) {
       throw new UsageError(`--shutdown-timeout must be 0 to 86400 seconds, got ${JSON.stringify(shutdown)}`);
     }
-    shutdownTimeoutMs = Math.round(seconds * 1000);
+    shutdownTimeout = seconds;
   }
   for (const spec of values.handlers ?? []) {
     await loadHandlers(spec);
@@ -94,7 +94,7 @@ async function main(argv: string[]): Promise<number> {
     healthPort,
     concurrency,
     orchestratorUrl: values["orchestrator-url"],
-    shutdownTimeoutMs,
+    shutdownTimeout,
   });
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {

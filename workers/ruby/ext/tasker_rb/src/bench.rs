@@ -1,7 +1,8 @@
 //! `Tasker::BenchHost`: the hand-off of [`NativeWorker`](crate) without RabbitMQ, to measure
-//! what the binding itself costs per handler call (`workers/ruby/bench_calls.rb`). It answers
-//! the same `next_batch_json` / `complete_json` as a worker; `submit` queues synthetic steps the
-//! way the core does after a consume, and `wait_completed` waits for their outcomes.
+//! what the binding itself costs per handler call (`workers/ruby/bench_calls.rb`). Built only
+//! with the `bench` feature (`workers/ruby/build.sh --bench`), so the shipped gem never has it.
+//! It answers the same `take_steps` / `complete` as a worker; `submit` queues synthetic steps
+//! the way the core does after a consume, and `wait_completed` waits for their outcomes.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -103,14 +104,14 @@ impl BenchHost {
         .unwrap_or((0, 0))
     }
 
-    pub(crate) fn next_batch_json(&self, max: usize, timeout_ms: u64) -> String {
+    pub(crate) fn take_steps(&self, max: usize, wait: f64) -> String {
         let host = self.host.clone();
-        let timeout = Duration::from_millis(timeout_ms);
-        let batch = without_gvl(move || host.next_batch(max, timeout)).unwrap_or_default();
+        let wait = Duration::from_secs_f64(wait.max(0.0));
+        let batch = without_gvl(move || host.next_batch(max, wait)).unwrap_or_default();
         serde_json::to_string(&batch).expect("a batch serializes to JSON")
     }
 
-    pub(crate) fn complete_json(
+    pub(crate) fn complete(
         ruby: &magnus::Ruby,
         rb_self: &Self,
         json: String,
@@ -136,4 +137,20 @@ impl BenchHost {
     pub(crate) fn namespaces(&self) -> Vec<String> {
         vec!["bench".into()]
     }
+}
+
+/// Defines `Tasker::BenchHost`.
+pub(crate) fn define(ruby: &magnus::Ruby, tasker: magnus::RModule) -> Result<(), magnus::Error> {
+    use magnus::{Module, Object, function, method};
+    let bench = tasker.define_class("BenchHost", ruby.class_object())?;
+    bench.define_singleton_method("new", function!(BenchHost::new, 1))?;
+    bench.define_method("submit", method!(BenchHost::submit, 2))?;
+    bench.define_method("wait_completed", method!(BenchHost::wait_completed, 2))?;
+    bench.define_method("take_steps", method!(BenchHost::take_steps, 2))?;
+    bench.define_method("complete", method!(BenchHost::complete, 1))?;
+    bench.define_method("stop", method!(BenchHost::stop, 0))?;
+    bench.define_method("concurrency", method!(BenchHost::concurrency, 0))?;
+    bench.define_method("health_addr", method!(BenchHost::health_addr, 0))?;
+    bench.define_method("namespaces", method!(BenchHost::namespaces, 0))?;
+    Ok(())
 }
