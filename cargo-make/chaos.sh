@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The fault suite, long form (`cargo make chaos`): builds the binaries and every language's
-# binding, then runs tests/chaos.rs with TASKER_CHAOS_TASKS tasks (default here 350) across two
+# binding, then runs tests/slow/chaos.rs with TASKER_CHAOS_TASKS tasks (default here 350) across two
 # orchestrators and two workers per language, printing its report. The test suite runs the
 # short form (84 tasks) with everything else.
 set -euo pipefail

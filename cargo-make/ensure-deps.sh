@@ -23,7 +23,7 @@
 #                        `sudo apt-get install -y ...` to run. Set: the prefix to run apt-get
 #                        (and the writes of policy-rc.d) with, and no root check: TASKER_SUDO=sudo
 #                        lets a non-root developer's scripts install; TASKER_SUDO= (empty) runs
-#                        apt-get as is, which tests/install_helper.rs does with a fake apt-get.
+#                        apt-get as is, which tests/fast/install_helper.rs does with a fake apt-get.
 #   TASKER_HOME          state folder (default <repo>/.tasker); the log is its logs/deps.log
 #   TASKER_DEPS_FILE     the list (default: dependencies.txt next to this script)
 #   TASKER_DEPS_SYSROOT  prefix for the system paths this script writes (policy-rc.d, the

@@ -16,7 +16,7 @@
 #                                   password each time; one rabbitmqctl call for them all)
 #   cargo-make/services.sh tls-start  also start a PostgreSQL that takes TLS connections only,
 #                                   and print `export` lines for it, the amqps:// URL and the CA
-#                                   (tests/tls.rs, docs/tls.md)
+#                                   (tests/fast/tls.rs, docs/tls.md)
 #
 # TLS: a throwaway CA and a certificate for localhost/127.0.0.1 are made with openssl on the first
 # start (<state>/tls/); RabbitMQ takes amqps:// on TASKER_AMQPS_PORT beside plain AMQP, and

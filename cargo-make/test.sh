@@ -33,6 +33,9 @@ done
 
 step "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
+# The Ruby binding's bench-only code (Tasker::BenchHost) builds only with its feature.
+step "cargo clippy -p tasker-rb --features bench -- -D warnings"
+cargo clippy -p tasker-rb --features bench -- -D warnings
 
 # End-to-end tests start the orchestrator/worker binaries from target/debug, and cargo only builds
 # a package's own binaries for its tests: build them all first.
@@ -51,7 +54,24 @@ done
 step "tests/dashboard/setup.sh"
 tests/dashboard/setup.sh
 
-step "cargo test --workspace $*"
-cargo test --workspace "$@"
+if (($#)); then
+  step "cargo test --workspace $*"
+  cargo test --workspace "$@"
+else
+  # The same tests as `cargo test --workspace`, fast first so a broken basic fails before the
+  # slow suites run: every crate but the root (unit, integration and doc tests), then the root's
+  # unit tests and tests/fast/ (each suite a few seconds), then tests/slow/, then its doc tests.
+  suites() { local f; for f in "tests/$1"/*.rs; do printf -- '--test\n%s\n' "$(basename "$f" .rs)"; done; }
+  mapfile -t fast < <(suites fast)
+  mapfile -t slow < <(suites slow)
+  step "cargo test --workspace --exclude tasker"
+  cargo test --workspace --exclude tasker
+  step "cargo test -p tasker --lib (tests/fast)"
+  cargo test -p tasker --lib "${fast[@]}"
+  step "cargo test -p tasker (tests/slow)"
+  cargo test -p tasker "${slow[@]}"
+  step "cargo test -p tasker --doc"
+  cargo test -p tasker --doc
+fi
 
 step "all checks passed"

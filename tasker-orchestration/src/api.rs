@@ -27,7 +27,7 @@
 //!
 //! Every route is registered with `routes!` together with its `#[utoipa::path]` operation, so
 //! `/openapi.json` ([`openapi`]) is generated from the same definitions the router serves;
-//! `clippy.toml` forbids registering one any other way, and `tests/openapi.rs` checks that each
+//! `clippy.toml` forbids registering one any other way, and `tests/fast/openapi.rs` checks that each
 //! documented operation is served.
 //!
 //! Unless `auth = "off"`, every route but `/health` and `/ready` needs `Authorization: Bearer

@@ -1,7 +1,7 @@
 //! The step states and the table of their transitions. The engine that performs them lives in
 //! PostgreSQL (`tasker-orchestration/sql/`): each transition is a guarded
 //! `UPDATE … WHERE state = <from>`, so it happens exactly once however many times the message
-//! that caused it arrives. This table is the specification; `tests/engine.rs` drives every
+//! that caused it arrives. This table is the specification; `tests/fast/engine.rs` drives every
 //! (state, event) pair through the engine and compares the outcome with it.
 
 use std::fmt;

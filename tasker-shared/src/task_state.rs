@@ -1,6 +1,6 @@
 //! The task states and the table of their transitions: a task runs until every step is
 //! terminal, one step fails for good, or it is cancelled; a task in error can be repaired by hand. Like [`crate::step_state`], this is the
-//! specification the engine in PostgreSQL is tested against (`tests/engine.rs`).
+//! specification the engine in PostgreSQL is tested against (`tests/fast/engine.rs`).
 
 use std::fmt;
 

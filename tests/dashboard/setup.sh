@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the dashboard's browser test (tests/dashboard.rs) needs: Debian's Chromium (the "browser"
+# What the dashboard's browser test (tests/fast/dashboard.rs) needs: Debian's Chromium (the "browser"
 # group of cargo-make/dependencies.txt; Playwright's own browser download is not used) and
 # playwright-core from package-lock.json. Idempotent and quiet when both are in place.
 set -euo pipefail

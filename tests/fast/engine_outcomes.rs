@@ -2,7 +2,7 @@
 //! `tasker_apply_results` calls it, against a real PostgreSQL: the judge of a batch, the
 //! success of plain steps (alone, as a whole batch, and as a run in a mixed batch), the success
 //! of a decision and of a batchable step, a retryable failure, a failure for good, and the
-//! answer. `tests/engine.rs` checks the whole engine against the transition tables.
+//! answer. `tests/fast/engine.rs` checks the whole engine against the transition tables.
 
 use serde_json::{Value, json};
 use sqlx::{Connection, PgConnection};

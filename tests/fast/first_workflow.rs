@@ -4,6 +4,7 @@
 //! first task to completion. The Rust worker does the same with a template of its own in a
 //! brand-new namespace. Nothing restarts the orchestrator.
 
+#[path = "../common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};

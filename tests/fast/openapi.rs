@@ -136,7 +136,7 @@ async fn every_documented_operation_is_served() -> anyhow::Result<()> {
             .replace("{namespace}", "no_such_namespace")
             .replace("{name}", "no_such_name");
         if path.ends_with("/events") {
-            continue; // a stream: checked by tests/dashboard.rs
+            continue; // a stream: checked by tests/fast/dashboard.rs
         }
         let method = reqwest::Method::from_bytes(method.as_bytes())?;
         let resp = http

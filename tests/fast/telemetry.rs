@@ -3,6 +3,7 @@
 //! spans (orchestrator, in-process Rust worker) go to an in-memory exporter; a Python worker
 //! exports its own over OTLP/HTTP to a collector the test serves, as it would to a real one.
 
+#[path = "../common/mod.rs"]
 mod common;
 
 use std::collections::HashMap;

@@ -5,6 +5,7 @@
 //! the CA; the Rust client and the CLI check the orchestrator's. Without the CA every one of them
 //! refuses the connection.
 
+#[path = "../common/mod.rs"]
 mod common;
 
 use std::path::PathBuf;

@@ -1,6 +1,7 @@
 //! A worker's `/health` and `/metrics` listen on loopback unless `worker.health_bind` says
 //! otherwise, in every language, so a probe from another host can reach them when asked to.
 
+#[path = "../common/mod.rs"]
 mod common;
 
 use std::net::{IpAddr, SocketAddr, UdpSocket};

@@ -9,6 +9,7 @@
 //! `TASKER_CHAOS_TASKS` sets the number of tasks (default 84; `cargo make chaos` runs 350).
 //! A test binary of its own: restarting the servers must not disturb other tests.
 
+#[path = "../common/mod.rs"]
 mod common;
 
 use std::collections::BTreeMap;

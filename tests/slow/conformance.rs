@@ -2,10 +2,10 @@
 //! of each language, started as its own process the way a user starts it. Every language must
 //! give the same results, final states and attempts.
 
+#[path = "../common/mod.rs"]
 mod common;
-mod conformance {
-    pub mod protocol;
-}
+#[path = "../conformance/protocol.rs"]
+mod protocol;
 
 use std::time::Duration;
 
@@ -129,22 +129,22 @@ async fn typescript_worker_conforms() -> anyhow::Result<()> {
 /// in every language (tests/conformance/protocol.rs).
 #[test]
 fn rust_speaks_the_worker_protocol() -> anyhow::Result<()> {
-    conformance::protocol::rust_speaks_the_protocol()
+    protocol::rust_speaks_the_protocol()
 }
 
 #[test]
 fn python_speaks_the_worker_protocol() -> anyhow::Result<()> {
-    conformance::protocol::language_speaks_the_protocol("python")
+    protocol::language_speaks_the_protocol("python")
 }
 
 #[test]
 fn ruby_speaks_the_worker_protocol() -> anyhow::Result<()> {
-    conformance::protocol::language_speaks_the_protocol("ruby")
+    protocol::language_speaks_the_protocol("ruby")
 }
 
 #[test]
 fn typescript_speaks_the_worker_protocol() -> anyhow::Result<()> {
-    conformance::protocol::language_speaks_the_protocol("typescript")
+    protocol::language_speaks_the_protocol("typescript")
 }
 
 const LANGUAGES: [&str; 4] = ["rust", "ruby", "python", "typescript"];
@@ -216,7 +216,7 @@ fn every_language_has_the_same_templates() -> anyhow::Result<()> {
         .collect::<Result<_, _>>()?;
     for language in &LANGUAGES[1..] {
         // Engine cases run on the Rust worker only: batch processing edge cases (batch_numbers*)
-        // and repair by hand (tests/repair.rs).
+        // and repair by hand (tests/slow/repair.rs).
         for file in rust.iter().filter(|f| {
             let f = f.to_string_lossy();
             !f.starts_with("batch_numbers")

@@ -2,6 +2,7 @@
 //! step with many parents — reaches the handler complete, in Rust and through an FFI worker;
 //! parent results page without gaps or repeats; size limits answer with clear errors.
 
+#[path = "../common/mod.rs"]
 mod common;
 
 use std::collections::BTreeSet;

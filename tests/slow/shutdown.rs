@@ -3,6 +3,7 @@
 //! once (the next worker never receives it) and its result is applied. Steps it had not started
 //! go to the next worker.
 
+#[path = "../common/mod.rs"]
 mod common;
 
 use std::time::Duration;

@@ -134,7 +134,7 @@ impl TestEnv {
         config.queue_prefix = format!("test_{short}");
         config.orchestrator.templates = vec![templates("rust")];
         config.orchestrator.sweep_interval_ms = 200;
-        // Tokens are required by default; the tests of tokens (tests/auth.rs, tests/trust.rs)
+        // Tokens are required by default; the tests of tokens (tests/fast/auth.rs, tests/slow/trust.rs)
         // turn them on again.
         config.orchestrator.auth = tasker_shared::config::AuthMode::Off;
         config.orchestrator.db_max_connections = 8;

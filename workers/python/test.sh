@@ -6,7 +6,7 @@
 # runs it before this). Extra arguments go to pytest. Runs from any folder.
 set -euo pipefail
 # Workers in these tests run against RabbitMQ alone; the ones that start an orchestrator turn
-# template registration back on and point it there (tests/first_workflow.rs and the conformance
+# template registration back on and point it there (tests/fast/first_workflow.rs and the conformance
 # suite cover registration in every language).
 export TASKER_WORKER__REGISTER_TEMPLATES=false
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

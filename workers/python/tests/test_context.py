@@ -1,5 +1,5 @@
 """Parent results carried by reference are read through the native worker's
-``parent_results_page`` (a stand-in here, answering only that), a page at a time (the end-to-end read is tests/references.rs)."""
+``parent_results_page`` (a stand-in here, answering only that), a page at a time (the end-to-end read is tests/slow/references.rs)."""
 
 import pytest
 

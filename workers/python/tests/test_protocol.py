@@ -1,4 +1,4 @@
-"""The worker protocol check, the same in every language (tests/conformance.rs runs it through
+"""The worker protocol check, the same in every language (tests/slow/conformance.rs runs it through
 ``conformance-protocol``): the examples of ``tests/conformance/protocol.json`` against the schema
 ``tasker-worker/protocol.schema.json``; the step context built from each job; the outcome this
 package encodes for each case's handler; the start options ``tasker.Worker.start`` sends."""

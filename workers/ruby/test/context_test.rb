@@ -3,7 +3,7 @@
 require "test_helper"
 
 # Parent results carried by reference are read through the native worker's
-# #parent_results_page, a page at a time (the end-to-end read is tests/references.rs).
+# #parent_results_page, a page at a time (the end-to-end read is tests/slow/references.rs).
 class ContextTest < Minitest::Test
   include TestSupport
 

@@ -4,7 +4,7 @@ require "test_helper"
 require "set" # json_schemer 0.2 uses Set without requiring it
 require "json_schemer"
 
-# The worker protocol check, the same in every language (tests/conformance.rs runs it through
+# The worker protocol check, the same in every language (tests/slow/conformance.rs runs it through
 # conformance-protocol): the examples of tests/conformance/protocol.json against the schema
 # tasker-worker/protocol.schema.json; the step context made from each job; the outcome this gem
 # encodes for each case's handler; the start options Tasker::Worker.start sends.

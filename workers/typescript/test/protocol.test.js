@@ -1,5 +1,5 @@
 "use strict";
-// The worker protocol check, the same in every language (tests/conformance.rs runs it through
+// The worker protocol check, the same in every language (tests/slow/conformance.rs runs it through
 // conformance-protocol): the examples of tests/conformance/protocol.json against the schema
 // tasker-worker/protocol.schema.json; the step context made from each job; the outcome this
 // package encodes for each case's handler; the start options Worker.start sends.
