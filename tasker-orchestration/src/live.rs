@@ -2,7 +2,7 @@
 //! the dashboard's task view): it looks for changes of all watched tasks at once — the id of each
 //! one's latest transition, read through an index, in one statement — when this orchestrator
 //! applies results or finishes a task, and at least once a second (which also catches what other
-//! orchestrators of a cluster did), at most every [`MIN_GAP`]. A task that changed has its
+//! orchestrators of a cluster did), at most every `MIN_GAP`. A task that changed has its
 //! snapshot read once and handed to all its streams, so a thousand streams on one task cost the
 //! database what one does. Streams are capped in all and per token
 //! (`orchestrator.max_event_streams`, `max_event_streams_per_token`).

@@ -3,7 +3,7 @@
 //!
 //! The engine — every step and task transition — lives in PostgreSQL, in the functions of
 //! `sql/` (`functions`); this module calls them and turns their answers into
-//! [`Effects`]. Every state change there is a guarded
+//! [`Effects`](crate::effects::Effects). Every state change there is a guarded
 //! `UPDATE … WHERE state = <from> [AND attempt = <n>]`, so duplicate and stale messages change
 //! nothing, and it is recorded in the append-only `transitions` table.
 
