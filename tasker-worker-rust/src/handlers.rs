@@ -23,6 +23,7 @@ pub fn registry() -> Registry {
         .register("fail_permanently", fail_permanently)
         .register("rate_limited", rate_limited)
         .register("introspect", introspect)
+        .register("pulse", pulse)
         .register("instance_id", InstanceId::new())
         .register("same_instance", same_instance)
         .register("sleep", sleep)
@@ -107,6 +108,11 @@ async fn rate_limited(ctx: StepContext) -> Result<Value, HandlerError> {
             .retry_after(Duration::from_millis(200)));
     }
     Ok(json!({ "attempts": ctx.attempt }))
+}
+
+/// Whether the running step is still the worker's, as every language's `heartbeat` says.
+async fn pulse(ctx: StepContext) -> Result<Value, HandlerError> {
+    Ok(json!({ "heartbeat": ctx.heartbeat() }))
 }
 
 /// What the handler sees of its step, in a form every language gives alike.
@@ -212,6 +218,7 @@ mod tests {
                 .into(),
             input: None,
             timeout: Duration::from_secs(30),
+            started: std::time::Instant::now(),
         }
     }
 

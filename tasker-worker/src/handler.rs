@@ -7,7 +7,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 use tokio::sync::OnceCell;
@@ -39,6 +39,19 @@ pub struct StepContext {
     /// How long the handler may run, from its start; past it the attempt fails with
     /// `timeout` (retryable) and the handler's future is dropped.
     pub timeout: Duration,
+    /// When the handler started: the worker makes the context just before calling it.
+    pub started: Instant,
+}
+
+impl StepContext {
+    /// Whether the step is still this worker's to finish: within its timeout. A handler's
+    /// future is dropped at the timeout anyway; work it handed elsewhere (`spawn_blocking`, a
+    /// thread) checks this between units and gives up once it is `false`, since the outcome
+    /// would be ignored. It does not extend the timeout. The same call as `heartbeat` in every
+    /// language.
+    pub fn heartbeat(&self) -> bool {
+        self.started.elapsed() < self.timeout
+    }
 }
 
 impl From<StepMessage> for StepContext {
@@ -56,6 +69,7 @@ impl From<StepMessage> for StepContext {
             parent_results: m.parent_results.into(),
             input: m.input,
             timeout: Duration::from_millis(m.timeout_ms),
+            started: Instant::now(),
         }
     }
 }
@@ -75,6 +89,7 @@ impl From<&StepMessage> for StepContext {
             parent_results: m.parent_results.clone().into(),
             input: m.input.clone(),
             timeout: Duration::from_millis(m.timeout_ms),
+            started: Instant::now(),
         }
     }
 }
