@@ -156,18 +156,16 @@ impl EmbeddedWorker {
     pub fn start(language: &'static str, options: &str) -> Result<EmbeddedWorker, Error> {
         crate::forward_logs("info");
         let options = StartOptions::from_json(options)?;
-        let shutdown_timeout = options
-            .shutdown_timeout
-            .map(|s| seconds(s, "shutdown_timeout"))
-            .transpose()?;
-        Ok(Self::launch(language, &options, shutdown_timeout)?)
+        Ok(Self::launch(language, &options)?)
     }
 
+    /// Starts from options [`StartOptions::from_json`] has checked.
     fn launch(
         language: &'static str,
         options: &StartOptions,
-        shutdown_timeout: Option<Duration>,
     ) -> Result<EmbeddedWorker, StartError> {
+        // Checked finite and at least 0 by from_json.
+        let shutdown_timeout = options.shutdown_timeout.map(Duration::from_secs_f64);
         let setup = Setup::load(&Overrides {
             config_file: options.config.clone(),
             templates: Some(options.templates.clone()),

@@ -133,9 +133,8 @@ impl NativeWorker {
 
     /// `stop`: stops, publishing what was reported (waits with the GVL released). Idempotent.
     fn stop(&self) {
-        // Wake a thread blocked in take_steps at once, whichever thread it is on.
-        self.0.shutdown();
-        // If Ruby was interrupted before the call, stop with the GVL held: the lesser evil.
+        // (EmbeddedWorker::stop begins with shutdown, which wakes a thread blocked in
+        // take_steps at once.) If Ruby was interrupted before the call, stop with the GVL held: the lesser evil.
         if without_gvl(|| self.0.stop()).is_none() {
             self.0.stop();
         }
