@@ -187,12 +187,7 @@ async fn the_judge_accepts_ignores_and_rejects_and_tells_each_results_kind() -> 
     assert_eq!(ids(&judged["ids"]), vec![a], "{judged}");
     assert_eq!(judged["kinds"], json!(["success"]));
     assert_eq!(ids(&judged["ignored"]), vec![a], "the copy");
-    let codes: Vec<(i64, &str)> = judged["rejected"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["i"].as_i64().unwrap(), r["code"].as_str().unwrap()))
-        .collect();
+    let codes = tasker::rejected_codes(&judged);
     assert_eq!(
         codes,
         vec![

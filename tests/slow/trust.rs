@@ -758,12 +758,7 @@ async fn a_forged_copy_in_the_same_batch_never_displaces_the_real_result() -> an
         .fetch_one(o.shared.store.pool())
         .await?;
     assert_eq!(answer["accepted"], 1, "{answer}");
-    let codes: Vec<(i64, &str)> = answer["rejected"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["i"].as_i64().unwrap(), r["code"].as_str().unwrap()))
-        .collect();
+    let codes = tasker::rejected_codes(&answer);
     assert_eq!(
         codes,
         vec![(1, "result_mismatch"), (2, "result_not_permitted")]

@@ -438,6 +438,25 @@ impl RunningWorker {
     }
 }
 
+/// The `(index, code)` of each result an engine answer (`tasker_apply_results`,
+/// `tasker_judge_results`) rejected, in its order.
+pub fn rejected_codes(answer: &Value) -> Vec<(i64, &str)> {
+    answer["rejected"]
+        .as_array()
+        .map(|rejected| {
+            rejected
+                .iter()
+                .map(|r| {
+                    (
+                        r["i"].as_i64().unwrap_or(-1),
+                        r["code"].as_str().unwrap_or(""),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The path of a binary built from this workspace (`cargo build --workspace --bins` first).
 pub fn workspace_binary(name: &str) -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;
