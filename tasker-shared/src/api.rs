@@ -21,7 +21,7 @@ pub struct Task {
     pub name: String,
     /// The template version it runs.
     pub version: String,
-    /// `running`, `complete`, `error` or `cancelled`.
+    /// `scheduled` (to start at `run_at`), `running`, `complete`, `error` or `cancelled`.
     pub state: String,
     /// The task's input.
     pub context: Value,
@@ -37,6 +37,9 @@ pub struct Task {
     pub completed_at: Option<DateTime<Utc>>,
     /// Milliseconds from creation to completion.
     pub duration_ms: Option<f64>,
+    /// When a task created to start later (`run_at` or `delay`) starts or started.
+    #[serde(default)]
+    pub run_at: Option<DateTime<Utc>>,
 }
 
 impl Task {
@@ -55,9 +58,10 @@ pub struct Step {
     pub id: Uuid,
     pub name: String,
     pub handler: String,
-    /// `standard`, `decision`, `convergence`, `batchable` or `batch_worker`.
+    /// `standard`, `decision`, `convergence`, `batchable`, `batch_worker` or `wait`.
     pub step_type: String,
-    /// `pending`, `enqueued`, `waiting_retry`, `completed`, `failed`, `skipped` or `cancelled`.
+    /// `pending`, `enqueued`, `waiting` (a wait step waiting: see `wait`), `waiting_retry`,
+    /// `completed`, `failed`, `skipped` or `cancelled`.
     pub state: String,
     /// The current attempt, 1-based (0 before its first dispatch).
     pub attempt: i32,
@@ -74,6 +78,12 @@ pub struct Step {
     /// When a step `waiting_retry` is dispatched again.
     #[serde(default)]
     pub next_attempt_at: Option<DateTime<Utc>>,
+    /// A wait step's wait: `{"kind": "sleep" | "until" | "signal", "signal": name | null,
+    /// "until": when it wakes or times out (while it waits) | null, "on_timeout": "fail" |
+    /// "skip" | "continue" | null}`; `null` for other steps.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub wait: Option<Value>,
 }
 
 /// One entry of a task's history: a task transition (`step` is `null`) or a step transition.
@@ -110,6 +120,13 @@ pub struct CreateTask {
     /// `idempotency_key_reused` for another template or context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// Start the task at this time (at most a year ahead; a past time starts it now): until
+    /// then it is `scheduled` and no step runs. Not with `delay`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_at: Option<DateTime<Utc>>,
+    /// Start the task after this long (`"10m"`, `"1h30m"`; at most `"365d"`). Not with `run_at`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<String>,
 }
 
 impl CreateTask {
@@ -120,7 +137,21 @@ impl CreateTask {
             version: None,
             context: None,
             idempotency_key: None,
+            run_at: None,
+            delay: None,
         }
+    }
+
+    /// Starts the task at `at`.
+    pub fn run_at(mut self, at: DateTime<Utc>) -> Self {
+        self.run_at = Some(at);
+        self
+    }
+
+    /// Starts the task after `delay` (`"10m"`).
+    pub fn delay(mut self, delay: impl Into<String>) -> Self {
+        self.delay = Some(delay.into());
+        self
     }
 
     pub fn version(mut self, v: impl Into<String>) -> Self {
@@ -345,4 +376,142 @@ pub struct Readiness {
     pub broker: bool,
     /// Step messages waiting for the broker.
     pub dispatch_backlog: usize,
+}
+
+/// A signal sent to a task (`POST /v1/tasks/{id}/signals/{name}`): stored until a wait step
+/// waiting for its name consumes it.
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Signal {
+    pub task_id: Uuid,
+    pub name: String,
+    /// Its idempotency key within the task.
+    pub signal_id: String,
+    pub payload: Value,
+    pub received_at: DateTime<Utc>,
+    /// The step that consumed it (its result is the payload); `null` while it waits for one.
+    pub consumed_by: Option<String>,
+    pub consumed_at: Option<DateTime<Utc>>,
+}
+
+/// The body of `POST /v1/tasks/{id}/signals/{name}` (optional).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SendSignal {
+    /// Sending the same id again with the same payload is a no-op (200), with another a 409
+    /// `signal_conflict`; 1 to 128 characters, generated when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal_id: Option<String>,
+    /// Any JSON up to 64 KiB; the waiting step's result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Value>,
+}
+
+/// A task's signals, oldest first.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SignalList {
+    pub signals: Vec<Signal>,
+}
+
+/// A schedule as the API shows it: its definition (`crate::time::ScheduleSpec`) and its state.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Schedule {
+    pub namespace: String,
+    pub name: String,
+    /// The template's name, in the same namespace.
+    pub template: String,
+    /// The template version; `null`: the newest at each fire.
+    pub version: Option<String>,
+    pub cron: String,
+    pub timezone: String,
+    pub context: Value,
+    /// `skip`, `allow`, `buffer_one` or `cancel_previous`.
+    pub overlap: String,
+    /// Fires missed longer ago than this are skipped (`"1h"`).
+    pub catch_up: String,
+    pub paused: bool,
+    /// Why it was paused.
+    pub note: Option<String>,
+    /// The nominal time of its next fire (`null` when paused or when none comes).
+    pub next_fire_at: Option<DateTime<Utc>>,
+    /// Under `buffer_one`: the nominal time of a fire waiting for the open task to end.
+    pub buffered_at: Option<DateTime<Utc>>,
+    pub last_fire_at: Option<DateTime<Utc>>,
+    pub last_task_id: Option<Uuid>,
+    /// Tasks it started.
+    pub fires: i64,
+    /// Fires it skipped (overlap, outside the catch-up window, a template or context refused).
+    pub skipped: i64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// The token that created or last changed it.
+    pub updated_by: Option<String>,
+    /// The next fires (up to 5), on `GET /v1/schedules/{namespace}/{name}` only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upcoming: Vec<DateTime<Utc>>,
+}
+
+/// Schedules, by namespace and name.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleList {
+    pub schedules: Vec<Schedule>,
+}
+
+/// `PATCH /v1/schedules/{namespace}/{name}`: the definition fields to change.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleChanges {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// A version, or `""` for the newest at each fire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlap: Option<crate::time::Overlap>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catch_up: Option<String>,
+}
+
+/// `POST /v1/schedules/{namespace}/{name}/pause` (optional body).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PauseSchedule {
+    /// Why (shown with the schedule; at most 1,024 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// `POST /v1/schedules/{namespace}/{name}/backfill`: a task for every fire time in
+/// `[from, to]` (at most 1,000), each with the idempotency key a regular fire of that time has.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Backfill {
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+}
+
+/// What a backfill did.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Backfilled {
+    /// Tasks it created.
+    pub created: usize,
+    /// Fire times that had their task already.
+    pub existing: usize,
+    /// The tasks of every fire time in the range, in time order.
+    pub task_ids: Vec<Uuid>,
 }

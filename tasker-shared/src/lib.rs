@@ -20,6 +20,7 @@ pub mod retry;
 pub mod step_state;
 pub mod task_state;
 pub mod template;
+pub mod time;
 pub mod tls;
 
 pub use config::Config;

@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskState {
+    /// Created to start later (`run_at`, `delay`): no step runs before its time.
+    Scheduled,
     /// Created; some steps are not terminal yet.
     Running,
     /// Every step completed or was skipped.
@@ -22,6 +24,8 @@ pub enum TaskState {
 /// What happens to a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TaskEvent {
+    /// Its start time came.
+    Start,
     /// Its last open step finished.
     Finish,
     /// One of its steps failed for good.
@@ -32,7 +36,8 @@ pub enum TaskEvent {
 }
 
 impl TaskEvent {
-    pub const ALL: [TaskEvent; 4] = [
+    pub const ALL: [TaskEvent; 5] = [
+        TaskEvent::Start,
         TaskEvent::Finish,
         TaskEvent::Fail,
         TaskEvent::Cancel,
@@ -41,7 +46,13 @@ impl TaskEvent {
 }
 
 /// Every legal transition: `(from, event, to)`. A pair not listed leaves the task unchanged.
-pub const TRANSITIONS: [(TaskState, TaskEvent, TaskState); 4] = [
+pub const TRANSITIONS: [(TaskState, TaskEvent, TaskState); 6] = [
+    (TaskState::Scheduled, TaskEvent::Start, TaskState::Running),
+    (
+        TaskState::Scheduled,
+        TaskEvent::Cancel,
+        TaskState::Cancelled,
+    ),
     (TaskState::Running, TaskEvent::Finish, TaskState::Complete),
     (TaskState::Running, TaskEvent::Fail, TaskState::Error),
     (TaskState::Running, TaskEvent::Cancel, TaskState::Cancelled),
@@ -49,7 +60,8 @@ pub const TRANSITIONS: [(TaskState, TaskEvent, TaskState); 4] = [
 ];
 
 impl TaskState {
-    pub const ALL: [TaskState; 4] = [
+    pub const ALL: [TaskState; 5] = [
+        TaskState::Scheduled,
         TaskState::Running,
         TaskState::Complete,
         TaskState::Error,
@@ -59,6 +71,7 @@ impl TaskState {
     /// The name stored in the database and shown by the API.
     pub fn as_str(self) -> &'static str {
         match self {
+            TaskState::Scheduled => "scheduled",
             TaskState::Running => "running",
             TaskState::Complete => "complete",
             TaskState::Error => "error",
@@ -78,7 +91,7 @@ impl TaskState {
 
     /// Finished: nothing moves it again except a repair by hand of a task in error.
     pub fn is_terminal(self) -> bool {
-        self != TaskState::Running
+        !matches!(self, TaskState::Running | TaskState::Scheduled)
     }
 }
 

@@ -18,7 +18,7 @@ pub const MAX_NODES: usize = 50_000;
 pub const MAX_ANCHORS: usize = 256;
 
 /// Where the text first goes past a bound: the line (1-based) and why.
-pub(super) fn check(src: &str) -> Result<(), (usize, ErrorKind)> {
+pub(crate) fn check(src: &str) -> Result<(), (usize, ErrorKind)> {
     let mut scan = Scan::default();
     for (i, line) in src.split('\n').enumerate() {
         scan.line(line).map_err(|problem| {

@@ -99,12 +99,7 @@ impl TaskTemplate {
         for (i, step) in self.steps.iter().enumerate() {
             let problem = |kind| at.step(&step.name, i, kind);
             check_identifier("step name", &step.name).map_err(problem)?;
-            if step.handler.trim().is_empty() {
-                return Err(problem(ErrorKind::InvalidField {
-                    field: format!("steps.{}.handler", step.name),
-                    problem: "must not be empty".into(),
-                }));
-            }
+            check_handler_or_wait(step).map_err(problem)?;
             if let Some(&first) = first_seen.get(step.name.as_str()) {
                 return Err(problem(ErrorKind::DuplicateStep {
                     name: step.name.clone(),
@@ -213,4 +208,50 @@ impl TaskTemplate {
         }
         Ok(())
     }
+}
+
+/// A step has a handler, or is a wait step (`wait:`) with none; a wait step is plain otherwise.
+fn check_handler_or_wait(step: &super::StepTemplate) -> Result<(), ErrorKind> {
+    let invalid = |field: &str, problem: &str| {
+        Err(ErrorKind::InvalidField {
+            field: format!("steps.{}.{field}", step.name),
+            problem: problem.into(),
+        })
+    };
+    let Some(wait) = &step.wait else {
+        if step.handler.trim().is_empty() {
+            return invalid("handler", "must not be empty");
+        }
+        if step.handler.starts_with("tasker:") {
+            return invalid("handler", "must not start with `tasker:` (reserved)");
+        }
+        if step.step_type == StepType::Wait {
+            return invalid("type", "`wait` needs a `wait:` (sleep, until or signal)");
+        }
+        return Ok(());
+    };
+    if !step.handler.is_empty() {
+        return invalid(
+            "handler",
+            "must not be given for a wait step: the orchestrator resolves it",
+        );
+    }
+    if !matches!(step.step_type, StepType::Standard | StepType::Wait) {
+        return invalid(
+            "type",
+            "a wait step is not a decision, convergence or batch step",
+        );
+    }
+    if step.queue_timeout_seconds.is_some() {
+        return invalid(
+            "queue_timeout_seconds",
+            "does not apply to a wait step (it has `timeout` for signals)",
+        );
+    }
+    wait.compile(&format!("steps.{}.wait", step.name))
+        .map(|_| ())
+        .map_err(|e| ErrorKind::InvalidField {
+            field: e.field,
+            problem: e.problem,
+        })
 }

@@ -48,9 +48,15 @@ pub fn namespaces(templates: &[Loaded]) -> Vec<String> {
     set.into_iter().map(str::to_owned).collect()
 }
 
+/// The folder name that holds schedules, not templates (`crate::time::load_schedules`).
+pub const SCHEDULES_DIR: &str = "schedules";
+
 fn collect_yaml(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
+        if path.is_dir() && path.file_name().is_some_and(|n| n == SCHEDULES_DIR) {
+            continue;
+        }
         if path.is_dir() {
             collect_yaml(&path, out)?;
         } else if matches!(
@@ -58,6 +64,22 @@ fn collect_yaml(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
             Some("yaml" | "yml")
         ) {
             out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Every `*.yaml` / `*.yml` in a `schedules/` folder below `dir`.
+pub fn schedule_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if !path.is_dir() {
+            continue;
+        }
+        if path.file_name().is_some_and(|n| n == SCHEDULES_DIR) {
+            collect_yaml(&path, out)?;
+        } else {
+            schedule_files(&path, out)?;
         }
     }
     Ok(())

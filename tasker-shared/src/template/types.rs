@@ -32,7 +32,8 @@ pub struct TaskTemplate {
 #[serde(deny_unknown_fields)]
 pub struct StepTemplate {
     pub name: String,
-    /// Name of the handler a worker runs for this step.
+    /// Name of the handler a worker runs for this step (none for a wait step).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub handler: String,
     #[serde(default)]
     pub depends_on: Vec<String>,
@@ -54,6 +55,37 @@ pub struct StepTemplate {
     /// For a `batch_worker` step: what a batch that fails for good does to the task.
     #[serde(default, skip_serializing_if = "FailurePolicy::is_default")]
     pub on_failure: FailurePolicy,
+    /// Makes this a wait step, which the orchestrator resolves itself (no worker, no handler):
+    /// a durable sleep, a sleep until a time in the context, or a wait for a signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<crate::time::WaitSpec>,
+}
+
+impl StepTemplate {
+    /// The step's type as the engine stores it: `wait` for a wait step.
+    pub fn engine_type(&self) -> StepType {
+        if self.wait.is_some() {
+            StepType::Wait
+        } else {
+            self.step_type
+        }
+    }
+
+    /// The handler the engine stores: [`crate::time::WAIT_HANDLER`] for a wait step.
+    pub fn engine_handler(&self) -> &str {
+        if self.wait.is_some() {
+            crate::time::WAIT_HANDLER
+        } else {
+            &self.handler
+        }
+    }
+
+    /// A wait step's specification in the engine's form (see [`crate::time::WaitSpec::compile`]).
+    pub fn engine_wait(&self) -> Option<Value> {
+        self.wait
+            .as_ref()
+            .and_then(|w| w.compile(&format!("steps.{}.wait", self.name)).ok())
+    }
 }
 
 /// What a failed batch does to its task.
@@ -104,6 +136,9 @@ pub enum StepType {
     /// A template instantiated once per batch of its (single, batchable) parent; each instance
     /// receives its batch as `input`. Its children wait for every instance.
     BatchWorker,
+    /// A step with `wait:`: the orchestrator resolves it when its time comes or its signal
+    /// arrives; no worker runs it.
+    Wait,
 }
 
 impl StepType {
@@ -114,15 +149,17 @@ impl StepType {
             StepType::Convergence => "convergence",
             StepType::Batchable => "batchable",
             StepType::BatchWorker => "batch_worker",
+            StepType::Wait => "wait",
         }
     }
 
-    pub const ALL: [StepType; 5] = [
+    pub const ALL: [StepType; 6] = [
         StepType::Standard,
         StepType::Decision,
         StepType::Convergence,
         StepType::Batchable,
         StepType::BatchWorker,
+        StepType::Wait,
     ];
 }
 
