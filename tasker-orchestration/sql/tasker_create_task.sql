@@ -1,29 +1,36 @@
 -- Creates a task, its steps and edges in one statement (one round trip, one commit). The caller
 -- plans the rows (tasker_shared::plan: batch_worker templates are not created, their children
 -- hang off the batchable step); this function owns every state written. Root steps (no parents)
--- start `enqueued` at attempt 1 and their messages are returned for publishing.
+-- start `enqueued` at attempt 1 and their messages are returned for publishing — unless the
+-- task starts later (`v_run_at` in the future): then it is `scheduled`, every step waits
+-- `pending`, and tasker_start_tasks starts it when its time comes.
 --
 -- A repeated idempotency key creates nothing and answers the existing task, with its template
 -- and context so the caller can tell a retry of the same request from a different one.
 --
 -- Returns {created, task_id, template_id, context, dispatch: [StepMessage]}.
+DROP FUNCTION IF EXISTS tasker_create_task(
+    uuid, uuid, text, text, text, jsonb, text, uuid[], text[], text[], text[], jsonb[], int[],
+    text[], bigint[], bigint[], bigint[], bigint[], int[], jsonb[], text[], uuid[], uuid[]);
 CREATE OR REPLACE FUNCTION tasker_create_task(
     v_id uuid, v_template uuid, v_namespace text, v_name text, v_version text, v_context jsonb,
-    v_key text,
+    v_key text, v_run_at timestamptz,
     s_id uuid[], s_name text[], s_handler text[], s_type text[], s_branches jsonb[],
     s_max_attempts int[], s_backoff text[], s_base_ms bigint[], s_max_ms bigint[],
     s_timeout_ms bigint[], s_queue_timeout_ms bigint[], s_parents int[], s_batch_spec jsonb[],
-    s_on_failure text[],
+    s_on_failure text[], s_wait jsonb[],
     e_parent uuid[], e_child uuid[])
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
     roots uuid[];
     existing record;
+    later boolean := v_run_at IS NOT NULL AND v_run_at > clock_timestamp();
 BEGIN
     INSERT INTO tasks (id, template_id, namespace, name, version, state, context, idempotency_key,
-                       open_steps)
-    VALUES (v_id, v_template, v_namespace, v_name, v_version, 'running', v_context, v_key,
-            cardinality(s_id))
+                       open_steps, run_at)
+    VALUES (v_id, v_template, v_namespace, v_name, v_version,
+            CASE WHEN later THEN 'scheduled' ELSE 'running' END, v_context, v_key,
+            cardinality(s_id), CASE WHEN later THEN v_run_at END)
     ON CONFLICT (idempotency_key) DO NOTHING;
     IF NOT FOUND THEN
         SELECT id, template_id, context INTO existing FROM tasks WHERE idempotency_key = v_key;
@@ -36,19 +43,21 @@ BEGIN
         INSERT INTO steps (id, task_id, name, handler, step_type, branches, state, attempt,
                            max_attempts, backoff, base_ms, max_ms, timeout_ms, queue_timeout_ms,
                            parent_count, pending_parents, publish_count, dispatched_at,
-                           dispatched_by, batch_spec, on_failure)
+                           dispatched_by, batch_spec, on_failure, wait)
         SELECT u.id, v_id, u.name, u.handler, u.step_type, u.branches,
-               CASE WHEN u.parents = 0 THEN 'enqueued' ELSE 'pending' END,
-               (u.parents = 0)::int, u.max_attempts, u.backoff, u.base_ms, u.max_ms,
-               u.timeout_ms, u.queue_timeout_ms, u.parents, u.parents, (u.parents = 0)::int,
-               CASE WHEN u.parents = 0 THEN clock_timestamp() END,
-               CASE WHEN u.parents = 0 THEN tasker_orchestrator() END,
-               u.batch_spec, u.on_failure
-        FROM unnest(s_id, s_name, s_handler, s_type, s_branches, s_max_attempts, s_backoff,
-                    s_base_ms, s_max_ms, s_timeout_ms, s_queue_timeout_ms, s_parents,
-                    s_batch_spec, s_on_failure)
-             AS u(id, name, handler, step_type, branches, max_attempts, backoff, base_ms,
-                  max_ms, timeout_ms, queue_timeout_ms, parents, batch_spec, on_failure)
+               CASE WHEN u.root THEN 'enqueued' ELSE 'pending' END,
+               u.root::int, u.max_attempts, u.backoff, u.base_ms, u.max_ms,
+               u.timeout_ms, u.queue_timeout_ms, u.parents, u.parents, u.root::int,
+               CASE WHEN u.root THEN clock_timestamp() END,
+               CASE WHEN u.root THEN tasker_orchestrator() END,
+               u.batch_spec, u.on_failure, u.wait
+        FROM (SELECT x.*, x.parents = 0 AND NOT later AS root
+              FROM unnest(s_id, s_name, s_handler, s_type, s_branches, s_max_attempts, s_backoff,
+                          s_base_ms, s_max_ms, s_timeout_ms, s_queue_timeout_ms, s_parents,
+                          s_batch_spec, s_on_failure, s_wait)
+                   AS x(id, name, handler, step_type, branches, max_attempts, backoff, base_ms,
+                        max_ms, timeout_ms, queue_timeout_ms, parents, batch_spec, on_failure,
+                        wait)) u
         RETURNING id, state
     )
     SELECT COALESCE(array_agg(id ORDER BY id), '{}') INTO roots FROM ins WHERE state = 'enqueued';
@@ -57,7 +66,8 @@ BEGIN
     SELECT v_id, e.p, e.c FROM unnest(e_parent, e_child) AS e(p, c);
 
     INSERT INTO transitions (task_id, step_id, from_state, to_state, attempt, reason)
-    SELECT v_id, NULL, NULL, 'running', NULL, 'created'
+    SELECT v_id, NULL, NULL, CASE WHEN later THEN 'scheduled' ELSE 'running' END, NULL,
+           CASE WHEN later THEN 'created to start at ' || v_run_at ELSE 'created' END
     UNION ALL
     SELECT v_id, r, 'pending', 'enqueued', 1, 'root step' FROM unnest(roots) AS r;
 

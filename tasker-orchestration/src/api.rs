@@ -2,13 +2,15 @@
 //!
 //! | method | path | |
 //! |---|---|---|
-//! | POST | /v1/tasks | create a task (`idempotency_key` returns the same task again) |
+//! | POST | /v1/tasks | create a task (`idempotency_key` returns the same task again; `run_at` or `delay` starts it later) |
 //! | GET | /v1/tasks | list tasks (`state`, `namespace`, `name`, `limit`, `before`) |
 //! | GET | /v1/tasks/{id} | a task (`wait=SECONDS` returns as soon as it is terminal) |
 //! | GET | /v1/tasks/{id}/steps | its steps with results, errors and timings, paged (`?after=&limit=`) |
 //! | GET | /v1/tasks/{id}/history | its transition history |
 //! | GET | /v1/tasks/{id}/events | Server-Sent Events: a `snapshot` (task, steps, history) now and after every change |
-//! | POST | /v1/tasks/{id}/cancel | cancel it |
+//! | POST | /v1/tasks/{id}/cancel | cancel it (a running or a scheduled one) |
+//! | POST | /v1/tasks/{id}/signals/{name} | send it a signal (`signal_id`, `payload`) for a wait step |
+//! | GET | /v1/tasks/{id}/signals | its signals, and the steps that consumed them |
 //! | POST | /v1/tasks/{id}/retry | a task in error: run its failed step again |
 //! | POST | /v1/tasks/{id}/steps/{step}/retry | the same, naming the step (id or name) |
 //! | POST | /v1/tasks/{id}/steps/{step}/resolve | complete the failed step with a given `result` |
@@ -19,6 +21,9 @@
 //! | POST | /v1/templates | register a template version (YAML or JSON body) |
 //! | GET | /v1/templates | registered versions (`namespace`, `name`) |
 //! | GET | /v1/templates/{namespace}/{name} | one version (`version`; default the newest) |
+//! | GET, POST | /v1/schedules | schedules (`namespace`); create or update one by namespace and name |
+//! | GET, PATCH, DELETE | /v1/schedules/{namespace}/{name} | one (with its next fires); change some fields; delete |
+//! | POST | /v1/schedules/{namespace}/{name}/pause, /resume, /trigger, /backfill | pause (`note`), resume, start a task now, start the tasks of a past range |
 //! | GET, POST | /v1/tokens | API tokens (admin): list, create (`{name, scope}`; the token is shown once) |
 //! | DELETE | /v1/tokens/{name} | revoke one |
 //! | GET | /health, /ready, /metrics | liveness, readiness, Prometheus |
@@ -45,6 +50,8 @@ mod guard;
 mod live;
 mod ops;
 mod repair;
+mod schedules;
+mod signals;
 mod tasks;
 mod templates;
 mod ui;
@@ -144,6 +151,18 @@ fn routes() -> OpenApiRouter<Shared> {
         .routes(routes!(tasks::task_history))
         .routes(routes!(live::task_events))
         .routes(routes!(tasks::cancel_task))
+        .routes(routes!(signals::send))
+        .routes(routes!(signals::list))
+        .routes(routes!(schedules::put, schedules::list))
+        .routes(routes!(
+            schedules::show,
+            schedules::update,
+            schedules::delete
+        ))
+        .routes(routes!(schedules::pause))
+        .routes(routes!(schedules::resume))
+        .routes(routes!(schedules::trigger))
+        .routes(routes!(schedules::backfill))
         .routes(routes!(repair::retry_task))
         .routes(routes!(repair::retry_step))
         .routes(routes!(repair::resolve_step))
@@ -192,6 +211,7 @@ fn routes() -> OpenApiRouter<Shared> {
         (name = "tasks", description = "Create, wait for, read and cancel tasks"),
         (name = "repair", description = "Retry or resolve a task that failed"),
         (name = "templates", description = "Registered task templates"),
+        (name = "schedules", description = "Cron schedules that start tasks"),
         (name = "dead-letters", description = "Messages no one could process"),
         (name = "tokens", description = "API tokens (admin scope)"),
         (name = "operations", description = "Health, readiness, metrics, this document"),

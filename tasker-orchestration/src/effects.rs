@@ -1,7 +1,7 @@
 //! What a committed durable operation leaves to do outside the database, as one value.
 //!
 //! Every operation that changes state — creating a task, applying results, cancelling, a sweep,
-//! a retry timer — commits first and returns an [`Effects`]; `crate::executor` then publishes
+//! a retry timer, a wake — commits first and returns an [`Effects`]; `crate::executor` then publishes
 //! the steps it made ready, arms retry timers, announces finished tasks and counts metrics.
 //! The value sits low (the store returns it) and knows nothing of who carries it out.
 
@@ -21,6 +21,9 @@ pub struct Effects {
     pub deferred: Vec<Uuid>,
     /// Steps in `waiting_retry`: start their next attempt after the delay.
     pub retries: Vec<(Uuid, Duration)>,
+    /// Timers kept in the database (a wait step's wake, a task's start, a signal that
+    /// arrived) that come due after these delays: look at them then.
+    pub wakes: Vec<Duration>,
     /// Tasks that reached a terminal state, to announce.
     pub finished: Vec<(Uuid, TaskState)>,
     /// Results applied by this operation, if it applied any.
@@ -62,6 +65,7 @@ impl Effects {
         self.dispatch.extend(other.dispatch);
         self.deferred.extend(other.deferred);
         self.retries.extend(other.retries);
+        self.wakes.extend(other.wakes);
         self.finished.extend(other.finished);
         if let Some(r) = other.results {
             let mine = self.results.get_or_insert_with(ResultCounts::default);

@@ -22,6 +22,7 @@ pub async fn execute(shared: &Shared, effects: Effects) {
         dispatch,
         deferred,
         retries,
+        wakes,
         finished,
         results,
         created,
@@ -46,6 +47,9 @@ pub async fn execute(shared: &Shared, effects: Effects) {
     }
     for (step_id, delay) in retries {
         schedule_retry(shared, step_id, delay);
+    }
+    for delay in wakes {
+        shared.alarm.arm(delay);
     }
     if let Some(namespace) = created {
         ::metrics::counter!(m::TASKS_CREATED.name, "namespace" => namespace).increment(1);
@@ -86,13 +90,49 @@ pub async fn execute(shared: &Shared, effects: Effects) {
 /// Steps whose messages are built per query when a dispatch is deferred.
 const DEFERRED_PAGE: usize = 512;
 
-/// Publishes step messages; those too large to send fail their steps.
+/// Publishes step messages; those too large to send fail their steps. A wait step's message is
+/// not sent: its wait begins in the database instead, and the alarm is armed for its wake.
 async fn publish(shared: &Shared, messages: &[StepMessage]) {
-    let refused = shared.dispatcher.publish(messages).await;
+    let (waits, sends): (Vec<&StepMessage>, Vec<&StepMessage>) = messages
+        .iter()
+        .partition(|m| m.handler == tasker_shared::time::WAIT_HANDLER);
+    if !waits.is_empty() {
+        begin_waits(shared, &waits).await;
+    }
+    if sends.is_empty() {
+        return;
+    }
+    let refused = if waits.is_empty() {
+        shared.dispatcher.publish(messages).await
+    } else {
+        let sends: Vec<StepMessage> = sends.into_iter().cloned().collect();
+        shared.dispatcher.publish(&sends).await
+    };
     if !refused.is_empty() {
         // Boxed: failing those steps has effects of its own (at most one level deep: a failure
         // publishes nothing larger than what it replaces).
         Box::pin(fail_refused(shared, refused)).await;
+    }
+}
+
+/// Begins the waits of wait steps just dispatched and arms the alarm for their wakes. If the
+/// database cannot be reached, the steps go to the sweeper, which dispatches them again.
+async fn begin_waits(shared: &Shared, waits: &[&StepMessage]) {
+    let steps: Vec<(Uuid, u32)> = waits.iter().map(|m| (m.step_id, m.attempt)).collect();
+    match shared.store.begin_waits(&steps).await {
+        Ok(begun) => {
+            ::metrics::counter!(m::WAITS_STARTED.name).increment(begun.len() as u64);
+            for (_, delay) in begun {
+                shared.alarm.arm(delay);
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, steps = steps.len(), "cannot begin waits; handing them to the sweeper");
+            let ids: Vec<Uuid> = steps.iter().map(|s| s.0).collect();
+            if let Err(e) = shared.store.release_steps(&ids).await {
+                tracing::error!(error = %e, "cannot hand wait steps to the sweeper");
+            }
+        }
     }
 }
 

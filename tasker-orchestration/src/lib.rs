@@ -7,6 +7,7 @@
 //! cancelled. Every durable operation returns an [`effects::Effects`] that
 //! [`executor::execute`] carries out after the commit.
 
+mod alarm;
 pub mod api;
 pub mod catalog;
 mod dead_letters;
@@ -18,11 +19,13 @@ pub mod live;
 pub mod metrics;
 mod recent;
 mod results;
+mod scheduler;
 mod senders;
 mod serve;
 mod shared;
 pub mod store;
 mod sweeper;
+mod timers;
 pub mod tls;
 
 use tokio::net::TcpListener;
@@ -146,6 +149,7 @@ impl Orchestrator {
                 .listen(shared.config.database_url.clone(), cancel.clone()),
         );
         tasks.spawn(sweeper::run(shared.clone(), cancel.clone()));
+        tasks.spawn(timers::run(shared.clone(), cancel.clone()));
         tasks.spawn(shared.live.clone().run(
             shared.store.clone(),
             shared.events.clone(),

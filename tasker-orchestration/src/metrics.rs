@@ -3,7 +3,7 @@
 
 use metrics::Unit;
 use metrics_exporter_prometheus::PrometheusHandle;
-use tasker_shared::metric::{Kind, Metric, batch_size, counter};
+use tasker_shared::metric::{Kind, Metric, batch_size, counter, seconds};
 
 pub const TASKS_CREATED: Metric = counter(
     "tasker_tasks_created_total",
@@ -88,9 +88,59 @@ pub const DEAD_LETTERS_REPLAYED: Metric = counter(
     "tasker_dead_letters_replayed_total",
     "Dead letters published again to their queue through the API.",
 );
+pub const SCHEDULE_FIRES: Metric = counter(
+    "tasker_schedule_fires_total",
+    "Tasks started by schedules (fires, triggers and backfills), by how: fire, trigger, backfill.",
+);
+pub const SCHEDULE_SKIPS: Metric = counter(
+    "tasker_schedule_skips_total",
+    "Schedule fires skipped, by reason: overlap (the last task still open), catch_up (missed \
+     longer ago than the catch-up window), template (the template or its context refused).",
+);
+pub const SCHEDULE_LATENESS: Metric = seconds(
+    "tasker_schedule_lateness_seconds",
+    "How long after its nominal time a schedule's fire started its task.",
+);
+pub const WAITS_STARTED: Metric = counter(
+    "tasker_waits_started_total",
+    "Wait steps that began waiting.",
+);
+pub const WAITS_ENDED: Metric = counter(
+    "tasker_waits_ended_total",
+    "Wait steps resolved by the orchestrator (slept, signalled or timed out).",
+);
+pub const SIGNALS_RECEIVED: Metric = counter(
+    "tasker_signals_received_total",
+    "Signals stored for tasks (a repeat of one already stored is not counted).",
+);
+pub const TASKS_STARTED_LATER: Metric = counter(
+    "tasker_tasks_started_later_total",
+    "Tasks created to start later (run_at, delay) that started.",
+);
+pub const STEPS_WAITING: Metric = Metric {
+    name: "tasker_steps_waiting",
+    kind: Kind::Gauge,
+    unit: Unit::Count,
+    help: "Wait steps waiting (for a time or a signal), as of the last scrape.",
+};
+pub const TASKS_SCHEDULED: Metric = Metric {
+    name: "tasker_tasks_scheduled",
+    kind: Kind::Gauge,
+    unit: Unit::Count,
+    help: "Tasks waiting for their start time, as of the last scrape.",
+};
 
 /// Every metric above, described to the recorder at start-up.
-pub const ALL: [Metric; 19] = [
+pub const ALL: [Metric; 28] = [
+    SCHEDULE_FIRES,
+    SCHEDULE_SKIPS,
+    SCHEDULE_LATENESS,
+    WAITS_STARTED,
+    WAITS_ENDED,
+    SIGNALS_RECEIVED,
+    TASKS_STARTED_LATER,
+    STEPS_WAITING,
+    TASKS_SCHEDULED,
     RESULTS_REJECTED,
     DEAD_LETTERS_KEPT,
     DEAD_LETTERS_REPLAYED,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::alarm::Alarm;
 use crate::catalog::Catalog;
 use crate::dispatcher::Dispatcher;
 use crate::events::Events;
@@ -30,12 +31,16 @@ pub struct Shared {
     pub senders: Arc<Senders>,
     /// The watcher the live event streams share.
     pub live: Arc<Live>,
+    /// Rings the timer of waits, delayed starts and schedules (`crate::timers`).
+    pub alarm: Alarm,
     broker_up: Arc<watch::Sender<bool>>,
 }
 
 impl Shared {
     pub(crate) fn new(config: tasker_shared::Config, store: Store, catalog: Catalog) -> Self {
+        let shutdown = CancellationToken::new();
         Self {
+            alarm: Alarm::new(shutdown.clone()),
             dispatcher: Dispatcher::new(&config.queue_prefix, &config.orchestrator),
             senders: Arc::new(Senders::new(&tasker_broker::user_of(&config.amqp_url))),
             live: Arc::new(Live::new(&config.orchestrator)),
@@ -43,7 +48,7 @@ impl Shared {
             store,
             catalog: Arc::new(catalog),
             events: Events::default(),
-            shutdown: CancellationToken::new(),
+            shutdown,
             tokens: Arc::default(),
             broker_up: Arc::new(watch::Sender::new(false)),
         }

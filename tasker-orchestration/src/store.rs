@@ -21,9 +21,11 @@ mod migrations_lock;
 mod read;
 mod repair;
 mod results;
+mod schedules;
 mod sweep;
 mod tasks;
 mod templates;
+mod time;
 mod tokens;
 
 pub use dead_letters::{DeadLetter, DeadLetterView, NewDeadLetter};
@@ -31,8 +33,10 @@ pub use error::{Error, Result};
 pub use read::{StepView, TaskFilter, TaskView};
 pub use repair::{Repair, Repaired};
 pub use results::Held;
+pub use schedules::{Fire, ScheduleRow, ScheduleTx};
 pub use tasks::{Created, NewTask};
 pub use templates::{Registration, TEMPLATE_REGISTERED_CHANNEL, TemplateFilter, TemplateView};
+pub use time::Signalled;
 pub use tokens::{CreateError, NewToken, Principal, Scope, TokenView};
 
 /// Channel of the `pg_notify` sent when a task reaches a terminal state; the payload is

@@ -44,6 +44,9 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
         // Messages parked by a failed round while a connection lived on (a broker that blocked
         // publishers, a channel replaced) go out now, not at a reconnect that may never come.
         shared.dispatcher.flush().await;
+        // The timer looks at waits, delayed starts and schedules at every tick too: those
+        // another orchestrator armed before it stopped, and fires a catch-up paces one a tick.
+        shared.alarm.ring();
         shared.events.emit(Event::Swept);
     }
 }

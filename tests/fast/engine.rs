@@ -95,6 +95,7 @@ impl Engine {
                 template: loaded,
                 context: json!({}),
                 idempotency_key: None,
+                run_at: None,
             })
             .await?;
         Ok(created.task_id)
@@ -143,6 +144,12 @@ impl Engine {
         self.store
             .apply_results(&[result(task, step, outcome)])
             .await?;
+        Ok(())
+    }
+
+    /// The timer's start of scheduled tasks whose time came (`tasker_start_tasks`).
+    async fn start_due(&self) -> anyhow::Result<()> {
+        self.store.start_tasks(100).await?;
         Ok(())
     }
 
@@ -674,8 +681,9 @@ async fn every_task_state_and_event_pair_matches_the_table() -> anyhow::Result<(
             let task = engine.create(&single).await?;
             let only = engine.step_id(task, "only").await?;
             sqlx::query(
-                "UPDATE tasks SET state = $2,
-                        completed_at = CASE WHEN $2 <> 'running' THEN clock_timestamp() END
+                "UPDATE tasks SET state = $2, run_at = clock_timestamp(),
+                        completed_at = CASE WHEN $2 NOT IN ('running', 'scheduled')
+                                            THEN clock_timestamp() END
                  WHERE id = $1",
             )
             .bind(task)
@@ -683,6 +691,7 @@ async fn every_task_state_and_event_pair_matches_the_table() -> anyhow::Result<(
             .execute(engine.store.pool())
             .await?;
             match event {
+                TaskEvent::Start => engine.start_due().await?,
                 TaskEvent::Finish => engine.apply(task, only, success()).await?,
                 TaskEvent::Fail => engine.apply(task, only, failure(false)).await?,
                 TaskEvent::Cancel => engine.cancel(task).await?,

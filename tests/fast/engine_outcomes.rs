@@ -93,6 +93,7 @@ impl World {
                 template: &loaded,
                 context: json!({}),
                 idempotency_key: None,
+                run_at: None,
             })
             .await?
             .task_id)

@@ -36,7 +36,7 @@ use crate::store::{NewTask, TaskFilter, TaskView};
     responses(
         (status = 201, description = "Created (header `location`: its URL)", body = tasker_shared::api::Task),
         (status = 200, description = "The task this idempotency key created", body = tasker_shared::api::Task),
-        (status = 400, description = "`invalid_json`, `invalid_context`, `invalid_idempotency_key`", body = ErrorBody),
+        (status = 400, description = "`invalid_json`, `invalid_context`, `invalid_idempotency_key`, `invalid_run_at` (more than a year ahead, or with `delay`), `invalid_delay`", body = ErrorBody),
         (status = 403, description = "`forbidden`: the token does not cover the namespace", body = ErrorBody),
         (status = 404, description = "`unknown_template`", body = ErrorBody),
         (status = 409, description = "`idempotency_key_reused`: the key created a task from another template or context", body = ErrorBody),
@@ -55,6 +55,7 @@ pub(super) async fn create_task(
     caller.check(&req.namespace)?;
     let context = checked_context(&shared, body.len(), req.context.take())?;
     check_idempotency_key(req.idempotency_key.as_deref())?;
+    let run_at = start_time(&req)?;
     let entry = shared
         .catalog
         .get(&req.namespace, &req.name, req.version.as_deref())
@@ -88,6 +89,7 @@ pub(super) async fn create_task(
             template: &entry.loaded,
             context: context.clone(),
             idempotency_key: req.idempotency_key,
+            run_at,
         })
         .await?;
     if let Some(span) = &span
@@ -120,7 +122,7 @@ pub(super) async fn create_task(
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub(super) struct ListQuery {
-    /// `running`, `complete`, `error` or `cancelled`.
+    /// `scheduled`, `running`, `complete`, `error` or `cancelled`.
     state: Option<String>,
     namespace: Option<String>,
     /// The template's name.
@@ -155,7 +157,9 @@ pub(super) async fn list_tasks(
     {
         return Err(Error::bad_request(
             "invalid_state",
-            format!("unknown state {state:?}; use running, complete, error or cancelled"),
+            format!(
+                "unknown state {state:?}; use scheduled, running, complete, error or cancelled"
+            ),
         ));
     }
     let limit = check_limit(q.limit)?;
@@ -405,6 +409,35 @@ pub(super) async fn cancel_task(
             format!("task {id} is already {state}"),
         )),
     }
+}
+
+/// When a created task starts: `run_at`, or now plus `delay`; `None` for now. At most a year
+/// ahead.
+fn start_time(req: &CreateTask) -> Result<Option<chrono::DateTime<chrono::Utc>>, Error> {
+    let now = chrono::Utc::now();
+    let at = match (&req.run_at, &req.delay) {
+        (Some(_), Some(_)) => {
+            return Err(Error::bad_request(
+                "invalid_run_at",
+                "give `run_at` or `delay`, not both",
+            ));
+        }
+        (Some(at), None) => *at,
+        (None, Some(delay)) => {
+            let d = tasker_shared::time::parse_duration("delay", delay)
+                .map_err(|e| Error::bad_request("invalid_delay", e.to_string()))?;
+            now + chrono::Duration::from_std(d).unwrap_or_default()
+        }
+        (None, None) => return Ok(None),
+    };
+    let limit = chrono::Duration::from_std(tasker_shared::time::MAX_DURATION).unwrap_or_default();
+    if at > now + limit {
+        return Err(Error::bad_request(
+            "invalid_run_at",
+            format!("`run_at` must be at most a year ahead (got {at})"),
+        ));
+    }
+    Ok(Some(at))
 }
 
 /// The task context of a creation request: an object (`{}` if none), at most

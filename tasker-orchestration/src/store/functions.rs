@@ -8,7 +8,7 @@ use super::{Error, Result};
 
 /// In dependency order: a function is created after the functions it calls in SQL-language
 /// bodies (PL/pgSQL bodies are resolved at call time, but keeping one order is simplest).
-pub(super) const FUNCTIONS: [(&str, &str); 27] = [
+pub(super) const FUNCTIONS: [(&str, &str); 32] = [
     (
         "tasker_retry_delay_ms",
         include_str!("../../sql/tasker_retry_delay_ms.sql"),
@@ -111,6 +111,20 @@ pub(super) const FUNCTIONS: [(&str, &str); 27] = [
         include_str!("../../sql/tasker_repair_resume.sql"),
     ),
     ("tasker_repair", include_str!("../../sql/tasker_repair.sql")),
+    (
+        "tasker_wait_until",
+        include_str!("../../sql/tasker_wait_until.sql"),
+    ),
+    (
+        "tasker_begin_waits",
+        include_str!("../../sql/tasker_begin_waits.sql"),
+    ),
+    ("tasker_wake", include_str!("../../sql/tasker_wake.sql")),
+    (
+        "tasker_start_tasks",
+        include_str!("../../sql/tasker_start_tasks.sql"),
+    ),
+    ("tasker_signal", include_str!("../../sql/tasker_signal.sql")),
 ];
 
 /// Any number to serialize concurrent starts on; orchestrators starting together replace the

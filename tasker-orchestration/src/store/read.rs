@@ -27,7 +27,7 @@ pub struct TaskFilter {
 }
 
 const TASK_COLUMNS: &str = "t.id, t.namespace, t.name, t.version, t.state, t.context,
-    t.idempotency_key, t.open_steps, t.error, t.created_at, t.completed_at,
+    t.idempotency_key, t.open_steps, t.error, t.created_at, t.completed_at, t.run_at,
     EXTRACT(EPOCH FROM (t.completed_at - t.created_at))::float8 * 1000 AS duration_ms";
 
 impl Store {
@@ -98,10 +98,17 @@ impl Store {
         }
         let rows: Vec<Row> = sqlx::query_as(
             "WITH page AS (
-                 SELECT id, name, handler, step_type, state, attempt,
+                 SELECT id, name, handler, step_type,
+                        CASE WHEN wake_at IS NOT NULL AND state = 'enqueued' THEN 'waiting'
+                             ELSE state END AS state,
+                        attempt,
                         attempt_base + max_attempts AS max_attempts, result, error,
                         worker, created_at, dispatched_at, started_at, finished_at, processed_at,
                         next_attempt_at,
+                        CASE WHEN step_type = 'wait' THEN jsonb_build_object(
+                            'kind', wait->>'kind', 'signal', wait->>'signal',
+                            'until', CASE WHEN state = 'enqueued' THEN wake_at END,
+                            'on_timeout', wait->>'on_timeout') END AS wait,
                         octet_length(COALESCE(result::text, '')) + octet_length(COALESCE(error::text, ''))
                             AS bytes
                  FROM steps WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3

@@ -179,7 +179,12 @@ async fn apply_results_on<R: Serialize + Sync>(
         })
     })
     .await?;
-    let row: AppliedRow = serde_json::from_str(&text).map_err(|source| Error::Answer {
+    parse_applied(&text)
+}
+
+/// The answer of `tasker_apply_results` (or `tasker_applied`) as [`Effects`].
+pub(super) fn parse_applied(text: &str) -> Result<Effects> {
+    let row: AppliedRow = serde_json::from_str(text).map_err(|source| Error::Answer {
         function: "tasker_apply_results",
         source,
     })?;

@@ -89,6 +89,8 @@ impl Store {
                               dispatched_by = tasker_orchestrator()
              WHERE id IN (SELECT s.id FROM steps s
                           WHERE s.state = 'enqueued' AND s.publish_count = 1
+                            -- A wait step whose wait began is the orchestrators', not lost.
+                            AND s.wake_at IS NULL
                             AND s.dispatched_at < clock_timestamp() - make_interval(secs => $1)
                             AND NOT EXISTS (
                                 SELECT 1 FROM orchestrators o

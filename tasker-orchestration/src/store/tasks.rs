@@ -18,6 +18,8 @@ pub struct NewTask<'a> {
     pub template: &'a Loaded,
     pub context: Value,
     pub idempotency_key: Option<String>,
+    /// Start later: the task is `scheduled` until then.
+    pub run_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// What creating a task did.
@@ -58,52 +60,7 @@ impl Store {
     /// Creates a task, its steps and edges in one statement (`tasker_create_task`). Root steps
     /// are stored already `enqueued` (attempt 1) and returned for publishing.
     pub async fn create_task(&self, new: NewTask<'_>) -> Result<Created> {
-        let t = &new.template.template;
-        let plan = Plan::new(new.template);
-        let ids: Vec<Uuid> = t.steps.iter().map(|_| Uuid::now_v7()).collect();
-        let mut cols = StepColumns::default();
-        for &i in &plan.steps {
-            cols.push(
-                ids[i],
-                &t.steps[i],
-                plan.parent_count(i) as i32,
-                Plan::batch_spec(new.template, i),
-            );
-        }
-        let edges: (Vec<Uuid>, Vec<Uuid>) =
-            plan.edges.iter().map(|&(p, c)| (ids[p], ids[c])).unzip();
-        let task = TaskColumns {
-            id: Uuid::now_v7(),
-            template_id: new.template_id,
-            namespace: &t.namespace,
-            name: &t.name,
-            version: &t.version,
-            context: &new.context,
-            idempotency_key: new.idempotency_key.as_deref(),
-        };
-        let query = sqlx::query_scalar(
-            "SELECT tasker_create_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-                                       $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)",
-        );
-        let query = task.bind(query);
-        let query = cols.bind(query);
-        let answer: Value = query
-            .bind(&edges.0)
-            .bind(&edges.1)
-            .fetch_one(&self.pool)
-            .await?;
-        let row: CreatedRow = decode("tasker_create_task", answer)?;
-        Ok(Created {
-            task_id: row.task_id,
-            created: row.created,
-            template_id: row.template_id,
-            context: row.context,
-            effects: Effects {
-                dispatch: row.dispatch,
-                created: row.created.then(|| t.namespace.clone()),
-                ..Effects::default()
-            },
-        })
+        create_task_on(&mut *self.pool.acquire().await?, new).await
     }
 
     /// Cancels a running task and every step not yet terminal. Returns the task's state after
@@ -142,12 +99,68 @@ impl Store {
     }
 }
 
+/// [`Store::create_task`] on `conn` (a transaction's, for a schedule's fire).
+pub(super) async fn create_task_on(
+    conn: &mut sqlx::PgConnection,
+    new: NewTask<'_>,
+) -> Result<Created> {
+    let t = &new.template.template;
+    let plan = Plan::new(new.template);
+    let ids: Vec<Uuid> = t.steps.iter().map(|_| Uuid::now_v7()).collect();
+    let mut cols = StepColumns::default();
+    for &i in &plan.steps {
+        cols.push(
+            ids[i],
+            &t.steps[i],
+            plan.parent_count(i) as i32,
+            Plan::batch_spec(new.template, i),
+        );
+    }
+    let edges: (Vec<Uuid>, Vec<Uuid>) = plan.edges.iter().map(|&(p, c)| (ids[p], ids[c])).unzip();
+    let task = TaskColumns {
+        id: Uuid::now_v7(),
+        template_id: new.template_id,
+        namespace: &t.namespace,
+        name: &t.name,
+        version: &t.version,
+        context: &new.context,
+        idempotency_key: new.idempotency_key.as_deref(),
+        run_at: new.run_at,
+    };
+    let query = sqlx::query_scalar(
+        "SELECT tasker_create_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+                                   $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)",
+    );
+    let query = task.bind(query);
+    let query = cols.bind(query);
+    let answer: Value = query.bind(&edges.0).bind(&edges.1).fetch_one(conn).await?;
+    let row: CreatedRow = decode("tasker_create_task", answer)?;
+    Ok(Created {
+        task_id: row.task_id,
+        created: row.created,
+        template_id: row.template_id,
+        context: row.context,
+        effects: Effects {
+            dispatch: row.dispatch,
+            created: row.created.then(|| t.namespace.clone()),
+            // A task that starts later: look at the timers when its time comes.
+            wakes: new
+                .run_at
+                .filter(|_| row.created)
+                .and_then(|at| (at - chrono::Utc::now()).to_std().ok())
+                .into_iter()
+                .collect(),
+            ..Effects::default()
+        },
+    })
+}
+
 /// A `tasker_create_task` call being built: its parameters are bound group by group, in the
 /// function's order (the task's, then its steps' columns, then its edges).
 type CreateCall<'q> =
     sqlx::query::QueryScalar<'q, sqlx::Postgres, Value, sqlx::postgres::PgArguments>;
 
-/// The task's own columns: `tasker_create_task`'s `$1` to `$7`.
+/// The task's own columns: `tasker_create_task`'s `$1` to `$8`.
 struct TaskColumns<'a> {
     id: Uuid,
     template_id: Uuid,
@@ -156,6 +169,7 @@ struct TaskColumns<'a> {
     version: &'a str,
     context: &'a Value,
     idempotency_key: Option<&'a str>,
+    run_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl<'a> TaskColumns<'a> {
@@ -171,11 +185,12 @@ impl<'a> TaskColumns<'a> {
             .bind(self.version)
             .bind(self.context)
             .bind(self.idempotency_key)
+            .bind(self.run_at)
     }
 }
 
-/// Column vectors for the bulk `unnest` insert of a task's steps: `tasker_create_task`'s `$8`
-/// to `$21` (its edges, `$22` and `$23`, follow).
+/// Column vectors for the bulk `unnest` insert of a task's steps: `tasker_create_task`'s `$9`
+/// to `$23` (its edges, `$24` and `$25`, follow).
 #[derive(Default)]
 struct StepColumns {
     id: Vec<Uuid>,
@@ -192,6 +207,7 @@ struct StepColumns {
     parents: Vec<i32>,
     batch_spec: Vec<Option<Value>>,
     on_failure: Vec<String>,
+    wait: Vec<Option<Value>>,
 }
 
 impl StepColumns {
@@ -211,6 +227,7 @@ impl StepColumns {
             .bind(&self.parents)
             .bind(&self.batch_spec)
             .bind(&self.on_failure)
+            .bind(&self.wait)
     }
 
     fn push(
@@ -222,8 +239,8 @@ impl StepColumns {
     ) {
         self.id.push(id);
         self.name.push(s.name.clone());
-        self.handler.push(s.handler.clone());
-        self.step_type.push(s.step_type.as_str().to_owned());
+        self.handler.push(s.engine_handler().to_owned());
+        self.step_type.push(s.engine_type().as_str().to_owned());
         self.branches.push(json!(s.branches));
         self.max_attempts.push(s.retry.max_attempts as i32);
         self.backoff.push(s.retry.backoff.as_str().to_owned());
@@ -236,5 +253,6 @@ impl StepColumns {
         self.parents.push(parents);
         self.batch_spec.push(batch_spec);
         self.on_failure.push(s.on_failure.as_str().to_owned());
+        self.wait.push(s.engine_wait());
     }
 }

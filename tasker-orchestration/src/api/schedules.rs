@@ -1,0 +1,437 @@
+//! Schedules: a cron expression in a time zone that starts tasks of a template. Created or
+//! updated by (namespace, name), paused with a note, resumed, triggered by hand, backfilled.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use utoipa::IntoParams;
+
+use tasker_shared::api::{
+    Backfill, Backfilled, ErrorBody, PauseSchedule, Schedule, ScheduleChanges, ScheduleList,
+};
+use tasker_shared::time::{Cron, FieldError, ScheduleSpec};
+
+use super::access::Caller;
+use super::extract::{Path, Query};
+use super::{Error, check_filter, fetch_task, request_body, unknown_template};
+use crate::executor;
+use crate::scheduler;
+use crate::shared::Shared;
+use crate::store::ScheduleRow;
+
+/// Creates a schedule, or updates the one with its namespace and name: its definition changes;
+/// its pause, counters and last fire stay, and its next fire moves only if its cron or time
+/// zone changed. Workers register the `schedules/*.yaml` next to their templates this way.
+#[utoipa::path(post, path = "/v1/schedules", tag = "schedules", request_body = ScheduleSpec,
+    responses(
+        (status = 201, description = "Created", body = Schedule),
+        (status = 200, description = "Updated", body = Schedule),
+        (status = 400, description = "`invalid_json`, `invalid_schedule`, `invalid_cron`, `invalid_timezone`, `invalid_catch_up` (details: field, problem)", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the namespace", body = ErrorBody),
+        (status = 404, description = "`unknown_template`", body = ErrorBody),
+        (status = 422, description = "`context_schema_violation`: the context does not match the template's schema", body = ErrorBody),
+    ))]
+pub(super) async fn put(
+    State(shared): State<Shared>,
+    caller: Caller,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, Error> {
+    let spec: ScheduleSpec = json_body(&shared, body)?;
+    caller.check(&spec.namespace)?;
+    let (row, created) = save(&shared, &caller, &spec).await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    tracing::info!(schedule = %format!("{}/{}", row.namespace, row.name), created, "schedule saved");
+    Ok((status, Json(Schedule::from(row))).into_response())
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(super) struct ListQuery {
+    namespace: Option<String>,
+}
+
+/// Schedules by namespace and name (a token scoped to namespaces sees those).
+#[utoipa::path(get, path = "/v1/schedules", tag = "schedules", params(ListQuery),
+    responses(
+        (status = 200, body = ScheduleList),
+        (status = 400, description = "`invalid_query`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: `namespace` is one the token does not cover", body = ErrorBody),
+    ))]
+pub(super) async fn list(
+    State(shared): State<Shared>,
+    caller: Caller,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<ScheduleList>, Error> {
+    check_filter("namespace", q.namespace.as_deref())?;
+    if let Some(ns) = &q.namespace {
+        caller.check(ns)?;
+    }
+    let rows = shared
+        .store
+        .schedules(q.namespace.as_deref(), caller.namespace_regex().as_deref())
+        .await?;
+    Ok(Json(ScheduleList {
+        schedules: rows.into_iter().map(Schedule::from).collect(),
+    }))
+}
+
+/// A schedule, with its next five fires.
+#[utoipa::path(get, path = "/v1/schedules/{namespace}/{name}", tag = "schedules",
+    params(("namespace" = String, Path), ("name" = String, Path)),
+    responses(
+        (status = 200, body = Schedule),
+        (status = 403, description = "`forbidden`: the token does not cover the namespace", body = ErrorBody),
+        (status = 404, description = "`schedule_not_found`", body = ErrorBody),
+    ))]
+pub(super) async fn show(
+    State(shared): State<Shared>,
+    caller: Caller,
+    Path((namespace, name)): Path<(String, String)>,
+) -> Result<Json<Schedule>, Error> {
+    let row = find(&shared, &caller, &namespace, &name).await?;
+    Ok(Json(with_upcoming(row)))
+}
+
+/// Changes some of a schedule's definition (the fields given).
+#[utoipa::path(patch, path = "/v1/schedules/{namespace}/{name}", tag = "schedules",
+    params(("namespace" = String, Path), ("name" = String, Path)),
+    request_body = ScheduleChanges,
+    responses(
+        (status = 200, body = Schedule),
+        (status = 400, description = "`invalid_json`, `invalid_schedule`, `invalid_cron`, `invalid_timezone`, `invalid_catch_up`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the namespace", body = ErrorBody),
+        (status = 404, description = "`schedule_not_found`, `unknown_template`", body = ErrorBody),
+        (status = 422, description = "`context_schema_violation`", body = ErrorBody),
+    ))]
+pub(super) async fn update(
+    State(shared): State<Shared>,
+    caller: Caller,
+    Path((namespace, name)): Path<(String, String)>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Schedule>, Error> {
+    let changes: ScheduleChanges = json_body(&shared, body)?;
+    let row = find(&shared, &caller, &namespace, &name).await?;
+    let mut spec = row.spec();
+    let ScheduleChanges {
+        template,
+        version,
+        cron,
+        timezone,
+        context,
+        overlap,
+        catch_up,
+    } = changes;
+    spec.template = template.unwrap_or(spec.template);
+    if let Some(v) = version {
+        spec.version = (!v.is_empty()).then_some(v);
+    }
+    spec.cron = cron.unwrap_or(spec.cron);
+    spec.timezone = timezone.unwrap_or(spec.timezone);
+    spec.context = context.or(spec.context);
+    spec.overlap = overlap.unwrap_or(spec.overlap);
+    spec.catch_up = catch_up.or(spec.catch_up);
+    let (row, _) = save(&shared, &caller, &spec).await?;
+    Ok(Json(with_upcoming(row)))
+}
+
+/// Deletes a schedule; the tasks it started stay.
+#[utoipa::path(delete, path = "/v1/schedules/{namespace}/{name}", tag = "schedules",
+    params(("namespace" = String, Path), ("name" = String, Path)),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 403, description = "`forbidden`: the token does not cover the namespace", body = ErrorBody),
+        (status = 404, description = "`schedule_not_found`", body = ErrorBody),
+    ))]
+pub(super) async fn delete(
+    State(shared): State<Shared>,
+    caller: Caller,
+    Path((namespace, name)): Path<(String, String)>,
+) -> Result<StatusCode, Error> {
+    caller.check(&namespace)?;
+    if shared.store.delete_schedule(&namespace, &name).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(not_found(&namespace, &name))
+    }
+}
+
+/// Pauses a schedule (no fire until it is resumed), with a note saying why.
+#[utoipa::path(post, path = "/v1/schedules/{namespace}/{name}/pause", tag = "schedules",
+    params(("namespace" = String, Path), ("name" = String, Path)),
+    request_body(content = PauseSchedule, description = "Optional: a `note`"),
+    responses(
+        (status = 200, body = Schedule),
+        (status = 400, description = "`invalid_json`, `invalid_note` (over 1,024 characters)", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the namespace", body = ErrorBody),
+        (status = 404, description = "`schedule_not_found`", body = ErrorBody),
+    ))]
+pub(super) async fn pause(
+    State(shared): State<Shared>,
+    caller: Caller,
+    Path((namespace, name)): Path<(String, String)>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Schedule>, Error> {
+    let req: PauseSchedule = optional_json_body(&shared, body)?;
+    if let Some(note) = &req.note
+        && (note.chars().count() > 1024 || note.contains('\0'))
+    {
+        return Err(Error::bad_request(
+            "invalid_note",
+            "a pause note is at most 1,024 characters, without NUL",
+        ));
+    }
+    caller.check(&namespace)?;
+    let row = shared
+        .store
+        .set_schedule_paused(
+            &namespace,
+            &name,
+            true,
+            req.note.as_deref(),
+            None,
+            actor(&caller).as_deref(),
+        )
+        .await?
+        .ok_or_else(|| not_found(&namespace, &name))?;
+    Ok(Json(Schedule::from(row)))
+}
+
+/// Resumes a paused schedule: it fires next at its first fire time from now (the time it was
+/// paused is not caught up).
+#[utoipa::path(post, path = "/v1/schedules/{namespace}/{name}/resume", tag = "schedules",
+    params(("namespace" = String, Path), ("name" = String, Path)),
+    responses(
+        (status = 200, body = Schedule),
+        (status = 403, description = "`forbidden`: the token does not cover the namespace", body = ErrorBody),
+        (status = 404, description = "`schedule_not_found`", body = ErrorBody),
+    ))]
+pub(super) async fn resume(
+    State(shared): State<Shared>,
+    caller: Caller,
+    Path((namespace, name)): Path<(String, String)>,
+) -> Result<Json<Schedule>, Error> {
+    let row = find(&shared, &caller, &namespace, &name).await?;
+    let next = compiled(&row.spec())?
+        .0
+        .next_after(shared.store.now().await?);
+    let row = shared
+        .store
+        .set_schedule_paused(
+            &namespace,
+            &name,
+            false,
+            None,
+            next,
+            actor(&caller).as_deref(),
+        )
+        .await?
+        .ok_or_else(|| not_found(&namespace, &name))?;
+    Ok(Json(with_upcoming(row)))
+}
+
+/// Starts a task of the schedule now, whatever its overlap policy.
+#[utoipa::path(post, path = "/v1/schedules/{namespace}/{name}/trigger", tag = "schedules",
+    params(("namespace" = String, Path), ("name" = String, Path)),
+    responses(
+        (status = 201, description = "The task started (header `location`: its URL)", body = tasker_shared::api::Task),
+        (status = 403, description = "`forbidden`: the token does not cover the namespace", body = ErrorBody),
+        (status = 404, description = "`schedule_not_found`, `unknown_template`", body = ErrorBody),
+    ))]
+pub(super) async fn trigger(
+    State(shared): State<Shared>,
+    caller: Caller,
+    Path((namespace, name)): Path<(String, String)>,
+) -> Result<Response, Error> {
+    let row = find(&shared, &caller, &namespace, &name).await?;
+    let Some((task, effects)) = scheduler::trigger(&shared, &row).await? else {
+        return Err(unknown_template(
+            &row.namespace,
+            &row.template,
+            row.version.as_deref(),
+        ));
+    };
+    executor::execute(&shared, effects).await;
+    let location = format!("/v1/tasks/{task}");
+    let task = fetch_task(&shared, task).await?;
+    Ok((StatusCode::CREATED, [("location", location)], Json(task)).into_response())
+}
+
+/// Starts a task for every fire time in `[from, to]` (at most 1,000), each with the idempotency
+/// key a regular fire of that time has: a time that had its task keeps it.
+#[utoipa::path(post, path = "/v1/schedules/{namespace}/{name}/backfill", tag = "schedules",
+    params(("namespace" = String, Path), ("name" = String, Path)),
+    request_body = Backfill,
+    responses(
+        (status = 200, body = Backfilled),
+        (status = 400, description = "`invalid_json`, `invalid_range` (`to` before `from`), `backfill_too_large` (over 1,000 fire times)", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the namespace", body = ErrorBody),
+        (status = 404, description = "`schedule_not_found`, `unknown_template`", body = ErrorBody),
+    ))]
+pub(super) async fn backfill(
+    State(shared): State<Shared>,
+    caller: Caller,
+    Path((namespace, name)): Path<(String, String)>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Backfilled>, Error> {
+    let req: Backfill = json_body(&shared, body)?;
+    if req.to < req.from {
+        return Err(Error::bad_request("invalid_range", "`to` is before `from`"));
+    }
+    let row = find(&shared, &caller, &namespace, &name).await?;
+    let (cron, _) = compiled(&row.spec())?;
+    match scheduler::backfill(&shared, &row, &cron, req.from, req.to).await? {
+        scheduler::Backfill::Done {
+            created,
+            existing,
+            task_ids,
+            effects,
+        } => {
+            executor::execute(&shared, *effects).await;
+            Ok(Json(Backfilled {
+                created,
+                existing,
+                task_ids,
+            }))
+        }
+        scheduler::Backfill::TooLarge => Err(Error::bad_request(
+            "backfill_too_large",
+            format!(
+                "the range holds more than {} fire times; backfill it in parts",
+                scheduler::MAX_BACKFILL
+            ),
+        )),
+        scheduler::Backfill::NoTemplate => Err(unknown_template(
+            &row.namespace,
+            &row.template,
+            row.version.as_deref(),
+        )),
+    }
+}
+
+/// Checks a definition against the templates and saves it.
+async fn save(
+    shared: &Shared,
+    caller: &Caller,
+    spec: &ScheduleSpec,
+) -> Result<(ScheduleRow, bool), Error> {
+    let (cron, catch_up) = compiled(spec)?;
+    let entry = shared
+        .catalog
+        .get(&spec.namespace, &spec.template, spec.version.as_deref())
+        .await?
+        .ok_or_else(|| {
+            unknown_template(&spec.namespace, &spec.template, spec.version.as_deref())
+        })?;
+    let context = spec.context.clone().unwrap_or_else(|| json!({}));
+    if let Err(problems) = entry.loaded.check_context(&context) {
+        return Err(Error::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "context_schema_violation",
+            format!(
+                "the schedule's context does not match the schema of {}: {}",
+                entry.loaded.template.key(),
+                problems.join("; ")
+            ),
+        )
+        .with_details(json!(problems)));
+    }
+    let next = cron.next_after(shared.store.now().await?);
+    Ok(shared
+        .store
+        .put_schedule(
+            spec,
+            catch_up.as_millis() as i64,
+            next,
+            actor(caller).as_deref(),
+        )
+        .await?)
+}
+
+/// The definition's cron and catch-up window, or a 400 naming the field.
+fn compiled(spec: &ScheduleSpec) -> Result<(Cron, std::time::Duration), Error> {
+    spec.check().map_err(invalid)
+}
+
+fn invalid(e: FieldError) -> Error {
+    let code = match e.field.as_str() {
+        "cron" => "invalid_cron",
+        "timezone" => "invalid_timezone",
+        "catch_up" => "invalid_catch_up",
+        _ => "invalid_schedule",
+    };
+    Error::bad_request(code, e.to_string())
+        .with_details(json!({"field": e.field, "problem": e.problem}))
+}
+
+async fn find(
+    shared: &Shared,
+    caller: &Caller,
+    namespace: &str,
+    name: &str,
+) -> Result<ScheduleRow, Error> {
+    caller.check(namespace)?;
+    shared
+        .store
+        .schedule(namespace, name)
+        .await?
+        .ok_or_else(|| not_found(namespace, name))
+}
+
+fn not_found(namespace: &str, name: &str) -> Error {
+    Error::not_found(
+        "schedule_not_found",
+        format!("no schedule {namespace}/{name}"),
+    )
+}
+
+/// The schedule with its next five fires.
+fn with_upcoming(row: ScheduleRow) -> Schedule {
+    let next = row.next_fire_at;
+    let cron = row.spec().check().ok();
+    let mut schedule = Schedule::from(row);
+    if let (Some(first), Some((cron, _))) = (next, cron)
+        && !schedule.paused
+    {
+        schedule.upcoming = std::iter::once(first)
+            .chain(cron.upcoming(first, 4))
+            .collect();
+    }
+    schedule
+}
+
+/// Who saves a schedule, as recorded: the token's name.
+fn actor(caller: &Caller) -> Option<String> {
+    caller.principal().map(|p| format!("token:{}", p.name))
+}
+
+fn json_body<T: DeserializeOwned>(
+    shared: &Shared,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<T, Error> {
+    let body = request_body(shared, body)?;
+    serde_json::from_slice(&body)
+        .map_err(|e| Error::bad_request("invalid_json", format!("invalid request body: {e}")))
+}
+
+fn optional_json_body<T: DeserializeOwned + Default>(
+    shared: &Shared,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<T, Error> {
+    let body = request_body(shared, body)?;
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(&body)
+        .map_err(|e| Error::bad_request("invalid_json", format!("invalid request body: {e}")))
+}

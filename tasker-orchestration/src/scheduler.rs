@@ -1,0 +1,283 @@
+//! Schedules at work: a fire (with its overlap policy and catch-up window), a trigger by hand, a
+//! backfill. No leader: every orchestrator's timer fires what is due; a fire locks its
+//! schedule's row, skipping one another orchestrator holds, and commits its task together with
+//! the advance of the schedule (see `store::schedules`).
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use tasker_shared::time::{Cron, Overlap};
+
+use crate::catalog::Entry;
+use crate::effects::Effects;
+use crate::metrics as m;
+use crate::shared::Shared;
+use crate::store::{self, Fire, NewTask, ScheduleRow, ScheduleTx};
+
+/// Schedules looked at per pass.
+const PASS_LIMIT: i64 = 500;
+
+/// The idempotency key of the task a schedule starts for a nominal time: the same for a fire,
+/// a catch-up and a backfill of that time, so each time has one task.
+pub fn fire_key(schedule: Uuid, nominal: DateTime<Utc>) -> String {
+    format!(
+        "schedule:{schedule}:{}",
+        nominal.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    )
+}
+
+/// Fires every schedule due now, each in its own transaction (one that fails does not stop
+/// the others). Returns what the fires left to do.
+pub async fn fire_due(shared: &Shared) -> Result<Effects, store::Error> {
+    let mut effects = Effects::default();
+    for id in shared.store.due_schedules(PASS_LIMIT).await? {
+        match fire_one(shared, id).await {
+            Ok(fx) => effects.merge(fx),
+            Err(e) => {
+                tracing::warn!(schedule = %id, error = %e, "schedule fire failed; retried at the next tick")
+            }
+        }
+    }
+    Ok(effects)
+}
+
+/// One pass over one schedule: skips what is outside its catch-up window, fires at most one
+/// nominal time (and a buffered one whose task ended), and advances it.
+async fn fire_one(shared: &Shared, id: Uuid) -> Result<Effects, store::Error> {
+    let Some(mut tx) = shared.store.schedule_tx(id).await? else {
+        return Ok(Effects::default());
+    };
+    let row = tx.row.clone();
+    let now = tx.now;
+    let mut fire = Fire {
+        next_fire_at: row.next_fire_at,
+        buffered_at: row.buffered_at,
+        ..Fire::default()
+    };
+    let Ok((cron, catch_up)) = row.spec().check() else {
+        // A definition that no longer parses (a time zone gone from the database): stop it
+        // rather than fail at every tick.
+        tracing::warn!(schedule = %format!("{}/{}", row.namespace, row.name), "invalid schedule; no further fires");
+        fire.next_fire_at = None;
+        tx.finish(&fire).await?;
+        return Ok(Effects::default());
+    };
+    let overlap = Overlap::parse(&row.overlap).unwrap_or_default();
+    let open = match row.last_task_id {
+        Some(last) => tx.task_open(last).await?,
+        None => false,
+    };
+    let mut effects = Effects::default();
+    let mut due_nominal = None;
+    // A buffered fire goes first, once the task it waited for has ended.
+    if let Some(buffered) = row.buffered_at
+        && !open
+    {
+        due_nominal = Some(buffered);
+        fire.buffered_at = None;
+    }
+    if let Some(next) = row.next_fire_at {
+        let due = cron.due(next, now, catch_up);
+        if due.skipped > 0 {
+            ::metrics::counter!(m::SCHEDULE_SKIPS.name, "reason" => "catch_up")
+                .increment(due.skipped);
+            fire.skipped += due.skipped as i64;
+        }
+        fire.next_fire_at = due.next;
+        if let Some(nominal) = due.fire {
+            match (overlap, open, due_nominal) {
+                // A buffered fire starts now: this one waits behind it, or is skipped.
+                (Overlap::BufferOne, _, Some(_)) => fire.buffered_at = Some(nominal),
+                (_, _, Some(_)) | (Overlap::Skip, true, None) => skip(&mut fire, "overlap"),
+                (Overlap::BufferOne, true, None) if fire.buffered_at.is_none() => {
+                    fire.buffered_at = Some(nominal);
+                }
+                (Overlap::BufferOne, true, None) => skip(&mut fire, "overlap"),
+                (Overlap::CancelPrevious, true, None) => {
+                    if let Some(last) = row.last_task_id {
+                        tx.cancel_task(
+                            last,
+                            &format!("cancelled by schedule {}: a new fire", row.name),
+                        )
+                        .await?;
+                        effects
+                            .finished
+                            .push((last, tasker_shared::TaskState::Cancelled));
+                    }
+                    due_nominal = Some(nominal);
+                }
+                _ => due_nominal = Some(nominal),
+            }
+        }
+    }
+    if let Some(nominal) = due_nominal {
+        match start(shared, &mut tx, &row, nominal, None).await? {
+            Some((task, fx)) => {
+                fire.fired = Some((task, nominal));
+                effects.merge(fx);
+                let late = (now - nominal).to_std().unwrap_or_default();
+                ::metrics::histogram!(m::SCHEDULE_LATENESS.name).record(late.as_secs_f64());
+                ::metrics::counter!(m::SCHEDULE_FIRES.name, "how" => "fire").increment(1);
+            }
+            None => skip(&mut fire, "template"),
+        }
+    }
+    tx.finish(&fire).await?;
+    Ok(effects)
+}
+
+fn skip(fire: &mut Fire, reason: &'static str) {
+    ::metrics::counter!(m::SCHEDULE_SKIPS.name, "reason" => reason).increment(1);
+    fire.skipped += 1;
+}
+
+/// The template a schedule starts, checked against its context; `None` (logged) if it is not
+/// registered or refuses the context.
+async fn template_of(
+    shared: &Shared,
+    row: &ScheduleRow,
+) -> Result<Option<std::sync::Arc<Entry>>, store::Error> {
+    let entry = shared
+        .catalog
+        .get(&row.namespace, &row.template, row.version.as_deref())
+        .await?;
+    let key = format!("{}/{}", row.namespace, row.name);
+    match entry {
+        None => {
+            tracing::warn!(schedule = %key, template = %row.template, "the schedule's template is not registered; fire skipped");
+            Ok(None)
+        }
+        Some(e) if e.loaded.check_context(&row.context).is_err() => {
+            tracing::warn!(schedule = %key, "the schedule's context does not match its template's schema; fire skipped");
+            Ok(None)
+        }
+        Some(e) => Ok(Some(e)),
+    }
+}
+
+/// Creates the task of `nominal` in `tx` (idempotent by [`fire_key`], unless `key` is given).
+async fn start(
+    shared: &Shared,
+    tx: &mut ScheduleTx,
+    row: &ScheduleRow,
+    nominal: DateTime<Utc>,
+    key: Option<String>,
+) -> Result<Option<(Uuid, Effects)>, store::Error> {
+    let Some(entry) = template_of(shared, row).await? else {
+        return Ok(None);
+    };
+    let created = tx
+        .create_task(NewTask {
+            template_id: entry.id,
+            template: &entry.loaded,
+            context: row.context.clone(),
+            idempotency_key: Some(key.unwrap_or_else(|| fire_key(row.id, nominal))),
+            run_at: None,
+        })
+        .await?;
+    Ok(Some((created.task_id, created.effects)))
+}
+
+/// Starts a task of the schedule now, whatever its overlap policy ("trigger now"). Returns the
+/// task, or `None` if the schedule or its template is missing.
+pub async fn trigger(
+    shared: &Shared,
+    row: &ScheduleRow,
+) -> Result<Option<(Uuid, Effects)>, store::Error> {
+    let Some(mut tx) = shared.store.schedule_tx_any(row.id).await? else {
+        return Ok(None);
+    };
+    let now = tx.now;
+    let key = format!("schedule:{}:trigger:{}", row.id, Uuid::now_v7());
+    let Some((task, fx)) = start(shared, &mut tx, row, now, Some(key)).await? else {
+        return Ok(None);
+    };
+    let fire = Fire {
+        next_fire_at: tx.row.next_fire_at,
+        buffered_at: tx.row.buffered_at,
+        skipped: 0,
+        fired: Some((task, now)),
+    };
+    tx.finish(&fire).await?;
+    ::metrics::counter!(m::SCHEDULE_FIRES.name, "how" => "trigger").increment(1);
+    Ok(Some((task, fx)))
+}
+
+/// Most fire times one backfill covers.
+pub const MAX_BACKFILL: usize = 1000;
+
+/// What a backfill did, or why it did nothing.
+#[derive(Debug)]
+pub enum Backfill {
+    Done {
+        created: usize,
+        existing: usize,
+        task_ids: Vec<Uuid>,
+        effects: Box<Effects>,
+    },
+    /// More than [`MAX_BACKFILL`] fire times in the range.
+    TooLarge,
+    /// The template is not registered or refuses the context.
+    NoTemplate,
+}
+
+/// Starts a task for every fire time of `cron` in `[from, to]`, with the keys regular fires
+/// of those times have (a time that had its task keeps it), in one transaction.
+pub async fn backfill(
+    shared: &Shared,
+    row: &ScheduleRow,
+    cron: &Cron,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Backfill, store::Error> {
+    let mut times = Vec::new();
+    let mut at = cron.next_after(from - chrono::Duration::seconds(1));
+    while let Some(t) = at
+        && t <= to
+    {
+        if times.len() == MAX_BACKFILL {
+            return Ok(Backfill::TooLarge);
+        }
+        times.push(t);
+        at = cron.next_after(t);
+    }
+    let Some(entry) = template_of(shared, row).await? else {
+        return Ok(Backfill::NoTemplate);
+    };
+    let Some(mut tx) = shared.store.schedule_tx_any(row.id).await? else {
+        return Ok(Backfill::NoTemplate);
+    };
+    let (mut created, mut existing, mut task_ids) = (0, 0, Vec::with_capacity(times.len()));
+    let mut effects = Effects::default();
+    for nominal in times {
+        let c = tx
+            .create_task(NewTask {
+                template_id: entry.id,
+                template: &entry.loaded,
+                context: row.context.clone(),
+                idempotency_key: Some(fire_key(row.id, nominal)),
+                run_at: None,
+            })
+            .await?;
+        if c.created {
+            created += 1;
+        } else {
+            existing += 1;
+        }
+        task_ids.push(c.task_id);
+        effects.merge(c.effects);
+    }
+    let fire = Fire {
+        next_fire_at: tx.row.next_fire_at,
+        buffered_at: tx.row.buffered_at,
+        ..Fire::default()
+    };
+    tx.finish(&fire).await?;
+    ::metrics::counter!(m::SCHEDULE_FIRES.name, "how" => "backfill").increment(created as u64);
+    Ok(Backfill::Done {
+        created,
+        existing,
+        task_ids,
+        effects: Box::new(effects),
+    })
+}

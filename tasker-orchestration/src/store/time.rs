@@ -1,0 +1,213 @@
+//! Timers kept in PostgreSQL: wait steps (their start, their wake), tasks that start later, and
+//! signals. Each timer is a column with a partial index of the rows that can still fire
+//! (`steps.wake_at`, `tasks.run_at`), so reading what is due is one indexed query however many
+//! steps sleep.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use uuid::Uuid;
+
+use tasker_shared::api::Signal;
+
+use super::results::{Dispatched, parse_applied};
+use super::{Result, Store, decode, retry_deadlocks};
+use crate::effects::Effects;
+
+/// What sending a signal did.
+#[derive(Debug)]
+pub enum Signalled {
+    /// Stored; `wake` is the step waiting for it, woken now.
+    Created {
+        signal: Signal,
+        wake: Vec<Uuid>,
+    },
+    /// The same signal id, name and payload again: nothing changed.
+    Existing(Signal),
+    /// The signal id was used with another name or payload.
+    Conflict(Signal),
+    /// The task has ended (its state).
+    Finished(String),
+    NoTask,
+}
+
+#[derive(serde::Deserialize)]
+struct SignalRow {
+    task_id: Uuid,
+    signal_id: String,
+    name: String,
+    payload: Value,
+    received_at: DateTime<Utc>,
+    consumed_at: Option<DateTime<Utc>>,
+}
+
+impl From<SignalRow> for Signal {
+    fn from(r: SignalRow) -> Self {
+        Signal {
+            task_id: r.task_id,
+            name: r.name,
+            signal_id: r.signal_id,
+            payload: r.payload,
+            received_at: r.received_at,
+            consumed_by: None,
+            consumed_at: r.consumed_at,
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct SignalAnswer {
+    outcome: String,
+    signal: Option<SignalRow>,
+    #[serde(default)]
+    wake: Vec<Uuid>,
+    #[serde(default)]
+    state: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct WakeAnswer {
+    applied: Option<Value>,
+    skipped: Option<Value>,
+    woken: usize,
+}
+
+#[derive(serde::Deserialize)]
+struct Started {
+    started: Vec<Uuid>,
+    dispatch: Dispatched,
+}
+
+#[derive(serde::Deserialize)]
+struct Begun {
+    step_id: Uuid,
+    delay_ms: u64,
+}
+
+impl Store {
+    /// Starts the waits of wait steps just dispatched (`(step, attempt)`): the timers to arm.
+    pub async fn begin_waits(&self, steps: &[(Uuid, u32)]) -> Result<Vec<(Uuid, Duration)>> {
+        let (ids, attempts): (Vec<Uuid>, Vec<i32>) =
+            steps.iter().map(|&(id, a)| (id, a as i32)).unzip();
+        let mut conn = self.pool.acquire().await?;
+        let answer: Value = retry_deadlocks(&mut conn, |conn| {
+            let (ids, attempts) = (ids.clone(), attempts.clone());
+            Box::pin(async move {
+                Ok(sqlx::query_scalar("SELECT tasker_begin_waits($1, $2)")
+                    .bind(ids)
+                    .bind(attempts)
+                    .fetch_one(conn)
+                    .await?)
+            })
+        })
+        .await?;
+        let begun: Vec<Begun> = decode("tasker_begin_waits", answer)?;
+        Ok(begun
+            .into_iter()
+            .map(|b| (b.step_id, Duration::from_millis(b.delay_ms)))
+            .collect())
+    }
+
+    /// Resolves up to `limit` wait steps whose time has come; returns what that leaves to do
+    /// and how many were resolved.
+    pub async fn wake(&self, limit: i64) -> Result<(Effects, usize)> {
+        let mut conn = self.pool.acquire().await?;
+        let text: String = retry_deadlocks(&mut conn, |conn| {
+            Box::pin(async move {
+                Ok(sqlx::query_scalar("SELECT tasker_wake($1)::text")
+                    .bind(limit as i32)
+                    .fetch_one(conn)
+                    .await?)
+            })
+        })
+        .await?;
+        let answer: WakeAnswer =
+            serde_json::from_str(&text).map_err(|source| super::Error::Answer {
+                function: "tasker_wake",
+                source,
+            })?;
+        let mut effects = Effects::default();
+        for part in [answer.applied, answer.skipped].into_iter().flatten() {
+            effects.merge(parse_applied(&part.to_string())?);
+        }
+        Ok((effects, answer.woken))
+    }
+
+    /// Starts up to `limit` scheduled tasks whose time has come; returns what that leaves to
+    /// do and how many started.
+    pub async fn start_tasks(&self, limit: i64) -> Result<(Effects, usize)> {
+        let mut conn = self.pool.acquire().await?;
+        let answer: Value = retry_deadlocks(&mut conn, |conn| {
+            Box::pin(async move {
+                Ok(sqlx::query_scalar("SELECT tasker_start_tasks($1)")
+                    .bind(limit as i32)
+                    .fetch_one(conn)
+                    .await?)
+            })
+        })
+        .await?;
+        let started: Started = decode("tasker_start_tasks", answer)?;
+        Ok((started.dispatch.into(), started.started.len()))
+    }
+
+    /// Sends signal `signal_id` named `name` with `payload` to `task`.
+    pub async fn signal(
+        &self,
+        task: Uuid,
+        name: &str,
+        signal_id: &str,
+        payload: &Value,
+    ) -> Result<Signalled> {
+        let mut conn = self.pool.acquire().await?;
+        let answer: Value = retry_deadlocks(&mut conn, |conn| {
+            let (name, signal_id, payload) =
+                (name.to_owned(), signal_id.to_owned(), payload.clone());
+            Box::pin(async move {
+                Ok(sqlx::query_scalar("SELECT tasker_signal($1, $2, $3, $4)")
+                    .bind(task)
+                    .bind(name)
+                    .bind(signal_id)
+                    .bind(payload)
+                    .fetch_one(conn)
+                    .await?)
+            })
+        })
+        .await?;
+        let a: SignalAnswer = decode("tasker_signal", answer)?;
+        let signal = a.signal.map(Signal::from);
+        Ok(match (a.outcome.as_str(), signal) {
+            ("created", Some(signal)) => Signalled::Created {
+                signal,
+                wake: a.wake,
+            },
+            ("existing", Some(signal)) => Signalled::Existing(signal),
+            ("conflict", Some(signal)) => Signalled::Conflict(signal),
+            ("finished", _) => Signalled::Finished(a.state.unwrap_or_default()),
+            _ => Signalled::NoTask,
+        })
+    }
+
+    /// A task's signals, oldest first, with the step that consumed each.
+    pub async fn signals(&self, task: Uuid) -> Result<Vec<Signal>> {
+        Ok(sqlx::query_as(
+            "SELECT g.task_id, g.name, g.signal_id, g.payload, g.received_at,
+                    s.name AS consumed_by, g.consumed_at
+             FROM signals g LEFT JOIN steps s ON s.id = g.consumed_by
+             WHERE g.task_id = $1 ORDER BY g.received_at, g.signal_id LIMIT 1000",
+        )
+        .bind(task)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Steps waiting, and tasks scheduled, right now (for the gauges).
+    pub async fn waiting_counts(&self) -> Result<(i64, i64)> {
+        Ok(sqlx::query_as(
+            "SELECT (SELECT count(*) FROM steps WHERE state = 'enqueued' AND wake_at IS NOT NULL),
+                    (SELECT count(*) FROM tasks WHERE state = 'scheduled')",
+        )
+        .fetch_one(&self.pool)
+        .await?)
+    }
+}
