@@ -10,10 +10,12 @@ use uuid::Uuid;
 use tasker_client::{Client, ClientOptions, CreateTask, RepairNote, TaskQuery};
 
 mod dead_letters;
+mod schedules;
 mod tasks;
 mod templates;
 
 use dead_letters::DeadLettersCommand;
+use schedules::SchedulesCommand;
 use templates::TemplatesCommand;
 
 /// Exit codes, one per class of failure (listed in `tasker --help`).
@@ -65,9 +67,35 @@ enum Command {
         /// Same key, same task: a retried submit never creates a second task.
         #[arg(long)]
         idempotency_key: Option<String>,
+        /// Start the task at this time (RFC 3339, e.g. 2026-12-01T02:30:00Z); until then it is
+        /// `scheduled`.
+        #[arg(long, conflicts_with = "r#in")]
+        at: Option<chrono::DateTime<chrono::Utc>>,
+        /// Start the task after this long (`10m`, `1h30m`, `7d`).
+        #[arg(long = "in", value_name = "DURATION")]
+        r#in: Option<String>,
         /// Wait up to this many seconds for the task to finish.
         #[arg(long, num_args = 0..=1, default_missing_value = "60")]
         wait: Option<f64>,
+    },
+    /// Send a signal to a task: a wait step waiting for NAME completes with the payload.
+    Signal {
+        id: Uuid,
+        name: String,
+        /// The payload as JSON, `@FILE` to read it from a file, or `-` for stdin.
+        #[arg(long)]
+        payload: Option<String>,
+        /// Its id: sending the same id again with the same payload changes nothing.
+        #[arg(long = "id")]
+        signal_id: Option<String>,
+    },
+    /// List a task's signals and the steps that consumed them.
+    Signals { id: Uuid },
+    /// Cron schedules that start tasks: list, show, apply FILE…, pause, resume, trigger,
+    /// backfill, delete (`tasker schedules` lists them).
+    Schedules {
+        #[command(subcommand)]
+        action: Option<SchedulesCommand>,
     },
     /// Show a task and its steps (`--json`: one document, `{"task": …, "steps": […]}`).
     Show { id: Uuid },
@@ -210,10 +238,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             version,
             context,
             idempotency_key,
+            at,
+            r#in,
             wait,
         } => {
             let context = json_arg("--context", &context)?;
             let mut req = CreateTask::new(namespace, name).context(context);
+            req.run_at = at;
+            req.delay = r#in;
             if let Some(v) = version {
                 req = req.version(v);
             }
@@ -270,6 +302,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             tasks::show_or_finish(&client, &task, wait, json).await
         }
         Command::History { id } => tasks::history(&client, id, json).await,
+        Command::Signal {
+            id,
+            name,
+            payload,
+            signal_id,
+        } => {
+            let payload = payload.map(|p| json_arg("--payload", &p)).transpose()?;
+            schedules::signal(&client, id, &name, payload, signal_id, json).await
+        }
+        Command::Signals { id } => schedules::signals(&client, id, json).await,
+        Command::Schedules { action } => schedules::run(&client, action, json).await,
         Command::DeadLetters { action } => dead_letters::run(&client, action, json).await,
         Command::Templates { action } => templates::run(&client, action, json).await,
     }

@@ -19,8 +19,10 @@ use std::time::Duration;
 mod dead_letters;
 mod error;
 mod templates;
+mod time;
 
 pub use error::Error;
+pub use time::Sent;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -31,9 +33,10 @@ use uuid::Uuid;
 const PAGE_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub use tasker_shared::api::{
-    CreateTask, DeadLetter, DeadLetterInfo, DeadLetterPage, ParentResults, RepairNote, Step,
-    StepPage, Task, TaskPage, Transition,
+    Backfilled, CreateTask, DeadLetter, DeadLetterInfo, DeadLetterPage, ParentResults, RepairNote,
+    Schedule, ScheduleChanges, Signal, Step, StepPage, Task, TaskPage, Transition,
 };
+pub use tasker_shared::time::{Overlap, ScheduleSpec};
 
 /// A registered template version (the server's own wire type).
 pub use tasker_shared::template::RegisteredTemplate as TemplateInfo;

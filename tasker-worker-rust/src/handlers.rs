@@ -24,6 +24,7 @@ pub fn registry() -> Registry {
         .register("rate_limited", rate_limited)
         .register("introspect", introspect)
         .register("pulse", pulse)
+        .register("signal_wait_finish", signal_wait_finish)
         .register("instance_id", InstanceId::new())
         .register("same_instance", same_instance)
         .register("sleep", sleep)
@@ -108,6 +109,28 @@ async fn rate_limited(ctx: StepContext) -> Result<Value, HandlerError> {
             .retry_after(Duration::from_millis(200)));
     }
     Ok(json!({ "attempts": ctx.attempt }))
+}
+
+/// The step after `signal_wait`'s `approval` wait: the context's value doubled, and who
+/// approved (the signal's payload is the wait step's result).
+async fn signal_wait_finish(ctx: StepContext) -> Result<Value, HandlerError> {
+    let n = ctx
+        .context
+        .get("value")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| {
+            HandlerError::permanent("invalid_input", "context.value must be an integer")
+        })?;
+    let value = n
+        .checked_mul(2)
+        .ok_or_else(|| HandlerError::permanent("overflow", format!("{n} overflows")))?;
+    let parents = ctx.parent_results.all().await?;
+    let approved_by = parents
+        .get("approval")
+        .and_then(|a| a.get("approved_by"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    Ok(json!({ "value": value, "approved_by": approved_by }))
 }
 
 /// Whether the running step is still the worker's, as every language's `heartbeat` says.

@@ -118,7 +118,8 @@ async fn serve(args: Args, registry: Registry) -> Result<(), Error> {
         shutdown_timeout_ms: args.shutdown_timeout,
     })?;
     for t in &setup.templates {
-        for step in &t.template.steps {
+        // Wait steps have no handler: the orchestrator resolves them.
+        for step in t.template.steps.iter().filter(|s| s.wait.is_none()) {
             if registry.get(&step.handler).is_none() {
                 tracing::warn!(template = %t.template.key(), step = %step.name, handler = %step.handler,
                     "no handler registered under this name; such steps will fail");

@@ -1,7 +1,9 @@
 //! A worker registers the templates it was given with an orchestrator when it starts, so a
 //! workflow's YAML lives next to its handlers and a new or changed workflow never needs an
-//! orchestrator restart. Every language's worker does it here, once, in the core. Workers still
-//! never touch the database: registration is one `POST /v1/templates` per template.
+//! orchestrator restart; then the schedules of its `schedules/` folders (created, or updated by
+//! namespace and name: a paused schedule stays paused). Every language's worker does it here,
+//! once, in the core. Workers still never touch the database: registration is one
+//! `POST /v1/templates` per template and one `POST /v1/schedules` per schedule.
 //!
 //! A refused template — invalid (422), too large (413), a changed definition under a version
 //! already registered (409), or a token that is missing (401) or does not cover the template's
@@ -25,10 +27,18 @@ use tasker_client::Client;
 
 use crate::setup::Setup;
 
-/// The answers that refuse a template for what it says or who sends it (retrying cannot help):
-/// no valid token, a token that does not cover the template's namespace, too large, a changed
-/// definition under a registered version, invalid.
-const REFUSALS: [u16; 5] = [401, 403, 413, 409, 422];
+/// The answers that refuse a template or schedule for what it says or who sends it (retrying
+/// cannot help): invalid (400, 422), no valid token, a token that does not cover its
+/// namespace, an unknown template (404), too large, a changed definition under a registered
+/// version.
+const REFUSALS: [u16; 7] = [400, 401, 403, 404, 413, 409, 422];
+
+/// What there is to register: a template file, then a schedule.
+#[derive(Debug)]
+enum Item {
+    Template(PathBuf),
+    Schedule(PathBuf, Box<tasker_shared::time::ScheduleSpec>),
+}
 
 /// A template the orchestrator refused.
 #[derive(Debug, thiserror::Error)]
@@ -46,7 +56,7 @@ struct Registrar {
     client: Client,
     url: String,
     registered_by: String,
-    pending: Vec<PathBuf>,
+    pending: Vec<Item>,
 }
 
 /// What one round of attempts found.
@@ -60,7 +70,22 @@ enum Round {
 impl Registrar {
     /// Tries every pending template in order, stopping at the first that cannot be registered.
     async fn attempt(&mut self) -> Round {
-        while let Some(file) = self.pending.first() {
+        while let Some(item) = self.pending.first() {
+            let file = match item {
+                Item::Template(file) => file,
+                Item::Schedule(file, spec) => {
+                    let label = file.display().to_string();
+                    match self.client.put_schedule(spec).await {
+                        Ok((s, created)) => {
+                            tracing::info!(schedule = %format!("{}/{}", s.namespace, s.name),
+                                file = %label, created, "schedule registered");
+                            self.pending.remove(0);
+                            continue;
+                        }
+                        Err(e) => return self.failed(label, e),
+                    }
+                }
+            };
             let label = file.display().to_string();
             // The file was read and validated a moment ago; read it again so the server sees
             // (and its errors point into) exactly the text the user wrote.
@@ -89,22 +114,27 @@ impl Registrar {
                     }
                     self.pending.remove(0);
                 }
-                Err(tasker_client::Error::Api {
-                    status,
-                    code,
-                    message,
-                }) if REFUSALS.contains(&status) => {
-                    return Round::Refused(Refused {
-                        url: self.url.clone(),
-                        file: label,
-                        code,
-                        message,
-                    });
-                }
-                Err(e) => return Round::Unreachable(e.to_string()),
+                Err(e) => return self.failed(label, e),
             }
         }
         Round::Done
+    }
+
+    /// A refusal of `file`, or an orchestrator that could not be reached.
+    fn failed(&self, file: String, e: tasker_client::Error) -> Round {
+        match e {
+            tasker_client::Error::Api {
+                status,
+                code,
+                message,
+            } if REFUSALS.contains(&status) => Round::Refused(Refused {
+                url: self.url.clone(),
+                file,
+                code,
+                message,
+            }),
+            e => Round::Unreachable(e.to_string()),
+        }
     }
 }
 
@@ -125,7 +155,17 @@ pub async fn register_templates(
         client: setup.options.orchestrator_client(),
         url: worker.orchestrator_url.clone(),
         registered_by: label(&format!("worker:{language}:{}", setup.options.name)),
-        pending: setup.templates.iter().map(|t| t.source.clone()).collect(),
+        pending: setup
+            .templates
+            .iter()
+            .map(|t| Item::Template(t.source.clone()))
+            .chain(
+                setup
+                    .schedules
+                    .iter()
+                    .map(|(f, s)| Item::Schedule(f.clone(), Box::new(s.clone()))),
+            )
+            .collect(),
     };
     let why = match registrar.attempt().await {
         Round::Done => return Ok(()),

@@ -51,6 +51,9 @@ pub enum Error {
 pub struct Setup {
     pub config: Config,
     pub templates: Vec<Loaded>,
+    /// The schedules in `schedules/` folders below the templates folder, registered after
+    /// the templates.
+    pub schedules: Vec<(PathBuf, tasker_shared::time::ScheduleSpec)>,
     pub namespaces: Vec<String>,
     pub options: WorkerOptions,
 }
@@ -72,6 +75,7 @@ impl Setup {
             .clone()
             .ok_or(Error::NoTemplatesFolder)?;
         let templates = tasker_shared::template::load_dir(&dir)?;
+        let schedules = tasker_shared::time::load_schedules(&dir)?;
         let namespaces = tasker_shared::template::namespaces(&templates);
         if namespaces.is_empty() {
             return Err(Error::NoTemplates(dir.display().to_string()));
@@ -80,6 +84,7 @@ impl Setup {
         Ok(Setup {
             config,
             templates,
+            schedules,
             namespaces,
             options,
         })

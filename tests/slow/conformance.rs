@@ -94,6 +94,19 @@ async fn conformance(language: &str) -> anyhow::Result<()> {
             failures.push(format!("{language}/{}: {}", s.name, problems.join("; ")));
         }
     }
+    // A wait step and a signal, through this language's API client.
+    match signalled_through_client(language, &orchestrator.url(), &namespace).await {
+        Ok(task) => {
+            let want = serde_json::json!({"finish": {"value": 10, "approved_by": "conformance"}});
+            if task["state"] != "complete" || task["result"] != want {
+                failures.push(format!(
+                    "{language}/signal_wait through its client: state {} result {} (want complete, {want})",
+                    task["state"], task["result"]
+                ));
+            }
+        }
+        Err(e) => failures.push(format!("{language}/signal_wait through its client: {e:#}")),
+    }
     worker.child.kill().await?;
     orchestrator.stop().await;
     env.cleanup().await?;
@@ -103,6 +116,64 @@ async fn conformance(language: &str) -> anyhow::Result<()> {
         failures.join("\n")
     );
     Ok(())
+}
+
+/// Creates a `signal_wait` task with `{"value": 5}`, sends it the signal `approved` twice with
+/// one id and payload, waits for it and returns it as JSON — with the language's own client
+/// (`workers/<language>/conformance-client`; the Rust client in-process).
+async fn signalled_through_client(
+    language: &str,
+    url: &str,
+    namespace: &str,
+) -> anyhow::Result<Value> {
+    if language == "rust" {
+        let client = tasker_client::Client::new(url);
+        let task = client
+            .create_task(
+                &tasker_client::CreateTask::new(namespace, "signal_wait")
+                    .context(serde_json::json!({"value": 5})),
+            )
+            .await?;
+        let payload = Some(serde_json::json!({"approved_by": "conformance"}));
+        let id = Some("conformance-1".to_owned());
+        let first = client
+            .signal(task.id, "approved", payload.clone(), id.clone())
+            .await?;
+        let again = client.signal(task.id, "approved", payload, id).await?;
+        anyhow::ensure!(
+            first.created && !again.created,
+            "the repeated signal was stored twice"
+        );
+        let done = client.wait(task.id, Duration::from_secs(60)).await?;
+        return Ok(serde_json::to_value(done)?);
+    }
+    let script = repo_root()
+        .join("workers")
+        .join(language)
+        .join("conformance-client");
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new(&script)
+            .args([url, namespace])
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .with_context(|| format!("{} did not finish within 120 s", script.display()))??;
+    anyhow::ensure!(
+        out.status.success(),
+        "{} failed ({}): {}",
+        script.display(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).with_context(|| {
+        format!(
+            "{} printed no JSON: {}",
+            script.display(),
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -159,8 +159,8 @@ pub(super) async fn finish(
     print_task_and_steps(&task, &client.steps(id).await?, json)?;
     Ok(match task.state.as_str() {
         "complete" => ExitCode::SUCCESS,
-        "running" => {
-            eprintln!("task {id} is still running after {secs} s");
+        "running" | "scheduled" => {
+            eprintln!("task {id} is still {} after {secs} s", task.state);
             ExitCode::from(3)
         }
         _ => ExitCode::from(1),
@@ -175,6 +175,12 @@ fn print_task(t: &Task, json: bool) -> anyhow::Result<()> {
     out!("task     {}", t.id);
     out!("template {}/{}@{}", t.namespace, t.name, t.version);
     out!("state    {}", t.state);
+    if let Some(at) = t.run_at {
+        out!(
+            "run at   {}",
+            at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        );
+    }
     if let Some(d) = t.duration_ms {
         out!("took     {d:.1} ms");
     }
@@ -214,6 +220,10 @@ fn print_steps(steps: &[Step]) {
         let queue = ms_between(s.dispatched_at, s.started_at);
         let run = ms_between(s.started_at, s.finished_at);
         let shown = s.result.as_ref().or(s.error.as_ref());
+        let shown = match (&s.wait, s.state.as_str()) {
+            (Some(w), "waiting") => waiting(w),
+            _ => shown.map(Value::to_string).unwrap_or_default(),
+        };
         out!(
             "  {:<18} {:<13} {:>7} {:>9} {:>9}  {}",
             s.name,
@@ -221,8 +231,20 @@ fn print_steps(steps: &[Step]) {
             format!("{}/{}", s.attempt, s.max_attempts),
             queue,
             run,
-            shown.map(Value::to_string).unwrap_or_default()
+            shown
         );
+    }
+}
+
+/// What a waiting step waits for: `signal approved until …` or `sleep until …`.
+fn waiting(wait: &Value) -> String {
+    let until = wait["until"].as_str().unwrap_or("?");
+    match wait["signal"].as_str() {
+        Some(signal) => format!(
+            "signal `{signal}` until {until} (then {})",
+            wait["on_timeout"].as_str().unwrap_or("fail")
+        ),
+        None => format!("{} until {until}", wait["kind"].as_str().unwrap_or("sleep")),
     }
 }
 
