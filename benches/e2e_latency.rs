@@ -22,7 +22,8 @@
 //! `cargo make services-start` and run `cargo bench --bench e2e_latency`. Besides Criterion's
 //! output it prints mean/p50/p95 per scenario with a per-hop breakdown from the step timestamps
 //! and writes them to `target/e2e_latency/summary.json`; `cargo make bench-report` turns that
-//! into `docs/benchmarks/README.md`. `TASKER_BENCH_FILTER=linear` runs only matching scenarios.
+//! into `docs/benchmarks/README.md`. `TASKER_BENCH_FILTER=linear` runs only matching scenarios;
+//! `TASKER_BENCH_SLEEPING=10000` keeps that many tasks asleep (a wait step) during the run.
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
@@ -66,6 +67,27 @@ struct Stack {
 }
 
 impl Stack {
+    /// `n` tasks asleep for an hour (one wait step each) while the benchmark runs
+    /// (`TASKER_BENCH_SLEEPING`): timers must cost the hot path nothing.
+    async fn sleepers(&self, n: usize) -> anyhow::Result<()> {
+        let client = &self.orchestrators[0].client;
+        let yaml = "namespace: bench_sleepers\nname: hour\nversion: '1'\nsteps:\n  - name: nap\n    wait: {sleep: 1h}\n";
+        client
+            .register_template(yaml, Some("hour.yaml"), None)
+            .await?;
+        let created: Vec<anyhow::Result<()>> = futures_util::stream::iter(0..n)
+            .map(|_| async move {
+                client
+                    .create_task(&tasker_client::CreateTask::new("bench_sleepers", "hour"))
+                    .await?;
+                anyhow::Ok(())
+            })
+            .buffer_unordered(16)
+            .collect()
+            .await;
+        created.into_iter().collect()
+    }
+
     async fn start() -> anyhow::Result<Stack> {
         let mut env = TestEnv::new().await.map_err(|e| {
             anyhow::anyhow!(
@@ -360,6 +382,16 @@ fn main() -> anyhow::Result<()> {
     let mut stack = rt.block_on(Stack::start())?;
     let samples = Samples::default();
     let mut notes: Vec<String> = Vec::new();
+    let sleeping: usize = std::env::var("TASKER_BENCH_SLEEPING")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    if sleeping > 0 {
+        rt.block_on(stack.sleepers(sleeping))?;
+        notes.push(format!(
+            "{sleeping} tasks sleeping (a wait step of an hour) all through the run"
+        ));
+    }
     let mut criterion = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(4))

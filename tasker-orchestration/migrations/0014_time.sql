@@ -31,6 +31,10 @@ CREATE INDEX tasks_starting ON tasks (run_at) WHERE state = 'scheduled';
 -- when it wakes: its sleep's end, its signal's timeout, or now when its signal has arrived.
 ALTER TABLE steps ADD COLUMN wait jsonb, ADD COLUMN wake_at timestamptz;
 CREATE INDEX steps_waking ON steps (wake_at) WHERE state = 'enqueued' AND wake_at IS NOT NULL;
+-- The sweeper's index of steps in flight at workers (past their queue timeout, lost with their
+-- orchestrator) leaves waiting steps out: 10,000 tasks asleep cost a sweep nothing.
+CREATE INDEX steps_sent ON steps (dispatched_at) WHERE state = 'enqueued' AND wake_at IS NULL;
+DROP INDEX steps_in_flight;
 
 -- Signals sent to tasks, kept until a wait step consumes them (one signal, one step), so a
 -- signal that arrives before its wait begins is not lost. `signal_id` makes sending

@@ -8,9 +8,11 @@ DECLARE
     due uuid[];
     started uuid[];
     roots uuid[];
+    -- A variable, not clock_timestamp() in the query: a bound the index can range over.
+    now_ timestamptz := clock_timestamp();
 BEGIN
     SELECT COALESCE(array_agg(id ORDER BY id), '{}') INTO due
-    FROM (SELECT id FROM tasks WHERE state = 'scheduled' AND run_at <= clock_timestamp()
+    FROM (SELECT id FROM tasks WHERE state = 'scheduled' AND run_at <= now_
           ORDER BY run_at LIMIT lim) d;
     IF cardinality(due) = 0 THEN
         RETURN jsonb_build_object('started', '[]'::jsonb,

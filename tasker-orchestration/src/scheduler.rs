@@ -26,26 +26,48 @@ pub fn fire_key(schedule: Uuid, nominal: DateTime<Utc>) -> String {
     )
 }
 
+/// How soon a schedule that is still behind (a catch-up) fires its next missed time: one fire
+/// after another, never a burst.
+const CATCH_UP_PACE: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Fires every schedule due now, each in its own transaction (one that fails does not stop
-/// the others). Returns what the fires left to do.
+/// the others). Returns what the fires left to do, with the alarm armed for the next fire.
 pub async fn fire_due(shared: &Shared) -> Result<Effects, store::Error> {
     let mut effects = Effects::default();
+    let mut soonest: Option<(DateTime<Utc>, DateTime<Utc>)> = None;
     for id in shared.store.due_schedules(PASS_LIMIT).await? {
         match fire_one(shared, id).await {
-            Ok(fx) => effects.merge(fx),
+            Ok((fx, next, now)) => {
+                effects.merge(fx);
+                if let Some(next) = next
+                    && soonest.is_none_or(|(s, _)| next < s)
+                {
+                    soonest = Some((next, now));
+                }
+            }
             Err(e) => {
                 tracing::warn!(schedule = %id, error = %e, "schedule fire failed; retried at the next tick")
             }
         }
     }
+    if let Some((next, now)) = soonest {
+        // A fire still behind (catching up) comes at the pace, not at once.
+        effects
+            .wakes
+            .push((next - now).to_std().unwrap_or(CATCH_UP_PACE));
+    }
     Ok(effects)
 }
 
 /// One pass over one schedule: skips what is outside its catch-up window, fires at most one
-/// nominal time (and a buffered one whose task ended), and advances it.
-async fn fire_one(shared: &Shared, id: Uuid) -> Result<Effects, store::Error> {
+/// nominal time (and a buffered one whose task ended), and advances it. Returns what that left
+/// to do, the schedule's next fire time and the database's clock.
+async fn fire_one(
+    shared: &Shared,
+    id: Uuid,
+) -> Result<(Effects, Option<DateTime<Utc>>, DateTime<Utc>), store::Error> {
     let Some(mut tx) = shared.store.schedule_tx(id).await? else {
-        return Ok(Effects::default());
+        return Ok((Effects::default(), None, Utc::now()));
     };
     let row = tx.row.clone();
     let now = tx.now;
@@ -60,12 +82,12 @@ async fn fire_one(shared: &Shared, id: Uuid) -> Result<Effects, store::Error> {
         tracing::warn!(schedule = %format!("{}/{}", row.namespace, row.name), "invalid schedule; no further fires");
         fire.next_fire_at = None;
         tx.finish(&fire).await?;
-        return Ok(Effects::default());
+        return Ok((Effects::default(), None, now));
     };
     let overlap = Overlap::parse(&row.overlap).unwrap_or_default();
     let open = match row.last_task_id {
-        Some(last) => tx.task_open(last).await?,
-        None => false,
+        Some(last) if overlap != Overlap::Allow => tx.task_open(last).await?,
+        _ => false,
     };
     let mut effects = Effects::default();
     let mut due_nominal = None;
@@ -123,7 +145,7 @@ async fn fire_one(shared: &Shared, id: Uuid) -> Result<Effects, store::Error> {
         }
     }
     tx.finish(&fire).await?;
-    Ok(effects)
+    Ok((effects, fire.next_fire_at, now))
 }
 
 fn skip(fire: &mut Fire, reason: &'static str) {

@@ -1,10 +1,11 @@
-//! Shared by the test binaries that run every language's worker as a real process: the
-//! conformance scenarios and how to start a worker.
+//! Shared by the test binaries that run workers and orchestrators as real processes: the
+//! conformance scenarios and how to start a worker or an orchestrator.
 
 // Each test binary that includes this module uses only part of it.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
@@ -144,4 +145,75 @@ pub async fn start_worker_with(
     // Keep draining its stdout so it never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     Ok(WorkerProcess { child, health })
+}
+
+/// An orchestrator process (the `tasker-orchestrator` binary) and the client that talks to it.
+pub struct OrchestratorProcess {
+    pub child: Child,
+    pub client: tasker_client::Client,
+    pub port: u16,
+}
+
+pub async fn start_orchestrator(env: &TestEnv, port: u16) -> anyhow::Result<OrchestratorProcess> {
+    start_orchestrator_with(env, port, &[]).await
+}
+
+/// [`start_orchestrator`] with more environment variables (`TASKER_ORCHESTRATOR__…` settings).
+pub async fn start_orchestrator_with(
+    env: &TestEnv,
+    port: u16,
+    vars: &[(&str, &str)],
+) -> anyhow::Result<OrchestratorProcess> {
+    let cfg = &env.config;
+    let mut child = Command::new(workspace_binary("tasker-orchestrator")?)
+        .arg("--bind")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--templates")
+        .arg(repo_root().join("tests/fixtures/task_templates"))
+        .env("DATABASE_URL", &cfg.database_url)
+        .env("AMQP_URL", &cfg.amqp_url)
+        .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
+        .env("TASKER_ORCHESTRATOR__AUTH", "off")
+        .env("TASKER_ORCHESTRATOR__SWEEP_INTERVAL_MS", "250")
+        // A publication lost with a killed orchestrator is re-sent after 3 s, not 30.
+        .env("TASKER_ORCHESTRATOR__VISIBILITY_TIMEOUT_MS", "3000")
+        .env(
+            "RUST_LOG",
+            std::env::var("RUST_LOG")
+                .unwrap_or("warn,tasker_orchestrator=info,tasker_orchestration=info".into()),
+        )
+        .env("NO_COLOR", "1")
+        .envs(vars.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut lines = BufReader::new(child.stderr.take().context("stderr")?).lines();
+    tasker::line_containing(
+        &mut lines,
+        "tasker-orchestrator listening",
+        Duration::from_secs(60),
+        "the orchestrator",
+    )
+    .await?;
+    // Keep draining its log, into $TASKER_TEST_LOG_DIR if set.
+    let mut log = log_file(&format!("orchestrator-{port}-{}", child.id().unwrap_or(0)))?;
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(file) = log.as_mut() {
+                let _ = writeln!(file, "{line}");
+            }
+        }
+    });
+    Ok(OrchestratorProcess {
+        child,
+        client: tasker_client::Client::new(&format!("http://127.0.0.1:{port}")),
+        port,
+    })
+}
+
+pub fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }

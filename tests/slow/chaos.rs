@@ -13,85 +13,25 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 use uuid::Uuid;
 
-use tasker::{TestEnv, repo_root, workspace_binary};
+use tasker::{TestEnv, repo_root};
 use tasker_broker::{Broker, Outgoing, topology};
 use tasker_client::{Client, CreateTask};
 use tasker_shared::{Outcome, StepResult};
 
-use common::{Scenario, WorkerProcess, scenarios, start_worker};
+use common::{
+    OrchestratorProcess, Scenario, WorkerProcess, free_port, scenarios, start_orchestrator,
+    start_worker,
+};
 
 const LANGUAGES: [&str; 4] = ["rust", "ruby", "python", "typescript"];
-
-/// An orchestrator process and the client that talks to it.
-struct OrchestratorProcess {
-    child: Child,
-    client: Client,
-    port: u16,
-}
-
-async fn start_orchestrator(env: &TestEnv, port: u16) -> anyhow::Result<OrchestratorProcess> {
-    let cfg = &env.config;
-    let mut child = Command::new(workspace_binary("tasker-orchestrator")?)
-        .arg("--bind")
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--templates")
-        .arg(repo_root().join("tests/fixtures/task_templates"))
-        .env("DATABASE_URL", &cfg.database_url)
-        .env("AMQP_URL", &cfg.amqp_url)
-        .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
-        .env("TASKER_ORCHESTRATOR__AUTH", "off")
-        .env("TASKER_ORCHESTRATOR__SWEEP_INTERVAL_MS", "250")
-        // A publication lost with a killed orchestrator is re-sent after 3 s, not 30.
-        .env("TASKER_ORCHESTRATOR__VISIBILITY_TIMEOUT_MS", "3000")
-        .env(
-            "RUST_LOG",
-            std::env::var("RUST_LOG")
-                .unwrap_or("warn,tasker_orchestrator=info,tasker_orchestration=info".into()),
-        )
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
-    let mut lines = BufReader::new(child.stderr.take().context("stderr")?).lines();
-    tasker::line_containing(
-        &mut lines,
-        "tasker-orchestrator listening",
-        Duration::from_secs(60),
-        "the orchestrator",
-    )
-    .await?;
-    // Keep draining its log, into $TASKER_TEST_LOG_DIR if set.
-    let mut log = common::log_file(&format!("orchestrator-{port}-{}", child.id().unwrap_or(0)))?;
-    tokio::spawn(async move {
-        while let Ok(Some(line)) = lines.next_line().await {
-            if let Some(file) = log.as_mut() {
-                let _ = writeln!(file, "{line}");
-            }
-        }
-    });
-    Ok(OrchestratorProcess {
-        child,
-        client: Client::new(&format!("http://127.0.0.1:{port}")),
-        port,
-    })
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}
 
 async fn services(args: &[&str]) -> anyhow::Result<()> {
     let status = Command::new(repo_root().join("cargo-make/services.sh"))

@@ -58,6 +58,14 @@ pub(super) async fn ready(State(shared): State<Shared>) -> (StatusCode, Json<Rea
 /// Prometheus metrics (the text exposition format); open when `orchestrator.metrics_public`.
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain", body = String)))]
-pub(super) async fn metrics() -> String {
+pub(super) async fn metrics(State(shared): State<Shared>) -> String {
+    // Gauges of timers read at the scrape (two counts on partial indexes), not at every tick.
+    match shared.store.waiting_counts().await {
+        Ok((waiting, scheduled)) => {
+            ::metrics::gauge!(crate::metrics::STEPS_WAITING.name).set(waiting as f64);
+            ::metrics::gauge!(crate::metrics::TASKS_SCHEDULED.name).set(scheduled as f64);
+        }
+        Err(e) => tracing::warn!(error = %e, "metrics: cannot count waiting steps"),
+    }
     crate::metrics::handle().render()
 }

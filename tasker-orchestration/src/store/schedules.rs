@@ -286,7 +286,8 @@ impl Store {
     /// Schedules with a fire due now, or a buffered fire waiting (at most `limit`).
     pub async fn due_schedules(&self, limit: i64) -> Result<Vec<Uuid>> {
         Ok(sqlx::query_scalar(
-            "(SELECT id FROM schedules WHERE NOT paused AND next_fire_at <= clock_timestamp()
+            // now(), not clock_timestamp(): a stable bound the index can range over.
+            "(SELECT id FROM schedules WHERE NOT paused AND next_fire_at <= now()
               ORDER BY next_fire_at LIMIT $1)
              UNION
              (SELECT id FROM schedules WHERE buffered_at IS NOT NULL AND NOT paused LIMIT $1)",

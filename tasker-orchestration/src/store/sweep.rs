@@ -31,7 +31,7 @@ impl Store {
     pub async fn overdue(&self, grace: Duration, limit: i64) -> Result<Vec<StepResult>> {
         let rows: Vec<OverdueRow> = sqlx::query_as(
             "SELECT id, task_id, attempt, dispatched_at, queue_timeout_ms FROM steps
-             WHERE state = 'enqueued' AND queue_timeout_ms IS NOT NULL
+             WHERE state = 'enqueued' AND wake_at IS NULL AND queue_timeout_ms IS NOT NULL
                -- LEAST: a stored timeout beyond what templates allow (60 days in all) must not
                -- overflow the timestamp arithmetic and fail the sweep for everyone.
                AND dispatched_at < clock_timestamp() - make_interval(
@@ -91,7 +91,9 @@ impl Store {
                           WHERE s.state = 'enqueued' AND s.publish_count = 1
                             -- A wait step whose wait began is the orchestrators', not lost.
                             AND s.wake_at IS NULL
-                            AND s.dispatched_at < clock_timestamp() - make_interval(secs => $1)
+                            -- now(): a bound the index can range over (clock_timestamp()
+                            -- is volatile, so it would filter every step in flight instead).
+                            AND s.dispatched_at < now() - make_interval(secs => $1)
                             AND NOT EXISTS (
                                 SELECT 1 FROM orchestrators o
                                 WHERE o.id = s.dispatched_by
@@ -120,7 +122,7 @@ impl Store {
     /// Steps whose backoff has elapsed (the orchestrator that scheduled them may have died).
     pub async fn due_retries(&self, limit: i64) -> Result<Vec<Uuid>> {
         Ok(sqlx::query_scalar(
-            "SELECT id FROM steps WHERE state = 'waiting_retry' AND next_attempt_at <= clock_timestamp()
+            "SELECT id FROM steps WHERE state = 'waiting_retry' AND next_attempt_at <= now()
              ORDER BY next_attempt_at LIMIT $1",
         )
         .bind(limit)
