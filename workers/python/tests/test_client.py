@@ -5,6 +5,7 @@ wait is the API's long poll, with a timeout."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import subprocess
@@ -12,7 +13,7 @@ import sys
 import threading
 import time
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Iterator
@@ -25,6 +26,9 @@ from conftest import WORKER_DIR, Orchestrator, TaskerEnv, free_port
 
 NS = "python_examples"
 LINEAR_RESULT = {"halve": {"value": 242}}  # linear with {"value": 6}: 12, 22, 484, 242
+APPROVED = {"approved_by": "pytest"}
+# signal_wait with {"value": 5} and the signal `approved` carrying APPROVED.
+SIGNAL_WAIT_RESULT = {"finish": {"value": 10, "approved_by": "pytest"}}
 
 
 @pytest.fixture
@@ -237,6 +241,151 @@ def test_an_unknown_task_is_not_found_and_a_malformed_id_invalid(client: tasker.
     assert schema.value.details, "the schema's complaints"
 
 
+def test_a_delayed_task_is_scheduled_until_its_time(client: tasker.Client) -> None:
+    later = client.create_task(NS, "linear", {"value": 6}, delay="1h")
+    assert later.state == "scheduled" and not later.is_terminal
+    assert later.run_at is not None
+    assert timedelta(minutes=59) < later.run_at - later.created_at <= timedelta(minutes=61)
+    assert later.id in [t.id for t in client.list_tasks(state="scheduled", name="linear").tasks]
+    in_seconds = client.create_task(NS, "linear", {"value": 6}, delay=600)  # sent as "600s"
+    assert in_seconds.run_at is not None
+    assert abs((in_seconds.run_at - in_seconds.created_at).total_seconds() - 600) < 5
+    for task in (later, in_seconds):
+        assert client.cancel(task.id).state == "cancelled", "a scheduled task cancels"
+
+    run_at = datetime.now(timezone.utc) + timedelta(seconds=2)
+    soon = client.create_task(NS, "linear", {"value": 6}, run_at=run_at)
+    assert soon.state == "scheduled"
+    assert soon.run_at is not None and abs((soon.run_at - run_at).total_seconds()) < 0.01
+    done = client.wait(soon.id, 60)
+    assert done.state == "complete" and done.result == LINEAR_RESULT
+    assert all(s.started_at and s.started_at >= soon.run_at for s in client.steps(soon.id))
+    moves = [(t.from_, t.to) for t in client.history(soon.id) if t.step is None]
+    assert ("scheduled", "running") in moves and moves[-1] == ("running", "complete")
+
+    for options, code in (
+        ({"delay": "soon"}, "invalid_delay"),
+        ({"delay": "400d"}, "invalid_delay"),
+        ({"run_at": "tomorrow"}, "invalid_run_at"),
+        ({"run_at": datetime.now(timezone.utc) + timedelta(days=400)}, "invalid_run_at"),
+        ({"run_at": run_at, "delay": "10m"}, "invalid_run_at"),
+    ):
+        with pytest.raises(tasker.InvalidRequest) as refused:
+            client.create_task(NS, "linear", {"value": 6}, **options)  # type: ignore[arg-type]
+        assert (refused.value.status, refused.value.code) == (400, code), options
+    with pytest.raises(ValueError, match="naive datetime"):
+        client.create_task(NS, "linear", {"value": 6}, run_at=datetime(2030, 1, 1))
+
+
+def test_a_signal_completes_the_step_waiting_for_it_once(client: tasker.Client) -> None:
+    task = client.create_task(NS, "signal_wait", {"value": 5})
+    with pytest.raises(tasker.InvalidRequest) as invalid:
+        client.signal(task.id, "not a name!")
+    assert invalid.value.code == "invalid_signal_name"
+    with pytest.raises(tasker.NotFound) as missing:
+        client.signal(str(uuid.uuid4()), "approved")
+    assert missing.value.code == "task_not_found"
+
+    sent = client.signal(task.id, "approved", APPROVED, signal_id="approval-1")
+    assert isinstance(sent, tasker.Signal)
+    assert (sent.task_id, sent.name, sent.signal_id, sent.payload) == (
+        task.id, "approved", "approval-1", APPROVED,
+    )
+    assert sent.received_at.tzinfo is not None
+    # The same id and payload again changes nothing; another payload is a conflict.
+    again = client.signal(task.id, "approved", APPROVED, signal_id="approval-1")
+    assert (again.signal_id, again.received_at) == (sent.signal_id, sent.received_at)
+    with pytest.raises(tasker.Conflict) as conflict:
+        client.signal(task.id, "approved", {"approved_by": "someone else"}, signal_id="approval-1")
+    assert (conflict.value.status, conflict.value.code) == (409, "signal_conflict")
+
+    done = client.wait(task.id, 60)
+    assert done.state == "complete" and done.result == SIGNAL_WAIT_RESULT
+    approval, finish = client.steps(task.id)
+    assert (approval.name, approval.step_type, approval.state) == ("approval", "wait", "completed")
+    assert approval.wait is not None and isinstance(approval.wait, tasker.StepWait)
+    assert (approval.wait.kind, approval.wait.signal, approval.wait.on_timeout) == (
+        "signal", "approved", "fail",
+    )
+    assert approval.result == APPROVED
+    assert finish.wait is None and finish.handler == "signal_wait_finish"
+
+    [received] = client.signals(task.id)
+    assert received.signal_id == "approval-1" and received.consumed_by == "approval"
+    assert received.consumed_at is not None and received.consumed_at >= received.received_at
+    with pytest.raises(tasker.Conflict) as finished:
+        client.signal(task.id, "approved", APPROVED)
+    assert finished.value.code == "task_finished"
+
+
+def test_a_schedule_is_applied_paused_resumed_triggered_backfilled_and_deleted(
+    client: tasker.Client,
+) -> None:
+    name = f"nightly-{uuid.uuid4().hex[:8]}"
+    definition = {
+        "namespace": NS, "name": name, "template": "linear", "cron": "30 2 * * *",
+        "timezone": "Europe/Berlin", "context": {"value": 6},
+    }
+    created = client.apply_schedule(definition)
+    assert isinstance(created, tasker.Schedule)
+    assert (created.namespace, created.name, created.template, created.version) == (
+        NS, name, "linear", None,
+    )
+    assert (created.cron, created.timezone, created.context) == (
+        "30 2 * * *", "Europe/Berlin", {"value": 6},
+    )
+    assert (created.overlap, created.catch_up, created.paused, created.note) == (
+        "skip", "1h", False, None,
+    )
+    assert (created.fires, created.skipped, created.last_task_id) == (0, 0, None)
+    assert created.next_fire_at is not None and created.next_fire_at > created.created_at
+
+    shown = client.get_schedule(NS, name)
+    assert shown.upcoming is not None and len(shown.upcoming) == 5
+    assert shown.upcoming[0] == shown.next_fire_at and shown.upcoming == sorted(shown.upcoming)
+    listed = client.list_schedules(NS)
+    assert name in [s.name for s in listed] and all(s.namespace == NS for s in listed)
+    assert name in [s.name for s in client.list_schedules()]
+
+    paused = client.pause_schedule(NS, name, note="maintenance")
+    assert paused.paused and paused.note == "maintenance"
+    applied = client.apply_schedule({**definition, "cron": "0 3 * * *"})
+    assert applied.cron == "0 3 * * *" and applied.paused, "a pause survives an update"
+    patched = client.update_schedule(NS, name, {"overlap": "allow"})
+    assert (patched.overlap, patched.cron) == ("allow", "0 3 * * *")
+    resumed = client.resume_schedule(NS, name)
+    assert not resumed.paused and resumed.next_fire_at is not None
+
+    task = client.trigger_schedule(NS, name)
+    assert isinstance(task, tasker.Task)
+    assert (task.namespace, task.name, task.context) == (NS, "linear", {"value": 6})
+    assert client.wait(task.id, 60).result == LINEAR_RESULT
+
+    # 03:00 in Berlin on each of three winter days.
+    start, end = datetime(2024, 1, 1, tzinfo=timezone.utc), "2024-01-03T12:00:00Z"
+    backfill = client.backfill_schedule(NS, name, start, end)
+    assert isinstance(backfill, tasker.Backfill)
+    assert (backfill.created, backfill.existing, len(set(backfill.task_ids))) == (3, 0, 3)
+    again = client.backfill_schedule(NS, name, start, end)
+    assert (again.created, again.existing) == (0, 3), "a backfill is safe to repeat"
+    assert sorted(again.task_ids) == sorted(backfill.task_ids)
+    for task_id in backfill.task_ids:
+        assert client.wait(task_id, 60).result == LINEAR_RESULT
+
+    with pytest.raises(tasker.InvalidRequest) as refused:
+        client.update_schedule(NS, name, {"cron": "every night"})
+    assert refused.value.code == "invalid_cron"
+    with pytest.raises(tasker.NotFound) as template:
+        client.apply_schedule({**definition, "template": "no_such_template"})
+    assert template.value.code == "unknown_template"
+
+    assert client.delete_schedule(NS, name) is None
+    for call in (client.get_schedule, client.delete_schedule, client.trigger_schedule):
+        with pytest.raises(tasker.NotFound) as missing:
+            call(NS, name)
+        assert (missing.value.status, missing.value.code) == (404, "schedule_not_found")
+
+
 class Gateway(BaseHTTPRequestHandler):
     """What may stand between a client and the API: answers 503 as the API does, anything else
     with a proxy's 502 page."""
@@ -273,6 +422,193 @@ def test_server_errors_are_typed_even_when_not_the_apis_own() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+TIMES = {"created_at": "2026-11-26T09:00:00.123456Z"}
+SCHEDULED_TASK = {
+    "id": "019a0000-0000-7000-8000-000000000001", "namespace": NS, "name": "linear",
+    "version": "1.0.0", "state": "scheduled", "context": {"value": 6}, "idempotency_key": None,
+    "open_steps": 4, "result": None, "error": None, "completed_at": None, "duration_ms": None,
+    "run_at": "2026-11-27T02:30:00Z", "some_later_field": 1, **TIMES,
+}
+WAIT_STEP = {
+    "id": "019a0000-0000-7000-8000-000000000002", "name": "approval", "handler": "tasker:wait",
+    "step_type": "wait", "state": "waiting", "attempt": 1, "max_attempts": 1, "result": None,
+    "error": None, "worker": None, "dispatched_at": None, "started_at": None,
+    "finished_at": None, "processed_at": None, "next_attempt_at": None, **TIMES,
+    "wait": {"kind": "signal", "signal": "approved", "until": "2026-12-03T09:00:00Z",
+             "on_timeout": "fail"},
+}
+SIGNAL = {
+    "task_id": SCHEDULED_TASK["id"], "name": "approved", "signal_id": "approval-1",
+    "payload": APPROVED, "received_at": "2026-11-26T09:00:01Z", "consumed_by": None,
+    "consumed_at": None,
+}
+SCHEDULE = {
+    "namespace": NS, "name": "nightly report", "template": "linear", "version": None,
+    "cron": "30 2 * * *", "timezone": "Europe/Berlin", "context": {"value": 6},
+    "overlap": "skip", "catch_up": "1h", "paused": False, "note": None,
+    "next_fire_at": "2026-11-27T01:30:00Z", "last_fire_at": None, "last_task_id": None,
+    "fires": 0, "skipped": 0, "updated_at": "2026-11-26T09:00:00Z", **TIMES,
+}
+
+
+class Recorder(BaseHTTPRequestHandler):
+    """A stand-in for the API: answers each ``(method, path)`` of ``answers`` with its status
+    and JSON (``None``: no body) and keeps every request in ``requests``."""
+
+    answers: dict[tuple[str, str], tuple[int, Any]] = {}
+    requests: list[tuple[str, str, Any]] = []
+
+    def answer(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length)) if length else None
+        self.requests.append((self.command, self.path, body))
+        route = (self.command, self.path.partition("?")[0])
+        missing = (404, {"error": {"code": "no_route", "message": route}})
+        status, answer = self.answers.get(route, missing)
+        data = b"" if answer is None else json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_PATCH = do_DELETE = answer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def recorder() -> Iterator[tuple[str, type[Recorder]]]:
+    """The stand-in API's URL and its handler class (``answers`` to fill)."""
+    handler = type("Answers", (Recorder,), {"answers": {}, "requests": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", handler
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_time_calls_send_the_contracts_requests_and_read_its_answers(
+    recorder: tuple[str, type[Recorder]],
+) -> None:
+    url, api = recorder
+    task_path = f"/v1/tasks/{SCHEDULED_TASK['id']}"
+    schedule_path = f"/v1/schedules/{NS}/nightly%20report"
+    api.answers.update({
+        ("POST", "/v1/tasks"): (201, SCHEDULED_TASK),
+        ("GET", f"{task_path}/steps"): (200, {"steps": [WAIT_STEP], "next": None}),
+        ("POST", f"{task_path}/signals/approved"): (201, SIGNAL),
+        ("GET", f"{task_path}/signals"): (200, {"signals": [SIGNAL]}),
+        ("GET", "/v1/schedules"): (200, {"schedules": [SCHEDULE]}),
+        ("GET", schedule_path): (200, {**SCHEDULE, "upcoming": ["2026-11-27T01:30:00Z"]}),
+        ("POST", "/v1/schedules"): (201, SCHEDULE),
+        ("PATCH", schedule_path): (200, SCHEDULE),
+        ("DELETE", schedule_path): (204, None),
+        ("POST", f"{schedule_path}/pause"): (200, {**SCHEDULE, "paused": True, "note": "why"}),
+        ("POST", f"{schedule_path}/resume"): (200, SCHEDULE),
+        ("POST", f"{schedule_path}/trigger"): (201, {**SCHEDULED_TASK, "state": "running"}),
+        ("POST", f"{schedule_path}/backfill"): (
+            200, {"created": 1, "existing": 1, "task_ids": ["a", "b"]},
+        ),
+    })
+    berlin = timezone(timedelta(hours=1))
+    with tasker.Client(url) as c:
+        at = datetime(2026, 11, 27, 3, 30, tzinfo=berlin)
+        task = c.create_task(NS, "linear", {"value": 6}, run_at=at)
+        assert (task.state, task.is_terminal) == ("scheduled", False)
+        assert task.run_at == datetime(2026, 11, 27, 2, 30, tzinfo=timezone.utc)
+        for delay in ("10m", 600, 600.0, 1.5, timedelta(minutes=10)):
+            c.create_task(NS, "linear", {"value": 6}, delay=delay)
+        c.create_task(NS, "linear")
+        with pytest.raises(ValueError, match="naive datetime"):
+            c.create_task(NS, "linear", run_at=datetime(2026, 11, 27))
+
+        [step] = c.steps(task.id)
+        assert step.wait == tasker.StepWait(
+            kind="signal", signal="approved",
+            until=datetime(2026, 12, 3, 9, tzinfo=timezone.utc), on_timeout="fail",
+        )
+        assert (step.step_type, step.state) == ("wait", "waiting")
+
+        sent = c.signal(task.id, "approved", APPROVED, signal_id="approval-1")
+        assert sent == tasker.Signal(
+            task_id=task.id, name="approved", signal_id="approval-1", payload=APPROVED,
+            received_at=datetime(2026, 11, 26, 9, 0, 1, tzinfo=timezone.utc),
+            consumed_by=None, consumed_at=None,
+        )
+        c.signal(task.id, "approved")
+        assert c.signals(task.id) == [sent]
+
+        [listed] = c.list_schedules(NS)
+        assert listed.upcoming is None and listed.next_fire_at is not None
+        assert listed.name == "nightly report" and listed.catch_up == "1h"
+        assert c.list_schedules() == [listed]
+        shown = c.get_schedule(NS, "nightly report")
+        assert shown.upcoming == [datetime(2026, 11, 27, 1, 30, tzinfo=timezone.utc)]
+        definition = {"namespace": NS, "name": "nightly report", "template": "linear",
+                      "cron": "30 2 * * *"}
+        assert c.apply_schedule(definition) == listed
+        assert c.update_schedule(NS, "nightly report", {"cron": "0 3 * * *"}) == listed
+        assert c.delete_schedule(NS, "nightly report") is None
+        assert c.pause_schedule(NS, "nightly report", note="why").note == "why"
+        c.pause_schedule(NS, "nightly report")
+        assert not c.resume_schedule(NS, "nightly report").paused
+        assert c.trigger_schedule(NS, "nightly report").state == "running"
+        backfill = c.backfill_schedule(
+            NS, "nightly report", datetime(2026, 1, 1, tzinfo=timezone.utc), "2026-01-02T00:00:00Z"
+        )
+        assert backfill == tasker.Backfill(created=1, existing=1, task_ids=["a", "b"])
+        with pytest.raises(tasker.NotFound):
+            c.get_schedule(NS, "missing")
+
+    async def the_async_twin() -> None:
+        async with tasker.AsyncClient(url) as c:
+            assert (await c.signals(task.id)) == [sent]
+            assert (await c.signal(task.id, "approved", APPROVED, signal_id="approval-1")) == sent
+            assert (await c.list_schedules(NS)) == [listed]
+            assert (await c.delete_schedule(NS, "nightly report")) is None
+            assert (await c.pause_schedule(NS, "nightly report", note="why")).paused
+            await c.create_task(NS, "linear", {"value": 6}, delay=30)
+
+    asyncio.run(the_async_twin())
+
+    sent_bodies = [(m, p, b) for m, p, b in api.requests]
+    create = {"namespace": NS, "name": "linear", "context": {"value": 6}}
+    assert sent_bodies == [
+        ("POST", "/v1/tasks", {**create, "run_at": "2026-11-27T02:30:00Z"}),
+        *[("POST", "/v1/tasks", {**create, "delay": d})
+          for d in ("10m", "600s", "600s", "1500ms", "600s")],
+        ("POST", "/v1/tasks", {**create, "context": {}}),
+        ("GET", f"{task_path}/steps?limit=1000", None),
+        ("POST", f"{task_path}/signals/approved", {"signal_id": "approval-1", "payload": APPROVED}),
+        ("POST", f"{task_path}/signals/approved", {}),
+        ("GET", f"{task_path}/signals", None),
+        ("GET", f"/v1/schedules?namespace={NS}", None),
+        ("GET", "/v1/schedules", None),
+        ("GET", schedule_path, None),
+        ("POST", "/v1/schedules", definition),
+        ("PATCH", schedule_path, {"cron": "0 3 * * *"}),
+        ("DELETE", schedule_path, None),
+        ("POST", f"{schedule_path}/pause", {"note": "why"}),
+        ("POST", f"{schedule_path}/pause", {}),
+        ("POST", f"{schedule_path}/resume", None),
+        ("POST", f"{schedule_path}/trigger", None),
+        ("POST", f"{schedule_path}/backfill",
+         {"from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00Z"}),
+        ("GET", f"{schedule_path.replace('nightly%20report', 'missing')}", None),
+        # The async client's.
+        ("GET", f"{task_path}/signals", None),
+        ("POST", f"{task_path}/signals/approved", {"signal_id": "approval-1", "payload": APPROVED}),
+        ("GET", f"/v1/schedules?namespace={NS}", None),
+        ("DELETE", schedule_path, None),
+        ("POST", f"{schedule_path}/pause", {"note": "why"}),
+        ("POST", "/v1/tasks", {**create, "delay": "30s"}),
+    ]
 
 
 def test_an_unreachable_orchestrator_is_a_connection_error() -> None:

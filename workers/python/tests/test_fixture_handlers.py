@@ -72,6 +72,25 @@ def test_the_other_fixtures(fixture_handlers) -> None:
         call(fixture_handlers, "panic", ctx())
 
 
+def test_signal_wait_finish_doubles_the_value_and_says_who_approved(fixture_handlers) -> None:
+    approval = {"approval": {"approved_by": "conformance"}}
+    assert call(fixture_handlers, "signal_wait_finish", ctx({"value": 5}, approval)) == {
+        "value": 10, "approved_by": "conformance",
+    }
+    # A payload without the field (or a wait that timed out and continued) approves nobody.
+    timed_out = {"approval": {"timed_out": True}}
+    assert call(fixture_handlers, "signal_wait_finish", ctx({"value": 5}, timed_out)) == {
+        "value": 10, "approved_by": None,
+    }
+    for bad in ({"value": "5"}, {}):
+        with pytest.raises(tasker.PermanentError) as e:
+            call(fixture_handlers, "signal_wait_finish", ctx(bad, approval))
+        assert type(e.value).__name__ == "InvalidInput"
+    with pytest.raises(tasker.PermanentError) as e:
+        call(fixture_handlers, "signal_wait_finish", ctx({"value": 2**62}, approval))
+    assert type(e.value).__name__ == "Overflow"
+
+
 def test_csv_files_outside_the_allowed_folder_are_refused(fixture_handlers) -> None:
     # A task's context names the file: only the fixtures folder (TASKER_CSV_ROOT) may be read.
     for outside in ("/etc/passwd", "/etc/../etc/hostname"):

@@ -186,6 +186,141 @@ class ClientTest < Minitest::Test
     assert_equal "step_not_found", error.code
   end
 
+  def test_a_delayed_task_is_scheduled_until_its_time
+    later = create("linear", { "value" => 6 }, delay: "1h")
+    assert_equal "scheduled", later.state
+    refute_predicate later, :terminal?
+    assert_kind_of Time, later.run_at
+    assert_in_delta 3600, later.run_at - later.created_at, 60
+    assert_includes client.list_tasks(state: "scheduled", name: "linear").tasks.map(&:id), later.id
+    in_seconds = create("linear", { "value" => 6 }, delay: 600) # sent as "600s"
+    assert_in_delta 600, in_seconds.run_at - in_seconds.created_at, 5
+    [later, in_seconds].each { |t| assert_equal "cancelled", client.cancel(t.id).state, "a scheduled task cancels" }
+
+    run_at = Time.now + 2
+    soon = create("linear", { "value" => 6 }, run_at: run_at)
+    assert_equal "scheduled", soon.state
+    assert_in_delta run_at.to_f, soon.run_at.to_f, 0.01
+    done = client.wait(soon.id, 30)
+    assert_equal ["complete", { "halve" => { "value" => 242 } }], [done.state, done.result]
+    assert(client.steps(soon.id).all? { |s| s.started_at >= soon.run_at }, "no step starts before run_at")
+    task_moves = client.history(soon.id).reject(&:step).map { |t| [t.from, t.to] }
+    assert_includes task_moves, %w[scheduled running]
+
+    refusals = [[{ delay: "soon" }, "invalid_delay"], [{ delay: "400d" }, "invalid_delay"],
+                [{ run_at: "tomorrow" }, "invalid_run_at"], [{ run_at: Time.now + (400 * 86_400) }, "invalid_run_at"],
+                [{ run_at: run_at, delay: "10m" }, "invalid_run_at"]]
+    refusals.each do |options, code|
+      error = assert_raises(Client::InvalidRequestError, options.inspect) { create("linear", { "value" => 6 }, **options) }
+      assert_equal [400, code], [error.status, error.code]
+    end
+  end
+
+  def test_a_signal_completes_the_step_waiting_for_it_once
+    payload = { "approved_by" => "ruby-test" }
+    task = create("signal_wait", { "value" => 5 })
+    error = assert_raises(Client::InvalidRequestError) { client.signal(task.id, "not a name!") }
+    assert_equal "invalid_signal_name", error.code
+    error = assert_raises(Client::NotFoundError) { client.signal(SecureRandom.uuid, "approved") }
+    assert_equal "task_not_found", error.code
+
+    sent = client.signal(task.id, "approved", payload, signal_id: "approval-1")
+    assert_kind_of Client::Signal, sent
+    assert_equal [task.id, "approved", "approval-1", payload], [sent.task_id, sent.name, sent.signal_id, sent.payload]
+    assert_kind_of Time, sent.received_at
+    # The same id and payload again changes nothing; another payload is a conflict.
+    again = client.signal(task.id, "approved", payload, signal_id: "approval-1")
+    assert_equal [sent.signal_id, sent.received_at], [again.signal_id, again.received_at]
+    error = assert_raises(Client::ConflictError) do
+      client.signal(task.id, "approved", { "approved_by" => "someone else" }, signal_id: "approval-1")
+    end
+    assert_equal [409, "signal_conflict"], [error.status, error.code]
+
+    done = client.wait(task.id, 30)
+    assert_equal "complete", done.state
+    assert_equal({ "finish" => { "value" => 10, "approved_by" => "ruby-test" } }, done.result)
+    approval, finish = client.steps(task.id)
+    assert_equal %w[approval wait completed], [approval.name, approval.step_type, approval.state]
+    assert_kind_of Client::StepWait, approval.wait
+    assert_equal %w[signal approved fail], [approval.wait.kind, approval.wait.signal, approval.wait.on_timeout]
+    assert_equal payload, approval.result
+    assert_nil finish.wait
+    assert_equal "signal_wait_finish", finish.handler
+
+    received = client.signals(task.id)
+    assert_equal [["approval-1", "approval"]], received.map { |s| [s.signal_id, s.consumed_by] }
+    assert_operator received.first.consumed_at, :>=, received.first.received_at
+    error = assert_raises(Client::ConflictError) { client.signal(task.id, "approved", payload) }
+    assert_equal "task_finished", error.code
+  end
+
+  def test_a_schedule_is_applied_paused_resumed_triggered_backfilled_and_deleted
+    name = "nightly-#{SecureRandom.hex(4)}"
+    definition = { "namespace" => NAMESPACE, "name" => name, "template" => "linear", "cron" => "30 2 * * *",
+                   "timezone" => "Europe/Berlin", "context" => { "value" => 6 } }
+    created = client.apply_schedule(definition)
+    assert_kind_of Client::Schedule, created
+    assert_equal [NAMESPACE, name, "linear", nil, "30 2 * * *", "Europe/Berlin", { "value" => 6 }],
+                 [created.namespace, created.name, created.template, created.version, created.cron, created.timezone,
+                  created.context]
+    assert_equal ["skip", "1h", false, nil, 0, 0, nil],
+                 [created.overlap, created.catch_up, created.paused, created.note, created.fires, created.skipped,
+                  created.last_task_id]
+    assert_operator created.next_fire_at, :>, created.created_at
+
+    shown = client.get_schedule(NAMESPACE, name)
+    assert_equal 5, shown.upcoming.size
+    assert_equal shown.next_fire_at, shown.upcoming.first
+    assert_equal shown.upcoming.sort, shown.upcoming
+    listed = client.list_schedules(namespace: NAMESPACE)
+    assert_includes listed.map(&:name), name
+    assert(listed.all? { |s| s.namespace == NAMESPACE })
+    assert_includes client.list_schedules.map(&:name), name
+
+    paused = client.pause_schedule(NAMESPACE, name, note: "maintenance")
+    assert_predicate paused, :paused?
+    assert_equal "maintenance", paused.note
+    applied = client.apply_schedule(definition.merge("cron" => "0 3 * * *"))
+    assert_equal "0 3 * * *", applied.cron
+    assert_predicate applied, :paused?, "a pause survives an update"
+    patched = client.update_schedule(NAMESPACE, name, { overlap: "allow" })
+    assert_equal ["allow", "0 3 * * *"], [patched.overlap, patched.cron]
+    resumed = client.resume_schedule(NAMESPACE, name)
+    refute_predicate resumed, :paused?
+    refute_nil resumed.next_fire_at
+
+    task = client.trigger_schedule(NAMESPACE, name)
+    assert_kind_of Client::Task, task
+    assert_equal [NAMESPACE, "linear", { "value" => 6 }], [task.namespace, task.name, task.context]
+    assert_equal "complete", client.wait(task.id, 30).state
+
+    # 03:00 in Berlin on each of three winter days.
+    from = Time.utc(2024, 1, 1)
+    to = "2024-01-03T12:00:00Z"
+    backfill = client.backfill_schedule(NAMESPACE, name, from, to)
+    assert_kind_of Client::Backfill, backfill
+    assert_equal [3, 0, 3], [backfill.created, backfill.existing, backfill.task_ids.uniq.size]
+    again = client.backfill_schedule(NAMESPACE, name, from, to)
+    assert_equal [0, 3], [again.created, again.existing], "a backfill is safe to repeat"
+    assert_equal backfill.task_ids.sort, again.task_ids.sort
+    backfill.task_ids.each { |id| assert_equal "complete", client.wait(id, 30).state }
+
+    error = assert_raises(Client::InvalidRequestError) do
+      client.update_schedule(NAMESPACE, name, { "cron" => "every night" })
+    end
+    assert_equal "invalid_cron", error.code
+    error = assert_raises(Client::NotFoundError) do
+      client.apply_schedule(definition.merge("template" => "no_such_template"))
+    end
+    assert_equal "unknown_template", error.code
+
+    assert_nil client.delete_schedule(NAMESPACE, name)
+    %i[get_schedule delete_schedule trigger_schedule].each do |call|
+      error = assert_raises(Client::NotFoundError) { client.public_send(call, NAMESPACE, name) }
+      assert_equal [404, "schedule_not_found"], [error.status, error.code]
+    end
+  end
+
   def test_an_unknown_task_is_not_found
     id = SecureRandom.uuid
     [-> { client.get_task(id) }, -> { client.wait(id, 5) }, -> { client.cancel(id) },
@@ -260,6 +395,163 @@ class ClientTest < Minitest::Test
   # Runs a Ruby process with this package's lib/ on its load path.
   def ruby(env, *args)
     Open3.capture3(env, RbConfig.ruby, "-I", File.join(PACKAGE, "lib"), *args)
+  end
+end
+
+# The time calls' requests and answers against a stand-in for the API (no orchestrator): the
+# paths, methods and bodies of the contract, and the records read from its answers.
+class ClientTimeWireTest < Minitest::Test
+  Client = Tasker::Client
+
+  TASK_ID = "019a0000-0000-7000-8000-000000000001"
+  CREATED = { "created_at" => "2026-11-26T09:00:00.123456Z" }.freeze
+  TASK = {
+    "id" => TASK_ID, "namespace" => "ruby_examples", "name" => "linear", "version" => "1.0.0", "state" => "scheduled",
+    "context" => { "value" => 6 }, "idempotency_key" => nil, "open_steps" => 4, "result" => nil, "error" => nil,
+    "completed_at" => nil, "duration_ms" => nil, "run_at" => "2026-11-27T02:30:00Z", "some_later_field" => 1, **CREATED
+  }.freeze
+  WAIT_STEP = {
+    "id" => "019a0000-0000-7000-8000-000000000002", "name" => "approval", "handler" => "tasker:wait",
+    "step_type" => "wait", "state" => "waiting", "attempt" => 1, "max_attempts" => 1, **CREATED,
+    "wait" => { "kind" => "signal", "signal" => "approved", "until" => "2026-12-03T09:00:00Z", "on_timeout" => "fail" }
+  }.freeze
+  SIGNAL = {
+    "task_id" => TASK_ID, "name" => "approved", "signal_id" => "approval-1", "payload" => { "approved_by" => "ops" },
+    "received_at" => "2026-11-26T09:00:01Z", "consumed_by" => nil, "consumed_at" => nil
+  }.freeze
+  SCHEDULE = {
+    "namespace" => "ruby_examples", "name" => "nightly report", "template" => "linear", "version" => nil,
+    "cron" => "30 2 * * *", "timezone" => "Europe/Berlin", "context" => { "value" => 6 }, "overlap" => "skip",
+    "catch_up" => "1h", "paused" => false, "note" => nil, "next_fire_at" => "2026-11-27T01:30:00Z",
+    "last_fire_at" => nil, "last_task_id" => nil, "fires" => 0, "skipped" => 0,
+    "updated_at" => "2026-11-26T09:00:00Z", **CREATED
+  }.freeze
+
+  # An HTTP/1.1 server on a free port answering each "METHOD /path" of +answers+ with
+  # [status, JSON or nil]; #requests holds [method, path with query, parsed body or nil].
+  class StandIn
+    attr_reader :requests, :url
+
+    def initialize(answers)
+      @answers = answers
+      @requests = []
+      @server = TCPServer.new("127.0.0.1", 0)
+      @url = "http://127.0.0.1:#{@server.addr[1]}"
+      @thread = Thread.new { loop { serve(@server.accept) } }
+    end
+
+    def stop
+      @thread.kill
+      @server.close
+    end
+
+    private
+
+    def serve(socket)
+      Thread.new do
+        while (line = socket.gets)
+          method, target = line.split
+          headers = {}
+          while (header = socket.gets) && header != "\r\n"
+            key, value = header.split(":", 2)
+            headers[key.downcase] = value.strip
+          end
+          length = headers.fetch("content-length", "0").to_i
+          body = length.zero? ? nil : JSON.parse(socket.read(length))
+          @requests << [method, target, body]
+          status, answer = @answers.fetch("#{method} #{target.split("?").first}") do
+            [404, { "error" => { "code" => "no_route", "message" => target } }]
+          end
+          data = answer.nil? ? "" : JSON.generate(answer)
+          socket.write("HTTP/1.1 #{status} X\r\ncontent-type: application/json\r\n" \
+                       "content-length: #{data.bytesize}\r\n\r\n#{data}")
+        end
+      ensure
+        socket.close
+      end
+    end
+  end
+
+  def test_the_time_calls_send_the_contracts_requests_and_read_its_answers
+    task_path = "/v1/tasks/#{TASK_ID}"
+    schedule_path = "/v1/schedules/ruby_examples/nightly%20report"
+    api = StandIn.new(
+      "POST /v1/tasks" => [201, TASK],
+      "GET #{task_path}/steps" => [200, { "steps" => [WAIT_STEP], "next" => nil }],
+      "POST #{task_path}/signals/approved" => [201, SIGNAL],
+      "GET #{task_path}/signals" => [200, { "signals" => [SIGNAL] }],
+      "GET /v1/schedules" => [200, { "schedules" => [SCHEDULE] }],
+      "GET #{schedule_path}" => [200, SCHEDULE.merge("upcoming" => ["2026-11-27T01:30:00Z"])],
+      "POST /v1/schedules" => [201, SCHEDULE],
+      "PATCH #{schedule_path}" => [200, SCHEDULE],
+      "DELETE #{schedule_path}" => [204, nil],
+      "POST #{schedule_path}/pause" => [200, SCHEDULE.merge("paused" => true, "note" => "why")],
+      "POST #{schedule_path}/resume" => [200, SCHEDULE],
+      "POST #{schedule_path}/trigger" => [201, TASK.merge("state" => "running")],
+      "POST #{schedule_path}/backfill" => [200, { "created" => 1, "existing" => 1, "task_ids" => %w[a b] }]
+    )
+    client = Client.new(url: api.url)
+
+    context = { "value" => 6 }
+    task = client.create_task("ruby_examples", "linear", context, run_at: Time.new(2026, 11, 27, 3, 30, 0, "+01:00"))
+    assert_equal "scheduled", task.state
+    refute_predicate task, :terminal?
+    assert_equal Time.utc(2026, 11, 27, 2, 30), task.run_at
+    ["10m", 600, 600.0, 1.5].each { |delay| client.create_task("ruby_examples", "linear", context, delay: delay) }
+    assert_raises(ArgumentError) { client.create_task("ruby_examples", "linear", delay: :soon) }
+
+    step = client.steps(task.id).first
+    assert_equal Client::StepWait.new(kind: "signal", signal: "approved", until: Time.utc(2026, 12, 3, 9),
+                                      on_timeout: "fail"), step.wait
+    sent = client.signal(task.id, "approved", { "approved_by" => "ops" }, signal_id: "approval-1")
+    assert_equal ["approval-1", { "approved_by" => "ops" }, Time.utc(2026, 11, 26, 9, 0, 1), nil],
+                 [sent.signal_id, sent.payload, sent.received_at, sent.consumed_at]
+    client.signal(task.id, "approved")
+    assert_equal [sent], client.signals(task.id)
+
+    listed = client.list_schedules(namespace: "ruby_examples")
+    assert_equal ["nightly report"], listed.map(&:name)
+    assert_nil listed.first.upcoming
+    assert_equal listed, client.list_schedules
+    assert_equal [Time.utc(2026, 11, 27, 1, 30)], client.get_schedule("ruby_examples", "nightly report").upcoming
+    definition = { namespace: "ruby_examples", name: "nightly report", template: "linear", cron: "30 2 * * *" }
+    assert_equal listed.first, client.apply_schedule(definition)
+    assert_equal listed.first, client.update_schedule("ruby_examples", "nightly report", { cron: "0 3 * * *" })
+    assert_nil client.delete_schedule("ruby_examples", "nightly report")
+    assert_equal "why", client.pause_schedule("ruby_examples", "nightly report", note: "why").note
+    assert_predicate client.pause_schedule("ruby_examples", "nightly report"), :paused?
+    refute_predicate client.resume_schedule("ruby_examples", "nightly report"), :paused?
+    assert_equal "running", client.trigger_schedule("ruby_examples", "nightly report").state
+    backfill = client.backfill_schedule("ruby_examples", "nightly report", Time.utc(2026, 1, 1), "2026-01-02T00:00:00Z")
+    assert_equal Client::Backfill.new(created: 1, existing: 1, task_ids: %w[a b]), backfill
+    error = assert_raises(Client::NotFoundError) { client.get_schedule("ruby_examples", "missing") }
+    assert_equal "no_route", error.code
+
+    create = { "namespace" => "ruby_examples", "name" => "linear", "context" => { "value" => 6 } }
+    assert_equal [
+      ["POST", "/v1/tasks", create.merge("run_at" => "2026-11-27T02:30:00.000000Z")],
+      *%w[10m 600s 600s 1500ms].map { |d| ["POST", "/v1/tasks", create.merge("delay" => d)] },
+      ["GET", "#{task_path}/steps?limit=1000", nil],
+      ["POST", "#{task_path}/signals/approved", { "signal_id" => "approval-1", "payload" => sent.payload }],
+      ["POST", "#{task_path}/signals/approved", {}],
+      ["GET", "#{task_path}/signals", nil],
+      ["GET", "/v1/schedules?namespace=ruby_examples", nil],
+      ["GET", "/v1/schedules", nil],
+      ["GET", schedule_path, nil],
+      ["POST", "/v1/schedules", definition.transform_keys(&:to_s)],
+      ["PATCH", schedule_path, { "cron" => "0 3 * * *" }],
+      ["DELETE", schedule_path, nil],
+      ["POST", "#{schedule_path}/pause", { "note" => "why" }],
+      ["POST", "#{schedule_path}/pause", {}],
+      ["POST", "#{schedule_path}/resume", nil],
+      ["POST", "#{schedule_path}/trigger", nil],
+      ["POST", "#{schedule_path}/backfill",
+       { "from" => "2026-01-01T00:00:00.000000Z", "to" => "2026-01-02T00:00:00Z" }],
+      ["GET", "/v1/schedules/ruby_examples/missing", nil]
+    ], api.requests
+  ensure
+    client&.close
+    api&.stop
   end
 end
 

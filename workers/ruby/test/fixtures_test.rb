@@ -48,6 +48,17 @@ class FixturesTest < Minitest::Test
     assert_equal ["large"], call("route_by_size", parents: { "c" => { "value" => 50 } })["branches"]
   end
 
+  def test_signal_wait_finish_doubles_the_value_and_says_who_approved
+    approval = { "approval" => { "approved_by" => "conformance" } }
+    assert_equal({ "value" => 10, "approved_by" => "conformance" },
+                 call("signal_wait_finish", context: { "value" => 5 }, parents: approval))
+    # A payload without the field (or a wait that timed out and continued) approves nobody.
+    assert_equal({ "value" => 10, "approved_by" => nil },
+                 call("signal_wait_finish", context: { "value" => 5 }, parents: { "approval" => { "timed_out" => true } }))
+    assert_equal "invalid_input", error("signal_wait_finish", context: { "value" => "5" }, parents: approval).kind
+    assert_equal "overflow", error("signal_wait_finish", context: { "value" => 2**62 }, parents: approval).kind
+  end
+
   def test_flaky_fails_retryably_until_its_attempt
     e = error("flaky", attempt: 2)
     assert_kind_of Tasker::RetryableError, e

@@ -5,10 +5,17 @@ import { readFileSync } from "node:fs";
 import { ApiError, TaskerClientError } from "./client_errors";
 import type { JsonObject, JsonValue } from "./json";
 import {
+  backfillFromJson,
   isTerminal,
+  scheduleFromJson,
+  signalFromJson,
   stepFromJson,
   taskFromJson,
   transitionFromJson,
+  type BackfillResult,
+  type OverlapPolicy,
+  type Schedule,
+  type Signal,
   type Step,
   type StepPage,
   type Task,
@@ -47,6 +54,46 @@ export interface CreateTaskOptions {
    * context), or fails with `409 idempotency_key_reused` (a different one).
    */
   idempotencyKey?: string;
+  /**
+   * Starts the task then (a `Date`, or an RFC 3339 string), at most a year ahead; a past time
+   * starts it at once. It is `scheduled` until then. Not with `delay` (`400 invalid_run_at`).
+   */
+  runAt?: Date | string;
+  /**
+   * Starts the task this much later: a duration such as `"10m"` or `"1h30m"`, or seconds
+   * (`600` is sent as `"600s"`); at most a year (`400 invalid_delay`).
+   */
+  delay?: string | number;
+}
+
+/** Options of {@link Client.signal}. */
+export interface SignalOptions {
+  /**
+   * 1–128 characters. Sending the same id with the same payload again returns the signal sent
+   * first and changes nothing (a retried request is safe); another payload fails with `409
+   * signal_conflict`. Without one, the server makes one and each call is a new signal.
+   */
+  signalId?: string;
+}
+
+/** A schedule's definition, as {@link Client.applySchedule} takes it (a schedule YAML file's fields). */
+export interface ScheduleDefinition<Ctx = JsonObject> {
+  namespace: string;
+  name: string;
+  /** A template of the same namespace. */
+  template: string;
+  /** The template version; the newest when it fires by default. */
+  version?: string | null;
+  /** 5 fields (`"30 2 * * *"`), or 6 with seconds first. */
+  cron: string;
+  /** An IANA time zone; `UTC` by default. */
+  timezone?: string;
+  /** The context of each task; `{}` by default. */
+  context?: Ctx;
+  /** What a fire does while the previous task still runs; `skip` by default. */
+  overlap?: OverlapPolicy;
+  /** Fires missed longer ago than this are skipped (and counted); `"1h"` by default. */
+  catchUp?: string;
 }
 
 /** Filter and page of {@link Client.listTasks}. */
@@ -120,7 +167,8 @@ export class Client {
   /**
    * Creates a task from the template `namespace`/`name` (`POST /v1/tasks`). `context` must
    * satisfy the template's schema (`422 context_schema_violation`); `404 unknown_template` if
-   * no such template is registered.
+   * no such template is registered. With `runAt` or `delay` the task is `scheduled` until then
+   * (`task.runAt`), and `cancel` stops it like a running one.
    */
   async createTask<Ctx = JsonObject, Res = JsonObject>(
     namespace: string,
@@ -128,7 +176,15 @@ export class Client {
     context: Ctx,
     options: CreateTaskOptions = {},
   ): Promise<Task<Ctx, Res>> {
-    const body = { namespace, name, context, version: options.version, idempotency_key: options.idempotencyKey };
+    const body = {
+      namespace,
+      name,
+      context,
+      version: options.version,
+      idempotency_key: options.idempotencyKey,
+      run_at: options.runAt === undefined ? undefined : timestamp(options.runAt),
+      delay: options.delay === undefined ? undefined : duration(options.delay),
+    };
     return taskFromJson(await this.#http.send("POST", "/v1/tasks", { body }));
   }
 
@@ -200,7 +256,10 @@ export class Client {
     }
   }
 
-  /** Cancels a running task; its open steps are cancelled. `409 task_not_running` if it is terminal. */
+  /**
+   * Cancels a running (or scheduled) task; its open steps are cancelled. `409 task_not_running`
+   * if it is terminal.
+   */
   async cancel<Ctx = JsonObject, Res = JsonObject>(task: TaskRef<Ctx, Res>): Promise<Task<Ctx, Res>> {
     return taskFromJson(await this.#http.send("POST", `${taskPath(task)}/cancel`));
   }
@@ -265,6 +324,97 @@ export class Client {
     const body = { result, by: note.by, reason: note.reason };
     return taskFromJson(await this.#http.send("POST", `${stepPath(task, step)}/resolve`, { body }));
   }
+
+  /**
+   * Sends the signal `name` with `payload` (any JSON, at most 64 KiB) to a task: the wait step
+   * waiting for `name` (now, or once one starts waiting) completes with `payload` as its result.
+   * `409 task_finished` for a finished task, `409 signal_conflict` for a `signalId` sent before
+   * with another payload, `400 invalid_signal_name` for a name that is not 1–64 of
+   * `[A-Za-z0-9_.-]`.
+   */
+  async signal(
+    task: TaskRef<unknown, unknown>,
+    name: string,
+    payload?: JsonValue,
+    options: SignalOptions = {},
+  ): Promise<Signal> {
+    const body = { signal_id: options.signalId, payload };
+    const path = `${taskPath(task)}/signals/${encodeURIComponent(name)}`;
+    return signalFromJson(await this.#http.send("POST", path, { body }));
+  }
+
+  /** Every signal sent to a task, oldest first. */
+  async signals(task: TaskRef<unknown, unknown>): Promise<Signal[]> {
+    const answer = (await this.#http.send("GET", `${taskPath(task)}/signals`)) as { signals: unknown[] };
+    return answer.signals.map(signalFromJson);
+  }
+
+  /** Every schedule, or those of a `namespace`. */
+  async listSchedules(query: { namespace?: string } = {}): Promise<Schedule[]> {
+    const answer = (await this.#http.send("GET", "/v1/schedules", { query: { ...query } })) as {
+      schedules: unknown[];
+    };
+    return answer.schedules.map(scheduleFromJson);
+  }
+
+  /** A schedule with its `upcoming` fire times (`404 schedule_not_found`). */
+  async getSchedule(namespace: string, name: string): Promise<Schedule> {
+    return scheduleFromJson(await this.#http.send("GET", schedulePath(namespace, name)));
+  }
+
+  /**
+   * Creates the schedule `definition` describes, or updates the one of its namespace and name
+   * (a paused one stays paused). `400 invalid_schedule`, `invalid_cron`, `invalid_timezone`, …
+   * for a definition the API refuses; `404 unknown_template`.
+   */
+  async applySchedule<Ctx = JsonObject>(definition: ScheduleDefinition<Ctx>): Promise<Schedule> {
+    return scheduleFromJson(await this.#http.send("POST", "/v1/schedules", { body: scheduleBody(definition) }));
+  }
+
+  /** Changes some fields of a schedule's definition (`{ cron: "0 3 * * *" }`). */
+  async updateSchedule<Ctx = JsonObject>(
+    namespace: string,
+    name: string,
+    changes: Partial<Omit<ScheduleDefinition<Ctx>, "namespace" | "name">>,
+  ): Promise<Schedule> {
+    const body = scheduleBody(changes);
+    return scheduleFromJson(await this.#http.send("PATCH", schedulePath(namespace, name), { body }));
+  }
+
+  /** Deletes a schedule; the tasks it created are left as they are. */
+  async deleteSchedule(namespace: string, name: string): Promise<void> {
+    await this.#http.send("DELETE", schedulePath(namespace, name));
+  }
+
+  /** Pauses a schedule (it fires no more until {@link Client.resumeSchedule}), with a `note` saying why. */
+  async pauseSchedule(namespace: string, name: string, options: { note?: string } = {}): Promise<Schedule> {
+    const body = { note: options.note };
+    return scheduleFromJson(await this.#http.send("POST", `${schedulePath(namespace, name)}/pause`, { body }));
+  }
+
+  /** Resumes a paused schedule: its next fire is computed from now (the paused time is not caught up). */
+  async resumeSchedule(namespace: string, name: string): Promise<Schedule> {
+    return scheduleFromJson(await this.#http.send("POST", `${schedulePath(namespace, name)}/resume`));
+  }
+
+  /** Creates a task of the schedule now, whatever its overlap policy. */
+  async triggerSchedule<Ctx = JsonObject, Res = JsonObject>(namespace: string, name: string): Promise<Task<Ctx, Res>> {
+    return taskFromJson(await this.#http.send("POST", `${schedulePath(namespace, name)}/trigger`));
+  }
+
+  /**
+   * Creates the tasks of the schedule's fire times from `from` to `to` that have none yet:
+   * repeating a backfill creates nothing new. `400 backfill_too_large` beyond 1,000 fire times.
+   */
+  async backfillSchedule(
+    namespace: string,
+    name: string,
+    from: Date | string,
+    to: Date | string,
+  ): Promise<BackfillResult> {
+    const body = { from: timestamp(from), to: timestamp(to) };
+    return backfillFromJson(await this.#http.send("POST", `${schedulePath(namespace, name)}/backfill`, { body }));
+  }
 }
 
 function taskPath(task: TaskRef<unknown, unknown>): string {
@@ -274,6 +424,27 @@ function taskPath(task: TaskRef<unknown, unknown>): string {
 /** A step's path: its id or name as one segment (a batch's name has a `#`). */
 function stepPath(task: TaskRef<unknown, unknown>, step: string): string {
   return `${taskPath(task)}/steps/${encodeURIComponent(step)}`;
+}
+
+function schedulePath(namespace: string, name: string): string {
+  return `/v1/schedules/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`;
+}
+
+/** A schedule definition's fields as the API names them. */
+function scheduleBody(definition: Partial<ScheduleDefinition<unknown>>): Record<string, unknown> {
+  const { catchUp, ...fields } = definition;
+  return { ...fields, catch_up: catchUp };
+}
+
+/** A time as the API takes it: RFC 3339 (a `Date` in UTC). */
+function timestamp(value: Date | string): string {
+  return typeof value === "string" ? value : value.toISOString();
+}
+
+/** A duration as the API takes it: seconds become `"600s"` (`"1500ms"` with a fraction). */
+function duration(value: string | number): string {
+  if (typeof value === "string") return value;
+  return Number.isInteger(value) ? `${value}s` : `${Math.round(value * 1000)}ms`;
 }
 
 function readCa(file: string): string {

@@ -51,12 +51,13 @@ export class ApiError extends TaskerClientError {
   }
 }
 
-/** 404: no such task, step, template or route (`task_not_found`, `step_not_found`, …). */
+/** 404: no such task, step, template, schedule or route (`task_not_found`, `schedule_not_found`, …). */
 export class NotFoundError extends ApiError {}
 
 /**
  * 409: the request conflicts with the current state (`task_not_running`,
- * `idempotency_key_reused`, `task_not_failed`, `step_not_failed`, …).
+ * `idempotency_key_reused`, `task_not_failed`, `step_not_failed`, `task_finished`,
+ * `signal_conflict`, …).
  */
 export class ConflictError extends ApiError {}
 

@@ -9,6 +9,8 @@ export {
   type CreateTaskOptions,
   type RepairNote,
   type RetryOptions,
+  type ScheduleDefinition,
+  type SignalOptions,
   type TaskQuery,
   type TaskRef,
 } from "./client";
@@ -44,9 +46,14 @@ export type { JsonObject, JsonValue } from "./json";
 export type { Outcome, StepError } from "./outcome";
 export {
   isTerminal,
+  type BackfillResult,
+  type OverlapPolicy,
+  type Schedule,
+  type Signal,
   type Step,
   type StepPage,
   type StepState,
+  type StepWait,
   type Task,
   type TaskFailure,
   type TaskPage,

@@ -4,11 +4,22 @@
 import type { JsonObject, JsonValue } from "./json";
 import type { StepError } from "./outcome";
 
-/** A task's state; every one but `running` is terminal. */
-export type TaskState = "running" | "complete" | "error" | "cancelled";
+/**
+ * A task's state: `scheduled` until its delayed start (`runAt`), `running` until it is terminal,
+ * then one of the others.
+ */
+export type TaskState = "scheduled" | "running" | "complete" | "error" | "cancelled";
 
-/** A step's state. */
-export type StepState = "pending" | "enqueued" | "waiting_retry" | "completed" | "failed" | "skipped" | "cancelled";
+/** A step's state; a wait step is `waiting` while it waits. */
+export type StepState =
+  | "pending"
+  | "enqueued"
+  | "waiting"
+  | "waiting_retry"
+  | "completed"
+  | "failed"
+  | "skipped"
+  | "cancelled";
 
 /** Why a task ended in `error`: the step that failed it, its attempt and its error. */
 export interface TaskFailure {
@@ -42,6 +53,21 @@ export interface Task<Ctx = JsonObject, Res = JsonObject> {
   completedAt: Date | null;
   /** Milliseconds from creation to completion. */
   durationMs: number | null;
+  /** When a task created with `runAt` or `delay` starts; `null` for one that started at once. */
+  runAt: Date | null;
+}
+
+/**
+ * What a wait step waits for: a duration (`sleep`), a time from the task's context (`until`) or
+ * the signal named `signal`.
+ */
+export interface StepWait {
+  kind: "sleep" | "until" | "signal";
+  signal: string | null;
+  /** When it wakes up, or times out waiting for its signal. */
+  until: Date | null;
+  /** What a signal wait does when it times out. */
+  onTimeout: "fail" | "skip" | "continue" | null;
 }
 
 /** A step of a task, with its result or error, attempts and per-hop times. */
@@ -49,7 +75,7 @@ export interface Step {
   id: string;
   name: string;
   handler: string;
-  /** `standard`, `decision`, `convergence`, `batchable` or `batch_worker`, as the template says. */
+  /** `standard`, `decision`, `convergence`, `batchable`, `batch_worker` or `wait`, as the template says. */
   stepType: string;
   state: StepState;
   attempt: number;
@@ -66,6 +92,68 @@ export interface Step {
   processedAt: Date | null;
   /** When a step `waiting_retry` is published again. */
   nextAttemptAt: Date | null;
+  /** A wait step's (run by the orchestrator, no handler of yours); `null` for the others. */
+  wait: StepWait | null;
+}
+
+/**
+ * A signal sent to a task: the result of the wait step that takes it is its `payload`.
+ * `consumedBy` names that step once one has (`null` while the signal waits for a step to wait
+ * for it).
+ */
+export interface Signal {
+  taskId: string;
+  name: string;
+  /** The sender's, or one the server made. */
+  signalId: string;
+  payload: JsonValue | null;
+  receivedAt: Date;
+  consumedBy: string | null;
+  consumedAt: Date | null;
+}
+
+/** What a schedule does while the task it created last still runs. */
+export type OverlapPolicy = "skip" | "allow" | "buffer_one" | "cancel_previous";
+
+/**
+ * A schedule: tasks of `template` (`version`, `null` for the newest when it fires) with
+ * `context`, created at the times of `cron` in `timezone`. Fires missed longer ago than
+ * `catchUp` (a duration such as `"1h"`) are skipped and counted in `skipped`.
+ */
+export interface Schedule {
+  namespace: string;
+  name: string;
+  template: string;
+  version: string | null;
+  /** 5 fields, or 6 with seconds first. */
+  cron: string;
+  /** An IANA time zone. */
+  timezone: string;
+  context: JsonObject;
+  overlap: OverlapPolicy;
+  catchUp: string;
+  paused: boolean;
+  /** The note of its pause. */
+  note: string | null;
+  nextFireAt: Date | null;
+  lastFireAt: Date | null;
+  lastTaskId: string | null;
+  fires: number;
+  skipped: number;
+  createdAt: Date;
+  updatedAt: Date;
+  /** The next fire times; only from `getSchedule` (`null` in a list). */
+  upcoming: Date[] | null;
+}
+
+/**
+ * What a backfill did: tasks `created` for fire times that had none, `existing` ones that had
+ * (a backfill is safe to repeat), and the ids of both.
+ */
+export interface BackfillResult {
+  created: number;
+  existing: number;
+  taskIds: string[];
 }
 
 /** One entry of a task's history: a task transition (`step` is `null`) or a step's. */
@@ -96,7 +184,7 @@ export interface StepPage {
 
 /** Whether a task has reached a state it leaves only by a repair. */
 export function isTerminal(task: Pick<Task<unknown, unknown>, "state">): boolean {
-  return task.state !== "running";
+  return task.state !== "running" && task.state !== "scheduled";
 }
 
 // The answers are the orchestrator's own, so they are mapped, not validated: a field it does not
@@ -125,6 +213,7 @@ export function taskFromJson<Ctx, Res>(json: unknown): Task<Ctx, Res> {
     createdAt: new Date(t.created_at),
     completedAt: date(t.completed_at),
     durationMs: t.duration_ms ?? null,
+    runAt: date(t.run_at),
   };
 }
 
@@ -148,7 +237,12 @@ export function stepFromJson(json: unknown): Step {
     finishedAt: date(s.finished_at),
     processedAt: date(s.processed_at),
     nextAttemptAt: date(s.next_attempt_at),
+    wait: s.wait == null ? null : stepWaitFromJson(s.wait),
   };
+}
+
+function stepWaitFromJson(w: Wire): StepWait {
+  return { kind: w.kind, signal: w.signal ?? null, until: date(w.until), onTimeout: w.on_timeout ?? null };
 }
 
 /** A history entry from the API's JSON. */
@@ -163,4 +257,50 @@ export function transitionFromJson(json: unknown): Transition {
     by: h.by ?? null,
     at: new Date(h.at),
   };
+}
+
+/** A signal from the API's JSON. */
+export function signalFromJson(json: unknown): Signal {
+  const g = json as Wire;
+  return {
+    taskId: g.task_id,
+    name: g.name,
+    signalId: g.signal_id,
+    payload: g.payload ?? null,
+    receivedAt: new Date(g.received_at),
+    consumedBy: g.consumed_by ?? null,
+    consumedAt: date(g.consumed_at),
+  };
+}
+
+/** A schedule from the API's JSON. */
+export function scheduleFromJson(json: unknown): Schedule {
+  const c = json as Wire;
+  return {
+    namespace: c.namespace,
+    name: c.name,
+    template: c.template,
+    version: c.version ?? null,
+    cron: c.cron,
+    timezone: c.timezone,
+    context: c.context ?? {},
+    overlap: c.overlap,
+    catchUp: c.catch_up,
+    paused: c.paused === true,
+    note: c.note ?? null,
+    nextFireAt: date(c.next_fire_at),
+    lastFireAt: date(c.last_fire_at),
+    lastTaskId: c.last_task_id ?? null,
+    fires: c.fires,
+    skipped: c.skipped,
+    createdAt: new Date(c.created_at),
+    updatedAt: new Date(c.updated_at),
+    upcoming: Array.isArray(c.upcoming) ? c.upcoming.map((t: string) => new Date(t)) : null,
+  };
+}
+
+/** A backfill's answer from the API's JSON. */
+export function backfillFromJson(json: unknown): BackfillResult {
+  const b = json as Wire;
+  return { created: b.created, existing: b.existing, taskIds: b.task_ids };
 }

@@ -7,6 +7,7 @@ const assert = require("node:assert/strict");
 const { execFile } = require("node:child_process");
 const { randomUUID } = require("node:crypto");
 const fs = require("node:fs");
+const http = require("node:http");
 const net = require("node:net");
 const path = require("node:path");
 const { promisify } = require("node:util");
@@ -21,6 +22,7 @@ const {
   NotFoundError,
   TaskerClientError,
   Worker,
+  isTerminal,
 } = require("../dist/index.js");
 // The fixture templates' handlers, into the default registry the Worker runs.
 require("../dist/fixtures/handlers.js");
@@ -274,6 +276,165 @@ describe("Client", () => {
     await assert.rejects(client.retry(done, { step: "doomed" }), ConflictError);
   });
 
+  it("keeps a delayed task scheduled until its time, and cancels it", async () => {
+    const later = await client.createTask(ns, "linear", { value: 6 }, { delay: "1h" });
+    assert.equal(later.state, "scheduled");
+    assert.equal(isTerminal(later), false);
+    assert.ok(later.runAt instanceof Date);
+    assert.ok(Math.abs(later.runAt - later.createdAt - 3_600_000) < 60_000, `${later.runAt} ${later.createdAt}`);
+    const scheduled = await client.listTasks({ state: "scheduled", name: "linear" });
+    assert.ok(scheduled.tasks.some((t) => t.id === later.id));
+    const inSeconds = await client.createTask(ns, "linear", { value: 6 }, { delay: 600 }); // sent as "600s"
+    assert.ok(Math.abs(inSeconds.runAt - inSeconds.createdAt - 600_000) < 5_000);
+    for (const task of [later, inSeconds]) {
+      assert.equal((await client.cancel(task)).state, "cancelled", "a scheduled task cancels");
+    }
+
+    const runAt = new Date(Date.now() + 2_000);
+    const soon = await client.createTask(ns, "linear", { value: 6 }, { runAt });
+    assert.equal(soon.state, "scheduled");
+    assert.equal(soon.runAt.getTime(), runAt.getTime());
+    const done = await client.wait(soon, 30_000);
+    assert.equal(done.state, "complete");
+    assert.deepEqual(done.result, { halve: { value: 242 } });
+    for (const step of await client.steps(soon)) {
+      assert.ok(step.startedAt >= soon.runAt, `${step.name} started before runAt`);
+    }
+    const moves = (await client.history(soon)).filter((h) => h.step === null).map((h) => [h.from, h.to]);
+    assert.ok(moves.some(([from, to]) => from === "scheduled" && to === "running"), JSON.stringify(moves));
+
+    for (const [options, code] of [
+      [{ delay: "soon" }, "invalid_delay"],
+      [{ delay: "400d" }, "invalid_delay"],
+      [{ runAt: "tomorrow" }, "invalid_run_at"],
+      [{ runAt: new Date(Date.now() + 400 * 86_400_000) }, "invalid_run_at"],
+      [{ runAt, delay: "10m" }, "invalid_run_at"],
+    ]) {
+      await assert.rejects(
+        client.createTask(ns, "linear", { value: 6 }, options),
+        apiError(InvalidRequestError, 400, code),
+      );
+    }
+  });
+
+  it("delivers a signal to the step waiting for it, once", async () => {
+    const payload = { approved_by: "ts-test" };
+    const task = await client.createTask(ns, "signal_wait", { value: 5 });
+    await assert.rejects(client.signal(task, "not a name!"), apiError(InvalidRequestError, 400, "invalid_signal_name"));
+    await assert.rejects(client.signal(randomUUID(), "approved"), apiError(NotFoundError, 404, "task_not_found"));
+
+    const sent = await client.signal(task, "approved", payload, { signalId: "approval-1" });
+    assert.deepEqual(
+      [sent.taskId, sent.name, sent.signalId, sent.payload],
+      [task.id, "approved", "approval-1", payload],
+    );
+    assert.ok(sent.receivedAt instanceof Date);
+    // The same id and payload again changes nothing; another payload is a conflict.
+    const again = await client.signal(task.id, "approved", payload, { signalId: "approval-1" });
+    assert.deepEqual([again.signalId, again.receivedAt], [sent.signalId, sent.receivedAt]);
+    await assert.rejects(
+      client.signal(task, "approved", { approved_by: "someone else" }, { signalId: "approval-1" }),
+      apiError(ConflictError, 409, "signal_conflict"),
+    );
+
+    const done = await client.wait(task, 30_000);
+    assert.equal(done.state, "complete");
+    assert.deepEqual(done.result, { finish: { value: 10, approved_by: "ts-test" } });
+    const [approval, finish] = await client.steps(task);
+    assert.deepEqual([approval.name, approval.stepType, approval.state], ["approval", "wait", "completed"]);
+    assert.deepEqual(
+      [approval.wait.kind, approval.wait.signal, approval.wait.onTimeout],
+      ["signal", "approved", "fail"],
+    );
+    assert.deepEqual(approval.result, payload);
+    assert.equal(finish.wait, null);
+    assert.equal(finish.handler, "signal_wait_finish");
+
+    const received = await client.signals(task);
+    assert.deepEqual(
+      received.map((g) => [g.signalId, g.consumedBy]),
+      [["approval-1", "approval"]],
+    );
+    assert.ok(received[0].consumedAt >= received[0].receivedAt);
+    await assert.rejects(client.signal(task, "approved", payload), apiError(ConflictError, 409, "task_finished"));
+  });
+
+  it("applies, pauses, resumes, triggers, backfills and deletes a schedule", async () => {
+    const name = `nightly-${randomUUID().slice(0, 8)}`;
+    const definition = {
+      namespace: ns,
+      name,
+      template: "linear",
+      cron: "30 2 * * *",
+      timezone: "Europe/Berlin",
+      context: { value: 6 },
+    };
+    const created = await client.applySchedule(definition);
+    assert.deepEqual(
+      [created.namespace, created.name, created.template, created.version, created.cron, created.timezone],
+      [ns, name, "linear", null, "30 2 * * *", "Europe/Berlin"],
+    );
+    assert.deepEqual(created.context, { value: 6 });
+    assert.deepEqual(
+      [created.overlap, created.catchUp, created.paused, created.note, created.fires, created.skipped],
+      ["skip", "1h", false, null, 0, 0],
+    );
+    assert.equal(created.lastTaskId, null);
+    assert.equal(created.upcoming, null);
+    assert.ok(created.nextFireAt > created.createdAt);
+
+    const shown = await client.getSchedule(ns, name);
+    assert.equal(shown.upcoming.length, 5);
+    assert.deepEqual(shown.upcoming[0], shown.nextFireAt);
+    assert.deepEqual(
+      shown.upcoming,
+      [...shown.upcoming].sort((a, b) => a - b),
+    );
+    const listed = await client.listSchedules({ namespace: ns });
+    assert.ok(listed.some((c) => c.name === name) && listed.every((c) => c.namespace === ns));
+    assert.ok((await client.listSchedules()).some((c) => c.name === name));
+
+    const paused = await client.pauseSchedule(ns, name, { note: "maintenance" });
+    assert.deepEqual([paused.paused, paused.note], [true, "maintenance"]);
+    const applied = await client.applySchedule({ ...definition, cron: "0 3 * * *" });
+    assert.deepEqual([applied.cron, applied.paused], ["0 3 * * *", true], "a pause survives an update");
+    const patched = await client.updateSchedule(ns, name, { overlap: "allow" });
+    assert.deepEqual([patched.overlap, patched.cron], ["allow", "0 3 * * *"]);
+    const resumed = await client.resumeSchedule(ns, name);
+    assert.equal(resumed.paused, false);
+    assert.ok(resumed.nextFireAt instanceof Date);
+
+    const task = await client.triggerSchedule(ns, name);
+    assert.deepEqual([task.namespace, task.name, task.context], [ns, "linear", { value: 6 }]);
+    assert.equal((await client.wait(task, 30_000)).state, "complete");
+
+    // 03:00 in Berlin on each of three winter days.
+    const from = new Date("2024-01-01T00:00:00Z");
+    const to = "2024-01-03T12:00:00Z";
+    const backfill = await client.backfillSchedule(ns, name, from, to);
+    assert.deepEqual([backfill.created, backfill.existing, new Set(backfill.taskIds).size], [3, 0, 3]);
+    const again = await client.backfillSchedule(ns, name, from, to);
+    assert.deepEqual([again.created, again.existing], [0, 3], "a backfill is safe to repeat");
+    assert.deepEqual([...again.taskIds].sort(), [...backfill.taskIds].sort());
+    for (const id of backfill.taskIds) {
+      assert.equal((await client.wait(id, 30_000)).state, "complete");
+    }
+
+    await assert.rejects(
+      client.updateSchedule(ns, name, { cron: "every night" }),
+      apiError(InvalidRequestError, 400, "invalid_cron"),
+    );
+    await assert.rejects(
+      client.applySchedule({ ...definition, template: "no_such_template" }),
+      apiError(NotFoundError, 404, "unknown_template"),
+    );
+
+    assert.equal(await client.deleteSchedule(ns, name), undefined);
+    for (const call of [client.getSchedule, client.deleteSchedule, client.triggerSchedule]) {
+      await assert.rejects(call.call(client, ns, name), apiError(NotFoundError, 404, "schedule_not_found"));
+    }
+  });
+
   it("rejects with the API's stable code, by status", async () => {
     const unknown = randomUUID();
     await assert.rejects(client.getTask(unknown), apiError(NotFoundError, 404, "task_not_found"));
@@ -413,3 +574,184 @@ describe("Client", () => {
   });
 });
 
+// The time calls' requests and answers against a stand-in for the API (no orchestrator): the
+// paths, methods and bodies of the contract, and the values read from its answers.
+describe("Client and the time API's wire", () => {
+  const taskId = "019a0000-0000-7000-8000-000000000001";
+  const created = { created_at: "2026-11-26T09:00:00.123456Z" };
+  const scheduledTask = {
+    id: taskId,
+    namespace: ns,
+    name: "linear",
+    version: "1.0.0",
+    state: "scheduled",
+    context: { value: 6 },
+    idempotency_key: null,
+    open_steps: 4,
+    result: null,
+    error: null,
+    completed_at: null,
+    duration_ms: null,
+    run_at: "2026-11-27T02:30:00Z",
+    some_later_field: 1,
+    ...created,
+  };
+  const waitStep = {
+    id: "019a0000-0000-7000-8000-000000000002",
+    name: "approval",
+    handler: "tasker:wait",
+    step_type: "wait",
+    state: "waiting",
+    attempt: 1,
+    max_attempts: 1,
+    ...created,
+    wait: { kind: "signal", signal: "approved", until: "2026-12-03T09:00:00Z", on_timeout: "fail" },
+  };
+  const signal = {
+    task_id: taskId,
+    name: "approved",
+    signal_id: "approval-1",
+    payload: { approved_by: "ops" },
+    received_at: "2026-11-26T09:00:01Z",
+    consumed_by: null,
+    consumed_at: null,
+  };
+  const schedule = {
+    namespace: ns,
+    name: "nightly report",
+    template: "linear",
+    version: null,
+    cron: "30 2 * * *",
+    timezone: "Europe/Berlin",
+    context: { value: 6 },
+    overlap: "skip",
+    catch_up: "1h",
+    paused: false,
+    note: null,
+    next_fire_at: "2026-11-27T01:30:00Z",
+    last_fire_at: null,
+    last_task_id: null,
+    fires: 0,
+    skipped: 0,
+    updated_at: "2026-11-26T09:00:00Z",
+    ...created,
+  };
+  const taskPath = `/v1/tasks/${taskId}`;
+  const schedulePath = `/v1/schedules/${ns}/nightly%20report`;
+  const answers = {
+    "POST /v1/tasks": [201, scheduledTask],
+    [`GET ${taskPath}/steps`]: [200, { steps: [waitStep], next: null }],
+    [`POST ${taskPath}/signals/approved`]: [201, signal],
+    [`GET ${taskPath}/signals`]: [200, { signals: [signal] }],
+    "GET /v1/schedules": [200, { schedules: [schedule] }],
+    [`GET ${schedulePath}`]: [200, { ...schedule, upcoming: ["2026-11-27T01:30:00Z"] }],
+    "POST /v1/schedules": [201, schedule],
+    [`PATCH ${schedulePath}`]: [200, schedule],
+    [`DELETE ${schedulePath}`]: [204, null],
+    [`POST ${schedulePath}/pause`]: [200, { ...schedule, paused: true, note: "why" }],
+    [`POST ${schedulePath}/resume`]: [200, schedule],
+    [`POST ${schedulePath}/trigger`]: [201, { ...scheduledTask, state: "running" }],
+    [`POST ${schedulePath}/backfill`]: [200, { created: 1, existing: 1, task_ids: ["a", "b"] }],
+  };
+  const requests = [];
+  let server;
+  let client;
+
+  before(async () => {
+    server = http.createServer(async (req, res) => {
+      let text = "";
+      for await (const chunk of req) text += chunk;
+      requests.push([req.method, req.url, text === "" ? null : JSON.parse(text)]);
+      const [status, answer] = answers[`${req.method} ${req.url.split("?")[0]}`] ?? [
+        404,
+        { error: { code: "no_route", message: req.url } },
+      ];
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(answer === null ? "" : JSON.stringify(answer));
+    });
+    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+    client = new Client(`http://127.0.0.1:${server.address().port}`);
+  });
+
+  after(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it("sends the contract's requests and reads its answers", async () => {
+    const task = await client.createTask(ns, "linear", { value: 6 }, { runAt: new Date("2026-11-27T03:30:00+01:00") });
+    assert.equal(task.state, "scheduled");
+    assert.equal(isTerminal(task), false);
+    assert.deepEqual(task.runAt, new Date("2026-11-27T02:30:00Z"));
+    for (const delay of ["10m", 600, 1.5]) {
+      await client.createTask(ns, "linear", { value: 6 }, { delay });
+    }
+
+    const [step] = await client.steps(task);
+    assert.deepEqual(step.wait, {
+      kind: "signal",
+      signal: "approved",
+      until: new Date("2026-12-03T09:00:00Z"),
+      onTimeout: "fail",
+    });
+    const sent = await client.signal(task, "approved", { approved_by: "ops" }, { signalId: "approval-1" });
+    assert.deepEqual(sent, {
+      taskId,
+      name: "approved",
+      signalId: "approval-1",
+      payload: { approved_by: "ops" },
+      receivedAt: new Date("2026-11-26T09:00:01Z"),
+      consumedBy: null,
+      consumedAt: null,
+    });
+    await client.signal(task.id, "approved");
+    assert.deepEqual(await client.signals(task), [sent]);
+
+    const listed = await client.listSchedules({ namespace: ns });
+    assert.deepEqual(
+      listed.map((c) => [c.name, c.catchUp, c.upcoming, c.nextFireAt]),
+      [["nightly report", "1h", null, new Date("2026-11-27T01:30:00Z")]],
+    );
+    assert.deepEqual(await client.listSchedules(), listed);
+    assert.deepEqual((await client.getSchedule(ns, "nightly report")).upcoming, [new Date("2026-11-27T01:30:00Z")]);
+    const definition = { namespace: ns, name: "nightly report", template: "linear", cron: "30 2 * * *", catchUp: "2h" };
+    assert.deepEqual(await client.applySchedule(definition), listed[0]);
+    assert.deepEqual(await client.updateSchedule(ns, "nightly report", { cron: "0 3 * * *" }), listed[0]);
+    assert.equal(await client.deleteSchedule(ns, "nightly report"), undefined);
+    assert.equal((await client.pauseSchedule(ns, "nightly report", { note: "why" })).note, "why");
+    assert.equal((await client.pauseSchedule(ns, "nightly report")).paused, true);
+    assert.equal((await client.resumeSchedule(ns, "nightly report")).paused, false);
+    assert.equal((await client.triggerSchedule(ns, "nightly report")).state, "running");
+    const backfill = await client.backfillSchedule(
+      ns,
+      "nightly report",
+      new Date("2026-01-01T00:00:00Z"),
+      "2026-01-02T00:00:00Z",
+    );
+    assert.deepEqual(backfill, { created: 1, existing: 1, taskIds: ["a", "b"] });
+    await assert.rejects(client.getSchedule(ns, "missing"), apiError(NotFoundError, 404, "no_route"));
+
+    const create = { namespace: ns, name: "linear", context: { value: 6 } };
+    const { catchUp: _, ...definitionFields } = definition;
+    assert.deepEqual(requests, [
+      ["POST", "/v1/tasks", { ...create, run_at: "2026-11-27T02:30:00.000Z" }],
+      ...["10m", "600s", "1500ms"].map((delay) => ["POST", "/v1/tasks", { ...create, delay }]),
+      ["GET", `${taskPath}/steps?limit=1000`, null],
+      ["POST", `${taskPath}/signals/approved`, { signal_id: "approval-1", payload: { approved_by: "ops" } }],
+      ["POST", `${taskPath}/signals/approved`, {}],
+      ["GET", `${taskPath}/signals`, null],
+      ["GET", `/v1/schedules?namespace=${ns}`, null],
+      ["GET", "/v1/schedules", null],
+      ["GET", schedulePath, null],
+      ["POST", "/v1/schedules", { ...definitionFields, catch_up: "2h" }],
+      ["PATCH", schedulePath, { cron: "0 3 * * *" }],
+      ["DELETE", schedulePath, null],
+      ["POST", `${schedulePath}/pause`, { note: "why" }],
+      ["POST", `${schedulePath}/pause`, {}],
+      ["POST", `${schedulePath}/resume`, null],
+      ["POST", `${schedulePath}/trigger`, null],
+      ["POST", `${schedulePath}/backfill`, { from: "2026-01-01T00:00:00.000Z", to: "2026-01-02T00:00:00Z" }],
+      ["GET", `/v1/schedules/${ns}/missing`, null],
+    ]);
+  });
+});

@@ -64,6 +64,21 @@ test("fail_permanently, panic and sleep", async () => {
   await assert.rejects(slow, { name: "AbortError" });
 });
 
+test("signal_wait_finish doubles the value and says who approved", async () => {
+  const approval = { approval: { approved_by: "conformance" } };
+  assert.deepEqual(await call("signal_wait_finish", ctx({ value: 5 }, approval)), {
+    value: 10,
+    approved_by: "conformance",
+  });
+  // A payload without the field (or a wait that timed out and continued) approves nobody.
+  assert.deepEqual(await call("signal_wait_finish", ctx({ value: 5 }, { approval: { timed_out: true } })), {
+    value: 10,
+    approved_by: null,
+  });
+  await assert.rejects(async () => call("signal_wait_finish", ctx({ value: "5" }, approval)), { name: "InvalidInput" });
+  await assert.rejects(async () => call("signal_wait_finish", ctx({ value: 2 ** 52 }, approval)), { name: "Overflow" });
+});
+
 test("a CSV file outside the fixtures folder is refused", async () => {
   // A task's context names the file: only the fixtures folder (TASKER_CSV_ROOT) may be read.
   await assert.rejects(async () => call("csv_split", ctx({ csv_path: "/etc/passwd" })), {

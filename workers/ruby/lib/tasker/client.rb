@@ -11,11 +11,14 @@ require_relative "client/http"
 require_relative "client/task"
 require_relative "client/step"
 require_relative "client/transition"
+require_relative "client/signal"
+require_relative "client/schedule"
 
 module Tasker
-  # A client of the orchestrator's REST API: submit tasks, wait for them, list, cancel, read
-  # their steps and history, repair them. Pure Ruby (net/http); it does not load the worker's
-  # native extension, so an app that only submits work needs `require "tasker/client"` alone.
+  # A client of the orchestrator's REST API: submit tasks (now or later), wait for them, list,
+  # cancel, read their steps and history, repair them, signal them, and manage schedules. Pure
+  # Ruby (net/http); it does not load the worker's native extension, so an app that only
+  # submits work needs `require "tasker/client"` alone.
   #
   #   client = Tasker::Client.new(url: "http://127.0.0.1:8080")
   #   task = client.create_task("ruby_examples", "linear", { "value" => 6 })
@@ -23,10 +26,11 @@ module Tasker
   #   task.state  # => "complete"
   #   task.result # => {"halve"=>{"value"=>242}}
   #
-  # Values are Task, Step, Transition, TaskPage and StepPage structs; JSON inside them (context,
-  # results, errors) has string keys; timestamps are Times. Failures raise a Client::Error: an
-  # ApiError subclass (NotFoundError, ConflictError, ...) carrying the API's stable #code, or a
-  # ConnectionError. A client is safe to share between threads.
+  # Values are Task, Step, Transition, TaskPage, StepPage, Signal, Schedule and Backfill
+  # structs; JSON inside them (context, results, errors) has string keys; timestamps are Times.
+  # Failures raise a Client::Error: an ApiError subclass (NotFoundError, ConflictError, ...)
+  # carrying the API's stable #code, or a ConnectionError. A client is safe to share between
+  # threads.
   class Client
     # Where the orchestrator is when neither +url:+ nor TASKER_URL says.
     DEFAULT_URL = "http://127.0.0.1:8080"
@@ -61,9 +65,17 @@ module Tasker
     # with +context+ (a Hash; the template's `context_schema` must accept it). With
     # +idempotency_key+, a repeated request returns the task the first one created, and the
     # same key with another template or context raises ConflictError `idempotency_key_reused`.
-    def create_task(namespace, name, context = {}, version: nil, idempotency_key: nil)
+    #
+    # A delayed start, at most a year ahead: +run_at+ (a Time, or an RFC 3339 String; a past
+    # time starts at once) or +delay+ (a duration String such as "10m" or "1h30m", or seconds),
+    # not both. The task is "scheduled" until then (Task#run_at) and #cancel stops it like a
+    # running one. InvalidRequestError `invalid_run_at` (also for both given) or
+    # `invalid_delay` for a time the API refuses.
+    def create_task(namespace, name, context = {}, version: nil, idempotency_key: nil, run_at: nil,
+                    delay: nil)
       body = { namespace: namespace, name: name, version: version, context: context,
-               idempotency_key: idempotency_key }.compact
+               idempotency_key: idempotency_key, run_at: run_at && timestamp(run_at),
+               delay: delay && duration(delay) }.compact
       Task.from_json(@http.post("/v1/tasks", body))
     end
 
@@ -94,8 +106,8 @@ module Tasker
     end
 
     # One page of tasks, newest first: +limit+ of them (1–500, the API's default 50) older than
-    # the task +before+ (the previous page's TaskPage#next_before), filtered by +state+,
-    # +namespace+ and template +name+.
+    # the task +before+ (the previous page's TaskPage#next_before), filtered by +state+
+    # ("scheduled", "running", "complete", "error", "cancelled"), +namespace+ and template +name+.
     def list_tasks(state: nil, namespace: nil, name: nil, limit: nil, before: nil)
       query = { state: state, namespace: namespace, name: name, limit: limit, before: before }
       TaskPage.from_json(@http.get("/v1/tasks", query))
@@ -116,8 +128,8 @@ module Tasker
       end
     end
 
-    # Cancels a running task; returns it, `cancelled`. ConflictError `task_not_running` if it
-    # has finished already.
+    # Cancels a running (or scheduled) task; returns it, `cancelled`. ConflictError
+    # `task_not_running` if it has finished already.
     def cancel(id)
       Task.from_json(@http.post(path("v1", "tasks", id, "cancel")))
     end
@@ -163,6 +175,80 @@ module Tasker
       Task.from_json(@http.post(path("v1", "tasks", id, "steps", step, "resolve"), body))
     end
 
+    # Sends the signal +name+ with +payload+ (any JSON, at most 64 KiB) to task +id+: the wait
+    # step waiting for +name+ (now, or once one starts waiting) completes with +payload+ as its
+    # result. Returns the Signal. With +signal_id+ (1–128 characters), sending it again with the
+    # same payload returns the signal sent first and changes nothing, another payload raises
+    # ConflictError `signal_conflict`; without one, the server makes one and each call is a new
+    # signal. ConflictError `task_finished` for a finished task; InvalidRequestError
+    # `invalid_signal_name` for a name that is not 1–64 of [A-Za-z0-9_.-].
+    def signal(id, name, payload = nil, signal_id: nil)
+      body = { signal_id: signal_id, payload: payload }.compact
+      Signal.from_json(@http.post(path("v1", "tasks", id, "signals", name), body))
+    end
+
+    # Every Signal sent to task +id+, oldest first.
+    def signals(id)
+      @http.get(path("v1", "tasks", id, "signals")).fetch("signals").map { |s| Signal.from_json(s) }
+    end
+
+    # Every Schedule, or those of +namespace+.
+    def list_schedules(namespace: nil)
+      @http.get("/v1/schedules", { namespace: namespace }).fetch("schedules").map { |s| Schedule.from_json(s) }
+    end
+
+    # The Schedule +namespace+/+name+, with its `upcoming` fire times. NotFoundError
+    # `schedule_not_found` if there is none.
+    def get_schedule(namespace, name)
+      Schedule.from_json(@http.get(schedule_path(namespace, name)))
+    end
+
+    # Creates the schedule +definition+ describes, or updates the one of its namespace and name
+    # (a paused one stays paused), and returns it. +definition+ has the fields of a schedule's
+    # YAML file: "namespace", "name", "template", "cron" and optionally "version", "timezone",
+    # "context", "overlap", "catch_up" (string or symbol keys). InvalidRequestError
+    # `invalid_schedule`, `invalid_cron`, `invalid_timezone`, ... for a definition the API
+    # refuses; NotFoundError `unknown_template`.
+    def apply_schedule(definition)
+      Schedule.from_json(@http.post("/v1/schedules", definition))
+    end
+
+    # Changes some fields of a schedule's definition (`{ "cron" => "0 3 * * *" }`); returns
+    # the Schedule.
+    def update_schedule(namespace, name, changes)
+      Schedule.from_json(@http.patch(schedule_path(namespace, name), changes))
+    end
+
+    # Deletes a schedule; the tasks it created are left as they are. Returns nil.
+    def delete_schedule(namespace, name)
+      @http.delete(schedule_path(namespace, name))
+      nil
+    end
+
+    # Pauses a schedule (it fires no more until #resume_schedule), with a +note+ saying why.
+    def pause_schedule(namespace, name, note: nil)
+      Schedule.from_json(@http.post("#{schedule_path(namespace, name)}/pause", { note: note }.compact))
+    end
+
+    # Resumes a paused schedule: its next fire is computed from now (the fires of the paused
+    # time are not caught up).
+    def resume_schedule(namespace, name)
+      Schedule.from_json(@http.post("#{schedule_path(namespace, name)}/resume"))
+    end
+
+    # Creates a task of the schedule now, whatever its overlap policy; returns the Task.
+    def trigger_schedule(namespace, name)
+      Task.from_json(@http.post("#{schedule_path(namespace, name)}/trigger"))
+    end
+
+    # Creates the tasks of the schedule's fire times from +from+ to +to+ (Times or RFC 3339
+    # Strings) that have none yet, and returns a Backfill: repeating it creates nothing new.
+    # InvalidRequestError `backfill_too_large` for more than 1,000 fire times.
+    def backfill_schedule(namespace, name, from, to)
+      body = { from: timestamp(from), to: timestamp(to) }
+      Backfill.from_json(@http.post("#{schedule_path(namespace, name)}/backfill", body))
+    end
+
     # Closes the connections kept open for the next calls.
     def close
       @http.close
@@ -183,6 +269,27 @@ module Tasker
     # A route from its segments, each percent-encoded (a batch step's name has a `#`).
     def path(*segments)
       segments.map { |s| "/#{s.to_s.b.gsub(/[^A-Za-z0-9\-._~]/) { |c| format("%%%02X", c.ord) }}" }.join
+    end
+
+    def schedule_path(namespace, name)
+      path("v1", "schedules", namespace, name)
+    end
+
+    # A time as the API takes it: RFC 3339 in UTC for a Time (or anything with #to_time), as
+    # given for a String.
+    def timestamp(time)
+      return time if time.is_a?(String)
+
+      time.to_time.utc.iso8601(6)
+    end
+
+    # A duration as the API takes it: as given for a String ("10m"); seconds become whole
+    # seconds ("600s"), or milliseconds when there is a fraction ("1500ms").
+    def duration(value)
+      return value if value.is_a?(String)
+      raise ArgumentError, "a duration is a String or seconds, not #{value.inspect}" unless value.is_a?(Numeric)
+
+      value == value.to_i ? "#{value.to_i}s" : "#{(value * 1000).round}ms"
     end
 
     def env(name)

@@ -9,8 +9,8 @@
         print(done.state, done.result)            # complete {'halve': {'value': 242}}
 
 Answers are frozen dataclasses (:class:`Task`, :class:`Step`, :class:`Transition`,
-:class:`TaskPage`, :class:`StepPage`) with ``datetime`` timestamps; failures are
-:class:`ClientError` subclasses carrying the API's stable error code.
+:class:`TaskPage`, :class:`StepPage`, :class:`Signal`, :class:`Schedule`, ...) with ``datetime``
+timestamps; failures are :class:`ClientError` subclasses carrying the API's stable error code.
 """
 
 from ._clients import AsyncClient, Client
@@ -25,7 +25,18 @@ from .errors import (
     NotFound,
     ServerError,
 )
-from .values import TASK_STATES, Step, StepPage, Task, TaskPage, Transition
+from .values import (
+    TASK_STATES,
+    Backfill,
+    Schedule,
+    Signal,
+    Step,
+    StepPage,
+    StepWait,
+    Task,
+    TaskPage,
+    Transition,
+)
 
 __all__ = [
     "DEFAULT_URL",
@@ -33,15 +44,19 @@ __all__ = [
     "ApiError",
     "AsyncClient",
     "AuthError",
+    "Backfill",
     "Client",
     "ClientError",
     "Conflict",
     "ConnectionFailed",
     "InvalidRequest",
     "NotFound",
+    "Schedule",
     "ServerError",
+    "Signal",
     "Step",
     "StepPage",
+    "StepWait",
     "Task",
     "TaskPage",
     "Transition",

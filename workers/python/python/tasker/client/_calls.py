@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Any, TypeAlias, TypeVar
 from urllib.parse import quote
 from uuid import UUID
@@ -18,7 +19,17 @@ from uuid import UUID
 import httpx
 
 from .errors import ClientError, InvalidRequest, api_error
-from .values import JSON, Step, StepPage, Task, TaskPage, Transition
+from .values import (
+    JSON,
+    Backfill,
+    Schedule,
+    Signal,
+    Step,
+    StepPage,
+    Task,
+    TaskPage,
+    Transition,
+)
 
 T = TypeVar("T")
 
@@ -30,6 +41,11 @@ STEPS_PAGE = 1_000
 
 #: A task or step id as the client takes it.
 Id: TypeAlias = str | UUID
+#: A point in time as the client takes it: an aware ``datetime``, or an RFC 3339 string.
+Time: TypeAlias = datetime | str
+#: A duration as the client takes it: a string such as ``"10m"`` or ``"1h30m"``, seconds, or a
+#: ``timedelta``.
+Duration: TypeAlias = str | int | float | timedelta
 
 
 @dataclass(frozen=True)
@@ -94,12 +110,37 @@ def _drop_none(**params: Any) -> dict[str, str]:
     return {k: str(v) for k, v in params.items() if v is not None}
 
 
+def timestamp(value: Time) -> str:
+    """A time as the API takes it: RFC 3339, in UTC for a ``datetime`` (which must say its
+    timezone: a naive one is ambiguous)."""
+    if isinstance(value, str):
+        return value
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"a naive datetime is ambiguous, give it a timezone: {value!r}")
+    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def duration(value: Duration) -> str:
+    """A duration as the API takes it, a string such as ``"600s"``: seconds (``int``, ``float``
+    or a ``timedelta``) become whole seconds, or milliseconds when there is a fraction."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        raise TypeError(f"a duration is a string, seconds or a timedelta, not {value!r}")
+    seconds = value.total_seconds() if isinstance(value, timedelta) else value
+    if seconds == int(seconds):
+        return f"{int(seconds)}s"
+    return f"{round(seconds * 1000)}ms"
+
+
 def create_task(
     namespace: str,
     name: str,
     context: JSON,
     version: str | None,
     idempotency_key: str | None,
+    run_at: Time | None = None,
+    delay: Duration | None = None,
 ) -> Call[Task]:
     body: dict[str, Any] = {
         "namespace": namespace,
@@ -110,6 +151,10 @@ def create_task(
         body["version"] = version
     if idempotency_key is not None:
         body["idempotency_key"] = idempotency_key
+    if run_at is not None:
+        body["run_at"] = timestamp(run_at)
+    if delay is not None:
+        body["delay"] = duration(delay)
     return _call(Request("POST", "/v1/tasks", json=body), Task.from_json)
 
 
@@ -190,3 +235,72 @@ def resolve(id: Id, step: str, result: JSON, by: str | None, reason: str | None)
     body: dict[str, Any] = {"result": result, **_drop_none(by=by, reason=reason)}
     path = f"/v1/tasks/{segment(id)}/steps/{segment(step)}/resolve"
     return _call(Request("POST", path, json=body), Task.from_json)
+
+
+def signal(id: Id, name: str, payload: JSON, signal_id: str | None) -> Call[Signal]:
+    body: dict[str, Any] = {}
+    if signal_id is not None:
+        body["signal_id"] = signal_id
+    if payload is not None:
+        body["payload"] = payload
+    path = f"/v1/tasks/{segment(id)}/signals/{segment(name)}"
+    return _call(Request("POST", path, json=body), Signal.from_json)
+
+
+def signals(id: Id) -> Call[list[Signal]]:
+    return _call(
+        Request("GET", f"/v1/tasks/{segment(id)}/signals"),
+        lambda data: [Signal.from_json(s) for s in data["signals"]],
+    )
+
+
+def _schedule_path(namespace: str, name: str) -> str:
+    return f"/v1/schedules/{segment(namespace)}/{segment(name)}"
+
+
+def list_schedules(namespace: str | None) -> Call[list[Schedule]]:
+    return _call(
+        Request("GET", "/v1/schedules", _drop_none(namespace=namespace)),
+        lambda data: [Schedule.from_json(s) for s in data["schedules"]],
+    )
+
+
+def get_schedule(namespace: str, name: str) -> Call[Schedule]:
+    return _call(Request("GET", _schedule_path(namespace, name)), Schedule.from_json)
+
+
+def apply_schedule(definition: Mapping[str, JSON]) -> Call[Schedule]:
+    return _call(Request("POST", "/v1/schedules", json=dict(definition)), Schedule.from_json)
+
+
+def update_schedule(namespace: str, name: str, changes: Mapping[str, JSON]) -> Call[Schedule]:
+    request = Request("PATCH", _schedule_path(namespace, name), json=dict(changes))
+    return _call(request, Schedule.from_json)
+
+
+def delete_schedule(namespace: str, name: str) -> Call[None]:
+    # 204: no body to decode.
+    response = yield Request("DELETE", _schedule_path(namespace, name))
+    if not response.is_success:
+        raise _error(response)
+
+
+def pause_schedule(namespace: str, name: str, note: str | None) -> Call[Schedule]:
+    path = f"{_schedule_path(namespace, name)}/pause"
+    return _call(Request("POST", path, json=_drop_none(note=note)), Schedule.from_json)
+
+
+def resume_schedule(namespace: str, name: str) -> Call[Schedule]:
+    path = f"{_schedule_path(namespace, name)}/resume"
+    return _call(Request("POST", path), Schedule.from_json)
+
+
+def trigger_schedule(namespace: str, name: str) -> Call[Task]:
+    path = f"{_schedule_path(namespace, name)}/trigger"
+    return _call(Request("POST", path), Task.from_json)
+
+
+def backfill_schedule(namespace: str, name: str, from_: Time, to: Time) -> Call[Backfill]:
+    body = {"from": timestamp(from_), "to": timestamp(to)}
+    path = f"{_schedule_path(namespace, name)}/backfill"
+    return _call(Request("POST", path, json=body), Backfill.from_json)

@@ -4,16 +4,26 @@ send the requests of the calls in ``_calls`` and hand back their answers."""
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from types import TracebackType
 from typing import TypeVar, cast
 
 import httpx
 
 from . import _calls
-from ._calls import Call, Id
+from ._calls import Call, Duration, Id, Time
 from ._transport import DEFAULT_TIMEOUT, Settings
-from .values import JSON, Step, StepPage, Task, TaskPage, Transition
+from .values import (
+    JSON,
+    Backfill,
+    Schedule,
+    Signal,
+    Step,
+    StepPage,
+    Task,
+    TaskPage,
+    Transition,
+)
 
 T = TypeVar("T")
 
@@ -87,6 +97,8 @@ class Client:
         *,
         version: str | None = None,
         idempotency_key: str | None = None,
+        run_at: Time | None = None,
+        delay: Duration | None = None,
     ) -> Task:
         """Creates a task of the template ``namespace``/``name`` (its newest version unless
         ``version`` names one) with the input ``context`` (``None``: ``{}``).
@@ -95,8 +107,17 @@ class Client:
         of a new one; the same key with another template or context raises
         :class:`~tasker.Conflict` ``idempotency_key_reused``. An unknown template raises
         :class:`~tasker.NotFound` ``unknown_template``, a context its schema refuses
-        :class:`~tasker.InvalidRequest` ``context_schema_violation``."""
-        return self._run(_calls.create_task(namespace, name, context, version, idempotency_key))
+        :class:`~tasker.InvalidRequest` ``context_schema_violation``.
+
+        A delayed start, at most a year ahead: ``run_at`` (an aware ``datetime`` or an RFC 3339
+        string; a past time starts at once) or ``delay`` (``"10m"``, ``"1h30m"``, seconds or a
+        ``timedelta``), not both. The task is ``scheduled`` until then (``task.run_at``) and
+        :meth:`cancel` stops it like a running one. The API refuses a bad time with
+        :class:`~tasker.InvalidRequest` ``invalid_run_at`` (also for both given) or
+        ``invalid_delay``; a naive ``datetime`` raises ``ValueError``."""
+        return self._run(
+            _calls.create_task(namespace, name, context, version, idempotency_key, run_at, delay)
+        )
 
     def get_task(self, id: Id, *, wait: float | None = None) -> Task:
         """The task ``id``. With ``wait`` (seconds, at most the server's
@@ -120,9 +141,9 @@ class Client:
         limit: int | None = None,
         before: Id | None = None,
     ) -> TaskPage:
-        """One page of tasks, newest first: of a ``state`` (``running``, ``complete``,
-        ``error``, ``cancelled``), a ``namespace``, a template ``name``; ``limit`` of them
-        (1-500, default 50) created before the task ``before`` (the previous page's
+        """One page of tasks, newest first: of a ``state`` (``scheduled``, ``running``,
+        ``complete``, ``error``, ``cancelled``), a ``namespace``, a template ``name``; ``limit``
+        of them (1-500, default 50) created before the task ``before`` (the previous page's
         ``next_before``)."""
         return self._run(_calls.list_tasks(state, namespace, name, limit, before))
 
@@ -147,8 +168,8 @@ class Client:
             before = page.next_before
 
     def cancel(self, id: Id) -> Task:
-        """Cancels a running task: its steps that have not started never will. A terminal task
-        raises :class:`~tasker.Conflict` ``task_not_running``."""
+        """Cancels a running (or ``scheduled``) task: its steps that have not started never
+        will. A terminal task raises :class:`~tasker.Conflict` ``task_not_running``."""
         return self._run(_calls.cancel(id))
 
     def steps(self, id: Id) -> list[Step]:
@@ -192,6 +213,72 @@ class Client:
         if its handler had returned it, and lets the task go on from there. ``by`` and
         ``reason`` go into the history."""
         return self._run(_calls.resolve(id, step, result, by, reason))
+
+    def signal(
+        self, id: Id, name: str, payload: JSON = None, *, signal_id: str | None = None
+    ) -> Signal:
+        """Sends the signal ``name`` with ``payload`` (any JSON, at most 64 KiB) to the task:
+        the wait step waiting for ``name`` (now, or once one starts waiting) completes with
+        ``payload`` as its result. With a ``signal_id`` (1-128 characters), sending it again
+        with the same payload returns the signal sent first and changes nothing; another
+        payload raises :class:`~tasker.Conflict` ``signal_conflict``. Without one, the server
+        makes one and each call is a new signal. A finished task raises
+        :class:`~tasker.Conflict` ``task_finished``; a name that is not 1-64 of
+        ``[A-Za-z0-9_.-]`` :class:`~tasker.InvalidRequest` ``invalid_signal_name``."""
+        return self._run(_calls.signal(id, name, payload, signal_id))
+
+    def signals(self, id: Id) -> list[Signal]:
+        """Every signal sent to the task, oldest first."""
+        return self._run(_calls.signals(id))
+
+    def list_schedules(self, namespace: str | None = None) -> list[Schedule]:
+        """Every schedule, or those of a ``namespace``."""
+        return self._run(_calls.list_schedules(namespace))
+
+    def get_schedule(self, namespace: str, name: str) -> Schedule:
+        """The schedule ``namespace``/``name``, with its ``upcoming`` fire times. None raises
+        :class:`~tasker.NotFound` ``schedule_not_found``."""
+        return self._run(_calls.get_schedule(namespace, name))
+
+    def apply_schedule(self, definition: Mapping[str, JSON]) -> Schedule:
+        """Creates the schedule ``definition`` describes, or updates the one of its
+        ``namespace`` and ``name`` (a paused one stays paused): ``namespace``, ``name``,
+        ``template``, ``cron`` and optionally ``version``, ``timezone``, ``context``,
+        ``overlap``, ``catch_up``, as in a schedule's YAML file. A definition the API refuses
+        raises :class:`~tasker.InvalidRequest` (``invalid_schedule``, ``invalid_cron``,
+        ``invalid_timezone``, ...), an unknown template :class:`~tasker.NotFound`
+        ``unknown_template``."""
+        return self._run(_calls.apply_schedule(definition))
+
+    def update_schedule(self, namespace: str, name: str, changes: Mapping[str, JSON]) -> Schedule:
+        """Changes some fields of a schedule's definition (``{"cron": "0 3 * * *"}``) and
+        returns it."""
+        return self._run(_calls.update_schedule(namespace, name, changes))
+
+    def delete_schedule(self, namespace: str, name: str) -> None:
+        """Deletes a schedule; the tasks it created are left as they are."""
+        self._run(_calls.delete_schedule(namespace, name))
+
+    def pause_schedule(self, namespace: str, name: str, *, note: str | None = None) -> Schedule:
+        """Pauses a schedule (it fires no more until :meth:`resume_schedule`), with a ``note``
+        saying why."""
+        return self._run(_calls.pause_schedule(namespace, name, note))
+
+    def resume_schedule(self, namespace: str, name: str) -> Schedule:
+        """Resumes a paused schedule: its next fire is computed from now (the fires of the
+        paused time are not caught up)."""
+        return self._run(_calls.resume_schedule(namespace, name))
+
+    def trigger_schedule(self, namespace: str, name: str) -> Task:
+        """Creates a task of the schedule now, whatever its overlap policy, and returns it."""
+        return self._run(_calls.trigger_schedule(namespace, name))
+
+    def backfill_schedule(self, namespace: str, name: str, from_: Time, to: Time) -> Backfill:
+        """Creates the tasks of the schedule's fire times from ``from_`` to ``to`` (aware
+        ``datetime`` values or RFC 3339 strings) that have none yet: repeating a backfill
+        creates nothing new. More than 1,000 fire times raise :class:`~tasker.InvalidRequest`
+        ``backfill_too_large``."""
+        return self._run(_calls.backfill_schedule(namespace, name, from_, to))
 
 
 class AsyncClient:
@@ -253,10 +340,12 @@ class AsyncClient:
         *,
         version: str | None = None,
         idempotency_key: str | None = None,
+        run_at: Time | None = None,
+        delay: Duration | None = None,
     ) -> Task:
         """See :meth:`Client.create_task`."""
         return await self._run(
-            _calls.create_task(namespace, name, context, version, idempotency_key)
+            _calls.create_task(namespace, name, context, version, idempotency_key, run_at, delay)
         )
 
     async def get_task(self, id: Id, *, wait: float | None = None) -> Task:
@@ -339,3 +428,55 @@ class AsyncClient:
     ) -> Task:
         """See :meth:`Client.resolve`."""
         return await self._run(_calls.resolve(id, step, result, by, reason))
+
+    async def signal(
+        self, id: Id, name: str, payload: JSON = None, *, signal_id: str | None = None
+    ) -> Signal:
+        """See :meth:`Client.signal`."""
+        return await self._run(_calls.signal(id, name, payload, signal_id))
+
+    async def signals(self, id: Id) -> list[Signal]:
+        """See :meth:`Client.signals`."""
+        return await self._run(_calls.signals(id))
+
+    async def list_schedules(self, namespace: str | None = None) -> list[Schedule]:
+        """See :meth:`Client.list_schedules`."""
+        return await self._run(_calls.list_schedules(namespace))
+
+    async def get_schedule(self, namespace: str, name: str) -> Schedule:
+        """See :meth:`Client.get_schedule`."""
+        return await self._run(_calls.get_schedule(namespace, name))
+
+    async def apply_schedule(self, definition: Mapping[str, JSON]) -> Schedule:
+        """See :meth:`Client.apply_schedule`."""
+        return await self._run(_calls.apply_schedule(definition))
+
+    async def update_schedule(
+        self, namespace: str, name: str, changes: Mapping[str, JSON]
+    ) -> Schedule:
+        """See :meth:`Client.update_schedule`."""
+        return await self._run(_calls.update_schedule(namespace, name, changes))
+
+    async def delete_schedule(self, namespace: str, name: str) -> None:
+        """See :meth:`Client.delete_schedule`."""
+        await self._run(_calls.delete_schedule(namespace, name))
+
+    async def pause_schedule(
+        self, namespace: str, name: str, *, note: str | None = None
+    ) -> Schedule:
+        """See :meth:`Client.pause_schedule`."""
+        return await self._run(_calls.pause_schedule(namespace, name, note))
+
+    async def resume_schedule(self, namespace: str, name: str) -> Schedule:
+        """See :meth:`Client.resume_schedule`."""
+        return await self._run(_calls.resume_schedule(namespace, name))
+
+    async def trigger_schedule(self, namespace: str, name: str) -> Task:
+        """See :meth:`Client.trigger_schedule`."""
+        return await self._run(_calls.trigger_schedule(namespace, name))
+
+    async def backfill_schedule(
+        self, namespace: str, name: str, from_: Time, to: Time
+    ) -> Backfill:
+        """See :meth:`Client.backfill_schedule`."""
+        return await self._run(_calls.backfill_schedule(namespace, name, from_, to))

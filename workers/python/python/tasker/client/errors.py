@@ -49,13 +49,13 @@ class AuthError(ApiError):
 
 
 class NotFound(ApiError):
-    """404: ``task_not_found``, ``step_not_found``, ..."""
+    """404: ``task_not_found``, ``step_not_found``, ``schedule_not_found``, ..."""
 
 
 class Conflict(ApiError):
     """409: the request contradicts the task's state (``task_not_running``,
-    ``task_not_failed``, ``step_not_failed``) or an earlier request
-    (``idempotency_key_reused``)."""
+    ``task_not_failed``, ``step_not_failed``, ``task_finished``) or an earlier request
+    (``idempotency_key_reused``, ``signal_conflict``)."""
 
 
 class ServerError(ApiError):

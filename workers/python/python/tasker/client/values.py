@@ -1,4 +1,5 @@
-"""What the API answers with: tasks, steps, history transitions and pages of them.
+"""What the API answers with: tasks, steps, history transitions and pages of them, signals and
+schedules.
 
 Field names are the JSON's (``Transition.from_`` for ``from``, a Python keyword). Ids are
 strings, timestamps timezone-aware ``datetime`` values (UTC), and results, errors and contexts
@@ -16,8 +17,9 @@ from typing import Any
 #: A decoded JSON value.
 JSON = Any
 
-#: The states a task is in: ``running`` until it is terminal, then one of the others.
-TASK_STATES = ("running", "complete", "error", "cancelled")
+#: The states a task is in: ``scheduled`` until its delayed start (``run_at``), ``running``
+#: until it is terminal, then one of the others.
+TASK_STATES = ("scheduled", "running", "complete", "error", "cancelled")
 
 
 def _time(value: Any) -> datetime:
@@ -34,12 +36,17 @@ def _optional_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+def _optional_times(value: Any) -> list[datetime] | None:
+    return None if value is None else [_time(t) for t in value]
+
+
 @dataclass(frozen=True)
 class Task:
     """A task: its template (``namespace``, ``name``, ``version``), input ``context`` and
     ``state`` (one of :data:`TASK_STATES`). Once ``complete``, ``result`` maps the name of each
     step no other step depends on to its result (``None`` in a listed task); ``error`` is the
-    failure of a task in ``error``."""
+    failure of a task in ``error``. ``run_at`` is when a task created with a delayed start
+    starts (``scheduled`` until then; ``None`` for one that started at once)."""
 
     id: str
     namespace: str
@@ -56,11 +63,12 @@ class Task:
     completed_at: datetime | None
     #: Milliseconds from creation to completion.
     duration_ms: float | None
+    run_at: datetime | None
 
     @property
     def is_terminal(self) -> bool:
         """Whether the task is finished (``complete``, ``error`` or ``cancelled``)."""
-        return self.state != "running"
+        return self.state not in ("scheduled", "running")
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Task:
@@ -80,6 +88,30 @@ class Task:
             created_at=_time(data["created_at"]),
             completed_at=_optional_time(data.get("completed_at")),
             duration_ms=None if duration is None else float(duration),
+            run_at=_optional_time(data.get("run_at")),
+        )
+
+
+@dataclass(frozen=True)
+class StepWait:
+    """What a wait step waits for: ``kind`` ``sleep`` (a duration), ``until`` (a time from the
+    task's context) or ``signal`` (the signal named ``signal``). ``until`` is when it wakes up,
+    or times out waiting for its signal; ``on_timeout`` (``fail``, ``skip`` or ``continue``)
+    what a signal wait does then."""
+
+    kind: str
+    signal: str | None
+    until: datetime | None
+    on_timeout: str | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> StepWait:
+        """A wait from its JSON object."""
+        return cls(
+            kind=data["kind"],
+            signal=_optional_str(data.get("signal")),
+            until=_optional_time(data.get("until")),
+            on_timeout=_optional_str(data.get("on_timeout")),
         )
 
 
@@ -87,12 +119,14 @@ class Task:
 class Step:
     """A step of a task with its result or error, attempts and per-hop times: ``dispatched_at``
     (published to its queue), ``started_at``/``finished_at`` (its handler, as the worker saw
-    it), ``processed_at`` (its result applied); ``next_attempt_at`` when a retry is due."""
+    it), ``processed_at`` (its result applied); ``next_attempt_at`` when a retry is due. A wait
+    step (``step_type`` ``wait``, run by the orchestrator: no handler of yours) has its ``wait``
+    (``None`` for the others) and is ``waiting`` while it waits."""
 
     id: str
     name: str
     handler: str
-    #: ``standard``, ``decision``, ``convergence``, ``batchable`` or ``batch_worker``.
+    #: ``standard``, ``decision``, ``convergence``, ``batchable``, ``batch_worker`` or ``wait``.
     step_type: str
     state: str
     attempt: int
@@ -107,14 +141,16 @@ class Step:
     finished_at: datetime | None
     processed_at: datetime | None
     next_attempt_at: datetime | None
+    wait: StepWait | None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Step:
         """A step from its JSON object."""
+        wait = data.get("wait")
         return cls(
             id=str(data["id"]),
             name=data["name"],
-            handler=data["handler"],
+            handler=str(data.get("handler") or ""),
             step_type=data["step_type"],
             state=data["state"],
             attempt=int(data["attempt"]),
@@ -128,6 +164,7 @@ class Step:
             finished_at=_optional_time(data.get("finished_at")),
             processed_at=_optional_time(data.get("processed_at")),
             next_attempt_at=_optional_time(data.get("next_attempt_at")),
+            wait=None if wait is None else StepWait.from_json(wait),
         )
 
 
@@ -191,4 +228,106 @@ class StepPage:
         return cls(
             steps=[Step.from_json(s) for s in data["steps"]],
             next=_optional_str(data.get("next")),
+        )
+
+
+@dataclass(frozen=True)
+class Signal:
+    """A signal sent to a task: its ``name``, ``signal_id`` (the sender's, or one the server
+    made) and ``payload``, the result of the wait step that takes it. ``consumed_by`` names that
+    step once one has (``None`` while the signal waits for a step to wait for it)."""
+
+    task_id: str
+    name: str
+    signal_id: str
+    payload: JSON
+    received_at: datetime
+    consumed_by: str | None
+    consumed_at: datetime | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Signal:
+        """A signal from its JSON object."""
+        return cls(
+            task_id=str(data["task_id"]),
+            name=data["name"],
+            signal_id=str(data["signal_id"]),
+            payload=data.get("payload"),
+            received_at=_time(data["received_at"]),
+            consumed_by=_optional_str(data.get("consumed_by")),
+            consumed_at=_optional_time(data.get("consumed_at")),
+        )
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A schedule: tasks of ``template`` (``version``, ``None`` for the newest when it fires)
+    with ``context``, created at the times of ``cron`` in ``timezone``. ``overlap`` (``skip``,
+    ``allow``, ``buffer_one`` or ``cancel_previous``) says what a fire does while the previous
+    task still runs; fires missed longer ago than ``catch_up`` (a duration such as ``"1h"``) are
+    skipped and counted in ``skipped``. ``note`` is the note of its pause. ``upcoming``, the
+    next fire times, is ``None`` except from ``get_schedule``."""
+
+    namespace: str
+    name: str
+    template: str
+    version: str | None
+    cron: str
+    timezone: str
+    context: JSON
+    overlap: str
+    catch_up: str
+    paused: bool
+    note: str | None
+    next_fire_at: datetime | None
+    last_fire_at: datetime | None
+    last_task_id: str | None
+    fires: int
+    skipped: int
+    created_at: datetime
+    updated_at: datetime
+    upcoming: list[datetime] | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Schedule:
+        """A schedule from its JSON object."""
+        return cls(
+            namespace=data["namespace"],
+            name=data["name"],
+            template=data["template"],
+            version=_optional_str(data.get("version")),
+            cron=data["cron"],
+            timezone=data.get("timezone") or "UTC",
+            context=data.get("context"),
+            overlap=data.get("overlap") or "skip",
+            catch_up=data.get("catch_up") or "1h",
+            paused=bool(data.get("paused")),
+            note=_optional_str(data.get("note")),
+            next_fire_at=_optional_time(data.get("next_fire_at")),
+            last_fire_at=_optional_time(data.get("last_fire_at")),
+            last_task_id=_optional_str(data.get("last_task_id")),
+            fires=int(data.get("fires") or 0),
+            skipped=int(data.get("skipped") or 0),
+            created_at=_time(data["created_at"]),
+            updated_at=_time(data["updated_at"]),
+            upcoming=_optional_times(data.get("upcoming")),
+        )
+
+
+@dataclass(frozen=True)
+class Backfill:
+    """What a backfill did: tasks ``created`` for fire times that had none, ``existing`` ones
+    that had (a backfill is safe to repeat), and the ids of both, ``task_ids``."""
+
+    created: int
+    existing: int
+    task_ids: list[str]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Backfill:
+        """A backfill's answer from its JSON object."""
+        return cls(
+            created=int(data["created"]),
+            existing=int(data["existing"]),
+            task_ids=[str(t) for t in data["task_ids"]],
         )

@@ -53,11 +53,11 @@ module Tasker
     # cover the call; #details has `scope` and `needed`).
     class AuthError < ApiError; end
 
-    # 404: `task_not_found`, `step_not_found`, ...
+    # 404: `task_not_found`, `step_not_found`, `schedule_not_found`, ...
     class NotFoundError < ApiError; end
 
     # 409: the task's state forbids it (`task_not_running`, `task_not_failed`,
-    # `step_not_failed`) or `idempotency_key_reused`.
+    # `step_not_failed`, `task_finished`), `idempotency_key_reused` or `signal_conflict`.
     class ConflictError < ApiError; end
 
     # 5xx: `storage_unavailable` and `broker_unavailable` (503, worth retrying) or `internal`.

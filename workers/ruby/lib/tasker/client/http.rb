@@ -59,6 +59,18 @@ module Tasker
         call(request, @timeout)
       end
 
+      # PATCH +body+ as JSON → the answer's JSON.
+      def patch(path, body)
+        request = Net::HTTP::Patch.new(@prefix + path, @headers.merge("content-type" => "application/json"))
+        request.body = JSON.generate(body)
+        call(request, @timeout)
+      end
+
+      # DELETE +path+ → the answer's JSON (nil for none).
+      def delete(path)
+        call(Net::HTTP::Delete.new(@prefix + path, @headers), @timeout)
+      end
+
       # Closes the idle connections (a call after this opens new ones).
       def close
         connections = @lock.synchronize { @idle.slice!(0..) }

@@ -6,23 +6,31 @@ module Tasker
   class Client
     # The value types' shape: a keyword_init Struct of the JSON object's fields, built by
     # `.from_json(hash)`. Fields a newer server adds are ignored, fields it leaves out are nil;
-    # the +times+ fields (ISO 8601 strings in the JSON) become Time objects.
+    # the +times+ fields (ISO 8601 strings in the JSON, or arrays of them) become Time objects,
+    # and the +records+ fields (JSON objects) the record type given for each.
     module Record
-      def self.struct(*fields, times: [], &body)
+      def self.struct(*fields, times: [], records: {}, &body)
         Struct.new(*fields, keyword_init: true) do
           const_set(:TIMES, times.freeze)
+          const_set(:RECORDS, records.freeze)
 
           # The value of one JSON object of the API.
           def self.from_json(object)
-            new(**members.to_h { |m| [m, Record.field(object[m.to_s], self::TIMES.include?(m))] })
+            new(**members.to_h do |m|
+              [m, Record.field(object[m.to_s], self::TIMES.include?(m), self::RECORDS[m])]
+            end)
           end
 
           class_eval(&body) if body
         end
       end
 
-      def self.field(value, time)
-        time && value ? Time.iso8601(value) : value
+      def self.field(value, time, record = nil)
+        return value if value.nil?
+        return record.from_json(value) if record
+        return value unless time
+
+        value.is_a?(Array) ? value.map { |t| Time.iso8601(t) } : Time.iso8601(value)
       end
     end
   end

@@ -6,17 +6,19 @@ module Tasker
   class Client
     # A task as the API shows it. `context`, `result` and `error` are parsed JSON (string keys);
     # `result` is the results of the steps no other step depends on, by step name, once the task
-    # is complete. `created_at` and `completed_at` are Times; `duration_ms` is a Float.
-    # `state` is "running", "complete", "error" or "cancelled".
+    # is complete. `created_at`, `completed_at` and `run_at` (the start of a task created with
+    # +run_at:+ or +delay:+, nil for one that started at once) are Times; `duration_ms` is a
+    # Float. `state` is "scheduled" (until `run_at`), "running", "complete", "error" or
+    # "cancelled".
     Task = Record.struct(
       :id, :namespace, :name, :version, :state, :context, :idempotency_key, :open_steps,
-      :result, :error, :created_at, :completed_at, :duration_ms,
-      times: %i[created_at completed_at]
+      :result, :error, :created_at, :completed_at, :duration_ms, :run_at,
+      times: %i[created_at completed_at run_at]
     ) do
       # Whether the task has finished (complete, error or cancelled); only a repair changes it
       # then.
       def terminal?
-        state != "running"
+        !%w[scheduled running].include?(state)
       end
     end
 
