@@ -174,7 +174,7 @@ cat <<EOF
 Still running, so you can look around. The API requires a token: the demo made an admin one,
   in $TASKER_HOME/demo/admin.token (paste it when the dashboard asks; the CLI reads TASKER_TOKEN):
         source $TASKER_HOME/demo/env
-  dashboard     $ORCH_URL/ui/   (tasks, their DAG and timings live, templates, dead letters)
+  dashboard     $ORCH_URL/ui/   (tasks, their DAG and timings live, templates, schedules, dead letters)
   orchestrator  $ORCH_URL   (health $ORCH_URL/health, log $LOG_DIR/orchestrator.log)
   rust worker   $WORKER_HEALTH_URL   (log $LOG_DIR/worker-rust.log)
   ruby, python, typescript workers   http://127.0.0.1:8200/health, :8300, :8400   (logs $LOG_DIR/worker-<lang>.log)

@@ -1,14 +1,16 @@
 //! The dashboard (`/ui`): its live view is pushed by the server (`/v1/tasks/{id}/events`), and in
 //! a real browser (Debian's Chromium, driven by playwright-core: `tests/dashboard/repair.mjs`) a
 //! failed task is opened (after the page asks for the API token the orchestrator requires),
-//! retried and seen to complete. Screenshots go to
+//! retried and seen to complete; with `tests/dashboard/time.mjs`, a schedule is listed,
+//! triggered and paused, a delayed task is found in state `scheduled`, and a step waiting for a
+//! signal says so and completes with the signal sent from the page. Screenshots go to
 //! `target/dashboard-screenshots/`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tasker::{TestEnv, repo_root, target_dir, workspace_binary};
+use tasker::{TestEnv, post_json, repo_root, steps_by_name, target_dir, workspace_binary};
 use tasker_client::CreateTask;
 use tasker_shared::config::AuthMode;
 
@@ -67,6 +69,73 @@ fn states(snapshot: &Value) -> Vec<(String, String)> {
         .collect();
     s.sort();
     s
+}
+
+/// `script` (in `tests/dashboard/`) and the Chromium it drives (`$CHROMIUM`, default Debian's);
+/// an error says how to install them.
+fn browser_script(script: &str) -> anyhow::Result<(PathBuf, String)> {
+    let script = repo_root().join("tests/dashboard").join(script);
+    let playwright = repo_root().join("tests/dashboard/node_modules/playwright-core");
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    anyhow::ensure!(
+        playwright.is_dir() && Path::new(&chromium).exists(),
+        "the browser test needs Chromium ({chromium}) and playwright-core ({}): \
+         tests/dashboard/setup.sh installs both (bin/dev test runs it)",
+        playwright.display()
+    );
+    Ok((script, chromium))
+}
+
+/// Runs a browser script (at most 120 s) with `vars`, `SCREENSHOTS` (`shots`) and `CHROMIUM` in
+/// its environment: its report (the JSON of its last line) and its stderr (the browser's
+/// console).
+async fn run_browser(
+    script: &Path,
+    chromium: &str,
+    shots: &Path,
+    vars: &[(&str, String)],
+) -> anyhow::Result<(Value, String)> {
+    let mut command = tokio::process::Command::new("node");
+    command
+        .arg(script)
+        .env("SCREENSHOTS", shots)
+        .env("CHROMIUM", chromium)
+        .kill_on_drop(true);
+    for (name, value) in vars {
+        command.env(name, value);
+    }
+    let out = tokio::time::timeout(Duration::from_secs(120), command.output()).await??;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report: Value = stdout
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .ok_or_else(|| {
+            anyhow::anyhow!("no report from {}:\n{stdout}\n{stderr}", script.display())
+        })?;
+    Ok((report, stderr))
+}
+
+/// Asserts that the browser script saved each of `names` (PNG files of more than 1 kB).
+fn assert_screenshots(shots: &Path, names: &[&str]) {
+    for shot in names {
+        let file = shots.join(format!("{shot}.png"));
+        assert!(
+            std::fs::metadata(&file)
+                .map(|m| m.len() > 1_000)
+                .unwrap_or(false),
+            "{}",
+            file.display()
+        );
+    }
+}
+
+/// `GET` of `url`, which must answer 200: its JSON.
+async fn get_json(url: &str) -> anyhow::Result<Value> {
+    let resp = reqwest::get(url).await?;
+    anyhow::ensure!(resp.status() == 200, "GET {url}: {}", resp.status());
+    Ok(resp.json().await?)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -156,15 +225,7 @@ async fn the_dashboard_serves_its_embedded_assets() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_task_is_retried_from_the_dashboard_in_a_real_browser() -> anyhow::Result<()> {
-    let script = repo_root().join("tests/dashboard/repair.mjs");
-    let playwright = repo_root().join("tests/dashboard/node_modules/playwright-core");
-    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    anyhow::ensure!(
-        playwright.is_dir() && Path::new(&chromium).exists(),
-        "the browser test needs Chromium ({chromium}) and playwright-core ({}): \
-         tests/dashboard/setup.sh installs both (bin/dev test runs it)",
-        playwright.display()
-    );
+    let (script, chromium) = browser_script("repair.mjs")?;
     // Tokens required, as off loopback: the page must ask for one before it shows anything.
     let mut env = TestEnv::new().await?;
     env.config.orchestrator.auth = AuthMode::Tokens;
@@ -187,26 +248,18 @@ async fn a_failed_task_is_retried_from_the_dashboard_in_a_real_browser() -> anyh
     assert_eq!(failed.state, "error", "{failed:?}");
 
     let shots = target_dir().join("dashboard-screenshots");
-    let run = tokio::process::Command::new("node")
-        .arg(&script)
-        .env("TASKER_URL", o.url())
-        .env("TASK_ID", failed.id.to_string())
-        .env("TASKER_TOKEN", &token)
-        .env("TEMPLATE", "rust_examples/repairable@1.0.0")
-        .env("SCREENSHOTS", &shots)
-        .env("CHROMIUM", &chromium)
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(120), run).await??;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let report: Value = stdout
-        .lines()
-        .last()
-        .and_then(|l| serde_json::from_str(l).ok())
-        .ok_or_else(|| {
-            anyhow::anyhow!("no report from {}:\n{stdout}\n{stderr}", script.display())
-        })?;
+    let (report, stderr) = run_browser(
+        &script,
+        &chromium,
+        &shots,
+        &[
+            ("TASKER_URL", o.url()),
+            ("TASK_ID", failed.id.to_string()),
+            ("TASKER_TOKEN", token),
+            ("TEMPLATE", "rust_examples/repairable@1.0.0".to_owned()),
+        ],
+    )
+    .await?;
     assert_eq!(
         report["ok"],
         true,
@@ -242,22 +295,16 @@ async fn a_failed_task_is_retried_from_the_dashboard_in_a_real_browser() -> anyh
         json!(["after", "flaky", "side", "start"])
     );
     assert_eq!(report["deadLetters"], 0);
-    for shot in [
-        "1-tasks",
-        "2-failed",
-        "3-complete",
-        "4-template",
-        "5-dead-letters",
-    ] {
-        let file = shots.join(format!("{shot}.png"));
-        assert!(
-            std::fs::metadata(&file)
-                .map(|m| m.len() > 1_000)
-                .unwrap_or(false),
-            "{}",
-            file.display()
-        );
-    }
+    assert_screenshots(
+        &shots,
+        &[
+            "1-tasks",
+            "2-failed",
+            "3-complete",
+            "4-template",
+            "5-dead-letters",
+        ],
+    );
 
     // What the browser did, as the API records it.
     let task = o.client.task(failed.id, None).await?;
@@ -270,6 +317,225 @@ async fn a_failed_task_is_retried_from_the_dashboard_in_a_real_browser() -> anyh
         ),
         "{history:#?}"
     );
+    worker.stop().await;
+    o.stop().await;
+    env.cleanup().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedules_delays_and_signals_from_the_dashboard_in_a_real_browser() -> anyhow::Result<()> {
+    let (script, chromium) = browser_script("time.mjs")?;
+    let env = TestEnv::new().await?;
+    let o = env.orchestrator().await?;
+    let worker = env.rust_worker();
+    let url = o.url();
+
+    // A schedule of the fixture `linear` (its newest version), once a year: its next fire stays
+    // the same while the browser looks at it.
+    let (status, created) = post_json(
+        &format!("{url}/v1/schedules"),
+        json!({"namespace": "rust_examples", "name": "new-year", "template": "linear",
+            "cron": "0 9 1 1 *", "timezone": "Europe/Paris", "context": {"value": 6}})
+        .to_string(),
+    )
+    .await?;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["paused"], false, "{created}");
+    let next_fire = created["next_fire_at"]
+        .as_str()
+        .ok_or_else(|| anyhow::anyhow!("no next fire: {created}"))?
+        .to_owned();
+
+    // A template whose middle step waits (an hour at most) for the signal `approved`; `finish`
+    // doubles the value of its payload.
+    let (status, template) = post_json(
+        &format!("{url}/v1/templates"),
+        json!({"namespace": "rust_examples", "name": "approval", "version": "1.0.0",
+        "description": "double, wait for approval, double the approved value",
+        "steps": [
+            {"name": "prepare", "handler": "double"},
+            {"name": "approval", "depends_on": ["prepare"],
+                "wait": {"signal": "approved", "timeout": "1h", "on_timeout": "fail"}},
+            {"name": "finish", "handler": "double", "depends_on": ["approval"]}
+        ]})
+        .to_string(),
+    )
+    .await?;
+    assert_eq!(status, 201, "{template}");
+    let waiting = o
+        .client
+        .create_task(&CreateTask::new("rust_examples", "approval").context(json!({"value": 6})))
+        .await?;
+
+    // And a task that starts in an hour.
+    let (status, later) = post_json(
+        &format!("{url}/v1/tasks"),
+        json!({"namespace": "rust_examples", "name": "linear", "context": {"value": 6},
+            "delay": "1h"})
+        .to_string(),
+    )
+    .await?;
+    assert_eq!(status, 201, "{later}");
+    assert_eq!(later["state"], "scheduled", "{later}");
+    let later_id = later["id"]
+        .as_str()
+        .ok_or_else(|| anyhow::anyhow!("no id: {later}"))?
+        .to_owned();
+
+    let shots = target_dir().join("dashboard-screenshots");
+    let note = "maintenance window until Monday";
+    let (report, stderr) = run_browser(
+        &script,
+        &chromium,
+        &shots,
+        &[
+            ("TASKER_URL", url.clone()),
+            ("SCHEDULE", "rust_examples/new-year".to_owned()),
+            ("SCHEDULED_TASK_ID", later_id),
+            ("WAIT_TASK_ID", waiting.id.to_string()),
+            ("WAIT_STEP", "approval".to_owned()),
+            ("SIGNAL", "approved".to_owned()),
+            ("PAUSE_NOTE", note.to_owned()),
+        ],
+    )
+    .await?;
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report}\n{stderr}\nscreenshots: {}",
+        shots.display()
+    );
+    assert_eq!(report["pageErrors"], json!([]), "{report}");
+    assert_eq!(report["consoleErrors"], json!([]), "{report}\n{stderr}");
+    let has = |field: &Value, needle: &str| field.as_str().is_some_and(|s| s.contains(needle));
+
+    // The schedules list: the row with its next fire, exact and relative.
+    let listed = &report["listed"];
+    assert_eq!(listed["paused"], "false", "{report}");
+    assert_eq!(listed["nextFireAt"], next_fire.as_str(), "{report}");
+    assert!(has(&listed["nextFire"], " in "), "{report}");
+    assert!(has(&listed["cron"], "0 9 1 1 *"), "{report}");
+    assert!(has(&listed["cron"], "Europe/Paris"), "{report}");
+    assert_eq!(listed["template"], "linear @newest", "{report}");
+
+    // Trigger now opened the task it started, which ran.
+    let triggered: uuid::Uuid = report["triggeredTaskId"]
+        .as_str()
+        .ok_or_else(|| anyhow::anyhow!("no triggered task: {report}"))?
+        .parse()?;
+    assert!(
+        has(&report["triggerNotice"], "rust_examples/new-year"),
+        "{report}"
+    );
+    let task = o.wait(triggered).await?;
+    assert_eq!(
+        (
+            task.namespace.as_str(),
+            task.name.as_str(),
+            task.state.as_str()
+        ),
+        ("rust_examples", "linear", "complete"),
+        "{task:?}"
+    );
+
+    // Paused from the page, with its note: the row says so, and so does the API.
+    let paused = &report["paused"];
+    assert!(has(&paused["state"], "paused"), "{report}");
+    assert!(has(&paused["state"], note), "{report}");
+    assert!(has(&paused["notice"], "paused"), "{report}");
+    assert_eq!(paused["resumeShown"], true, "{report}");
+    let schedule = get_json(&format!("{url}/v1/schedules/rust_examples/new-year")).await?;
+    assert_eq!(schedule["paused"], true, "{schedule}");
+    assert_eq!(schedule["note"], note, "{schedule}");
+
+    // Its own page.
+    let detail = &report["detail"];
+    assert_eq!(
+        detail["hash"], "#/schedules/rust_examples/new-year",
+        "{report}"
+    );
+    assert_eq!(detail["cron"], "0 9 1 1 *", "{report}");
+    assert_eq!(
+        detail["upcoming"],
+        json!(schedule["upcoming"].as_array().map_or(0, Vec::len)),
+        "{report}\n{schedule}"
+    );
+    assert!(has(&detail["text"], note), "{report}");
+
+    // The delayed task, under the `scheduled` filter.
+    assert!(has(&report["scheduledRow"], "starts in"), "{report}");
+    assert_eq!(
+        report["scheduledBadge"], "badge state-scheduled",
+        "{report}"
+    );
+
+    // The waiting step, said in words and drawn as waiting; the form named its signal.
+    let waiting_shown = &report["waiting"];
+    assert!(
+        has(&waiting_shown["text"], "waiting for signal approved until "),
+        "{report}"
+    );
+    assert!(has(&waiting_shown["text"], "(in "), "{report}");
+    assert!(
+        has(&waiting_shown["text"], "— on timeout: fail"),
+        "{report}"
+    );
+    assert_eq!(waiting_shown["dagKind"], "wait", "{report}");
+    assert_eq!(waiting_shown["formShown"], true, "{report}");
+    assert_eq!(waiting_shown["prefilled"], "approved", "{report}");
+    // A name the API refuses: its error code and message were shown.
+    assert!(has(&report["refusal"], "invalid_signal_name"), "{report}");
+
+    // The signal sent from the form completed the step, and the task.
+    let signalled = &report["signalled"];
+    assert!(has(&signalled["notice"], "from-the-dashboard"), "{report}");
+    assert_eq!(signalled["consumedBy"], "approval", "{report}");
+    assert_eq!(signalled["formHidden"], true, "{report}");
+    assert_eq!(signalled["errorHidden"], true, "{report}");
+    assert_eq!(signalled["dagState"], "completed", "{report}");
+    assert_screenshots(
+        &shots,
+        &[
+            "t1-schedules",
+            "t2-pause",
+            "t3-schedule",
+            "t4-scheduled",
+            "t5-waiting",
+            "t6-signalled",
+        ],
+    );
+
+    // What the browser did, as the API records it: one signal (the refused one is not kept),
+    // consumed by `approval`, whose result is its payload.
+    let done = o.wait(waiting.id).await?;
+    assert_eq!(done.state, "complete", "{done:?}");
+    assert_eq!(
+        done.result,
+        Some(json!({"finish": {"value": 42}})),
+        "{done:?}"
+    );
+    let steps = steps_by_name(&o.client, waiting.id).await?;
+    assert_eq!(steps["approval"].result, Some(json!({"value": 21})));
+    let signals = get_json(&format!("{url}/v1/tasks/{}/signals", waiting.id)).await?;
+    let list = signals["signals"].as_array().cloned().unwrap_or_default();
+    assert_eq!(list.len(), 1, "{signals}");
+    assert_eq!(
+        (
+            &list[0]["name"],
+            &list[0]["signal_id"],
+            &list[0]["payload"],
+            &list[0]["consumed_by"]
+        ),
+        (
+            &json!("approved"),
+            &json!("from-the-dashboard"),
+            &json!({"value": 21}),
+            &json!("approval")
+        ),
+        "{signals}"
+    );
+    assert!(list[0]["consumed_at"].is_string(), "{signals}");
+
     worker.stop().await;
     o.stop().await;
     env.cleanup().await

@@ -5,7 +5,7 @@
 
 const TOKEN_KEY = 'tasker.token';
 const SVG_NS = 'http://www.w3.org/2000/svg';
-const TASK_STATES = ['running', 'complete', 'error', 'cancelled'];
+const TASK_STATES = ['scheduled', 'running', 'complete', 'error', 'cancelled'];
 
 // ---------- DOM helpers ----------
 
@@ -48,6 +48,56 @@ function fmtTime(iso) {
 }
 
 const timeEl = (iso) => (iso ? h('time', { datetime: iso, title: iso, text: fmtTime(iso) }) : '—');
+
+// How far a time is from now: "in 3h 5m", "2m ago", "now" (coarse: s, m, h and m, d and h).
+function fmtRel(iso) {
+  const t = ms(iso);
+  if (!isFinite(t)) return '';
+  const d = t - Date.now();
+  const s = Math.floor(Math.abs(d) / 1000);
+  if (s < 1) return 'now';
+  const [day, hr, min] = [Math.floor(s / 86400), Math.floor((s % 86400) / 3600), Math.floor((s % 3600) / 60)];
+  const span = s < 60 ? `${s}s` : s < 3600 ? `${min}m`
+    : s < 86400 ? (hr < 10 && min ? `${hr}h ${min}m` : `${hr}h`)
+      : (day < 10 && hr ? `${day}d ${hr}h` : `${day}d`);
+  return d > 0 ? `in ${span}` : `${span} ago`;
+}
+
+// The relative time as a span that keeps itself current (see tickRelative).
+const relEl = (iso) => (iso ? h('span', { class: 'rel', 'data-at': iso, title: iso, text: fmtRel(iso) }) : null);
+
+// Every relative time on the page, recomputed (on a timer: they go stale between renders).
+function tickRelative() {
+  for (const el of document.querySelectorAll('.rel[data-at]')) el.textContent = fmtRel(el.dataset.at);
+}
+
+// A time close by, in local time: "14:02:31" today, else "2025-02-01 14:02:31".
+function fmtShort(iso) {
+  const d = new Date(iso);
+  if (isNaN(d)) return String(iso);
+  const p = (n) => String(n).padStart(2, '0');
+  const clock = `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+  return d.toDateString() === new Date().toDateString() ? clock
+    : `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${clock}`;
+}
+
+// "14:02:31 (in 2m)": a near time and how far it is.
+const atEl = (iso) => (iso ? [h('time', { datetime: iso, title: iso, text: fmtShort(iso) }), ' (', relEl(iso), ')'] : '—');
+
+// A time as the clock of an IANA time zone shows it ("2025-02-01 02:30 Europe/Paris"); null when
+// the browser does not know the zone.
+function fmtInZone(iso, zone) {
+  const d = new Date(iso);
+  if (isNaN(d) || !zone) return null;
+  try {
+    const parts = Object.fromEntries(new Intl.DateTimeFormat('en-CA', {
+      timeZone: zone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit',
+    }).formatToParts(d).map((x) => [x.type, x.value]));
+    return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute} ${zone}`;
+  } catch (_) {
+    return null;
+  }
+}
 
 function fmtMs(v) {
   if (v == null || !isFinite(v)) return '—';
@@ -150,6 +200,8 @@ const VIEWS = {
   'tasks/1': taskView,
   'templates/0': templatesView,
   'templates/3': templateView,
+  'schedules/0': schedulesView,
+  'schedules/2': scheduleView,
   'dead-letters/0': deadLettersView,
   'dead-letters/1': deadLetterView,
 };

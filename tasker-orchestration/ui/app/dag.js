@@ -2,7 +2,8 @@
 
 // Draws template steps ({name, depends_on?, type?}) into the <svg> `el`: one column per depth
 // (the longest path from a root), nodes spread vertically, edges with arrowheads.
-// info(step) → {state?, sub?, count?} for its node.
+// info(step) → {state?, sub?, count?, kind?} for its node; a step with `wait` (or kind "wait") is
+// a wait step.
 function drawDag(el, steps, info) {
   const W = 176, H = 40, GX = 56, GY = 10, PAD = 10;
   const byName = new Map(steps.map((st, i) => [st.name, { st, i }]));
@@ -50,8 +51,10 @@ function drawDag(el, steps, info) {
   const nodes = steps.map((st) => {
     const { x, y } = pos(st.name);
     const i = info(st) || {};
-    const sub = [st.type && st.type !== 'standard' ? st.type : null, i.sub].filter(Boolean).join(' · ');
-    return svg('g', { class: 'node', 'data-step': st.name, 'data-state': i.state, transform: `translate(${x},${y})` },
+    const kind = i.kind || (st.wait ? 'wait' : null);
+    const type = st.type && st.type !== 'standard' ? st.type : kind;
+    const sub = [type, i.sub].filter(Boolean).join(' · ');
+    return svg('g', { class: 'node', 'data-step': st.name, 'data-state': i.state, 'data-kind': kind, transform: `translate(${x},${y})` },
       svg('title', {}, [st.name, sub, i.count].filter(Boolean).join('\n')),
       svg('rect', { width: W, height: H, rx: 6, ry: 6 }),
       svg('text', { x: 10, y: sub ? 17 : 25, class: 'name' }, clip(st.name, i.count ? 16 : 21)),

@@ -23,7 +23,8 @@ async function tasksView(root, signal) {
     row: (t) => h('tr', { 'data-task-id': t.id },
       h('td', { class: 'mono' }, h('a', { href: `#/tasks/${enc(t.id)}`, text: t.id })),
       h('td', {}, h('a', { class: 'quiet', href: templateHref(t), text: `${t.namespace}/${t.name}@${t.version}` })),
-      h('td', {}, badge(t.state)),
+      h('td', {}, badge(t.state),
+        t.state === 'scheduled' && t.run_at && h('span', { class: 'muted starts' }, ' starts ', relEl(t.run_at))),
       h('td', {}, timeEl(t.created_at)),
       h('td', { class: 'num', text: fmtMs(t.duration_ms) })),
   });
@@ -106,6 +107,10 @@ async function taskView(root, signal, id) {
   let resolving = null;         // the step whose resolve form is open
   let busy = false;             // an action is in flight
   let scheduled = false;        // a render is due
+  let prefilled = '';           // the signal name last put in the signal form
+  let waitKey = null;           // the wait steps' states: a change may mean a signal was consumed
+  let signalsLoading = false;   // the task's signals are being fetched
+  let signalsAgain = false;     // … and should be fetched once more when that ends
   const openTraces = new Set(); // steps whose backtrace is unfolded
 
   const live = h('span', { id: 'live', 'data-live': 'off', title: 'live updates', text: 'offline' });
@@ -129,14 +134,30 @@ async function taskView(root, signal, id) {
     h('button', { id: 'resolve-submit', type: 'button', class: 'primary', text: 'Resolve step', onclick: submitResolve }),
     h('button', { type: 'button', text: 'Close', onclick: () => { resolving = null; render(); } })));
   errorSection.hidden = true;
+  // Send a signal (shown while a step waits for one), and the signals the task received.
+  const signalName = h('input', { id: 'signal-name', type: 'text', maxlength: 64, placeholder: 'name', 'aria-label': 'Signal name' });
+  const signalId = h('input', { id: 'signal-id', type: 'text', maxlength: 128, placeholder: 'optional: a repeat is then a no-op', 'aria-label': 'Signal id' });
+  const signalPayload = h('textarea', { id: 'signal-payload', rows: 3, spellcheck: 'false', placeholder: '{"approved_by": "ada"}' });
+  const signalBtn = h('button', { id: 'signal-submit', type: 'submit', class: 'primary', text: 'Send signal' });
+  const signalWaiting = h('p', { class: 'muted waiting-steps' });
+  const signalSection = h('section', { id: 'signal-section', hidden: true }, h('h3', { text: 'Send a signal' }),
+    h('form', { id: 'signal-form', class: 'signal-form', onsubmit: submitSignal }, signalWaiting,
+      h('div', { class: 'row' }, h('label', {}, 'Name ', signalName), h('label', {}, 'Signal id ', signalId)),
+      h('label', { for: 'signal-payload', text: 'Payload (JSON, optional):' }), signalPayload,
+      h('div', { class: 'row' }, signalBtn)));
+  const signalsBox = h('div');
+  const signalsSection = section('Signals', signalsBox);
+  signalsSection.hidden = true;
 
   put(root,
     h('div', { class: 'task-head' }, h('h1', {}, 'Task ', h('span', { class: 'mono', text: id })), stateEl, live),
     meta,
     h('div', { class: 'actions' }, cancelBtn, reason, retryBtn),
+    signalSection,
     section('Graph', h('div', { class: 'dag-wrap' }, dag)),
     section('Timeline', waterfall),
     section('Steps', stepsNote, stepsBox),
+    signalsSection,
     h('div', { class: 'columns' }, section('Context', contextPre), section('Result', resultPre), errorSection),
     section('History', history));
 
@@ -165,6 +186,57 @@ async function taskView(root, signal, id) {
       () => { resolving = null; resolveInput.value = ''; });
   }
 
+  // POST /v1/tasks/{id}/signals/{name}; a refusal shows the API's error.
+  function submitSignal(e) {
+    e.preventDefault();
+    const name = signalName.value.trim();
+    const body = {};
+    if (signalId.value.trim()) body.signal_id = signalId.value.trim();
+    if (signalPayload.value.trim()) {
+      try { body.payload = JSON.parse(signalPayload.value); } catch (err) {
+        return showError(new ApiError(0, 'invalid_json', `the payload is not valid JSON: ${err.message}`)); // nothing sent
+      }
+    }
+    if (!name) return showError(new ApiError(0, 'invalid_signal_name', 'a signal needs a name')); // nothing sent
+    act(async () => {
+      const sent = await api('POST', `/v1/tasks/${enc(id)}/signals/${enc(name)}`, body);
+      if (signal.aborted) return;
+      showNotice(`Signal ${sent.name} sent (id ${sent.signal_id}).`);
+      signalPayload.value = '';
+      signalId.value = '';
+      loadSignals();
+    });
+  }
+
+  // GET /v1/tasks/{id}/signals into the Signals table (hidden while there are none); a call
+  // while one is under way fetches once more after it.
+  async function loadSignals() {
+    if (signalsLoading) { signalsAgain = true; return; }
+    signalsLoading = true;
+    let signals = null;
+    try {
+      do {
+        signalsAgain = false;
+        signals = (await api('GET', `/v1/tasks/${enc(id)}/signals`, undefined, signal)).signals || [];
+      } while (signalsAgain && !signal.aborted);
+    } catch (e) {
+      if (!signal.aborted) showError(e);
+    }
+    signalsLoading = false;
+    if (signal.aborted || !signals) return;
+    signalsSection.hidden = !signals.length;
+    signalsBox.replaceChildren(table({ id: 'signals' },
+      ['name', 'signal id', 'payload', 'received', 'consumed by', 'consumed'],
+      signals.map((sg) => h('tr', { 'data-signal-id': sg.signal_id, 'data-name': sg.name },
+        h('td', {}, h('code', { text: sg.name })),
+        h('td', { class: 'mono', text: sg.signal_id }),
+        h('td', {}, sg.payload != null ? h('code', { title: pretty(sg.payload), text: clip(JSON.stringify(sg.payload), 80) }) : '—'),
+        h('td', {}, timeEl(sg.received_at)),
+        h('td', { class: 'consumed-by' }, sg.consumed_by ? h('strong', { text: sg.consumed_by }) : h('span', { class: 'muted', text: 'not yet' })),
+        h('td', {}, timeEl(sg.consumed_at)))),
+      'No signals.'));
+  }
+
   // At most one render a frame, however fast snapshots come.
   function schedule() {
     if (scheduled) return;
@@ -183,12 +255,13 @@ async function taskView(root, signal, id) {
       ['template', h('a', { href: templateHref(task), text: `${task.namespace}/${task.name}@${task.version}` })],
       ['id', h('span', { class: 'mono', text: task.id })], ['created', timeEl(task.created_at)],
       ['completed', timeEl(task.completed_at)], ['duration', fmtMs(task.duration_ms)],
+      ['run at', task.run_at ? [timeEl(task.run_at), task.state === 'scheduled' && [' (starts ', relEl(task.run_at), ')']] : null],
       ['open steps', String(task.open_steps)], ['idempotency key', task.idempotency_key],
     ]));
     const failed = task.state === 'error';
-    cancelBtn.hidden = task.state !== 'running';
+    cancelBtn.hidden = task.state !== 'running' && task.state !== 'scheduled';
     retryBtn.hidden = reason.hidden = !failed;
-    cancelBtn.disabled = retryBtn.disabled = busy;
+    cancelBtn.disabled = retryBtn.disabled = signalBtn.disabled = busy;
     if (resolving && !(failed && steps.some((s) => s.name === resolving && s.state === 'failed'))) resolving = null;
     contextPre.textContent = pretty(task.context);
     resultPre.textContent = task.result != null ? pretty(task.result) : '';
@@ -222,6 +295,17 @@ async function taskView(root, signal, id) {
     if (!steps.length) stepsBox.append(h('p', { class: 'muted', text: 'No steps.' }));
     if (hadFocus && resolveForm.isConnected) hadFocus.focus();
     history.replaceChildren(...(snap.history || []).map(historyItem));
+
+    // The signal form, while a step waits for a signal; its name is prefilled unless edited.
+    const waiting = steps.filter((s) => s.state === 'waiting' && s.wait && s.wait.kind === 'signal' && s.wait.signal);
+    signalSection.hidden = !waiting.length;
+    if (waiting.length) {
+      if (!signalName.value.trim() || signalName.value === prefilled) signalName.value = prefilled = waiting[0].wait.signal;
+      signalWaiting.replaceChildren();
+      put(signalWaiting, waiting.map((s, i) => [i ? '; ' : '',
+        h('strong', { text: s.name }), ' waits for ', h('code', { text: s.wait.signal }),
+        s.wait.until && [' until ', atEl(s.wait.until)]]), '.');
+    }
   }
 
   function onSnapshot(data) {
@@ -229,6 +313,10 @@ async function taskView(root, signal, id) {
     try { next = JSON.parse(data); } catch (_) { return; }
     if (!next || !next.task) return;
     snap = next;
+    // Signals are consumed as wait steps move on: fetch them again when one does.
+    const key = (snap.steps || []).filter((s) => s.step_type === 'wait').map((s) => `${s.name}:${s.state}`).join(',');
+    if (waitKey !== null && key !== waitKey) loadSignals();
+    waitKey = key;
     if (template === undefined) { // the template, once per view
       template = 'loading';
       const t = snap.task;
@@ -239,6 +327,7 @@ async function taskView(root, signal, id) {
     schedule();
   }
 
+  loadSignals();
   await eventStream(`/v1/tasks/${enc(id)}/events`, signal,
     (event, data) => { if (event === 'snapshot') onSnapshot(data); },
     (on) => { live.dataset.live = on ? 'on' : 'off'; live.textContent = on ? 'live' : 'offline'; });
@@ -257,9 +346,12 @@ function stepStates(steps, taskState) {
   }
   return (name) => {
     const g = groups.get(name);
-    if (!g) return { state: taskState === 'running' ? 'pending' : 'skipped', sub: 'not created' };
+    if (!g) return { state: taskState === 'running' || taskState === 'scheduled' ? 'pending' : 'skipped', sub: 'not created' };
     if (g.length === 1 && g[0].name === name) {
-      return { state: g[0].state, sub: g[0].attempt > 1 ? `${g[0].state} · attempt ${g[0].attempt}` : g[0].state };
+      const s = g[0];
+      const sub = s.state === 'waiting' && s.wait ? waitSub(s.wait)
+        : s.attempt > 1 ? `${s.state} · attempt ${s.attempt}` : s.state;
+      return { state: s.state, sub, kind: s.step_type === 'wait' ? 'wait' : null };
     }
     const state = worstState(g.map((s) => s.state));
     return { state, sub: state, count: `${g.filter((s) => s.state === 'completed').length}/${g.length}` };
@@ -268,23 +360,37 @@ function stepStates(steps, taskState) {
 
 // failed, else in progress, else pending, else completed if all are, else the most common.
 function worstState(states) {
-  for (const s of ['failed', 'enqueued', 'waiting_retry', 'pending']) if (states.includes(s)) return s;
+  for (const s of ['failed', 'enqueued', 'waiting_retry', 'waiting', 'pending']) if (states.includes(s)) return s;
   if (states.every((s) => s === 'completed')) return 'completed';
   const counts = new Map();
   for (const s of states) counts.set(s, (counts.get(s) || 0) + 1);
   return [...counts].sort((a, b) => b[1] - a[1])[0][0];
 }
 
+// A waiting step's wait in its DAG node (after "wait · "): "for approved", "until 14:02:31".
+function waitSub(w) {
+  if (w.kind === 'signal') return `for ${w.signal}`;
+  return w.until ? `until ${fmtShort(w.until)}` : 'waiting';
+}
+
+// What a waiting step waits for and until when: "sleeping until 14:02:31 (in 2m)", "waiting for
+// signal `approved` until … — on timeout: fail".
+const waitInfo = (w) => h('div', { class: 'wait-info', 'data-kind': w.kind },
+  w.kind === 'sleep' ? 'sleeping' : w.kind === 'signal' ? ['waiting for signal ', h('code', { text: w.signal || '?' })] : 'waiting',
+  w.until && [' until ', atEl(w.until)],
+  w.on_timeout && ` — on timeout: ${w.on_timeout}`);
+
 function stepCard(st, openTraces) {
   const card = h('div', { class: 'step', 'data-step': st.name, 'data-state': st.state },
     h('div', { class: 'step-head' },
       h('strong', { class: 'step-name', text: st.name }),
       badge(st.state),
-      h('code', { title: 'handler', text: st.handler }),
+      st.step_type !== 'wait' && h('code', { title: 'handler', text: st.handler }),
       st.step_type && st.step_type !== 'standard' && h('span', { class: 'tag', text: st.step_type }),
       h('span', { class: 'muted', text: `attempt ${st.attempt}/${st.max_attempts}` }),
       st.worker && h('span', { class: 'muted', text: `worker ${st.worker}` }),
       st.state === 'waiting_retry' && st.next_attempt_at && h('span', { class: 'muted' }, 'next attempt ', timeEl(st.next_attempt_at))),
+    st.state === 'waiting' && st.wait && waitInfo(st.wait),
     st.result != null && h('pre', { class: 'result', text: pretty(st.result) }));
   const err = st.error;
   if (err == null) return card;

@@ -1,0 +1,142 @@
+// Schedules, delayed tasks and wait steps in the dashboard, in Debian's Chromium driven by
+// playwright-core: a schedule is listed with its next fire, triggered (the page opens the new
+// task) and paused with a note; a scheduled task is found with the `scheduled` filter; a task
+// whose step waits for a signal says so, a refused signal shows the API's error and the signal
+// sent from the form completes the step. Run by tests/fast/dashboard.rs, which reads the JSON
+// report this prints on its last line and asserts on it (and on what the API then says).
+//
+// Environment: TASKER_URL (the orchestrator, tokens off), SCHEDULE ("namespace/name" of a
+// schedule, not paused), SCHEDULED_TASK_ID (a task in state `scheduled`), WAIT_TASK_ID (a task
+// whose step WAIT_STEP waits for the signal SIGNAL), PAUSE_NOTE, SCREENSHOTS (a folder),
+// CHROMIUM (the browser; default /usr/bin/chromium).
+import { mkdirSync } from 'node:fs';
+import { chromium } from 'playwright-core';
+
+const {
+  TASKER_URL: url, SCHEDULE: schedule, SCHEDULED_TASK_ID: scheduledId, WAIT_TASK_ID: waitTaskId,
+  WAIT_STEP: waitStep, SIGNAL: signalName, PAUSE_NOTE: note, SCREENSHOTS: shots,
+} = process.env;
+const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
+mkdirSync(shots, { recursive: true });
+
+// Console errors other than the browser's own line for a refused request (one is on purpose).
+const report = { pageErrors: [], consoleErrors: [] };
+const browser = await chromium.launch({ executablePath, headless: true, args: ['--no-sandbox'] });
+const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+page.setDefaultTimeout(20_000);
+page.on('pageerror', (e) => report.pageErrors.push(String(e)));
+page.on('console', (m) => {
+  console.error(`[browser ${m.type()}] ${m.text()}`);
+  if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) report.consoleErrors.push(m.text());
+});
+const shot = (name) => page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
+const text = async (locator) => ((await locator.textContent()) || '').replace(/\s+/g, ' ').trim();
+
+try {
+  // The schedule's row, with its next fire (the exact time in the datetime attribute).
+  await page.goto(`${url}/ui/#/schedules`);
+  const row = page.locator(`tr[data-schedule="${schedule}"]`);
+  await row.waitFor();
+  report.listed = {
+    paused: await row.getAttribute('data-paused'),
+    nextFireAt: await row.locator('td.next-fire time').getAttribute('datetime'),
+    nextFire: await text(row.locator('td.next-fire')),
+    cron: await text(row.locator('td.cron')),
+    template: await text(row.locator('td').nth(1)),
+  };
+  await shot('t1-schedules');
+
+  // Trigger now, confirmed: the page opens the task it started.
+  await row.locator('button.trigger').click();
+  await page.locator(`tr[data-confirm-for="${schedule}"] button.trigger-confirm`).click();
+  await page.waitForURL(/#\/tasks\/[0-9a-f-]{36}$/);
+  report.triggeredTaskId = decodeURIComponent(new URL(page.url()).hash.split('/').pop());
+  await page.waitForSelector('#task-state[data-state]');
+  report.triggerNotice = await text(page.locator('#notice'));
+
+  // Pause with a note, confirmed: the row says paused, with the note, and offers Resume.
+  await page.goto(`${url}/ui/#/schedules`);
+  await row.locator('button.pause').click();
+  const confirm = page.locator(`tr[data-confirm-for="${schedule}"]`);
+  await confirm.locator('input.pause-note').fill(note);
+  await shot('t2-pause');
+  await confirm.locator('button.pause-confirm').click();
+  await page.waitForSelector(`tr[data-schedule="${schedule}"][data-paused="true"]`);
+  report.paused = {
+    state: await text(row.locator('td.paused-state')),
+    notice: await text(page.locator('#notice')),
+    resumeShown: await row.locator('button.resume').isVisible(),
+  };
+
+  // A click on the row opens the schedule: its fields and next fire times.
+  await row.locator('td.cron').click();
+  await page.waitForSelector('#schedule-cron');
+  report.detail = {
+    hash: decodeURIComponent(new URL(page.url()).hash),
+    cron: await text(page.locator('#schedule-cron')),
+    upcoming: await page.locator('#upcoming li').count(),
+    text: await text(page.locator('main')),
+  };
+  await shot('t3-schedule');
+
+  // The task scheduled for later: in the list filtered on `scheduled`, with when it starts.
+  await page.goto(`${url}/ui/#/tasks`);
+  await page.locator('#filter-state').selectOption('scheduled');
+  await page.waitForFunction((id) => {
+    const badges = [...document.querySelectorAll('#tasks tr[data-task-id] .badge')];
+    return document.querySelector(`#tasks tr[data-task-id="${id}"]`) &&
+      badges.every((b) => b.textContent === 'scheduled');
+  }, scheduledId);
+  const scheduledRow = page.locator(`tr[data-task-id="${scheduledId}"]`);
+  report.scheduledRow = await text(scheduledRow);
+  report.scheduledBadge = await scheduledRow.locator('.badge').getAttribute('class');
+  await shot('t4-scheduled');
+
+  // The waiting task: the step says what it waits for, the graph shows it waiting.
+  await page.goto(`${url}/ui/#/tasks/${waitTaskId}`);
+  await page.waitForSelector('#live[data-live="on"]');
+  const step = page.locator(`#steps .step[data-step="${waitStep}"]`);
+  await page.waitForSelector(`#steps .step[data-step="${waitStep}"][data-state="waiting"]`, { timeout: 30_000 });
+  const node = `#dag g.node[data-step="${waitStep}"]`;
+  await page.waitForSelector(`${node}[data-state="waiting"]`);
+  report.waiting = {
+    text: await text(step.locator('.wait-info')),
+    dagKind: await page.getAttribute(node, 'data-kind'),
+    formShown: await page.isVisible('#signal-section'),
+    prefilled: await page.inputValue('#signal-name'),
+  };
+  await shot('t5-waiting');
+
+  // A name the API refuses: its error is shown, the step still waits.
+  await page.fill('#signal-name', 'not a name!');
+  await page.click('#signal-submit');
+  await page.waitForSelector('#error:not([hidden])');
+  report.refusal = await text(page.locator('#error'));
+
+  // The signal, with a payload and an id, from the form: the step completes and so does the task.
+  await page.fill('#signal-name', signalName);
+  await page.fill('#signal-payload', '{"value": 21}');
+  await page.fill('#signal-id', 'from-the-dashboard');
+  await page.click('#signal-submit');
+  await page.waitForSelector(`#steps .step[data-step="${waitStep}"][data-state="completed"]`, { timeout: 30_000 });
+  await page.waitForSelector('#task-state[data-state="complete"]', { timeout: 30_000 });
+  const signalRow = page.locator('#signals tr[data-signal-id="from-the-dashboard"]');
+  await page.waitForSelector('#signals tr[data-signal-id="from-the-dashboard"] td.consumed-by strong');
+  report.signalled = {
+    notice: await text(page.locator('#notice')),
+    row: await text(signalRow),
+    consumedBy: await text(signalRow.locator('td.consumed-by')),
+    formHidden: !(await page.isVisible('#signal-section')),
+    errorHidden: !(await page.isVisible('#error')),
+    dagState: await page.getAttribute(node, 'data-state'),
+  };
+  await shot('t6-signalled');
+  report.ok = true;
+} catch (e) {
+  report.ok = false;
+  report.failure = String(e);
+  await shot('failure').catch(() => {});
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify(report));
