@@ -169,6 +169,16 @@ repair_id="$("$BIN_DIR/tasker" --url "$ORCH_URL" --json submit rust_examples rep
 repair_state="$("$BIN_DIR/tasker" --url "$ORCH_URL" wait "$repair_id" --timeout "$TASK_TIMEOUT" | sed -n 's/^state    //p' || true)"
 echo "task $repair_id is ${repair_state:-unknown} (on purpose)"
 
+# Time: a schedule that starts the linear workflow every minute, and a task waiting for a signal.
+say "a schedule, and a task waiting for a signal"
+"$BIN_DIR/tasker" --url "$ORCH_URL" schedules apply tests/fixtures/schedules/linear_every_minute.yaml
+signal_id="$("$BIN_DIR/tasker" --url "$ORCH_URL" --json submit python_examples signal_wait \
+  --context '{"value": 21}' | sed -n 's/^  "id": "\([0-9a-f-]*\)",$/\1/p')"
+"$BIN_DIR/tasker" --url "$ORCH_URL" show "$signal_id"
+say "tasker signal $signal_id approved --payload '{\"approved_by\": \"the demo\"}'"
+"$BIN_DIR/tasker" --url "$ORCH_URL" signal "$signal_id" approved --payload '{"approved_by": "the demo"}'
+"$BIN_DIR/tasker" --url "$ORCH_URL" wait "$signal_id" --timeout "$TASK_TIMEOUT" || failures=$((failures + 1))
+
 cat <<EOF
 
 Still running, so you can look around. The API requires a token: the demo made an admin one,
@@ -188,6 +198,14 @@ Still running, so you can look around. The API requires a token: the demo made a
         $BIN_DIR/tasker --url $ORCH_URL show $repair_id
         $BIN_DIR/tasker --url $ORCH_URL retry $repair_id --reason "fixed upstream" --wait
         $BIN_DIR/tasker --url $ORCH_URL history $repair_id
+
+  A step that waits for a signal (python_examples/signal_wait; it gives up after 30 s):
+        id=\$($BIN_DIR/tasker --url $ORCH_URL --json submit python_examples signal_wait --context '{"value": 2}' | sed -n 's/^  "id": "\(.*\)",\$/\1/p')
+        $BIN_DIR/tasker --url $ORCH_URL show \$id
+        $BIN_DIR/tasker --url $ORCH_URL signal \$id approved --payload '{"approved_by": "you"}'
+  The schedule rust_examples/linear_every_minute starts a task every minute (the Schedules page):
+        $BIN_DIR/tasker --url $ORCH_URL schedules show rust_examples/linear_every_minute
+        $BIN_DIR/tasker --url $ORCH_URL schedules pause rust_examples/linear_every_minute --note "enough"
 
 Stop everything with: bin/dev stop
 EOF

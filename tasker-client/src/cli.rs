@@ -69,7 +69,7 @@ enum Command {
         idempotency_key: Option<String>,
         /// Start the task at this time (RFC 3339, e.g. 2026-12-01T02:30:00Z); until then it is
         /// `scheduled`.
-        #[arg(long, conflicts_with = "r#in")]
+        #[arg(long, conflicts_with = "in")]
         at: Option<chrono::DateTime<chrono::Utc>>,
         /// Start the task after this long (`10m`, `1h30m`, `7d`).
         #[arg(long = "in", value_name = "DURATION")]
@@ -315,5 +315,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Schedules { action } => schedules::run(&client, action, json).await,
         Command::DeadLetters { action } => dead_letters::run(&client, action, json).await,
         Command::Templates { action } => templates::run(&client, action, json).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// clap checks a command's definition only when it is parsed; a test checks them all.
+    #[test]
+    fn every_command_is_well_formed() {
+        <super::Cli as clap::CommandFactory>::command().debug_assert();
     }
 }

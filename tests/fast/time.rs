@@ -42,7 +42,10 @@ where
         if check().await? {
             return Ok(());
         }
-        if tokio::time::timeout_at(deadline, events.recv()).await.is_err() {
+        if tokio::time::timeout_at(deadline, events.recv())
+            .await
+            .is_err()
+        {
             anyhow::bail!("{what}: not within {timeout:?}");
         }
     }

@@ -235,3 +235,125 @@ async fn the_cli_reads_json_pages_waits_past_the_cap_and_exits_by_failure_class(
     o.stop().await;
     env.cleanup().await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_starts_later_signals_and_manages_schedules_with_file_and_line_errors()
+-> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    let o = RunningOrchestrator::start(env.config.clone()).await?;
+    let url = o.url();
+    let dir = std::env::temp_dir().join(format!("tasker-cli-time-{}", Uuid::now_v7()));
+    std::fs::create_dir_all(dir.join("schedules"))?;
+    std::fs::write(
+        dir.join("approve.yaml"),
+        "namespace: timed\nname: approve\nversion: '1'\nsteps:\n  - name: approval\n    wait: {signal: ok, timeout: 1h}\n",
+    )?;
+    std::fs::write(
+        dir.join("schedules/nightly.yaml"),
+        "namespace: timed\nname: nightly\ntemplate: approve\ncron: '30 2 * * *'\ntimezone: America/New_York\n",
+    )?;
+    let d = dir.display().to_string();
+    let validated = tasker(&url, &["templates", "validate", &d], None)?;
+    assert_eq!(validated.code, Some(0), "{}", validated.stderr);
+    assert!(
+        validated.stdout.contains("ok  schedule timed/nightly"),
+        "{}",
+        validated.stdout
+    );
+    let registered = tasker(&url, &["templates", "register", &d], None)?;
+    assert_eq!(registered.code, Some(0), "{}", registered.stderr);
+    let applied = tasker(&url, &["schedules", "apply", &d], None)?;
+    assert_eq!(applied.code, Some(0), "{}", applied.stderr);
+    assert!(
+        applied.stdout.contains("created timed/nightly"),
+        "{}",
+        applied.stdout
+    );
+    let shown = tasker(&url, &["schedules", "show", "timed/nightly"], None)?;
+    assert!(
+        shown.stdout.contains("30 2 * * * (America/New_York)"),
+        "{}",
+        shown.stdout
+    );
+    assert_eq!(shown.stdout.matches("then").count(), 5, "{}", shown.stdout);
+    let paused = tasker(
+        &url,
+        &[
+            "--json",
+            "schedules",
+            "pause",
+            "timed/nightly",
+            "--note",
+            "holiday",
+        ],
+        None,
+    )?;
+    let paused: Value = serde_json::from_str(&paused.stdout)?;
+    assert_eq!(
+        (paused["paused"].clone(), paused["note"].clone()),
+        (json!(true), json!("holiday"))
+    );
+
+    // A bad schedule file: refused offline with its file and line, nothing sent.
+    let bad = dir.join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "namespace: timed\nname: bad\ntemplate: approve\ncron: '61 * * * *'\n",
+    )?;
+    let refused = tasker(
+        &url,
+        &["schedules", "apply", &bad.display().to_string()],
+        None,
+    )?;
+    assert_eq!(refused.code, Some(2), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("bad.yaml:4") && refused.stderr.contains("cron"),
+        "{}",
+        refused.stderr
+    );
+
+    // Later, then a signal.
+    let later = tasker(
+        &url,
+        &["--json", "submit", "timed", "approve", "--in", "1h"],
+        None,
+    )?;
+    let later: Value = serde_json::from_str(&later.stdout)?;
+    assert_eq!(later["state"], "scheduled");
+    let now = tasker(&url, &["--json", "submit", "timed", "approve"], None)?;
+    let id = serde_json::from_str::<Value>(&now.stdout)?["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let sent = tasker(
+        &url,
+        &[
+            "signal",
+            &id,
+            "ok",
+            "--payload",
+            r#"{"by": "cli"}"#,
+            "--id",
+            "one",
+        ],
+        None,
+    )?;
+    assert_eq!(sent.code, Some(0), "{}", sent.stderr);
+    let done = tasker(&url, &["--json", "wait", &id, "--timeout", "20"], None)?;
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    let doc: Value = serde_json::from_str(&done.stdout)?;
+    assert_eq!(doc["task"]["result"], json!({"approval": {"by": "cli"}}));
+    let signals = tasker(&url, &["signals", &id], None)?;
+    assert!(signals.stdout.contains("approval"), "{}", signals.stdout);
+    let finished = tasker(&url, &["signal", &id, "ok"], None)?;
+    assert_eq!(finished.code, Some(4), "{}", finished.stderr);
+    assert!(
+        finished.stderr.contains("task_finished"),
+        "{}",
+        finished.stderr
+    );
+
+    std::fs::remove_dir_all(&dir)?;
+    o.stop().await;
+    env.cleanup().await
+}

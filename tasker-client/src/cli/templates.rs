@@ -30,7 +30,8 @@ pub(super) enum TemplatesCommand {
         by: Option<String>,
     },
     /// Check every template below each DIR offline, exactly as an orchestrator would at
-    /// start-up; prints `file:line: problem` and exits 1 on the first invalid one.
+    /// start-up, and the schedules of its `schedules/` folders; prints `file:line: problem`
+    /// and exits 1 on the first invalid one.
     Validate {
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
@@ -101,6 +102,23 @@ fn validate(dirs: &[PathBuf]) -> ExitCode {
             Ok(loaded) => {
                 for t in loaded {
                     out!("ok  {}  {}", t.template.key(), t.source.display());
+                }
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(1);
+            }
+        }
+        // And the schedules of its `schedules/` folders, as a worker registers them.
+        match tasker_shared::time::load_schedules(dir) {
+            Ok(schedules) => {
+                for (file, s) in schedules {
+                    out!(
+                        "ok  schedule {}/{}  {}",
+                        s.namespace,
+                        s.name,
+                        file.display()
+                    );
                 }
             }
             Err(e) => {

@@ -50,8 +50,7 @@ pub(super) async fn create_task(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, Error> {
     let body = request_body(&shared, body)?;
-    let mut req: CreateTask = serde_json::from_slice(&body)
-        .map_err(|e| Error::bad_request("invalid_json", format!("invalid request body: {e}")))?;
+    let mut req: CreateTask = serde_json::from_slice(&body).map_err(|e| refused_body(&body, e))?;
     caller.check(&req.namespace)?;
     let context = checked_context(&shared, body.len(), req.context.take())?;
     check_idempotency_key(req.idempotency_key.as_deref())?;
@@ -409,6 +408,26 @@ pub(super) async fn cancel_task(
             format!("task {id} is already {state}"),
         )),
     }
+}
+
+/// Why a creation request's body was refused: `invalid_run_at` for a `run_at` that is not an
+/// RFC 3339 time (read again only on this error path), else `invalid_json`.
+fn refused_body(body: &[u8], e: serde_json::Error) -> Error {
+    let run_at = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("run_at").cloned())
+        .filter(|v| !v.is_null());
+    if let Some(v) = run_at
+        && serde_json::from_value::<chrono::DateTime<chrono::Utc>>(v.clone()).is_err()
+    {
+        return Error::bad_request(
+            "invalid_run_at",
+            format!(
+                "`run_at` must be an RFC 3339 time with an offset, such as \"2026-12-01T02:30:00Z\" (got {v})"
+            ),
+        );
+    }
+    Error::bad_request("invalid_json", format!("invalid request body: {e}"))
 }
 
 /// When a created task starts: `run_at`, or now plus `delay`; `None` for now. At most a year
