@@ -217,6 +217,17 @@ def test_a_worker_started_from_your_own_code_runs_until_stopped(broker) -> None:
         worker.run()
 
 
+def test_a_worker_stopped_before_it_runs_returns_from_run_at_once(broker) -> None:
+    """A signal between ``start`` and ``run`` (the CLI's ready line, then SIGINT) stops the
+    worker; ``run`` then has nothing to drain and returns True instead of failing."""
+    from conftest import TEMPLATES
+
+    worker = tasker.Worker.start(TEMPLATES, registry=tasker.Registry(), health_port=0)
+    worker.stop()
+    assert worker.run() is True
+    worker.stop()  # still idempotent
+
+
 def test_bad_start_arguments_are_refused_before_anything_starts(broker) -> None:
     from conftest import TEMPLATES
 

@@ -26,6 +26,8 @@ class Worker:
         self._native = native
         self._runner = Runner(native, registry)
         self._lock = threading.Lock()
+        # started -> running -> stopped, or started -> stopped_before_run (stop() came first,
+        # e.g. a signal between start() and run(): run() then has nothing to do).
         self._state = "started"
 
     @classmethod
@@ -77,8 +79,11 @@ class Worker:
         """Runs handlers until :meth:`stop`, then lets the running ones finish (within the
         shutdown timeout), reports their outcomes, which the core publishes, and stops the
         core; steps not reported by then go back to their queues. Returns False if a sync
-        handler was still running (its thread keeps the interpreter from exiting)."""
+        handler was still running (its thread keeps the interpreter from exiting). A worker
+        stopped before it ran returns True at once."""
         with self._lock:
+            if self._state == "stopped_before_run":
+                return True
             if self._state != "started":
                 raise WorkerError(f"the worker is {self._state}: run() is called once")
             self._state = "running"
@@ -99,7 +104,7 @@ class Worker:
         with self._lock:
             never_ran = self._state == "started"
             if never_ran:
-                self._state = "stopped"
+                self._state = "stopped_before_run"
         if never_ran:
             self._native.stop()
 
