@@ -135,6 +135,11 @@ impl Client {
             // An unreachable address fails in seconds, not at the OS's connect timeout.
             http: reqwest::Client::builder()
                 .connect_timeout(Duration::from_secs(5))
+                // Below the server's idle limit (`orchestrator.header_timeout_ms`, 10 s by
+                // default, closes a keep-alive connection that sends nothing): a request never
+                // goes out on a connection the server is closing (a reset, not retried for a
+                // POST).
+                .pool_idle_timeout(Duration::from_secs(4))
                 .default_headers(headers)
                 .tls_certs_merge(roots)
                 .build()
