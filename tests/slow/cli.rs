@@ -275,7 +275,8 @@ async fn the_cli_starts_later_signals_and_manages_schedules_with_file_and_line_e
         "{}",
         shown.stdout
     );
-    assert_eq!(shown.stdout.matches("then").count(), 5, "{}", shown.stdout);
+    assert_eq!(shown.stdout.matches("then").count(), 4, "{}", shown.stdout);
+    assert_eq!(shown.stdout.matches("next").count(), 1, "{}", shown.stdout);
     let paused = tasker(
         &url,
         &[

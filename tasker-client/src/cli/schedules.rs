@@ -195,7 +195,7 @@ fn time(t: Option<DateTime<Utc>>) -> String {
 
 fn print_list(all: &[Schedule]) {
     out!(
-        "{:<32} {:<18} {:<20} {:<21} {:>6} {:>6}  STATE",
+        "{:<40} {:<18} {:<20} {:<21} {:>6} {:>6}  STATE",
         "SCHEDULE",
         "CRON",
         "TIMEZONE",
@@ -210,7 +210,7 @@ fn print_list(all: &[Schedule]) {
             "active".into()
         };
         out!(
-            "{:<32} {:<18} {:<20} {:<21} {:>6} {:>6}  {}",
+            "{:<40} {:<18} {:<20} {:<21} {:>6} {:>6}  {}",
             format!("{}/{}", s.namespace, s.name),
             s.cron,
             s.timezone,
@@ -240,7 +240,9 @@ fn print_one(s: &Schedule, json: bool) -> anyhow::Result<()> {
     if s.paused {
         out!("paused    {}", s.note.as_deref().unwrap_or("(no note)"));
     }
-    out!("next      {}", time(s.next_fire_at));
+    if s.upcoming.is_empty() {
+        out!("next      {}", time(s.next_fire_at));
+    }
     out!(
         "last      {} (task {})",
         time(s.last_fire_at),
@@ -249,8 +251,9 @@ fn print_one(s: &Schedule, json: bool) -> anyhow::Result<()> {
             .unwrap_or_else(|| "-".into())
     );
     out!("fires     {}; skipped {}", s.fires, s.skipped);
-    for t in &s.upcoming {
-        out!("  then    {}", time(Some(*t)));
+    for (i, t) in s.upcoming.iter().enumerate() {
+        let label = if i == 0 { "next" } else { "then" };
+        out!("{label:<9} {}", time(Some(*t)));
     }
     Ok(())
 }
