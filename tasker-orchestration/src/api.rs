@@ -253,6 +253,32 @@ fn request_body(shared: &Shared, body: Result<Bytes, BytesRejection>) -> Result<
     })
 }
 
+/// The request body as JSON of type `T`, or `invalid_json` saying why not.
+fn json_body<T: serde::de::DeserializeOwned>(
+    shared: &Shared,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<T, Error> {
+    let body = request_body(shared, body)?;
+    parse_json(&body)
+}
+
+/// [`json_body`] for a body that may be left out (empty or blank: `T::default()`).
+fn optional_json_body<T: serde::de::DeserializeOwned + Default>(
+    shared: &Shared,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<T, Error> {
+    let body = request_body(shared, body)?;
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    parse_json(&body)
+}
+
+fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Error> {
+    serde_json::from_slice(body)
+        .map_err(|e| Error::bad_request("invalid_json", format!("invalid request body: {e}")))
+}
+
 /// A query-string filter matched against stored text: bounded, no control characters (NUL
 /// cannot even be sent to PostgreSQL).
 fn check_filter(field: &str, value: Option<&str>) -> Result<(), Error> {

@@ -17,7 +17,7 @@ use tasker_shared::namespaces::Patterns;
 
 use super::access::Caller;
 use super::extract::Path;
-use super::{Error, request_body};
+use super::{Error, json_body};
 use crate::shared::Shared;
 use crate::store::{CreateError, Scope};
 
@@ -128,9 +128,7 @@ pub(super) async fn create_token(
     caller: Caller,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, Error> {
-    let body = request_body(&shared, body)?;
-    let req: NewToken = serde_json::from_slice(&body)
-        .map_err(|e| Error::bad_request("invalid_json", format!("invalid request body: {e}")))?;
+    let req: NewToken = json_body(&shared, body)?;
     let scope = Scope::parse(&req.scope).ok_or_else(|| {
         Error::bad_request(
             "invalid_scope",

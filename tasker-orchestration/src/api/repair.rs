@@ -16,7 +16,7 @@ use tasker_shared::json_check;
 
 use super::access::Caller;
 use super::extract::Path;
-use super::{Error, fetch_task, parse_id, request_body};
+use super::{Error, fetch_task, optional_json_body, parse_id};
 use crate::executor;
 use crate::shared::Shared;
 use crate::store::{Principal, Repair, Repaired, TaskView};
@@ -142,13 +142,7 @@ fn parse_retry(shared: &Shared, body: Result<Bytes, BytesRejection>) -> Result<R
 
 /// The body, which may be empty; `by` and `reason` bounded and free of control characters.
 fn parse(shared: &Shared, body: Result<Bytes, BytesRejection>) -> Result<RepairBody, Error> {
-    let body = request_body(shared, body)?;
-    let body: RepairBody = if body.iter().all(u8::is_ascii_whitespace) {
-        RepairBody::default()
-    } else {
-        serde_json::from_slice(&body)
-            .map_err(|e| Error::bad_request("invalid_json", format!("invalid request body: {e}")))?
-    };
+    let body: RepairBody = optional_json_body(shared, body)?;
     for (field, value, max) in [("by", &body.by, 256), ("reason", &body.reason, 1_000)] {
         if let Some(v) = value
             && (v.is_empty() || v.chars().count() > max || v.chars().any(char::is_control))

@@ -8,7 +8,6 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::json;
 use utoipa::IntoParams;
 
@@ -19,7 +18,7 @@ use tasker_shared::time::{Cron, FieldError, ScheduleSpec};
 
 use super::access::Caller;
 use super::extract::{Path, Query};
-use super::{Error, check_filter, fetch_task, request_body, unknown_template};
+use super::{Error, check_filter, fetch_task, json_body, optional_json_body, unknown_template};
 use crate::executor;
 use crate::scheduler;
 use crate::shared::Shared;
@@ -413,25 +412,4 @@ fn with_upcoming(row: ScheduleRow) -> Schedule {
 /// Who saves a schedule, as recorded: the token's name.
 fn actor(caller: &Caller) -> Option<String> {
     caller.principal().map(|p| format!("token:{}", p.name))
-}
-
-fn json_body<T: DeserializeOwned>(
-    shared: &Shared,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<T, Error> {
-    let body = request_body(shared, body)?;
-    serde_json::from_slice(&body)
-        .map_err(|e| Error::bad_request("invalid_json", format!("invalid request body: {e}")))
-}
-
-fn optional_json_body<T: DeserializeOwned + Default>(
-    shared: &Shared,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<T, Error> {
-    let body = request_body(shared, body)?;
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(T::default());
-    }
-    serde_json::from_slice(&body)
-        .map_err(|e| Error::bad_request("invalid_json", format!("invalid request body: {e}")))
 }

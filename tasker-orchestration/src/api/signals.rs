@@ -13,7 +13,7 @@ use tasker_shared::time::is_signal_name;
 
 use super::access::Caller;
 use super::extract::Path;
-use super::{Error, fetch_task, parse_id, request_body};
+use super::{Error, fetch_task, optional_json_body, parse_id};
 use crate::metrics as m;
 use crate::shared::Shared;
 use crate::store::Signalled;
@@ -52,13 +52,7 @@ pub(super) async fn send(
             ),
         ));
     }
-    let body = request_body(&shared, body)?;
-    let req: SendSignal = if body.iter().all(u8::is_ascii_whitespace) {
-        SendSignal::default()
-    } else {
-        serde_json::from_slice(&body)
-            .map_err(|e| Error::bad_request("invalid_json", format!("invalid request body: {e}")))?
-    };
+    let req: SendSignal = optional_json_body(&shared, body)?;
     let signal_id = match req.signal_id {
         Some(s) if (1..=128).contains(&s.chars().count()) && !s.chars().any(char::is_control) => s,
         Some(_) => {
