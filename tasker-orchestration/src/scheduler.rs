@@ -188,16 +188,20 @@ async fn start(
     let Some(entry) = template_of(shared, row).await? else {
         return Ok(None);
     };
-    let created = tx
-        .create_task(NewTask {
-            template_id: entry.id,
-            template: &entry.loaded,
-            context: row.context.clone(),
-            idempotency_key: Some(key.unwrap_or_else(|| fire_key(row.id, nominal))),
-            run_at: None,
-        })
-        .await?;
+    let key = key.unwrap_or_else(|| fire_key(row.id, nominal));
+    let created = tx.create_task(new_task(&entry, row, key)).await?;
     Ok(Some((created.task_id, created.effects)))
+}
+
+/// The task a schedule starts: its template, its context, the fire's idempotency key.
+fn new_task<'a>(entry: &'a Entry, row: &ScheduleRow, key: String) -> NewTask<'a> {
+    NewTask {
+        template_id: entry.id,
+        template: &entry.loaded,
+        context: row.context.clone(),
+        idempotency_key: Some(key),
+        run_at: None,
+    }
 }
 
 /// Starts a task of the schedule now, whatever its overlap policy ("trigger now"). Returns the
@@ -273,13 +277,7 @@ pub async fn backfill(
     let mut effects = Effects::default();
     for nominal in times {
         let c = tx
-            .create_task(NewTask {
-                template_id: entry.id,
-                template: &entry.loaded,
-                context: row.context.clone(),
-                idempotency_key: Some(fire_key(row.id, nominal)),
-                run_at: None,
-            })
+            .create_task(new_task(&entry, row, fire_key(row.id, nominal)))
             .await?;
         if c.created {
             created += 1;

@@ -27,40 +27,49 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
 /// One look at every kind of timer; each on its own, so one that fails does not hold up the
 /// others.
 async fn pass(shared: &Shared) {
-    loop {
-        match shared.store.wake(BATCH).await {
-            Ok((effects, woken)) => {
-                ::metrics::counter!(m::WAITS_ENDED.name).increment(woken as u64);
-                executor::execute(shared, effects).await;
-                if (woken as i64) < BATCH {
-                    break;
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "timer: resolving due waits failed; retried at the next tick");
-                break;
-            }
-        }
-    }
-    loop {
-        match shared.store.start_tasks(BATCH).await {
-            Ok((effects, started)) => {
-                ::metrics::counter!(m::TASKS_STARTED_LATER.name).increment(started as u64);
-                executor::execute(shared, effects).await;
-                if (started as i64) < BATCH {
-                    break;
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "timer: starting due tasks failed; retried at the next tick");
-                break;
-            }
-        }
-    }
+    drain(
+        shared,
+        "resolving due waits",
+        &m::WAITS_ENDED,
+        |s| async move { s.store.wake(BATCH).await },
+    )
+    .await;
+    drain(
+        shared,
+        "starting due tasks",
+        &m::TASKS_STARTED_LATER,
+        |s| async move { s.store.start_tasks(BATCH).await },
+    )
+    .await;
     match scheduler::fire_due(shared).await {
         Ok(effects) => executor::execute(shared, effects).await,
         Err(e) => {
             tracing::warn!(error = %e, "timer: firing due schedules failed; retried at the next tick")
+        }
+    }
+}
+
+/// Runs `step` (one batch of a kind of timer) until it returns less than a full batch, carrying
+/// out each batch's effects and counting what it resolved in `metric`.
+async fn drain<F, Fut>(shared: &Shared, what: &str, metric: &tasker_shared::metric::Metric, step: F)
+where
+    F: Fn(Shared) -> Fut,
+    Fut:
+        std::future::Future<Output = Result<(crate::effects::Effects, usize), crate::store::Error>>,
+{
+    loop {
+        match step(shared.clone()).await {
+            Ok((effects, done)) => {
+                ::metrics::counter!(metric.name).increment(done as u64);
+                executor::execute(shared, effects).await;
+                if (done as i64) < BATCH {
+                    return;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "timer: {what} failed; retried at the next tick");
+                return;
+            }
         }
     }
 }
