@@ -121,7 +121,16 @@ enum Command {
         /// Start after this task id (the `next` a previous page printed).
         #[arg(long)]
         before: Option<Uuid>,
+        /// Only the tasks this task's child steps started.
+        #[arg(long)]
+        parent: Option<Uuid>,
         /// Every page, not just the first.
+        #[arg(long)]
+        all: bool,
+    },
+    /// List the live workers: who they are, the namespaces and handlers they serve
+    /// (`--all`: also those gone in the last day).
+    Workers {
         #[arg(long)]
         all: bool,
     },
@@ -263,6 +272,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             name,
             limit,
             before,
+            parent,
             all,
         } => {
             let q = TaskQuery {
@@ -271,9 +281,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 name,
                 limit: Some(limit),
                 before,
+                parent,
             };
             tasks::list(&client, q, all, json).await
         }
+        Command::Workers { all } => tasks::workers(&client, all, json).await,
         Command::Completions { shell } => {
             clap_complete::generate(
                 shell,

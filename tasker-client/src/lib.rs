@@ -20,6 +20,7 @@ mod dead_letters;
 mod error;
 mod templates;
 mod time;
+mod workers;
 
 pub use error::Error;
 pub use time::Sent;
@@ -63,6 +64,9 @@ pub struct TaskQuery {
     pub limit: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub before: Option<Uuid>,
+    /// Only the tasks this task's child steps started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<Uuid>,
 }
 
 /// Makes rustls' ring provider the process default, once: reqwest is built without one of its

@@ -18,7 +18,7 @@ BEGIN
     ), upd AS (
         UPDATE steps s SET state = 'enqueued', attempt = s.attempt + 1, publish_count = 1,
                            dispatched_at = clock_timestamp(), next_attempt_at = NULL,
-                           wake_at = NULL,
+                           wake_at = NULL, child_task_id = NULL,
                            dispatched_by = tasker_orchestrator()
         FROM old WHERE s.id = old.id
         RETURNING s.id, s.task_id, s.attempt, old.state AS from_state

@@ -35,7 +35,8 @@ BEGIN
                    WHEN s.task_id <> x.task THEN 'result_mismatch'
                    WHEN x.permit IS NOT NULL
                         AND NOT EXISTS (SELECT FROM tasks t
-                                        WHERE t.id = s.task_id AND t.namespace ~ x.permit)
+                                        WHERE t.id = s.task_id
+                                          AND COALESCE(s.namespace, t.namespace) ~ x.permit)
                        THEN 'result_not_permitted'
                    WHEN x.attempt = s.attempt AND s.state = 'enqueued' THEN 'apply'
                    -- The attempt the step is at, settled already: a copy of its result.
@@ -59,7 +60,7 @@ BEGIN
         -- By primary key only (OFFSET 0 keeps the other tests out of the lookup): a plan made
         -- while the table was small otherwise went through the index of enqueued steps, reading
         -- all 100,000 of a fan-out's for each result.
-        LEFT JOIN LATERAL (SELECT id, task_id, step_type, attempt, state FROM steps
+        LEFT JOIN LATERAL (SELECT id, task_id, step_type, attempt, state, namespace FROM steps
                            WHERE id = x.step OFFSET 0 FOR UPDATE) s ON true
     ), v AS (
         -- The second copy of an accepted result is ignored: the first settles its attempt.

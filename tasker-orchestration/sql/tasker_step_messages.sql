@@ -13,7 +13,7 @@ DECLARE
     max_parents int := COALESCE(NULLIF(current_setting('tasker.inline_max_parents', true), '')::int, 1000);
 BEGIN
     RETURN (SELECT COALESCE(jsonb_agg(jsonb_build_object(
-        'task_id', s.task_id, 'step_id', s.id, 'namespace', t.namespace, 'task_name', t.name,
+        'task_id', s.task_id, 'step_id', s.id, 'namespace', COALESCE(s.namespace, t.namespace), 'task_name', t.name,
         'step_name', s.name, 'handler', s.handler, 'attempt', s.attempt,
         'max_attempts', s.attempt_base + s.max_attempts,
         'context', CASE WHEN c.by_ref THEN NULL ELSE t.context END,

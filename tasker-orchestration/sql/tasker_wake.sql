@@ -6,7 +6,10 @@
 --   signal timed out → `on_timeout`: fail (a permanent failure `wait_timed_out`), continue
 --     (completed with {"timed_out": true}) or skip (the step is skipped, and with it what
 --     depends on it alone, like a decision's unchosen branch);
---   until unreadable or more than a year ahead → a permanent failure `wait_until_invalid`.
+--   until unreadable or more than a year ahead → a permanent failure `wait_until_invalid`;
+--   a child step whose child task ended (tasker_task_ended woke it) → completed with the child's
+--     result (tasker_task_result), or a permanent failure `child_failed` / `child_cancelled`
+--     naming the child (a retry of the step starts a new child).
 -- Completions and failures are applied as results (tasker_apply_results), so what follows is
 -- exactly what a worker's result would do. Returns {applied: <tasker_apply_results answer>,
 -- skipped: <tasker_applied answer>, woken: n}.
@@ -22,20 +25,44 @@ DECLARE
     payload jsonb;
     outcome jsonb;
     cd record;
+    ch record;
     sk record;
     applied jsonb;
     finished jsonb;
     n int := 0;
 BEGIN
     FOR w IN
-        SELECT s.id, s.task_id, s.attempt, s.wait, s.wake_at, s.dispatched_at
+        SELECT s.id, s.task_id, s.attempt, s.wait, s.wake_at, s.dispatched_at, s.child_task_id,
+               CASE WHEN s.step_type = 'child' THEN 'child' ELSE s.wait->>'kind' END AS kind
         FROM steps s
         WHERE s.state = 'enqueued' AND s.wake_at IS NOT NULL AND s.wake_at <= now_
         ORDER BY s.wake_at LIMIT lim
         FOR UPDATE OF s SKIP LOCKED
     LOOP
         outcome := NULL;
-        CASE w.wait->>'kind'
+        CASE w.kind
+            WHEN 'child' THEN
+                SELECT id, state, error, namespace, name, version INTO ch
+                FROM tasks WHERE id = w.child_task_id;
+                IF ch.state = 'complete' THEN
+                    outcome := jsonb_build_object('status', 'success',
+                                                  'result', tasker_task_result(ch.id));
+                ELSIF ch.state IN ('error', 'cancelled') THEN
+                    outcome := jsonb_build_object('status', 'failure', 'retryable', false,
+                        'error', jsonb_build_object(
+                            'kind', CASE ch.state WHEN 'error' THEN 'child_failed'
+                                                  ELSE 'child_cancelled' END,
+                            'message', format('child task %s (%s/%s@%s) ended %s%s', ch.id,
+                                ch.namespace, ch.name, ch.version, ch.state,
+                                COALESCE(': ' || (ch.error->>'message'), '')),
+                            'child_task_id', ch.id));
+                ELSE
+                    -- Its child runs on (or was never started: the start puts it back).
+                    UPDATE steps SET wake_at = CASE WHEN ch.id IS NULL THEN NULL
+                                                    ELSE 'infinity' END
+                    WHERE id = w.id;
+                    CONTINUE;
+                END IF;
             WHEN 'sleep' THEN
                 outcome := jsonb_build_object('status', 'success',
                                               'result', jsonb_build_object('woke_at', now_));

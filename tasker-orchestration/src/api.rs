@@ -55,6 +55,7 @@ mod signals;
 mod tasks;
 mod templates;
 mod ui;
+mod workers;
 
 use std::sync::Arc;
 
@@ -171,6 +172,8 @@ fn routes() -> OpenApiRouter<Shared> {
         .routes(routes!(dead_letters::list))
         .routes(routes!(dead_letters::show, dead_letters::discard))
         .routes(routes!(dead_letters::replay))
+        .routes(routes!(workers::list))
+        .routes(routes!(workers::report, workers::leave))
         .routes(routes!(auth::list_tokens, auth::create_token))
         .routes(routes!(auth::revoke_token))
         .routes(routes!(ops::health))
@@ -213,6 +216,7 @@ fn routes() -> OpenApiRouter<Shared> {
         (name = "templates", description = "Registered task templates"),
         (name = "schedules", description = "Cron schedules that start tasks"),
         (name = "dead-letters", description = "Messages no one could process"),
+        (name = "workers", description = "The workers registry: who is up and what each serves"),
         (name = "tokens", description = "API tokens (admin scope)"),
         (name = "operations", description = "Health, readiness, metrics, this document"),
         (name = "dashboard", description = "The dashboard's page and assets")
@@ -319,11 +323,13 @@ fn is_terminal(task: &TaskView) -> bool {
 }
 
 async fn fetch_task(shared: &Shared, id: Uuid) -> Result<TaskView, Error> {
-    shared
+    let mut task = shared
         .store
         .task(id)
         .await?
-        .ok_or_else(|| Error::not_found("task_not_found", format!("no task {id}")))
+        .ok_or_else(|| Error::not_found("task_not_found", format!("no task {id}")))?;
+    task.children = Some(shared.store.children(id).await?);
+    Ok(task)
 }
 
 fn parse_id(s: &str) -> Result<Uuid, Error> {

@@ -52,6 +52,15 @@ pub enum Error {
     },
 }
 
+/// Why a template's child steps could not be pinned.
+#[derive(Debug, thiserror::Error)]
+pub enum PinError {
+    #[error(transparent)]
+    Store(#[from] store::Error),
+    #[error("step {step:?} starts {template}, which is not registered")]
+    Unknown { step: String, template: String },
+}
+
 /// Registered templates, kept in step with the registry.
 #[derive(Debug)]
 pub struct Catalog {
@@ -153,6 +162,42 @@ impl Catalog {
             return Ok(None);
         };
         Ok(compile(view).map(|e| self.insert(e)))
+    }
+
+    /// Pins the child template of each child step of `loaded` (the version it names, or the
+    /// newest registered now), in the engine's form stored with the step, by step index. A
+    /// child template that is not registered is refused by name.
+    pub async fn pin_children(
+        &self,
+        loaded: &Loaded,
+    ) -> Result<Vec<Option<serde_json::Value>>, PinError> {
+        let t = &loaded.template;
+        let mut pins = Vec::with_capacity(t.steps.len());
+        for step in &t.steps {
+            let Some(child) = &step.child else {
+                pins.push(None);
+                continue;
+            };
+            let namespace = child.namespace.as_deref().unwrap_or(&t.namespace);
+            let entry = self
+                .get(namespace, &child.template, child.version.as_deref())
+                .await?
+                .ok_or_else(|| PinError::Unknown {
+                    step: step.name.clone(),
+                    template: format!(
+                        "{namespace}/{}{}",
+                        child.template,
+                        child
+                            .version
+                            .as_deref()
+                            .map(|v| format!("@{v}"))
+                            .unwrap_or_default()
+                    ),
+                })?;
+            let e = &entry.loaded.template;
+            pins.push(Some(child.compile(entry.id, &e.namespace, &e.version)));
+        }
+        Ok(pins)
     }
 
     /// The template as held in memory, without asking the database.

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use tasker_broker::{Supervisor, supervisor};
 use tasker_shared::TaskState;
 
-use crate::store::{TASK_FINISHED_CHANNEL, TEMPLATE_REGISTERED_CHANNEL};
+use crate::store::{TASK_FINISHED_CHANNEL, TEMPLATE_REGISTERED_CHANNEL, WAKE_CHANNEL};
 
 /// Something that happened.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,6 +61,8 @@ pub struct Events {
     templates: broadcast::Sender<Event>,
     /// Whether the notification listener is connected.
     listening: std::sync::Arc<watch::Sender<bool>>,
+    /// Rung when any orchestrator's commit woke a step (a child task ended): the timer looks.
+    woken: std::sync::Arc<tokio::sync::Notify>,
 }
 
 impl Default for Events {
@@ -69,6 +71,7 @@ impl Default for Events {
             tx: broadcast::channel(4096).0,
             templates: broadcast::channel(256).0,
             listening: std::sync::Arc::new(watch::Sender::new(false)),
+            woken: std::sync::Arc::default(),
         }
     }
 }
@@ -90,6 +93,12 @@ impl Events {
     /// Changes of the notification listener's connection, to wait for it without polling.
     pub fn listening(&self) -> watch::Receiver<bool> {
         self.listening.subscribe()
+    }
+
+    /// Waits until a commit anywhere woke a step (`pg_notify` on [`WAKE_CHANNEL`]); several
+    /// wakes while nobody waits count as one.
+    pub async fn woken(&self) {
+        self.woken.notified().await;
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
@@ -114,12 +123,22 @@ impl Events {
     async fn listen_once(&self, database_url: &str) -> Result<(), sqlx::Error> {
         let mut listener = PgListener::connect(database_url).await?;
         listener
-            .listen_all([TASK_FINISHED_CHANNEL, TEMPLATE_REGISTERED_CHANNEL])
+            .listen_all([
+                TASK_FINISHED_CHANNEL,
+                TEMPLATE_REGISTERED_CHANNEL,
+                WAKE_CHANNEL,
+            ])
             .await?;
         self.listening.send_replace(true);
         self.emit(Event::ListenerConnected);
+        // Wakes announced while the listener was away: look once.
+        self.woken.notify_one();
         loop {
             let n = listener.recv().await?;
+            if n.channel() == WAKE_CHANNEL {
+                self.woken.notify_one();
+                continue;
+            }
             if n.channel() == TEMPLATE_REGISTERED_CHANNEL {
                 if let Ok(id) = n.payload().parse() {
                     self.emit(Event::TemplateRegistered { id });

@@ -90,24 +90,38 @@ pub async fn execute(shared: &Shared, effects: Effects) {
 /// Steps whose messages are built per query when a dispatch is deferred.
 const DEFERRED_PAGE: usize = 512;
 
-/// Publishes step messages; those too large to send fail their steps. A wait step's message is
-/// not sent: its wait begins in the database instead, and the alarm is armed for its wake.
+/// Publishes step messages; those too large to send fail their steps. The steps the
+/// orchestrator holds itself are not sent: a wait step's wait begins in the database and the
+/// alarm is armed for its wake; a child step starts its child task.
 async fn publish(shared: &Shared, messages: &[StepMessage]) {
-    let (waits, sends): (Vec<&StepMessage>, Vec<&StepMessage>) = messages
-        .iter()
-        .partition(|m| m.handler == tasker_shared::time::WAIT_HANDLER);
-    if !waits.is_empty() {
-        begin_waits(shared, &waits).await;
-    }
-    if sends.is_empty() {
+    use tasker_shared::{compose::CHILD_HANDLER, time::WAIT_HANDLER};
+    let held = |m: &StepMessage| m.handler == WAIT_HANDLER || m.handler == CHILD_HANDLER;
+    if messages.iter().any(held) {
+        let (waits, children): (Vec<&StepMessage>, Vec<&StepMessage>) = messages
+            .iter()
+            .filter(|m| held(m))
+            .partition(|m| m.handler == WAIT_HANDLER);
+        if !waits.is_empty() {
+            begin_waits(shared, &waits).await;
+        }
+        if !children.is_empty() {
+            // Boxed: a child's own root steps are published by the same path.
+            let (effects, failures) = crate::children::start(shared, &children).await;
+            Box::pin(execute(shared, effects)).await;
+            Box::pin(fail_steps(shared, failures)).await;
+        }
+        let sends: Vec<StepMessage> = messages.iter().filter(|m| !held(m)).cloned().collect();
+        if !sends.is_empty() {
+            Box::pin(send(shared, &sends)).await;
+        }
         return;
     }
-    let refused = if waits.is_empty() {
-        shared.dispatcher.publish(messages).await
-    } else {
-        let sends: Vec<StepMessage> = sends.into_iter().cloned().collect();
-        shared.dispatcher.publish(&sends).await
-    };
+    send(shared, messages).await;
+}
+
+/// Sends step messages to the workers' queues; those too large to send fail their steps.
+async fn send(shared: &Shared, messages: &[StepMessage]) {
+    let refused = shared.dispatcher.publish(messages).await;
     if !refused.is_empty() {
         // Boxed: failing those steps has effects of its own (at most one level deep: a failure
         // publishes nothing larger than what it replaces).
@@ -157,10 +171,20 @@ async fn fail_refused(shared: &Shared, refused: Vec<Refused>) {
         })
         .collect();
     ::metrics::counter!(m::STEPS_REFUSED.name).increment(failures.len() as u64);
+    fail_steps(shared, failures).await;
+}
+
+/// Applies failures the orchestrator decided itself (a message too large to send, a child that
+/// cannot start). If the database cannot be reached, the sweeper publishes the steps again
+/// and the same decision is made then.
+async fn fail_steps(shared: &Shared, failures: Vec<StepResult>) {
+    if failures.is_empty() {
+        return;
+    }
     match shared.store.apply_results(&failures).await {
         Ok(effects) => execute(shared, effects).await,
-        Err(e) => tracing::error!(error = %e, "could not fail steps whose message is too large; \
-            the sweeper will re-publish them"),
+        Err(e) => tracing::error!(error = %e, steps = failures.len(),
+            "could not fail steps the orchestrator refused; the sweeper will publish them again"),
     }
 }
 

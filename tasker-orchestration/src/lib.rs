@@ -10,6 +10,7 @@
 mod alarm;
 pub mod api;
 pub mod catalog;
+mod children;
 mod dead_letters;
 pub mod dispatcher;
 pub mod effects;

@@ -105,6 +105,24 @@ pub const WAITS_STARTED: Metric = counter(
     "tasker_waits_started_total",
     "Wait steps that began waiting.",
 );
+pub const CHILDREN_STARTED: Metric = counter(
+    "tasker_children_started_total",
+    "Child tasks started by child-workflow steps (one per step attempt).",
+);
+pub const STEPS_UNSERVED: Metric = Metric {
+    name: "tasker_steps_unserved",
+    kind: Kind::Gauge,
+    unit: Unit::Count,
+    help: "Steps waiting for a worker whose namespace and handler no live worker serves, by \
+           namespace, as of the last scrape.",
+};
+pub const WORKERS_LIVE: Metric = Metric {
+    name: "tasker_workers_live",
+    kind: Kind::Gauge,
+    unit: Unit::Count,
+    help: "Workers that reported within their last three heartbeats, by language, as of the \
+           last scrape.",
+};
 pub const WAITS_ENDED: Metric = counter(
     "tasker_waits_ended_total",
     "Wait steps resolved by the orchestrator (slept, signalled or timed out).",
@@ -131,11 +149,14 @@ pub const TASKS_SCHEDULED: Metric = Metric {
 };
 
 /// Every metric above, described to the recorder at start-up.
-pub const ALL: [Metric; 28] = [
+pub const ALL: [Metric; 31] = [
     SCHEDULE_FIRES,
     SCHEDULE_SKIPS,
     SCHEDULE_LATENESS,
     WAITS_STARTED,
+    CHILDREN_STARTED,
+    STEPS_UNSERVED,
+    WORKERS_LIVE,
     WAITS_ENDED,
     SIGNALS_RECEIVED,
     TASKS_STARTED_LATER,

@@ -155,10 +155,13 @@ fn skip(fire: &mut Fire, reason: &'static str) {
 
 /// The template a schedule starts, checked against its context; `None` (logged) if it is not
 /// registered or refuses the context.
-async fn template_of(
-    shared: &Shared,
-    row: &ScheduleRow,
-) -> Result<Option<std::sync::Arc<Entry>>, store::Error> {
+/// A schedule's template with its child templates pinned.
+struct Source {
+    entry: std::sync::Arc<Entry>,
+    children: Vec<Option<serde_json::Value>>,
+}
+
+async fn template_of(shared: &Shared, row: &ScheduleRow) -> Result<Option<Source>, store::Error> {
     let entry = shared
         .catalog
         .get(&row.namespace, &row.template, row.version.as_deref())
@@ -173,7 +176,14 @@ async fn template_of(
             tracing::warn!(schedule = %key, "the schedule's context does not match its template's schema; fire skipped");
             Ok(None)
         }
-        Some(e) => Ok(Some(e)),
+        Some(entry) => match shared.catalog.pin_children(&entry.loaded).await {
+            Ok(children) => Ok(Some(Source { entry, children })),
+            Err(crate::catalog::PinError::Store(e)) => Err(e),
+            Err(e) => {
+                tracing::warn!(schedule = %key, error = %e, "fire skipped");
+                Ok(None)
+            }
+        },
     }
 }
 
@@ -185,22 +195,24 @@ async fn start(
     nominal: DateTime<Utc>,
     key: Option<String>,
 ) -> Result<Option<(Uuid, Effects)>, store::Error> {
-    let Some(entry) = template_of(shared, row).await? else {
+    let Some(source) = template_of(shared, row).await? else {
         return Ok(None);
     };
     let key = key.unwrap_or_else(|| fire_key(row.id, nominal));
-    let created = tx.create_task(new_task(&entry, row, key)).await?;
+    let created = tx.create_task(new_task(&source, row, key)).await?;
     Ok(Some((created.task_id, created.effects)))
 }
 
 /// The task a schedule starts: its template, its context, the fire's idempotency key.
-fn new_task<'a>(entry: &'a Entry, row: &ScheduleRow, key: String) -> NewTask<'a> {
+fn new_task<'a>(source: &'a Source, row: &ScheduleRow, key: String) -> NewTask<'a> {
     NewTask {
-        template_id: entry.id,
-        template: &entry.loaded,
+        template_id: source.entry.id,
+        template: &source.entry.loaded,
         context: row.context.clone(),
         idempotency_key: Some(key),
         run_at: None,
+        children: source.children.clone(),
+        parent: None,
     }
 }
 
@@ -267,7 +279,7 @@ pub async fn backfill(
         times.push(t);
         at = cron.next_after(t);
     }
-    let Some(entry) = template_of(shared, row).await? else {
+    let Some(source) = template_of(shared, row).await? else {
         return Ok(Backfill::NoTemplate);
     };
     let Some(mut tx) = shared.store.schedule_tx_any(row.id).await? else {
@@ -277,7 +289,7 @@ pub async fn backfill(
     let mut effects = Effects::default();
     for nominal in times {
         let c = tx
-            .create_task(new_task(&entry, row, fire_key(row.id, nominal)))
+            .create_task(new_task(&source, row, fire_key(row.id, nominal)))
             .await?;
         if c.created {
             created += 1;

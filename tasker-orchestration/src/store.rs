@@ -13,6 +13,7 @@ use serde_json::Value;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use uuid::Uuid;
 
+mod children;
 mod dead_letters;
 mod error;
 mod functions;
@@ -27,21 +28,26 @@ mod tasks;
 mod templates;
 mod time;
 mod tokens;
+mod workers;
 
+pub use children::ChildStart;
 pub use dead_letters::{DeadLetter, DeadLetterView, NewDeadLetter};
 pub use error::{Error, Result};
 pub use read::{StepView, TaskFilter, TaskView};
 pub use repair::{Repair, Repaired};
 pub use results::Held;
 pub use schedules::{Fire, ScheduleRow, ScheduleTx};
-pub use tasks::{Created, NewTask};
+pub use tasks::{Created, NewTask, ParentLink};
 pub use templates::{Registration, TEMPLATE_REGISTERED_CHANNEL, TemplateFilter, TemplateView};
 pub use time::Signalled;
 pub use tokens::{CreateError, NewToken, Principal, Scope, TokenView};
+pub use workers::Served;
 
 /// Channel of the `pg_notify` sent when a task reaches a terminal state; the payload is
 /// `<task id>:<state>`.
 pub const TASK_FINISHED_CHANNEL: &str = "tasker_task_finished";
+/// Notified (by `tasker_task_ended`) when a commit woke a step: a child task ended.
+pub const WAKE_CHANNEL: &str = "tasker_wake";
 
 /// Handle to the database; cheap to clone.
 #[derive(Debug, Clone)]

@@ -19,6 +19,7 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
         tokio::select! {
             () = cancel.cancelled() => return,
             () = shared.alarm.rung() => {}
+            () = shared.events.woken() => {}
         }
         pass(&shared).await;
     }

@@ -40,6 +40,38 @@ pub struct Task {
     /// When a task created to start later (`run_at` or `delay`) starts or started.
     #[serde(default)]
     pub run_at: Option<DateTime<Utc>>,
+    /// For a child task: the task whose child step started it.
+    #[serde(default)]
+    pub parent_task_id: Option<Uuid>,
+    /// For a child task: the step that started it.
+    #[serde(default)]
+    pub parent_step_id: Option<Uuid>,
+    /// How deep it nests: 0 for a task nobody started, its parent's + 1 for a child.
+    #[serde(default)]
+    pub depth: i32,
+    /// The tasks its child steps started, oldest first. A single task has it; lists leave it
+    /// out (`null`).
+    #[serde(default)]
+    #[cfg_attr(feature = "sqlx", sqlx(skip))]
+    pub children: Option<Vec<ChildLink>>,
+}
+
+/// A task a child step started.
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChildLink {
+    pub task_id: Uuid,
+    /// The parent's step that started it.
+    pub step_id: Uuid,
+    pub step_name: String,
+    /// The attempt of that step that started it (a retry starts a new child).
+    pub attempt: i32,
+    /// The child task's state.
+    pub state: String,
+    pub namespace: String,
+    pub name: String,
+    pub version: String,
 }
 
 impl Task {
@@ -58,10 +90,11 @@ pub struct Step {
     pub id: Uuid,
     pub name: String,
     pub handler: String,
-    /// `standard`, `decision`, `convergence`, `batchable`, `batch_worker` or `wait`.
+    /// `standard`, `decision`, `convergence`, `batchable`, `batch_worker`, `wait` or `child`.
     pub step_type: String,
-    /// `pending`, `enqueued`, `waiting` (a wait step waiting: see `wait`), `waiting_retry`,
-    /// `completed`, `failed`, `skipped` or `cancelled`.
+    /// `pending`, `enqueued`, `waiting` (a wait step waiting, see `wait`; a child step whose
+    /// child runs, see `child`), `waiting_retry`, `completed`, `failed`, `skipped` or
+    /// `cancelled`.
     pub state: String,
     /// The current attempt, 1-based (0 before its first dispatch).
     pub attempt: i32,
@@ -84,6 +117,20 @@ pub struct Step {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub wait: Option<Value>,
+    /// The namespace whose workers run it: its own (`namespace:` in the template) or its
+    /// task's.
+    #[serde(default)]
+    pub namespace: String,
+    /// A child step's child: `{"namespace", "name", "version", "task_id": the child task once
+    /// started | null, "on_parent_cancel": "cancel" | "abandon"}`; `null` for other steps.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub child: Option<Value>,
+    /// It waits for a worker, and no live worker serves its namespace and handler
+    /// (`GET /v1/workers`).
+    #[serde(default)]
+    #[cfg_attr(feature = "sqlx", sqlx(skip))]
+    pub unserved: bool,
 }
 
 /// One entry of a task's history: a task transition (`step` is `null`) or a step transition.
@@ -514,4 +561,65 @@ pub struct Backfilled {
     pub existing: usize,
     /// The tasks of every fire time in the range, in time order.
     pub task_ids: Vec<Uuid>,
+}
+
+/// A worker as it reports itself (`PUT /v1/workers/{id}`, at start and every heartbeat).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerReport {
+    /// The worker's name (`worker.name`, else `<host>-<pid>`).
+    pub name: String,
+    /// `rust`, `python`, `ruby`, `typescript`, …
+    pub language: String,
+    /// The Tasker version of its core.
+    pub version: String,
+    pub host: String,
+    pub pid: i64,
+    /// The namespaces whose step queues it consumes.
+    pub namespaces: Vec<String>,
+    /// The handlers it runs.
+    pub handlers: Vec<String>,
+    /// Steps it runs at once.
+    pub concurrency: i32,
+    /// How often it reports; it counts as gone after three reports missed.
+    pub heartbeat_ms: i32,
+    pub started_at: DateTime<Utc>,
+}
+
+/// A worker as the registry knows it (`GET /v1/workers`).
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerInfo {
+    pub id: Uuid,
+    pub name: String,
+    pub language: String,
+    pub version: String,
+    pub host: String,
+    pub pid: i64,
+    pub namespaces: Vec<String>,
+    pub handlers: Vec<String>,
+    pub concurrency: i32,
+    pub heartbeat_ms: i32,
+    pub started_at: DateTime<Utc>,
+    pub last_seen_at: DateTime<Utc>,
+    /// Whether it reported within its last three heartbeats (and did not leave).
+    pub live: bool,
+}
+
+/// `GET /v1/workers`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerList {
+    pub workers: Vec<WorkerInfo>,
+}
+
+/// A template step no live worker serves.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnservedStep {
+    pub step: String,
+    pub namespace: String,
+    pub handler: String,
 }

@@ -92,6 +92,9 @@ pub struct OrchestratorConfig {
     pub parent_page_bytes: usize,
     /// Largest task context accepted at task creation, in bytes of JSON.
     pub max_context_bytes: usize,
+    /// How deep child workflows may nest: a task nobody started is at depth 0, and a child step
+    /// whose child would be deeper fails with `child_depth_exceeded`.
+    pub max_child_depth: u32,
     /// How long to wait for the broker to confirm a publish round before keeping the messages
     /// for later (the broker may be blocking publishers).
     pub publish_timeout_ms: u64,
@@ -183,6 +186,9 @@ pub struct WorkerConfig {
     /// results published before the worker exits; steps not finished by then, and those not
     /// started, go back to their queues. `--shutdown-timeout` (seconds) in every language.
     pub shutdown_timeout_ms: u64,
+    /// How often the worker reports itself to the orchestrator (`GET /v1/workers`); it counts
+    /// as gone after three heartbeats missed.
+    pub heartbeat_ms: u64,
 }
 
 impl Default for Config {
@@ -222,6 +228,7 @@ impl Default for OrchestratorConfig {
             inline_max_parents: 1_000,
             parent_page_bytes: 4 * 1024 * 1024,
             max_context_bytes: 512 * 1024,
+            max_child_depth: crate::compose::DEFAULT_MAX_DEPTH,
             publish_timeout_ms: 10_000,
             dispatch_backlog_max: 100_000,
             auth: AuthMode::Tokens,
@@ -248,16 +255,21 @@ impl Default for WorkerConfig {
             register_templates: true,
             api_token: None,
             shutdown_timeout_ms: 30_000,
+            heartbeat_ms: 5_000,
         }
     }
 }
 
 /// `<host>-<pid>`: how a process names itself in results and registrations unless configured.
 pub fn process_name() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+    format!("{}-{}", host_name(), std::process::id())
+}
+
+/// This machine's host name (`localhost` if it cannot be read).
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_owned())
-        .unwrap_or_else(|_| "localhost".into());
-    format!("{host}-{}", std::process::id())
+        .unwrap_or_else(|_| "localhost".into())
 }
 
 /// `url` with `sslmode=require` added when it names a database host that is not on this
@@ -381,6 +393,9 @@ impl Config {
         }
         if self.worker.concurrency == 0 {
             return invalid("worker.concurrency", "must be at least 1");
+        }
+        if self.worker.heartbeat_ms < 100 {
+            return invalid("worker.heartbeat_ms", "must be at least 100");
         }
         if !self.worker.orchestrator_url.starts_with("http://")
             && !self.worker.orchestrator_url.starts_with("https://")

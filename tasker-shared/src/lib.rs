@@ -8,6 +8,7 @@
 //! [`logging::init`] sets up every process's log output the same way.
 
 pub mod api;
+pub mod compose;
 pub mod config;
 pub mod dag;
 pub mod json_check;

@@ -77,7 +77,9 @@ impl Plan {
             "base_ms": w.retry.base_ms,
             "max_ms": w.retry.max_ms,
             "timeout_ms": w.timeout_seconds.saturating_mul(1000),
-            "queue_timeout_ms": w.queue_timeout_seconds.map(|s| s.saturating_mul(1000)),
+            "queue_timeout_ms": crate::compose::queue_timeout_seconds(w, &t.namespace)
+                .map(|s| s.saturating_mul(1000)),
+            "namespace": w.namespace,
             "on_failure": w.on_failure.as_str(),
             "children": children,
         }))

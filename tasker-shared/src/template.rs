@@ -30,7 +30,7 @@ use positions::StepLines;
 
 pub use checks::is_identifier;
 pub use error::{Error, ErrorKind};
-pub use loading::{SCHEDULES_DIR, load_dir, namespaces, schedule_files};
+pub use loading::{SCHEDULES_DIR, load_dir, namespaces, schedule_files, served_namespaces};
 pub use types::{FailurePolicy, Loaded, RegisteredTemplate, StepTemplate, StepType, TaskTemplate};
 
 /// Default `timeout_seconds` of a step.

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use tasker_worker::{Handler, HandlerError, HandlerFuture, Registry, StepContext};
 
 mod csv;
+mod pipeline;
 mod range;
 
 /// Every handler the Rust fixture templates use.
@@ -34,7 +35,9 @@ pub fn registry() -> Registry {
         .register("csv_aggregate", csv::aggregate)
         .register("range_split", range::split)
         .register("range_sum", range::sum)
-        .register("sum_batches", range::total);
+        .register("sum_batches", range::total)
+        .register("pipeline_parse", pipeline::parse)
+        .register("relay", pipeline::relay);
     r
 }
 

@@ -116,6 +116,11 @@ async fn serve(args: Args, registry: Registry) -> Result<(), Error> {
         concurrency: args.concurrency,
         orchestrator_url: args.orchestrator_url,
         shutdown_timeout_ms: args.shutdown_timeout,
+        handlers: Some({
+            let mut names: Vec<String> = registry.names().map(str::to_owned).collect();
+            names.sort();
+            names
+        }),
     })?;
     for t in &setup.templates {
         // Wait steps have no handler: the orchestrator resolves them.
@@ -136,6 +141,7 @@ async fn serve(args: Args, registry: Registry) -> Result<(), Error> {
     let stopped = CancellationToken::new();
     crate::registration::register_templates(&setup, "rust", &stopped).await?;
     worker.check_access().await.map_err(Error::Broker)?;
+    crate::presence::spawn(&setup, "rust", config.worker.concurrency, &stop);
     let w = &config.worker;
     let addr = crate::health::serve(
         w.health_bind,

@@ -60,6 +60,10 @@ pub struct StartOptions {
     /// Seconds running handlers may take to finish once stopping (`--shutdown-timeout`).
     #[serde(default)]
     pub shutdown_timeout: Option<f64>,
+    /// The handlers the language side registered: the core consumes only the namespaces of
+    /// the steps they run (every step's of its templates when absent).
+    #[serde(default)]
+    pub handlers: Option<Vec<String>>,
 }
 
 impl StartOptions {
@@ -174,6 +178,7 @@ impl EmbeddedWorker {
             orchestrator_url: options.orchestrator_url.clone(),
             shutdown_timeout_ms: shutdown_timeout
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            handlers: options.handlers.clone(),
         })?;
         let telemetry = crate::setup::telemetry(&setup.config, language)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -185,6 +190,11 @@ impl EmbeddedWorker {
         runtime.block_on(crate::registration::register_templates(
             &setup, language, &cancel,
         ))?;
+        {
+            // Ends with the runtime if the start fails below.
+            let _entered = runtime.enter();
+            crate::presence::spawn(&setup, language, setup.config.worker.concurrency, &cancel);
+        }
         let Setup {
             config,
             namespaces,
@@ -197,6 +207,7 @@ impl EmbeddedWorker {
         runtime
             .block_on(worker.check_access())
             .map_err(StartError::Broker)?;
+
         let health = runtime.block_on(crate::health::serve(
             config.worker.health_bind,
             config.worker.health_port,

@@ -6,11 +6,13 @@
 pub mod batch_host;
 pub mod cli;
 pub mod embedded;
+pub mod exact_json;
 pub mod handler;
 pub mod health;
 pub mod host;
 pub mod log_forward;
 pub mod metrics;
+mod presence;
 pub mod references;
 pub mod registration;
 pub mod setup;

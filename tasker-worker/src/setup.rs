@@ -31,6 +31,10 @@ pub struct Overrides {
     /// How long running handlers may finish once the worker is told to stop.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shutdown_timeout_ms: Option<u64>,
+    /// The handlers the worker has: it consumes only the namespaces of the steps they run
+    /// (`None`: every step's of its templates).
+    #[serde(skip)]
+    pub handlers: Option<Vec<String>>,
 }
 
 /// Why a worker could not be set up.
@@ -55,6 +59,8 @@ pub struct Setup {
     /// the templates.
     pub schedules: Vec<(PathBuf, tasker_shared::time::ScheduleSpec)>,
     pub namespaces: Vec<String>,
+    /// The handlers it has (as the caller said), reported to the workers registry.
+    pub handlers: Vec<String>,
     pub options: WorkerOptions,
 }
 
@@ -76,9 +82,20 @@ impl Setup {
             .ok_or(Error::NoTemplatesFolder)?;
         let templates = tasker_shared::template::load_dir(&dir)?;
         let schedules = tasker_shared::time::load_schedules(&dir)?;
-        let namespaces = tasker_shared::template::namespaces(&templates);
-        if namespaces.is_empty() {
+        if templates.is_empty() {
             return Err(Error::NoTemplates(dir.display().to_string()));
+        }
+        let handlers = overrides.handlers.clone();
+        let mut namespaces =
+            tasker_shared::template::served_namespaces(&templates, handlers.as_deref());
+        if namespaces.is_empty() {
+            // None of its templates' steps has a handler here: it still consumes their
+            // namespaces, so their steps fail for good (`unknown_handler`) instead of waiting.
+            namespaces = tasker_shared::template::namespaces(&templates);
+            tracing::warn!(
+                ?namespaces,
+                "no step of these templates has a handler in this worker"
+            );
         }
         let options = WorkerOptions::from_config(&config, namespaces.clone());
         Ok(Setup {
@@ -86,6 +103,7 @@ impl Setup {
             templates,
             schedules,
             namespaces,
+            handlers: handlers.unwrap_or_default(),
             options,
         })
     }

@@ -96,6 +96,8 @@ impl Engine {
                 context: json!({}),
                 idempotency_key: None,
                 run_at: None,
+                children: Vec::new(),
+                parent: None,
             })
             .await?;
         Ok(created.task_id)

@@ -94,6 +94,8 @@ impl World {
                 context: json!({}),
                 idempotency_key: None,
                 run_at: None,
+                children: Vec::new(),
+                parent: None,
             })
             .await?
             .task_id)

@@ -213,11 +213,14 @@ impl TestEnv {
             .collect();
         // And every namespace the test registered (none if it never migrated the database).
         if let Ok(mut db) = sqlx::PgConnection::connect(&self.config.database_url).await {
-            let registered: Vec<(String,)> =
-                sqlx::query_as("SELECT DISTINCT namespace FROM task_templates")
-                    .fetch_all(&mut db)
-                    .await
-                    .unwrap_or_default();
+            // Templates' namespaces and the namespaces their steps were routed to.
+            let registered: Vec<(String,)> = sqlx::query_as(
+                "SELECT namespace FROM task_templates
+                 UNION SELECT namespace FROM steps WHERE namespace IS NOT NULL",
+            )
+            .fetch_all(&mut db)
+            .await
+            .unwrap_or_default();
             namespaces.extend(registered.into_iter().map(|(n,)| n));
             let _ = db.close().await;
         }
@@ -577,4 +580,79 @@ pub async fn start_until_ready(
     .await?;
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     Ok(child)
+}
+
+/// The polyglot pipeline's oracle (`tests/fixtures/task_templates/polyglot/pipeline.yaml`,
+/// `benches/pipeline_oracle.py`): the same events and aggregates computed in one process.
+pub mod pipeline {
+    use std::collections::BTreeMap;
+
+    use serde_json::Value;
+
+    /// Aggregates: (user, type_code) → (count, amount_sum), views (type 1) left out.
+    pub type Rows = BTreeMap<(u64, u64), (u64, u64)>;
+
+    fn mix(mut x: u32) -> u32 {
+        x ^= x >> 16;
+        x = x.wrapping_mul(0x7feb_352d);
+        x ^= x >> 15;
+        x = x.wrapping_mul(0x846c_a68b);
+        x ^ (x >> 16)
+    }
+
+    /// Event `i`: (user, type_code, amount).
+    pub fn event(seed: u32, users: u32, i: u32) -> (u64, u64, u64) {
+        let h1 = mix(seed ^ mix(i));
+        let h2 = mix(h1 ^ 0x9e37_79b9);
+        let h3 = mix(h2);
+        (
+            u64::from(h1 % users),
+            u64::from(h2 % 3),
+            u64::from(h3 % 10_000),
+        )
+    }
+
+    /// The aggregates of events `[first, first + count)`.
+    pub fn oracle(seed: u32, users: u32, first: u32, count: u32) -> Rows {
+        let mut rows = Rows::new();
+        for i in first..first + count {
+            let (user, kind, amount) = event(seed, users, i);
+            if kind == 1 {
+                continue;
+            }
+            let row = rows.entry((user, kind)).or_default();
+            row.0 += 1;
+            row.1 += amount;
+        }
+        rows
+    }
+
+    /// Adds a sink result's `rows` (`[[user, type_code, count, amount_sum], …]`) to `into`;
+    /// the number of rows read.
+    pub fn merge(sink: &Value, into: &mut Rows) -> anyhow::Result<usize> {
+        let rows = sink["rows"]
+            .as_array()
+            .ok_or_else(|| anyhow::anyhow!("a sink result without rows: {sink}"))?;
+        for r in rows {
+            let n = |i: usize| {
+                r[i].as_u64()
+                    .ok_or_else(|| anyhow::anyhow!("a row that is not four integers: {r}"))
+            };
+            let row = into.entry((n(0)?, n(1)?)).or_default();
+            row.0 += n(2)?;
+            row.1 += n(3)?;
+        }
+        Ok(rows.len())
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn the_first_events_of_seed_42_are_the_python_oracles() {
+            // benches/pipeline_oracle.py: 0,5122,view,2826 / 1,2561,purchase,5726 / 2,8215,click,9734
+            assert_eq!(super::event(42, 10_000, 0), (5122, 1, 2826));
+            assert_eq!(super::event(42, 10_000, 1), (2561, 2, 5726));
+            assert_eq!(super::event(42, 10_000, 2), (8215, 0, 9734));
+        }
+    }
 }

@@ -102,6 +102,53 @@ pub(super) async fn list(
     Ok(ExitCode::SUCCESS)
 }
 
+/// The live workers (with `all`, also those gone in the last day): one line each with what it
+/// serves.
+pub(super) async fn workers(client: &Client, all: bool, json: bool) -> anyhow::Result<ExitCode> {
+    let workers = client.workers(all).await?;
+    if json {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "workers": workers }))?
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    out!(
+        "{:<28} {:<10} {:<5} {:>4} {:<20} {:<30} HANDLERS",
+        "NAME",
+        "LANGUAGE",
+        "LIVE",
+        "CONC",
+        "LAST SEEN",
+        "NAMESPACES"
+    );
+    let now = chrono::Utc::now();
+    for w in &workers {
+        let seen = (now - w.last_seen_at).num_milliseconds() as f64 / 1000.0;
+        out!(
+            "{:<28} {:<10} {:<5} {:>4} {:<20} {:<30} {}",
+            w.name,
+            w.language,
+            if w.live { "yes" } else { "no" },
+            w.concurrency,
+            format!("{seen:.1} s ago"),
+            w.namespaces.join(","),
+            w.handlers.join(",")
+        );
+    }
+    if workers.is_empty() {
+        eprintln!(
+            "no live worker{}",
+            if all {
+                " seen in the last day"
+            } else {
+                " (--all: also those gone)"
+            }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Prints `task`, or with `wait` waits for it to finish ([`finish`]).
 pub(super) async fn show_or_finish(
     client: &Client,
@@ -190,6 +237,21 @@ fn print_task(t: &Task, json: bool) -> anyhow::Result<()> {
     if let Some(e) = &t.error {
         out!("error    {e}");
     }
+    if let (Some(parent), Some(step)) = (t.parent_task_id, t.parent_step_id) {
+        out!("parent   {parent} (step {step}, depth {})", t.depth);
+    }
+    for c in t.children.iter().flatten() {
+        out!(
+            "child    {} {:<9} {}/{}@{} (step {} attempt {})",
+            c.task_id,
+            c.state,
+            c.namespace,
+            c.name,
+            c.version,
+            c.step_name,
+            c.attempt
+        );
+    }
     Ok(())
 }
 
@@ -203,11 +265,11 @@ fn print_task_and_steps(task: &Task, steps: &[Step], json: bool) -> anyhow::Resu
         return Ok(());
     }
     print_task(task, false)?;
-    print_steps(steps);
+    print_steps(steps, &task.namespace);
     Ok(())
 }
 
-fn print_steps(steps: &[Step]) {
+fn print_steps(steps: &[Step], task_namespace: &str) {
     out!(
         "  {:<18} {:<13} {:>7} {:>9} {:>9}  RESULT",
         "STEP",
@@ -220,13 +282,30 @@ fn print_steps(steps: &[Step]) {
         let queue = ms_between(s.dispatched_at, s.started_at);
         let run = ms_between(s.started_at, s.finished_at);
         let shown = s.result.as_ref().or(s.error.as_ref());
-        let shown = match (&s.wait, s.state.as_str()) {
-            (Some(w), "waiting") => waiting(w),
+        let shown = match (&s.wait, &s.child, s.state.as_str()) {
+            (Some(w), _, "waiting") => waiting(w),
+            (_, Some(c), "waiting" | "enqueued") => format!(
+                "child {} ({}/{}@{})",
+                c["task_id"].as_str().unwrap_or("starting"),
+                c["namespace"].as_str().unwrap_or("?"),
+                c["name"].as_str().unwrap_or("?"),
+                c["version"].as_str().unwrap_or("?")
+            ),
+            _ if s.unserved => format!(
+                "UNSERVED: no live worker serves namespace {} / handler {} (tasker workers)",
+                s.namespace, s.handler
+            ),
             _ => shown.map(Value::to_string).unwrap_or_default(),
+        };
+        // A step routed to another namespace than its task's says where.
+        let name = if s.namespace.is_empty() || s.namespace == task_namespace {
+            s.name.clone()
+        } else {
+            format!("{} [{}]", s.name, s.namespace)
         };
         out!(
             "  {:<18} {:<13} {:>7} {:>9} {:>9}  {}",
-            s.name,
+            name,
             s.state,
             format!("{}/{}", s.attempt, s.max_attempts),
             queue,

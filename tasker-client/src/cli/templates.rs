@@ -211,6 +211,14 @@ async fn show(
     for line in dag_lines(&loaded) {
         out!("{line}");
     }
+    for u in t.unserved_steps.iter().flatten() {
+        out!(
+            "UNSERVED   step {}: no live worker serves namespace {} / handler {} (tasker workers)",
+            u.step,
+            u.namespace,
+            u.handler
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -236,11 +244,19 @@ fn dag_lines(loaded: &tasker_shared::template::Loaded) -> Vec<String> {
         let step = &loaded.template.steps[i];
         let named = format!("{}{}", "  ".repeat(depths[i]), dag.name(i));
         let after: Vec<&str> = dag.parents(i).iter().map(|&p| dag.name(p)).collect();
+        let runs = match (&step.child, &step.namespace) {
+            (Some(c), _) => format!(
+                "child → {}/{}",
+                c.namespace.as_deref().unwrap_or(&loaded.template.namespace),
+                c.template
+            ),
+            (None, Some(ns)) => format!("{} [{ns}]", step.handler),
+            (None, None) => step.handler.clone(),
+        };
         let mut line = format!(
-            "  {:>2}  {named:<width$}  {:<8}  {}",
+            "  {:>2}  {named:<width$}  {:<8}  {runs}",
             depths[i],
-            step.step_type.as_str(),
-            step.handler
+            step.engine_type().as_str(),
         );
         if !after.is_empty() {
             line.push_str(&format!("  after {}", after.join(", ")));

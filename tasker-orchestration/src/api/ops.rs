@@ -1,5 +1,6 @@
 //! Operations routes: liveness, readiness, Prometheus metrics, and this API's OpenAPI document.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -67,5 +68,48 @@ pub(super) async fn metrics(State(shared): State<Shared>) -> String {
         }
         Err(e) => tracing::warn!(error = %e, "metrics: cannot count waiting steps"),
     }
+    if let Err(e) = worker_gauges(&shared).await {
+        tracing::warn!(error = %e, "metrics: cannot count workers and unserved steps");
+    }
     crate::metrics::handle().render()
+}
+
+/// Labels set at an earlier scrape, set to 0 when they no longer occur.
+static SEEN: std::sync::Mutex<Option<(HashSet<String>, HashSet<String>)>> =
+    std::sync::Mutex::new(None);
+
+/// Live workers by language and unserved steps by namespace.
+async fn worker_gauges(shared: &Shared) -> Result<(), crate::store::Error> {
+    let workers = shared.store.workers(false).await?;
+    let served = crate::store::Served::new(&workers);
+    let mut live: HashMap<String, usize> = HashMap::new();
+    for w in &workers {
+        *live.entry(w.language.clone()).or_default() += 1;
+    }
+    let mut unserved: HashMap<String, i64> = HashMap::new();
+    for (namespace, handler, n) in shared.store.waiting_for_workers().await? {
+        let count = unserved.entry(namespace.clone()).or_default();
+        if !served.serves(&namespace, &handler) {
+            *count += n;
+        }
+    }
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    let (languages, namespaces) = seen.get_or_insert_with(Default::default);
+    for l in languages.iter().filter(|l| !live.contains_key(*l)) {
+        ::metrics::gauge!(crate::metrics::WORKERS_LIVE.name, "language" => l.clone()).set(0.0);
+    }
+    for (l, n) in &live {
+        ::metrics::gauge!(crate::metrics::WORKERS_LIVE.name, "language" => l.clone())
+            .set(*n as f64);
+        languages.insert(l.clone());
+    }
+    for ns in namespaces.iter().filter(|ns| !unserved.contains_key(*ns)) {
+        ::metrics::gauge!(crate::metrics::STEPS_UNSERVED.name, "namespace" => ns.clone()).set(0.0);
+    }
+    for (ns, n) in &unserved {
+        ::metrics::gauge!(crate::metrics::STEPS_UNSERVED.name, "namespace" => ns.clone())
+            .set(*n as f64);
+        namespaces.insert(ns.clone());
+    }
+    Ok(())
 }

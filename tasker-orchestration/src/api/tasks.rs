@@ -41,7 +41,7 @@ use crate::store::{NewTask, TaskFilter, TaskView};
         (status = 404, description = "`unknown_template`", body = ErrorBody),
         (status = 409, description = "`idempotency_key_reused`: the key created a task from another template or context", body = ErrorBody),
         (status = 413, description = "`body_too_large`, `context_too_large`", body = ErrorBody),
-        (status = 422, description = "`context_schema_violation` (details: the problems)", body = ErrorBody),
+        (status = 422, description = "`context_schema_violation` (details: the problems), `unknown_child_template` (a child step names a template that is not registered)", body = ErrorBody),
     ))]
 pub(super) async fn create_task(
     State(shared): State<Shared>,
@@ -72,6 +72,7 @@ pub(super) async fn create_task(
         )
         .with_details(json!(problems)));
     }
+    let children = pin_children(&shared, &entry.loaded).await?;
     // The task's trace (tracing on): a child of the caller's, if the request carries one.
     let span = tasker_telemetry::Span::start(
         "tasker.task.create",
@@ -89,6 +90,8 @@ pub(super) async fn create_task(
             context: context.clone(),
             idempotency_key: req.idempotency_key,
             run_at,
+            children,
+            parent: None,
         })
         .await?;
     if let Some(span) = &span
@@ -117,6 +120,26 @@ pub(super) async fn create_task(
     Ok((status, [("location", location)], Json(task)).into_response())
 }
 
+/// The template versions a new task's child steps start, pinned now (422
+/// `unknown_child_template` for one that is not registered).
+pub(super) async fn pin_children(
+    shared: &Shared,
+    loaded: &tasker_shared::template::Loaded,
+) -> Result<Vec<Option<Value>>, Error> {
+    shared
+        .catalog
+        .pin_children(loaded)
+        .await
+        .map_err(|e| match e {
+            crate::catalog::PinError::Store(e) => e.into(),
+            unknown @ crate::catalog::PinError::Unknown { .. } => Error::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unknown_child_template",
+                unknown.to_string(),
+            ),
+        })
+}
+
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
@@ -126,6 +149,9 @@ pub(super) struct ListQuery {
     namespace: Option<String>,
     /// The template's name.
     name: Option<String>,
+    /// Only the tasks this task's child steps started.
+    #[param(value_type = Option<Uuid>)]
+    parent: Option<String>,
     /// Tasks per page: 1 to 500, 50 by default.
     limit: Option<i64>,
     /// The previous page's `next_before`: tasks created before that one.
@@ -163,6 +189,7 @@ pub(super) async fn list_tasks(
     }
     let limit = check_limit(q.limit)?;
     let before = q.before.as_deref().map(parse_id).transpose()?;
+    let parent = q.parent.as_deref().map(parse_id).transpose()?;
     let tasks = shared
         .store
         .tasks(&TaskFilter {
@@ -170,6 +197,7 @@ pub(super) async fn list_tasks(
             namespace: q.namespace,
             namespaces: caller.namespace_regex(),
             name: q.name,
+            parent,
             before,
             limit,
         })
@@ -267,7 +295,7 @@ pub(super) async fn task_steps(
     caller.check_task(&shared, id).await?;
     let (after, limit) = q.parse()?;
     fetch_task(&shared, id).await?;
-    let (steps, next) = shared
+    let (mut steps, next) = shared
         .store
         .steps(
             id,
@@ -276,6 +304,7 @@ pub(super) async fn task_steps(
             shared.config.orchestrator.parent_page_bytes,
         )
         .await?;
+    shared.store.flag_unserved(&mut steps).await?;
     Ok(Json(StepPage {
         task_id: id,
         steps,

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use tasker_shared::TaskTemplate;
-use tasker_shared::api::{ErrorBody, RegisteredTemplate, TemplateList};
+use tasker_shared::api::{ErrorBody, RegisteredTemplate, TemplateList, UnservedStep};
 
 use super::access::Caller;
 use super::extract::{Path, Query};
@@ -97,6 +97,13 @@ pub(super) async fn register(
         }
     };
     caller.check(&loaded.template.namespace)?;
+    // A step routed to another namespace puts work in that namespace's queue: the token must
+    // cover it too.
+    for step in &loaded.template.steps {
+        if let Some(ns) = &step.namespace {
+            caller.check(ns)?;
+        }
+    }
     let key = loaded.template.key();
     let namespace = loaded.template.namespace.clone();
     let registered = shared.catalog.register(loaded, &registered_by).await?;
@@ -239,12 +246,30 @@ pub(super) async fn show(
     Query(q): Query<ShowQuery>,
 ) -> Result<Json<TemplateView>, Error> {
     caller.check(&namespace)?;
-    shared
+    let mut view = shared
         .store
         .template(&namespace, &name, q.version.as_deref())
         .await?
-        .map(Json)
-        .ok_or_else(|| super::unknown_template(&namespace, &name, q.version.as_deref()))
+        .ok_or_else(|| super::unknown_template(&namespace, &name, q.version.as_deref()))?;
+    if let Ok(template) = view.template() {
+        let served = crate::store::Served::new(&shared.store.workers(false).await?);
+        view.unserved_steps = Some(
+            template
+                .steps
+                .iter()
+                .filter(|s| s.wait.is_none() && s.child.is_none())
+                .filter_map(|s| {
+                    let ns = tasker_shared::compose::step_namespace(s, &template.namespace);
+                    (!served.serves(ns, &s.handler)).then(|| UnservedStep {
+                        step: s.name.clone(),
+                        namespace: ns.to_owned(),
+                        handler: s.handler.clone(),
+                    })
+                })
+                .collect(),
+        );
+    }
+    Ok(Json(view))
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use super::{Error, Result};
 
 /// In dependency order: a function is created after the functions it calls in SQL-language
 /// bodies (PL/pgSQL bodies are resolved at call time, but keeping one order is simplest).
-pub(super) const FUNCTIONS: [(&str, &str); 32] = [
+pub(super) const FUNCTIONS: [(&str, &str); 34] = [
     (
         "tasker_retry_delay_ms",
         include_str!("../../sql/tasker_retry_delay_ms.sql"),
@@ -125,6 +125,14 @@ pub(super) const FUNCTIONS: [(&str, &str); 32] = [
         include_str!("../../sql/tasker_start_tasks.sql"),
     ),
     ("tasker_signal", include_str!("../../sql/tasker_signal.sql")),
+    (
+        "tasker_task_result",
+        include_str!("../../sql/tasker_task_result.sql"),
+    ),
+    (
+        "tasker_task_ended",
+        include_str!("../../sql/tasker_task_ended.sql"),
+    ),
 ];
 
 /// Any number to serialize concurrent starts on; orchestrators starting together replace the

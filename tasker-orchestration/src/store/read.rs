@@ -22,24 +22,22 @@ pub struct TaskFilter {
     pub namespaces: Option<String>,
     /// The template's name.
     pub name: Option<String>,
+    /// Only the children of this task.
+    pub parent: Option<Uuid>,
     pub before: Option<Uuid>,
     pub limit: i64,
 }
 
 const TASK_COLUMNS: &str = "t.id, t.namespace, t.name, t.version, t.state, t.context,
     t.idempotency_key, t.open_steps, t.error, t.created_at, t.completed_at, t.run_at,
+    t.parent_task_id, t.parent_step_id, t.depth,
     EXTRACT(EPOCH FROM (t.completed_at - t.created_at))::float8 * 1000 AS duration_ms";
 
 impl Store {
     pub async fn task(&self, id: Uuid) -> Result<Option<TaskView>> {
         let sql = format!(
             "SELECT {TASK_COLUMNS},
-                CASE WHEN t.state = 'complete' THEN
-                  (SELECT jsonb_object_agg(s.name, s.result) FROM steps s
-                   WHERE s.task_id = t.id AND s.state = 'completed'
-                     AND NOT EXISTS (SELECT 1 FROM step_edges e JOIN steps c ON c.id = e.child_id
-                                     WHERE e.parent_id = s.id AND c.state = 'completed'))
-                END AS result
+                CASE WHEN t.state = 'complete' THEN tasker_task_result(t.id) END AS result
              FROM tasks t WHERE t.id = $1"
         );
         Ok(sqlx::query_as(&sql)
@@ -56,6 +54,7 @@ impl Store {
                AND ($3::uuid IS NULL OR t.id < $3)
                AND ($5::text IS NULL OR t.name = $5)
                AND ($6::text IS NULL OR t.namespace ~ $6)
+               AND ($7::uuid IS NULL OR t.parent_task_id = $7)
              ORDER BY t.id DESC LIMIT $4"
         );
         Ok(sqlx::query_as(&sql)
@@ -65,6 +64,7 @@ impl Store {
             .bind(f.limit)
             .bind(&f.name)
             .bind(&f.namespaces)
+            .bind(f.parent)
             .fetch_all(self.pool())
             .await?)
     }
@@ -109,6 +109,12 @@ impl Store {
                             'kind', wait->>'kind', 'signal', wait->>'signal',
                             'until', CASE WHEN state = 'enqueued' THEN wake_at END,
                             'on_timeout', wait->>'on_timeout') END AS wait,
+                        COALESCE(namespace, (SELECT t.namespace FROM tasks t WHERE t.id = $1))
+                            AS namespace,
+                        CASE WHEN step_type = 'child' THEN jsonb_build_object(
+                            'namespace', child->>'namespace', 'name', child->>'name',
+                            'version', child->>'version', 'task_id', child_task_id,
+                            'on_parent_cancel', child->>'on_parent_cancel') END AS child,
                         octet_length(COALESCE(result::text, '')) + octet_length(COALESCE(error::text, ''))
                             AS bytes
                  FROM steps WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3

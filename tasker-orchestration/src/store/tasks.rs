@@ -20,6 +20,22 @@ pub struct NewTask<'a> {
     pub idempotency_key: Option<String>,
     /// Start later: the task is `scheduled` until then.
     pub run_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Each child step's specification with its template pinned
+    /// ([`crate::catalog::Catalog::pin_children`]), by template step index.
+    pub children: Vec<Option<Value>>,
+    /// For a child task: the parent step attempt that starts it.
+    pub parent: Option<ParentLink>,
+}
+
+/// The parent step attempt a child task is started by.
+#[derive(Debug, Clone, Copy)]
+pub struct ParentLink {
+    pub task_id: Uuid,
+    pub step_id: Uuid,
+    pub attempt: i32,
+    /// The child's depth (its parent's + 1).
+    pub depth: i32,
+    pub on_parent_cancel: tasker_shared::compose::ParentCancel,
 }
 
 /// What creating a task did.
@@ -33,16 +49,24 @@ pub struct Created {
     pub context: Value,
     /// Root steps to publish and the creation to count, now that the transaction committed.
     pub effects: Effects,
+    /// For a child task: its parent step was no longer in flight, so nothing was created.
+    pub parent_gone: bool,
 }
 
 /// The JSON answer of `tasker_create_task`.
 #[derive(serde::Deserialize)]
 struct CreatedRow {
     created: bool,
+    #[serde(default)]
     task_id: Uuid,
+    #[serde(default)]
     template_id: Uuid,
+    #[serde(default)]
     context: Value,
+    #[serde(default)]
     dispatch: Vec<StepMessage>,
+    #[serde(default)]
+    parent_gone: bool,
 }
 
 impl Store {
@@ -112,8 +136,10 @@ pub(super) async fn create_task_on(
         cols.push(
             ids[i],
             &t.steps[i],
+            &t.namespace,
             plan.parent_count(i) as i32,
             Plan::batch_spec(new.template, i),
+            new.children.get(i).cloned().flatten(),
         );
     }
     let edges: (Vec<Uuid>, Vec<Uuid>) = plan.edges.iter().map(|&(p, c)| (ids[p], ids[c])).unzip();
@@ -126,10 +152,12 @@ pub(super) async fn create_task_on(
         context: &new.context,
         idempotency_key: new.idempotency_key.as_deref(),
         run_at: new.run_at,
+        parent: new.parent,
     };
     let query = sqlx::query_scalar(
         "SELECT tasker_create_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-                                   $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)",
+                                   $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,
+                                   $26, $27, $28, $29, $30, $31, $32)",
     );
     let query = task.bind(query);
     let query = cols.bind(query);
@@ -140,6 +168,7 @@ pub(super) async fn create_task_on(
         created: row.created,
         template_id: row.template_id,
         context: row.context,
+        parent_gone: row.parent_gone,
         effects: Effects {
             dispatch: row.dispatch,
             created: row.created.then(|| t.namespace.clone()),
@@ -160,7 +189,7 @@ pub(super) async fn create_task_on(
 type CreateCall<'q> =
     sqlx::query::QueryScalar<'q, sqlx::Postgres, Value, sqlx::postgres::PgArguments>;
 
-/// The task's own columns: `tasker_create_task`'s `$1` to `$8`.
+/// The task's own columns: `tasker_create_task`'s `$1` to `$13`.
 struct TaskColumns<'a> {
     id: Uuid,
     template_id: Uuid,
@@ -170,6 +199,7 @@ struct TaskColumns<'a> {
     context: &'a Value,
     idempotency_key: Option<&'a str>,
     run_at: Option<chrono::DateTime<chrono::Utc>>,
+    parent: Option<ParentLink>,
 }
 
 impl<'a> TaskColumns<'a> {
@@ -186,11 +216,16 @@ impl<'a> TaskColumns<'a> {
             .bind(self.context)
             .bind(self.idempotency_key)
             .bind(self.run_at)
+            .bind(self.parent.map(|p| p.task_id))
+            .bind(self.parent.map(|p| p.step_id))
+            .bind(self.parent.map(|p| p.attempt))
+            .bind(self.parent.map(|p| p.depth))
+            .bind(self.parent.map(|p| p.on_parent_cancel.as_str()))
     }
 }
 
-/// Column vectors for the bulk `unnest` insert of a task's steps: `tasker_create_task`'s `$9`
-/// to `$23` (its edges, `$24` and `$25`, follow).
+/// Column vectors for the bulk `unnest` insert of a task's steps: `tasker_create_task`'s `$14`
+/// to `$30` (its edges, `$31` and `$32`, follow).
 #[derive(Default)]
 struct StepColumns {
     id: Vec<Uuid>,
@@ -208,6 +243,8 @@ struct StepColumns {
     batch_spec: Vec<Option<Value>>,
     on_failure: Vec<String>,
     wait: Vec<Option<Value>>,
+    namespace: Vec<Option<String>>,
+    child: Vec<Option<Value>>,
 }
 
 impl StepColumns {
@@ -228,14 +265,18 @@ impl StepColumns {
             .bind(&self.batch_spec)
             .bind(&self.on_failure)
             .bind(&self.wait)
+            .bind(&self.namespace)
+            .bind(&self.child)
     }
 
     fn push(
         &mut self,
         id: Uuid,
         s: &tasker_shared::StepTemplate,
+        template_namespace: &str,
         parents: i32,
         batch_spec: Option<Value>,
+        child: Option<Value>,
     ) {
         self.id.push(id);
         self.name.push(s.name.clone());
@@ -249,10 +290,15 @@ impl StepColumns {
         // Bounded by template validation (30 days); saturating all the same.
         let ms = |seconds: u64| seconds.saturating_mul(1000).min(i64::MAX as u64) as i64;
         self.timeout_ms.push(ms(s.timeout_seconds));
-        self.queue_timeout_ms.push(s.queue_timeout_seconds.map(ms));
+        self.queue_timeout_ms
+            .push(tasker_shared::compose::queue_timeout_seconds(s, template_namespace).map(ms));
         self.parents.push(parents);
         self.batch_spec.push(batch_spec);
         self.on_failure.push(s.on_failure.as_str().to_owned());
         self.wait.push(s.engine_wait());
+        // The task's own namespace is stored as none, so most steps store nothing.
+        self.namespace
+            .push(s.namespace.clone().filter(|ns| ns != template_namespace));
+        self.child.push(child);
     }
 }

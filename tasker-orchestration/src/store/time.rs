@@ -210,4 +210,18 @@ impl Store {
         .fetch_one(&self.pool)
         .await?)
     }
+
+    /// Steps waiting for a worker (in flight, not held by the orchestrator) by namespace and
+    /// handler: what `/metrics` compares with the live workers.
+    pub async fn waiting_for_workers(&self) -> Result<Vec<(String, String, i64)>> {
+        Ok(sqlx::query_as(
+            "SELECT COALESCE(s.namespace, t.namespace), s.handler, count(*)
+             FROM steps s JOIN tasks t ON t.id = s.task_id
+             WHERE s.state = 'enqueued' AND s.wake_at IS NULL
+               AND s.step_type NOT IN ('wait', 'child')
+             GROUP BY 1, 2",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
 }

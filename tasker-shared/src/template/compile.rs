@@ -210,7 +210,8 @@ impl TaskTemplate {
     }
 }
 
-/// A step has a handler, or is a wait step (`wait:`) with none; a wait step is plain otherwise.
+/// A step has a handler, or is a wait step (`wait:`) or a child step (`child:`) with none; such
+/// a step is plain otherwise, and goes to no worker (no `namespace:` or queue timeout).
 fn check_handler_or_wait(step: &super::StepTemplate) -> Result<(), ErrorKind> {
     let invalid = |field: &str, problem: &str| {
         Err(ErrorKind::InvalidField {
@@ -218,40 +219,66 @@ fn check_handler_or_wait(step: &super::StepTemplate) -> Result<(), ErrorKind> {
             problem: problem.into(),
         })
     };
-    let Some(wait) = &step.wait else {
-        if step.handler.trim().is_empty() {
-            return invalid("handler", "must not be empty");
+    if let Some(ns) = &step.namespace {
+        check_identifier(&format!("steps.{}.namespace", step.name), ns)?;
+    }
+    let (kind, own_type) = match (&step.wait, &step.child) {
+        (None, None) => {
+            if step.handler.trim().is_empty() {
+                return invalid("handler", "must not be empty");
+            }
+            if step.handler.starts_with("tasker:") {
+                return invalid("handler", "must not start with `tasker:` (reserved)");
+            }
+            if step.step_type == StepType::Wait {
+                return invalid("type", "`wait` needs a `wait:` (sleep, until or signal)");
+            }
+            if step.step_type == StepType::Child {
+                return invalid("type", "`child` needs a `child:` (the template to start)");
+            }
+            return Ok(());
         }
-        if step.handler.starts_with("tasker:") {
-            return invalid("handler", "must not start with `tasker:` (reserved)");
+        (Some(_), Some(_)) => {
+            return invalid(
+                "child",
+                "a step waits (`wait:`) or starts a child (`child:`), not both",
+            );
         }
-        if step.step_type == StepType::Wait {
-            return invalid("type", "`wait` needs a `wait:` (sleep, until or signal)");
-        }
-        return Ok(());
+        (Some(_), None) => ("wait", StepType::Wait),
+        (None, Some(_)) => ("child", StepType::Child),
     };
     if !step.handler.is_empty() {
         return invalid(
             "handler",
-            "must not be given for a wait step: the orchestrator resolves it",
+            &format!("must not be given for a {kind} step: the orchestrator resolves it"),
         );
     }
-    if !matches!(step.step_type, StepType::Standard | StepType::Wait) {
+    if !matches!(step.step_type, StepType::Standard) && step.step_type != own_type {
         return invalid(
             "type",
-            "a wait step is not a decision, convergence or batch step",
+            &format!("a {kind} step is not a decision, convergence or batch step"),
         );
     }
     if step.queue_timeout_seconds.is_some() {
         return invalid(
             "queue_timeout_seconds",
-            "does not apply to a wait step (it has `timeout` for signals)",
+            &format!("does not apply to a {kind} step: no worker runs it"),
         );
     }
+    if step.namespace.is_some() {
+        return invalid(
+            "namespace",
+            &format!("does not apply to a {kind} step: no worker runs it"),
+        );
+    }
+    let field = |field: String, problem: String| ErrorKind::InvalidField { field, problem };
+    if let Some(child) = &step.child {
+        return child
+            .check(&format!("steps.{}.child", step.name), &step.depends_on)
+            .map_err(|p| field(p.field, p.problem));
+    }
+    let wait = step.wait.as_ref().expect("a wait step");
     wait.compile(&format!("steps.{}.wait", step.name))
         .map(|_| ())
-        .map_err(|e| ErrorKind::InvalidField {
-            field: e.field,
-            problem: e.problem,
-        })
+        .map_err(|e| field(e.field, e.problem))
 }

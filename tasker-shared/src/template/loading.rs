@@ -48,6 +48,24 @@ pub fn namespaces(templates: &[Loaded]) -> Vec<String> {
     set.into_iter().map(str::to_owned).collect()
 }
 
+/// The namespaces a worker with `handlers` consumes: those of the templates' steps whose handler
+/// it has (a step's own `namespace:` or its template's). Every step a worker runs counts when
+/// `handlers` is `None` (a worker that does not say what it has).
+pub fn served_namespaces(templates: &[Loaded], handlers: Option<&[String]>) -> Vec<String> {
+    let set: std::collections::BTreeSet<&str> = templates
+        .iter()
+        .flat_map(|t| {
+            t.template
+                .steps
+                .iter()
+                .filter(|s| s.wait.is_none() && s.child.is_none())
+                .filter(|s| handlers.is_none_or(|h| h.contains(&s.handler)))
+                .map(|s| crate::compose::step_namespace(s, &t.template.namespace))
+        })
+        .collect();
+    set.into_iter().map(str::to_owned).collect()
+}
+
 /// The folder name that holds schedules, not templates (`crate::time::load_schedules`).
 pub const SCHEDULES_DIR: &str = "schedules";
 

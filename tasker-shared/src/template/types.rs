@@ -32,7 +32,11 @@ pub struct TaskTemplate {
 #[serde(deny_unknown_fields)]
 pub struct StepTemplate {
     pub name: String,
-    /// Name of the handler a worker runs for this step (none for a wait step).
+    /// The namespace whose workers run this step (its queue): the template's by default, so
+    /// one template can send each step to the workers of its language.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Name of the handler a worker runs for this step (none for a wait or child step).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub handler: String,
     #[serde(default)]
@@ -59,6 +63,10 @@ pub struct StepTemplate {
     /// a durable sleep, a sleep until a time in the context, or a wait for a signal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait: Option<crate::time::WaitSpec>,
+    /// Makes this a child-workflow step: it starts a task of another template, waits for it and
+    /// completes with its result (no worker, no handler).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child: Option<crate::compose::ChildSpec>,
 }
 
 impl StepTemplate {
@@ -66,15 +74,20 @@ impl StepTemplate {
     pub fn engine_type(&self) -> StepType {
         if self.wait.is_some() {
             StepType::Wait
+        } else if self.child.is_some() {
+            StepType::Child
         } else {
             self.step_type
         }
     }
 
-    /// The handler the engine stores: [`crate::time::WAIT_HANDLER`] for a wait step.
+    /// The handler the engine stores: [`crate::time::WAIT_HANDLER`] for a wait step,
+    /// [`crate::compose::CHILD_HANDLER`] for a child step.
     pub fn engine_handler(&self) -> &str {
         if self.wait.is_some() {
             crate::time::WAIT_HANDLER
+        } else if self.child.is_some() {
+            crate::compose::CHILD_HANDLER
         } else {
             &self.handler
         }
@@ -139,6 +152,9 @@ pub enum StepType {
     /// A step with `wait:`: the orchestrator resolves it when its time comes or its signal
     /// arrives; no worker runs it.
     Wait,
+    /// A step with `child:`: the orchestrator starts a task of another template and the step
+    /// ends as that task does; no worker runs it.
+    Child,
 }
 
 impl StepType {
@@ -150,16 +166,18 @@ impl StepType {
             StepType::Batchable => "batchable",
             StepType::BatchWorker => "batch_worker",
             StepType::Wait => "wait",
+            StepType::Child => "child",
         }
     }
 
-    pub const ALL: [StepType; 6] = [
+    pub const ALL: [StepType; 7] = [
         StepType::Standard,
         StepType::Decision,
         StepType::Convergence,
         StepType::Batchable,
         StepType::BatchWorker,
         StepType::Wait,
+        StepType::Child,
     ];
 }
 
@@ -180,6 +198,11 @@ pub struct RegisteredTemplate {
     /// The worker, user or orchestrator that registered it (`None` for versions registered
     /// before this was recorded).
     pub registered_by: Option<String>,
+    /// The steps no live worker serves (namespace and handler): one template answers it,
+    /// lists leave it out (`null`).
+    #[serde(default)]
+    #[cfg_attr(feature = "sqlx", sqlx(skip))]
+    pub unserved_steps: Option<Vec<crate::api::UnservedStep>>,
 }
 
 impl RegisteredTemplate {

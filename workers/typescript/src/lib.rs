@@ -2,13 +2,16 @@
 //! `tasker_worker::embedded` for the vocabulary every binding shares, here in camelCase). It adds
 //! only the mapping of errors to `Status` codes and Promise-returning waits on napi's runtime;
 //! jobs, outcomes and start options cross as JSON text (`tasker-worker/protocol.schema.json`):
-//! one `JSON.parse` is cheaper than building objects field by field.
+//! one `JSON.parse` is cheaper than building objects field by field. Integers beyond ±(2^53 − 1),
+//! which a JavaScript number would round, cross as marked strings the JavaScript side turns into
+//! `BigInt` and back (`tasker_worker::exact_json`).
 
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi_derive::napi;
 use tasker_worker::EmbeddedWorker;
 use tasker_worker::embedded::{self, Error as CoreError};
+use tasker_worker::exact_json::{mark_big_integers, unmark_big_integers};
 
 fn napi_err(e: CoreError) -> Error {
     let status = match e {
@@ -65,13 +68,15 @@ impl NativeWorker {
     #[napi]
     pub async fn take_steps(&self, max: u32, wait: f64) -> Result<String> {
         let wait = self::wait(wait)?;
-        Ok(self.0.take_steps_async(max as usize, wait).await)
+        Ok(mark_big_integers(
+            self.0.take_steps_async(max as usize, wait).await,
+        ))
     }
 
     /// A JSON array of at most `max` queued jobs, without waiting.
     #[napi]
     pub fn take_ready_steps(&self, max: u32) -> String {
-        self.0.take_ready_steps(max as usize)
+        mark_big_integers(self.0.take_ready_steps(max as usize))
     }
 
     /// Has `callback` called on the JavaScript thread each time steps are queued for this
@@ -94,7 +99,9 @@ impl NativeWorker {
     /// Reports a JSON array of outcomes.
     #[napi]
     pub fn complete(&self, outcomes: String) -> Result<()> {
-        self.0.complete(&outcomes).map_err(napi_err)
+        self.0
+            .complete(&unmark_big_integers(&outcomes))
+            .map_err(napi_err)
     }
 
     /// Whether the job is still this worker's to finish (handed out, not reported, within its
@@ -120,7 +127,7 @@ impl NativeWorker {
             .await
             .map_err(napi_err)?;
         Ok(ParentResultsPage {
-            results: page.results,
+            results: mark_big_integers(page.results),
             next: page.next,
         })
     }

@@ -1,0 +1,196 @@
+//! Child workflows: the "publication" of a child step is the start of its child task. The
+//! executor hands this module the child steps a commit dispatched; each child is created with
+//! the idempotency key `child:<step>:<attempt>` and linked to its step in one transaction
+//! (`tasker_create_task`), so a crash before that commit leaves the step to the sweeper, which
+//! re-publishes it and so starts it again, and a crash after it finds the same child: exactly
+//! one child per attempt. The child's end wakes the step (`tasker_task_ended`), and the timer
+//! completes or fails it (`tasker_wake`).
+
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use tasker_shared::compose::ParentCancel;
+use tasker_shared::{StepMessage, StepResult};
+
+use crate::effects::Effects;
+use crate::metrics as m;
+use crate::shared::Shared;
+use crate::store::{self, ChildStart, NewTask, ParentLink};
+
+/// Why a child could not be started: the step fails for good with this code.
+struct Refusal {
+    code: &'static str,
+    message: String,
+}
+
+fn refuse(code: &'static str, message: String) -> Result<Option<Effects>, Refusal> {
+    Err(Refusal { code, message })
+}
+
+/// Starts the children of child steps just dispatched. Returns what those starts left to do
+/// (the children's root steps) and the steps that cannot start a child, failed for good.
+pub async fn start(shared: &Shared, steps: &[&StepMessage]) -> (Effects, Vec<StepResult>) {
+    let ids: Vec<(Uuid, i32)> = steps
+        .iter()
+        .map(|m| (m.step_id, m.attempt as i32))
+        .collect();
+    let mut effects = Effects::default();
+    let mut failures = Vec::new();
+    let starts = match shared.store.child_starts(&ids).await {
+        Ok(starts) => starts,
+        Err(e) => {
+            tracing::warn!(error = %e, steps = ids.len(), "cannot read child steps; the sweeper publishes them again");
+            return (effects, failures);
+        }
+    };
+    for c in starts {
+        match start_one(shared, &c).await {
+            Ok(Ok(Some(e))) => effects.merge(e),
+            Ok(Ok(None)) => {}
+            Ok(Err(r)) => failures.push(StepResult::permanent_failure(
+                c.task_id,
+                c.step_id,
+                c.attempt as u32,
+                r.code,
+                r.message,
+                "orchestrator",
+            )),
+            Err(e) => tracing::warn!(step = %c.step_id, error = %e,
+                "cannot start a child task; the sweeper publishes its step again"),
+        }
+    }
+    (effects, failures)
+}
+
+/// Starts one child: its pinned template, its context mapped from the parent's, within the
+/// depth bound.
+async fn start_one(
+    shared: &Shared,
+    c: &ChildStart,
+) -> Result<Result<Option<Effects>, Refusal>, store::Error> {
+    let spec = &c.spec;
+    let text = |k: &str| spec[k].as_str().unwrap_or_default();
+    let key = format!("{}/{}@{}", text("namespace"), text("name"), text("version"));
+    let max = shared.config.orchestrator.max_child_depth;
+    let depth = c.depth + 1;
+    if depth as u32 > max {
+        return Ok(refuse(
+            "child_depth_exceeded",
+            format!(
+                "starting {key} would nest workflows {depth} deep; orchestrator.max_child_depth \
+                 is {max} (does the template start itself?)"
+            ),
+        ));
+    }
+    let context = match child_context(spec, &c.context, &c.parents) {
+        Ok(context) => context,
+        Err(pointer) => {
+            return Ok(refuse(
+                "child_context_missing",
+                format!("the child context's {pointer} resolves to nothing"),
+            ));
+        }
+    };
+    let Some(entry) = shared
+        .catalog
+        .get(text("namespace"), text("name"), Some(text("version")))
+        .await?
+    else {
+        return Ok(refuse(
+            "unknown_child_template",
+            format!("{key} is not registered"),
+        ));
+    };
+    if let Err(problems) = entry.loaded.check_context(&context) {
+        return Ok(refuse(
+            "child_context_invalid",
+            format!(
+                "the child context does not match the schema of {key}: {}",
+                problems.join("; ")
+            ),
+        ));
+    }
+    let children = match shared.catalog.pin_children(&entry.loaded).await {
+        Ok(pins) => pins,
+        Err(crate::catalog::PinError::Store(e)) => return Err(e),
+        Err(e) => return Ok(refuse("unknown_child_template", e.to_string())),
+    };
+    let on_parent_cancel = match text("on_parent_cancel") {
+        "abandon" => ParentCancel::Abandon,
+        _ => ParentCancel::Cancel,
+    };
+    let created = shared
+        .store
+        .create_task(NewTask {
+            template_id: entry.id,
+            template: &entry.loaded,
+            context,
+            idempotency_key: Some(format!("child:{}:{}", c.step_id, c.attempt)),
+            run_at: None,
+            children,
+            parent: Some(ParentLink {
+                task_id: c.task_id,
+                step_id: c.step_id,
+                attempt: c.attempt,
+                depth,
+                on_parent_cancel,
+            }),
+        })
+        .await?;
+    if created.created {
+        ::metrics::counter!(m::CHILDREN_STARTED.name).increment(1);
+    }
+    Ok(Ok((!created.parent_gone).then_some(created.effects)))
+}
+
+/// The child's context: the parent's whole, one value read by a pointer, or a map of fields
+/// read by pointers, from `{"context": …, "parents": {…}}`. Err: the pointer that read nothing.
+fn child_context(spec: &Value, context: &Value, parents: &Value) -> Result<Value, String> {
+    let mapping = &spec["context"];
+    if mapping.is_null() {
+        return Ok(context.clone());
+    }
+    let source = json!({ "context": context, "parents": parents });
+    let read = |pointer: &str| {
+        source
+            .pointer(pointer)
+            .cloned()
+            .ok_or_else(|| pointer.to_owned())
+    };
+    if let Some(pointer) = mapping["pointer"].as_str() {
+        return read(pointer);
+    }
+    let mut fields = Map::new();
+    for (k, p) in mapping["pointers"].as_object().into_iter().flatten() {
+        fields.insert(k.clone(), read(p.as_str().unwrap_or_default())?);
+    }
+    Ok(Value::Object(fields))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_context_is_mapped_by_pointers_and_a_missing_one_is_named() {
+        let ctx = json!({"order": {"id": 7}, "n": 2});
+        let parents = json!({"price": {"total": 12.5}});
+        let whole = json!({"context": null});
+        assert_eq!(child_context(&whole, &ctx, &parents), Ok(ctx.clone()));
+        let one = json!({"context": {"pointer": "/parents/price"}});
+        assert_eq!(
+            child_context(&one, &ctx, &parents),
+            Ok(json!({"total": 12.5}))
+        );
+        let fields = json!({"context": {"pointers": {"id": "/context/order/id", "t": "/parents/price/total"}}});
+        assert_eq!(
+            child_context(&fields, &ctx, &parents),
+            Ok(json!({"id": 7, "t": 12.5}))
+        );
+        let missing = json!({"context": {"pointers": {"x": "/context/nope"}}});
+        assert_eq!(
+            child_context(&missing, &ctx, &parents),
+            Err("/context/nope".to_owned())
+        );
+    }
+}

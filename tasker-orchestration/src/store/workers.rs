@@ -1,0 +1,123 @@
+//! The workers registry: each worker reports itself (what it serves) at start and every
+//! heartbeat, and says when it leaves. A worker is live while it reported within its last three
+//! heartbeats; rows not seen for a day are deleted when another report comes.
+
+use uuid::Uuid;
+
+use tasker_shared::api::{WorkerInfo, WorkerReport};
+
+use super::{Result, Store};
+
+const COLUMNS: &str = "id, name, language, version, host, pid, namespaces, handlers, concurrency,
+    heartbeat_ms, started_at, last_seen_at,
+    left_at IS NULL AND last_seen_at + make_interval(secs => 3 * heartbeat_ms / 1000.0)
+        > clock_timestamp() AS live";
+
+impl Store {
+    /// Records a worker's report (creates or refreshes its row). `None` if the row was reported
+    /// by another credential (`by`), which may not be taken over.
+    pub async fn report_worker(
+        &self,
+        id: Uuid,
+        r: &WorkerReport,
+        by: Option<&str>,
+    ) -> Result<Option<WorkerInfo>> {
+        sqlx::query(
+            "DELETE FROM workers WHERE last_seen_at < clock_timestamp() - interval '1 day'",
+        )
+        .execute(self.pool())
+        .await?;
+        let sql = format!(
+            "INSERT INTO workers (id, name, language, version, host, pid, namespaces, handlers,
+                                  concurrency, heartbeat_ms, started_at, last_seen_at, reported_by)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, clock_timestamp(), $12)
+             ON CONFLICT (id) DO UPDATE SET
+                 name = EXCLUDED.name, language = EXCLUDED.language, version = EXCLUDED.version,
+                 host = EXCLUDED.host, pid = EXCLUDED.pid, namespaces = EXCLUDED.namespaces,
+                 handlers = EXCLUDED.handlers, concurrency = EXCLUDED.concurrency,
+                 heartbeat_ms = EXCLUDED.heartbeat_ms, started_at = EXCLUDED.started_at,
+                 last_seen_at = EXCLUDED.last_seen_at, left_at = NULL
+             WHERE workers.reported_by IS NOT DISTINCT FROM EXCLUDED.reported_by
+             RETURNING {COLUMNS}"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(id)
+            .bind(&r.name)
+            .bind(&r.language)
+            .bind(&r.version)
+            .bind(&r.host)
+            .bind(r.pid)
+            .bind(&r.namespaces)
+            .bind(&r.handlers)
+            .bind(r.concurrency)
+            .bind(r.heartbeat_ms)
+            .bind(r.started_at)
+            .bind(by)
+            .fetch_optional(self.pool())
+            .await?)
+    }
+
+    /// Marks a worker gone (it stopped). False if there is no such worker of `by`'s.
+    pub async fn leave_worker(&self, id: Uuid, by: Option<&str>) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE workers SET left_at = clock_timestamp()
+             WHERE id = $1 AND reported_by IS NOT DISTINCT FROM $2",
+        )
+        .bind(id)
+        .bind(by)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Marks the steps waiting for a worker that no live worker serves (`Step::unserved`).
+    pub async fn flag_unserved(&self, steps: &mut [tasker_shared::api::Step]) -> Result<()> {
+        let waiting = |s: &tasker_shared::api::Step| {
+            s.state == "enqueued" && !matches!(s.step_type.as_str(), "wait" | "child")
+        };
+        if !steps.iter().any(waiting) {
+            return Ok(());
+        }
+        let served = Served::new(&self.workers(false).await?);
+        for s in steps.iter_mut().filter(|s| waiting(s)) {
+            s.unserved = !served.serves(&s.namespace, &s.handler);
+        }
+        Ok(())
+    }
+
+    /// Live workers, or with `all` every worker seen in the last day; by name.
+    pub async fn workers(&self, all: bool) -> Result<Vec<WorkerInfo>> {
+        let sql = format!(
+            "SELECT * FROM (SELECT {COLUMNS} FROM workers) w WHERE $1 OR live
+             ORDER BY name, id"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(all)
+            .fetch_all(self.pool())
+            .await?)
+    }
+}
+
+/// What the live workers serve: whether one of them runs `handler` in `namespace`.
+#[derive(Debug, Default)]
+pub struct Served(std::collections::HashSet<(String, String)>);
+
+impl Served {
+    pub fn new(workers: &[WorkerInfo]) -> Served {
+        Served(
+            workers
+                .iter()
+                .filter(|w| w.live)
+                .flat_map(|w| {
+                    w.namespaces
+                        .iter()
+                        .flat_map(move |ns| w.handlers.iter().map(move |h| (ns.clone(), h.clone())))
+                })
+                .collect(),
+        )
+    }
+
+    pub fn serves(&self, namespace: &str, handler: &str) -> bool {
+        self.0.contains(&(namespace.to_owned(), handler.to_owned()))
+    }
+}
