@@ -611,6 +611,121 @@ def test_the_time_calls_send_the_contracts_requests_and_read_its_answers(
     ]
 
 
+PARENT_ID = "019a0000-0000-7000-8000-000000000010"
+CHILD_LINK = {
+    "task_id": SCHEDULED_TASK["id"], "step_id": "019a0000-0000-7000-8000-000000000011",
+    "step_name": "enrich", "attempt": 1, "state": "running", "namespace": "shop",
+    "name": "enrich_order", "version": "1.2.0",
+}
+PARENT_TASK = {
+    **SCHEDULED_TASK, "id": PARENT_ID, "state": "running", "run_at": None,
+    "parent_task_id": None, "parent_step_id": None, "depth": 0, "children": [CHILD_LINK],
+}
+CHILD_TASK = {
+    **SCHEDULED_TASK, "state": "running", "run_at": None, "namespace": "shop",
+    "name": "enrich_order", "version": "1.2.0", "parent_task_id": PARENT_ID,
+    "parent_step_id": CHILD_LINK["step_id"], "depth": 1, "children": None,
+}
+CHILD_STEP = {
+    **WAIT_STEP, "id": CHILD_LINK["step_id"], "name": "enrich", "handler": "tasker:child",
+    "step_type": "child", "wait": None, "namespace": "python_examples", "unserved": False,
+    "child": {"namespace": "shop", "name": "enrich_order", "version": "1.2.0",
+              "task_id": CHILD_LINK["task_id"], "on_parent_cancel": "abandon"},
+}
+ROUTED_STEP = {
+    **WAIT_STEP, "id": "019a0000-0000-7000-8000-000000000012", "name": "score",
+    "handler": "score", "step_type": "standard", "state": "enqueued", "wait": None,
+    "namespace": "ruby_examples", "child": None, "unserved": True,
+}
+WORKER = {
+    "id": "019a0000-0000-7000-8000-000000000020", "name": "worker-1", "language": "python",
+    "version": "0.1.0", "host": "box", "pid": 4242, "namespaces": ["python_examples"],
+    "handlers": ["double", "score"], "concurrency": 8,
+    "started_at": "2026-11-26T08:00:00Z", "last_seen_at": "2026-11-26T09:00:00Z", "live": True,
+}
+
+
+def test_the_composition_calls_send_the_contracts_requests_and_read_its_answers(
+    recorder: tuple[str, type[Recorder]],
+) -> None:
+    url, api = recorder
+    gone = {**WORKER, "id": "019a0000-0000-7000-8000-000000000021", "live": False}
+    api.answers.update({
+        ("GET", f"/v1/tasks/{PARENT_ID}"): (200, PARENT_TASK),
+        ("GET", "/v1/tasks"): (200, {"tasks": [CHILD_TASK], "next_before": None}),
+        ("GET", f"/v1/tasks/{PARENT_ID}/steps"): (
+            200, {"steps": [CHILD_STEP, ROUTED_STEP], "next": None},
+        ),
+        ("GET", "/v1/workers"): (200, {"workers": [WORKER, gone], "heartbeat_seconds": 10}),
+    })
+    with tasker.Client(url) as c:
+        parent = c.get_task(PARENT_ID)
+        assert (parent.parent_task_id, parent.parent_step_id, parent.depth) == (None, None, 0)
+        assert parent.children == [tasker.TaskChild(
+            task_id=CHILD_LINK["task_id"], step_id=CHILD_LINK["step_id"], step_name="enrich",
+            attempt=1, state="running", namespace="shop", name="enrich_order", version="1.2.0",
+        )]
+        [child] = c.list_tasks(parent=PARENT_ID).tasks
+        assert (child.parent_task_id, child.parent_step_id, child.depth) == (
+            PARENT_ID, CHILD_LINK["step_id"], 1,
+        )
+        assert child.children is None
+        assert [t.id for t in c.iter_tasks(parent=uuid.UUID(PARENT_ID), state="running")] == [
+            child.id
+        ]
+        # A task from a server before composition: no parent, depth 0.
+        older = tasker.Task.from_json(SCHEDULED_TASK)
+        assert (older.parent_task_id, older.depth, older.children) == (None, 0, None)
+
+        enrich, score = c.steps(PARENT_ID)
+        assert (enrich.step_type, enrich.handler, enrich.namespace) == (
+            "child", "tasker:child", "python_examples",
+        )
+        assert enrich.child == tasker.StepChild(
+            namespace="shop", name="enrich_order", version="1.2.0",
+            task_id=CHILD_LINK["task_id"], on_parent_cancel="abandon",
+        )
+        assert not enrich.unserved and enrich.wait is None
+        assert (score.namespace, score.child, score.unserved) == ("ruby_examples", None, True)
+        older_step = tasker.Step.from_json(WAIT_STEP)
+        assert (older_step.namespace, older_step.child, older_step.unserved) == (None, None, False)
+        pending = tasker.StepChild.from_json({**CHILD_STEP["child"], "task_id": None})
+        assert pending.task_id is None
+
+        live, stale = c.workers(all=True)
+        assert live == tasker.WorkerInfo(
+            id=WORKER["id"], name="worker-1", language="python", version="0.1.0", host="box",
+            pid=4242, namespaces=["python_examples"], handlers=["double", "score"],
+            concurrency=8, started_at=datetime(2026, 11, 26, 8, tzinfo=timezone.utc),
+            last_seen_at=datetime(2026, 11, 26, 9, tzinfo=timezone.utc), live=True,
+        )
+        assert stale.live is False
+        assert len(c.workers()) == 2
+
+    async def the_async_twin() -> None:
+        async with tasker.AsyncClient(url) as c:
+            assert (await c.workers())[0] == live
+            assert [w.live for w in await c.workers(all=True)] == [True, False]
+            assert (await c.list_tasks(parent=PARENT_ID)).tasks == [child]
+            assert [t async for t in c.iter_tasks(parent=PARENT_ID)] == [child]
+
+    asyncio.run(the_async_twin())
+
+    assert [(m, p) for m, p, _ in api.requests] == [
+        ("GET", f"/v1/tasks/{PARENT_ID}"),
+        ("GET", f"/v1/tasks?parent={PARENT_ID}"),
+        ("GET", f"/v1/tasks?state=running&parent={PARENT_ID}"),
+        ("GET", f"/v1/tasks/{PARENT_ID}/steps?limit=1000"),
+        ("GET", "/v1/workers?all=true"),
+        ("GET", "/v1/workers"),
+        # The async client's.
+        ("GET", "/v1/workers"),
+        ("GET", "/v1/workers?all=true"),
+        ("GET", f"/v1/tasks?parent={PARENT_ID}"),
+        ("GET", f"/v1/tasks?parent={PARENT_ID}"),
+    ]
+
+
 def test_an_unreachable_orchestrator_is_a_connection_error() -> None:
     url = f"http://127.0.0.1:{free_port()}"  # nobody listens there
     with tasker.Client(url, timeout=5) as c:

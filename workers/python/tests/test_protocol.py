@@ -94,3 +94,32 @@ def test_worker_start_sends_start_options_the_schema_takes() -> None:
         assert sent == {k: v for k, v in example.items() if v is not None}
     for bad in EXAMPLES["invalid_start_options"]:
         assert not check.is_valid(bad["options"]), bad["why"]
+
+
+def test_worker_start_tells_the_core_the_handlers_it_registered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The core consumes only the namespaces of the steps whose handlers the worker has: the
+    registry's names go in ``start_options`` (sorted), and none are sent unless given."""
+    sent: list[dict[str, Any]] = []
+
+    class FakeNative:
+        @staticmethod
+        def start(options: str) -> FakeNative:
+            sent.append(json.loads(options))
+            return FakeNative()
+
+    import tasker._worker
+
+    monkeypatch.setattr(tasker._worker, "NativeWorker", FakeNative)
+    monkeypatch.setattr(tasker._worker, "Runner", lambda native, registry: None)
+    reg = tasker.Registry()
+    reg.register("score", lambda ctx: None)
+    reg.register("double", lambda ctx: None)
+    tasker.Worker.start("templates/", registry=reg, concurrency=2)
+    tasker.Worker.start("templates/", registry=tasker.Registry())
+    assert sent == [
+        {"templates": "templates/", "concurrency": 2, "handlers": ["double", "score"]},
+        {"templates": "templates/", "handlers": []},
+    ]
+    assert "handlers" not in json.loads(start_options("templates/"))

@@ -3,6 +3,7 @@
 require "test_helper"
 require "set" # json_schemer 0.2 uses Set without requiring it
 require "json_schemer"
+require "minitest/mock"
 
 # The worker protocol check, the same in every language (tests/slow/conformance.rs runs it through
 # conformance-protocol): the examples of tests/conformance/protocol.json against the schema
@@ -86,5 +87,37 @@ class ProtocolTest < Minitest::Test
     end
     check = validator("start_options")
     EXAMPLES["invalid_start_options"].each { |bad| refute check.valid?(bad["options"]), bad["why"] }
+  end
+
+  # A core that hands out no step: enough for Worker#start and #stop.
+  class IdleCore
+    def concurrency = 1
+    def shutdown_timeout = 1
+
+    def take_steps(_max, wait)
+      sleep([wait, 0.01].min)
+      "[]"
+    end
+
+    def shutdown; end
+    def stop; end
+  end
+
+  # The core consumes only the namespaces of the steps whose handlers the worker has: the
+  # registry's names go in `start_options` (sorted), and none are sent unless given.
+  def test_worker_start_tells_the_core_the_handlers_it_registered
+    sent = []
+    start = lambda do |options|
+      sent << JSON.parse(options)
+      IdleCore.new
+    end
+    registry = Tasker::Registry.new.register("score") { nil }.register("double") { nil }
+    Tasker::NativeWorker.stub(:start, start) do
+      Tasker::Worker.start(templates: "templates/", registry: registry, concurrency: 2).stop
+      Tasker::Worker.start(templates: "templates/", registry: Tasker::Registry.new).stop
+    end
+    assert_equal [{ "templates" => "templates/", "concurrency" => 2, "handlers" => %w[double score] },
+                  { "templates" => "templates/", "handlers" => [] }], sent
+    refute JSON.parse(Tasker::Worker.start_options(templates: "t")).key?("handlers")
   end
 end

@@ -12,6 +12,7 @@ import {
   stepFromJson,
   taskFromJson,
   transitionFromJson,
+  workerFromJson,
   type BackfillResult,
   type OverlapPolicy,
   type Schedule,
@@ -22,6 +23,7 @@ import {
   type TaskPage,
   type TaskState,
   type Transition,
+  type WorkerInfo,
 } from "./task";
 import { Transport } from "./transport";
 
@@ -106,6 +108,8 @@ export interface TaskQuery {
   limit?: number;
   /** The previous page's `nextBefore`: tasks older than this one. */
   before?: string;
+  /** A task's id: its child tasks (the ones its child steps started). */
+  parent?: string;
 }
 
 /** Who asks for a repair and why; both are recorded in the task's history. */
@@ -414,6 +418,17 @@ export class Client {
   ): Promise<BackfillResult> {
     const body = { from: timestamp(from), to: timestamp(to) };
     return backfillFromJson(await this.#http.send("POST", `${schedulePath(namespace, name)}/backfill`, { body }));
+  }
+
+  /**
+   * The workers the orchestrator knows (their heartbeats): the live ones, or with `all` also
+   * those not seen for longer than the liveness window (`live` false). Which namespaces and
+   * handlers each serves.
+   */
+  async workers(options: { all?: boolean } = {}): Promise<WorkerInfo[]> {
+    const query = options.all ? { all: "true" } : {};
+    const answer = (await this.#http.send("GET", "/v1/workers", { query })) as { workers: unknown[] };
+    return answer.workers.map(workerFromJson);
   }
 }
 

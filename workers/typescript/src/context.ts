@@ -1,5 +1,5 @@
 import { ReferenceUnavailable } from "./errors";
-import type { JsonObject, JsonValue } from "./json";
+import { parseCoreJson, type JsonObject, type JsonValue } from "./json";
 
 /** What a handler receives for one step attempt. */
 export interface StepContext {
@@ -115,7 +115,7 @@ export class ParentResults implements AsyncIterable<[string, JsonValue]> {
     let after: string | null = null;
     do {
       const page = await pages(after);
-      yield* Object.entries(JSON.parse(page.results) as JsonObject);
+      yield* Object.entries(parseCoreJson(page.results) as JsonObject);
       after = page.next ?? null;
     } while (after !== null);
   }

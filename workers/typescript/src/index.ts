@@ -51,13 +51,16 @@ export {
   type Schedule,
   type Signal,
   type Step,
+  type StepChild,
   type StepPage,
   type StepState,
   type StepWait,
   type Task,
+  type TaskChild,
   type TaskFailure,
   type TaskPage,
   type TaskState,
   type Transition,
+  type WorkerInfo,
 } from "./task";
 export { Worker, type Logger, type WorkerOptions } from "./worker";

@@ -1,4 +1,4 @@
-import type { JsonValue } from "./json";
+import { stringifyCoreJson, type JsonValue } from "./json";
 
 /** A failure as the step records it. */
 export interface StepError {
@@ -20,12 +20,13 @@ export type OutcomeBody =
 export type Outcome = OutcomeBody & { id: number; started_at: number; finished_at: number };
 
 /**
- * One outcome as JSON. A result that cannot be serialized (a BigInt, a cycle) becomes a
- * permanent failure of its own step instead of failing the whole batch in the core.
+ * One outcome as JSON, a `bigint` marked for the core (see {@link stringifyCoreJson}). A result
+ * that cannot be serialized (a cycle, a throwing `toJSON`) becomes a permanent failure of its own
+ * step instead of failing the whole batch in the core.
  */
 export function outcomeJson(outcome: Outcome): string {
   try {
-    return JSON.stringify(outcome);
+    return stringifyCoreJson(outcome);
   } catch (err) {
     return JSON.stringify({
       id: outcome.id,

@@ -10,7 +10,7 @@ import type { StepError } from "./outcome";
  */
 export type TaskState = "scheduled" | "running" | "complete" | "error" | "cancelled";
 
-/** A step's state; a wait step is `waiting` while it waits. */
+/** A step's state; a wait step is `waiting` while it waits, a child step while its child task runs. */
 export type StepState =
   | "pending"
   | "enqueued"
@@ -55,6 +55,44 @@ export interface Task<Ctx = JsonObject, Res = JsonObject> {
   durationMs: number | null;
   /** When a task created with `runAt` or `delay` starts; `null` for one that started at once. */
   runAt: Date | null;
+  /** The task whose child step started this one; `null` for a task nobody started. */
+  parentTaskId: string | null;
+  /** That child step's id; `null` for a task nobody started. */
+  parentStepId: string | null;
+  /** 0 for a task nobody started; a child's is its parent's plus one. */
+  depth: number;
+  /** The child tasks its child steps started; only from `getTask` (`null` in {@link TaskPage}). */
+  children: TaskChild[] | null;
+}
+
+/**
+ * A child task of a task ({@link Task.children}): the task `taskId` that its child step
+ * `stepName` (`stepId`) started at its `attempt`, of the template `namespace`/`name`/`version`,
+ * and that task's `state`.
+ */
+export interface TaskChild {
+  taskId: string;
+  stepId: string;
+  stepName: string;
+  attempt: number;
+  state: TaskState;
+  namespace: string;
+  name: string;
+  version: string;
+}
+
+/**
+ * What a child-workflow step starts: a task of the template `namespace`/`name`/`version`
+ * (pinned when the parent task was created).
+ */
+export interface StepChild {
+  namespace: string;
+  name: string;
+  version: string;
+  /** The child task's id once it exists; `null` before. */
+  taskId: string | null;
+  /** What cancelling or failing the parent does to the child while it runs. */
+  onParentCancel: "cancel" | "abandon";
 }
 
 /**
@@ -75,7 +113,10 @@ export interface Step {
   id: string;
   name: string;
   handler: string;
-  /** `standard`, `decision`, `convergence`, `batchable`, `batch_worker` or `wait`, as the template says. */
+  /**
+   * `standard`, `decision`, `convergence`, `batchable`, `batch_worker`, `wait` or `child`, as the
+   * template says.
+   */
   stepType: string;
   state: StepState;
   attempt: number;
@@ -94,6 +135,41 @@ export interface Step {
   nextAttemptAt: Date | null;
   /** A wait step's (run by the orchestrator, no handler of yours); `null` for the others. */
   wait: StepWait | null;
+  /**
+   * The queue namespace the step runs in: its own `namespace:` or its task's (`null` from a
+   * server that does not say).
+   */
+  namespace: string | null;
+  /**
+   * A child-workflow step's (handler `tasker:child`, run by the orchestrator: its result is the
+   * child task's result); `null` for the others.
+   */
+  child: StepChild | null;
+  /** The step waits for a worker and no live worker serves its namespace and handler. */
+  unserved: boolean;
+}
+
+/**
+ * A worker process as the orchestrator's registry knows it ({@link Client.workers}). `live` is
+ * false for a worker not seen for longer than the liveness window (listed only with `all`).
+ */
+export interface WorkerInfo {
+  id: string;
+  name: string;
+  /** `rust`, `python`, `ruby`, `typescript`, … */
+  language: string;
+  /** Its package's version. */
+  version: string;
+  host: string;
+  pid: number;
+  /** The namespaces it consumes. */
+  namespaces: string[];
+  /** The handlers it registered. */
+  handlers: string[];
+  concurrency: number;
+  startedAt: Date;
+  lastSeenAt: Date;
+  live: boolean;
 }
 
 /**
@@ -214,6 +290,23 @@ export function taskFromJson<Ctx, Res>(json: unknown): Task<Ctx, Res> {
     completedAt: date(t.completed_at),
     durationMs: t.duration_ms ?? null,
     runAt: date(t.run_at),
+    parentTaskId: t.parent_task_id ?? null,
+    parentStepId: t.parent_step_id ?? null,
+    depth: t.depth ?? 0,
+    children: Array.isArray(t.children) ? t.children.map(taskChildFromJson) : null,
+  };
+}
+
+function taskChildFromJson(c: Wire): TaskChild {
+  return {
+    taskId: c.task_id,
+    stepId: c.step_id,
+    stepName: c.step_name,
+    attempt: c.attempt,
+    state: c.state,
+    namespace: c.namespace,
+    name: c.name,
+    version: c.version,
   };
 }
 
@@ -238,6 +331,19 @@ export function stepFromJson(json: unknown): Step {
     processedAt: date(s.processed_at),
     nextAttemptAt: date(s.next_attempt_at),
     wait: s.wait == null ? null : stepWaitFromJson(s.wait),
+    namespace: s.namespace ?? null,
+    child: s.child == null ? null : stepChildFromJson(s.child),
+    unserved: s.unserved === true,
+  };
+}
+
+function stepChildFromJson(c: Wire): StepChild {
+  return {
+    namespace: c.namespace,
+    name: c.name,
+    version: c.version,
+    taskId: c.task_id ?? null,
+    onParentCancel: c.on_parent_cancel ?? "cancel",
   };
 }
 
@@ -303,4 +409,23 @@ export function scheduleFromJson(json: unknown): Schedule {
 export function backfillFromJson(json: unknown): BackfillResult {
   const b = json as Wire;
   return { created: b.created, existing: b.existing, taskIds: b.task_ids };
+}
+
+/** A worker from the API's JSON. */
+export function workerFromJson(json: unknown): WorkerInfo {
+  const w = json as Wire;
+  return {
+    id: w.id,
+    name: w.name,
+    language: w.language,
+    version: w.version,
+    host: w.host,
+    pid: w.pid,
+    namespaces: w.namespaces ?? [],
+    handlers: w.handlers ?? [],
+    concurrency: w.concurrency,
+    startedAt: new Date(w.started_at),
+    lastSeenAt: new Date(w.last_seen_at),
+    live: w.live === true,
+  };
 }

@@ -3,6 +3,7 @@ import type { Job } from "./context";
 import { ReferenceUnavailable } from "./errors";
 import { execute } from "./execute";
 import { defaultRegistry, type Registry } from "./handler";
+import { parseCoreJson } from "./json";
 import { outcomeJson, type Outcome } from "./outcome";
 
 /** How to start a {@link Worker}. Absent values keep the configured ones (file, `TASKER_*`, defaults). */
@@ -24,7 +25,10 @@ export interface WorkerOptions {
   shutdownTimeout?: number;
   /** @deprecated The same in milliseconds; use {@link shutdownTimeout} (seconds). */
   shutdownTimeoutMs?: number;
-  /** Handlers to run; {@link defaultRegistry} (what `registerHandler` fills) by default. */
+  /**
+   * Handlers to run; {@link defaultRegistry} (what `registerHandler` fills) by default. Their
+   * names, as registered when the worker starts, choose the namespaces it consumes.
+   */
   registry?: Registry;
   /**
    * Where the worker core's log records go (consuming, publishing results, reconnecting), each
@@ -44,8 +48,10 @@ export interface WorkerOptions {
 /**
  * The worker protocol's `start_options` (tasker-worker/protocol.schema.json) as JSON text, from
  * a {@link Worker}'s options: absent values are left out, so the configured ones hold.
+ * `handlers`: the names of the handlers registered (the core then consumes only the namespaces
+ * of the steps they run; all its templates' when absent).
  */
-export function startOptions(options: WorkerOptions): string {
+export function startOptions(options: WorkerOptions, handlers?: readonly string[]): string {
   const shutdownTimeout =
     options.shutdownTimeout ?? (options.shutdownTimeoutMs === undefined ? undefined : options.shutdownTimeoutMs / 1000);
   return JSON.stringify({
@@ -55,6 +61,7 @@ export function startOptions(options: WorkerOptions): string {
     concurrency: options.concurrency,
     orchestrator_url: options.orchestratorUrl,
     shutdown_timeout: shutdownTimeout,
+    handlers: handlers === undefined ? undefined : [...handlers],
   });
 }
 
@@ -126,12 +133,17 @@ export class Worker {
    * Starts the native core (it connects to RabbitMQ in the background and serves `/health`).
    * Throws with the reason if the options, the configuration or the templates are invalid.
    * The same three calls in every language: `Worker.start`, {@link run}, {@link stop}.
+   *
+   * The core is told the names of the registry's handlers (register them before starting): it
+   * consumes only the namespaces of the template steps whose handler is one of them (a step's
+   * own `namespace:`, else its template's), so the worker takes no step it cannot run.
    */
   static start(options: WorkerOptions): Worker {
-    const native = NativeWorker.start(startOptions(options));
+    const registry = options.registry ?? defaultRegistry();
+    const native = NativeWorker.start(startOptions(options, registry.names()));
     forwardLogs(options.logger ?? console);
     const pollMs = options.poll === undefined ? (options.pollMs ?? 200) : options.poll * 1000;
-    return new Worker(native, options.registry ?? defaultRegistry(), pollMs);
+    return new Worker(native, registry, pollMs);
   }
 
   /** `ip:port` of the `/health` endpoint. */
@@ -195,7 +207,7 @@ export class Worker {
       while (!this.#stopping) {
         const free = concurrency - this.#inFlight.size;
         if (free > 0) {
-          const jobs = JSON.parse(this.#native.takeReadySteps(free)) as Job[];
+          const jobs = parseCoreJson(this.#native.takeReadySteps(free)) as Job[];
           for (const job of jobs) {
             this.#launch(job);
           }

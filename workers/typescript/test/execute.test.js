@@ -185,12 +185,23 @@ test("each running job times out at its own deadline, however the others' compar
 });
 
 test("a result that is not JSON fails its own step permanently", async () => {
-  const out = await run(() => ({ big: 1n }));
+  const out = await run(() => {
+    const cycle = { a: 1 };
+    cycle.self = cycle;
+    return cycle;
+  });
   const wire = JSON.parse(outcomeJson(out));
   assert.equal(wire.status, "failure");
   assert.equal(wire.retryable, false);
   assert.equal(wire.error.kind, "invalid_result");
-  assert.match(wire.error.message, /BigInt/);
+  assert.match(wire.error.message, /circular/i);
+});
+
+test("a BigInt in a result goes to the core marked, for an exact integer", async () => {
+  const out = await run(() => ({ big: 9007199254740993n, small: 1 }));
+  const wire = JSON.parse(outcomeJson(out));
+  assert.equal(wire.status, "success");
+  assert.deepEqual(wire.result, { big: "\u0000int:9007199254740993", small: 1 });
 });
 
 test("parent results by reference are read a page at a time, or all at once", async () => {

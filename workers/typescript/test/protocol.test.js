@@ -9,7 +9,7 @@ const fs = require("node:fs");
 const path = require("node:path");
 const Ajv = require("ajv");
 
-const { Registry, PermanentError, RetryableError } = require("../dist/index.js");
+const { Registry, PermanentError, RetryableError, Worker } = require("../dist/index.js");
 const { execute } = require("../dist/execute.js");
 const { stepContext } = require("../dist/context.js");
 const { outcomeJson } = require("../dist/outcome.js");
@@ -108,11 +108,41 @@ test("Worker.start sends start options the schema takes", () => {
         concurrency: example.concurrency,
         orchestratorUrl: example.orchestrator_url,
         shutdownTimeout: example.shutdown_timeout,
-      }),
+      }, example.handlers ?? undefined),
     );
     assertValid("start_options", sent);
     assert.deepEqual(compact(sent), compact(example));
   }
   const validate = validator("start_options");
   for (const bad of examples.invalid_start_options) assert.ok(!validate(bad.options), bad.why);
+});
+
+// The core consumes only the namespaces of the steps whose handlers the worker has: the
+// registry's names go in start_options (sorted), and none are sent unless given.
+test("Worker.start tells the core the handlers it registered", async () => {
+  const binding = require("../index.js");
+  const sent = [];
+  const idleCore = { concurrency: 1, shutdownTimeout: 1, shutdown() {}, stop() {} };
+  const NativeWorker = binding.NativeWorker;
+  const silent = { error() {}, warn() {}, info() {}, debug() {} };
+  // The class's statics are read-only: the worker module reads the binding's export at each
+  // start, so a stand-in class goes there instead.
+  binding.NativeWorker = {
+    start(options) {
+      sent.push(JSON.parse(options));
+      return idleCore;
+    },
+  };
+  try {
+    const registry = new Registry().register("score", () => null).register("double", () => null);
+    await Worker.start({ templates: "templates/", registry, concurrency: 2, logger: silent }).stop();
+    await Worker.start({ templates: "templates/", registry: new Registry(), logger: silent }).stop();
+  } finally {
+    binding.NativeWorker = NativeWorker;
+  }
+  assert.deepEqual(sent, [
+    { templates: "templates/", concurrency: 2, handlers: ["double", "score"] },
+    { templates: "templates/", handlers: [] },
+  ]);
+  assert.equal("handlers" in JSON.parse(startOptions({ templates: "t" })), false);
 });

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 from ._native import NativeWorker, WorkerError
@@ -47,7 +48,12 @@ class Worker:
         (``health_port`` 0 picks a free port) and starts consuming. ``registry`` defaults to
         the one ``@tasker.handler`` fills; ``shutdown_timeout`` is how many seconds running
         handlers may take to finish once stopping. Raises :class:`tasker.WorkerError` when the
-        core cannot start, ``ValueError`` for a bad argument."""
+        core cannot start, ``ValueError`` for a bad argument.
+
+        The core is told the names of the registry's handlers: it consumes only the namespaces
+        of the template steps whose handler is one of them (a step's own ``namespace:``, else
+        its template's), so a worker takes no step it cannot run."""
+        registry = registry if registry is not None else default_registry
         native = NativeWorker.start(
             start_options(
                 templates,
@@ -56,9 +62,10 @@ class Worker:
                 config=config,
                 orchestrator_url=orchestrator_url,
                 shutdown_timeout=shutdown_timeout,
+                handlers=registry.names(),
             )
         )
-        return cls(native, registry if registry is not None else default_registry)
+        return cls(native, registry)
 
     @property
     def health_addr(self) -> str:
@@ -117,9 +124,11 @@ def start_options(
     config: str | os.PathLike[str] | None = None,
     orchestrator_url: str | None = None,
     shutdown_timeout: float | None = None,
+    handlers: Iterable[str] | None = None,
 ) -> str:
     """The worker protocol's ``start_options`` as JSON text; None values are left out (the
-    configured value holds)."""
+    configured value holds). ``handlers``: the names of the handlers registered (the core then
+    consumes only the namespaces of the steps they run; all its templates' when left out)."""
     options: dict[str, Any] = {
         "templates": os.fspath(templates),
         "config": None if config is None else os.fspath(config),
@@ -127,5 +136,6 @@ def start_options(
         "concurrency": concurrency,
         "orchestrator_url": orchestrator_url,
         "shutdown_timeout": shutdown_timeout,
+        "handlers": None if handlers is None else list(handlers),
     }
     return json.dumps({k: v for k, v in options.items() if v is not None})

@@ -89,7 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     for spec in args.handlers:
         load_handlers(spec)
     if not len(default_registry):
-        log.warning("no handlers registered (pass --handlers FILE_OR_MODULE): every step will fail")
+        log.warning(
+            "no handlers registered (pass --handlers FILE_OR_MODULE): the worker consumes no "
+            "namespace"
+        )
     try:
         worker = Worker.start(
             args.templates,

@@ -13,10 +13,12 @@ require_relative "client/step"
 require_relative "client/transition"
 require_relative "client/signal"
 require_relative "client/schedule"
+require_relative "client/worker_info"
 
 module Tasker
   # A client of the orchestrator's REST API: submit tasks (now or later), wait for them, list,
-  # cancel, read their steps and history, repair them, signal them, and manage schedules. Pure
+  # cancel, read their steps and history, repair them, signal them, manage schedules, and list
+  # the workers serving them. Pure
   # Ruby (net/http); it does not load the worker's native extension, so an app that only
   # submits work needs `require "tasker/client"` alone.
   #
@@ -26,8 +28,9 @@ module Tasker
   #   task.state  # => "complete"
   #   task.result # => {"halve"=>{"value"=>242}}
   #
-  # Values are Task, Step, Transition, TaskPage, StepPage, Signal, Schedule and Backfill
-  # structs; JSON inside them (context, results, errors) has string keys; timestamps are Times.
+  # Values are Task, Step, Transition, TaskPage, StepPage, Signal, Schedule, Backfill and
+  # WorkerInfo structs (TaskChild and StepChild inside tasks and steps); JSON inside them
+  # (context, results, errors) has string keys; timestamps are Times.
   # Failures raise a Client::Error: an ApiError subclass (NotFoundError, ConflictError, ...)
   # carrying the API's stable #code, or a ConnectionError. A client is safe to share between
   # threads.
@@ -107,17 +110,18 @@ module Tasker
 
     # One page of tasks, newest first: +limit+ of them (1–500, the API's default 50) older than
     # the task +before+ (the previous page's TaskPage#next_before), filtered by +state+
-    # ("scheduled", "running", "complete", "error", "cancelled"), +namespace+ and template +name+.
-    def list_tasks(state: nil, namespace: nil, name: nil, limit: nil, before: nil)
-      query = { state: state, namespace: namespace, name: name, limit: limit, before: before }
+    # ("scheduled", "running", "complete", "error", "cancelled"), +namespace+, template +name+
+    # and +parent+ (the child tasks of that task id).
+    def list_tasks(state: nil, namespace: nil, name: nil, limit: nil, before: nil, parent: nil)
+      query = { state: state, namespace: namespace, name: name, limit: limit, before: before, parent: parent }
       TaskPage.from_json(@http.get("/v1/tasks", query))
     end
 
     # Yields every task matching the filters, newest first, reading +page_size+ at a time as the
     # iteration goes on; an Enumerator without a block (`each_task(state: "error").first(10)`
     # reads one page).
-    def each_task(state: nil, namespace: nil, name: nil, page_size: nil, &block)
-      filters = { state: state, namespace: namespace, name: name }
+    def each_task(state: nil, namespace: nil, name: nil, parent: nil, page_size: nil, &block)
+      filters = { state: state, namespace: namespace, name: name, parent: parent }
       return enum_for(__method__, **filters, page_size: page_size) unless block
 
       before = nil
@@ -247,6 +251,13 @@ module Tasker
     def backfill_schedule(namespace, name, from, to)
       body = { from: timestamp(from), to: timestamp(to) }
       Backfill.from_json(@http.post("#{schedule_path(namespace, name)}/backfill", body))
+    end
+
+    # The workers the orchestrator knows (their heartbeats), as WorkerInfo records: the live
+    # ones, or with +all+ also those not seen for longer than the liveness window (`live`
+    # false). Which namespaces and handlers each serves.
+    def workers(all: false)
+      @http.get("/v1/workers", all ? { all: "true" } : {}).fetch("workers").map { |w| WorkerInfo.from_json(w) }
     end
 
     # Closes the connections kept open for the next calls.

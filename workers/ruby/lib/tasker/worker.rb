@@ -20,13 +20,14 @@ module Tasker
     end
 
     # The worker protocol's `start_options` as JSON text; nil values are left out (the configured
-    # value holds).
+    # value holds). +handlers+: the names of the handlers registered (the core then consumes only
+    # the namespaces of the steps they run; all its templates' when nil).
     def self.start_options(templates:, concurrency: nil, health_port: nil, config: nil,
-                           orchestrator_url: nil, shutdown_timeout: nil)
+                           orchestrator_url: nil, shutdown_timeout: nil, handlers: nil)
       JSON.generate({
         "templates" => templates.to_s, "config" => config&.to_s, "health_port" => health_port,
         "concurrency" => concurrency, "orchestrator_url" => orchestrator_url,
-        "shutdown_timeout" => shutdown_timeout
+        "shutdown_timeout" => shutdown_timeout, "handlers" => handlers&.map(&:to_s)
       }.compact)
     end
 
@@ -54,7 +55,9 @@ module Tasker
 
     # Starts the core and the threads; returns self. Raises Tasker::WorkerError if the core
     # cannot start (no templates, bad configuration, port taken), ArgumentError for a bad
-    # option.
+    # option. The core is told the registry's handler names: it consumes only the namespaces of
+    # the template steps whose handler is one of them (a step's own `namespace:`, else its
+    # template's), so the worker takes no step it cannot run.
     def start
       @lock.synchronize do
         raise WorkerError, "the worker was already started" unless @state == :new
@@ -66,7 +69,7 @@ module Tasker
       @native ||= NativeWorker.start(
         Worker.start_options(templates: @templates, concurrency: @concurrency, health_port: @health_port,
                              config: @config, orchestrator_url: @orchestrator_url,
-                             shutdown_timeout: @shutdown_timeout)
+                             shutdown_timeout: @shutdown_timeout, handlers: @registry.names)
       )
       Logs.forward if @native.is_a?(NativeWorker)
       @size = @native.concurrency

@@ -9,8 +9,9 @@
         print(done.state, done.result)            # complete {'halve': {'value': 242}}
 
 Answers are frozen dataclasses (:class:`Task`, :class:`Step`, :class:`Transition`,
-:class:`TaskPage`, :class:`StepPage`, :class:`Signal`, :class:`Schedule`, ...) with ``datetime``
-timestamps; failures are :class:`ClientError` subclasses carrying the API's stable error code.
+:class:`TaskPage`, :class:`StepPage`, :class:`Signal`, :class:`Schedule`, :class:`WorkerInfo`,
+...) with ``datetime`` timestamps; failures are :class:`ClientError` subclasses carrying the API's
+stable error code.
 """
 
 from ._clients import AsyncClient, Client
@@ -31,11 +32,14 @@ from .values import (
     Schedule,
     Signal,
     Step,
+    StepChild,
     StepPage,
     StepWait,
     Task,
+    TaskChild,
     TaskPage,
     Transition,
+    WorkerInfo,
 )
 
 __all__ = [
@@ -55,9 +59,12 @@ __all__ = [
     "ServerError",
     "Signal",
     "Step",
+    "StepChild",
     "StepPage",
     "StepWait",
     "Task",
+    "TaskChild",
     "TaskPage",
     "Transition",
+    "WorkerInfo",
 ]

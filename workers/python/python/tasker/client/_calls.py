@@ -29,6 +29,7 @@ from .values import (
     Task,
     TaskPage,
     Transition,
+    WorkerInfo,
 )
 
 T = TypeVar("T")
@@ -190,8 +191,11 @@ def list_tasks(
     name: str | None,
     limit: int | None,
     before: Id | None,
+    parent: Id | None = None,
 ) -> Call[TaskPage]:
-    params = _drop_none(state=state, namespace=namespace, name=name, limit=limit, before=before)
+    params = _drop_none(
+        state=state, namespace=namespace, name=name, limit=limit, before=before, parent=parent
+    )
     return _call(Request("GET", "/v1/tasks", params), TaskPage.from_json)
 
 
@@ -304,3 +308,11 @@ def backfill_schedule(namespace: str, name: str, from_: Time, to: Time) -> Call[
     body = {"from": timestamp(from_), "to": timestamp(to)}
     path = f"{_schedule_path(namespace, name)}/backfill"
     return _call(Request("POST", path, json=body), Backfill.from_json)
+
+
+def workers(all: bool = False) -> Call[list[WorkerInfo]]:
+    params = {"all": "true"} if all else None
+    return _call(
+        Request("GET", "/v1/workers", params),
+        lambda data: [WorkerInfo.from_json(w) for w in data["workers"]],
+    )

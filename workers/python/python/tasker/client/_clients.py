@@ -23,6 +23,7 @@ from .values import (
     Task,
     TaskPage,
     Transition,
+    WorkerInfo,
 )
 
 T = TypeVar("T")
@@ -140,12 +141,13 @@ class Client:
         name: str | None = None,
         limit: int | None = None,
         before: Id | None = None,
+        parent: Id | None = None,
     ) -> TaskPage:
         """One page of tasks, newest first: of a ``state`` (``scheduled``, ``running``,
-        ``complete``, ``error``, ``cancelled``), a ``namespace``, a template ``name``; ``limit``
-        of them (1-500, default 50) created before the task ``before`` (the previous page's
-        ``next_before``)."""
-        return self._run(_calls.list_tasks(state, namespace, name, limit, before))
+        ``complete``, ``error``, ``cancelled``), a ``namespace``, a template ``name``, the child
+        tasks of the task ``parent``; ``limit`` of them (1-500, default 50) created before the
+        task ``before`` (the previous page's ``next_before``)."""
+        return self._run(_calls.list_tasks(state, namespace, name, limit, before, parent))
 
     def iter_tasks(
         self,
@@ -155,12 +157,14 @@ class Client:
         name: str | None = None,
         page_size: int | None = None,
         before: Id | None = None,
+        parent: Id | None = None,
     ) -> Iterator[Task]:
         """Every task matching the filters of :meth:`list_tasks`, newest first, read a page
         (``page_size`` tasks) at a time as the iteration goes."""
         while True:
             page = self.list_tasks(
-                state=state, namespace=namespace, name=name, limit=page_size, before=before
+                state=state, namespace=namespace, name=name, limit=page_size, before=before,
+                parent=parent,
             )
             yield from page.tasks
             if page.next_before is None:
@@ -280,6 +284,12 @@ class Client:
         ``backfill_too_large``."""
         return self._run(_calls.backfill_schedule(namespace, name, from_, to))
 
+    def workers(self, all: bool = False) -> list[WorkerInfo]:
+        """The workers the orchestrator knows (their heartbeats), live ones only unless ``all``
+        (then also those not seen for longer than the liveness window, with ``live`` false):
+        which namespaces and handlers each serves."""
+        return self._run(_calls.workers(all))
+
 
 class AsyncClient:
     """The ``async`` twin of :class:`Client`: the same constructor and methods, awaited, and
@@ -364,9 +374,10 @@ class AsyncClient:
         name: str | None = None,
         limit: int | None = None,
         before: Id | None = None,
+        parent: Id | None = None,
     ) -> TaskPage:
         """See :meth:`Client.list_tasks`."""
-        return await self._run(_calls.list_tasks(state, namespace, name, limit, before))
+        return await self._run(_calls.list_tasks(state, namespace, name, limit, before, parent))
 
     async def iter_tasks(
         self,
@@ -376,11 +387,13 @@ class AsyncClient:
         name: str | None = None,
         page_size: int | None = None,
         before: Id | None = None,
+        parent: Id | None = None,
     ) -> AsyncIterator[Task]:
         """See :meth:`Client.iter_tasks`; ``async for task in client.iter_tasks()``."""
         while True:
             page = await self.list_tasks(
-                state=state, namespace=namespace, name=name, limit=page_size, before=before
+                state=state, namespace=namespace, name=name, limit=page_size, before=before,
+                parent=parent,
             )
             for task in page.tasks:
                 yield task
@@ -480,3 +493,7 @@ class AsyncClient:
     ) -> Backfill:
         """See :meth:`Client.backfill_schedule`."""
         return await self._run(_calls.backfill_schedule(namespace, name, from_, to))
+
+    async def workers(self, all: bool = False) -> list[WorkerInfo]:
+        """See :meth:`Client.workers`."""
+        return await self._run(_calls.workers(all))

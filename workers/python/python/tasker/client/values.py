@@ -1,5 +1,5 @@
-"""What the API answers with: tasks, steps, history transitions and pages of them, signals and
-schedules.
+"""What the API answers with: tasks, steps, history transitions and pages of them, signals,
+schedules and workers.
 
 Field names are the JSON's (``Transition.from_`` for ``from``, a Python keyword). Ids are
 strings, timestamps timezone-aware ``datetime`` values (UTC), and results, errors and contexts
@@ -46,7 +46,12 @@ class Task:
     ``state`` (one of :data:`TASK_STATES`). Once ``complete``, ``result`` maps the name of each
     step no other step depends on to its result (``None`` in a listed task); ``error`` is the
     failure of a task in ``error``. ``run_at`` is when a task created with a delayed start
-    starts (``scheduled`` until then; ``None`` for one that started at once)."""
+    starts (``scheduled`` until then; ``None`` for one that started at once).
+
+    A child task (started by a child-workflow step of another task) has ``parent_task_id`` and
+    ``parent_step_id``; ``depth`` is 0 for a task nobody started and its parent's plus one for a
+    child. ``children`` lists the child tasks its child steps started (:class:`TaskChild`; only
+    from ``get_task``, ``None`` in a listed task)."""
 
     id: str
     namespace: str
@@ -64,6 +69,10 @@ class Task:
     #: Milliseconds from creation to completion.
     duration_ms: float | None
     run_at: datetime | None
+    parent_task_id: str | None = None
+    parent_step_id: str | None = None
+    depth: int = 0
+    children: list[TaskChild] | None = None
 
     @property
     def is_terminal(self) -> bool:
@@ -74,6 +83,7 @@ class Task:
     def from_json(cls, data: Mapping[str, Any]) -> Task:
         """A task from its JSON object."""
         duration = data.get("duration_ms")
+        children = data.get("children")
         return cls(
             id=str(data["id"]),
             namespace=data["namespace"],
@@ -89,6 +99,65 @@ class Task:
             completed_at=_optional_time(data.get("completed_at")),
             duration_ms=None if duration is None else float(duration),
             run_at=_optional_time(data.get("run_at")),
+            parent_task_id=_optional_str(data.get("parent_task_id")),
+            parent_step_id=_optional_str(data.get("parent_step_id")),
+            depth=int(data.get("depth") or 0),
+            children=None if children is None else [TaskChild.from_json(c) for c in children],
+        )
+
+
+@dataclass(frozen=True)
+class TaskChild:
+    """A child task of a task (:attr:`Task.children`): the task ``task_id`` that its child step
+    ``step_name`` (``step_id``) started at its ``attempt``, of the template ``namespace``/
+    ``name``/``version``, and that task's ``state`` (one of :data:`TASK_STATES`)."""
+
+    task_id: str
+    step_id: str
+    step_name: str
+    attempt: int
+    state: str
+    namespace: str
+    name: str
+    version: str
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TaskChild:
+        """A child link from its JSON object."""
+        return cls(
+            task_id=str(data["task_id"]),
+            step_id=str(data["step_id"]),
+            step_name=data["step_name"],
+            attempt=int(data["attempt"]),
+            state=data["state"],
+            namespace=data["namespace"],
+            name=data["name"],
+            version=data["version"],
+        )
+
+
+@dataclass(frozen=True)
+class StepChild:
+    """What a child-workflow step starts: a task of the template ``namespace``/``name``/
+    ``version`` (pinned when the parent task was created). ``task_id`` is that task's once it
+    exists (``None`` before); ``on_parent_cancel`` (``cancel`` or ``abandon``) what cancelling
+    or failing the parent does to it while it runs."""
+
+    namespace: str
+    name: str
+    version: str
+    task_id: str | None
+    on_parent_cancel: str
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> StepChild:
+        """A child step's child from its JSON object."""
+        return cls(
+            namespace=data["namespace"],
+            name=data["name"],
+            version=data["version"],
+            task_id=_optional_str(data.get("task_id")),
+            on_parent_cancel=data.get("on_parent_cancel") or "cancel",
         )
 
 
@@ -121,12 +190,20 @@ class Step:
     (published to its queue), ``started_at``/``finished_at`` (its handler, as the worker saw
     it), ``processed_at`` (its result applied); ``next_attempt_at`` when a retry is due. A wait
     step (``step_type`` ``wait``, run by the orchestrator: no handler of yours) has its ``wait``
-    (``None`` for the others) and is ``waiting`` while it waits."""
+    (``None`` for the others) and is ``waiting`` while it waits.
+
+    ``namespace`` is the queue namespace the step runs in (its own ``namespace:`` or its
+    task's; ``None`` from a server that does not say). A child-workflow step (``step_type``
+    ``child``, handler ``tasker:child``) has its ``child`` (:class:`StepChild`, ``None`` for the
+    others) and is ``waiting`` while its child task runs; its result is the child task's
+    ``result``. ``unserved`` is true while the step waits for a worker and no live worker serves
+    its namespace and handler."""
 
     id: str
     name: str
     handler: str
-    #: ``standard``, ``decision``, ``convergence``, ``batchable``, ``batch_worker`` or ``wait``.
+    #: ``standard``, ``decision``, ``convergence``, ``batchable``, ``batch_worker``, ``wait`` or
+    #: ``child``.
     step_type: str
     state: str
     attempt: int
@@ -142,11 +219,15 @@ class Step:
     processed_at: datetime | None
     next_attempt_at: datetime | None
     wait: StepWait | None
+    namespace: str | None = None
+    child: StepChild | None = None
+    unserved: bool = False
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Step:
         """A step from its JSON object."""
         wait = data.get("wait")
+        child = data.get("child")
         return cls(
             id=str(data["id"]),
             name=data["name"],
@@ -165,6 +246,9 @@ class Step:
             processed_at=_optional_time(data.get("processed_at")),
             next_attempt_at=_optional_time(data.get("next_attempt_at")),
             wait=None if wait is None else StepWait.from_json(wait),
+            namespace=_optional_str(data.get("namespace")),
+            child=None if child is None else StepChild.from_json(child),
+            unserved=bool(data.get("unserved", False)),
         )
 
 
@@ -330,4 +414,44 @@ class Backfill:
             created=int(data["created"]),
             existing=int(data["existing"]),
             task_ids=[str(t) for t in data["task_ids"]],
+        )
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """A worker process as the orchestrator's registry knows it (``workers()``): its ``name``,
+    ``language`` (``rust``, ``python``, ``ruby``, ``typescript``, ...) and package
+    ``version``, where it runs (``host``, ``pid``), the ``namespaces`` it consumes, the
+    ``handlers`` it registered and its ``concurrency``. ``live`` is false for a worker not seen
+    for longer than the liveness window (listed only with ``all=True``)."""
+
+    id: str
+    name: str
+    language: str
+    version: str
+    host: str
+    pid: int
+    namespaces: list[str]
+    handlers: list[str]
+    concurrency: int
+    started_at: datetime
+    last_seen_at: datetime
+    live: bool
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> WorkerInfo:
+        """A worker from its JSON object."""
+        return cls(
+            id=str(data["id"]),
+            name=data["name"],
+            language=data["language"],
+            version=data["version"],
+            host=data["host"],
+            pid=int(data["pid"]),
+            namespaces=[str(n) for n in data.get("namespaces") or []],
+            handlers=[str(h) for h in data.get("handlers") or []],
+            concurrency=int(data["concurrency"]),
+            started_at=_time(data["started_at"]),
+            last_seen_at=_time(data["last_seen_at"]),
+            live=bool(data["live"]),
         )

@@ -10,19 +10,39 @@ module Tasker
     # signal wait does then.
     StepWait = Record.struct(:kind, :signal, :until, :on_timeout, times: %i[until])
 
+    # What a child-workflow step starts: a task of the template `namespace`/`name`/`version`
+    # (pinned when the parent task was created). `task_id` is that task's once it exists (nil
+    # before); `on_parent_cancel` ("cancel" or "abandon") what cancelling or failing the parent
+    # does to it while it runs.
+    StepChild = Record.struct(:namespace, :name, :version, :task_id, :on_parent_cancel,
+                              defaults: { on_parent_cancel: "cancel" })
+
     # A step with its result, error and the times of each hop (Times, nil until they happen):
     # `dispatched_at` (published to its queue), `started_at` and `finished_at` (the handler's
     # run), `processed_at` (its result applied), `next_attempt_at` (a retry waiting for its
     # backoff). `step_type` is "standard", "decision", "convergence", "batchable",
-    # "batch_worker" or "wait"; `error` is `{"kind", "message", "backtrace"?}` of a failed
+    # "batch_worker", "wait" or "child"; `error` is `{"kind", "message", "backtrace"?}` of a failed
     # attempt. A wait step (run by the orchestrator, no handler of yours) has its `wait`, a
     # StepWait (nil for the others), and is "waiting" while it waits.
+    #
+    # `namespace` is the queue namespace the step runs in (its own `namespace:` or its task's;
+    # nil from a server that does not say). A child-workflow step (`step_type` "child", handler
+    # "tasker:child") has its `child`, a StepChild (nil for the others), and is "waiting" while
+    # its child task runs; its result is the child task's result. `unserved` is true while the
+    # step waits for a worker and no live worker serves its namespace and handler.
     Step = Record.struct(
       :id, :name, :handler, :step_type, :state, :attempt, :max_attempts, :result, :error, :worker,
       :created_at, :dispatched_at, :started_at, :finished_at, :processed_at, :next_attempt_at, :wait,
+      :namespace, :child, :unserved,
       times: %i[created_at dispatched_at started_at finished_at processed_at next_attempt_at],
-      records: { wait: StepWait }
-    )
+      records: { wait: StepWait, child: StepChild },
+      defaults: { unserved: false }
+    ) do
+      # Whether it waits for a worker and no live worker serves its namespace and handler.
+      def unserved?
+        unserved == true
+      end
+    end
 
     # One page of Client#steps_page, in step id order. `next` is the `after:` of the next page,
     # nil on the last one.

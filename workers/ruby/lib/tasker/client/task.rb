@@ -4,16 +4,29 @@ require_relative "record"
 
 module Tasker
   class Client
+    # A child task of a task (Task#children): the task `task_id` that its child step
+    # `step_name` (`step_id`) started at its `attempt`, of the template `namespace`/`name`/
+    # `version`, and that task's `state`.
+    TaskChild = Record.struct(:task_id, :step_id, :step_name, :attempt, :state, :namespace, :name, :version)
+
     # A task as the API shows it. `context`, `result` and `error` are parsed JSON (string keys);
     # `result` is the results of the steps no other step depends on, by step name, once the task
     # is complete. `created_at`, `completed_at` and `run_at` (the start of a task created with
     # +run_at:+ or +delay:+, nil for one that started at once) are Times; `duration_ms` is a
     # Float. `state` is "scheduled" (until `run_at`), "running", "complete", "error" or
     # "cancelled".
+    #
+    # A child task (started by a child-workflow step of another task) has `parent_task_id` and
+    # `parent_step_id`; `depth` is 0 for a task nobody started and its parent's plus one for a
+    # child. `children` lists the child tasks its child steps started, as TaskChild records
+    # (only from Client#get_task; nil in a listed task).
     Task = Record.struct(
       :id, :namespace, :name, :version, :state, :context, :idempotency_key, :open_steps,
       :result, :error, :created_at, :completed_at, :duration_ms, :run_at,
-      times: %i[created_at completed_at run_at]
+      :parent_task_id, :parent_step_id, :depth, :children,
+      times: %i[created_at completed_at run_at],
+      records: { children: TaskChild },
+      defaults: { depth: 0 }
     ) do
       # Whether the task has finished (complete, error or cancelled); only a repair changes it
       # then.
