@@ -50,7 +50,11 @@ pub fn scenarios() -> anyhow::Result<Vec<Scenario>> {
 
 /// How to start a language's worker: its conformance entry point with the fixture handlers.
 pub fn worker_command(language: &str) -> anyhow::Result<Command> {
-    let templates = tasker::templates(language);
+    worker_command_on(language, &tasker::templates(language))
+}
+
+/// [`worker_command`] serving the templates of `templates`.
+pub fn worker_command_on(language: &str, templates: &std::path::Path) -> anyhow::Result<Command> {
     let mut cmd = if language == "rust" {
         Command::new(workspace_binary("tasker-worker-rust")?)
     } else {
@@ -114,8 +118,28 @@ pub async fn start_worker_with(
     orchestrator: &str,
     vars: &[(&str, &str)],
 ) -> anyhow::Result<WorkerProcess> {
+    start_worker_on(
+        env,
+        language,
+        name,
+        orchestrator,
+        &tasker::templates(language),
+        vars,
+    )
+    .await
+}
+
+/// [`start_worker_with`] serving the templates of `templates`.
+pub async fn start_worker_on(
+    env: &TestEnv,
+    language: &str,
+    name: &str,
+    orchestrator: &str,
+    templates: &std::path::Path,
+    vars: &[(&str, &str)],
+) -> anyhow::Result<WorkerProcess> {
     let cfg = &env.config;
-    let mut child = worker_command(language)?
+    let mut child = worker_command_on(language, templates)?
         .envs(vars.iter().copied())
         .env("TASKER_WORKER__NAME", name)
         .env("TASKER_WORKER__ORCHESTRATOR_URL", orchestrator)

@@ -3,8 +3,10 @@
 //! failed task is opened (after the page asks for the API token the orchestrator requires),
 //! retried and seen to complete; with `tests/dashboard/time.mjs`, a schedule is listed,
 //! triggered and paused, a delayed task is found in state `scheduled`, and a step waiting for a
-//! signal says so and completes with the signal sent from the page. Screenshots go to
-//! `target/dashboard-screenshots/`.
+//! signal says so and completes with the signal sent from the page; with
+//! `tests/dashboard/composition.mjs`, a parent task lists its child, the child links back to its
+//! parent and the step that started it, and the Workers page lists a live worker. Screenshots go
+//! to `target/dashboard-screenshots/`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -536,6 +538,84 @@ async fn schedules_delays_and_signals_from_the_dashboard_in_a_real_browser() -> 
     );
     assert!(list[0]["consumed_at"].is_string(), "{signals}");
 
+    worker.stop().await;
+    o.stop().await;
+    env.cleanup().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn children_parents_and_workers_in_a_real_browser() -> anyhow::Result<()> {
+    let (script, chromium) = browser_script("composition.mjs")?;
+    let mut env = TestEnv::new().await?;
+    env.config.orchestrator.templates = vec![
+        tasker::templates("rust"),
+        repo_root().join("tests/fixtures/task_templates/composition"),
+    ];
+    let o = env.orchestrator().await?;
+    let worker = env.rust_worker();
+    // The in-process worker runs no registry report of its own (the worker binaries and
+    // bindings do, tests/slow/conformance.rs): report it as they would.
+    o.client
+        .report_worker(
+            uuid::Uuid::now_v7(),
+            &tasker_shared::api::WorkerReport {
+                name: "dashboard-test-worker".into(),
+                language: "rust".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                host: "localhost".into(),
+                pid: i64::from(std::process::id()),
+                namespaces: vec!["rust_examples".into()],
+                handlers: vec!["add_ten".into(), "double".into(), "sleep".into()],
+                concurrency: 8,
+                heartbeat_ms: 60_000,
+                started_at: chrono::Utc::now(),
+            },
+        )
+        .await?;
+    let parent = o
+        .run_task("rust_examples", "family", json!({"value": 1, "sleep_ms": 0}))
+        .await?;
+    assert_eq!(parent.state, "complete", "{parent:?}");
+    let child = o.client.task(parent.id, None).await?.children.unwrap()[0].task_id;
+
+    let shots = target_dir().join("dashboard-screenshots");
+    let (report, stderr) = run_browser(
+        &script,
+        &chromium,
+        &shots,
+        &[
+            ("TASKER_URL", o.url()),
+            ("PARENT_TASK_ID", parent.id.to_string()),
+            ("CHILD_TASK_ID", child.to_string()),
+            ("CHILD_STEP", "kid".to_owned()),
+            ("WORKER_NAMESPACE", "rust_examples".to_owned()),
+        ],
+    )
+    .await?;
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report}\n{stderr}\nscreenshots: {}",
+        shots.display()
+    );
+    assert_eq!(report["pageErrors"], json!([]), "{report}");
+    assert_eq!(report["consoleErrors"], json!([]), "{report}\n{stderr}");
+    assert_eq!(report["childTaskId"], child.to_string(), "{report}");
+    assert_eq!(report["childStep"]["dagKind"], "child", "{report}");
+    assert!(
+        report["childStep"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("rust_examples/family_child@1.0.0")),
+        "{report}"
+    );
+    assert_eq!(report["parent"]["step"], "kid", "{report}");
+    assert!(
+        report["workers"].as_array().is_some_and(|w| w
+            .iter()
+            .any(|w| w["name"] == "dashboard-test-worker" && w["live"] == true)),
+        "{report}"
+    );
+    assert_screenshots(&shots, &["c1-parent", "c2-child", "c3-workers"]);
     worker.stop().await;
     o.stop().await;
     env.cleanup().await

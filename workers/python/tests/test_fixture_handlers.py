@@ -97,3 +97,15 @@ def test_csv_files_outside_the_allowed_folder_are_refused(fixture_handlers) -> N
         with pytest.raises(tasker.PermanentError, match="must name a file under") as e:
             call(fixture_handlers, "csv_split", ctx({"csv_path": outside}))
         assert type(e.value).__name__ == "InvalidInput"
+
+
+def test_pipeline_rules_drops_views_and_keeps_the_order(fixture_handlers) -> None:
+    events = [[5122, 1, 2826], [2561, 2, 5726], [8215, 0, 9734], [5958, 0, 9912], [4546, 1, 7804]]
+    assert call(fixture_handlers, "pipeline_rules", ctx({}, {"parse": {"events": events}})) == {
+        "events": [[2561, 2, 5726], [8215, 0, 9734], [5958, 0, 9912]],
+    }
+    assert call(fixture_handlers, "pipeline_rules", ctx({}, {"parse": {"events": []}})) == {"events": []}
+    for bad in ({}, {"parse": {"lines": []}}, {"parse": {"events": [[1]]}}, {"parse": {"events": [5]}}):
+        with pytest.raises(tasker.PermanentError) as e:
+            call(fixture_handlers, "pipeline_rules", ctx({}, bad))
+        assert type(e.value).__name__ == "InvalidInput"

@@ -78,6 +78,16 @@ class FixturesTest < Minitest::Test
     e = assert_raises(RuntimeError) { call("panic") }
     assert_equal "this handler always panics", e.message
   end
+
+  def test_pipeline_aggregate_sums_per_user_and_type_sorted
+    events = [[8215, 0, 9734], [2561, 2, 5726], [8215, 0, 6424], [8215, 2, 1], [2561, 0, 3]]
+    rows = call("pipeline_aggregate", parents: { "rules" => { "events" => events } })["rows"]
+    assert_equal [[2561, 0, 1, 3], [2561, 2, 1, 5726], [8215, 0, 2, 16_158], [8215, 2, 1, 1]], rows
+    assert_equal({ "rows" => [] }, call("pipeline_aggregate", parents: { "rules" => { "events" => [] } }))
+    assert_equal "invalid_input", error("pipeline_aggregate", parents: { "rules" => {} }).kind
+    assert_equal "invalid_input", error("pipeline_aggregate", parents: { "rules" => { "events" => [[1, 5, 2]] } }).kind
+    assert_equal "invalid_input", error("pipeline_aggregate", parents: { "rules" => { "events" => [nil] } }).kind
+  end
 end
 
 # The csv_products handlers against tests/fixtures/products.csv, with the figures the

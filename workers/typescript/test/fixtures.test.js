@@ -86,3 +86,18 @@ test("a CSV file outside the fixtures folder is refused", async () => {
     message: /must name a file under/,
   });
 });
+
+test("pipeline_ingest generates the contract's events; pipeline_sink counts the rows' events", async () => {
+  // The same as benches/pipeline_oracle.py (seed 42, 10,000 users).
+  const { lines } = await call("pipeline_ingest", ctx({ seed: 42, users: 10000, first: 0, count: 3 }));
+  assert.deepEqual(lines, ["0,5122,view,2826", "1,2561,purchase,5726", "2,8215,click,9734"]);
+  const later = await call("pipeline_ingest", ctx({ seed: 42, users: 10000, first: 2, count: 1 }));
+  assert.deepEqual(later.lines, ["2,8215,click,9734"]);
+  assert.deepEqual((await call("pipeline_ingest", ctx({ seed: 42, users: 10000, first: 0, count: 0 }))).lines, []);
+  await assert.rejects(async () => call("pipeline_ingest", ctx({ seed: 42, users: 0, first: 0, count: 1 })), {
+    name: "InvalidInput",
+  });
+  const rows = [[2561, 2, 1, 5726], [8215, 0, 2, 16158]];
+  assert.deepEqual(await call("pipeline_sink", ctx({}, { aggregate: { rows } })), { rows, events: 3 });
+  await assert.rejects(async () => call("pipeline_sink", ctx({}, { aggregate: {} })), { name: "InvalidInput" });
+});
