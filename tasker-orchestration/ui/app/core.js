@@ -35,8 +35,15 @@ const pretty = (v) => JSON.stringify(v, null, 2);
 const ms = (iso) => (iso ? Date.parse(iso) : NaN);
 const badge = (state) => h('span', { class: `badge state-${state}`, text: state });
 const section = (title, ...kids) => h('section', {}, h('h3', { text: title }), ...kids);
-const templateHref = (t) => `#/templates/${enc(t.namespace)}/${enc(t.name)}/${enc(t.version)}`;
+// A template's page; without a version, its newest (as a child step naming no version starts).
+const templateHref = (t) => `#/templates/${enc(t.namespace)}/${enc(t.name)}${t.version ? `/${enc(t.version)}` : ''}`;
+const templateLabel = (t) => `${t.namespace}/${t.name}${t.version ? `@${t.version}` : ''}`;
+const taskHref = (id) => `#/tasks/${enc(id)}`;
 const clip = (s, n) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+// A step no live worker serves (the API's `unserved`): a warning badge saying which queue and handler.
+const unservedTitle = (namespace, handler) => `no live worker serves namespace ${namespace} / handler ${handler}`;
+const unservedBadge = (namespace, handler) =>
+  h('span', { class: 'badge unserved', title: unservedTitle(namespace, handler), text: 'unserved' });
 
 // 2025-01-31 12:34:56.789 in local time (the exact ISO value goes in a title).
 function fmtTime(iso) {
@@ -199,11 +206,13 @@ const VIEWS = {
   'tasks/0': tasksView,
   'tasks/1': taskView,
   'templates/0': templatesView,
+  'templates/2': templateView,
   'templates/3': templateView,
   'schedules/0': schedulesView,
   'schedules/2': scheduleView,
   'dead-letters/0': deadLettersView,
   'dead-letters/1': deadLetterView,
+  'workers/0': workersView,
 };
 let current = null; // the AbortController of the view on screen: aborted when leaving it
 

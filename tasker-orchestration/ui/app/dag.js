@@ -2,8 +2,9 @@
 
 // Draws template steps ({name, depends_on?, type?}) into the <svg> `el`: one column per depth
 // (the longest path from a root), nodes spread vertically, edges with arrowheads.
-// info(step) → {state?, sub?, count?, kind?} for its node; a step with `wait` (or kind "wait") is
-// a wait step.
+// info(step) → {state?, sub?, count?, kind?, unserved?, href?, notes?} for its node; a step with
+// `wait` (or kind "wait") is a wait step, one with `child` (or kind "child") starts a child task.
+// An unserved node has a warning sign, a node with `href` is a link, `notes` go in its tooltip.
 function drawDag(el, steps, info) {
   const W = 176, H = 40, GX = 56, GY = 10, PAD = 10;
   const byName = new Map(steps.map((st, i) => [st.name, { st, i }]));
@@ -51,15 +52,22 @@ function drawDag(el, steps, info) {
   const nodes = steps.map((st) => {
     const { x, y } = pos(st.name);
     const i = info(st) || {};
-    const kind = i.kind || (st.wait ? 'wait' : null);
+    const kind = i.kind || (st.wait ? 'wait' : st.child ? 'child' : null);
     const type = st.type && st.type !== 'standard' ? st.type : kind;
-    const sub = [type, i.sub].filter(Boolean).join(' · ');
-    return svg('g', { class: 'node', 'data-step': st.name, 'data-state': i.state, 'data-kind': kind, transform: `translate(${x},${y})` },
-      svg('title', {}, [st.name, sub, i.count].filter(Boolean).join('\n')),
+    // "child → shop/enrich" reads as one phrase; else "wait · for approved".
+    const sub = [type, i.sub].filter(Boolean).join(String(i.sub).startsWith('→') ? ' ' : ' · ');
+    const attrs = {
+      class: 'node', 'data-step': st.name, 'data-state': i.state, 'data-kind': kind,
+      'data-unserved': i.unserved ? 'true' : null, transform: `translate(${x},${y})`,
+    };
+    const node = svg('g', attrs,
+      svg('title', {}, [st.name, sub, i.count, ...(i.notes || [])].filter(Boolean).join('\n')),
       svg('rect', { width: W, height: H, rx: 6, ry: 6 }),
       svg('text', { x: 10, y: sub ? 17 : 25, class: 'name' }, clip(st.name, i.count ? 16 : 21)),
       i.count && svg('text', { x: W - 8, y: 17, class: 'count', 'text-anchor': 'end' }, i.count),
-      sub && svg('text', { x: 10, y: 32, class: 'sub' }, clip(sub, 27)));
+      sub && svg('text', { x: 10, y: 32, class: 'sub' }, clip(sub, i.unserved ? 24 : 27)),
+      i.unserved && svg('text', { x: W - 8, y: 33, class: 'warn', 'text-anchor': 'end' }, '⚠'));
+    return i.href ? svg('a', { href: i.href, class: 'node-link' }, node) : node;
   });
   el.setAttribute('viewBox', `0 0 ${width} ${height}`);
   el.setAttribute('width', width);

@@ -1,4 +1,4 @@
-// The templates, schedules and dead-letters pages, and the start of the app.
+// The templates, schedules, dead-letters and workers pages, and the start of the app.
 
 // ---------- templates ----------
 
@@ -21,13 +21,28 @@ async function templatesView(root, signal) {
     'No templates registered.'));
 }
 
+// A template, of `version` or (without one) the newest.
 async function templateView(root, signal, namespace, name, version) {
-  const t = await api('GET', `/v1/templates/${enc(namespace)}/${enc(name)}?version=${enc(version)}`, undefined, signal);
+  const q = version ? `?version=${enc(version)}` : '';
+  const t = await api('GET', `/v1/templates/${enc(namespace)}/${enc(name)}${q}`, undefined, signal);
   if (signal.aborted) return;
   const def = t.definition || {};
   const steps = def.steps || [];
+  const unserved = t.unserved_steps || [];
+  const unservedBy = new Map(unserved.map((u) => [u.step, u]));
+  // A child step's template: in this template's namespace unless it names one, the newest version
+  // (when a task starts) unless it names one.
+  const childTemplate = (c) => ({ namespace: c.namespace || t.namespace, name: c.template, version: c.version });
+  const childSteps = steps.filter((st) => st.child);
   const dag = svg('svg', { id: 'template-dag', class: 'dag', role: 'img', 'aria-label': 'step graph' });
-  drawDag(dag, steps, (st) => ({ sub: st.handler || templateWait(st.wait) }));
+  drawDag(dag, steps, (st) => {
+    const u = unservedBy.get(st.name);
+    const notes = [st.namespace && st.namespace !== t.namespace && `namespace ${st.namespace}`,
+      u && unservedTitle(u.namespace, u.handler)];
+    if (!st.child) return { sub: st.handler || templateWait(st.wait), unserved: !!u, notes };
+    const c = childTemplate(st.child);
+    return { sub: `→ ${templateLabel(c)}`, href: templateHref(c), unserved: !!u, notes };
+  });
   const showTasks = () => {
     Object.assign(taskFilter, { state: '', namespace: t.namespace, name: t.name });
     location.hash = '#/tasks';
@@ -37,7 +52,25 @@ async function templateView(root, signal, namespace, name, version) {
     t.description && h('p', { class: 'description', text: t.description }),
     dl([['registered', timeEl(t.registered_at)], ['by', t.registered_by], ['id', h('span', { class: 'mono', text: t.id })]]),
     h('div', { class: 'actions' }, h('button', { type: 'button', text: 'Tasks of this template', onclick: showTasks })),
+    unserved.length > 0 && h('section', { id: 'unserved', class: 'warning-box' },
+      h('h3', { text: 'Unserved steps' }),
+      h('p', {}, 'No live worker serves these steps: a task of this template waits at them until one does (see ',
+        h('a', { href: '#/workers', text: 'Workers' }), ').'),
+      table({ id: 'unserved-steps' }, ['step', 'namespace', 'handler'], unserved.map((u) => h('tr', { 'data-step': u.step },
+        h('td', {}, h('strong', { text: u.step })),
+        h('td', {}, h('code', { text: u.namespace })),
+        h('td', {}, h('code', { text: u.handler })))), '')),
     section('Graph', h('div', { class: 'dag-wrap' }, dag)),
+    childSteps.length > 0 && section('Child workflows', h('ul', { id: 'template-children', class: 'child-steps' },
+      childSteps.map((st) => {
+        const c = childTemplate(st.child);
+        return h('li', { 'data-step': st.name },
+          h('strong', { text: st.name }), ': child → ', h('a', { href: templateHref(c), text: templateLabel(c) }),
+          !c.version && h('span', { class: 'muted', text: ' (the newest version when a task starts)' }),
+          st.child.context != null &&
+            [' · context ', h('code', { title: pretty(st.child.context), text: clip(JSON.stringify(st.child.context), 80) })],
+          st.child.on_parent_cancel === 'abandon' && h('span', { class: 'muted', text: ' · keeps running if its parent is cancelled' }));
+      }))),
     section('Definition', h('details', {}, h('summary', { text: `${steps.length} steps, retry policies, timeouts, context schema` }),
       h('pre', { text: pretty(def) }))));
 }
@@ -253,6 +286,80 @@ async function deadLetterView(root, signal, id) {
         onclick: act('DELETE', `/v1/dead-letters/${enc(d.id)}`, () => `Dead letter ${d.id} discarded.`) })),
     section('Headers', h('pre', { class: 'headers', text: pretty(d.headers) })),
     section(body[0], h('pre', { class: 'body', text: body[1] })));
+}
+
+// ---------- workers ----------
+
+const workerFilter = { all: false }; // kept across views
+const HANDLERS_SHOWN = 4; // a longer list of handlers is folded
+
+// The workers (GET /v1/workers; with `all`, those not seen lately too), fetched again every
+// heartbeat (2 to 30 s) while the page is open; a handler list unfolded stays so.
+async function workersView(root, signal) {
+  const allBox = h('input', { id: 'workers-all', type: 'checkbox', checked: workerFilter.all });
+  const box = h('div');
+  const status = h('span', { id: 'workers-status', class: 'muted' });
+  const unfolded = new Set();
+  const heads = ['worker', 'language', 'version', 'host / pid', 'namespaces', 'handlers', 'concurrency', 'started', 'last seen', ''];
+  let seq = 0;
+  let timer = null;
+  let every = 5000;
+  const handlersCell = (w) => {
+    const list = w.handlers || [];
+    const codes = list.map((x) => [h('code', { text: x }), ' ']);
+    if (list.length <= HANDLERS_SHOWN) return codes;
+    const details = h('details', { open: unfolded.has(w.id) }, h('summary', { text: `${list.length} handlers` }), codes);
+    details.addEventListener('toggle', () => (details.open ? unfolded.add(w.id) : unfolded.delete(w.id)));
+    return details;
+  };
+  const row = (w) => h('tr', { 'data-worker-id': w.id, 'data-name': w.name, 'data-live': String(!!w.live), class: w.live ? null : 'stale' },
+    h('td', {}, h('strong', { class: 'worker-name', text: w.name })),
+    h('td', { class: 'language', text: w.language }),
+    h('td', { class: 'mono', text: w.version }),
+    h('td', { class: 'mono host', text: `${w.host} / ${w.pid}` }),
+    h('td', { class: 'namespaces' }, (w.namespaces || []).map((ns) => [h('code', { class: 'namespace', text: ns }), ' '])),
+    h('td', { class: 'handlers' }, handlersCell(w)),
+    h('td', { class: 'num', text: String(w.concurrency ?? '—') }),
+    h('td', {}, timeEl(w.started_at)),
+    h('td', { class: 'last-seen', title: w.heartbeat_ms ? `reports every ${w.heartbeat_ms / 1000} s` : null }, relEl(w.last_seen_at) || '—'),
+    h('td', {}, h('span', { class: `badge live-badge state-${w.live ? 'live' : 'stale'}`, text: w.live ? 'live' : 'not live' })));
+  const load = async () => {
+    const mine = ++seq;
+    const data = await api('GET', `/v1/workers${workerFilter.all ? '?all=true' : ''}`, undefined, signal);
+    if (signal.aborted || mine !== seq) return;
+    // Live ones first, then by name.
+    const workers = [...(data.workers || [])].sort((a, b) => (b.live === true) - (a.live === true) ||
+      String(a.name).localeCompare(String(b.name)) || String(a.host).localeCompare(String(b.host)) || (a.pid - b.pid));
+    // The answer's heartbeat, else the shortest of the workers' own (`heartbeat_ms`).
+    const beat = Number(data.heartbeat_seconds) ||
+      Math.min(...workers.map((w) => Number(w.heartbeat_ms) / 1000).filter((x) => x > 0));
+    if (isFinite(beat) && beat > 0) every = Math.min(30, Math.max(2, beat)) * 1000;
+    const live = workers.filter((w) => w.live).length;
+    status.replaceChildren(`${live} live`, workerFilter.all ? ` of ${workers.length}` : '',
+      isFinite(beat) && beat > 0 ? ` · heartbeat every ${+beat.toFixed(1)} s` : '', ` · updated ${fmtShort(new Date().toISOString())}`);
+    box.replaceChildren(table({ id: 'workers' }, heads, workers.map(row),
+      workerFilter.all ? 'No worker seen in the last 24 hours.' : 'No live worker.'));
+  };
+  // Fetched again after `every`; a refusal (4xx) ends that, other errors are shown and retried.
+  const again = () => {
+    clearTimeout(timer);
+    const mine = seq + 1;
+    load().catch((e) => {
+      showError(e);
+      return e && e.status >= 400 && e.status < 500 && e.status !== 408 && e.status !== 429;
+    }).then((stop) => {
+      if (!signal.aborted && !stop && mine === seq) timer = setTimeout(again, every);
+    });
+  };
+  signal.addEventListener('abort', () => clearTimeout(timer));
+  allBox.addEventListener('change', () => { workerFilter.all = allBox.checked; again(); });
+  put(root, h('h1', { text: 'Workers' }), h('div', { class: 'toolbar' },
+    h('label', { class: 'check' }, allBox, ' also workers not seen lately (last 24 h)'),
+    h('button', { id: 'refresh', type: 'button', text: 'Refresh', onclick: again }),
+    status), box);
+  const first = seq + 1;
+  await load();
+  if (!signal.aborted && seq === first) timer = setTimeout(again, every); // unless a refresh overtook it
 }
 
 // ---------- start ----------

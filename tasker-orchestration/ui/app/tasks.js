@@ -101,6 +101,32 @@ async function eventStream(url, signal, onEvent, onLive) {
 
 // ---------- one task, live ----------
 
+// A fetch that may be asked for again while under way: the returned function runs `load`, or,
+// while it runs, has it run once more when it ends; `apply` gets the last answer (errors are
+// shown, nothing is applied).
+function refetcher(signal, load, apply) {
+  let running = false;
+  let again = false;
+  return async () => {
+    if (running) { again = true; return; }
+    running = true;
+    let value;
+    let ok = false;
+    try {
+      do {
+        again = false;
+        value = await load();
+        ok = true;
+      } while (again && !signal.aborted);
+    } catch (e) {
+      ok = false;
+      if (!signal.aborted) showError(e);
+    }
+    running = false;
+    if (ok && !signal.aborted) apply(value);
+  };
+}
+
 async function taskView(root, signal, id) {
   let snap = null;              // the latest snapshot {task, steps, history}
   let template;                 // undefined: not asked; 'loading'; null: unavailable; else the template
@@ -109,8 +135,9 @@ async function taskView(root, signal, id) {
   let scheduled = false;        // a render is due
   let prefilled = '';           // the signal name last put in the signal form
   let waitKey = null;           // the wait steps' states: a change may mean a signal was consumed
-  let signalsLoading = false;   // the task's signals are being fetched
-  let signalsAgain = false;     // … and should be fetched once more when that ends
+  let children = null;          // the child tasks (GET /v1/tasks/{id}) when the snapshot has none
+  let childKey = '';            // the child steps' states: a change may mean a child started or ended
+  let parentEntry;              // undefined: not asked; null: unknown; else this task in its parent's children
   const openTraces = new Set(); // steps whose backtrace is unfolded
 
   const live = h('span', { id: 'live', 'data-live': 'off', title: 'live updates', text: 'offline' });
@@ -148,6 +175,10 @@ async function taskView(root, signal, id) {
   const signalsBox = h('div');
   const signalsSection = section('Signals', signalsBox);
   signalsSection.hidden = true;
+  const childrenBox = h('div');
+  const childrenSection = section('Children', childrenBox);
+  childrenSection.id = 'children-section';
+  childrenSection.hidden = true;
 
   put(root,
     h('div', { class: 'task-head' }, h('h1', {}, 'Task ', h('span', { class: 'mono', text: id })), stateEl, live),
@@ -157,6 +188,7 @@ async function taskView(root, signal, id) {
     section('Graph', h('div', { class: 'dag-wrap' }, dag)),
     section('Timeline', waterfall),
     section('Steps', stepsNote, stepsBox),
+    childrenSection,
     signalsSection,
     h('div', { class: 'columns' }, section('Context', contextPre), section('Result', resultPre), errorSection),
     section('History', history));
@@ -208,34 +240,47 @@ async function taskView(root, signal, id) {
     });
   }
 
-  // GET /v1/tasks/{id}/signals into the Signals table (hidden while there are none); a call
-  // while one is under way fetches once more after it.
-  async function loadSignals() {
-    if (signalsLoading) { signalsAgain = true; return; }
-    signalsLoading = true;
-    let signals = null;
-    try {
-      do {
-        signalsAgain = false;
-        signals = (await api('GET', `/v1/tasks/${enc(id)}/signals`, undefined, signal)).signals || [];
-      } while (signalsAgain && !signal.aborted);
-    } catch (e) {
-      if (!signal.aborted) showError(e);
-    }
-    signalsLoading = false;
-    if (signal.aborted || !signals) return;
-    signalsSection.hidden = !signals.length;
-    signalsBox.replaceChildren(table({ id: 'signals' },
-      ['name', 'signal id', 'payload', 'received', 'consumed by', 'consumed'],
-      signals.map((sg) => h('tr', { 'data-signal-id': sg.signal_id, 'data-name': sg.name },
-        h('td', {}, h('code', { text: sg.name })),
-        h('td', { class: 'mono', text: sg.signal_id }),
-        h('td', {}, sg.payload != null ? h('code', { title: pretty(sg.payload), text: clip(JSON.stringify(sg.payload), 80) }) : '—'),
-        h('td', {}, timeEl(sg.received_at)),
-        h('td', { class: 'consumed-by' }, sg.consumed_by ? h('strong', { text: sg.consumed_by }) : h('span', { class: 'muted', text: 'not yet' })),
-        h('td', {}, timeEl(sg.consumed_at)))),
-      'No signals.'));
+  // GET /v1/tasks/{id}/signals into the Signals table (hidden while there are none).
+  const loadSignals = refetcher(signal,
+    async () => (await api('GET', `/v1/tasks/${enc(id)}/signals`, undefined, signal)).signals || [],
+    (signals) => {
+      signalsSection.hidden = !signals.length;
+      signalsBox.replaceChildren(table({ id: 'signals' },
+        ['name', 'signal id', 'payload', 'received', 'consumed by', 'consumed'],
+        signals.map((sg) => h('tr', { 'data-signal-id': sg.signal_id, 'data-name': sg.name },
+          h('td', {}, h('code', { text: sg.name })),
+          h('td', { class: 'mono', text: sg.signal_id }),
+          h('td', {}, sg.payload != null ? h('code', { title: pretty(sg.payload), text: clip(JSON.stringify(sg.payload), 80) }) : '—'),
+          h('td', {}, timeEl(sg.received_at)),
+          h('td', { class: 'consumed-by' }, sg.consumed_by ? h('strong', { text: sg.consumed_by }) : h('span', { class: 'muted', text: 'not yet' })),
+          h('td', {}, timeEl(sg.consumed_at)))),
+        'No signals.'));
+    });
+
+  // The child tasks, from GET /v1/tasks/{id} (a snapshot's task may come without them).
+  const loadChildren = refetcher(signal,
+    async () => (await api('GET', `/v1/tasks/${enc(id)}`, undefined, signal)).children || [],
+    (list) => { children = list; schedule(); });
+
+  // This task's entry in its parent's children (the name of the step that started it), once.
+  function loadParent(task) {
+    parentEntry = null;
+    api('GET', `/v1/tasks/${enc(task.parent_task_id)}`, undefined, signal)
+      .then((p) => {
+        parentEntry = (p.children || []).find((c) => c.task_id === task.id &&
+          (!task.parent_step_id || c.step_id === task.parent_step_id)) || null;
+      }, () => { /* the parent step's id stands in for its name */ })
+      .then(() => { if (!signal.aborted) schedule(); });
   }
+
+  // The parent task and the step of it that started this one.
+  const parentEl = (task) => h('span', { id: 'parent-task' },
+    h('a', { class: 'mono parent-link', href: taskHref(task.parent_task_id), text: task.parent_task_id }),
+    ' · step ',
+    parentEntry
+      ? [h('strong', { class: 'parent-step', text: parentEntry.step_name }),
+        parentEntry.attempt > 1 && h('span', { class: 'muted', text: ` (attempt ${parentEntry.attempt})` })]
+      : h('span', { class: 'mono muted parent-step', title: 'the parent step id', text: task.parent_step_id || '?' }));
 
   // At most one render a frame, however fast snapshots come.
   function schedule() {
@@ -253,6 +298,8 @@ async function taskView(root, signal, id) {
     stateEl.className = `badge state-${task.state}`;
     meta.replaceChildren(dl([
       ['template', h('a', { href: templateHref(task), text: `${task.namespace}/${task.name}@${task.version}` })],
+      ['parent task', task.parent_task_id ? parentEl(task) : null],
+      ['depth', task.depth ? String(task.depth) : null],
       ['id', h('span', { class: 'mono', text: task.id })], ['created', timeEl(task.created_at)],
       ['completed', timeEl(task.completed_at)], ['duration', fmtMs(task.duration_ms)],
       ['run at', task.run_at ? [timeEl(task.run_at), task.state === 'scheduled' && [' (starts ', relEl(task.run_at), ')']] : null],
@@ -269,7 +316,7 @@ async function taskView(root, signal, id) {
     errorPre.textContent = task.error != null ? pretty(task.error) : '';
 
     // The template's graph coloured by the task's steps; without a template, the steps alone.
-    const states = stepStates(steps, task.state);
+    const states = stepStates(steps, task.state, task.namespace);
     if (template && template !== 'loading') drawDag(dag, template.definition.steps || [], (st) => states(st.name));
     else if (template === null) drawDag(dag, [...new Set(steps.map((s) => baseName(s.name)))].map((name) => ({ name })), (st) => states(st.name));
 
@@ -279,7 +326,7 @@ async function taskView(root, signal, id) {
     const hadFocus = resolveForm.contains(document.activeElement) ? document.activeElement : null;
     stepsNote.hidden = !snap.more_steps;
     stepsBox.replaceChildren(...steps.map((st) => {
-      const card = stepCard(st, openTraces);
+      const card = stepCard(st, openTraces, task.namespace);
       if (failed && st.state === 'failed') {
         card.querySelector('.step-head').append(h('button', {
           type: 'button', class: 'resolve', 'data-step': st.name, text: 'Resolve…', disabled: busy,
@@ -295,6 +342,11 @@ async function taskView(root, signal, id) {
     if (!steps.length) stepsBox.append(h('p', { class: 'muted', text: 'No steps.' }));
     if (hadFocus && resolveForm.isConnected) hadFocus.focus();
     history.replaceChildren(...(snap.history || []).map(historyItem));
+
+    // The child tasks: shown when a step starts one (or one was started).
+    const kids = Array.isArray(task.children) ? task.children : children;
+    childrenSection.hidden = !steps.some((s) => s.step_type === 'child') && !(kids && kids.length);
+    if (!childrenSection.hidden) childrenBox.replaceChildren(childrenTable(kids || [], kids ? 'No child task started yet.' : 'Loading…'));
 
     // The signal form, while a step waits for a signal; its name is prefilled unless edited.
     const waiting = steps.filter((s) => s.state === 'waiting' && s.wait && s.wait.kind === 'signal' && s.wait.signal);
@@ -317,6 +369,14 @@ async function taskView(root, signal, id) {
     const key = (snap.steps || []).filter((s) => s.step_type === 'wait').map((s) => `${s.name}:${s.state}`).join(',');
     if (waitKey !== null && key !== waitKey) loadSignals();
     waitKey = key;
+    // The child tasks, when the snapshot lacks them: again whenever a child step moves.
+    if (!Array.isArray(snap.task.children)) {
+      const kids = (snap.steps || []).filter((s) => s.step_type === 'child')
+        .map((s) => `${s.name}:${s.state}:${s.attempt}:${(s.child && s.child.task_id) || ''}`).join(',');
+      if (kids && `${snap.task.state}/${kids}` !== childKey) loadChildren();
+      childKey = `${snap.task.state}/${kids}`;
+    }
+    if (parentEntry === undefined && snap.task.parent_task_id) loadParent(snap.task);
     if (template === undefined) { // the template, once per view
       template = 'loading';
       const t = snap.task;
@@ -335,9 +395,19 @@ async function taskView(root, signal, id) {
 
 const baseName = (name) => (name.includes('#') ? name.slice(0, name.indexOf('#')) : name);
 
+// What a DAG node says of a step beyond its state: its namespace (when not the task's), its child
+// (the node links to the child task), and that no live worker serves it.
+const stepNotes = (s, namespace) => ({
+  unserved: !!s.unserved,
+  href: s.child && s.child.task_id ? taskHref(s.child.task_id) : null,
+  notes: [s.namespace && s.namespace !== namespace && `namespace ${s.namespace}`,
+    s.child && `child: ${templateLabel(s.child)}${s.child.task_id ? ` (task ${s.child.task_id})` : ''}`,
+    s.unserved && unservedTitle(s.namespace || namespace, s.handler)].filter(Boolean),
+});
+
 // Each template step's state from the task's steps: batch worker instances ("sum#3") fold into
 // their template step, with a completed/total count.
-function stepStates(steps, taskState) {
+function stepStates(steps, taskState, namespace) {
   const groups = new Map();
   for (const st of steps) {
     const key = baseName(st.name);
@@ -351,10 +421,14 @@ function stepStates(steps, taskState) {
       const s = g[0];
       const sub = s.state === 'waiting' && s.wait ? waitSub(s.wait)
         : s.attempt > 1 ? `${s.state} · attempt ${s.attempt}` : s.state;
-      return { state: s.state, sub, kind: s.step_type === 'wait' ? 'wait' : null };
+      const kind = s.step_type === 'wait' || s.step_type === 'child' ? s.step_type : null;
+      return Object.assign({ state: s.state, sub, kind }, stepNotes(s, namespace));
     }
     const state = worstState(g.map((s) => s.state));
-    return { state, sub: state, count: `${g.filter((s) => s.state === 'completed').length}/${g.length}` };
+    return {
+      state, sub: state, count: `${g.filter((s) => s.state === 'completed').length}/${g.length}`,
+      unserved: g.some((s) => s.unserved), notes: [...new Set(g.flatMap((s) => stepNotes(s, namespace).notes))],
+    };
   };
 }
 
@@ -380,13 +454,27 @@ const waitInfo = (w) => h('div', { class: 'wait-info', 'data-kind': w.kind },
   w.until && [' until ', atEl(w.until)],
   w.on_timeout && ` — on timeout: ${w.on_timeout}`);
 
-function stepCard(st, openTraces) {
-  const card = h('div', { class: 'step', 'data-step': st.name, 'data-state': st.state },
+// A child step's child: "child: shop/enrich@1.2.0 → task 1b2c…" (once the child task exists).
+const childOf = (c) => h('span', { class: 'child-of' }, 'child: ',
+  h('a', { class: 'quiet child-template', href: templateHref(c), text: templateLabel(c) }),
+  c.task_id
+    ? [' → ', h('a', { class: 'mono child-task', href: taskHref(c.task_id), title: c.task_id, text: `task ${c.task_id.slice(0, 8)}…` })]
+    : h('span', { class: 'muted', text: ' (not started)' }),
+  c.on_parent_cancel === 'abandon' &&
+    h('span', { class: 'muted', title: 'on_parent_cancel: abandon', text: ' · keeps running if this task is cancelled' }));
+
+// `namespace`: the task's (a step's own namespace is shown when it differs).
+function stepCard(st, openTraces, namespace) {
+  const card = h('div', { class: 'step', 'data-step': st.name, 'data-state': st.state, 'data-unserved': st.unserved ? 'true' : null },
     h('div', { class: 'step-head' },
       h('strong', { class: 'step-name', text: st.name }),
       badge(st.state),
-      st.step_type !== 'wait' && h('code', { title: 'handler', text: st.handler }),
+      st.step_type !== 'wait' && !st.child && h('code', { title: 'handler', text: st.handler }),
       st.step_type && st.step_type !== 'standard' && h('span', { class: 'tag', text: st.step_type }),
+      st.child && childOf(st.child),
+      st.namespace && st.namespace !== namespace &&
+        h('span', { class: 'tag step-namespace', title: `runs in namespace ${st.namespace} (the task's is ${namespace})`, text: st.namespace }),
+      st.unserved && unservedBadge(st.namespace || namespace, st.handler),
       h('span', { class: 'muted', text: `attempt ${st.attempt}/${st.max_attempts}` }),
       st.worker && h('span', { class: 'muted', text: `worker ${st.worker}` }),
       st.state === 'waiting_retry' && st.next_attempt_at && h('span', { class: 'muted' }, 'next attempt ', timeEl(st.next_attempt_at))),
@@ -403,6 +491,9 @@ function stepCard(st, openTraces) {
   const head = [kind, message].filter((x) => x != null).map(String).join(': ');
   const extra = Object.keys(rest).length ? pretty(rest) : '';
   card.append(h('pre', { class: 'error', text: [head, extra].filter(Boolean).join('\n') || pretty(err) }));
+  if (typeof err.child_task_id === 'string') {
+    card.append(h('div', { class: 'child-error' }, 'child task ', h('a', { class: 'mono', href: taskHref(err.child_task_id), text: err.child_task_id })));
+  }
   if (backtrace != null) {
     const details = h('details', { open: openTraces.has(st.name) }, h('summary', { text: 'backtrace' }),
       h('pre', { class: 'backtrace', text: typeof backtrace === 'string' ? backtrace : pretty(backtrace) }));
@@ -411,6 +502,16 @@ function stepCard(st, openTraces) {
   }
   return card;
 }
+
+// The task's child tasks, one a row (a child step retried starts another: its attempt).
+const childrenTable = (kids, empty) => table({ id: 'children' }, ['child task', 'step', 'attempt', 'state', 'template'],
+  kids.map((c) => h('tr', { 'data-task-id': c.task_id, 'data-step': c.step_name, 'data-state': c.state },
+    h('td', {}, h('a', { class: 'mono child-link', href: taskHref(c.task_id), text: c.task_id })),
+    h('td', {}, h('strong', { text: c.step_name })),
+    h('td', { class: 'num', text: String(c.attempt ?? '—') }),
+    h('td', {}, badge(c.state)),
+    h('td', {}, h('a', { class: 'quiet', href: templateHref(c), text: templateLabel(c) })))),
+  empty);
 
 // One transition: {at, step?, from?, to, attempt?, by?, reason?} (event too, should one appear).
 const historyItem = (t) => h('li', {},
