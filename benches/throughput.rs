@@ -27,7 +27,12 @@
 //!   and `linear_rust` once more, open loop at the rate the peer was offered at 50% of its
 //!   saturation, to compare latencies at one load;
 //! - **scale**: one 100,000-step fan-out, timed end to end, with the peak resident memory of the
-//!   orchestrator and the worker sampled while it runs.
+//!   orchestrator and the worker sampled while it runs;
+//! - **the polyglot pipeline** (`polyglot/pipeline`: TypeScript → Rust → Python → Ruby →
+//!   TypeScript, one task per batch of events): `TASKER_PIPELINE_EVENTS` (100,000) events at each
+//!   batch size of `TASKER_PIPELINE_BATCHES` (1,10,100,1000), 256 tasks in flight, the aggregates
+//!   compared with the oracle (`tasker::pipeline`), events/s end to end beside the oracle's own
+//!   in-process rate, and each stage's handler and queue time.
 //!
 //! Figures go to stdout and `target/throughput/summary.json`; `cargo make bench-report` turns them
 //! into `docs/benchmarks/throughput.md`. `TASKER_BENCH_FILTER=linear_rust` runs only matching
@@ -896,6 +901,93 @@ async fn fan_out(stack: &Stack, batches: u64) -> anyhow::Result<Value> {
     }))
 }
 
+// ---------------------------------------------------------------------------------------------
+// The polyglot pipeline: events through TypeScript → Rust → Python → Ruby → TypeScript
+
+/// The seed project's figures for this pipeline (TypeScript → Rust → Python → Go → TypeScript,
+/// 100,000 events, not durable), for reference only: measured elsewhere, on other hardware.
+const SEED_FIGURES: &str = "seed: 25,000 events/s one event per call, 77,000 events/s batched \
+    50-100 events; C++ monolith 44,000 events/s";
+
+/// Runs `events` events through `polyglot/pipeline`, one task per batch of `batch` events with
+/// at most `in_flight` tasks at once; checks the aggregates against the oracle and reports
+/// events/s end to end and each stage's time.
+async fn pipeline(
+    stack: &Arc<Stack>,
+    pool: &PgPool,
+    events: u32,
+    batch: u32,
+    in_flight: usize,
+) -> anyhow::Result<Value> {
+    let tasks = events.div_ceil(batch);
+    let slots = Arc::new(tokio::sync::Semaphore::new(in_flight));
+    let started = Instant::now();
+    let mut runs = Vec::with_capacity(tasks as usize);
+    for b in 0..tasks {
+        let permit = slots.clone().acquire_owned().await?;
+        let stack = stack.clone();
+        let first = b * batch;
+        let count = batch.min(events - first);
+        runs.push(tokio::spawn(async move {
+            let task =
+                stack
+                    .client
+                    .create_task(&CreateTask::new("polyglot", "pipeline").context(
+                        json!({"seed": 42, "users": 10_000, "first": first, "count": count}),
+                    ))
+                    .await?;
+            let state = stack.done.wait(task.id, Duration::from_secs(600)).await?;
+            drop(permit);
+            anyhow::ensure!(
+                state == "complete",
+                "pipeline task {} ended {state}",
+                task.id
+            );
+            anyhow::Ok(task.id)
+        }));
+    }
+    let mut ids = Vec::with_capacity(runs.len());
+    for r in runs {
+        ids.push(r.await??);
+    }
+    let elapsed = started.elapsed();
+    let sinks: Vec<Value> =
+        sqlx::query_scalar("SELECT result FROM steps WHERE task_id = ANY($1) AND name = 'sink'")
+            .bind(&ids)
+            .fetch_all(pool)
+            .await?;
+    let mut rows = tasker::pipeline::Rows::new();
+    for sink in &sinks {
+        tasker::pipeline::merge(sink, &mut rows)?;
+    }
+    let equal = rows == tasker::pipeline::oracle(42, 10_000, 0, events);
+    let stages: Vec<(String, i64, f64, f64)> = sqlx::query_as(
+        "SELECT name, count(*),
+                sum(extract(epoch FROM finished_at - started_at))::float8,
+                sum(extract(epoch FROM started_at - dispatched_at))::float8
+         FROM steps WHERE task_id = ANY($1) GROUP BY name",
+    )
+    .bind(&ids)
+    .fetch_all(pool)
+    .await?;
+    let order = ["ingest", "parse", "rules", "aggregate", "sink"];
+    let mut per_stage = serde_json::Map::new();
+    for name in order {
+        if let Some((_, n, run, queue)) = stages.iter().find(|s| s.0 == name) {
+            per_stage.insert(
+                name.into(),
+                json!({"steps": n, "handler_s": run, "queued_s": queue,
+                       "handler_ms_per_step": run * 1000.0 / *n as f64}),
+            );
+        }
+    }
+    Ok(json!({
+        "events": events, "batch": batch, "tasks": tasks, "seconds": elapsed.as_secs_f64(),
+        "events_per_s": f64::from(events) / elapsed.as_secs_f64(),
+        "equal_to_oracle": equal, "stages": per_stage,
+    }))
+}
+
 fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
@@ -989,12 +1081,20 @@ async fn run() -> anyhow::Result<()> {
         ),
         scenario("linear_python", "python", "linear", json!({"value": 6}), 4),
     ];
-    if scenarios
+    let python = scenarios
         .iter()
         .any(|s| s.worker == "python" && wanted(s.name))
-        && let Err(e) = stack.worker("python").await
-    {
+        || wanted("pipeline");
+    if python && let Err(e) = stack.worker("python").await {
         notes.push(format!("python worker: skipped ({e:#})"));
+    }
+    // The pipeline's other languages (its Rust stage runs on the Rust worker).
+    if wanted("pipeline") {
+        for language in ["ruby", "typescript"] {
+            if let Err(e) = stack.worker(language).await {
+                notes.push(format!("{language} worker: skipped ({e:#})"));
+            }
+        }
     }
     let stack = Arc::new(stack);
     println!(
@@ -1060,6 +1160,45 @@ async fn run() -> anyhow::Result<()> {
                 summary.insert("fanout_100k".into(), json!({"failed": format!("{e:#}")}));
             }
         }
+    }
+
+    if wanted("pipeline") {
+        let events = env_list("TASKER_PIPELINE_EVENTS", "100000")[0] as u32;
+        let batches = env_list("TASKER_PIPELINE_BATCHES", "1,10,100,1000");
+        // The oracle's own rate: the same events and aggregates in this one process.
+        let t = Instant::now();
+        let oracle = tasker::pipeline::oracle(42, 10_000, 0, events);
+        let oracle_rate = f64::from(events) / t.elapsed().as_secs_f64();
+        println!(
+            "pipeline oracle: {events} events, {} rows, {oracle_rate:.0} events/s in process ({SEED_FIGURES})",
+            oracle.len()
+        );
+        let pool = PgPool::connect(&stack.env.config.database_url).await?;
+        let mut runs = Vec::new();
+        for batch in batches {
+            match pipeline(&stack, &pool, events, batch as u32, 256).await {
+                Ok(v) => {
+                    println!(
+                        "pipeline batch {batch:>5}: {:>9.0} events/s, {:.2} s, equal to the oracle: {}, stages {}",
+                        v["events_per_s"].as_f64().unwrap_or(0.0),
+                        v["seconds"].as_f64().unwrap_or(0.0),
+                        v["equal_to_oracle"],
+                        v["stages"]
+                    );
+                    runs.push(v);
+                }
+                Err(e) => {
+                    println!("pipeline batch {batch}: FAILED {e:#}");
+                    runs.push(json!({"batch": batch, "failed": format!("{e:#}")}));
+                }
+            }
+        }
+        pool.close().await;
+        summary.insert(
+            "pipeline".into(),
+            json!({"events": events, "oracle_events_per_s": oracle_rate, "runs": runs,
+                   "reference": SEED_FIGURES}),
+        );
     }
 
     if wanted("celery") {

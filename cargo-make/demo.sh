@@ -179,6 +179,41 @@ say "tasker signal $signal_id approved --payload '{\"approved_by\": \"the demo\"
 "$BIN_DIR/tasker" --url "$ORCH_URL" signal "$signal_id" approved --payload '{"approved_by": "the demo"}'
 "$BIN_DIR/tasker" --url "$ORCH_URL" wait "$signal_id" --timeout "$TASK_TIMEOUT" || failures=$((failures + 1))
 
+# Composition: a workflow that starts a child, which starts its own (docs/composition.md); the
+# workers registry; and the polyglot pipeline, one task per batch of 1,000 events through
+# TypeScript -> Rust -> Python -> Ruby -> TypeScript, checked against the one-process oracle.
+say "child workflows, the workers, and one workflow across four languages"
+"$BIN_DIR/tasker" --url "$ORCH_URL" templates register \
+  tests/fixtures/task_templates/composition tests/fixtures/task_templates/polyglot
+"$BIN_DIR/tasker" --url "$ORCH_URL" workers
+family_id="$("$BIN_DIR/tasker" --url "$ORCH_URL" --json submit rust_examples family \
+  --context '{"value": 1, "sleep_ms": 0}' | sed -n 's/^  "id": "\([0-9a-f-]*\)",$/\1/p')"
+"$BIN_DIR/tasker" --url "$ORCH_URL" wait "$family_id" --timeout "$TASK_TIMEOUT" || failures=$((failures + 1))
+pipeline_ids=()
+for first in 0 1000 2000 3000 4000 5000 6000 7000 8000 9000; do
+  pipeline_ids+=("$("$BIN_DIR/tasker" --url "$ORCH_URL" --json submit polyglot pipeline \
+    --context "{\"seed\": 42, \"users\": 10000, \"first\": $first, \"count\": 1000}" |
+    sed -n 's/^  "id": "\([0-9a-f-]*\)",$/\1/p')")
+done
+sinks="$RUN_DIR/pipeline-sinks.json"
+{
+  echo "["
+  sep=""
+  for id in "${pipeline_ids[@]}"; do
+    "$BIN_DIR/tasker" --url "$ORCH_URL" wait "$id" --timeout "$TASK_TIMEOUT" >/dev/null || failures=$((failures + 1))
+    printf '%s' "$sep"
+    "$BIN_DIR/tasker" --url "$ORCH_URL" --json show "$id" |
+      python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["task"]["result"]["sink"]))'
+    sep=","
+  done
+  echo "]"
+} >"$sinks"
+if python3 benches/pipeline_oracle.py --events 10000 --seed 42 --users 10000 --check "$sinks"; then
+  echo "polyglot pipeline: 10,000 events in 10 tasks, aggregates equal to the oracle's"
+else
+  failures=$((failures + 1))
+fi
+
 cat <<EOF
 
 Still running, so you can look around. The API requires a token: the demo made an admin one,
@@ -189,6 +224,8 @@ Still running, so you can look around. The API requires a token: the demo made a
   rust worker   $WORKER_HEALTH_URL   (log $LOG_DIR/worker-rust.log)
   ruby, python, typescript workers   http://127.0.0.1:8200/health, :8300, :8400   (logs $LOG_DIR/worker-<lang>.log)
   e.g.  $BIN_DIR/tasker --url $ORCH_URL list
+        $BIN_DIR/tasker --url $ORCH_URL workers
+        $BIN_DIR/tasker --url $ORCH_URL show $family_id   (a parent with its child; the child has its own)
         $BIN_DIR/tasker --url $ORCH_URL submit rust_examples linear --version 1.0.0 --context '{"value": 1}' --wait
         $BIN_DIR/tasker --url $ORCH_URL submit python_examples linear --context '{"value": 1}' --wait
 
