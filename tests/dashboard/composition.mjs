@@ -12,29 +12,15 @@
 // task expected in the Children section and the parent step that started it), WORKER_NAMESPACE
 // (optional: a namespace a live worker must list), SCREENSHOTS (a folder), CHROMIUM (the
 // browser; default /usr/bin/chromium).
-import { mkdirSync } from 'node:fs';
-import { chromium } from 'playwright-core';
+import { openPage } from './browser.mjs';
 
 const {
   TASKER_URL: url, TASKER_TOKEN: token, PARENT_TASK_ID: parentId, CHILD_TASK_ID: childIdWanted,
-  CHILD_STEP: childStepWanted, WORKER_NAMESPACE: workerNamespace, SCREENSHOTS: shots,
+  CHILD_STEP: childStepWanted, WORKER_NAMESPACE: workerNamespace,
 } = process.env;
-const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
-mkdirSync(shots, { recursive: true });
-
 // Every console error counts: nothing on this tour is refused on purpose.
-const report = { pageErrors: [], consoleErrors: [] };
-const browser = await chromium.launch({ executablePath, headless: true, args: ['--no-sandbox'] });
-const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-page.setDefaultTimeout(20_000);
-page.on('pageerror', (e) => report.pageErrors.push(String(e)));
-page.on('console', (m) => {
-  console.error(`[browser ${m.type()}] ${m.text()}`);
-  if (m.type() === 'error') report.consoleErrors.push(m.text());
-});
+const { browser, page, report, shot, text } = await openPage({ consoleErrors: true });
 if (token) await page.addInitScript((t) => localStorage.setItem('tasker.token', t), token);
-const shot = (name) => page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
-const text = async (locator) => ((await locator.textContent()) || '').replace(/\s+/g, ' ').trim();
 const hash = () => decodeURIComponent(new URL(page.url()).hash);
 const check = (ok, what) => { if (!ok) throw new Error(`expected: ${what}`); };
 

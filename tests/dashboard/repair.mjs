@@ -6,20 +6,10 @@
 // asks for one), TASK_ID (a task in error), TEMPLATE
 // ("namespace/name@version" of a registered template), SCREENSHOTS (a folder), CHROMIUM (the
 // browser; default /usr/bin/chromium).
-import { mkdirSync } from 'node:fs';
-import { chromium } from 'playwright-core';
+import { openPage } from './browser.mjs';
 
-const { TASKER_URL: url, TASK_ID: taskId, TEMPLATE: template, SCREENSHOTS: shots } = process.env;
-const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
-mkdirSync(shots, { recursive: true });
-
-const report = { pageErrors: [] };
-const browser = await chromium.launch({ executablePath, headless: true, args: ['--no-sandbox'] });
-const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-page.setDefaultTimeout(20_000);
-page.on('pageerror', (e) => report.pageErrors.push(String(e)));
-page.on('console', (m) => console.error(`[browser ${m.type()}] ${m.text()}`));
-const shot = (name) => page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
+const { TASKER_URL: url, TASK_ID: taskId, TEMPLATE: template } = process.env;
+const { browser, page, report, shot } = await openPage();
 const nodes = () =>
   page.$$eval('#dag g.node', (ns) => Object.fromEntries(ns.map((n) => [n.dataset.step, n.dataset.state])));
 

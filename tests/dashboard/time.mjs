@@ -9,28 +9,16 @@
 // schedule, not paused), SCHEDULED_TASK_ID (a task in state `scheduled`), WAIT_TASK_ID (a task
 // whose step WAIT_STEP waits for the signal SIGNAL), PAUSE_NOTE, SCREENSHOTS (a folder),
 // CHROMIUM (the browser; default /usr/bin/chromium).
-import { mkdirSync } from 'node:fs';
-import { chromium } from 'playwright-core';
+import { openPage } from './browser.mjs';
 
 const {
   TASKER_URL: url, SCHEDULE: schedule, SCHEDULED_TASK_ID: scheduledId, WAIT_TASK_ID: waitTaskId,
-  WAIT_STEP: waitStep, SIGNAL: signalName, PAUSE_NOTE: note, SCREENSHOTS: shots,
+  WAIT_STEP: waitStep, SIGNAL: signalName, PAUSE_NOTE: note,
 } = process.env;
-const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
-mkdirSync(shots, { recursive: true });
-
 // Console errors other than the browser's own line for a refused request (one is on purpose).
-const report = { pageErrors: [], consoleErrors: [] };
-const browser = await chromium.launch({ executablePath, headless: true, args: ['--no-sandbox'] });
-const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-page.setDefaultTimeout(20_000);
-page.on('pageerror', (e) => report.pageErrors.push(String(e)));
-page.on('console', (m) => {
-  console.error(`[browser ${m.type()}] ${m.text()}`);
-  if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) report.consoleErrors.push(m.text());
+const { browser, page, report, shot, text } = await openPage({
+  consoleErrors: true, ignored: (t) => t.startsWith('Failed to load resource'),
 });
-const shot = (name) => page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
-const text = async (locator) => ((await locator.textContent()) || '').replace(/\s+/g, ' ').trim();
 
 try {
   // The schedule's row, with its next fire (the exact time in the datetime attribute).

@@ -5,7 +5,6 @@
 //! after a crash (before or after its commit). Waits are on the orchestrator's events, each
 //! bounded by a timeout.
 
-use std::future::Future;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -26,33 +25,6 @@ async fn env() -> anyhow::Result<TestEnv> {
     Ok(env)
 }
 
-/// Waits until `check` gives a value, looking again at every event of the orchestrator (a sweep
-/// comes every 200 ms), for at most `timeout`.
-async fn until<T, F, Fut>(
-    o: &RunningOrchestrator,
-    timeout: Duration,
-    what: &str,
-    check: F,
-) -> anyhow::Result<T>
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = anyhow::Result<Option<T>>>,
-{
-    let mut events = o.events().subscribe();
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(v) = check().await? {
-            return Ok(v);
-        }
-        if tokio::time::timeout_at(deadline, events.recv())
-            .await
-            .is_err()
-        {
-            anyhow::bail!("{what}: not within {timeout:?}");
-        }
-    }
-}
-
 /// The task a task's child step started (its newest child there).
 async fn child_of(o: &RunningOrchestrator, parent: Uuid) -> anyhow::Result<Option<Task>> {
     let task = o.client.task(parent, None).await?;
@@ -63,7 +35,7 @@ async fn child_of(o: &RunningOrchestrator, parent: Uuid) -> anyhow::Result<Optio
 }
 
 async fn wait_child(o: &RunningOrchestrator, parent: Uuid) -> anyhow::Result<Task> {
-    until(o, Duration::from_secs(20), "a child task", || {
+    o.until(Duration::from_secs(20), "a child task", || {
         child_of(o, parent)
     })
     .await
@@ -156,7 +128,7 @@ async fn cancelling_the_parent_ends_the_whole_tree_in_one_transaction() -> anyho
     let child = wait_child(&o, parent.id).await?;
     let grandchild = wait_child(&o, child.id).await?;
     // The grandchild's nap runs on the worker.
-    until(&o, Duration::from_secs(20), "the nap running", || async {
+    o.until(Duration::from_secs(20), "the nap running", || async {
         let steps = steps_by_name(&o.client, grandchild.id).await?;
         Ok((steps["nap"].state == "enqueued").then_some(()))
     })

@@ -573,7 +573,11 @@ async fn children_parents_and_workers_in_a_real_browser() -> anyhow::Result<()> 
         )
         .await?;
     let parent = o
-        .run_task("rust_examples", "family", json!({"value": 1, "sleep_ms": 0}))
+        .run_task(
+            "rust_examples",
+            "family",
+            json!({"value": 1, "sleep_ms": 0}),
+        )
         .await?;
     assert_eq!(parent.state, "complete", "{parent:?}");
     let child = o.client.task(parent.id, None).await?.children.unwrap()[0].task_id;

@@ -24,8 +24,7 @@ fn create(name: &str) -> CreateTask {
     CreateTask::new("timed", name)
 }
 
-/// Waits until `check` holds, looking again at every event of the orchestrator (a sweep comes
-/// every 200 ms), for at most `timeout`.
+/// Waits until `check` holds ([`RunningOrchestrator::until`]).
 async fn until<F, Fut>(
     o: &RunningOrchestrator,
     timeout: Duration,
@@ -36,19 +35,8 @@ where
     F: Fn() -> Fut,
     Fut: Future<Output = anyhow::Result<bool>>,
 {
-    let mut events = o.events().subscribe();
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if check().await? {
-            return Ok(());
-        }
-        if tokio::time::timeout_at(deadline, events.recv())
-            .await
-            .is_err()
-        {
-            anyhow::bail!("{what}: not within {timeout:?}");
-        }
-    }
+    o.until(timeout, what, || async { Ok(check().await?.then_some(())) })
+        .await
 }
 
 async fn step(

@@ -279,33 +279,6 @@ async fn each_worker_runs_only_its_own_namespace() -> anyhow::Result<()> {
     env.cleanup().await
 }
 
-/// Waits until `check` gives a value, looking again at every event of the orchestrator (a sweep
-/// comes every 200 ms), for at most `timeout`.
-async fn until<T, F, Fut>(
-    o: &tasker::RunningOrchestrator,
-    timeout: Duration,
-    what: &str,
-    check: F,
-) -> anyhow::Result<T>
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<Option<T>>>,
-{
-    let mut events = o.events().subscribe();
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(v) = check().await? {
-            return Ok(v);
-        }
-        if tokio::time::timeout_at(deadline, events.recv())
-            .await
-            .is_err()
-        {
-            anyhow::bail!("{what}: not within {timeout:?}");
-        }
-    }
-}
-
 /// One template whose steps run in four languages, each on its own workers' queue: every
 /// result reaches the next unchanged (2^53 + 1, text beyond the BMP); the pipeline's aggregates
 /// equal the oracle's; the workers registry lists the four workers and drops one killed; a step
@@ -324,11 +297,12 @@ async fn one_workflow_spans_the_four_languages_and_the_registry_sees_its_workers
         workers.push(start_worker_with(&env, language, &name, &o.url(), &heartbeat).await?);
     }
     // The registry: four live workers, each on its language's namespace with its handlers.
-    let listed = until(&o, Duration::from_secs(20), "four live workers", || async {
-        let w = o.client.workers(false).await?;
-        Ok((w.len() == 4).then_some(w))
-    })
-    .await?;
+    let listed = o
+        .until(Duration::from_secs(20), "four live workers", || async {
+            let w = o.client.workers(false).await?;
+            Ok((w.len() == 4).then_some(w))
+        })
+        .await?;
     for w in &listed {
         assert!(w.live);
         assert_eq!(
@@ -429,8 +403,7 @@ async fn one_workflow_spans_the_four_languages_and_the_registry_sees_its_workers
     let mut ruby = ruby;
     ruby.child.kill().await?;
     let killed = std::time::Instant::now();
-    until(
-        &o,
+    o.until(
         Duration::from_secs(10),
         "the killed worker gone",
         || async {

@@ -326,6 +326,33 @@ impl RunningOrchestrator {
         &self.shared.events
     }
 
+    /// Waits until `check` gives a value, looking again at every event of this orchestrator (a
+    /// sweep comes every `sweep_interval_ms`, 200 ms in tests), for at most `timeout`.
+    pub async fn until<T, F, Fut>(
+        &self,
+        timeout: Duration,
+        what: &str,
+        check: F,
+    ) -> anyhow::Result<T>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = anyhow::Result<Option<T>>>,
+    {
+        let mut events = self.events().subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if let Some(v) = check().await? {
+                return Ok(v);
+            }
+            if tokio::time::timeout_at(deadline, events.recv())
+                .await
+                .is_err()
+            {
+                anyhow::bail!("{what}: not within {timeout:?}");
+            }
+        }
+    }
+
     /// Task completions announced on this orchestrator from now on (its own, and other
     /// orchestrators' relayed through PostgreSQL `NOTIFY`).
     pub fn completions(&self) -> Completions {
