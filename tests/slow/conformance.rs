@@ -428,6 +428,108 @@ async fn one_workflow_spans_the_four_languages_and_the_registry_sees_its_workers
     env.cleanup().await
 }
 
+/// What a client must read of a parent task with one child, the child, the parent's child step
+/// and the workers, as `conformance-client URL composition PARENT` prints it: computed here
+/// with the Rust client, compared with what each language's client read.
+async fn composition_view(
+    client: &tasker_client::Client,
+    parent: uuid::Uuid,
+) -> anyhow::Result<Value> {
+    let task = client.task(parent, None).await?;
+    let children = task.children.clone().unwrap_or_default();
+    let first = children.first().context("the parent has no child")?;
+    let child = client.task(first.task_id, None).await?;
+    let listed = client
+        .tasks(&tasker_client::TaskQuery {
+            parent: Some(parent),
+            ..Default::default()
+        })
+        .await?;
+    let kid = steps_by_name(client, parent)
+        .await?
+        .remove("kid")
+        .context("no kid step")?;
+    let mut workers: Vec<Value> = client
+        .workers(false)
+        .await?
+        .into_iter()
+        .map(|w| {
+            serde_json::json!({"name": w.name, "language": w.language, "live": w.live,
+                               "namespaces": w.namespaces, "handlers": w.handlers})
+        })
+        .collect();
+    workers.sort_by_key(|w| w["name"].as_str().unwrap_or_default().to_owned());
+    Ok(serde_json::json!({
+        "parent": {"id": task.id, "depth": task.depth, "children": children},
+        "child": {"id": child.id, "parent_task_id": child.parent_task_id,
+                  "parent_step_id": child.parent_step_id, "depth": child.depth,
+                  "state": child.state},
+        "listed": listed.tasks.iter().map(|t| t.id).collect::<Vec<_>>(),
+        "kid": {"step_type": kid.step_type, "namespace": kid.namespace, "unserved": kid.unserved,
+                "child": kid.child},
+        "workers": workers,
+    }))
+}
+
+/// Each language's client reads child links, a child step and the workers registry as the Rust
+/// client does (the contract those fields are checked against, on a real orchestrator).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_client_reads_children_and_workers() -> anyhow::Result<()> {
+    let mut env = TestEnv::new().await?;
+    env.config.orchestrator.templates = vec![
+        tasker::templates("rust"),
+        repo_root().join("tests/fixtures/task_templates/composition"),
+    ];
+    let o = env.orchestrator().await?;
+    let mut worker = start_worker(&env, "rust", "rust-worker", &o.url()).await?;
+    o.until(Duration::from_secs(20), "the worker registered", || async {
+        Ok((!o.client.workers(false).await?.is_empty()).then_some(()))
+    })
+    .await?;
+    let parent = o
+        .run_task(
+            "rust_examples",
+            "family",
+            serde_json::json!({"value": 1, "sleep_ms": 0}),
+        )
+        .await?;
+    assert_eq!(parent.state, "complete", "{parent:?}");
+    let expected = composition_view(&o.client, parent.id).await?;
+    assert_eq!(expected["child"]["depth"], 1, "{expected}");
+    for language in ["python", "ruby", "typescript"] {
+        let script = repo_root()
+            .join("workers")
+            .join(language)
+            .join("conformance-client");
+        let out = tokio::time::timeout(
+            Duration::from_secs(120),
+            tokio::process::Command::new(&script)
+                .args([o.url(), "composition".to_owned(), parent.id.to_string()])
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .with_context(|| format!("{} did not finish", script.display()))??;
+        anyhow::ensure!(
+            out.status.success(),
+            "{language}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let read: Value = serde_json::from_slice(&out.stdout).with_context(|| {
+            format!(
+                "{language} printed: {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })?;
+        // Who is listed and what they serve, not when they were last seen (a heartbeat moves
+        // that between two reads).
+        assert_eq!(read, expected, "{language}'s client read otherwise");
+    }
+    worker.child.kill().await?;
+    o.stop().await;
+    env.cleanup().await
+}
+
 #[test]
 fn every_language_has_the_same_templates() -> anyhow::Result<()> {
     let root = repo_root().join("tests/fixtures/task_templates");

@@ -135,7 +135,9 @@ const STEPS_PAGE = 1_000;
 /**
  * A client of one orchestrator. Every call returns a Promise; failures reject with a
  * {@link TaskerClientError}: an {@link ApiError} subclass carrying the API's stable error code,
- * or a {@link ConnectionError} when no answer came.
+ * or a {@link ConnectionError} when no answer came. Integers beyond ±(2^53 − 1) in contexts,
+ * results, payloads and error details come back as `bigint`s, exactly, and a `bigint` in a
+ * context, result or payload is sent as an exact JSON integer (see {@link JsonValue}).
  *
  * ```ts
  * const client = new Client(); // TASKER_URL or http://127.0.0.1:8080
@@ -172,7 +174,8 @@ export class Client {
    * Creates a task from the template `namespace`/`name` (`POST /v1/tasks`). `context` must
    * satisfy the template's schema (`422 context_schema_violation`); `404 unknown_template` if
    * no such template is registered. With `runAt` or `delay` the task is `scheduled` until then
-   * (`task.runAt`), and `cancel` stops it like a running one.
+   * (`task.runAt`), and `cancel` stops it like a running one. A `bigint` in `context` is sent
+   * as an exact integer.
    */
   async createTask<Ctx = JsonObject, Res = JsonObject>(
     namespace: string,

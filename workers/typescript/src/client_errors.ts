@@ -1,6 +1,6 @@
 // The errors of {@link Client}: one base class, the API's refusals by status with its stable
 // error code, and "no answer at all".
-import type { JsonValue } from "./json";
+import { parseApiJson, type JsonValue } from "./json";
 
 /** Every error a {@link Client} call rejects with (but a caller's own abort signal's reason). */
 export class TaskerClientError extends Error {
@@ -37,7 +37,7 @@ export class ApiError extends TaskerClientError {
     let message = text.trim().slice(0, 200) || `HTTP ${status}`;
     let details: JsonValue | undefined;
     try {
-      const error = JSON.parse(text)?.error;
+      const error = (parseApiJson(text) as { error?: Record<string, JsonValue> } | null)?.error;
       if (typeof error?.code === "string") {
         code = error.code;
         message = typeof error.message === "string" ? error.message : message;

@@ -1,6 +1,7 @@
 // What the orchestrator's API answers about tasks, as the client hands it out: the JSON's
 // snake_case fields in camelCase, timestamps as `Date`. A task's context and results are the
-// app's own data and pass through untouched.
+// app's own data and pass through untouched, but for integers beyond ±(2^53 − 1): those are
+// `bigint`s (exact; a `number` would round them), as in `JsonValue`.
 import type { JsonObject, JsonValue } from "./json";
 import type { StepError } from "./outcome";
 
@@ -30,7 +31,8 @@ export interface TaskFailure {
 
 /**
  * A task. `Ctx` is the type of its context and `Res` of its result (the results of the steps
- * no other step depends on, by step name), both the app's to name.
+ * no other step depends on, by step name), both the app's to name. An integer beyond ±(2^53 − 1)
+ * in either comes back as a `bigint` ({@link JsonValue}); type such a field `number | bigint`.
  */
 export interface Task<Ctx = JsonObject, Res = JsonObject> {
   /** A UUID (v7: ids sort by creation time). */
@@ -121,6 +123,7 @@ export interface Step {
   state: StepState;
   attempt: number;
   maxAttempts: number;
+  /** Its handler's result; integers beyond ±(2^53 − 1) are `bigint`s. */
   result: JsonValue | null;
   error: StepError | null;
   /** The worker that ran its last attempt. */

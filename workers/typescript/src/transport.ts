@@ -6,6 +6,7 @@ import { text } from "node:stream/consumers";
 import { rootCertificates } from "node:tls";
 
 import { ApiError, ConnectionError, TaskerClientError } from "./client_errors";
+import { parseApiJson, stringifyApiJson } from "./json";
 
 /** How a {@link Transport} reaches the orchestrator. */
 export interface TransportOptions {
@@ -20,7 +21,7 @@ export interface TransportOptions {
 /** One request: query values left `undefined` are not sent. */
 export interface Request {
   query?: Record<string, string | number | undefined>;
-  /** Sent as JSON. */
+  /** Sent as JSON; a `bigint` as an exact integer. */
   body?: unknown;
   /** Time the server was asked to hold the answer (a long poll), added to the timeout (ms). */
   waitMs?: number;
@@ -71,7 +72,8 @@ export class Transport {
   }
 
   /**
-   * Sends `method path` and resolves with the answer's JSON (`undefined` for an empty one).
+   * Sends `method path` and resolves with the answer's JSON (`undefined` for an empty one);
+   * integers beyond ±(2^53 − 1) in it are `bigint`s.
    * Rejects with an {@link ApiError} subclass for a non-2xx answer and a {@link ConnectionError}
    * when there is none.
    */
@@ -83,7 +85,7 @@ export class Transport {
     const headers = { ...this.#headers };
     let body: Buffer | undefined;
     if (req.body !== undefined) {
-      body = Buffer.from(JSON.stringify(req.body));
+      body = Buffer.from(stringifyApiJson(req.body));
       headers["content-type"] = "application/json";
       headers["content-length"] = String(body.length);
     }
@@ -114,7 +116,7 @@ export class Transport {
     }
     if (answer === "") return undefined;
     try {
-      return JSON.parse(answer);
+      return parseApiJson(answer);
     } catch (err) {
       throw new TaskerClientError(`${method} ${url.pathname}: the answer is not JSON`, { cause: err });
     }
