@@ -32,7 +32,8 @@
 //!   TypeScript, one task per batch of events): `TASKER_PIPELINE_EVENTS` (100,000) events at each
 //!   batch size of `TASKER_PIPELINE_BATCHES` (1,10,100,1000), 256 tasks in flight, the aggregates
 //!   compared with the oracle (`tasker::pipeline`), events/s end to end beside the oracle's own
-//!   in-process rate, and each stage's handler and queue time.
+//!   in-process rate, each stage's time at the worker (hand-out to outcome) and in the queue, and
+//!   the CPU seconds each process (PostgreSQL, RabbitMQ, orchestrator, workers) used in the run.
 //!
 //! Figures go to stdout and `target/throughput/summary.json`; `cargo make bench-report` turns them
 //! into `docs/benchmarks/throughput.md`. `TASKER_BENCH_FILTER=linear_rust` runs only matching
@@ -909,6 +910,50 @@ async fn fan_out(stack: &Stack, batches: u64) -> anyhow::Result<Value> {
 const SEED_FIGURES: &str = "seed: 25,000 events/s one event per call, 77,000 events/s batched \
     50-100 events; C++ monolith 44,000 events/s";
 
+/// CPU seconds (user + system) used so far by every process on the machine, by command name
+/// (`postgres`, `beam.smp`, `tasker-orchestr`, `node`, …): a run's difference says where its
+/// CPU went. Processes that ended meanwhile are not counted.
+fn cpu_by_command() -> BTreeMap<String, f64> {
+    // Clock ticks per second: 100 on Linux (USER_HZ).
+    const TICKS: f64 = 100.0;
+    let mut out = BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid …`: comm may hold spaces, so split at its closing parenthesis.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let comm = stat[open + 1..close].to_owned();
+        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        // After the comm: state is field 0, utime 11, stime 12.
+        let ticks = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|f| f.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        *out.entry(comm).or_insert(0.0) += (ticks(11) + ticks(12)) / TICKS;
+    }
+    out
+}
+
+/// The CPU seconds each command used between two [`cpu_by_command`] readings, largest first
+/// (those under 10 ms left out).
+fn cpu_used(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> Value {
+    let mut used: Vec<(String, f64)> = after
+        .iter()
+        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0)))
+        .filter(|(_, d)| *d >= 0.01)
+        .collect();
+    used.sort_by(|a, b| b.1.total_cmp(&a.1));
+    Value::Object(used.into_iter().map(|(k, v)| (k, json!(v))).collect())
+}
+
 /// Runs `events` events through `polyglot/pipeline`, one task per batch of `batch` events with
 /// at most `in_flight` tasks at once; checks the aggregates against the oracle and reports
 /// events/s end to end and each stage's time.
@@ -921,6 +966,7 @@ async fn pipeline(
 ) -> anyhow::Result<Value> {
     let tasks = events.div_ceil(batch);
     let slots = Arc::new(tokio::sync::Semaphore::new(in_flight));
+    let cpu_before = cpu_by_command();
     let started = Instant::now();
     let mut runs = Vec::with_capacity(tasks as usize);
     for b in 0..tasks {
@@ -951,6 +997,7 @@ async fn pipeline(
         ids.push(r.await??);
     }
     let elapsed = started.elapsed();
+    let cpu = cpu_used(&cpu_before, &cpu_by_command());
     let sinks: Vec<Value> =
         sqlx::query_scalar("SELECT result FROM steps WHERE task_id = ANY($1) AND name = 'sink'")
             .bind(&ids)
@@ -976,15 +1023,17 @@ async fn pipeline(
         if let Some((_, n, run, queue)) = stages.iter().find(|s| s.0 == name) {
             per_stage.insert(
                 name.into(),
-                json!({"steps": n, "handler_s": run, "queued_s": queue,
-                       "handler_ms_per_step": run * 1000.0 / *n as f64}),
+                json!({"steps": n, "worker_s": run, "queued_s": queue,
+                       "worker_ms_per_step": run * 1000.0 / *n as f64}),
             );
         }
     }
     Ok(json!({
         "events": events, "batch": batch, "tasks": tasks, "seconds": elapsed.as_secs_f64(),
         "events_per_s": f64::from(events) / elapsed.as_secs_f64(),
-        "equal_to_oracle": equal, "stages": per_stage,
+        "equal_to_oracle": equal, "stages": per_stage, "cpu_seconds": cpu,
+        "cpu_available_seconds": elapsed.as_secs_f64()
+            * std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64),
     }))
 }
 
@@ -1179,11 +1228,12 @@ async fn run() -> anyhow::Result<()> {
             match pipeline(&stack, &pool, events, batch as u32, 256).await {
                 Ok(v) => {
                     println!(
-                        "pipeline batch {batch:>5}: {:>9.0} events/s, {:.2} s, equal to the oracle: {}, stages {}",
+                        "pipeline batch {batch:>5}: {:>9.0} events/s, {:.2} s, equal to the oracle: {}, stages {}, cpu s {}",
                         v["events_per_s"].as_f64().unwrap_or(0.0),
                         v["seconds"].as_f64().unwrap_or(0.0),
                         v["equal_to_oracle"],
-                        v["stages"]
+                        v["stages"],
+                        v["cpu_seconds"]
                     );
                     runs.push(v);
                 }

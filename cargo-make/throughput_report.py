@@ -186,6 +186,37 @@ def fan_out(f):
     ]
 
 
+def pipeline(p):
+    """The polyglot pipeline: events/s at each batch size beside the oracle, and each stage."""
+    if not p:
+        return []
+    lines = [
+        "## The polyglot pipeline", "",
+        f"`polyglot/pipeline` over {value(p.get('events')):,.0f} events (seed 42, 10,000 users):",
+        "ingest in TypeScript, parse in Rust, rules in Python, aggregate in Ruby, sink in",
+        "TypeScript, one task per batch, 256 tasks in flight, every batch through every stage",
+        "durably; the aggregates compared with the oracle (`tasker::pipeline`). The oracle computes",
+        f"them in one process at {num(p.get('oracle_events_per_s'), 0)} events/s. For reference, not",
+        f"measured here: {p.get('reference', '')}.", "",
+        "| batch | tasks | seconds | events/s | equal to the oracle | ms per step at the worker (hand-out to outcome): ingest / parse / rules / aggregate / sink | CPU seconds used (of those available) |",
+        "|---:|---:|---:|---:|---|---|---|",
+    ]
+    for r in p.get("runs", []):
+        if "failed" in r:
+            lines.append(f"| {r.get('batch')} | | | | failed: {r['failed']} | |")
+            continue
+        st = r.get("stages", {})
+        per = " / ".join(num((st.get(n) or {}).get("worker_ms_per_step"), 3)
+                         for n in ["ingest", "parse", "rules", "aggregate", "sink"])
+        cpu = r.get("cpu_seconds") or {}
+        top = ", ".join(f"{k} {num(v, 1)}" for k, v in list(cpu.items())[:6])
+        lines.append(f"| {r['batch']:,} | {r['tasks']:,} | {num(r.get('seconds'))} | "
+                     f"{num(r.get('events_per_s'), 0)} | {'yes' if r.get('equal_to_oracle') else '**no**'} | {per} | "
+                     f"{top} (of {num(r.get('cpu_available_seconds'), 1)}) |")
+    lines.append("")
+    return lines
+
+
 def targets(scenarios):
     """The issue's throughput targets against this run."""
     rows = []
@@ -336,6 +367,7 @@ def main():
         lines += [f"Celery peer skipped: {celery['skipped']}", ""]
     lines += details(scenarios)
     lines += fan_out(scenarios.get("fanout_100k"))
+    lines += pipeline(scenarios.get("pipeline"))
     lines += targets(scenarios)
     if summary.get("notes"):
         lines += ["Notes from the run:", ""] + [f"- {n}" for n in summary["notes"]] + [""]

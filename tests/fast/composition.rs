@@ -385,3 +385,89 @@ async fn a_start_repeated_before_or_after_its_commit_makes_one_child() -> anyhow
     o.stop().await;
     env.cleanup().await
 }
+
+/// The workers registry refuses a bad report by name and keeps what it had; a worker that
+/// leaves is no longer live (still listed with `?all`) until it reports again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workers_registry_refuses_bad_reports_and_keeps_its_rows() -> anyhow::Result<()> {
+    let env = env().await?;
+    let o = env.orchestrator().await?;
+    let id = Uuid::now_v7();
+    let report = |name: &str| tasker_shared::api::WorkerReport {
+        name: name.to_owned(),
+        language: "rust".into(),
+        version: "0.1.0".into(),
+        host: "localhost".into(),
+        pid: 42,
+        namespaces: vec!["rust_examples".into()],
+        handlers: vec!["double".into()],
+        concurrency: 4,
+        heartbeat_ms: 60_000,
+        started_at: chrono::Utc::now(),
+    };
+    let info = o.client.report_worker(id, &report("w1")).await?;
+    assert!(info.live);
+    let put = |body: String| {
+        let url = format!("{}/v1/workers/{id}", o.url());
+        async move {
+            let resp = reqwest::Client::new()
+                .put(url)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await?;
+            let status = resp.status().as_u16();
+            anyhow::Ok((status, resp.json::<Value>().await?))
+        }
+    };
+    let mut bad = serde_json::to_value(report("w\u{7}bell"))?;
+    let (status, body) = put(bad.to_string()).await?;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("invalid_worker")),
+        "{body}"
+    );
+    bad = serde_json::to_value(report("w1"))?;
+    bad["heartbeat_ms"] = json!(0);
+    let (status, body) = put(bad.to_string()).await?;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("invalid_worker")),
+        "{body}"
+    );
+    bad["surprise"] = json!(true);
+    let (status, body) = put(bad.to_string()).await?;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("invalid_json")),
+        "{body}"
+    );
+    let (status, body) = put("{".into()).await?;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("invalid_json")),
+        "{body}"
+    );
+    // None of those changed the row.
+    let listed = o.client.workers(false).await?;
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (listed[0].name.as_str(), listed[0].heartbeat_ms),
+        ("w1", 60_000)
+    );
+    // Leaving: no longer live, listed with ?all; a second leave of an unknown id is a 404.
+    o.client.leave_worker(id).await?;
+    assert!(o.client.workers(false).await?.is_empty());
+    let all = o.client.workers(true).await?;
+    assert_eq!((all.len(), all[0].live), (1, false));
+    match o.client.leave_worker(Uuid::now_v7()).await {
+        Err(Error::Api {
+            status: 404, code, ..
+        }) => assert_eq!(code, "worker_not_found"),
+        other => panic!("expected 404 worker_not_found, got {other:?}"),
+    }
+    // Reporting again brings it back.
+    assert!(o.client.report_worker(id, &report("w1")).await?.live);
+    o.stop().await;
+    env.cleanup().await
+}
