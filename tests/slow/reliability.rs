@@ -1,7 +1,11 @@
 //! Nothing stalls, nothing is lost: a result that cannot be applied fails only its own step and
 //! goes to the dead letters while everything else advances; a step that never started survives
 //! a worker outage longer than its timeout; a queue timeout fails a step nobody started; a
-//! result batch committed as its broker session ends still sends the steps it made ready.
+//! result batch committed as its broker session ends still sends the steps it made ready; an
+//! orchestrator killed around a child task's start leaves exactly one child.
+
+#[path = "../common/mod.rs"]
+mod common;
 
 use std::time::Duration;
 
@@ -368,5 +372,113 @@ async fn results_committed_as_their_broker_session_ends_still_dispatch_what_they
     broker.close().await;
     worker.stop().await;
     o.stop().await;
+    env.cleanup().await
+}
+
+/// An orchestrator SIGKILLed around the start of a child task leaves exactly one child per
+/// step attempt. Before the commit: the child's idempotency key is held by an uncommitted row of
+/// this test, so the orchestrator's child insert waits on it; the orchestrator is killed there
+/// and its backend ended as PostgreSQL ends a dead client's, so nothing of the child commits;
+/// a new orchestrator's sweeper publishes the step again and the child starts once. After the
+/// commit: the orchestrator is killed as soon as the child exists; the step, linked to its child,
+/// is not started again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_orchestrator_killed_around_a_child_start_leaves_one_child() -> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    let db = sqlx::PgPool::connect(&env.config.database_url).await?;
+    let children = |parent: Uuid| {
+        let db = db.clone();
+        async move {
+            anyhow::Ok(
+                sqlx::query_scalar::<_, i64>(
+                    "SELECT count(*) FROM tasks WHERE parent_task_id = $1",
+                )
+                .bind(parent)
+                .fetch_one(&db)
+                .await?,
+            )
+        }
+    };
+    let family =
+        || CreateTask::new("rust_examples", "family").context(json!({"value": 1, "sleep_ms": 0}));
+    let mut a = common::start_orchestrator(&env, common::free_port()?).await?;
+
+    // Before the commit. No worker yet, so `prep` waits and `kid` is not dispatched.
+    let parent = a.client.create_task(&family()).await?;
+    let kid = steps_by_name(&a.client, parent.id).await?["kid"].id;
+    let mut hold = db.begin().await?;
+    sqlx::query(
+        "INSERT INTO tasks (id, template_id, namespace, name, version, state, context,
+                            idempotency_key, open_steps)
+         SELECT $1, template_id, 'held', 'held', '1', 'running', '{}', $3, 0
+         FROM tasks WHERE id = $2",
+    )
+    .bind(Uuid::now_v7())
+    .bind(parent.id)
+    .bind(format!("child:{kid}:1"))
+    .execute(&mut *hold)
+    .await?;
+    let url = format!("http://127.0.0.1:{}", a.port);
+    let mut worker = common::start_worker(&env, "rust", "rust-worker", &url).await?;
+    // The orchestrator's child insert waits on the held key.
+    let waiting = async {
+        let mut every = tokio::time::interval(Duration::from_millis(20));
+        loop {
+            every.tick().await;
+            let pid: Option<i32> = sqlx::query_scalar(
+                "SELECT pid FROM pg_stat_activity
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'
+                   AND query LIKE '%tasker_create_task%'",
+            )
+            .fetch_optional(&db)
+            .await?;
+            if let Some(pid) = pid {
+                return anyhow::Ok(pid);
+            }
+        }
+    };
+    let backend = tokio::time::timeout(Duration::from_secs(30), waiting)
+        .await
+        .map_err(|_| anyhow::anyhow!("the child's start never reached the held key"))??;
+    a.child.kill().await?;
+    sqlx::query("SELECT pg_terminate_backend($1)")
+        .bind(backend)
+        .execute(&db)
+        .await?;
+    hold.rollback().await?;
+    assert_eq!(
+        children(parent.id).await?,
+        0,
+        "nothing of the child committed"
+    );
+    let b = common::start_orchestrator(&env, common::free_port()?).await?;
+    let done = b.client.wait(parent.id, Duration::from_secs(60)).await?;
+    assert_eq!(done.state, "complete", "{done:?}");
+    assert_eq!(children(parent.id).await?, 1, "one child for the attempt");
+
+    // After the commit.
+    let mut b = b;
+    let second = b.client.create_task(&family()).await?;
+    let exists = async {
+        let mut every = tokio::time::interval(Duration::from_millis(5));
+        loop {
+            every.tick().await;
+            if children(second.id).await? > 0 {
+                return anyhow::Ok(());
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), exists)
+        .await
+        .map_err(|_| anyhow::anyhow!("no child started"))??;
+    b.child.kill().await?;
+    let c = common::start_orchestrator(&env, common::free_port()?).await?;
+    let done = c.client.wait(second.id, Duration::from_secs(60)).await?;
+    assert_eq!(done.state, "complete", "{done:?}");
+    assert_eq!(children(second.id).await?, 1, "one child for the attempt");
+    worker.child.kill().await?;
+    let mut c = c;
+    c.child.kill().await?;
+    db.close().await;
     env.cleanup().await
 }

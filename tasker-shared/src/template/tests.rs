@@ -433,3 +433,75 @@ fn oversized_templates_are_refused_before_parsing() {
     let (field, _, _) = invalid_field(&huge);
     assert_eq!(field, "(file)");
 }
+
+#[test]
+fn composition_keys_are_checked_with_file_line_and_field() {
+    let template = |step: &str| {
+        format!(
+            "namespace: n\nname: c\nversion: '1'\nsteps:\n  - name: first\n    handler: h\n{step}"
+        )
+    };
+    // A namespace that cannot form a queue name.
+    let (field, line, problem) = invalid_field(&template(
+        "  - name: routed\n    namespace: 'no way!'\n    handler: h\n",
+    ));
+    assert_eq!(field, "steps.routed.namespace");
+    assert_eq!(line, Some(7));
+    assert!(problem.contains("no way!"), "{problem}");
+    // A child context pointer into a step that is not a dependency.
+    let (field, line, _) = invalid_field(&template(
+        "  - name: kid\n    child: {template: t, context: {x: /parents/other/v}}\n    depends_on: [first]\n",
+    ));
+    assert_eq!(
+        (field.as_str(), line),
+        ("steps.kid.child.context.x", Some(7))
+    );
+    // Not a pointer at all.
+    let (field, _, _) = invalid_field(&template(
+        "  - name: kid\n    child: {template: t, context: results}\n",
+    ));
+    assert_eq!(field, "steps.kid.child.context");
+    // A child step names no handler, waits for nothing and goes to no worker.
+    for (extra, field) in [
+        ("    handler: h\n", "steps.kid.handler"),
+        ("    wait: {sleep: 1s}\n", "steps.kid.child"),
+        ("    namespace: elsewhere\n", "steps.kid.namespace"),
+        (
+            "    queue_timeout_seconds: 5\n",
+            "steps.kid.queue_timeout_seconds",
+        ),
+    ] {
+        let (got, _, _) = invalid_field(&template(&format!(
+            "  - name: kid\n    child: {{template: t}}\n{extra}"
+        )));
+        assert_eq!(got, field, "{extra}");
+    }
+    // A child step's engine form, and the queue timeout a step routed elsewhere gets.
+    let t = TaskTemplate::load(
+        &template(
+            "  - name: kid\n    child: {template: t, version: '2', on_parent_cancel: abandon}\n  - name: far\n    namespace: other\n    handler: h\n",
+        ),
+        "t.yaml",
+    )
+    .unwrap();
+    let kid = &t.template.steps[1];
+    assert_eq!(kid.engine_type(), StepType::Child);
+    assert_eq!(kid.engine_handler(), crate::compose::CHILD_HANDLER);
+    let far = &t.template.steps[2];
+    assert_eq!(
+        crate::compose::queue_timeout_seconds(far, "n"),
+        Some(crate::compose::CROSS_NAMESPACE_QUEUE_TIMEOUT_SECONDS)
+    );
+    assert_eq!(
+        crate::compose::queue_timeout_seconds(&t.template.steps[0], "n"),
+        None
+    );
+    assert_eq!(
+        crate::template::served_namespaces(std::slice::from_ref(&t), Some(&["h".to_owned()])),
+        vec!["n".to_owned(), "other".to_owned()]
+    );
+    assert_eq!(
+        crate::template::served_namespaces(std::slice::from_ref(&t), Some(&["x".to_owned()])),
+        Vec::<String>::new()
+    );
+}
