@@ -910,10 +910,10 @@ async fn fan_out(stack: &Stack, batches: u64) -> anyhow::Result<Value> {
 const SEED_FIGURES: &str = "seed: 25,000 events/s one event per call, 77,000 events/s batched \
     50-100 events; C++ monolith 44,000 events/s";
 
-/// CPU seconds (user + system) used so far by every process on the machine, by command name
-/// (`postgres`, `beam.smp`, `tasker-orchestr`, `node`, …): a run's difference says where its
-/// CPU went. Processes that ended meanwhile are not counted.
-fn cpu_by_command() -> BTreeMap<String, f64> {
+/// CPU seconds (user + system) used so far by each user process on the machine (kernel threads
+/// left out), by pid with its command name (`postgres`, `beam.smp`, `tasker-orchestr`, `node`,
+/// …): the difference of two readings says where a run's CPU went.
+fn cpu_by_process() -> BTreeMap<u32, (String, f64)> {
     // Clock ticks per second: 100 on Linux (USER_HZ).
     const TICKS: f64 = 100.0;
     let mut out = BTreeMap::new();
@@ -921,6 +921,13 @@ fn cpu_by_command() -> BTreeMap<String, f64> {
         return out;
     };
     for entry in dir.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        // A kernel thread has no command line.
+        if std::fs::read(entry.path().join("cmdline")).map_or(true, |c| c.is_empty()) {
+            continue;
+        }
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
             continue;
         };
@@ -928,30 +935,34 @@ fn cpu_by_command() -> BTreeMap<String, f64> {
         let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
             continue;
         };
-        let comm = stat[open + 1..close].to_owned();
         let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
         // After the comm: state is field 0, utime 11, stime 12.
-        let ticks = |i: usize| {
-            fields
-                .get(i)
-                .and_then(|f| f.parse::<f64>().ok())
-                .unwrap_or(0.0)
-        };
-        *out.entry(comm).or_insert(0.0) += (ticks(11) + ticks(12)) / TICKS;
+        let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+        out.insert(
+            pid,
+            (stat[open + 1..close].to_owned(), (ticks(11) + ticks(12)) / TICKS),
+        );
     }
     out
 }
 
-/// The CPU seconds each command used between two [`cpu_by_command`] readings, largest first
-/// (those under 10 ms left out).
-fn cpu_used(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> Value {
-    let mut used: Vec<(String, f64)> = after
-        .iter()
-        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0)))
-        .filter(|(_, d)| *d >= 0.01)
-        .collect();
-    used.sort_by(|a, b| b.1.total_cmp(&a.1));
-    Value::Object(used.into_iter().map(|(k, v)| (k, json!(v))).collect())
+/// The CPU seconds each command used between two [`cpu_by_process`] readings (a process that
+/// started meanwhile counts whole; one that ended is missed), those under 10 ms left out.
+fn cpu_used(before: &BTreeMap<u32, (String, f64)>, after: &BTreeMap<u32, (String, f64)>) -> Value {
+    let mut used: BTreeMap<String, f64> = BTreeMap::new();
+    for (pid, (comm, cpu)) in after {
+        let was = before
+            .get(pid)
+            .filter(|(c, _)| c == comm)
+            .map_or(0.0, |(_, v)| *v);
+        *used.entry(comm.clone()).or_default() += cpu - was;
+    }
+    Value::Object(
+        used.into_iter()
+            .filter(|(_, d)| *d >= 0.01)
+            .map(|(k, v)| (k, json!(v)))
+            .collect(),
+    )
 }
 
 /// Runs `events` events through `polyglot/pipeline`, one task per batch of `batch` events with
@@ -966,7 +977,7 @@ async fn pipeline(
 ) -> anyhow::Result<Value> {
     let tasks = events.div_ceil(batch);
     let slots = Arc::new(tokio::sync::Semaphore::new(in_flight));
-    let cpu_before = cpu_by_command();
+    let cpu_before = cpu_by_process();
     let started = Instant::now();
     let mut runs = Vec::with_capacity(tasks as usize);
     for b in 0..tasks {
@@ -997,7 +1008,7 @@ async fn pipeline(
         ids.push(r.await??);
     }
     let elapsed = started.elapsed();
-    let cpu = cpu_used(&cpu_before, &cpu_by_command());
+    let cpu = cpu_used(&cpu_before, &cpu_by_process());
     let sinks: Vec<Value> =
         sqlx::query_scalar("SELECT result FROM steps WHERE task_id = ANY($1) AND name = 'sink'")
             .bind(&ids)

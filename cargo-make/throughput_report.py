@@ -209,7 +209,8 @@ def pipeline(p):
         per = " / ".join(num((st.get(n) or {}).get("worker_ms_per_step"), 3)
                          for n in ["ingest", "parse", "rules", "aggregate", "sink"])
         cpu = r.get("cpu_seconds") or {}
-        top = ", ".join(f"{k} {num(v, 1)}" for k, v in list(cpu.items())[:6])
+        busiest = sorted(cpu.items(), key=lambda kv: -kv[1])[:6]
+        top = ", ".join(f"{k} {num(v, 1)}" for k, v in busiest)
         lines.append(f"| {r['batch']:,} | {r['tasks']:,} | {num(r.get('seconds'))} | "
                      f"{num(r.get('events_per_s'), 0)} | {'yes' if r.get('equal_to_oracle') else '**no**'} | {per} | "
                      f"{top} (of {num(r.get('cpu_available_seconds'), 1)}) |")

@@ -323,13 +323,11 @@ fn is_terminal(task: &TaskView) -> bool {
 }
 
 async fn fetch_task(shared: &Shared, id: Uuid) -> Result<TaskView, Error> {
-    let mut task = shared
+    shared
         .store
         .task(id)
         .await?
-        .ok_or_else(|| Error::not_found("task_not_found", format!("no task {id}")))?;
-    task.children = Some(shared.store.children(id).await?);
-    Ok(task)
+        .ok_or_else(|| Error::not_found("task_not_found", format!("no task {id}")))
 }
 
 fn parse_id(s: &str) -> Result<Uuid, Error> {

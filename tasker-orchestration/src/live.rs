@@ -253,10 +253,9 @@ async fn snapshot(
     page_bytes: usize,
 ) -> store::Result<Option<(Arc<str>, Option<i64>)>> {
     let (history, version) = store.history_tail(id, HISTORY_MAX).await?;
-    let Some(mut task) = store.task(id).await? else {
+    let Some(task) = store.task(id).await? else {
         return Ok(None);
     };
-    task.children = Some(store.children(id).await?);
     let (mut steps, more) = store.steps(id, None, STEPS_MAX, page_bytes).await?;
     store.flag_unserved(&mut steps).await?;
     let body = json!({

@@ -1,12 +1,10 @@
 //! Child workflows as the store sees them: what a child step just dispatched needs to start its
 //! child (its pinned template, its parent's context and parents' results, its depth), and a
 //! task's children. Creating the child is `tasker_create_task` with a parent link
-//! ([`super::NewTask::parent`]).
+//! ([`super::NewTask::parent`]); a task's children are read with it ([`Store::task`]).
 
 use serde_json::Value;
 use uuid::Uuid;
-
-use tasker_shared::api::ChildLink;
 
 use super::{Result, Store};
 
@@ -45,20 +43,6 @@ impl Store {
         )
         .bind(&ids)
         .bind(&attempts)
-        .fetch_all(self.pool())
-        .await?)
-    }
-
-    /// The tasks `task_id`'s child steps started, oldest first.
-    pub async fn children(&self, task_id: Uuid) -> Result<Vec<ChildLink>> {
-        Ok(sqlx::query_as(
-            "SELECT c.id AS task_id, s.id AS step_id, s.name AS step_name,
-                    split_part(c.idempotency_key, ':', 3)::int AS attempt, c.state, c.namespace,
-                    c.name, c.version
-             FROM tasks c JOIN steps s ON s.id = c.parent_step_id
-             WHERE c.parent_task_id = $1 ORDER BY c.id",
-        )
-        .bind(task_id)
         .fetch_all(self.pool())
         .await?)
     }

@@ -34,16 +34,37 @@ const TASK_COLUMNS: &str = "t.id, t.namespace, t.name, t.version, t.state, t.con
     EXTRACT(EPOCH FROM (t.completed_at - t.created_at))::float8 * 1000 AS duration_ms";
 
 impl Store {
+    /// A task with its result (once complete) and the children its child steps started, in one
+    /// query (a task has children only if `has_children`, so others cost no lookup).
     pub async fn task(&self, id: Uuid) -> Result<Option<TaskView>> {
+        #[derive(FromRow)]
+        struct Row {
+            #[sqlx(flatten)]
+            task: TaskView,
+            children: Option<sqlx::types::Json<Vec<tasker_shared::api::ChildLink>>>,
+        }
         let sql = format!(
             "SELECT {TASK_COLUMNS},
-                CASE WHEN t.state = 'complete' THEN tasker_task_result(t.id) END AS result
+                CASE WHEN t.state = 'complete' THEN tasker_task_result(t.id) END AS result,
+                CASE WHEN t.has_children THEN
+                  (SELECT jsonb_agg(jsonb_build_object(
+                              'task_id', c.id, 'step_id', s.id, 'step_name', s.name,
+                              'attempt', split_part(c.idempotency_key, ':', 3)::int,
+                              'state', c.state, 'namespace', c.namespace, 'name', c.name,
+                              'version', c.version) ORDER BY c.id)
+                   FROM tasks c JOIN steps s ON s.id = c.parent_step_id
+                   WHERE c.parent_task_id = t.id)
+                END AS children
              FROM tasks t WHERE t.id = $1"
         );
-        Ok(sqlx::query_as(&sql)
+        let row: Option<Row> = sqlx::query_as(&sql)
             .bind(id)
             .fetch_optional(self.pool())
-            .await?)
+            .await?;
+        Ok(row.map(|r| TaskView {
+            children: Some(r.children.map(|c| c.0).unwrap_or_default()),
+            ..r.task
+        }))
     }
 
     pub async fn tasks(&self, f: &TaskFilter) -> Result<Vec<TaskView>> {
