@@ -921,7 +921,11 @@ fn cpu_by_process() -> BTreeMap<u32, (String, f64)> {
         return out;
     };
     for entry in dir.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
             continue;
         };
         // A kernel thread has no command line.
@@ -937,10 +941,18 @@ fn cpu_by_process() -> BTreeMap<u32, (String, f64)> {
         };
         let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
         // After the comm: state is field 0, utime 11, stime 12.
-        let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+        let ticks = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|f| f.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
         out.insert(
             pid,
-            (stat[open + 1..close].to_owned(), (ticks(11) + ticks(12)) / TICKS),
+            (
+                stat[open + 1..close].to_owned(),
+                (ticks(11) + ticks(12)) / TICKS,
+            ),
         );
     }
     out

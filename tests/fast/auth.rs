@@ -54,6 +54,17 @@ async fn an_orchestrator_needs_tokens_on_any_address_or_an_explicit_off() -> any
     env.cleanup().await
 }
 
+/// An admin token named `root`, created as an operator would, with the server binary.
+fn root_token(env: &TestEnv) -> anyhow::Result<String> {
+    let created = std::process::Command::new(workspace_binary("tasker-orchestrator")?)
+        .args(["token", "create", "root", "--scope", "admin"])
+        .env("DATABASE_URL", &env.config.database_url)
+        .env("TASKER_DATABASE_URL", &env.config.database_url)
+        .output()?;
+    anyhow::ensure!(created.status.success(), "{created:?}");
+    Ok(String::from_utf8(created.stdout)?.trim().to_owned())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_scope_reaches_what_it_may_and_nothing_more() -> anyhow::Result<()> {
     let mut env = TestEnv::new().await?;
@@ -66,13 +77,7 @@ async fn each_scope_reaches_what_it_may_and_nothing_more() -> anyhow::Result<()>
     );
 
     // The first token, created as an operator would, with the server binary.
-    let created = std::process::Command::new(workspace_binary("tasker-orchestrator")?)
-        .args(["token", "create", "root", "--scope", "admin"])
-        .env("DATABASE_URL", &env.config.database_url)
-        .env("TASKER_DATABASE_URL", &env.config.database_url)
-        .output()?;
-    assert!(created.status.success(), "{created:?}");
-    let admin = String::from_utf8(created.stdout)?.trim().to_owned();
+    let admin = root_token(&env)?;
     assert!(admin.starts_with("tsk_") && admin.len() == 68, "{admin}");
     let stored: Vec<u8> = sqlx::query_scalar("SELECT hash FROM api_tokens WHERE name = 'root'")
         .fetch_one(&sqlx::PgPool::connect(&env.config.database_url).await?)
@@ -280,6 +285,122 @@ async fn each_scope_reaches_what_it_may_and_nothing_more() -> anyhow::Result<()>
     );
 
     worker.stop().await;
+    o.stop().await;
+    env.cleanup().await
+}
+
+/// A token scoped to one namespace reads the tasks that send a step there (a worker fetching a
+/// context or parent results carried by reference), not others; it cannot register a template
+/// that sends steps to a namespace it does not cover, nor report a worker serving one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_token_reaches_the_steps_routed_to_its_namespace_only() -> anyhow::Result<()> {
+    let mut env = TestEnv::new().await?;
+    env.config.orchestrator.auth = AuthMode::Tokens;
+    env.config.orchestrator.templates = vec![
+        tasker::templates("rust"),
+        tasker::repo_root().join("tests/fixtures/task_templates/polyglot"),
+    ];
+    // The orchestrator's own start needs a token to exist.
+    let admin = root_token(&env)?;
+    let o = env.orchestrator().await?;
+    let (status, _, body, _) = call(
+        &o,
+        Method::POST,
+        "/v1/tokens",
+        Some(&admin),
+        Some(json!({"name": "py", "scope": "write", "namespaces": ["python_examples"]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let py = body["token"].as_str().unwrap().to_owned();
+    let create =
+        |name: &str, ns: &str| json!({"namespace": ns, "name": name, "context": {"value": 1}});
+    let (_, _, relay, _) = call(
+        &o,
+        Method::POST,
+        "/v1/tasks",
+        Some(&admin),
+        Some(create("relay", "polyglot")),
+    )
+    .await;
+    let (_, _, linear, _) = call(
+        &o,
+        Method::POST,
+        "/v1/tasks",
+        Some(&admin),
+        Some(create("linear", "rust_examples")),
+    )
+    .await;
+    let relay = relay["id"].as_str().unwrap().to_owned();
+    let linear = linear["id"].as_str().unwrap().to_owned();
+    let (status, _, body, _) = call(
+        &o,
+        Method::GET,
+        &format!("/v1/tasks/{relay}"),
+        Some(&py),
+        None,
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "a step of polyglot/relay runs in python_examples: {body}"
+    );
+    let (_, _, steps, _) = call(
+        &o,
+        Method::GET,
+        &format!("/v1/tasks/{relay}/steps"),
+        Some(&admin),
+        None,
+    )
+    .await;
+    let step = steps["steps"][0]["id"].as_str().unwrap().to_owned();
+    let (status, _, body, _) = call(
+        &o,
+        Method::GET,
+        &format!("/v1/tasks/{relay}/steps/{step}/parent_results"),
+        Some(&py),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, code, _, _) = call(
+        &o,
+        Method::GET,
+        &format!("/v1/tasks/{linear}"),
+        Some(&py),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::FORBIDDEN, "forbidden")
+    );
+
+    // Registering a template that sends a step to rust_examples, and a worker report for it.
+    let template = json!({"namespace": "python_examples", "name": "sneaky", "version": "1",
+        "steps": [{"name": "s", "namespace": "rust_examples", "handler": "double"}]});
+    let (status, code, _, _) =
+        call(&o, Method::POST, "/v1/templates", Some(&py), Some(template)).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::FORBIDDEN, "forbidden")
+    );
+    let report = json!({"name": "w", "language": "python", "version": "1", "host": "h", "pid": 1,
+        "namespaces": ["rust_examples"], "handlers": ["double"], "concurrency": 1,
+        "heartbeat_ms": 5000, "started_at": "2026-01-01T00:00:00Z"});
+    let (status, code, _, _) = call(
+        &o,
+        Method::PUT,
+        &format!("/v1/workers/{}", uuid::Uuid::now_v7()),
+        Some(&py),
+        Some(report),
+    )
+    .await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::FORBIDDEN, "forbidden")
+    );
     o.stop().await;
     env.cleanup().await
 }

@@ -81,6 +81,19 @@ impl Caller {
         self.check(&namespace)
     }
 
+    /// [`Caller::check_task`], or the caller covers the namespace of one of the task's steps:
+    /// a worker serving a step routed to its namespace reads what that step reads of its task
+    /// (a context or parent results carried by reference), whatever the template's namespace.
+    pub async fn check_task_or_step(&self, shared: &Shared, id: Uuid) -> Result<(), Error> {
+        let Err(refused) = self.check_task(shared, id).await else {
+            return Ok(());
+        };
+        match self.namespace_regex() {
+            Some(regex) if shared.store.task_has_step_in(id, &regex).await? => Ok(()),
+            _ => Err(refused),
+        }
+    }
+
     /// Ok only for a caller that reaches every namespace (for what they all share: the metrics,
     /// dead letters that name no task).
     pub fn require_unscoped(&self, what: &str) -> Result<(), Error> {

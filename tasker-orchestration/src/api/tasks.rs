@@ -225,7 +225,7 @@ pub(super) struct GetQuery {
     responses(
         (status = 200, body = tasker_shared::api::Task),
         (status = 400, description = "`invalid_id`, `invalid_wait` (beyond the server's cap)", body = ErrorBody),
-        (status = 403, description = "`forbidden`: the token does not cover the task's namespace", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token covers neither the task's namespace nor that of one of its steps", body = ErrorBody),
         (status = 404, description = "`task_not_found`", body = ErrorBody),
     ))]
 pub(super) async fn get_task(
@@ -235,7 +235,7 @@ pub(super) async fn get_task(
     Query(q): Query<GetQuery>,
 ) -> Result<Json<TaskView>, Error> {
     let id = parse_id(&id)?;
-    caller.check_task(&shared, id).await?;
+    caller.check_task_or_step(&shared, id).await?;
     let max = shared.config.orchestrator.max_wait_seconds as f64;
     let wait = match q.wait {
         None => None,
@@ -347,7 +347,7 @@ impl PageQuery {
     responses(
         (status = 200, body = ParentResults),
         (status = 400, description = "`invalid_id`, `invalid_query`", body = ErrorBody),
-        (status = 403, description = "`forbidden`: the token does not cover the task's namespace", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token covers neither the task's namespace nor that of one of its steps", body = ErrorBody),
         (status = 404, description = "`step_not_found`", body = ErrorBody),
     ))]
 pub(super) async fn parent_results(
@@ -357,7 +357,7 @@ pub(super) async fn parent_results(
     Query(q): Query<PageQuery>,
 ) -> Result<Json<ParentResults<Box<RawValue>>>, Error> {
     let (id, step) = (parse_id(&id)?, parse_id(&step)?);
-    caller.check_task(&shared, id).await?;
+    caller.check_task_or_step(&shared, id).await?;
     let (after, limit) = q.parse()?;
     let (parent_results, next) = shared
         .store

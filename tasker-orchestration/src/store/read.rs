@@ -90,6 +90,17 @@ impl Store {
             .await?)
     }
 
+    /// Whether task `id` has a step routed to a namespace matching `regex` (a scoped token's).
+    pub async fn task_has_step_in(&self, id: Uuid, regex: &str) -> Result<bool> {
+        Ok(sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM steps WHERE task_id = $1 AND namespace ~ $2)",
+        )
+        .bind(id)
+        .bind(regex)
+        .fetch_one(self.pool())
+        .await?)
+    }
+
     /// The namespace of task `id`, if there is one.
     pub async fn task_namespace(&self, id: Uuid) -> Result<Option<String>> {
         Ok(
