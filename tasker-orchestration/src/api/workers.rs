@@ -26,7 +26,7 @@ pub(super) struct ListQuery {
 
 /// The live workers (those that reported within their last three heartbeats), by name; a token
 /// scoped to namespaces sees the workers that serve one of them.
-#[utoipa::path(get, path = "/v1/workers", tag = "workers", params(ListQuery),
+#[utoipa::path(get, path = "/v1/workers", tag = "workers", operation_id = "list_workers", params(ListQuery),
     responses(
         (status = 200, body = WorkerList),
         (status = 400, description = "`invalid_query`", body = ErrorBody),
@@ -49,7 +49,7 @@ pub(super) async fn list(
 }
 
 /// A worker reports itself: at start and at every heartbeat (the worker core does it).
-#[utoipa::path(put, path = "/v1/workers/{id}", tag = "workers",
+#[utoipa::path(put, path = "/v1/workers/{id}", tag = "workers", operation_id = "report_worker",
     params(("id" = Uuid, Path, description = "The worker's id, chosen by the worker at start")),
     request_body = WorkerReport,
     responses(
@@ -77,7 +77,7 @@ pub(super) async fn report(
 }
 
 /// A worker leaves (it stops): it is no longer live.
-#[utoipa::path(delete, path = "/v1/workers/{id}", tag = "workers",
+#[utoipa::path(delete, path = "/v1/workers/{id}", tag = "workers", operation_id = "leave_worker",
     params(("id" = Uuid, Path, description = "The worker's id")),
     responses(
         (status = 204, description = "Left"),
