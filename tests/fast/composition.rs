@@ -107,6 +107,11 @@ async fn parent_child_and_grandchild_complete_linked_both_ways() -> anyhow::Resu
     );
     let kid = &parent_steps["kid"];
     assert_eq!(kid.step_type, "child");
+    assert_eq!(
+        (kid.attempt, kid.max_attempts),
+        (1, 1),
+        "a child step has one attempt"
+    );
     assert_eq!(kid.child.as_ref().unwrap()["task_id"], json!(child.id));
     worker.stop().await;
     o.stop().await;

@@ -283,7 +283,13 @@ impl StepColumns {
         self.handler.push(s.engine_handler().to_owned());
         self.step_type.push(s.engine_type().as_str().to_owned());
         self.branches.push(json!(s.branches));
-        self.max_attempts.push(s.retry.max_attempts as i32);
+        // A child step's failure is its child's, for good: one attempt (a repair starts another).
+        let attempts = if s.child.is_some() {
+            1
+        } else {
+            s.retry.max_attempts
+        };
+        self.max_attempts.push(attempts as i32);
         self.backoff.push(s.retry.backoff.as_str().to_owned());
         self.base_ms.push(s.retry.base_ms as i64);
         self.max_ms.push(s.retry.max_ms as i64);
