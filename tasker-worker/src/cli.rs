@@ -123,8 +123,8 @@ async fn serve(args: Args, registry: Registry) -> Result<(), Error> {
         }),
     })?;
     for t in &setup.templates {
-        // Wait steps have no handler: the orchestrator resolves them.
-        for step in t.template.steps.iter().filter(|s| s.wait.is_none()) {
+        // Wait and child steps have no handler: the orchestrator resolves them.
+        for step in t.template.steps.iter().filter(|s| s.runs_on_worker()) {
             if registry.get(&step.handler).is_none() {
                 tracing::warn!(template = %t.template.key(), step = %step.name, handler = %step.handler,
                     "no handler registered under this name; such steps will fail");

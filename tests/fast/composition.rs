@@ -398,18 +398,7 @@ async fn the_workers_registry_refuses_bad_reports_and_keeps_its_rows() -> anyhow
     let env = env().await?;
     let o = env.orchestrator().await?;
     let id = Uuid::now_v7();
-    let report = |name: &str| tasker_shared::api::WorkerReport {
-        name: name.to_owned(),
-        language: "rust".into(),
-        version: "0.1.0".into(),
-        host: "localhost".into(),
-        pid: 42,
-        namespaces: vec!["rust_examples".into()],
-        handlers: vec!["double".into()],
-        concurrency: 4,
-        heartbeat_ms: 60_000,
-        started_at: chrono::Utc::now(),
-    };
+    let report = |name: &str| tasker::worker_report(name, &["double"]);
     let info = o.client.report_worker(id, &report("w1")).await?;
     assert!(info.live);
     let put = |body: String| {

@@ -558,18 +558,7 @@ async fn children_parents_and_workers_in_a_real_browser() -> anyhow::Result<()> 
     o.client
         .report_worker(
             uuid::Uuid::now_v7(),
-            &tasker_shared::api::WorkerReport {
-                name: "dashboard-test-worker".into(),
-                language: "rust".into(),
-                version: env!("CARGO_PKG_VERSION").into(),
-                host: "localhost".into(),
-                pid: i64::from(std::process::id()),
-                namespaces: vec!["rust_examples".into()],
-                handlers: vec!["add_ten".into(), "double".into(), "sleep".into()],
-                concurrency: 8,
-                heartbeat_ms: 60_000,
-                started_at: chrono::Utc::now(),
-            },
+            &tasker::worker_report("dashboard-test-worker", &["add_ten", "double", "sleep"]),
         )
         .await?;
     let parent = o

@@ -609,6 +609,23 @@ pub async fn start_until_ready(
     Ok(child)
 }
 
+/// A Rust worker's report to the workers registry, as a worker core sends it: `name`, serving
+/// `handlers` in `rust_examples`, reporting every minute.
+pub fn worker_report(name: &str, handlers: &[&str]) -> tasker_shared::api::WorkerReport {
+    tasker_shared::api::WorkerReport {
+        name: name.to_owned(),
+        language: "rust".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        host: "localhost".into(),
+        pid: i64::from(std::process::id()),
+        namespaces: vec!["rust_examples".into()],
+        handlers: handlers.iter().map(|h| (*h).to_owned()).collect(),
+        concurrency: 8,
+        heartbeat_ms: 60_000,
+        started_at: chrono::Utc::now(),
+    }
+}
+
 /// The polyglot pipeline's oracle (`tests/fixtures/task_templates/polyglot/pipeline.yaml`,
 /// `benches/pipeline_oracle.py`): the same events and aggregates computed in one process.
 pub mod pipeline {

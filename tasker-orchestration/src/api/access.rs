@@ -50,6 +50,11 @@ impl Caller {
             .with_details(json!({ "token": name, "namespaces": covers }))
     }
 
+    /// Whether the caller may touch `namespace`.
+    pub fn covers(&self, namespace: &str) -> bool {
+        self.patterns().is_none_or(|p| p.covers(namespace))
+    }
+
     /// Ok if the caller may touch `namespace`, else 403 naming it.
     pub fn check(&self, namespace: &str) -> Result<(), Error> {
         match self.patterns() {

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use tasker_shared::TaskTemplate;
-use tasker_shared::api::{ErrorBody, RegisteredTemplate, TemplateList, UnservedStep};
+use tasker_shared::api::{ErrorBody, RegisteredTemplate, TemplateList};
 
 use super::access::Caller;
 use super::extract::{Path, Query};
@@ -253,21 +253,7 @@ pub(super) async fn show(
         .ok_or_else(|| super::unknown_template(&namespace, &name, q.version.as_deref()))?;
     if let Ok(template) = view.template() {
         let served = crate::store::Served::new(&shared.store.workers(false).await?);
-        view.unserved_steps = Some(
-            template
-                .steps
-                .iter()
-                .filter(|s| s.wait.is_none() && s.child.is_none())
-                .filter_map(|s| {
-                    let ns = tasker_shared::compose::step_namespace(s, &template.namespace);
-                    (!served.serves(ns, &s.handler)).then(|| UnservedStep {
-                        step: s.name.clone(),
-                        namespace: ns.to_owned(),
-                        handler: s.handler.clone(),
-                    })
-                })
-                .collect(),
-        );
+        view.unserved_steps = Some(served.unserved_steps(&template));
     }
     Ok(Json(view))
 }

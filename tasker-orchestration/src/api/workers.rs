@@ -41,9 +41,7 @@ pub(super) async fn list(
         .workers(q.all.unwrap_or(false))
         .await?
         .into_iter()
-        .filter(|w| {
-            w.namespaces.iter().any(|ns| caller.check(ns).is_ok()) || w.namespaces.is_empty()
-        })
+        .filter(|w| w.namespaces.is_empty() || w.namespaces.iter().any(|ns| caller.covers(ns)))
         .collect();
     Ok(Json(WorkerList { workers }))
 }

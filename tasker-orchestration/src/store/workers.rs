@@ -4,7 +4,7 @@
 
 use uuid::Uuid;
 
-use tasker_shared::api::{WorkerInfo, WorkerReport};
+use tasker_shared::api::{UnservedStep, WorkerInfo, WorkerReport};
 
 use super::{Result, Store};
 
@@ -119,5 +119,22 @@ impl Served {
 
     pub fn serves(&self, namespace: &str, handler: &str) -> bool {
         self.0.contains(&(namespace.to_owned(), handler.to_owned()))
+    }
+
+    /// The steps of `template` a worker runs whose namespace and handler none serves.
+    pub fn unserved_steps(&self, template: &tasker_shared::TaskTemplate) -> Vec<UnservedStep> {
+        template
+            .steps
+            .iter()
+            .filter(|s| s.runs_on_worker())
+            .filter_map(|s| {
+                let ns = tasker_shared::compose::step_namespace(s, &template.namespace);
+                (!self.serves(ns, &s.handler)).then(|| UnservedStep {
+                    step: s.name.clone(),
+                    namespace: ns.to_owned(),
+                    handler: s.handler.clone(),
+                })
+            })
+            .collect()
     }
 }

@@ -58,7 +58,7 @@ pub fn served_namespaces(templates: &[Loaded], handlers: Option<&[String]>) -> V
             t.template
                 .steps
                 .iter()
-                .filter(|s| s.wait.is_none() && s.child.is_none())
+                .filter(|s| s.runs_on_worker())
                 .filter(|s| handlers.is_none_or(|h| h.contains(&s.handler)))
                 .map(|s| crate::compose::step_namespace(s, &t.template.namespace))
         })

@@ -70,6 +70,12 @@ pub struct StepTemplate {
 }
 
 impl StepTemplate {
+    /// Whether a worker runs it: not a wait step nor a child step, which the orchestrator
+    /// resolves itself.
+    pub fn runs_on_worker(&self) -> bool {
+        self.wait.is_none() && self.child.is_none()
+    }
+
     /// The step's type as the engine stores it: `wait` for a wait step.
     pub fn engine_type(&self) -> StepType {
         if self.wait.is_some() {
