@@ -195,7 +195,7 @@ for spec in specs:
     alternatives = "|".join(rx(n.strip()) for n in namespaces.split(",") if n.strip())
     perms.append({"user": name, "vhost": "/", "configure": "^$",
                   "write": f"^{rx(prefix)}\\.results$",
-                  "read": f"^{rx(prefix)}\\.steps\\.({alternatives})$"})
+                  "read": f"^{rx(prefix)}\\.steps\\.({alternatives})(@high|@low)?$"})
     lines.append(f"{name} amqp://{name}:{password}@127.0.0.1:{port}/%2f")
 json.dump({"users": users, "permissions": perms}, open(out, "w"))
 print("\n".join(lines))

@@ -213,9 +213,9 @@ impl Broker {
     }
 
     /// Declares the results queue and exchange, the dead-letter queue and each namespace's
-    /// steps queue. Declaring is idempotent: the orchestrator and every worker allowed to
-    /// declare what they use do, so no message is ever published to a queue that does not
-    /// exist yet. A user the broker does not allow to declare (a worker's own user, allowed to
+    /// steps queue and lanes. Declaring is idempotent: the orchestrator and every worker
+    /// allowed to declare what they use do, so no message is ever published to a queue that
+    /// does not exist yet. A user the broker does not allow to declare (a worker's own user, allowed to
     /// read its step queues and write results only) checks instead that they exist (a passive
     /// declare needs no permission): [`Error::Missing`] if one does not yet.
     pub async fn declare(&self, namespaces: &[String]) -> Result<()> {
@@ -237,8 +237,9 @@ impl Broker {
         let exchange = topology::results_exchange(&self.prefix);
         let mut objects = vec![(format!("the results exchange {exchange:?}"), None, exchange)];
         for ns in namespaces {
-            let queue = topology::steps_queue(&self.prefix, ns);
-            objects.push((format!("the steps queue {queue:?}"), Some(()), queue));
+            for queue in topology::namespace_queues(&self.prefix, ns) {
+                objects.push((format!("the steps queue {queue:?}"), Some(()), queue));
+            }
         }
         for (what, is_queue, name) in objects {
             // A failed passive declare closes its channel: one channel each.
@@ -314,13 +315,11 @@ impl Broker {
             )
             .await?;
         for ns in namespaces {
-            channel
-                .queue_declare(
-                    topology::steps_queue(&self.prefix, ns).into(),
-                    durable(),
-                    self.dead_letter_args(),
-                )
-                .await?;
+            for queue in topology::namespace_queues(&self.prefix, ns) {
+                channel
+                    .queue_declare(queue.into(), durable(), self.dead_letter_args())
+                    .await?;
+            }
         }
         Ok(())
     }

@@ -7,6 +7,28 @@ pub fn steps_queue(prefix: &str, namespace: &str) -> String {
     format!("{prefix}.steps.{namespace}")
 }
 
+/// The lanes of a namespace besides its steps queue (the normal lane): steps of high- and
+/// low-priority tasks travel in queues of their own, so a worker's prefetch of a backlog in
+/// one lane never holds back another's, and the worker takes high first.
+pub const LANES: [&str; 2] = ["high", "low"];
+
+/// The queue of a namespace's lane: `lane` `None` (or `"normal"`) is its steps queue; `high`
+/// and `low` are `<steps queue>@high` and `@low` (`@` is in no namespace name).
+pub fn lane_queue(prefix: &str, namespace: &str, lane: Option<&str>) -> String {
+    match lane {
+        None | Some("normal") => steps_queue(prefix, namespace),
+        Some(lane) => format!("{prefix}.steps.{namespace}@{lane}"),
+    }
+}
+
+/// Every queue a namespace's steps travel in: its steps queue, then its lanes.
+pub fn namespace_queues(prefix: &str, namespace: &str) -> Vec<String> {
+    std::iter::once(None)
+        .chain(LANES.iter().copied().map(Some))
+        .map(|lane| lane_queue(prefix, namespace, lane))
+        .collect()
+}
+
 /// The queue all workers publish results to; every orchestrator consumes it.
 pub fn results_queue(prefix: &str) -> String {
     format!("{prefix}.results")
@@ -35,5 +57,12 @@ mod tests {
         assert_eq!(results_queue("t1"), "t1.results");
         assert_eq!(results_exchange("t1"), "t1.results");
         assert_eq!(dead_letter_queue("t1"), "t1.dead");
+        assert_eq!(lane_queue("t1", "shop", None), "t1.steps.shop");
+        assert_eq!(lane_queue("t1", "shop", Some("normal")), "t1.steps.shop");
+        assert_eq!(lane_queue("t1", "shop", Some("high")), "t1.steps.shop@high");
+        assert_eq!(
+            namespace_queues("t1", "a.b"),
+            ["t1.steps.a.b", "t1.steps.a.b@high", "t1.steps.a.b@low"]
+        );
     }
 }

@@ -10,11 +10,13 @@ use uuid::Uuid;
 use tasker_client::{Client, ClientOptions, CreateTask, RepairNote, TaskQuery};
 
 mod dead_letters;
+mod limits;
 mod schedules;
 mod tasks;
 mod templates;
 
 use dead_letters::DeadLettersCommand;
+use limits::LimitsCommand;
 use schedules::SchedulesCommand;
 use templates::TemplatesCommand;
 
@@ -77,6 +79,10 @@ enum Command {
         /// Wait up to this many seconds for the task to finish.
         #[arg(long, num_args = 0..=1, default_missing_value = "60")]
         wait: Option<f64>,
+        /// How soon its steps start when workers are busy (default: the template's, else
+        /// normal).
+        #[arg(long, value_parser = ["high", "normal", "low"])]
+        priority: Option<String>,
     },
     /// Send a signal to a task: a wait step waiting for NAME completes with the payload.
     Signal {
@@ -133,6 +139,11 @@ enum Command {
     Workers {
         #[arg(long)]
         all: bool,
+    },
+    /// Concurrency and rate keys: list (the default), pause KEY, resume KEY.
+    Limits {
+        #[command(subcommand)]
+        action: Option<LimitsCommand>,
     },
     /// Print a shell completion script: `tasker completions bash > /etc/bash_completion.d/tasker`.
     Completions { shell: clap_complete::Shell },
@@ -250,11 +261,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             at,
             r#in,
             wait,
+            priority,
         } => {
             let context = json_arg("--context", &context)?;
             let mut req = CreateTask::new(namespace, name).context(context);
             req.run_at = at;
             req.delay = r#in;
+            req.priority = priority.as_deref().and_then(tasker_client::Priority::parse);
             if let Some(v) = version {
                 req = req.version(v);
             }
@@ -325,6 +338,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Signals { id } => schedules::signals(&client, id, json).await,
         Command::Schedules { action } => schedules::run(&client, action, json).await,
+        Command::Limits { action } => limits::run(&client, action, json).await,
         Command::DeadLetters { action } => dead_letters::run(&client, action, json).await,
         Command::Templates { action } => templates::run(&client, action, json).await,
     }

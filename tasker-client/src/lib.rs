@@ -18,6 +18,7 @@ use std::time::Duration;
 
 mod dead_letters;
 mod error;
+mod limits;
 mod templates;
 mod time;
 mod workers;
@@ -34,9 +35,11 @@ use uuid::Uuid;
 const PAGE_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub use tasker_shared::api::{
-    Backfilled, CreateTask, DeadLetter, DeadLetterInfo, DeadLetterPage, ParentResults, RepairNote,
-    Schedule, ScheduleChanges, Signal, Step, StepPage, Task, TaskPage, Transition,
+    Backfilled, ConcurrencyLimit, CreateTask, DeadLetter, DeadLetterInfo, DeadLetterPage,
+    ParentResults, RateLimit, RepairNote, Schedule, ScheduleChanges, Signal, Step, StepPage, Task,
+    TaskPage, Transition,
 };
+pub use tasker_shared::flow::Priority;
 pub use tasker_shared::time::{Overlap, ScheduleSpec};
 
 /// A registered template version (the server's own wire type).

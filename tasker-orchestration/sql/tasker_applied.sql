@@ -11,8 +11,10 @@ DECLARE
 BEGIN
     IF cardinality(ready) > 0 THEN
         sent_too := tasker_dispatch(ready);
-        sent := jsonb_build_object('messages', (sent->'messages') || (sent_too->'messages'),
-                                   'deferred', (sent->'deferred') || (sent_too->'deferred'));
+        -- Steps with limits may have waited (`waited`) or been throttled (`throttled`).
+        sent := sent_too || jsonb_build_object(
+            'messages', (sent->'messages') || (sent_too->'messages'),
+            'deferred', (sent->'deferred') || (sent_too->'deferred'));
     END IF;
     RETURN jsonb_build_object('accepted', accepted, 'ignored', to_jsonb(ignored),
                               'rejected', rejected, 'dispatch', sent, 'finished', finished,

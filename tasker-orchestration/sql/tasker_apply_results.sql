@@ -50,6 +50,7 @@ BEGIN
             accepted := accepted + fx.accepted;
             ignored := ignored || fx.gone;
             enqueued := enqueued || fx.enqueued;
+            ready := ready || fx.ready;
             skip := skip || fx.skip;
             finished := finished || fx.finished;
             k := e + 1;

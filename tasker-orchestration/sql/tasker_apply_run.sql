@@ -2,10 +2,12 @@
 -- tasker_apply_results): those whose steps are still in flight succeed together
 -- (tasker_succeed_steps); the others' steps were closed by an earlier result of the batch (a
 -- failure that ended their task), and are returned in `gone`.
+-- `ready`: children with limits to claim (tasker_dispatch) before they are enqueued.
+DROP FUNCTION IF EXISTS tasker_apply_run(uuid[], uuid[], int[], jsonb[]);
 CREATE OR REPLACE FUNCTION tasker_apply_run(ids uuid[], task_ids uuid[], attempts int[],
                                             results jsonb[], OUT accepted int, OUT gone uuid[],
                                             OUT enqueued uuid[], OUT skip uuid[],
-                                            OUT finished jsonb)
+                                            OUT finished jsonb, OUT ready uuid[])
 LANGUAGE plpgsql
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 DECLARE
@@ -27,11 +29,13 @@ BEGIN
     enqueued := '{}';
     skip := '{}';
     finished := '[]';
+    ready := '{}';
     IF accepted > 0 THEN
         SELECT * INTO ok FROM tasker_succeed_steps(live.ids, live.tasks, live.attempts, live.results);
         enqueued := ok.enqueued;
         skip := ok.skip;
         finished := ok.finished;
+        ready := ok.limited;
     END IF;
 END
 $$;

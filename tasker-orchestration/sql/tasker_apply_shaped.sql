@@ -31,7 +31,7 @@ BEGIN
     SELECT * INTO ok FROM tasker_succeed_steps(ARRAY[st.id], ARRAY[st.task_id],
                                                ARRAY[st.attempt], ARRAY[r]);
     enqueued := ok.enqueued;
-    ready := fx.ready;
+    ready := fx.ready || ok.limited;
     skip := ok.skip;
     closed := fx.closed;
     finished := ok.finished;

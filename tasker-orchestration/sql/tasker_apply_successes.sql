@@ -13,10 +13,10 @@ BEGIN
     SELECT * INTO ok FROM tasker_succeed_steps(ids, task_ids, attempts, results);
     enqueued := ok.enqueued;
     finished := ok.finished;
-    ready := '{}';
+    ready := ok.limited;
     IF cardinality(ok.skip) > 0 THEN
         SELECT * INTO sk FROM tasker_skip(ok.skip);
-        ready := sk.ready;
+        ready := ready || sk.ready;
         finished := finished || tasker_close_steps(sk.closed);
     END IF;
 END

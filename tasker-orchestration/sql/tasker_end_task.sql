@@ -9,7 +9,7 @@ DECLARE
     was text;
 BEGIN
     PERFORM 1 FROM steps
-    WHERE task_id = v_task AND state IN ('pending', 'enqueued', 'waiting_retry')
+    WHERE task_id = v_task AND state IN ('pending', 'enqueued', 'waiting_retry', 'throttled')
     ORDER BY id FOR UPDATE;
     SELECT state INTO was FROM tasks WHERE id = v_task FOR UPDATE;
     IF was IS NULL OR was NOT IN ('running', 'scheduled')
@@ -20,7 +20,7 @@ BEGIN
     WHERE id = v_task;
     WITH old AS (
         SELECT id, state FROM steps
-        WHERE task_id = v_task AND state IN ('pending', 'enqueued', 'waiting_retry')
+        WHERE task_id = v_task AND state IN ('pending', 'enqueued', 'waiting_retry', 'throttled')
         ORDER BY id FOR UPDATE
     ), upd AS (
         UPDATE steps s SET state = 'cancelled', wake_at = NULL FROM old WHERE s.id = old.id

@@ -16,12 +16,12 @@ BEGIN
     ), ins AS (
         INSERT INTO steps (id, task_id, name, handler, step_type, state, attempt, max_attempts,
                            backoff, base_ms, max_ms, timeout_ms, queue_timeout_ms, parent_count,
-                           pending_parents, input, on_failure, namespace)
+                           pending_parents, input, on_failure, namespace, limits)
         SELECT b.id, v_task, (spec->>'name') || '#' || b.i, spec->>'handler', 'batch_worker',
                'pending', 0, (spec->>'max_attempts')::int, spec->>'backoff',
                (spec->>'base_ms')::bigint, (spec->>'max_ms')::bigint, (spec->>'timeout_ms')::bigint,
                (spec->>'queue_timeout_ms')::bigint, 0, 0, b.input, spec->>'on_failure',
-               spec->>'namespace'
+               spec->>'namespace', NULLIF(spec->'limits', 'null')
         FROM b
         RETURNING id
     ), kids AS (

@@ -22,7 +22,7 @@ BEGIN
     SELECT array_agg(DISTINCT r) INTO ready FROM unnest(ready) AS r;
 
     SELECT count(*)::int INTO v_open FROM steps
-    WHERE task_id = v_task AND state IN ('pending', 'enqueued', 'waiting_retry');
+    WHERE task_id = v_task AND state IN ('pending', 'enqueued', 'waiting_retry', 'throttled');
     UPDATE tasks SET state = 'running', error = NULL, completed_at = NULL, open_steps = v_open
     WHERE id = v_task;
     INSERT INTO transitions (task_id, from_state, to_state, reason, actor)

@@ -13,9 +13,13 @@
 -- never deadlock. The statement's parts touch different rows (a step is never its own child,
 -- and a step is enqueued only once all its parents are resolved), so none of them needs to see
 -- another's writes.
+-- A child with limits is left `pending` with nothing to wait for and returned in `limited`: it
+-- claims its limits in tasker_dispatch (or is skipped there, like any step, if it cannot run).
+DROP FUNCTION IF EXISTS tasker_succeed_steps(uuid[], uuid[], int[], jsonb[]);
 CREATE OR REPLACE FUNCTION tasker_succeed_steps(ids uuid[], task_ids uuid[], attempts int[],
                                                 results jsonb[], OUT enqueued uuid[],
-                                                OUT skip uuid[], OUT finished jsonb)
+                                                OUT skip uuid[], OUT finished jsonb,
+                                                OUT limited uuid[])
 LANGUAGE plpgsql
 -- By primary key, one step at a time, however small the tables looked when the plan was made.
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
@@ -41,22 +45,25 @@ BEGIN
         -- Each child once, locked, with what its count-down decides.
         SELECT s.id, c.n,
                s.state = 'pending' AND s.pending_parents - c.n <= 0 AS resolved,
-               tasker_runnable(s.step_type, s.skipped_parents, s.parent_count) AS runnable
+               tasker_runnable(s.step_type, s.skipped_parents, s.parent_count) AS runnable,
+               s.limits IS NULL AS free
         FROM steps s JOIN counted c ON c.child_id = s.id
         ORDER BY s.id FOR UPDATE OF s
     ), kids_done AS (
         UPDATE steps s SET pending_parents = s.pending_parents - k.n,
-                           state = CASE WHEN k.resolved AND k.runnable THEN 'enqueued'
+                           state = CASE WHEN k.resolved AND k.runnable AND k.free THEN 'enqueued'
                                         ELSE s.state END,
-                           attempt = s.attempt + (k.resolved AND k.runnable)::int,
-                           publish_count = CASE WHEN k.resolved AND k.runnable THEN 1
+                           attempt = s.attempt + (k.resolved AND k.runnable AND k.free)::int,
+                           publish_count = CASE WHEN k.resolved AND k.runnable AND k.free THEN 1
                                                 ELSE s.publish_count END,
-                           dispatched_at = CASE WHEN k.resolved AND k.runnable
+                           dispatched_at = CASE WHEN k.resolved AND k.runnable AND k.free
                                                 THEN instant ELSE s.dispatched_at END,
-                           dispatched_by = CASE WHEN k.resolved AND k.runnable
+                           dispatched_by = CASE WHEN k.resolved AND k.runnable AND k.free
                                                 THEN tasker_orchestrator() ELSE s.dispatched_by END
         FROM kids k WHERE s.id = k.id
-        RETURNING s.id, s.task_id, s.attempt, k.resolved, k.runnable
+        RETURNING s.id, s.task_id, s.attempt, k.resolved, k.runnable AND k.free AS runnable,
+                  k.resolved AND k.runnable AND NOT k.free AS claims,
+                  k.resolved AND NOT k.runnable AS unrunnable
     ), per_task AS (
         SELECT x.task_id, count(*)::int AS n FROM unnest(task_ids) AS x(task_id) GROUP BY x.task_id
     ), owners AS (
@@ -84,10 +91,11 @@ BEGIN
     )
     SELECT (SELECT COALESCE(array_agg(id ORDER BY id), '{}') FROM kids_done
             WHERE resolved AND runnable),
+           (SELECT COALESCE(array_agg(id ORDER BY id), '{}') FROM kids_done WHERE unrunnable),
+           (SELECT array_agg(id ORDER BY id) FROM closed WHERE ended),
            (SELECT COALESCE(array_agg(id ORDER BY id), '{}') FROM kids_done
-            WHERE resolved AND NOT runnable),
-           (SELECT array_agg(id ORDER BY id) FROM closed WHERE ended)
-    INTO enqueued, skip, completed;
+            WHERE claims)
+    INTO enqueued, skip, completed, limited;
     PERFORM pg_notify('tasker_task_finished', c || ':complete')
     FROM unnest(completed) WITH ORDINALITY AS x(c, i) ORDER BY i;
     finished := COALESCE((SELECT jsonb_agg(jsonb_build_object('task_id', c, 'state', 'complete')

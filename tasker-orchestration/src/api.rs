@@ -47,6 +47,7 @@ mod dead_letters;
 mod error;
 mod extract;
 mod guard;
+mod limits;
 mod live;
 mod ops;
 mod repair;
@@ -172,6 +173,9 @@ fn routes() -> OpenApiRouter<Shared> {
         .routes(routes!(dead_letters::list))
         .routes(routes!(dead_letters::show, dead_letters::discard))
         .routes(routes!(dead_letters::replay))
+        .routes(routes!(limits::concurrency))
+        .routes(routes!(limits::rates))
+        .routes(routes!(limits::pause, limits::resume))
         .routes(routes!(workers::list))
         .routes(routes!(workers::report, workers::leave))
         .routes(routes!(auth::list_tokens, auth::create_token))
@@ -217,6 +221,7 @@ fn routes() -> OpenApiRouter<Shared> {
         (name = "schedules", description = "Cron schedules that start tasks"),
         (name = "dead-letters", description = "Messages no one could process"),
         (name = "workers", description = "The workers registry: who is up and what each serves"),
+        (name = "limits", description = "Concurrency and rate keys; pausing a rate key"),
         (name = "tokens", description = "API tokens (admin scope)"),
         (name = "operations", description = "Health, readiness, metrics, this document"),
         (name = "dashboard", description = "The dashboard's page and assets")

@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use tasker_shared::compose::ParentCancel;
+use tasker_shared::flow::Priority;
 use tasker_shared::{StepMessage, StepResult};
 
 use crate::effects::Effects;
@@ -119,7 +120,7 @@ async fn start_one(
         "abandon" => ParentCancel::Abandon,
         _ => ParentCancel::Cancel,
     };
-    let created = shared
+    let created = match shared
         .store
         .create_task(NewTask {
             template_id: entry.id,
@@ -135,8 +136,19 @@ async fn start_one(
                 depth,
                 on_parent_cancel,
             }),
+            // The child template's priority, else its parent's.
+            priority: entry
+                .loaded
+                .template
+                .priority
+                .unwrap_or(Priority::from_rank(c.priority)),
         })
-        .await?;
+        .await
+    {
+        Ok(created) => created,
+        Err(store::Error::Limits(e)) => return Ok(refuse(e.code, e.message)),
+        Err(e) => return Err(e),
+    };
     if created.created {
         ::metrics::counter!(m::CHILDREN_STARTED.name).increment(1);
     }

@@ -413,6 +413,7 @@ mod tests {
             timeout_ms: 1_000,
             queue_timeout_ms: None,
             traceparent: None,
+            priority: None,
         }
     }
 

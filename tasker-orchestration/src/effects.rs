@@ -21,8 +21,11 @@ pub struct Effects {
     pub deferred: Vec<Uuid>,
     /// Steps in `waiting_retry`: start their next attempt after the delay.
     pub retries: Vec<(Uuid, Duration)>,
+    /// Throttled steps now enqueued: how long each waited (seconds), by what held it.
+    pub throttle_waits: Vec<(String, f64)>,
     /// Timers kept in the database (a wait step's wake, a task's start, a signal that
-    /// arrived) that come due after these delays: look at them then.
+    /// arrived, a throttled step's reserved start) that come due after these delays: look at
+    /// them then.
     pub wakes: Vec<Duration>,
     /// Tasks that reached a terminal state, to announce.
     pub finished: Vec<(Uuid, TaskState)>,
@@ -65,6 +68,7 @@ impl Effects {
         self.dispatch.extend(other.dispatch);
         self.deferred.extend(other.deferred);
         self.retries.extend(other.retries);
+        self.throttle_waits.extend(other.throttle_waits);
         self.wakes.extend(other.wakes);
         self.finished.extend(other.finished);
         if let Some(r) = other.results {

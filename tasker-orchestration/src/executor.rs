@@ -22,6 +22,7 @@ pub async fn execute(shared: &Shared, effects: Effects) {
         dispatch,
         deferred,
         retries,
+        throttle_waits,
         wakes,
         finished,
         results,
@@ -50,6 +51,15 @@ pub async fn execute(shared: &Shared, effects: Effects) {
     }
     for delay in wakes {
         shared.alarm.arm(delay);
+    }
+    for (kind, seconds) in throttle_waits {
+        // The engine's three kinds: a bounded label.
+        let kind = match kind.as_str() {
+            "rate" => "rate",
+            "paused" => "paused",
+            _ => "concurrency",
+        };
+        ::metrics::histogram!(m::THROTTLE_WAIT.name, "kind" => kind).record(seconds);
     }
     if let Some(namespace) = created {
         ::metrics::counter!(m::TASKS_CREATED.name, "namespace" => namespace).increment(1);
@@ -198,7 +208,7 @@ fn schedule_retry(shared: &Shared, step_id: Uuid, delay: Duration) {
             () = tokio::time::sleep(delay) => {}
         }
         match shared.store.dispatch_retries(&[step_id]).await {
-            // Boxed: a retry's own effects never arm another timer, but the future is recursive.
+            // Boxed: the future is recursive (a retry's effects may arm another timer).
             Ok(effects) => Box::pin(execute(&shared, effects)).await,
             Err(e) => {
                 tracing::warn!(step = %step_id, error = %e, "retry dispatch failed; the sweeper will retry")

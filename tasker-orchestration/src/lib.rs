@@ -87,6 +87,7 @@ impl Orchestrator {
             store::Inline {
                 max_bytes: config.orchestrator.inline_max_bytes,
                 max_parents: config.orchestrator.inline_max_parents,
+                priority_aging_ms: config.orchestrator.priority_aging_ms,
             },
         )
         .await?;

@@ -148,8 +148,48 @@ pub const TASKS_SCHEDULED: Metric = Metric {
     help: "Tasks waiting for their start time, as of the last scrape.",
 };
 
+pub const THROTTLE_WAIT: Metric = seconds(
+    "tasker_throttle_wait_seconds",
+    "How long steps waited throttled before they started, by what held them: concurrency (a \
+     slot), rate (a token) or paused (a paused rate key).",
+);
+pub const THROTTLED_WOKEN: Metric = counter(
+    "tasker_throttled_woken_total",
+    "Throttled steps the timer tried to start again (a slot freed, a token's time came, a pause \
+     ended); those that got their limits were dispatched.",
+);
+pub const CONCURRENCY_DRIFT: Metric = counter(
+    "tasker_concurrency_drift_total",
+    "Concurrency keys whose slots the reconciler found recorded wrongly and corrected \
+     (normally none).",
+);
+pub const RATE_LIMIT_PAUSES: Metric = counter(
+    "tasker_rate_limit_pauses_total",
+    "Rate keys paused by an operator.",
+);
+pub const SLOTS_IN_USE: Metric = Metric {
+    name: "tasker_concurrency_slots_in_use",
+    kind: Kind::Gauge,
+    unit: Unit::Count,
+    help: "Concurrency slots held by steps in flight, by scope (a template's or a step's \
+           limit: the key before its value), as of the last scrape.",
+};
+pub const STEPS_THROTTLED: Metric = Metric {
+    name: "tasker_steps_throttled",
+    kind: Kind::Gauge,
+    unit: Unit::Count,
+    help: "Steps waiting throttled, by what holds them (concurrency, rate, paused), as of the \
+           last scrape.",
+};
+
 /// Every metric above, described to the recorder at start-up.
-pub const ALL: [Metric; 31] = [
+pub const ALL: [Metric; 37] = [
+    THROTTLED_WOKEN,
+    THROTTLE_WAIT,
+    CONCURRENCY_DRIFT,
+    RATE_LIMIT_PAUSES,
+    SLOTS_IN_USE,
+    STEPS_THROTTLED,
     SCHEDULE_FIRES,
     SCHEDULE_SKIPS,
     SCHEDULE_LATENESS,

@@ -199,7 +199,15 @@ async fn start(
         return Ok(None);
     };
     let key = key.unwrap_or_else(|| fire_key(row.id, nominal));
-    let created = tx.create_task(new_task(&source, row, key)).await?;
+    let created = match tx.create_task(new_task(&source, row, key)).await {
+        Ok(created) => created,
+        // The schedule's context lacks a key its template's limits read: no fire can succeed.
+        Err(store::Error::Limits(e)) => {
+            tracing::warn!(schedule = %row.id, error = %e, "fire skipped");
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
     Ok(Some((created.task_id, created.effects)))
 }
 
@@ -213,6 +221,7 @@ fn new_task<'a>(source: &'a Source, row: &ScheduleRow, key: String) -> NewTask<'
         run_at: None,
         children: source.children.clone(),
         parent: None,
+        priority: source.entry.loaded.template.priority.unwrap_or_default(),
     }
 }
 

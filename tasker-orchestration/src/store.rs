@@ -16,6 +16,7 @@ use uuid::Uuid;
 mod children;
 mod dead_letters;
 mod error;
+mod flow;
 mod functions;
 #[cfg(test)]
 mod migrations_lock;
@@ -33,6 +34,7 @@ mod workers;
 pub use children::ChildStart;
 pub use dead_letters::{DeadLetter, DeadLetterView, NewDeadLetter};
 pub use error::{Error, Result};
+pub use flow::Drift;
 pub use read::{StepView, TaskFilter, TaskView};
 pub use repair::{Repair, Repaired};
 pub use results::Held;
@@ -65,6 +67,9 @@ pub struct Inline {
     pub max_bytes: usize,
     /// More parents than this.
     pub max_parents: usize,
+    /// The priority aging of throttled steps (`orchestrator.priority_aging_ms`), which each
+    /// session gives `tasker_claim` with these thresholds.
+    pub priority_aging_ms: u64,
 }
 
 impl Default for Inline {
@@ -73,6 +78,7 @@ impl Default for Inline {
         Inline {
             max_bytes: d.inline_max_bytes,
             max_parents: d.inline_max_parents,
+            priority_aging_ms: d.priority_aging_ms,
         }
     }
 }
@@ -97,11 +103,13 @@ impl Store {
                         "SELECT set_config('tasker.orchestrator', $1, false), \
                                 set_config('plan_cache_mode', 'force_generic_plan', false), \
                                 set_config('tasker.inline_max_bytes', $2, false), \
-                                set_config('tasker.inline_max_parents', $3, false)",
+                                set_config('tasker.inline_max_parents', $3, false), \
+                                set_config('tasker.priority_aging_ms', $4, false)",
                     )
                     .bind(instance.to_string())
                     .bind(inline.max_bytes.to_string())
                     .bind(inline.max_parents.to_string())
+                    .bind(inline.priority_aging_ms.to_string())
                     .execute(conn)
                     .await?;
                     Ok(())

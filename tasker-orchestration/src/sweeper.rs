@@ -2,7 +2,8 @@
 //! steps that no worker started within their queue timeout (when the template sets one),
 //! re-publishes the steps of an orchestrator that stopped heartbeating (a crash between commit
 //! and publish), starts retries whose backoff elapsed while the orchestrator that scheduled
-//! them was gone, and flushes this orchestrator's dispatch backlog.
+//! them was gone, flushes this orchestrator's dispatch backlog, and every
+//! [`RECONCILE_EVERY`] recounts the concurrency slots (the reconciler).
 
 use std::time::Duration;
 
@@ -16,12 +17,15 @@ use crate::shared::Shared;
 /// worker that started it reports its own timeout first.
 const DEADLINE_GRACE: Duration = Duration::from_secs(5);
 const SWEEP_LIMIT: i64 = 500;
+/// How often the reconciler recounts the concurrency slots.
+pub const RECONCILE_EVERY: Duration = Duration::from_secs(10);
 
 pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
     let mut tick = tokio::time::interval(Duration::from_millis(
         shared.config.orchestrator.sweep_interval_ms.max(10),
     ));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut reconciled = tokio::time::Instant::now();
     loop {
         tokio::select! {
             () = cancel.cancelled() => return,
@@ -40,6 +44,12 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
         }
         if let Err(e) = retry_due(&shared).await {
             tracing::warn!(error = %e, "sweep: starting due retries failed");
+        }
+        if reconciled.elapsed() >= RECONCILE_EVERY {
+            reconciled = tokio::time::Instant::now();
+            if let Err(e) = reconcile(&shared).await {
+                tracing::warn!(error = %e, "sweep: recounting concurrency slots failed");
+            }
         }
         // Messages parked by a failed round while a connection lived on (a broker that blocked
         // publishers, a channel replaced) go out now, not at a reconnect that may never come.
@@ -83,6 +93,21 @@ async fn retry_due(shared: &Shared) -> Result<(), crate::store::Error> {
     if !due.is_empty() {
         let retried = shared.store.dispatch_retries(&due).await?;
         executor::execute(shared, retried).await;
+    }
+    Ok(())
+}
+
+/// Recounts every concurrency key's slots from the steps holding them; a difference (which
+/// the release trigger makes impossible) is corrected, logged and counted.
+async fn reconcile(shared: &Shared) -> Result<(), crate::store::Error> {
+    let drift = shared.store.reconcile_slots().await?;
+    for d in &drift {
+        tracing::warn!(key = %d.key, recorded = ?d.recorded, counted = d.counted,
+            "concurrency slots recorded wrongly; corrected");
+    }
+    if !drift.is_empty() {
+        ::metrics::counter!(crate::metrics::CONCURRENCY_DRIFT.name).increment(drift.len() as u64);
+        shared.alarm.ring();
     }
     Ok(())
 }

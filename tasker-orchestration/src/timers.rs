@@ -1,6 +1,7 @@
 //! The orchestrator's timer: when its alarm rings (a timer armed for a wake, a start or a
-//! signal; the sweeper's tick), it resolves the wait steps that are due, starts the tasks
-//! whose time came and fires the schedules that are due, all read from PostgreSQL with one
+//! signal; the sweeper's tick) or a slot is freed (`tasker_wake`), it resolves the wait steps
+//! that are due, starts the throttled steps whose slot freed or whose time came, starts the
+//! tasks whose time came and fires the schedules that are due, all read from PostgreSQL with one
 //! indexed query each. Nothing is held in memory that a restart would lose: the alarm only
 //! says when to look.
 
@@ -33,6 +34,13 @@ async fn pass(shared: &Shared) {
         "resolving due waits",
         &m::WAITS_ENDED,
         |s| async move { s.store.wake(BATCH).await },
+    )
+    .await;
+    drain(
+        shared,
+        "starting throttled steps",
+        &m::THROTTLED_WOKEN,
+        |s| async move { s.store.wake_throttled(BATCH).await },
     )
     .await;
     drain(

@@ -54,6 +54,14 @@ pub struct Task {
     #[serde(default)]
     #[cfg_attr(feature = "sqlx", sqlx(skip))]
     pub children: Option<Vec<ChildLink>>,
+    /// `high`, `normal` or `low`: how soon its steps start when workers have more to do than
+    /// they can start at once.
+    #[serde(default = "normal")]
+    pub priority: String,
+}
+
+fn normal() -> String {
+    crate::flow::Priority::Normal.as_str().to_owned()
 }
 
 /// A task a child step started.
@@ -92,7 +100,8 @@ pub struct Step {
     pub handler: String,
     /// `standard`, `decision`, `convergence`, `batchable`, `batch_worker`, `wait` or `child`.
     pub step_type: String,
-    /// `pending`, `enqueued`, `waiting` (a wait step waiting, see `wait`; a child step whose
+    /// `pending`, `throttled` (ready, waiting for a concurrency slot or a rate token, see
+    /// `throttle`), `enqueued`, `waiting` (a wait step waiting, see `wait`; a child step whose
     /// child runs, see `child`), `waiting_retry`, `completed`, `failed`, `skipped` or
     /// `cancelled`.
     pub state: String,
@@ -131,6 +140,17 @@ pub struct Step {
     #[serde(default)]
     #[cfg_attr(feature = "sqlx", sqlx(skip))]
     pub unserved: bool,
+    /// While `throttled`, what holds it: `{"kind": "concurrency" | "rate" | "paused", "key",
+    /// "limit", "since", "until": when it may start (a rate token reserved, a pause's end) |
+    /// null (a concurrency slot: when one frees)}`; `null` otherwise.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub throttle: Option<Value>,
+    /// The limits it claims before it starts: `{"concurrency": {"key", "limit"}, "rate":
+    /// {"key", "limit", "per_ms", "burst"}}` (either absent); `null` for a step with none.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub limits: Option<Value>,
 }
 
 /// One entry of a task's history: a task transition (`step` is `null`) or a step transition.
@@ -174,6 +194,10 @@ pub struct CreateTask {
     /// Start the task after this long (`"10m"`, `"1h30m"`; at most `"365d"`). Not with `run_at`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay: Option<String>,
+    /// How soon its steps start when workers are busy: the template's `priority` by default,
+    /// else `normal`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<crate::flow::Priority>,
 }
 
 impl CreateTask {
@@ -186,7 +210,14 @@ impl CreateTask {
             idempotency_key: None,
             run_at: None,
             delay: None,
+            priority: None,
         }
+    }
+
+    /// How soon its steps start when workers are busy.
+    pub fn priority(mut self, p: crate::flow::Priority) -> Self {
+        self.priority = Some(p);
+        self
     }
 
     /// Starts the task at `at`.
@@ -622,4 +653,67 @@ pub struct UnservedStep {
     pub step: String,
     pub namespace: String,
     pub handler: String,
+}
+
+/// A concurrency key: at most `limit` steps holding its slots at once.
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConcurrencyLimit {
+    /// `<namespace>/<template>:<value>` (a template's limit) or
+    /// `<namespace>/<template>/<step>:<value>` (a step's).
+    pub key: String,
+    pub limit: i32,
+    /// Slots held by steps in flight.
+    pub in_use: i32,
+    /// Steps waiting for a slot.
+    pub throttled: i64,
+    /// When a step last claimed a slot of it.
+    pub used_at: DateTime<Utc>,
+}
+
+/// `GET /v1/concurrency-limits`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConcurrencyLimitList {
+    pub limits: Vec<ConcurrencyLimit>,
+}
+
+/// A rate key: at most `limit` step starts per `per_ms`, `burst` of them at once.
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RateLimit {
+    pub key: String,
+    pub limit: i32,
+    pub per_ms: i64,
+    pub burst: i32,
+    /// No step of this key starts before this time (an operator's pause).
+    pub paused_until: Option<DateTime<Utc>>,
+    pub pause_note: Option<String>,
+    /// Who paused it (the token's name).
+    pub paused_by: Option<String>,
+    /// Steps waiting for a token of it (or for its pause to end).
+    pub throttled: i64,
+    /// When a step last took a token of it.
+    pub used_at: DateTime<Utc>,
+}
+
+/// `GET /v1/rate-limits`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RateLimitList {
+    pub limits: Vec<RateLimit>,
+}
+
+/// `POST /v1/rate-limits/{key}/pause`: no step of the key starts before `until`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PauseRateLimit {
+    /// In the future, at most a year ahead.
+    pub until: DateTime<Utc>,
+    /// Why (shown with the key), at most 1,000 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }

@@ -95,6 +95,10 @@ pub struct OrchestratorConfig {
     /// How deep child workflows may nest: a task nobody started is at depth 0, and a child step
     /// whose child would be deeper fails with `child_depth_exceeded`.
     pub max_child_depth: u32,
+    /// Steps throttled by a concurrency limit start in priority then age order; a step waits
+    /// behind one a priority level above it only until it has waited this much longer (aging),
+    /// so low-priority work never starves.
+    pub priority_aging_ms: u64,
     /// How long to wait for the broker to confirm a publish round before keeping the messages
     /// for later (the broker may be blocking publishers).
     pub publish_timeout_ms: u64,
@@ -189,6 +193,10 @@ pub struct WorkerConfig {
     /// How often the worker reports itself to the orchestrator (`GET /v1/workers`); it counts
     /// as gone after three heartbeats missed.
     pub heartbeat_ms: u64,
+    /// Steps a worker holds start high priority first, then normal, then low; a step goes
+    /// ahead of one a level above it once it has waited this much longer (aging), so
+    /// low-priority work never starves.
+    pub priority_aging_ms: u64,
 }
 
 impl Default for Config {
@@ -229,6 +237,7 @@ impl Default for OrchestratorConfig {
             parent_page_bytes: 4 * 1024 * 1024,
             max_context_bytes: 512 * 1024,
             max_child_depth: crate::compose::DEFAULT_MAX_DEPTH,
+            priority_aging_ms: DEFAULT_PRIORITY_AGING_MS,
             publish_timeout_ms: 10_000,
             dispatch_backlog_max: 100_000,
             auth: AuthMode::Tokens,
@@ -240,6 +249,9 @@ impl Default for OrchestratorConfig {
         }
     }
 }
+
+/// How much longer a step must have waited to go ahead of one a priority level above it.
+pub const DEFAULT_PRIORITY_AGING_MS: u64 = 10_000;
 
 impl Default for WorkerConfig {
     fn default() -> Self {
@@ -256,6 +268,7 @@ impl Default for WorkerConfig {
             api_token: None,
             shutdown_timeout_ms: 30_000,
             heartbeat_ms: 5_000,
+            priority_aging_ms: DEFAULT_PRIORITY_AGING_MS,
         }
     }
 }
@@ -393,6 +406,17 @@ impl Config {
         }
         if self.worker.concurrency == 0 {
             return invalid("worker.concurrency", "must be at least 1");
+        }
+        for (field, aging) in [
+            (
+                "orchestrator.priority_aging_ms",
+                self.orchestrator.priority_aging_ms,
+            ),
+            ("worker.priority_aging_ms", self.worker.priority_aging_ms),
+        ] {
+            if aging > 86_400_000 {
+                return invalid(field, "must be at most 86400000 (a day)");
+            }
         }
         if self.worker.heartbeat_ms < 100 {
             return invalid("worker.heartbeat_ms", "must be at least 100");

@@ -51,6 +51,10 @@ pub struct StepMessage {
     /// is its child).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
+    /// Its task's priority when not normal: the lane it travels in, and the order a worker
+    /// starts the steps it holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<crate::flow::Priority>,
 }
 
 /// The outcome of one attempt, sent to the results queue.

@@ -14,6 +14,8 @@ use serde::{Deserialize, Serialize};
 pub enum StepState {
     /// Waiting for its parents.
     Pending,
+    /// Ready, but waiting for a concurrency slot or a rate token; not in flight.
+    Throttled,
     /// Published to a worker queue; the current attempt is in flight.
     Enqueued,
     /// The last attempt failed retryably; the next one starts after its backoff.
@@ -29,8 +31,11 @@ pub enum StepState {
 /// What happens to a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum StepEvent {
-    /// Its parents are done (or its backoff elapsed): publish an attempt.
+    /// Its parents are done (or its backoff elapsed, or its limits were claimed): publish an
+    /// attempt.
     Dispatch,
+    /// Ready, but a limit it claims is taken: wait throttled.
+    Throttle,
     /// Its handler succeeded.
     Succeed,
     /// Its handler failed retryably and attempts remain.
@@ -49,8 +54,9 @@ pub enum StepEvent {
 }
 
 impl StepEvent {
-    pub const ALL: [StepEvent; 8] = [
+    pub const ALL: [StepEvent; 9] = [
         StepEvent::Dispatch,
+        StepEvent::Throttle,
         StepEvent::Succeed,
         StepEvent::FailRetryable,
         StepEvent::FailPermanent,
@@ -67,12 +73,15 @@ impl StepEvent {
 }
 
 /// Every legal transition: `(from, event, to)`. A pair not listed leaves the step unchanged.
-pub const TRANSITIONS: [(StepState, StepEvent, StepState); 12] = {
+pub const TRANSITIONS: [(StepState, StepEvent, StepState); 16] = {
     use StepEvent as E;
     use StepState as S;
     [
         (S::Pending, E::Dispatch, S::Enqueued),
         (S::WaitingRetry, E::Dispatch, S::Enqueued),
+        (S::Throttled, E::Dispatch, S::Enqueued),
+        (S::Pending, E::Throttle, S::Throttled),
+        (S::WaitingRetry, E::Throttle, S::Throttled),
         (S::Enqueued, E::Succeed, S::Completed),
         (S::Enqueued, E::FailRetryable, S::WaitingRetry),
         (S::Enqueued, E::FailPermanent, S::Failed),
@@ -80,6 +89,7 @@ pub const TRANSITIONS: [(StepState, StepEvent, StepState); 12] = {
         (S::Pending, E::Cancel, S::Cancelled),
         (S::Enqueued, E::Cancel, S::Cancelled),
         (S::WaitingRetry, E::Cancel, S::Cancelled),
+        (S::Throttled, E::Cancel, S::Cancelled),
         (S::Failed, E::Repair, S::WaitingRetry),
         (S::Cancelled, E::Repair, S::Pending),
         (S::Failed, E::Resolve, S::Completed),
@@ -87,8 +97,9 @@ pub const TRANSITIONS: [(StepState, StepEvent, StepState); 12] = {
 };
 
 impl StepState {
-    pub const ALL: [StepState; 7] = [
+    pub const ALL: [StepState; 8] = [
         StepState::Pending,
+        StepState::Throttled,
         StepState::Enqueued,
         StepState::WaitingRetry,
         StepState::Completed,
@@ -101,6 +112,7 @@ impl StepState {
     pub fn as_str(self) -> &'static str {
         match self {
             StepState::Pending => "pending",
+            StepState::Throttled => "throttled",
             StepState::Enqueued => "enqueued",
             StepState::WaitingRetry => "waiting_retry",
             StepState::Completed => "completed",

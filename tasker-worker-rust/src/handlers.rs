@@ -1,5 +1,6 @@
 //! The handlers, registered by name in [`registry`].
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -29,6 +30,7 @@ pub fn registry() -> Registry {
         .register("instance_id", InstanceId::new())
         .register("same_instance", same_instance)
         .register("sleep", sleep)
+        .register("metered", metered)
         .register("panic", panic)
         .register("csv_split", csv::split)
         .register("csv_process_batch", csv::process_batch)
@@ -193,6 +195,32 @@ async fn sleep(ctx: StepContext) -> Result<Value, HandlerError> {
         .unwrap_or(100);
     tokio::time::sleep(Duration::from_millis(ms)).await;
     Ok(json!({ "slept_ms": ms }))
+}
+
+/// Counts the steps of `context.customer` running at once in this worker: returns how many
+/// ran (itself included) when it started, after sleeping `context.sleep_ms` (default 20). A
+/// concurrency limit's test reads it.
+async fn metered(ctx: StepContext) -> Result<Value, HandlerError> {
+    static RUNNING: std::sync::Mutex<Option<HashMap<String, usize>>> = std::sync::Mutex::new(None);
+    fn running() -> std::sync::MutexGuard<'static, Option<HashMap<String, usize>>> {
+        RUNNING.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    let key = ctx.context["customer"].to_string();
+    let seen = {
+        let mut r = running();
+        let n = r
+            .get_or_insert_with(HashMap::new)
+            .entry(key.clone())
+            .or_default();
+        *n += 1;
+        *n
+    };
+    let ms = ctx.context["sleep_ms"].as_u64().unwrap_or(20);
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    if let Some(n) = running().as_mut().and_then(|r| r.get_mut(&key)) {
+        *n -= 1;
+    }
+    Ok(json!({ "running": seen }))
 }
 
 async fn panic(_ctx: StepContext) -> Result<Value, HandlerError> {

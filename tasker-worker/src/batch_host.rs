@@ -1,10 +1,10 @@
-//! The handler host for FFI bindings (Ruby, Python, TypeScript). Steps wait in a queue; the
+//! The handler host for FFI bindings (Ruby, Python, TypeScript). Steps wait in priority lanes
+//! ([`crate::lanes`]); the
 //! language side takes them in batches with a blocking [`BatchHost::next_batch`] (called with
 //! the GIL/GVL released), the async [`BatchHost::next_batch_async`], or, told by the hook it
 //! gave [`BatchHost::on_ready`], with [`BatchHost::try_take`] (Node's event loop); it runs its
 //! handlers and returns outcomes with [`BatchHost::complete`]. All I/O stays in the core.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use tasker_shared::{Outcome, StepMessage};
 
 use crate::host::{Completion, CompletionSink, HandlerHost, Job};
+use crate::lanes::Lanes;
 
 /// A job as the language side sees it (serialized to JSON across the boundary): the step
 /// message's fields (`task_id`, `step_id`, `step_name`, `handler`, `attempt`, `context`,
@@ -92,7 +93,8 @@ type ReadyHook = Arc<dyn Fn() + Send + Sync>;
 
 #[derive(Default)]
 struct State {
-    queue: VecDeque<(Job, DateTime<Utc>)>,
+    /// Jobs not handed out yet, high priority first (with aging).
+    queue: Lanes<(Job, DateTime<Utc>)>,
     sink: Option<CompletionSink>,
     /// Handed-out jobs not reported yet.
     started: std::collections::HashMap<u64, Held>,
@@ -126,7 +128,9 @@ impl HandlerHost for BatchHost {
             return;
         }
         let n = jobs.len();
-        state.queue.extend(jobs.into_iter().map(|j| (j, now)));
+        for j in jobs {
+            state.queue.push(j.message.priority, (j, now));
+        }
         let hook = state.ready_hook.clone();
         drop(state);
         call(hook);
@@ -141,7 +145,7 @@ impl HandlerHost for BatchHost {
     fn drain(&self, done: &CompletionSink) {
         let mut state = self.lock();
         state.closed = true;
-        for (job, _) in state.queue.drain(..) {
+        for (job, _) in state.queue.drain() {
             done.unstarted(job.id);
         }
         let hook = state.ready_hook.clone();
@@ -160,6 +164,13 @@ fn call(hook: Option<ReadyHook>) {
 impl BatchHost {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Sets how much longer a job must have waited to go ahead of one a priority level above
+    /// it (`worker.priority_aging_ms`).
+    pub fn with_aging(self, aging: Duration) -> Self {
+        self.lock().queue.set_aging(aging);
+        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -230,7 +241,7 @@ impl BatchHost {
         }
         let (now, instant) = (Utc::now(), Instant::now());
         let mut out = Vec::with_capacity(n);
-        let jobs: Vec<(Job, DateTime<Utc>)> = state.queue.drain(..n).collect();
+        let jobs: Vec<(Job, DateTime<Utc>)> = state.queue.take(n);
         for (job, _) in jobs {
             if let Some(sink) = &state.sink {
                 sink.started(job.id);

@@ -133,7 +133,11 @@ async fn serve(args: Args, registry: Registry) -> Result<(), Error> {
     }
     let config = &setup.config;
     let _telemetry = crate::setup::telemetry(config, "rust")?;
-    let host = Arc::new(RustHost::new(registry, config.worker.concurrency));
+    let host = Arc::new(
+        RustHost::new(registry, config.worker.concurrency).with_aging(
+            std::time::Duration::from_millis(config.worker.priority_aging_ms),
+        ),
+    );
     let worker = Worker::new(setup.options.clone(), host);
     let namespaces = setup.namespaces.clone();
     // Stopping the worker, and (after it stopped) the health server and registration retries.

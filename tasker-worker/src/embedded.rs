@@ -202,7 +202,9 @@ impl EmbeddedWorker {
             ..
         } = setup;
         let shutdown_timeout = worker_options.shutdown_timeout;
-        let host = Arc::new(BatchHost::new());
+        let host = Arc::new(
+            BatchHost::new().with_aging(Duration::from_millis(config.worker.priority_aging_ms)),
+        );
         let worker = Worker::new(worker_options, host.clone());
         runtime
             .block_on(worker.check_access())

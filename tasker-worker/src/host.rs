@@ -4,8 +4,8 @@
 //! queue their language drains in batches (`next_batch` / `complete_batch`).
 
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use futures_util::FutureExt;
@@ -14,6 +14,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tasker_shared::{Outcome, StepError, StepMessage};
 
 use crate::handler::{ParentResults, Registry, StepContext};
+use crate::lanes::Lanes;
 use crate::references::ParentSource;
 
 /// One step attempt handed to a host.
@@ -98,12 +99,14 @@ pub trait HandlerHost: Send + Sync + 'static {
     fn drain(&self, done: &CompletionSink);
 }
 
-/// Runs native Rust handlers, each job on its own tokio task, at most `concurrency` at once.
-/// A panicking handler fails its step (retryably); the worker keeps running.
+/// Runs native Rust handlers, each job on its own tokio task, at most `concurrency` at once;
+/// jobs waiting for a slot start high priority first ([`crate::lanes`]). A panicking handler
+/// fails its step (retryably); the worker keeps running.
 #[derive(Debug, Clone)]
 pub struct RustHost {
     registry: Arc<Registry>,
     permits: Arc<Semaphore>,
+    waiting: Arc<Mutex<Lanes<Job>>>,
     draining: Arc<AtomicBool>,
 }
 
@@ -112,43 +115,76 @@ impl RustHost {
         Self {
             registry: Arc::new(registry),
             permits: Arc::new(Semaphore::new(concurrency.max(1))),
+            waiting: Arc::default(),
             draining: Arc::default(),
         }
     }
-}
 
-impl HandlerHost for RustHost {
-    fn submit(&self, jobs: Vec<Job>, done: &CompletionSink) {
-        for job in jobs {
-            let registry = self.registry.clone();
-            let permits = self.permits.clone();
-            let draining = self.draining.clone();
+    /// Sets how much longer a job must have waited to go ahead of one a priority level above
+    /// it (`worker.priority_aging_ms`).
+    pub fn with_aging(self, aging: std::time::Duration) -> Self {
+        self.lanes().set_aging(aging);
+        self
+    }
+
+    fn lanes(&self) -> std::sync::MutexGuard<'_, Lanes<Job>> {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts waiting jobs while slots are free. Called after jobs are queued and after each
+    /// job ends (its slot given back first), so no job waits while a slot is free.
+    fn pump(&self, done: &CompletionSink) {
+        loop {
+            let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+                return;
+            };
+            let Some(job) = self.lanes().pop() else {
+                return;
+            };
+            if self.draining.load(Ordering::Acquire) {
+                done.unstarted(job.id);
+                continue;
+            }
+            let host = self.clone();
             let done = done.clone();
             tokio::spawn(async move {
-                // A closed semaphore (draining) refuses every wait for a slot.
-                let Ok(_permit) = permits.acquire_owned().await else {
-                    return done.unstarted(job.id);
-                };
-                if draining.load(Ordering::Acquire) {
-                    return done.unstarted(job.id);
-                }
                 done.started(job.id);
                 let started_at = Utc::now();
-                let outcome = run_one(&registry, job.message, job.parents).await;
+                let outcome = run_one(&host.registry, job.message, job.parents).await;
                 done.complete(Completion {
                     job: job.id,
                     outcome,
                     started_at,
                     finished_at: Utc::now(),
                 });
+                drop(permit);
+                host.pump(&done);
             });
         }
     }
+}
 
-    fn drain(&self, _done: &CompletionSink) {
-        // Jobs waiting for a slot are refused by the closed semaphore and report themselves.
+impl HandlerHost for RustHost {
+    fn submit(&self, jobs: Vec<Job>, done: &CompletionSink) {
+        if self.draining.load(Ordering::Acquire) {
+            return jobs.iter().for_each(|j| done.unstarted(j.id));
+        }
+        {
+            let mut lanes = self.lanes();
+            for job in jobs {
+                lanes.push(job.message.priority, job);
+            }
+        }
+        self.pump(done);
+    }
+
+    fn drain(&self, done: &CompletionSink) {
+        // Jobs waiting for a slot are reported unstarted now; those running finish.
         self.draining.store(true, Ordering::Release);
-        self.permits.close();
+        let waiting = self.lanes().drain();
+        for job in waiting {
+            done.unstarted(job.id);
+        }
     }
 }
 

@@ -10,6 +10,7 @@ pub mod exact_json;
 pub mod handler;
 pub mod health;
 pub mod host;
+pub mod lanes;
 pub mod log_forward;
 pub mod metrics;
 mod presence;
@@ -54,5 +55,6 @@ pub(crate) fn test_message() -> tasker_shared::StepMessage {
         timeout_ms: 10_000,
         queue_timeout_ms: None,
         traceparent: None,
+        priority: None,
     }
 }

@@ -206,8 +206,11 @@ impl Worker {
     async fn check_queues(&self, broker: &Broker) -> Result<(), tasker_broker::Error> {
         let o = &self.options;
         broker.declare(&o.namespaces).await?;
-        for ns in &o.namespaces {
-            let queue = topology::steps_queue(&o.queue_prefix, ns);
+        for (ns, queue) in o.namespaces.iter().flat_map(|ns| {
+            topology::namespace_queues(&o.queue_prefix, ns)
+                .into_iter()
+                .map(move |q| (ns, q))
+        }) {
             // Consuming is what needs the permission; a delivery taken meanwhile goes back to
             // the queue when the subscription's channel closes, unacknowledged.
             drop(
@@ -250,14 +253,20 @@ impl Worker {
             .publisher()
             .await?
             .via(&topology::results_exchange(&o.queue_prefix));
-        let mut consumers = Vec::with_capacity(o.namespaces.len());
+        // Each namespace's steps queue and its priority lanes, each with its own prefetch: a
+        // backlog prefetched from one lane never holds back another's steps, and the host
+        // starts the steps it holds high priority first.
+        let mut consumers = Vec::with_capacity(o.namespaces.len() * 3);
         for ns in &o.namespaces {
-            let queue = topology::steps_queue(&o.queue_prefix, ns);
-            consumers.push(
-                broker
-                    .consume(&queue, &format!("{}-{ns}", o.name), o.prefetch)
-                    .await?,
-            );
+            let lanes = std::iter::once(None).chain(topology::LANES.map(Some));
+            for lane in lanes {
+                let queue = topology::lane_queue(&o.queue_prefix, ns, lane);
+                let tag = match lane {
+                    None => format!("{}-{ns}", o.name),
+                    Some(lane) => format!("{}-{ns}@{lane}", o.name),
+                };
+                consumers.push(broker.consume(&queue, &tag, o.prefetch).await?);
+            }
         }
         let stoppers: Vec<Stopper> = consumers.iter().map(|c| c.stopper()).collect();
         let mut deliveries = futures_util::stream::select_all(consumers);

@@ -337,6 +337,7 @@ async fn a_start_repeated_before_or_after_its_commit_makes_one_child() -> anyhow
             run_at: None,
             children,
             parent: None,
+            priority: Default::default(),
         })
         .await?;
     drop(created.effects);
@@ -372,6 +373,7 @@ async fn a_start_repeated_before_or_after_its_commit_makes_one_child() -> anyhow
             run_at: None,
             children: vec![None],
             parent: None,
+            priority: Default::default(),
         })
         .await?;
     assert!(!again.created);

@@ -98,6 +98,7 @@ impl Engine {
                 run_at: None,
                 children: Vec::new(),
                 parent: None,
+                priority: Default::default(),
             })
             .await?;
         Ok(created.task_id)
@@ -247,6 +248,20 @@ async fn every_step_state_and_event_pair_matches_the_table() -> anyhow::Result<(
             }
             match event {
                 StepEvent::Dispatch => engine.exec("SELECT tasker_dispatch(ARRAY[$1])", b).await?,
+                StepEvent::Throttle => {
+                    // A limit whose only slot is taken.
+                    engine
+                        .exec(
+                            "WITH k AS (INSERT INTO concurrency_slots (key, lim, in_use)
+                                        VALUES ('engine:' || $1, 1, 1))
+                             UPDATE steps SET limits = jsonb_build_object('concurrency',
+                                 jsonb_build_object('key', 'engine:' || $1, 'limit', 1))
+                             WHERE id = $1",
+                            b,
+                        )
+                        .await?;
+                    engine.exec("SELECT tasker_dispatch(ARRAY[$1])", b).await?
+                }
                 StepEvent::Succeed => engine.apply(task, b, success()).await?,
                 StepEvent::FailRetryable => engine.apply(task, b, failure(true)).await?,
                 StepEvent::FailPermanent => engine.apply(task, b, failure(false)).await?,

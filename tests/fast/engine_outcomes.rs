@@ -96,6 +96,7 @@ impl World {
                 run_at: None,
                 children: Vec::new(),
                 parent: None,
+                priority: Default::default(),
             })
             .await?
             .task_id)

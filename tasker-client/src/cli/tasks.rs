@@ -222,6 +222,9 @@ fn print_task(t: &Task, json: bool) -> anyhow::Result<()> {
     out!("task     {}", t.id);
     out!("template {}/{}@{}", t.namespace, t.name, t.version);
     out!("state    {}", t.state);
+    if t.priority != "normal" {
+        out!("priority {}", t.priority);
+    }
     if let Some(at) = t.run_at {
         out!(
             "run at   {}",
@@ -283,6 +286,7 @@ fn print_steps(steps: &[Step], task_namespace: &str) {
         let run = ms_between(s.started_at, s.finished_at);
         let shown = s.result.as_ref().or(s.error.as_ref());
         let shown = match (&s.wait, &s.child, s.state.as_str()) {
+            (_, _, "throttled") => s.throttle.as_ref().map(throttled).unwrap_or_default(),
             (Some(w), _, "waiting") => waiting(w),
             (_, Some(c), "waiting" | "enqueued") => format!(
                 "child {} ({}/{}@{})",
@@ -313,6 +317,22 @@ fn print_steps(steps: &[Step], task_namespace: &str) {
             shown
         );
     }
+}
+
+/// What holds a throttled step: `concurrency shop/charge:A (limit 2) since …` or `rate stripe
+/// (limit 100) until …`.
+fn throttled(t: &Value) -> String {
+    let text = |k: &str| t[k].as_str().unwrap_or("?").to_owned();
+    let when = match t["until"].as_str() {
+        Some(until) => format!("until {until}"),
+        None => format!("since {}", text("since")),
+    };
+    format!(
+        "{} {} (limit {}) {when}",
+        text("kind"),
+        text("key"),
+        t["limit"]
+    )
 }
 
 /// What a waiting step waits for: `signal approved until …` or `sleep until …`.

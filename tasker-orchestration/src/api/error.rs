@@ -46,6 +46,9 @@ impl From<crate::store::Error> for Error {
     /// An unreachable database is worth retrying (503); anything else is a bug or bad stored
     /// data (500). Either way the details go to the log, never to the client.
     fn from(e: crate::store::Error) -> Self {
+        if let crate::store::Error::Limits(k) = e {
+            return Self::new(StatusCode::UNPROCESSABLE_ENTITY, k.code, k.message);
+        }
         if let crate::store::Error::Unavailable(_) = e {
             tracing::warn!(error = %e, "database unavailable while serving a request");
             Self::new(

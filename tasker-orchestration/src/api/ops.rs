@@ -71,6 +71,9 @@ pub(super) async fn metrics(State(shared): State<Shared>) -> String {
     if let Err(e) = worker_gauges(&shared).await {
         tracing::warn!(error = %e, "metrics: cannot count workers and unserved steps");
     }
+    if let Err(e) = flow_gauges(&shared).await {
+        tracing::warn!(error = %e, "metrics: cannot count concurrency slots and throttled steps");
+    }
     crate::metrics::handle().render()
 }
 
@@ -110,6 +113,40 @@ async fn worker_gauges(shared: &Shared) -> Result<(), crate::store::Error> {
         ::metrics::gauge!(crate::metrics::STEPS_UNSERVED.name, "namespace" => ns.clone())
             .set(*n as f64);
         namespaces.insert(ns.clone());
+    }
+    Ok(())
+}
+
+/// Scopes whose slots an earlier scrape saw in use, set to 0 when none is.
+static SCOPES: std::sync::Mutex<Option<HashSet<String>>> = std::sync::Mutex::new(None);
+
+/// Concurrency slots in use by scope and throttled steps by kind.
+async fn flow_gauges(shared: &Shared) -> Result<(), crate::store::Error> {
+    let (slots, throttled) = shared.store.flow_counts().await?;
+    let mut by_kind: HashMap<&str, i64> = ["concurrency", "rate", "paused"]
+        .into_iter()
+        .map(|k| (k, 0))
+        .collect();
+    for (kind, n) in &throttled {
+        if let Some(count) = by_kind.get_mut(kind.as_str()) {
+            *count += n;
+        }
+    }
+    for (kind, n) in by_kind {
+        ::metrics::gauge!(crate::metrics::STEPS_THROTTLED.name, "kind" => kind).set(n as f64);
+    }
+    let mut seen = SCOPES.lock().unwrap_or_else(|p| p.into_inner());
+    let scopes = seen.get_or_insert_with(Default::default);
+    for scope in scopes
+        .iter()
+        .filter(|s| !slots.iter().any(|(k, _)| k == *s))
+    {
+        ::metrics::gauge!(crate::metrics::SLOTS_IN_USE.name, "scope" => scope.clone()).set(0.0);
+    }
+    for (scope, n) in &slots {
+        ::metrics::gauge!(crate::metrics::SLOTS_IN_USE.name, "scope" => scope.clone())
+            .set(*n as f64);
+        scopes.insert(scope.clone());
     }
     Ok(())
 }

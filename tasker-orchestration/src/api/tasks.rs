@@ -41,7 +41,7 @@ use crate::store::{NewTask, TaskFilter, TaskView};
         (status = 404, description = "`unknown_template`", body = ErrorBody),
         (status = 409, description = "`idempotency_key_reused`: the key created a task from another template or context", body = ErrorBody),
         (status = 413, description = "`body_too_large`, `context_too_large`", body = ErrorBody),
-        (status = 422, description = "`context_schema_violation` (details: the problems), `unknown_child_template` (a child step names a template that is not registered)", body = ErrorBody),
+        (status = 422, description = "`context_schema_violation` (details: the problems), `unknown_child_template` (a child step names a template that is not registered), `concurrency_key_missing` / `rate_limit_key_missing` (a limit's key pointer finds no string, number or boolean in the context), `concurrency_key_too_long` / `rate_limit_key_too_long` (its value is over 128 bytes)", body = ErrorBody),
     ))]
 pub(super) async fn create_task(
     State(shared): State<Shared>,
@@ -92,6 +92,10 @@ pub(super) async fn create_task(
             run_at,
             children,
             parent: None,
+            priority: req
+                .priority
+                .or(entry.loaded.template.priority)
+                .unwrap_or_default(),
         })
         .await?;
     if let Some(span) = &span

@@ -22,9 +22,11 @@ pub(super) struct Round<'a> {
     pub spans: Vec<tasker_telemetry::Span>,
 }
 
-/// The encoded messages of one namespace's steps, with their indexes in the published slice.
+/// The encoded messages of one namespace's steps of one priority lane, with their indexes in
+/// the published slice.
 struct Group<'a> {
     namespace: &'a str,
+    lane: Option<&'static str>,
     indexes: Vec<usize>,
     encoded: Vec<Vec<u8>>,
 }
@@ -42,6 +44,7 @@ impl<'a> Round<'a> {
         };
         for Group {
             namespace: ns,
+            lane,
             indexes: idx,
             encoded,
         } in groups
@@ -63,20 +66,22 @@ impl<'a> Round<'a> {
                                 .collect(),
                         );
                         round.out.push(Outgoing {
-                            queue: topology::steps_queue(prefix, ns),
+                            queue: topology::lane_queue(prefix, ns, lane),
                             payload: batch.body,
                         });
                     }
                 }
             }
-            round.namespaces.push(ns);
+            if !round.namespaces.contains(&ns) {
+                round.namespaces.push(ns);
+            }
         }
         round
     }
 }
 
 /// Each step encoded once (with its dispatch span's context when its task is traced), grouped
-/// by namespace in order of first appearance.
+/// by namespace and priority lane in order of first appearance.
 fn group<'a>(
     messages: &'a [StepMessage],
     spans: &mut Vec<tasker_telemetry::Span>,
@@ -99,13 +104,18 @@ fn group<'a>(
                 continue;
             }
         };
-        match groups.iter_mut().find(|g| g.namespace == m.namespace) {
+        let lane = m.priority.filter(|p| !p.is_normal()).map(|p| p.as_str());
+        match groups
+            .iter_mut()
+            .find(|g| g.namespace == m.namespace && g.lane == lane)
+        {
             Some(g) => {
                 g.indexes.push(i);
                 g.encoded.push(payload);
             }
             None => groups.push(Group {
                 namespace: &m.namespace,
+                lane,
                 indexes: vec![i],
                 encoded: vec![payload],
             }),

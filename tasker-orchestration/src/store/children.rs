@@ -16,6 +16,8 @@ pub struct ChildStart {
     pub task_id: Uuid,
     /// The parent task's depth.
     pub depth: i32,
+    /// The parent task's priority rank (its children's unless their template says).
+    pub priority: i16,
     /// `tasker_shared::compose::ChildSpec::compile`'s form.
     pub spec: Value,
     /// The parent task's context.
@@ -30,7 +32,8 @@ impl Store {
     pub async fn child_starts(&self, steps: &[(Uuid, i32)]) -> Result<Vec<ChildStart>> {
         let (ids, attempts): (Vec<Uuid>, Vec<i32>) = steps.iter().copied().unzip();
         Ok(sqlx::query_as(
-            "SELECT s.id AS step_id, s.attempt, s.task_id, t.depth, s.child AS spec, t.context,
+            "SELECT s.id AS step_id, s.attempt, s.task_id, t.depth, t.priority, s.child AS spec,
+                    t.context,
                     COALESCE((SELECT jsonb_object_agg(p.name, p.result)
                               FROM step_edges e JOIN steps p ON p.id = e.parent_id
                               WHERE e.child_id = s.id AND p.state = 'completed'),

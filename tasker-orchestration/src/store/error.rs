@@ -32,6 +32,10 @@ pub enum Error {
     /// A state stored in the database that this release does not know.
     #[error("unknown task state {0:?} stored")]
     UnknownState(String),
+    /// A new task's context lacks a key its limits read (or has one too long): nothing was
+    /// created. The API answers 422 with its code.
+    #[error("{0}")]
+    Limits(tasker_shared::flow::KeyError),
 }
 
 impl Error {

@@ -8,7 +8,7 @@ use super::{Error, Result};
 
 /// In dependency order: a function is created after the functions it calls in SQL-language
 /// bodies (PL/pgSQL bodies are resolved at call time, but keeping one order is simplest).
-pub(super) const FUNCTIONS: [(&str, &str); 34] = [
+pub(super) const FUNCTIONS: [(&str, &str); 38] = [
     (
         "tasker_retry_delay_ms",
         include_str!("../../sql/tasker_retry_delay_ms.sql"),
@@ -29,6 +29,7 @@ pub(super) const FUNCTIONS: [(&str, &str); 34] = [
         "tasker_step_messages",
         include_str!("../../sql/tasker_step_messages.sql"),
     ),
+    ("tasker_claim", include_str!("../../sql/tasker_claim.sql")),
     (
         "tasker_dispatched",
         include_str!("../../sql/tasker_dispatched.sql"),
@@ -132,6 +133,18 @@ pub(super) const FUNCTIONS: [(&str, &str); 34] = [
     (
         "tasker_task_ended",
         include_str!("../../sql/tasker_task_ended.sql"),
+    ),
+    (
+        "tasker_release_slot",
+        include_str!("../../sql/tasker_release_slot.sql"),
+    ),
+    (
+        "tasker_wake_throttled",
+        include_str!("../../sql/tasker_wake_throttled.sql"),
+    ),
+    (
+        "tasker_reconcile_slots",
+        include_str!("../../sql/tasker_reconcile_slots.sql"),
     ),
 ];
 

@@ -31,6 +31,7 @@ pub struct TaskFilter {
 const TASK_COLUMNS: &str = "t.id, t.namespace, t.name, t.version, t.state, t.context,
     t.idempotency_key, t.open_steps, t.error, t.created_at, t.completed_at, t.run_at,
     t.parent_task_id, t.parent_step_id, t.depth,
+    (ARRAY['high', 'normal', 'low'])[t.priority + 1] AS priority,
     EXTRACT(EPOCH FROM (t.completed_at - t.created_at))::float8 * 1000 AS duration_ms";
 
 impl Store {
@@ -147,6 +148,7 @@ impl Store {
                             'namespace', child->>'namespace', 'name', child->>'name',
                             'version', child->>'version', 'task_id', child_task_id,
                             'on_parent_cancel', child->>'on_parent_cancel') END AS child,
+                        CASE WHEN state = 'throttled' THEN throttle END AS throttle, limits,
                         octet_length(COALESCE(result::text, '')) + octet_length(COALESCE(error::text, ''))
                             AS bytes
                  FROM steps WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3

@@ -20,11 +20,51 @@ use crate::effects::{Effects, Rejected, ResultCounts};
 pub(super) struct Dispatched {
     messages: Vec<StepMessage>,
     deferred: Vec<Uuid>,
+    #[serde(flatten)]
+    claimed: Claimed,
+}
+
+/// What claiming limits left (`tasker_claim`, through `tasker_dispatch`): the throttled steps
+/// whose start is timed (a rate token reserved, a pause's end), and how long each throttled
+/// step now enqueued waited.
+#[derive(serde::Deserialize, Default)]
+pub(super) struct Claimed {
+    #[serde(default)]
+    throttled: Vec<RetryRow>,
+    #[serde(default)]
+    waited: Vec<Waited>,
+}
+
+#[derive(serde::Deserialize)]
+struct Waited {
+    kind: String,
+    seconds: f64,
+}
+
+impl Claimed {
+    /// The timed waits, as alarms to arm (the timers dispatch every throttled step due at
+    /// once, `tasker_wake_throttled`).
+    pub(super) fn wakes(&self) -> Vec<Duration> {
+        self.throttled
+            .iter()
+            .map(|r| Duration::from_millis(r.delay_ms))
+            .collect()
+    }
+
+    /// The waits that ended, by kind, in seconds.
+    pub(super) fn waits(&self) -> Vec<(String, f64)> {
+        self.waited
+            .iter()
+            .map(|w| (w.kind.clone(), w.seconds))
+            .collect()
+    }
 }
 
 impl From<Dispatched> for Effects {
     fn from(d: Dispatched) -> Self {
         Effects {
+            wakes: d.claimed.wakes(),
+            throttle_waits: d.claimed.waits(),
             dispatch: d.messages,
             deferred: d.deferred,
             ..Effects::default()
@@ -189,13 +229,15 @@ pub(super) fn parse_applied(text: &str) -> Result<Effects> {
         source,
     })?;
     Ok(Effects {
-        dispatch: row.dispatch.messages,
-        deferred: row.dispatch.deferred,
+        throttle_waits: row.dispatch.claimed.waits(),
         retries: row
             .retries
             .into_iter()
             .map(|r| (r.step_id, Duration::from_millis(r.delay_ms)))
             .collect(),
+        wakes: row.dispatch.claimed.wakes(),
+        dispatch: row.dispatch.messages,
+        deferred: row.dispatch.deferred,
         finished: row
             .finished
             .into_iter()

@@ -25,6 +25,8 @@ pub struct NewTask<'a> {
     pub children: Vec<Option<Value>>,
     /// For a child task: the parent step attempt that starts it.
     pub parent: Option<ParentLink>,
+    /// How soon its steps start when workers are busy.
+    pub priority: tasker_shared::flow::Priority,
 }
 
 /// The parent step attempt a child task is started by.
@@ -65,6 +67,11 @@ struct CreatedRow {
     context: Value,
     #[serde(default)]
     dispatch: Vec<StepMessage>,
+    /// Roots with limits: the timed waits of those throttled, and those beyond the first page.
+    #[serde(flatten)]
+    claimed: super::results::Claimed,
+    #[serde(default)]
+    deferred: Vec<Uuid>,
     #[serde(default)]
     parent_gone: bool,
 }
@@ -131,15 +138,35 @@ pub(super) async fn create_task_on(
     let t = &new.template.template;
     let plan = Plan::new(new.template);
     let ids: Vec<Uuid> = t.steps.iter().map(|_| Uuid::now_v7()).collect();
+    // Each step's limits, their keys read from the context (422 for a key it lacks).
+    let limits = t
+        .steps
+        .iter()
+        .map(|s| tasker_shared::flow::resolve(t, s, &new.context))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(Error::Limits)?;
     let mut cols = StepColumns::default();
     for &i in &plan.steps {
+        // A batchable step's spec carries its batch worker's limits, for the batches it makes.
+        let batch_spec = Plan::batch_spec(new.template, i).map(|mut spec| {
+            if let Some(l) = t
+                .steps
+                .iter()
+                .position(|w| Some(w.name.as_str()) == spec["name"].as_str())
+                .and_then(|w| limits[w].clone())
+            {
+                spec["limits"] = l;
+            }
+            spec
+        });
         cols.push(
             ids[i],
             &t.steps[i],
             &t.namespace,
             plan.parent_count(i) as i32,
-            Plan::batch_spec(new.template, i),
+            batch_spec,
             new.children.get(i).cloned().flatten(),
+            limits[i].clone(),
         );
     }
     let edges: (Vec<Uuid>, Vec<Uuid>) = plan.edges.iter().map(|&(p, c)| (ids[p], ids[c])).unzip();
@@ -153,11 +180,12 @@ pub(super) async fn create_task_on(
         idempotency_key: new.idempotency_key.as_deref(),
         run_at: new.run_at,
         parent: new.parent,
+        priority: new.priority,
     };
     let query = sqlx::query_scalar(
         "SELECT tasker_create_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
                                    $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,
-                                   $26, $27, $28, $29, $30, $31, $32)",
+                                   $26, $27, $28, $29, $30, $31, $32, $33, $34)",
     );
     let query = task.bind(query);
     let query = cols.bind(query);
@@ -171,13 +199,17 @@ pub(super) async fn create_task_on(
         parent_gone: row.parent_gone,
         effects: Effects {
             dispatch: row.dispatch,
+            deferred: row.deferred,
+            throttle_waits: row.claimed.waits(),
             created: row.created.then(|| t.namespace.clone()),
-            // A task that starts later: look at the timers when its time comes.
+            // A task that starts later: look at the timers when its time comes (and when
+            // throttled roots may start).
             wakes: new
                 .run_at
                 .filter(|_| row.created)
                 .and_then(|at| (at - chrono::Utc::now()).to_std().ok())
                 .into_iter()
+                .chain(row.claimed.wakes())
                 .collect(),
             ..Effects::default()
         },
@@ -189,7 +221,7 @@ pub(super) async fn create_task_on(
 type CreateCall<'q> =
     sqlx::query::QueryScalar<'q, sqlx::Postgres, Value, sqlx::postgres::PgArguments>;
 
-/// The task's own columns: `tasker_create_task`'s `$1` to `$13`.
+/// The task's own columns: `tasker_create_task`'s `$1` to `$14`.
 struct TaskColumns<'a> {
     id: Uuid,
     template_id: Uuid,
@@ -200,6 +232,7 @@ struct TaskColumns<'a> {
     idempotency_key: Option<&'a str>,
     run_at: Option<chrono::DateTime<chrono::Utc>>,
     parent: Option<ParentLink>,
+    priority: tasker_shared::flow::Priority,
 }
 
 impl<'a> TaskColumns<'a> {
@@ -221,11 +254,12 @@ impl<'a> TaskColumns<'a> {
             .bind(self.parent.map(|p| p.attempt))
             .bind(self.parent.map(|p| p.depth))
             .bind(self.parent.map(|p| p.on_parent_cancel.as_str()))
+            .bind(self.priority.rank())
     }
 }
 
-/// Column vectors for the bulk `unnest` insert of a task's steps: `tasker_create_task`'s `$14`
-/// to `$30` (its edges, `$31` and `$32`, follow).
+/// Column vectors for the bulk `unnest` insert of a task's steps: `tasker_create_task`'s `$15`
+/// to `$32` (its edges, `$33` and `$34`, follow).
 #[derive(Default)]
 struct StepColumns {
     id: Vec<Uuid>,
@@ -245,6 +279,7 @@ struct StepColumns {
     wait: Vec<Option<Value>>,
     namespace: Vec<Option<String>>,
     child: Vec<Option<Value>>,
+    limits: Vec<Option<Value>>,
 }
 
 impl StepColumns {
@@ -267,6 +302,7 @@ impl StepColumns {
             .bind(&self.wait)
             .bind(&self.namespace)
             .bind(&self.child)
+            .bind(&self.limits)
     }
 
     fn push(
@@ -277,6 +313,7 @@ impl StepColumns {
         parents: i32,
         batch_spec: Option<Value>,
         child: Option<Value>,
+        limits: Option<Value>,
     ) {
         self.id.push(id);
         self.name.push(s.name.clone());
@@ -306,5 +343,6 @@ impl StepColumns {
         self.namespace
             .push(s.namespace.clone().filter(|ns| ns != template_namespace));
         self.child.push(child);
+        self.limits.push(limits);
     }
 }

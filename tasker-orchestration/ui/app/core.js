@@ -44,6 +44,12 @@ const clip = (s, n) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 const unservedTitle = (namespace, handler) => `no live worker serves namespace ${namespace} / handler ${handler}`;
 const unservedBadge = (namespace, handler) =>
   h('span', { class: 'badge unserved', title: unservedTitle(namespace, handler), text: 'unserved' });
+// A task's priority when it is not "normal" (the API's `priority`): a small tag, not a `.badge`
+// (a row's badge is its state). `long`: "high priority" (the task page), else "high" (lists).
+const priorityTag = (priority, long) => (priority && priority !== 'normal'
+  ? h('span', { class: `prio prio-${priority}`, 'data-priority': priority, title: `priority: ${priority}`,
+    text: long ? `${priority} priority` : priority })
+  : null);
 
 // 2025-01-31 12:34:56.789 in local time (the exact ISO value goes in a title).
 function fmtTime(iso) {
@@ -104,6 +110,14 @@ function fmtInZone(iso, zone) {
   } catch (_) {
     return null;
   }
+}
+
+// A rate limit's period: "1 s", "250 ms", "1.5 s", "1 min", "1 h", "1 d".
+function fmtPer(v) {
+  if (v == null || !isFinite(v)) return '—';
+  const units = [[86400000, 'd'], [3600000, 'h'], [60000, 'min'], [1000, 's']];
+  for (const [size, unit] of units) if (v >= size && v % (size / 10) === 0) return `${+(v / size).toFixed(1)} ${unit}`;
+  return `${v} ms`;
 }
 
 function fmtMs(v) {
@@ -213,6 +227,7 @@ const VIEWS = {
   'dead-letters/0': deadLettersView,
   'dead-letters/1': deadLetterView,
   'workers/0': workersView,
+  'limits/0': limitsView,
 };
 let current = null; // the AbortController of the view on screen: aborted when leaving it
 

@@ -23,7 +23,7 @@ async function tasksView(root, signal) {
     row: (t) => h('tr', { 'data-task-id': t.id },
       h('td', { class: 'mono' }, h('a', { href: `#/tasks/${enc(t.id)}`, text: t.id })),
       h('td', {}, h('a', { class: 'quiet', href: templateHref(t), text: `${t.namespace}/${t.name}@${t.version}` })),
-      h('td', {}, badge(t.state),
+      h('td', {}, badge(t.state), t.priority && t.priority !== 'normal' && [' ', priorityTag(t.priority)],
         t.state === 'scheduled' && t.run_at && h('span', { class: 'muted starts' }, ' starts ', relEl(t.run_at))),
       h('td', {}, timeEl(t.created_at)),
       h('td', { class: 'num', text: fmtMs(t.duration_ms) })),
@@ -142,6 +142,7 @@ async function taskView(root, signal, id) {
 
   const live = h('span', { id: 'live', 'data-live': 'off', title: 'live updates', text: 'offline' });
   const stateEl = h('span', { id: 'task-state', class: 'badge', text: '…' });
+  const priorityEl = h('span', { id: 'task-priority', hidden: true });
   const meta = h('div');
   const cancelBtn = h('button', { id: 'cancel', type: 'button', hidden: true, text: 'Cancel task' });
   const reason = h('input', { id: 'repair-reason', type: 'text', hidden: true, maxlength: 1000, placeholder: 'reason (optional, recorded in the history)' });
@@ -181,7 +182,7 @@ async function taskView(root, signal, id) {
   childrenSection.hidden = true;
 
   put(root,
-    h('div', { class: 'task-head' }, h('h1', {}, 'Task ', h('span', { class: 'mono', text: id })), stateEl, live),
+    h('div', { class: 'task-head' }, h('h1', {}, 'Task ', h('span', { class: 'mono', text: id })), stateEl, priorityEl, live),
     meta,
     h('div', { class: 'actions' }, cancelBtn, reason, retryBtn),
     signalSection,
@@ -296,6 +297,9 @@ async function taskView(root, signal, id) {
     stateEl.textContent = task.state;
     stateEl.dataset.state = task.state;
     stateEl.className = `badge state-${task.state}`;
+    // The priority, only when it is not "normal".
+    priorityEl.hidden = !task.priority || task.priority === 'normal';
+    priorityEl.replaceChildren(priorityEl.hidden ? '' : priorityTag(task.priority, true));
     meta.replaceChildren(dl([
       ['template', h('a', { href: templateHref(task), text: `${task.namespace}/${task.name}@${task.version}` })],
       ['parent task', task.parent_task_id ? parentEl(task) : null],
@@ -402,7 +406,8 @@ const stepNotes = (s, namespace) => ({
   href: s.child && s.child.task_id ? taskHref(s.child.task_id) : null,
   notes: [s.namespace && s.namespace !== namespace && `namespace ${s.namespace}`,
     s.child && `child: ${templateLabel(s.child)}${s.child.task_id ? ` (task ${s.child.task_id})` : ''}`,
-    s.unserved && unservedTitle(s.namespace || namespace, s.handler)].filter(Boolean),
+    s.unserved && unservedTitle(s.namespace || namespace, s.handler),
+    s.state === 'throttled' && s.throttle && throttleText(s.throttle, s.limits)].filter(Boolean),
 });
 
 // Each template step's state from the task's steps: batch worker instances ("sum#3") fold into
@@ -420,7 +425,8 @@ function stepStates(steps, taskState, namespace) {
     if (g.length === 1 && g[0].name === name) {
       const s = g[0];
       const sub = s.state === 'waiting' && s.wait ? waitSub(s.wait)
-        : s.attempt > 1 ? `${s.state} · attempt ${s.attempt}` : s.state;
+        : s.state === 'throttled' && s.throttle ? throttleSub(s.throttle)
+          : s.attempt > 1 ? `${s.state} · attempt ${s.attempt}` : s.state;
       const kind = s.step_type === 'wait' || s.step_type === 'child' ? s.step_type : null;
       return Object.assign({ state: s.state, sub, kind }, stepNotes(s, namespace));
     }
@@ -432,9 +438,10 @@ function stepStates(steps, taskState, namespace) {
   };
 }
 
-// failed, else in progress, else pending, else completed if all are, else the most common.
+// failed, else in progress, else held back (throttled, waiting), else pending, else completed if
+// all are, else the most common.
 function worstState(states) {
-  for (const s of ['failed', 'enqueued', 'waiting_retry', 'waiting', 'pending']) if (states.includes(s)) return s;
+  for (const s of ['failed', 'enqueued', 'throttled', 'waiting_retry', 'waiting', 'pending']) if (states.includes(s)) return s;
   if (states.every((s) => s === 'completed')) return 'completed';
   const counts = new Map();
   for (const s of states) counts.set(s, (counts.get(s) || 0) + 1);
@@ -445,6 +452,51 @@ function worstState(states) {
 function waitSub(w) {
   if (w.kind === 'signal') return `for ${w.signal}`;
   return w.until ? `until ${fmtShort(w.until)}` : 'waiting';
+}
+
+// A throttled step's throttle in its DAG node: "throttled · shop/charge:A", "paused · stripe".
+const throttleSub = (t) => `${t.kind === 'paused' ? 'paused' : 'throttled'} · ${t.key}`;
+
+// The rate of a step's rate limit, when its `limits` name the key: "100 per 1 s".
+const rateOf = (limits, key) => {
+  const r = limits && limits.rate;
+  return r && r.key === key && r.per_ms ? `${r.limit} per ${fmtPer(r.per_ms)}` : null;
+};
+
+// The same in one line of text (the DAG node's tooltip).
+function throttleText(t, limits) {
+  const rate = rateOf(limits, t.key);
+  if (t.kind === 'concurrency') return `throttled by concurrency key ${t.key} (limit ${t.limit}) since ${fmtShort(t.since)}`;
+  if (t.kind === 'paused') return `rate limit ${t.key} paused${t.until ? ` until ${fmtShort(t.until)}` : ''}`;
+  return `throttled by rate limit ${t.key} (${rate || `limit ${t.limit}`})${t.until ? ` until ${fmtShort(t.until)}` : ''}`;
+}
+
+// Which key holds a throttled step back and until when: "throttled by concurrency key
+// `shop/charge:A` (limit 2) since 14:02:31 (3s ago)", "throttled by rate limit `stripe`
+// (100 per 1 s) until 14:02:32 (in 1s)", "rate limit `stripe` paused until … — waiting since …".
+// The key links to the Limits page.
+function throttleInfo(t, limits) {
+  const key = h('a', { href: '#/limits', title: 'see the Limits page' }, h('code', { class: 'throttle-key', text: t.key }));
+  const since = t.since && [' since ', atEl(t.since)];
+  const until = t.until && [' until ', atEl(t.until)];
+  return h('div', { class: 'throttle-info', 'data-kind': t.kind, 'data-key': t.key },
+    t.kind === 'concurrency' ? ['throttled by concurrency key ', key, ` (limit ${t.limit})`, since]
+      : t.kind === 'paused' ? ['rate limit ', key, ' paused', until || ' (until resumed)', t.since && [' — waiting', since]]
+        : ['throttled by rate limit ', key, ` (${rateOf(limits, t.key) || `limit ${t.limit}`})`,
+          until || ' (until a token is free)', t.since && [' — waiting', since]]);
+}
+
+// The limits that apply to a step: "concurrency `shop/charge:A` (limit 2) · rate `stripe` (100 per
+// 1 s, burst 20)"; null when none does.
+function limitsInfo(l) {
+  if (!l || (!l.concurrency && !l.rate)) return null;
+  const c = l.concurrency;
+  const r = l.rate;
+  return h('div', { class: 'limits-info muted' }, 'limits: ',
+    c && h('span', { class: 'limit-concurrency' }, 'concurrency ', h('code', { text: c.key }), ` (limit ${c.limit})`),
+    c && r && ' · ',
+    r && h('span', { class: 'limit-rate' }, 'rate ', h('code', { text: r.key }),
+      ` (${r.limit} per ${fmtPer(r.per_ms)}${r.burst != null && r.burst !== r.limit ? `, burst ${r.burst}` : ''})`));
 }
 
 // What a waiting step waits for and until when: "sleeping until 14:02:31 (in 2m)", "waiting for
@@ -479,6 +531,8 @@ function stepCard(st, openTraces, namespace) {
       st.worker && h('span', { class: 'muted', text: `worker ${st.worker}` }),
       st.state === 'waiting_retry' && st.next_attempt_at && h('span', { class: 'muted' }, 'next attempt ', timeEl(st.next_attempt_at))),
     st.state === 'waiting' && st.wait && waitInfo(st.wait),
+    st.state === 'throttled' && st.throttle && throttleInfo(st.throttle, st.limits),
+    limitsInfo(st.limits),
     st.result != null && h('pre', { class: 'result', text: pretty(st.result) }));
   const err = st.error;
   if (err == null) return card;

@@ -64,6 +64,14 @@ pub(super) fn check_policy(step: &StepTemplate) -> Result<(), ErrorKind> {
             problem,
         })
     };
+    if let Some(c) = &step.concurrency {
+        c.check(&format!("steps.{}.concurrency", step.name))
+            .map_err(super::compile::flow_problem)?;
+    }
+    if let Some(r) = &step.rate_limit {
+        r.check(&format!("steps.{}.rate_limit", step.name))
+            .map_err(super::compile::flow_problem)?;
+    }
     let r = &step.retry;
     if !(1..=limits::MAX_ATTEMPTS).contains(&r.max_attempts) {
         return invalid(

@@ -81,6 +81,12 @@ impl TaskTemplate {
         if let Some(d) = &self.description {
             check_text("description", d)?;
         }
+        if let Some(c) = &self.concurrency {
+            c.check("concurrency").map_err(flow_problem)?;
+        }
+        if let Some(r) = &self.rate_limit {
+            r.check("rate_limit").map_err(flow_problem)?;
+        }
         if let Some(schema) = &self.context_schema
             && let Err(problem) = crate::json_check::check(schema, crate::json_check::MAX_DEPTH)
         {
@@ -271,6 +277,17 @@ fn check_handler_or_wait(step: &super::StepTemplate) -> Result<(), ErrorKind> {
             &format!("does not apply to a {kind} step: no worker runs it"),
         );
     }
+    for (field, given) in [
+        ("concurrency", step.concurrency.is_some()),
+        ("rate_limit", step.rate_limit.is_some()),
+    ] {
+        if given {
+            return invalid(
+                field,
+                &format!("does not apply to a {kind} step: no worker runs it"),
+            );
+        }
+    }
     let field = |field: String, problem: String| ErrorKind::InvalidField { field, problem };
     if let Some(child) = &step.child {
         return child
@@ -281,4 +298,12 @@ fn check_handler_or_wait(step: &super::StepTemplate) -> Result<(), ErrorKind> {
     wait.compile(&format!("steps.{}.wait", step.name))
         .map(|_| ())
         .map_err(|e| field(e.field, e.problem))
+}
+
+/// A limit's problem as a template error naming its field.
+pub(super) fn flow_problem(p: crate::flow::Problem) -> ErrorKind {
+    ErrorKind::InvalidField {
+        field: p.field,
+        problem: p.problem,
+    }
 }

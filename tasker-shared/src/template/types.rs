@@ -23,6 +23,15 @@ pub struct TaskTemplate {
     /// JSON Schema every new task's context must satisfy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_schema: Option<Value>,
+    /// The priority of its tasks when a request names none (normal if unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<crate::flow::Priority>,
+    /// A concurrency limit shared by every worker step of its tasks with the same key value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<crate::flow::ConcurrencySpec>,
+    /// A rate limit on every worker step of its tasks (a step's own replaces it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<crate::flow::RateLimitSpec>,
     #[serde(default)]
     pub steps: Vec<StepTemplate>,
 }
@@ -67,6 +76,13 @@ pub struct StepTemplate {
     /// completes with its result (no worker, no handler).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub child: Option<crate::compose::ChildSpec>,
+    /// At most `limit` of this step with the same key value in flight at once (replaces the
+    /// template's `concurrency` for this step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<crate::flow::ConcurrencySpec>,
+    /// At most `limit` starts of this step per `per` for one key (replaces the template's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<crate::flow::RateLimitSpec>,
 }
 
 impl StepTemplate {

@@ -63,6 +63,7 @@ impl BenchHost {
                         timeout_ms: 60_000,
                         queue_timeout_ms: None,
                         traceparent: None,
+                        priority: None,
                     },
                 )
             })

@@ -1,0 +1,73 @@
+//! Fair sharing through the API: the concurrency keys and rate keys, and an operator's pause of
+//! a rate key.
+
+use chrono::{DateTime, Utc};
+
+use tasker_shared::api::{
+    ConcurrencyLimit, ConcurrencyLimitList, PauseRateLimit, RateLimit, RateLimitList,
+};
+
+use crate::{Client, Error, decode, segment};
+
+impl Client {
+    /// The concurrency keys (those starting with `prefix`, if given): in use or waited for
+    /// first, then the most recently used.
+    pub async fn concurrency_limits(
+        &self,
+        prefix: Option<&str>,
+    ) -> Result<Vec<ConcurrencyLimit>, Error> {
+        let mut req = self
+            .http
+            .get(format!("{}/v1/concurrency-limits", self.base));
+        if let Some(p) = prefix {
+            req = req.query(&[("key", p)]);
+        }
+        Ok(decode::<ConcurrencyLimitList>(req.send().await?)
+            .await?
+            .limits)
+    }
+
+    /// The rate keys, most recently used first.
+    pub async fn rate_limits(&self) -> Result<Vec<RateLimit>, Error> {
+        let req = self.http.get(format!("{}/v1/rate-limits", self.base));
+        Ok(decode::<RateLimitList>(req.send().await?).await?.limits)
+    }
+
+    /// Pauses rate key `key` until `until`: no step claiming it starts before then.
+    pub async fn pause_rate_limit(
+        &self,
+        key: &str,
+        until: DateTime<Utc>,
+        note: Option<&str>,
+    ) -> Result<RateLimit, Error> {
+        let body = PauseRateLimit {
+            until,
+            note: note.map(str::to_owned),
+        };
+        let resp = self
+            .http
+            .post(format!(
+                "{}/v1/rate-limits/{}/pause",
+                self.base,
+                segment(key)
+            ))
+            .json(&body)
+            .send()
+            .await?;
+        decode(resp).await
+    }
+
+    /// Ends rate key `key`'s pause now.
+    pub async fn resume_rate_limit(&self, key: &str) -> Result<RateLimit, Error> {
+        let resp = self
+            .http
+            .delete(format!(
+                "{}/v1/rate-limits/{}/pause",
+                self.base,
+                segment(key)
+            ))
+            .send()
+            .await?;
+        decode(resp).await
+    }
+}
