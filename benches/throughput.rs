@@ -33,7 +33,10 @@
 //!   batch size of `TASKER_PIPELINE_BATCHES` (1,10,100,1000), 256 tasks in flight, the aggregates
 //!   compared with the oracle (`tasker::pipeline`), events/s end to end beside the oracle's own
 //!   in-process rate, each stage's time at the worker (hand-out to outcome) and in the queue, and
-//!   the CPU seconds each process (PostgreSQL, RabbitMQ, orchestrator, workers) used in the run.
+//!   the CPU seconds each process (PostgreSQL, RabbitMQ, orchestrator, workers) used in the run;
+//! - **fair sharing** (`fair`): a high-priority task's first step behind a low-priority backlog
+//!   against idle, a concurrency limit per customer, a rate limit after a pause
+//!   (`throughput/fair.rs`).
 //!
 //! Figures go to stdout and `target/throughput/summary.json`; `cargo make bench-report` turns them
 //! into `docs/benchmarks/throughput.md`. `TASKER_BENCH_FILTER=linear_rust` runs only matching
@@ -56,6 +59,9 @@ use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use tasker::{TestEnv, repo_root, target_dir, templates, workspace_binary, write_bench_summary};
+
+#[path = "throughput/fair.rs"]
+mod fair;
 use tasker_broker::{BasicAckOptions, Broker, Outgoing, next_batch, topology};
 use tasker_client::{Client, CreateTask};
 
@@ -1272,6 +1278,10 @@ async fn run() -> anyhow::Result<()> {
             json!({"events": events, "oracle_events_per_s": oracle_rate, "runs": runs,
                    "reference": SEED_FIGURES}),
         );
+    }
+
+    if wanted("fair") {
+        summary.insert("fair_sharing".into(), fair::run(&stack).await);
     }
 
     if wanted("celery") {

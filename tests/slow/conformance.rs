@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use serde_json::Value;
-use tasker::{TestEnv, repo_root, steps_by_name};
+use tasker::{RunningOrchestrator, TestEnv, repo_root, steps_by_name};
 
 use common::{scenarios, start_worker, start_worker_on, start_worker_with};
 
@@ -92,6 +92,29 @@ async fn conformance(language: &str) -> anyhow::Result<()> {
         }
         if !problems.is_empty() {
             failures.push(format!("{language}/{}: {}", s.name, problems.join("; ")));
+        }
+    }
+    // Steps of high- and low-priority tasks travel in their lanes: every worker takes them.
+    for priority in [tasker_client::Priority::High, tasker_client::Priority::Low] {
+        let task = orchestrator
+            .client
+            .create_task(
+                &tasker_client::CreateTask::new(&namespace, "linear")
+                    .context(serde_json::json!({"value": 6}))
+                    .priority(priority),
+            )
+            .await?;
+        let task = orchestrator
+            .client
+            .task(task.id, Some(Duration::from_secs(60)))
+            .await?;
+        if task.state != "complete" || task.priority != priority.as_str() {
+            failures.push(format!(
+                "{language}/linear at priority {}: state {} priority {}",
+                priority.as_str(),
+                task.state,
+                task.priority
+            ));
         }
     }
     // A wait step and a signal, through this language's API client.
@@ -525,9 +548,122 @@ async fn every_client_reads_children_and_workers() -> anyhow::Result<()> {
         // that between two reads).
         assert_eq!(read, expected, "{language}'s client read otherwise");
     }
+    every_client_reads_and_pauses_limits(&o).await?;
     worker.child.kill().await?;
     o.stop().await;
     env.cleanup().await
+}
+
+/// A template whose step claims a concurrency slot and a token of the rate key the clients'
+/// `flow` mode pauses.
+const LIMITED: &str = "namespace: rust_examples
+name: conformance_limits
+version: '1.0.0'
+concurrency: {key: /customer, limit: 3}
+steps:
+  - name: charge
+    handler: double
+    rate_limit: {key: conformance-flow, limit: 50, per: 1s, burst: 5}
+";
+
+/// The fields of the limits a client must read as the Rust client does (times compared as
+/// instants: each language writes its own precision).
+fn limits_view(rates: &Value, slots: &Value) -> Value {
+    let instant = |v: &Value| {
+        v.as_str()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.timestamp_micros())
+    };
+    let rates: Vec<Value> = rates
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            serde_json::json!({"key": r["key"], "limit": r["limit"], "per_ms": r["per_ms"],
+                               "burst": r["burst"], "pause_note": r["pause_note"],
+                               "paused_until": instant(&r["paused_until"]),
+                               "throttled": r["throttled"]})
+        })
+        .collect();
+    let slots: Vec<Value> = slots
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            serde_json::json!({"key": c["key"], "limit": c["limit"], "in_use": c["in_use"],
+                               "throttled": c["throttled"]})
+        })
+        .collect();
+    serde_json::json!({"rate": rates, "concurrency": slots})
+}
+
+/// Each language's client reads the rate and concurrency keys as the Rust client does, and
+/// pauses and resumes a rate key (`conformance-client URL flow`).
+async fn every_client_reads_and_pauses_limits(o: &RunningOrchestrator) -> anyhow::Result<()> {
+    o.client.register_template(LIMITED, None, None).await?;
+    let task = o
+        .run_task(
+            "rust_examples",
+            "conformance_limits",
+            serde_json::json!({"value": 2, "customer": "c-1"}),
+        )
+        .await?;
+    assert_eq!(task.state, "complete", "{task:?}");
+    for language in ["python", "ruby", "typescript"] {
+        let mut rates = serde_json::to_value(o.client.rate_limits().await?)?;
+        let mut slots = serde_json::to_value(o.client.concurrency_limits(None).await?)?;
+        for list in [&mut rates, &mut slots] {
+            if let Some(a) = list.as_array_mut() {
+                a.sort_by_key(|v| v["key"].as_str().unwrap_or_default().to_owned());
+            }
+        }
+        let expected = limits_view(&rates, &slots);
+        let script = repo_root()
+            .join("workers")
+            .join(language)
+            .join("conformance-client");
+        let out = tokio::time::timeout(
+            Duration::from_secs(120),
+            tokio::process::Command::new(&script)
+                .args([o.url(), "flow".to_owned()])
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .with_context(|| format!("{} did not finish", script.display()))??;
+        anyhow::ensure!(
+            out.status.success(),
+            "{language}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8(out.stdout)?;
+        let mut lines = std::collections::BTreeMap::new();
+        for line in stdout.lines() {
+            let (label, json) = line
+                .split_once(' ')
+                .with_context(|| format!("{language} printed {line:?}"))?;
+            lines.insert(label.to_owned(), serde_json::from_str::<Value>(json)?);
+        }
+        let read = limits_view(&lines["rate_limits"], &lines["concurrency_limits"]);
+        assert_eq!(
+            read, expected,
+            "{language}'s client read the limits otherwise"
+        );
+        let paused = &lines["paused"];
+        assert_eq!(paused["key"], "conformance-flow", "{language}: {paused}");
+        assert_eq!(paused["pause_note"], "conformance", "{language}: {paused}");
+        let until = chrono::DateTime::parse_from_rfc3339(paused["paused_until"].as_str().unwrap())?;
+        let ahead = until.with_timezone(&chrono::Utc) - chrono::Utc::now();
+        assert!(
+            (58..=61).contains(&ahead.num_minutes()),
+            "{language}: paused {ahead} ahead"
+        );
+        let resumed = &lines["resumed"];
+        assert_eq!(resumed["key"], "conformance-flow", "{language}: {resumed}");
+        assert!(resumed["paused_until"].is_null(), "{language}: {resumed}");
+        assert!(resumed["pause_note"].is_null(), "{language}: {resumed}");
+    }
+    Ok(())
 }
 
 #[test]

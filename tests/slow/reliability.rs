@@ -2,7 +2,9 @@
 //! goes to the dead letters while everything else advances; a step that never started survives
 //! a worker outage longer than its timeout; a queue timeout fails a step nobody started; a
 //! result batch committed as its broker session ends still sends the steps it made ready; an
-//! orchestrator killed around a child task's start leaves exactly one child.
+//! orchestrator killed around a child task's start leaves exactly one child; an orchestrator
+//! and a worker killed in the middle of work under a concurrency limit lose no task, never let
+//! more than the limit run, and leave every slot free.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -479,6 +481,77 @@ async fn an_orchestrator_killed_around_a_child_start_leaves_one_child() -> anyho
     worker.child.kill().await?;
     let mut c = c;
     c.child.kill().await?;
+    db.close().await;
+    env.cleanup().await
+}
+
+/// Twenty tasks each for customers A and B under a limit of two per customer; an orchestrator
+/// and the worker are SIGKILLed once a few have finished (another orchestrator runs on, a new
+/// worker starts): all 40 finish, no more than two steps of a customer ever ran at once, every
+/// slot is free afterwards and the reconciler finds nothing to correct.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_concurrency_limit_holds_and_frees_every_slot_through_kills() -> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    let db = sqlx::PgPool::connect(&env.config.database_url).await?;
+    let mut a = common::start_orchestrator(&env, common::free_port()?).await?;
+    let b = common::start_orchestrator(&env, common::free_port()?).await?;
+    let url = format!("http://127.0.0.1:{}", b.port);
+    let mut worker = common::start_worker(&env, "rust", "rust-worker-1", &url).await?;
+    let mut tasks = Vec::new();
+    for (i, customer) in ["A", "B"].iter().cycle().take(40).enumerate() {
+        // Half the tasks through each orchestrator.
+        let client = if i % 2 == 0 { &a.client } else { &b.client };
+        let task = client
+            .create_task(
+                &CreateTask::new("rust_examples", "metered")
+                    .context(json!({"customer": customer, "sleep_ms": 100})),
+            )
+            .await?;
+        tasks.push((*customer, task.id));
+    }
+    // Midway: a few of each customer's tasks finished.
+    for (_, id) in tasks.iter().take(6) {
+        let done = b.client.wait(*id, Duration::from_secs(60)).await?;
+        assert_eq!(done.state, "complete", "{done:?}");
+    }
+    a.child.kill().await?;
+    worker.child.kill().await?;
+    let mut worker = common::start_worker(&env, "rust", "rust-worker-2", &url).await?;
+    let mut steps: std::collections::BTreeMap<&str, Vec<tasker_client::Step>> = Default::default();
+    for (customer, id) in &tasks {
+        let done = b.client.wait(*id, Duration::from_secs(120)).await?;
+        assert_eq!(done.state, "complete", "{done:?}");
+        for s in b.client.steps(*id).await? {
+            let running = s.result.as_ref().and_then(|r| r["running"].as_u64());
+            assert!(running.is_some_and(|n| n <= 2), "{customer}: {s:?}");
+            steps.entry(customer).or_default().push(s);
+        }
+    }
+    for (customer, s) in &steps {
+        let mut edges: Vec<(chrono::DateTime<chrono::Utc>, i32)> = s
+            .iter()
+            .flat_map(|s| [(s.started_at.unwrap(), 1), (s.finished_at.unwrap(), -1)])
+            .collect();
+        edges.sort();
+        let most = edges
+            .iter()
+            .scan(0, |n, (_, d)| {
+                *n += d;
+                Some(*n)
+            })
+            .max();
+        assert!(most.is_some_and(|m| m <= 2), "{customer}: {most:?} at once");
+    }
+    for l in b.client.concurrency_limits(None).await? {
+        assert_eq!((l.in_use, l.throttled), (0, 0), "{l:?}");
+    }
+    let drift: serde_json::Value = sqlx::query_scalar("SELECT tasker_reconcile_slots()")
+        .fetch_one(&db)
+        .await?;
+    assert_eq!(drift, json!([]), "the reconciler corrected slots");
+    worker.child.kill().await?;
+    let mut b = b;
+    b.child.kill().await?;
     db.close().await;
     env.cleanup().await
 }

@@ -6,7 +6,9 @@ import { ApiError, TaskerClientError } from "./client_errors";
 import type { JsonObject, JsonValue } from "./json";
 import {
   backfillFromJson,
+  concurrencyLimitFromJson,
   isTerminal,
+  rateLimitFromJson,
   scheduleFromJson,
   signalFromJson,
   stepFromJson,
@@ -14,13 +16,16 @@ import {
   transitionFromJson,
   workerFromJson,
   type BackfillResult,
+  type ConcurrencyLimit,
   type OverlapPolicy,
+  type RateLimit,
   type Schedule,
   type Signal,
   type Step,
   type StepPage,
   type Task,
   type TaskPage,
+  type TaskPriority,
   type TaskState,
   type Transition,
   type WorkerInfo,
@@ -66,6 +71,11 @@ export interface CreateTaskOptions {
    * (`600` is sent as `"600s"`); at most a year (`400 invalid_delay`).
    */
   delay?: string | number;
+  /**
+   * The task's priority; by default its template's (`priority:`), else `normal` (`task.priority`
+   * says which it got).
+   */
+  priority?: TaskPriority;
 }
 
 /** Options of {@link Client.signal}. */
@@ -175,7 +185,10 @@ export class Client {
    * satisfy the template's schema (`422 context_schema_violation`); `404 unknown_template` if
    * no such template is registered. With `runAt` or `delay` the task is `scheduled` until then
    * (`task.runAt`), and `cancel` stops it like a running one. A `bigint` in `context` is sent
-   * as an exact integer.
+   * as an exact integer. A template with a concurrency or rate limit whose key is a JSON pointer
+   * into the context needs that value there: `422 concurrency_key_missing` or
+   * `rate_limit_key_missing` without it (or for a non-scalar), `concurrency_key_too_long` or
+   * `rate_limit_key_too_long` for a value over 128 bytes.
    */
   async createTask<Ctx = JsonObject, Res = JsonObject>(
     namespace: string,
@@ -191,6 +204,7 @@ export class Client {
       idempotency_key: options.idempotencyKey,
       run_at: options.runAt === undefined ? undefined : timestamp(options.runAt),
       delay: options.delay === undefined ? undefined : duration(options.delay),
+      priority: options.priority,
     };
     return taskFromJson(await this.#http.send("POST", "/v1/tasks", { body }));
   }
@@ -433,6 +447,40 @@ export class Client {
     const answer = (await this.#http.send("GET", "/v1/workers", { query })) as { workers: unknown[] };
     return answer.workers.map(workerFromJson);
   }
+
+  /**
+   * The concurrency keys with a slot in use or a step throttled, and the ones used most recently
+   * (at most 1,000): each one's `limit`, slots `inUse` and steps `throttled`. `keyPrefix` keeps
+   * the keys that start with it (`"shop/charge_customer:"`).
+   */
+  async concurrencyLimits(keyPrefix?: string): Promise<ConcurrencyLimit[]> {
+    const answer = (await this.#http.send("GET", "/v1/concurrency-limits", { query: { key: keyPrefix } })) as {
+      limits: unknown[];
+    };
+    return answer.limits.map(concurrencyLimitFromJson);
+  }
+
+  /** The rate keys: each one's `limit` per `perMs`, `burst`, steps `throttled` and pause. */
+  async rateLimits(): Promise<RateLimit[]> {
+    const answer = (await this.#http.send("GET", "/v1/rate-limits")) as { limits: unknown[] };
+    return answer.limits.map(rateLimitFromJson);
+  }
+
+  /**
+   * Pauses the rate key `key`: no step of it starts before `until` (a `Date` or an RFC 3339
+   * string, in the future and at most a year ahead, else `400 invalid_until`), with a `note`
+   * saying why. Resolves with the key, paused. `404 unknown_rate_limit` for a key no step ever
+   * used; it takes a token with the `write` scope not restricted to namespaces.
+   */
+  async pauseRateLimit(key: string, until: Date | string, note?: string): Promise<RateLimit> {
+    const body = { until: timestamp(until), note };
+    return rateLimitFromJson(await this.#http.send("POST", rateLimitPausePath(key), { body }));
+  }
+
+  /** Ends the pause of the rate key `key` now; the same errors and scope as {@link Client.pauseRateLimit}. */
+  async resumeRateLimit(key: string): Promise<RateLimit> {
+    return rateLimitFromJson(await this.#http.send("DELETE", rateLimitPausePath(key)));
+  }
 }
 
 function taskPath(task: TaskRef<unknown, unknown>): string {
@@ -442,6 +490,10 @@ function taskPath(task: TaskRef<unknown, unknown>): string {
 /** A step's path: its id or name as one segment (a batch's name has a `#`). */
 function stepPath(task: TaskRef<unknown, unknown>, step: string): string {
   return `${taskPath(task)}/steps/${encodeURIComponent(step)}`;
+}
+
+function rateLimitPausePath(key: string): string {
+  return `/v1/rate-limits/${encodeURIComponent(key)}/pause`;
 }
 
 function schedulePath(namespace: string, name: string): string {

@@ -11,9 +11,17 @@ import type { StepError } from "./outcome";
  */
 export type TaskState = "scheduled" | "running" | "complete" | "error" | "cancelled";
 
-/** A step's state; a wait step is `waiting` while it waits, a child step while its child task runs. */
+/** A task's priority: the one it was created with, else its template's, else `normal`. */
+export type TaskPriority = "high" | "normal" | "low";
+
+/**
+ * A step's state; a wait step is `waiting` while it waits, a child step while its child task runs.
+ * A step ready to start but held by a concurrency or rate limit is `throttled` (not in flight, its
+ * attempt not yet counted; {@link Step.throttle} says why).
+ */
 export type StepState =
   | "pending"
+  | "throttled"
   | "enqueued"
   | "waiting"
   | "waiting_retry"
@@ -65,6 +73,8 @@ export interface Task<Ctx = JsonObject, Res = JsonObject> {
   depth: number;
   /** The child tasks its child steps started; only from `getTask` (`null` in {@link TaskPage}). */
   children: TaskChild[] | null;
+  /** `normal` from a server before priorities. */
+  priority: TaskPriority;
 }
 
 /**
@@ -110,6 +120,49 @@ export interface StepWait {
   onTimeout: "fail" | "skip" | "continue" | null;
 }
 
+/**
+ * Why a `throttled` step has not started yet: `concurrency` (every slot of the concurrency key
+ * `key` is in use), `rate` (the rate key `key` has no token left) or `paused` (the rate key `key`
+ * is paused).
+ */
+export interface StepThrottle {
+  kind: "concurrency" | "rate" | "paused";
+  key: string;
+  /** That key's limit. */
+  limit: number;
+  /** When the step began to wait. */
+  since: Date;
+  /** When it may start; `null` for a concurrency wait (it starts when a slot frees). */
+  until: Date | null;
+}
+
+/**
+ * The concurrency limit of a step: at most `limit` steps of the key `key` run at once. The key is
+ * resolved: `<namespace>/<template>:<value>` for a template's limit,
+ * `<namespace>/<template>/<step>:<value>` for a step's own.
+ */
+export interface StepConcurrencyLimit {
+  key: string;
+  limit: number;
+}
+
+/**
+ * The rate limit of a step: steps of the rate key `key` (a name shared cluster-wide) start at most
+ * `limit` times per `perMs` milliseconds, `burst` at once.
+ */
+export interface StepRateLimit {
+  key: string;
+  limit: number;
+  perMs: number;
+  burst: number;
+}
+
+/** The limits that apply to a step (its own, else its template's), keys resolved from the task's context. */
+export interface StepLimits {
+  concurrency: StepConcurrencyLimit | null;
+  rate: StepRateLimit | null;
+}
+
 /** A step of a task, with its result or error, attempts and per-hop times. */
 export interface Step {
   id: string;
@@ -150,6 +203,39 @@ export interface Step {
   child: StepChild | null;
   /** The step waits for a worker and no live worker serves its namespace and handler. */
   unserved: boolean;
+  /** Which key holds a `throttled` step and until when; `null` for a step in another state. */
+  throttle: StepThrottle | null;
+  /** The concurrency and rate limits that apply to the step; `null` for a step without any. */
+  limits: StepLimits | null;
+}
+
+/**
+ * A concurrency key as {@link Client.concurrencyLimits} lists it: `key`
+ * (`<namespace>/<template>:<value>` or `<namespace>/<template>/<step>:<value>`), its `limit`, the
+ * slots `inUse` (steps of the key in flight) and the steps `throttled` waiting for one.
+ */
+export interface ConcurrencyLimit {
+  key: string;
+  limit: number;
+  inUse: number;
+  throttled: number;
+}
+
+/**
+ * A rate key as {@link Client.rateLimits} lists it (and {@link Client.pauseRateLimit} and
+ * {@link Client.resumeRateLimit} return it): `limit` starts per `perMs` milliseconds, `burst` at
+ * once, and the steps `throttled` waiting for a token.
+ */
+export interface RateLimit {
+  key: string;
+  limit: number;
+  perMs: number;
+  burst: number;
+  /** The end of its pause (no step of the key starts before); `null` when not paused. */
+  pausedUntil: Date | null;
+  /** The pause's note. */
+  pauseNote: string | null;
+  throttled: number;
 }
 
 /**
@@ -297,6 +383,7 @@ export function taskFromJson<Ctx, Res>(json: unknown): Task<Ctx, Res> {
     parentStepId: t.parent_step_id ?? null,
     depth: t.depth ?? 0,
     children: Array.isArray(t.children) ? t.children.map(taskChildFromJson) : null,
+    priority: t.priority ?? "normal",
   };
 }
 
@@ -337,6 +424,22 @@ export function stepFromJson(json: unknown): Step {
     namespace: s.namespace ?? null,
     child: s.child == null ? null : stepChildFromJson(s.child),
     unserved: s.unserved === true,
+    throttle: s.throttle == null ? null : stepThrottleFromJson(s.throttle),
+    limits: s.limits == null ? null : stepLimitsFromJson(s.limits),
+  };
+}
+
+function stepThrottleFromJson(t: Wire): StepThrottle {
+  return { kind: t.kind, key: t.key, limit: t.limit, since: new Date(t.since), until: date(t.until) };
+}
+
+function stepLimitsFromJson(l: Wire): StepLimits {
+  return {
+    concurrency: l.concurrency == null ? null : { key: l.concurrency.key, limit: l.concurrency.limit },
+    rate:
+      l.rate == null
+        ? null
+        : { key: l.rate.key, limit: l.rate.limit, perMs: l.rate.per_ms, burst: l.rate.burst },
   };
 }
 
@@ -430,5 +533,25 @@ export function workerFromJson(json: unknown): WorkerInfo {
     startedAt: new Date(w.started_at),
     lastSeenAt: new Date(w.last_seen_at),
     live: w.live === true,
+  };
+}
+
+/** A concurrency key from the API's JSON. */
+export function concurrencyLimitFromJson(json: unknown): ConcurrencyLimit {
+  const c = json as Wire;
+  return { key: c.key, limit: c.limit, inUse: c.in_use ?? 0, throttled: c.throttled ?? 0 };
+}
+
+/** A rate key from the API's JSON. */
+export function rateLimitFromJson(json: unknown): RateLimit {
+  const r = json as Wire;
+  return {
+    key: r.key,
+    limit: r.limit,
+    perMs: r.per_ms,
+    burst: r.burst,
+    pausedUntil: date(r.paused_until),
+    pauseNote: r.pause_note ?? null,
+    throttled: r.throttled ?? 0,
   };
 }

@@ -14,11 +14,12 @@ require_relative "client/transition"
 require_relative "client/signal"
 require_relative "client/schedule"
 require_relative "client/worker_info"
+require_relative "client/limits"
 
 module Tasker
   # A client of the orchestrator's REST API: submit tasks (now or later), wait for them, list,
-  # cancel, read their steps and history, repair them, signal them, manage schedules, and list
-  # the workers serving them. Pure
+  # cancel, read their steps and history, repair them, signal them, manage schedules, list
+  # the workers serving them, and read the concurrency and rate limits (pausing a rate key). Pure
   # Ruby (net/http); it does not load the worker's native extension, so an app that only
   # submits work needs `require "tasker/client"` alone.
   #
@@ -28,8 +29,9 @@ module Tasker
   #   task.state  # => "complete"
   #   task.result # => {"halve"=>{"value"=>242}}
   #
-  # Values are Task, Step, Transition, TaskPage, StepPage, Signal, Schedule, Backfill and
-  # WorkerInfo structs (TaskChild and StepChild inside tasks and steps); JSON inside them
+  # Values are Task, Step, Transition, TaskPage, StepPage, Signal, Schedule, Backfill,
+  # WorkerInfo, ConcurrencyLimit and RateLimit structs (TaskChild, StepChild, StepThrottle and
+  # StepLimits inside tasks and steps); JSON inside them
   # (context, results, errors) has string keys; timestamps are Times.
   # Failures raise a Client::Error: an ApiError subclass (NotFoundError, ConflictError, ...)
   # carrying the API's stable #code, or a ConnectionError. A client is safe to share between
@@ -74,11 +76,18 @@ module Tasker
     # not both. The task is "scheduled" until then (Task#run_at) and #cancel stops it like a
     # running one. InvalidRequestError `invalid_run_at` (also for both given) or
     # `invalid_delay` for a time the API refuses.
+    #
+    # +priority+ ("high", "normal" or "low") is the task's priority; by default its template's
+    # (`priority:`), else "normal" (Task#priority says which it got). A template with a
+    # concurrency or rate limit whose key is a JSON pointer into the context needs that value
+    # there: a context without it (or with a non-scalar) raises InvalidRequestError
+    # `concurrency_key_missing` or `rate_limit_key_missing`, a value over 128 bytes
+    # `concurrency_key_too_long` or `rate_limit_key_too_long`.
     def create_task(namespace, name, context = {}, version: nil, idempotency_key: nil, run_at: nil,
-                    delay: nil)
+                    delay: nil, priority: nil)
       body = { namespace: namespace, name: name, version: version, context: context,
                idempotency_key: idempotency_key, run_at: run_at && timestamp(run_at),
-               delay: delay && duration(delay) }.compact
+               delay: delay && duration(delay), priority: priority }.compact
       Task.from_json(@http.post("/v1/tasks", body))
     end
 
@@ -258,6 +267,36 @@ module Tasker
     # false). Which namespaces and handlers each serves.
     def workers(all: false)
       @http.get("/v1/workers", all ? { all: "true" } : {}).fetch("workers").map { |w| WorkerInfo.from_json(w) }
+    end
+
+    # The concurrency keys with a slot in use or a step throttled, and the ones used most
+    # recently (at most 1,000), as ConcurrencyLimit records: each one's `limit`, slots `in_use`
+    # and steps `throttled`. +key_prefix+ keeps the keys that start with it
+    # ("shop/charge_customer:").
+    def concurrency_limits(key_prefix: nil)
+      @http.get("/v1/concurrency-limits", { key: key_prefix }).fetch("limits").map { |l| ConcurrencyLimit.from_json(l) }
+    end
+
+    # The rate keys, as RateLimit records: each one's `limit` per `per_ms`, `burst`, steps
+    # `throttled` and pause (`paused_until`, `pause_note`).
+    def rate_limits
+      @http.get("/v1/rate-limits").fetch("limits").map { |l| RateLimit.from_json(l) }
+    end
+
+    # Pauses the rate key +key+: no step of it starts before +until_time+ (a Time or an RFC 3339
+    # String, in the future and at most a year ahead; else InvalidRequestError
+    # `invalid_until`), with a +note+ saying why. Returns the RateLimit, paused. NotFoundError
+    # `unknown_rate_limit` for a key no step ever used; it takes a token with the `write` scope
+    # not restricted to namespaces (AuthError otherwise).
+    def pause_rate_limit(key, until_time, note: nil)
+      body = { until: timestamp(until_time), note: note }.compact
+      RateLimit.from_json(@http.post(path("v1", "rate-limits", key, "pause"), body))
+    end
+
+    # Ends the pause of the rate key +key+ now; returns the RateLimit. The same errors and scope
+    # as #pause_rate_limit.
+    def resume_rate_limit(key)
+      RateLimit.from_json(@http.delete(path("v1", "rate-limits", key, "pause")))
     end
 
     # Closes the connections kept open for the next calls.

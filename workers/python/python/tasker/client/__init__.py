@@ -10,7 +10,7 @@
 
 Answers are frozen dataclasses (:class:`Task`, :class:`Step`, :class:`Transition`,
 :class:`TaskPage`, :class:`StepPage`, :class:`Signal`, :class:`Schedule`, :class:`WorkerInfo`,
-...) with ``datetime`` timestamps; failures are :class:`ClientError` subclasses carrying the API's
+:class:`ConcurrencyLimit`, :class:`RateLimit`, ...) with ``datetime`` timestamps; failures are :class:`ClientError` subclasses carrying the API's
 stable error code.
 """
 
@@ -27,13 +27,20 @@ from .errors import (
     ServerError,
 )
 from .values import (
+    PRIORITIES,
     TASK_STATES,
     Backfill,
+    ConcurrencyLimit,
+    RateLimit,
     Schedule,
     Signal,
     Step,
     StepChild,
+    StepConcurrencyLimit,
+    StepLimits,
     StepPage,
+    StepRateLimit,
+    StepThrottle,
     StepWait,
     Task,
     TaskChild,
@@ -44,6 +51,7 @@ from .values import (
 
 __all__ = [
     "DEFAULT_URL",
+    "PRIORITIES",
     "TASK_STATES",
     "ApiError",
     "AsyncClient",
@@ -51,16 +59,22 @@ __all__ = [
     "Backfill",
     "Client",
     "ClientError",
+    "ConcurrencyLimit",
     "Conflict",
     "ConnectionFailed",
     "InvalidRequest",
     "NotFound",
+    "RateLimit",
     "Schedule",
     "ServerError",
     "Signal",
     "Step",
     "StepChild",
+    "StepConcurrencyLimit",
+    "StepLimits",
     "StepPage",
+    "StepRateLimit",
+    "StepThrottle",
     "StepWait",
     "Task",
     "TaskChild",

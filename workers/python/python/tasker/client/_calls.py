@@ -22,6 +22,8 @@ from .errors import ClientError, InvalidRequest, api_error
 from .values import (
     JSON,
     Backfill,
+    ConcurrencyLimit,
+    RateLimit,
     Schedule,
     Signal,
     Step,
@@ -142,6 +144,7 @@ def create_task(
     idempotency_key: str | None,
     run_at: Time | None = None,
     delay: Duration | None = None,
+    priority: str | None = None,
 ) -> Call[Task]:
     body: dict[str, Any] = {
         "namespace": namespace,
@@ -156,6 +159,8 @@ def create_task(
         body["run_at"] = timestamp(run_at)
     if delay is not None:
         body["delay"] = duration(delay)
+    if priority is not None:
+        body["priority"] = priority
     return _call(Request("POST", "/v1/tasks", json=body), Task.from_json)
 
 
@@ -316,3 +321,31 @@ def workers(all: bool = False) -> Call[list[WorkerInfo]]:
         Request("GET", "/v1/workers", params),
         lambda data: [WorkerInfo.from_json(w) for w in data["workers"]],
     )
+
+
+def concurrency_limits(key_prefix: str | None = None) -> Call[list[ConcurrencyLimit]]:
+    return _call(
+        Request("GET", "/v1/concurrency-limits", _drop_none(key=key_prefix)),
+        lambda data: [ConcurrencyLimit.from_json(c) for c in data["limits"]],
+    )
+
+
+def rate_limits() -> Call[list[RateLimit]]:
+    return _call(
+        Request("GET", "/v1/rate-limits"),
+        lambda data: [RateLimit.from_json(r) for r in data["limits"]],
+    )
+
+
+def _rate_limit_pause_path(key: str) -> str:
+    return f"/v1/rate-limits/{segment(key)}/pause"
+
+
+def pause_rate_limit(key: str, until: Time, note: str | None = None) -> Call[RateLimit]:
+    body = {"until": timestamp(until), **_drop_none(note=note)}
+    request = Request("POST", _rate_limit_pause_path(key), json=body)
+    return _call(request, RateLimit.from_json)
+
+
+def resume_rate_limit(key: str) -> Call[RateLimit]:
+    return _call(Request("DELETE", _rate_limit_pause_path(key)), RateLimit.from_json)

@@ -16,6 +16,8 @@ from ._transport import DEFAULT_TIMEOUT, Settings
 from .values import (
     JSON,
     Backfill,
+    ConcurrencyLimit,
+    RateLimit,
     Schedule,
     Signal,
     Step,
@@ -100,6 +102,7 @@ class Client:
         idempotency_key: str | None = None,
         run_at: Time | None = None,
         delay: Duration | None = None,
+        priority: str | None = None,
     ) -> Task:
         """Creates a task of the template ``namespace``/``name`` (its newest version unless
         ``version`` names one) with the input ``context`` (``None``: ``{}``).
@@ -115,9 +118,19 @@ class Client:
         ``timedelta``), not both. The task is ``scheduled`` until then (``task.run_at``) and
         :meth:`cancel` stops it like a running one. The API refuses a bad time with
         :class:`~tasker.InvalidRequest` ``invalid_run_at`` (also for both given) or
-        ``invalid_delay``; a naive ``datetime`` raises ``ValueError``."""
+        ``invalid_delay``; a naive ``datetime`` raises ``ValueError``.
+
+        ``priority`` (``"high"``, ``"normal"`` or ``"low"``) is the task's priority; by
+        default its template's (``priority:``), else ``normal``
+        (``task.priority`` says which it got). A template with a concurrency or rate limit whose
+        key is a JSON pointer into the context needs that value there: a context without it (or
+        with a non-scalar) raises :class:`~tasker.InvalidRequest` ``concurrency_key_missing``
+        or ``rate_limit_key_missing``, a value over 128 bytes ``concurrency_key_too_long`` or
+        ``rate_limit_key_too_long``."""
         return self._run(
-            _calls.create_task(namespace, name, context, version, idempotency_key, run_at, delay)
+            _calls.create_task(
+                namespace, name, context, version, idempotency_key, run_at, delay, priority
+            )
         )
 
     def get_task(self, id: Id, *, wait: float | None = None) -> Task:
@@ -290,6 +303,31 @@ class Client:
         which namespaces and handlers each serves."""
         return self._run(_calls.workers(all))
 
+    def concurrency_limits(self, key_prefix: str | None = None) -> list[ConcurrencyLimit]:
+        """The concurrency keys with a slot in use or a step throttled, and the ones used most
+        recently (at most 1,000): each one's ``limit``, slots ``in_use`` and steps ``throttled``.
+        ``key_prefix`` keeps the keys that start with it (``"shop/charge_customer:"``)."""
+        return self._run(_calls.concurrency_limits(key_prefix))
+
+    def rate_limits(self) -> list[RateLimit]:
+        """The rate keys: each one's ``limit`` per ``per_ms``, ``burst``, steps ``throttled``
+        and pause (``paused_until``, ``pause_note``)."""
+        return self._run(_calls.rate_limits())
+
+    def pause_rate_limit(self, key: str, until: Time, *, note: str | None = None) -> RateLimit:
+        """Pauses the rate key ``key``: no step of it starts before ``until`` (an aware
+        ``datetime`` or an RFC 3339 string, in the future and at most a year ahead; else
+        :class:`~tasker.InvalidRequest` ``invalid_until``), with a ``note`` saying why.
+        Returns the key, paused. A key no step ever used raises :class:`~tasker.NotFound`
+        ``unknown_rate_limit``; it takes a token with the ``write`` scope not restricted to
+        namespaces (:class:`~tasker.AuthError` otherwise)."""
+        return self._run(_calls.pause_rate_limit(key, until, note))
+
+    def resume_rate_limit(self, key: str) -> RateLimit:
+        """Ends the pause of the rate key ``key`` now and returns the key. The same errors and
+        scope as :meth:`pause_rate_limit`."""
+        return self._run(_calls.resume_rate_limit(key))
+
 
 class AsyncClient:
     """The ``async`` twin of :class:`Client`: the same constructor and methods, awaited, and
@@ -352,10 +390,13 @@ class AsyncClient:
         idempotency_key: str | None = None,
         run_at: Time | None = None,
         delay: Duration | None = None,
+        priority: str | None = None,
     ) -> Task:
         """See :meth:`Client.create_task`."""
         return await self._run(
-            _calls.create_task(namespace, name, context, version, idempotency_key, run_at, delay)
+            _calls.create_task(
+                namespace, name, context, version, idempotency_key, run_at, delay, priority
+            )
         )
 
     async def get_task(self, id: Id, *, wait: float | None = None) -> Task:
@@ -497,3 +538,21 @@ class AsyncClient:
     async def workers(self, all: bool = False) -> list[WorkerInfo]:
         """See :meth:`Client.workers`."""
         return await self._run(_calls.workers(all))
+
+    async def concurrency_limits(self, key_prefix: str | None = None) -> list[ConcurrencyLimit]:
+        """See :meth:`Client.concurrency_limits`."""
+        return await self._run(_calls.concurrency_limits(key_prefix))
+
+    async def rate_limits(self) -> list[RateLimit]:
+        """See :meth:`Client.rate_limits`."""
+        return await self._run(_calls.rate_limits())
+
+    async def pause_rate_limit(
+        self, key: str, until: Time, *, note: str | None = None
+    ) -> RateLimit:
+        """See :meth:`Client.pause_rate_limit`."""
+        return await self._run(_calls.pause_rate_limit(key, until, note))
+
+    async def resume_rate_limit(self, key: str) -> RateLimit:
+        """See :meth:`Client.resume_rate_limit`."""
+        return await self._run(_calls.resume_rate_limit(key))

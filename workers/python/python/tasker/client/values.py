@@ -1,5 +1,5 @@
 """What the API answers with: tasks, steps, history transitions and pages of them, signals,
-schedules and workers.
+schedules, workers, and concurrency and rate limits.
 
 Field names are the JSON's (``Transition.from_`` for ``from``, a Python keyword). Ids are
 strings, timestamps timezone-aware ``datetime`` values (UTC), and results, errors and contexts
@@ -20,6 +20,9 @@ JSON = Any
 #: The states a task is in: ``scheduled`` until its delayed start (``run_at``), ``running``
 #: until it is terminal, then one of the others.
 TASK_STATES = ("scheduled", "running", "complete", "error", "cancelled")
+
+#: A task's priorities (``Task.priority``, ``create_task(priority=...)``).
+PRIORITIES = ("high", "normal", "low")
 
 
 def _time(value: Any) -> datetime:
@@ -51,7 +54,10 @@ class Task:
     A child task (started by a child-workflow step of another task) has ``parent_task_id`` and
     ``parent_step_id``; ``depth`` is 0 for a task nobody started and its parent's plus one for a
     child. ``children`` lists the child tasks its child steps started (:class:`TaskChild`; only
-    from ``get_task``, ``None`` in a listed task)."""
+    from ``get_task``, ``None`` in a listed task).
+
+    ``priority`` is one of :data:`PRIORITIES`: the one it was created with, else its template's,
+    else ``normal`` (also from a server before priorities)."""
 
     id: str
     namespace: str
@@ -73,6 +79,7 @@ class Task:
     parent_step_id: str | None = None
     depth: int = 0
     children: list[TaskChild] | None = None
+    priority: str = "normal"
 
     @property
     def is_terminal(self) -> bool:
@@ -103,6 +110,7 @@ class Task:
             parent_step_id=_optional_str(data.get("parent_step_id")),
             depth=int(data.get("depth") or 0),
             children=None if children is None else [TaskChild.from_json(c) for c in children],
+            priority=data.get("priority") or "normal",
         )
 
 
@@ -185,6 +193,91 @@ class StepWait:
 
 
 @dataclass(frozen=True)
+class StepThrottle:
+    """Why a ``throttled`` step has not started yet: ``kind`` ``concurrency`` (every slot of the
+    concurrency key ``key`` is in use), ``rate`` (the rate key ``key`` has no token left) or
+    ``paused`` (the rate key ``key`` is paused). ``limit`` is that key's limit, ``since`` when
+    the step began to wait, and ``until`` when it may start (``None`` for a concurrency wait: it
+    starts when a slot frees)."""
+
+    #: ``concurrency``, ``rate`` or ``paused``.
+    kind: str
+    key: str
+    limit: int
+    since: datetime
+    until: datetime | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> StepThrottle:
+        """A throttle from its JSON object."""
+        return cls(
+            kind=data["kind"],
+            key=data["key"],
+            limit=int(data["limit"]),
+            since=_time(data["since"]),
+            until=_optional_time(data.get("until")),
+        )
+
+
+@dataclass(frozen=True)
+class StepConcurrencyLimit:
+    """The concurrency limit of a step (:attr:`StepLimits.concurrency`): at most ``limit`` steps
+    of the key ``key`` run at once. The key is resolved: ``<namespace>/<template>:<value>`` for a
+    template's limit, ``<namespace>/<template>/<step>:<value>`` for a step's own."""
+
+    key: str
+    limit: int
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> StepConcurrencyLimit:
+        """A concurrency limit from its JSON object."""
+        return cls(key=data["key"], limit=int(data["limit"]))
+
+
+@dataclass(frozen=True)
+class StepRateLimit:
+    """The rate limit of a step (:attr:`StepLimits.rate`): steps of the rate key ``key`` (a name
+    shared cluster-wide) start at most ``limit`` times per ``per_ms`` milliseconds, ``burst`` at
+    once."""
+
+    key: str
+    limit: int
+    per_ms: int
+    burst: int
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> StepRateLimit:
+        """A rate limit from its JSON object."""
+        return cls(
+            key=data["key"],
+            limit=int(data["limit"]),
+            per_ms=int(data["per_ms"]),
+            burst=int(data["burst"]),
+        )
+
+
+@dataclass(frozen=True)
+class StepLimits:
+    """The limits that apply to a step (its own, else its template's), keys resolved from the
+    task's context: ``concurrency`` and ``rate``, each ``None`` when there is none."""
+
+    concurrency: StepConcurrencyLimit | None
+    rate: StepRateLimit | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> StepLimits:
+        """A step's limits from their JSON object."""
+        concurrency = data.get("concurrency")
+        rate = data.get("rate")
+        return cls(
+            concurrency=(
+                None if concurrency is None else StepConcurrencyLimit.from_json(concurrency)
+            ),
+            rate=None if rate is None else StepRateLimit.from_json(rate),
+        )
+
+
+@dataclass(frozen=True)
 class Step:
     """A step of a task with its result or error, attempts and per-hop times: ``dispatched_at``
     (published to its queue), ``started_at``/``finished_at`` (its handler, as the worker saw
@@ -197,7 +290,12 @@ class Step:
     ``child``, handler ``tasker:child``) has its ``child`` (:class:`StepChild`, ``None`` for the
     others) and is ``waiting`` while its child task runs; its result is the child task's
     ``result``. ``unserved`` is true while the step waits for a worker and no live worker serves
-    its namespace and handler."""
+    its namespace and handler.
+
+    ``limits`` are the concurrency and rate limits that apply to the step (:class:`StepLimits`,
+    ``None`` for a step without any). A step ready to start but held by one of them is
+    ``throttled`` (not in flight, its attempt not yet counted) and its ``throttle``
+    (:class:`StepThrottle`, ``None`` otherwise) says which key holds it and until when."""
 
     id: str
     name: str
@@ -205,6 +303,8 @@ class Step:
     #: ``standard``, ``decision``, ``convergence``, ``batchable``, ``batch_worker``, ``wait`` or
     #: ``child``.
     step_type: str
+    #: ``pending``, ``throttled``, ``enqueued``, ``waiting``, ``waiting_retry``, ``completed``,
+    #: ``failed``, ``skipped`` or ``cancelled``.
     state: str
     attempt: int
     max_attempts: int
@@ -222,12 +322,16 @@ class Step:
     namespace: str | None = None
     child: StepChild | None = None
     unserved: bool = False
+    throttle: StepThrottle | None = None
+    limits: StepLimits | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Step:
         """A step from its JSON object."""
         wait = data.get("wait")
         child = data.get("child")
+        throttle = data.get("throttle")
+        limits = data.get("limits")
         return cls(
             id=str(data["id"]),
             name=data["name"],
@@ -249,6 +353,8 @@ class Step:
             namespace=_optional_str(data.get("namespace")),
             child=None if child is None else StepChild.from_json(child),
             unserved=bool(data.get("unserved", False)),
+            throttle=None if throttle is None else StepThrottle.from_json(throttle),
+            limits=None if limits is None else StepLimits.from_json(limits),
         )
 
 
@@ -454,4 +560,56 @@ class WorkerInfo:
             started_at=_time(data["started_at"]),
             last_seen_at=_time(data["last_seen_at"]),
             live=bool(data["live"]),
+        )
+
+
+@dataclass(frozen=True)
+class ConcurrencyLimit:
+    """A concurrency key as ``concurrency_limits()`` lists it: ``key``
+    (``<namespace>/<template>:<value>`` or ``<namespace>/<template>/<step>:<value>``), its
+    ``limit``, the slots ``in_use`` (steps of the key in flight) and the steps ``throttled``
+    waiting for one."""
+
+    key: str
+    limit: int
+    in_use: int
+    throttled: int
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ConcurrencyLimit:
+        """A concurrency key from its JSON object."""
+        return cls(
+            key=data["key"],
+            limit=int(data["limit"]),
+            in_use=int(data["in_use"]),
+            throttled=int(data["throttled"]),
+        )
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """A rate key as ``rate_limits()`` lists it (and ``pause_rate_limit``/``resume_rate_limit``
+    return it): ``limit`` starts per ``per_ms`` milliseconds, ``burst`` at once, and the steps
+    ``throttled`` waiting for a token. ``paused_until`` is the end of its pause (no step of the
+    key starts before; ``None`` when not paused) and ``pause_note`` the pause's note."""
+
+    key: str
+    limit: int
+    per_ms: int
+    burst: int
+    paused_until: datetime | None
+    pause_note: str | None
+    throttled: int
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RateLimit:
+        """A rate key from its JSON object."""
+        return cls(
+            key=data["key"],
+            limit=int(data["limit"]),
+            per_ms=int(data["per_ms"]),
+            burst=int(data["burst"]),
+            paused_until=_optional_time(data.get("paused_until")),
+            pause_note=_optional_str(data.get("pause_note")),
+            throttled=int(data.get("throttled") or 0),
         )

@@ -9,6 +9,9 @@ module Tasker
     # `version`, and that task's `state`.
     TaskChild = Record.struct(:task_id, :step_id, :step_name, :attempt, :state, :namespace, :name, :version)
 
+    # A task's priorities (Task#priority, Client#create_task's +priority:+).
+    PRIORITIES = %w[high normal low].freeze
+
     # A task as the API shows it. `context`, `result` and `error` are parsed JSON (string keys);
     # `result` is the results of the steps no other step depends on, by step name, once the task
     # is complete. `created_at`, `completed_at` and `run_at` (the start of a task created with
@@ -20,13 +23,16 @@ module Tasker
     # `parent_step_id`; `depth` is 0 for a task nobody started and its parent's plus one for a
     # child. `children` lists the child tasks its child steps started, as TaskChild records
     # (only from Client#get_task; nil in a listed task).
+    #
+    # `priority` is "high", "normal" or "low" (PRIORITIES): the one it was created with, else its
+    # template's, else "normal" (also from a server before priorities).
     Task = Record.struct(
       :id, :namespace, :name, :version, :state, :context, :idempotency_key, :open_steps,
       :result, :error, :created_at, :completed_at, :duration_ms, :run_at,
-      :parent_task_id, :parent_step_id, :depth, :children,
+      :parent_task_id, :parent_step_id, :depth, :children, :priority,
       times: %i[created_at completed_at run_at],
       records: { children: TaskChild },
-      defaults: { depth: 0 }
+      defaults: { depth: 0, priority: "normal" }
     ) do
       # Whether the task has finished (complete, error or cancelled); only a repair changes it
       # then.
