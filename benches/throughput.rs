@@ -202,6 +202,19 @@ impl Stack {
 
     /// Starts the worker of `language` (the Rust binary, or a binding's conformance worker).
     async fn worker(&mut self, language: &'static str) -> anyhow::Result<()> {
+        self.worker_with(language, &[]).await
+    }
+
+    /// [`Stack::worker`] with more environment variables (`TASKER_WORKER__…` settings); a
+    /// worker of that language already running is stopped first.
+    async fn worker_with(
+        &mut self,
+        language: &'static str,
+        vars: &[(&str, &str)],
+    ) -> anyhow::Result<()> {
+        if let Some((running, _)) = self.workers.remove(language) {
+            running.stop().await;
+        }
         let health = free_port()?;
         let mut command = if language == "rust" {
             Command::new(workspace_binary("tasker-worker-rust")?)
@@ -225,6 +238,7 @@ impl Stack {
             .env("TASKER_WORKER__ORCHESTRATOR_URL", &self.url)
             .env("TASKER_WORKER__REGISTER_TEMPLATES", "false");
         env_for(&mut command, &self.env);
+        command.envs(vars.iter().copied());
         let process = Process::start(
             command,
             &format!("the {language} worker"),
@@ -1147,6 +1161,7 @@ async fn run() -> anyhow::Result<()> {
 
     let mut stack = Stack::start().await?;
     let mut notes = Vec::new();
+    let mut summary_fair = None;
     let scenarios = vec![
         scenario("linear_rust", "rust", "linear", json!({"value": 6}), 4),
         scenario("diamond_rust", "rust", "diamond", json!({"value": 3}), 4),
@@ -1173,6 +1188,11 @@ async fn run() -> anyhow::Result<()> {
                 notes.push(format!("{language} worker: skipped ({e:#})"));
             }
         }
+    }
+    // Fair sharing restarts the Rust worker with other settings (and back): before the stack is
+    // shared.
+    if wanted("fair") {
+        summary_fair = Some(fair::run(&mut stack).await);
     }
     let stack = Arc::new(stack);
     println!(
@@ -1280,8 +1300,8 @@ async fn run() -> anyhow::Result<()> {
         );
     }
 
-    if wanted("fair") {
-        summary.insert("fair_sharing".into(), fair::run(&stack).await);
+    if let Some(fair) = summary_fair {
+        summary.insert("fair_sharing".into(), fair);
     }
 
     if wanted("celery") {

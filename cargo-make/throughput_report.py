@@ -218,6 +218,59 @@ def pipeline(p):
     return lines
 
 
+def priority_line(p, how):
+    """One priority run: a high task's first step idle and behind the low backlog."""
+    if "failed" in p:
+        return [f"- priority ({how}): failed: {p['failed']}"]
+    if not p:
+        return []
+    idle_, behind = p.get("idle_first_start") or {}, p.get("behind_backlog_first_start") or {}
+    return [
+        f"- **priority**, {how}: a high-priority `linear` task's first step starts "
+        f"{num(idle_.get('p50_ms'))} ms (p50; p95 {num(idle_.get('p95_ms'))}) after its creation "
+        f"when idle, {num(behind.get('p50_ms'))} ms (p95 {num(behind.get('p95_ms'))}; "
+        f"{num(p.get('ratio_p50'))}x) behind {value(p.get('backlog')):,.0f} low-priority "
+        f"`slow_chain` tasks of 100 ms steps; a low-priority probe beside it took "
+        f"{num(p.get('low_probe_first_start_ms'), 0)} ms; the backlog all finished "
+        f"{num(p.get('backlog_all_done_s'), 1)} s after its first task was created."]
+
+
+def fair_sharing(f):
+    """Priorities, a concurrency limit per customer and a rate limit, under load."""
+    if not f:
+        return []
+    lines = ["## Fair sharing", ""]
+    for key, how in [("priority", "with the worker's defaults (prefetch 128, concurrency 64: it "
+                      "holds more steps than it runs, so a high step waits for a running one to end)"),
+                     ("priority_with_spare_slots", "with the worker's prefetch at half its "
+                      "concurrency (slots to spare: the floor of the lanes themselves)")]:
+        lines += priority_line(f.get(key) or {}, how)
+    c = f.get("concurrency") or {}
+    if "failed" in c:
+        lines.append(f"- concurrency: failed: {c['failed']}")
+    elif c:
+        a, b = c.get("A") or {}, c.get("B") or {}
+        lines.append(
+            f"- **concurrency** (limit 2 per customer, 20 two-step tasks each, A's created first): "
+            f"at most {a.get('most_overlapping')} / {b.get('most_overlapping')} steps of A / B at "
+            f"once (the handlers counted {a.get('most_counted_by_handlers')} / "
+            f"{b.get('most_counted_by_handlers')}); A done in {num(a.get('finished_s'))} s, B in "
+            f"{num(b.get('finished_s'))} s ({num(c.get('b_over_a'))}x).")
+    r = f.get("rate") or {}
+    if "failed" in r:
+        lines.append(f"- rate: failed: {r['failed']}")
+    elif r:
+        lines.append(
+            f"- **rate** (100 per second, burst 20; 100 steps created while the key was paused): "
+            f"{r.get('started_before_pause_end')} started before the pause's end; the last started "
+            f"{num(r.get('pause_end_to_last_start_s'), 3)} s after it, "
+            f"{num(r.get('first_to_last_start_s'), 3)} s after the first.")
+    if f.get("worker_restart_failed"):
+        lines.append(f"- the worker's restart failed: {f['worker_restart_failed']}")
+    lines.append("")
+    return lines
+
+
 def targets(scenarios):
     """The issue's throughput targets against this run."""
     rows = []
@@ -369,6 +422,7 @@ def main():
     lines += details(scenarios)
     lines += fan_out(scenarios.get("fanout_100k"))
     lines += pipeline(scenarios.get("pipeline"))
+    lines += fair_sharing(scenarios.get("fair_sharing"))
     lines += targets(scenarios)
     if summary.get("notes"):
         lines += ["Notes from the run:", ""] + [f"- {n}" for n in summary["notes"]] + [""]

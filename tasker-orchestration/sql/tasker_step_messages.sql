@@ -22,7 +22,11 @@ BEGIN
         'parent_results_by_reference', r.by_ref,
         'input', s.input,
         'dispatched_at', s.dispatched_at, 'timeout_ms', s.timeout_ms,
-        'queue_timeout_ms', s.queue_timeout_ms, 'traceparent', t.traceparent) ORDER BY s.id),
+        'queue_timeout_ms', s.queue_timeout_ms, 'traceparent', t.traceparent)
+        -- A task's priority only when it is not normal: most messages carry no more bytes.
+        || CASE t.priority WHEN 0 THEN '{"priority": "high"}'::jsonb
+                           WHEN 2 THEN '{"priority": "low"}'::jsonb ELSE '{}'::jsonb END
+        ORDER BY s.id),
         '[]'::jsonb)
     -- Driven by the ids, a primary-key lookup each (LATERAL … OFFSET 0 fixes the join order), whatever
     -- the plan cached for the session guessed about the table when it was small.

@@ -197,6 +197,18 @@ pub struct WorkerConfig {
     /// ahead of one a level above it once it has waited this much longer (aging), so
     /// low-priority work never starves.
     pub priority_aging_ms: u64,
+    /// Slots low-priority steps leave free for normal and high ones (default: an eighth of
+    /// `concurrency`): behind a backlog of low work, a normal or high step starts at once
+    /// instead of waiting for a low one to end. 0: low work may take every slot.
+    pub low_priority_reserve: Option<usize>,
+}
+
+impl WorkerConfig {
+    /// The most low-priority steps a worker runs at once, if fewer than `concurrency`.
+    pub fn low_priority_cap(&self) -> Option<usize> {
+        let reserve = self.low_priority_reserve.unwrap_or(self.concurrency / 8);
+        (reserve > 0).then(|| self.concurrency.saturating_sub(reserve).max(1))
+    }
 }
 
 impl Default for Config {
@@ -269,6 +281,7 @@ impl Default for WorkerConfig {
             shutdown_timeout_ms: 30_000,
             heartbeat_ms: 5_000,
             priority_aging_ms: DEFAULT_PRIORITY_AGING_MS,
+            low_priority_reserve: None,
         }
     }
 }
@@ -417,6 +430,16 @@ impl Config {
             if aging > 86_400_000 {
                 return invalid(field, "must be at most 86400000 (a day)");
             }
+        }
+        if self
+            .worker
+            .low_priority_reserve
+            .is_some_and(|r| r >= self.worker.concurrency)
+        {
+            return invalid(
+                "worker.low_priority_reserve",
+                "must be less than worker.concurrency (low-priority work needs a slot)",
+            );
         }
         if self.worker.heartbeat_ms < 100 {
             return invalid("worker.heartbeat_ms", "must be at least 100");

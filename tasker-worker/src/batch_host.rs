@@ -86,6 +86,8 @@ struct Held {
     /// When the core fails it as timed out (the worker's run deadline, counted from the same
     /// instant); [`BatchHost::holds`] says `false` from then on.
     deadline: Instant,
+    /// Its task's priority, given back to the lanes when it is reported.
+    priority: Option<tasker_shared::flow::Priority>,
 }
 
 /// What [`BatchHost::on_ready`] calls.
@@ -167,9 +169,14 @@ impl BatchHost {
     }
 
     /// Sets how much longer a job must have waited to go ahead of one a priority level above
-    /// it (`worker.priority_aging_ms`).
-    pub fn with_aging(self, aging: Duration) -> Self {
-        self.lock().queue.set_aging(aging);
+    /// it (`worker.priority_aging_ms`), and how many low-priority jobs may be out (handed out,
+    /// not reported) at once (`WorkerConfig::low_priority_cap`).
+    pub fn with_priorities(self, aging: Duration, low_cap: Option<usize>) -> Self {
+        {
+            let mut state = self.lock();
+            state.queue.set_aging(aging);
+            state.queue.set_low_cap(low_cap);
+        }
         self
     }
 
@@ -182,7 +189,7 @@ impl BatchHost {
     pub fn next_batch(&self, max: usize, timeout: Duration) -> Vec<JobView> {
         let deadline = Instant::now() + timeout;
         let mut state = self.lock();
-        while state.queue.is_empty() && !state.closed {
+        while !state.queue.ready() && !state.closed {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Vec::new();
@@ -224,7 +231,7 @@ impl BatchHost {
             notified.as_mut().enable();
             {
                 let mut state = self.lock();
-                if !state.queue.is_empty() || state.closed {
+                if state.queue.ready() || state.closed {
                     return Self::take(&mut state, max);
                 }
             }
@@ -235,19 +242,26 @@ impl BatchHost {
     }
 
     fn take(state: &mut State, max: usize) -> Vec<JobView> {
-        let n = max.max(1).min(state.queue.len());
-        if n > 0 {
-            ::metrics::histogram!(crate::metrics::FFI_BATCH_SIZE.name).record(n as f64);
+        let jobs: Vec<(Job, DateTime<Utc>)> = state.queue.take(max.max(1));
+        if !jobs.is_empty() {
+            ::metrics::histogram!(crate::metrics::FFI_BATCH_SIZE.name).record(jobs.len() as f64);
         }
         let (now, instant) = (Utc::now(), Instant::now());
-        let mut out = Vec::with_capacity(n);
-        let jobs: Vec<(Job, DateTime<Utc>)> = state.queue.take(n);
+        let mut out = Vec::with_capacity(jobs.len());
         for (job, _) in jobs {
             if let Some(sink) = &state.sink {
                 sink.started(job.id);
             }
             let deadline = instant + crate::worker::run_deadline(job.message.timeout_ms);
-            state.started.insert(job.id, Held { at: now, deadline });
+            let priority = job.message.priority;
+            state.started.insert(
+                job.id,
+                Held {
+                    at: now,
+                    deadline,
+                    priority,
+                },
+            );
             out.push(JobView {
                 id: job.id,
                 step: job.message,
@@ -261,14 +275,25 @@ impl BatchHost {
         let now = Utc::now();
         let mut state = self.lock();
         let sink = state.sink.clone().ok_or(Error::Stopped)?;
+        let was_ready = state.queue.ready();
         for o in outcomes {
-            let started = state.started.remove(&o.id).map_or(now, |h| h.at);
+            let held = state.started.remove(&o.id);
+            if let Some(h) = &held {
+                state.queue.release(h.priority);
+            }
             sink.complete(Completion {
                 job: o.id,
                 outcome: o.outcome,
-                started_at: o.started_at.unwrap_or(started),
+                started_at: o.started_at.unwrap_or(held.map_or(now, |h| h.at)),
                 finished_at: o.finished_at.unwrap_or(now),
             });
+        }
+        // Low jobs waiting at their cap may go out now.
+        let freed = !was_ready && state.queue.ready() && !state.closed;
+        let hook = state.ready_hook.clone();
+        drop(state);
+        if freed {
+            self.wake_all(hook);
         }
         Ok(())
     }
@@ -286,7 +311,9 @@ impl BatchHost {
         match state.started.get(&job) {
             Some(held) if Instant::now() < held.deadline => true,
             Some(_) => {
-                state.started.remove(&job);
+                if let Some(h) = state.started.remove(&job) {
+                    state.queue.release(h.priority);
+                }
                 false
             }
             None => false,

@@ -134,8 +134,9 @@ async fn serve(args: Args, registry: Registry) -> Result<(), Error> {
     let config = &setup.config;
     let _telemetry = crate::setup::telemetry(config, "rust")?;
     let host = Arc::new(
-        RustHost::new(registry, config.worker.concurrency).with_aging(
+        RustHost::new(registry, config.worker.concurrency).with_priorities(
             std::time::Duration::from_millis(config.worker.priority_aging_ms),
+            config.worker.low_priority_cap(),
         ),
     );
     let worker = Worker::new(setup.options.clone(), host);

@@ -202,9 +202,10 @@ impl EmbeddedWorker {
             ..
         } = setup;
         let shutdown_timeout = worker_options.shutdown_timeout;
-        let host = Arc::new(
-            BatchHost::new().with_aging(Duration::from_millis(config.worker.priority_aging_ms)),
-        );
+        let host = Arc::new(BatchHost::new().with_priorities(
+            Duration::from_millis(config.worker.priority_aging_ms),
+            config.worker.low_priority_cap(),
+        ));
         let worker = Worker::new(worker_options, host.clone());
         runtime
             .block_on(worker.check_access())

@@ -121,9 +121,13 @@ impl RustHost {
     }
 
     /// Sets how much longer a job must have waited to go ahead of one a priority level above
-    /// it (`worker.priority_aging_ms`).
-    pub fn with_aging(self, aging: std::time::Duration) -> Self {
-        self.lanes().set_aging(aging);
+    /// it (`worker.priority_aging_ms`), and how many low-priority jobs may run at once
+    /// (`WorkerConfig::low_priority_cap`).
+    pub fn with_priorities(self, aging: std::time::Duration, low_cap: Option<usize>) -> Self {
+        let mut lanes = self.lanes();
+        lanes.set_aging(aging);
+        lanes.set_low_cap(low_cap);
+        drop(lanes);
         self
     }
 
@@ -150,6 +154,7 @@ impl RustHost {
             tokio::spawn(async move {
                 done.started(job.id);
                 let started_at = Utc::now();
+                let priority = job.message.priority;
                 let outcome = run_one(&host.registry, job.message, job.parents).await;
                 done.complete(Completion {
                     job: job.id,
@@ -157,6 +162,7 @@ impl RustHost {
                     started_at,
                     finished_at: Utc::now(),
                 });
+                host.lanes().release(priority);
                 drop(permit);
                 host.pump(&done);
             });

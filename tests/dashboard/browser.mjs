@@ -23,3 +23,20 @@ export async function openPage({ consoleErrors = false, ignored = () => false } 
   const text = async (locator) => ((await locator.textContent()) || '').replace(/\s+/g, ' ').trim();
   return { browser, page, report, shot, text };
 }
+
+// Runs a script's tour (`steps`): the report says `ok` when it ran to its end, `failure` (with a
+// screenshot) when a step threw; the browser is closed and the report printed as the script's
+// last line either way.
+export async function tour({ browser, report, shot }, steps) {
+  try {
+    await steps();
+    report.ok = true;
+  } catch (e) {
+    report.ok = false;
+    report.failure = String(e);
+    await shot('failure').catch(() => {});
+  } finally {
+    await browser.close();
+  }
+  console.log(JSON.stringify(report));
+}

@@ -12,19 +12,20 @@
 // task expected in the Children section and the parent step that started it), WORKER_NAMESPACE
 // (optional: a namespace a live worker must list), SCREENSHOTS (a folder), CHROMIUM (the
 // browser; default /usr/bin/chromium).
-import { openPage } from './browser.mjs';
+import { openPage, tour } from './browser.mjs';
 
 const {
   TASKER_URL: url, TASKER_TOKEN: token, PARENT_TASK_ID: parentId, CHILD_TASK_ID: childIdWanted,
   CHILD_STEP: childStepWanted, WORKER_NAMESPACE: workerNamespace,
 } = process.env;
 // Every console error counts: nothing on this tour is refused on purpose.
-const { browser, page, report, shot, text } = await openPage({ consoleErrors: true });
+const opened = await openPage({ consoleErrors: true });
+const { browser, page, report, shot, text } = opened;
 if (token) await page.addInitScript((t) => localStorage.setItem('tasker.token', t), token);
 const hash = () => decodeURIComponent(new URL(page.url()).hash);
 const check = (ok, what) => { if (!ok) throw new Error(`expected: ${what}`); };
 
-try {
+await tour(opened, async () => {
   // The parent: its Children section lists the child (with its step), which its step card links to.
   await page.goto(`${url}/ui/#/tasks/${parentId}`);
   await page.waitForSelector('#task-state[data-state]');
@@ -98,12 +99,4 @@ try {
 
   check(report.pageErrors.length === 0, 'no page error');
   check(report.consoleErrors.length === 0, 'no console error');
-  report.ok = true;
-} catch (e) {
-  report.ok = false;
-  report.failure = String(e);
-  await shot('failure').catch(() => {});
-} finally {
-  await browser.close();
-}
-console.log(JSON.stringify(report));
+});

@@ -16,7 +16,7 @@
 // paused, listed by GET /v1/rate-limits), CONCURRENCY_KEY (optional: a key GET
 // /v1/concurrency-limits lists), PAUSE_MINUTES (optional, default 10), PAUSE_NOTE,
 // SCREENSHOTS (a folder), CHROMIUM (the browser; default /usr/bin/chromium).
-import { openPage } from './browser.mjs';
+import { openPage, tour } from './browser.mjs';
 
 const {
   TASKER_URL: url, TASKER_TOKEN: token, THROTTLED_TASK_ID: taskId, THROTTLED_STEP: stepName,
@@ -24,7 +24,8 @@ const {
   CONCURRENCY_KEY: concurrencyKey, PAUSE_MINUTES: pauseMinutes = '10', PAUSE_NOTE: note = '',
 } = process.env;
 // Every console error counts: nothing on this tour is refused on purpose.
-const { browser, page, report, shot, text } = await openPage({ consoleErrors: true });
+const opened = await openPage({ consoleErrors: true });
+const { browser, page, report, shot, text } = opened;
 if (token) await page.addInitScript((t) => localStorage.setItem('tasker.token', t), token);
 const check = (ok, what) => { if (!ok) throw new Error(`expected: ${what}`); };
 // The answer to the next confirmation dialog (accept or dismiss), and the dialogs seen.
@@ -35,7 +36,7 @@ page.on('dialog', async (d) => {
   await (answer === 'accept' ? d.accept() : d.dismiss());
 });
 
-try {
+await tour(opened, async () => {
   // The throttled step: its card says which key holds it, its graph node is drawn throttled.
   await page.goto(`${url}/ui/#/tasks/${taskId}`);
   await page.waitForSelector('#live[data-live="on"]');
@@ -142,12 +143,4 @@ try {
 
   check(report.pageErrors.length === 0, 'no page error');
   check(report.consoleErrors.length === 0, 'no console error');
-  report.ok = true;
-} catch (e) {
-  report.ok = false;
-  report.failure = String(e);
-  await shot('failure').catch(() => {});
-} finally {
-  await browser.close();
-}
-console.log(JSON.stringify(report));
+});

@@ -6,14 +6,15 @@
 // asks for one), TASK_ID (a task in error), TEMPLATE
 // ("namespace/name@version" of a registered template), SCREENSHOTS (a folder), CHROMIUM (the
 // browser; default /usr/bin/chromium).
-import { openPage } from './browser.mjs';
+import { openPage, tour } from './browser.mjs';
 
 const { TASKER_URL: url, TASK_ID: taskId, TEMPLATE: template } = process.env;
-const { browser, page, report, shot } = await openPage();
+const opened = await openPage();
+const { browser, page, report, shot } = opened;
 const nodes = () =>
   page.$$eval('#dag g.node', (ns) => Object.fromEntries(ns.map((n) => [n.dataset.step, n.dataset.state])));
 
-try {
+await tour(opened, async () => {
   // The orchestrator requires a token: the page asks for one, then shows the list.
   await page.goto(`${url}/ui/#/tasks`);
   await page.waitForSelector('#token-form:not([hidden])');
@@ -64,12 +65,4 @@ try {
   await page.waitForSelector('table#dead-letters');
   report.deadLetters = await page.$$eval('tr[data-dead-letter-id]', (rs) => rs.length);
   await shot('5-dead-letters');
-  report.ok = true;
-} catch (e) {
-  report.ok = false;
-  report.failure = String(e);
-  await shot('failure').catch(() => {});
-} finally {
-  await browser.close();
-}
-console.log(JSON.stringify(report));
+});

@@ -9,18 +9,19 @@
 // schedule, not paused), SCHEDULED_TASK_ID (a task in state `scheduled`), WAIT_TASK_ID (a task
 // whose step WAIT_STEP waits for the signal SIGNAL), PAUSE_NOTE, SCREENSHOTS (a folder),
 // CHROMIUM (the browser; default /usr/bin/chromium).
-import { openPage } from './browser.mjs';
+import { openPage, tour } from './browser.mjs';
 
 const {
   TASKER_URL: url, SCHEDULE: schedule, SCHEDULED_TASK_ID: scheduledId, WAIT_TASK_ID: waitTaskId,
   WAIT_STEP: waitStep, SIGNAL: signalName, PAUSE_NOTE: note,
 } = process.env;
 // Console errors other than the browser's own line for a refused request (one is on purpose).
-const { browser, page, report, shot, text } = await openPage({
+const opened = await openPage({
   consoleErrors: true, ignored: (t) => t.startsWith('Failed to load resource'),
 });
+const { browser, page, report, shot, text } = opened;
 
-try {
+await tour(opened, async () => {
   // The schedule's row, with its next fire (the exact time in the datetime attribute).
   await page.goto(`${url}/ui/#/schedules`);
   const row = page.locator(`tr[data-schedule="${schedule}"]`);
@@ -119,12 +120,4 @@ try {
     dagState: await page.getAttribute(node, 'data-state'),
   };
   await shot('t6-signalled');
-  report.ok = true;
-} catch (e) {
-  report.ok = false;
-  report.failure = String(e);
-  await shot('failure').catch(() => {});
-} finally {
-  await browser.close();
-}
-console.log(JSON.stringify(report));
+});

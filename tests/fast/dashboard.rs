@@ -121,6 +121,21 @@ async fn run_browser(
     Ok((report, stderr))
 }
 
+/// Asserts that a browser script's tour passed (`ok`) with no page error and, when
+/// `console` says so, no console error either.
+fn assert_clean(report: &Value, stderr: &str, shots: &Path, console: bool) {
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report}\n{stderr}\nscreenshots: {}",
+        shots.display()
+    );
+    assert_eq!(report["pageErrors"], json!([]), "{report}");
+    if console {
+        assert_eq!(report["consoleErrors"], json!([]), "{report}\n{stderr}");
+    }
+}
+
 /// Asserts that the browser script saved each of `names` (PNG files of more than 1 kB).
 fn assert_screenshots(shots: &Path, names: &[&str]) {
     for shot in names {
@@ -264,13 +279,7 @@ async fn a_failed_task_is_retried_from_the_dashboard_in_a_real_browser() -> anyh
         ],
     )
     .await?;
-    assert_eq!(
-        report["ok"],
-        true,
-        "{report}\n{stderr}\nscreenshots: {}",
-        shots.display()
-    );
-    assert_eq!(report["pageErrors"], json!([]), "{report}");
+    assert_clean(&report, &stderr, &shots, false);
     assert_eq!(report["askedForToken"], true, "{report}");
     assert_eq!(report["listedState"], "error");
     let before = &report["before"];
@@ -403,14 +412,7 @@ async fn schedules_delays_and_signals_from_the_dashboard_in_a_real_browser() -> 
         ],
     )
     .await?;
-    assert_eq!(
-        report["ok"],
-        true,
-        "{report}\n{stderr}\nscreenshots: {}",
-        shots.display()
-    );
-    assert_eq!(report["pageErrors"], json!([]), "{report}");
-    assert_eq!(report["consoleErrors"], json!([]), "{report}\n{stderr}");
+    assert_clean(&report, &stderr, &shots, true);
     let has = |field: &Value, needle: &str| field.as_str().is_some_and(|s| s.contains(needle));
 
     // The schedules list: the row with its next fire, exact and relative.
@@ -587,14 +589,7 @@ async fn children_parents_and_workers_in_a_real_browser() -> anyhow::Result<()> 
         ],
     )
     .await?;
-    assert_eq!(
-        report["ok"],
-        true,
-        "{report}\n{stderr}\nscreenshots: {}",
-        shots.display()
-    );
-    assert_eq!(report["pageErrors"], json!([]), "{report}");
-    assert_eq!(report["consoleErrors"], json!([]), "{report}\n{stderr}");
+    assert_clean(&report, &stderr, &shots, true);
     assert_eq!(report["childTaskId"], child.to_string(), "{report}");
     assert_eq!(report["childStep"]["dagKind"], "child", "{report}");
     assert!(
@@ -675,14 +670,7 @@ async fn throttled_steps_and_the_limits_page_in_a_real_browser() -> anyhow::Resu
         ],
     )
     .await?;
-    assert_eq!(
-        report["ok"],
-        true,
-        "{report}\n{stderr}\nscreenshots: {}",
-        shots.display()
-    );
-    assert_eq!(report["pageErrors"], json!([]), "{report}");
-    assert_eq!(report["consoleErrors"], json!([]), "{report}\n{stderr}");
+    assert_clean(&report, &stderr, &shots, true);
     let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
     assert!(
         text(&report["throttled"]["text"]).contains("rate limit dashboard-rate"),

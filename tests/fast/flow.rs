@@ -412,3 +412,50 @@ async fn bad_limits_and_keys_are_refused_by_name() -> anyhow::Result<()> {
     o.stop().await;
     env.cleanup().await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_priority_travels_in_its_own_lane() -> anyhow::Result<()> {
+    use futures_util::StreamExt;
+    let env = env().await?;
+    let o = env.orchestrator().await?;
+    // No worker: each root step's message waits in its lane, where this test reads it.
+    let broker = tasker_broker::Broker::connect(
+        &env.config.amqp_url,
+        &env.config.queue_prefix,
+        "lane-reader",
+    )
+    .await?;
+    for (priority, lane) in [
+        (Priority::High, Some("high")),
+        (Priority::Normal, None),
+        (Priority::Low, Some("low")),
+    ] {
+        let task = o
+            .client
+            .create_task(
+                &CreateTask::new("rust_examples", "linear")
+                    .context(json!({"value": 6}))
+                    .priority(priority),
+            )
+            .await?;
+        let queue =
+            tasker_broker::topology::lane_queue(&env.config.queue_prefix, "rust_examples", lane);
+        let mut sub = broker.consume(&queue, "lane-reader", 1).await?;
+        let delivery = tokio::time::timeout(Duration::from_secs(10), sub.next())
+            .await?
+            .expect("a delivery")?;
+        let steps: Vec<Value> = tasker_shared::message::decode_batch(&delivery.data)?;
+        assert_eq!(steps.len(), 1, "{queue}: {steps:?}");
+        assert_eq!(steps[0]["task_id"], json!(task.id), "{queue}");
+        // Only a priority that is not normal is written into the message.
+        assert_eq!(
+            steps[0].get("priority"),
+            lane.map(|l| json!(l)).as_ref(),
+            "{queue}: {}",
+            steps[0]
+        );
+    }
+    broker.close().await;
+    o.stop().await;
+    env.cleanup().await
+}

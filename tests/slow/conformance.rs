@@ -170,33 +170,9 @@ async fn signalled_through_client(
         let done = client.wait(task.id, Duration::from_secs(60)).await?;
         return Ok(serde_json::to_value(done)?);
     }
-    let script = repo_root()
-        .join("workers")
-        .join(language)
-        .join("conformance-client");
-    let out = tokio::time::timeout(
-        Duration::from_secs(120),
-        tokio::process::Command::new(&script)
-            .args([url, namespace])
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .with_context(|| format!("{} did not finish within 120 s", script.display()))??;
-    anyhow::ensure!(
-        out.status.success(),
-        "{} failed ({}): {}",
-        script.display(),
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).with_context(|| {
-        format!(
-            "{} printed no JSON: {}",
-            script.display(),
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
+    let out = conformance_client(language, &[url.to_owned(), namespace.to_owned()]).await?;
+    serde_json::from_str(&out)
+        .with_context(|| format!("{language}'s client printed no JSON: {out}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -520,30 +496,13 @@ async fn every_client_reads_children_and_workers() -> anyhow::Result<()> {
     let expected = composition_view(&o.client, parent.id).await?;
     assert_eq!(expected["child"]["depth"], 1, "{expected}");
     for language in ["python", "ruby", "typescript"] {
-        let script = repo_root()
-            .join("workers")
-            .join(language)
-            .join("conformance-client");
-        let out = tokio::time::timeout(
-            Duration::from_secs(120),
-            tokio::process::Command::new(&script)
-                .args([o.url(), "composition".to_owned(), parent.id.to_string()])
-                .kill_on_drop(true)
-                .output(),
+        let out = conformance_client(
+            language,
+            &[o.url(), "composition".into(), parent.id.to_string()],
         )
-        .await
-        .with_context(|| format!("{} did not finish", script.display()))??;
-        anyhow::ensure!(
-            out.status.success(),
-            "{language}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let read: Value = serde_json::from_slice(&out.stdout).with_context(|| {
-            format!(
-                "{language} printed: {}",
-                String::from_utf8_lossy(&out.stdout)
-            )
-        })?;
+        .await?;
+        let read: Value =
+            serde_json::from_str(&out).with_context(|| format!("{language} printed: {out}"))?;
         // Who is listed and what they serve, not when they were last seen (a heartbeat moves
         // that between two reads).
         assert_eq!(read, expected, "{language}'s client read otherwise");
@@ -552,6 +511,30 @@ async fn every_client_reads_children_and_workers() -> anyhow::Result<()> {
     worker.child.kill().await?;
     o.stop().await;
     env.cleanup().await
+}
+
+/// Runs `workers/<language>/conformance-client` with `args` (at most 120 s): what it printed,
+/// once it exited 0.
+async fn conformance_client(language: &str, args: &[String]) -> anyhow::Result<String> {
+    let script = repo_root()
+        .join("workers")
+        .join(language)
+        .join("conformance-client");
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new(&script)
+            .args(args)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .with_context(|| format!("{} did not finish", script.display()))??;
+    anyhow::ensure!(
+        out.status.success(),
+        "{language}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(String::from_utf8(out.stdout)?)
 }
 
 /// A template whose step claims a concurrency slot and a token of the rate key the clients'
@@ -618,25 +601,7 @@ async fn every_client_reads_and_pauses_limits(o: &RunningOrchestrator) -> anyhow
             }
         }
         let expected = limits_view(&rates, &slots);
-        let script = repo_root()
-            .join("workers")
-            .join(language)
-            .join("conformance-client");
-        let out = tokio::time::timeout(
-            Duration::from_secs(120),
-            tokio::process::Command::new(&script)
-                .args([o.url(), "flow".to_owned()])
-                .kill_on_drop(true)
-                .output(),
-        )
-        .await
-        .with_context(|| format!("{} did not finish", script.display()))??;
-        anyhow::ensure!(
-            out.status.success(),
-            "{language}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let stdout = String::from_utf8(out.stdout)?;
+        let stdout = conformance_client(language, &[o.url(), "flow".into()]).await?;
         let mut lines = std::collections::BTreeMap::new();
         for line in stdout.lines() {
             let (label, json) = line

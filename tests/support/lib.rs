@@ -159,7 +159,11 @@ impl TestEnv {
     /// Starts an in-process worker running the Rust fixture handlers for `namespaces`.
     pub fn rust_worker_for(&self, namespaces: &[&str]) -> RunningWorker {
         let registry = tasker_worker_rust::registry();
-        let host = Arc::new(RustHost::new(registry, self.config.worker.concurrency));
+        let w = &self.config.worker;
+        let host = Arc::new(RustHost::new(registry, w.concurrency).with_priorities(
+            Duration::from_millis(w.priority_aging_ms),
+            w.low_priority_cap(),
+        ));
         let namespaces = namespaces.iter().map(|n| (*n).to_owned()).collect();
         RunningWorker::start(Worker::new(
             WorkerOptions::from_config(&self.config, namespaces),

@@ -301,8 +301,6 @@ async function workersView(root, signal) {
   const status = h('span', { id: 'workers-status', class: 'muted' });
   const unfolded = new Set();
   const heads = ['worker', 'language', 'version', 'host / pid', 'namespaces', 'handlers', 'concurrency', 'started', 'last seen', ''];
-  let seq = 0;
-  let timer = null;
   let every = 5000;
   const handlersCell = (w) => {
     const list = w.handlers || [];
@@ -323,10 +321,9 @@ async function workersView(root, signal) {
     h('td', {}, timeEl(w.started_at)),
     h('td', { class: 'last-seen', title: w.heartbeat_ms ? `reports every ${w.heartbeat_ms / 1000} s` : null }, relEl(w.last_seen_at) || '—'),
     h('td', {}, h('span', { class: `badge live-badge state-${w.live ? 'live' : 'stale'}`, text: w.live ? 'live' : 'not live' })));
-  const load = async () => {
-    const mine = ++seq;
+  const load = async (current) => {
     const data = await api('GET', `/v1/workers${workerFilter.all ? '?all=true' : ''}`, undefined, signal);
-    if (signal.aborted || mine !== seq) return;
+    if (!current()) return;
     // Live ones first, then by name.
     const workers = [...(data.workers || [])].sort((a, b) => (b.live === true) - (a.live === true) ||
       String(a.name).localeCompare(String(b.name)) || String(a.host).localeCompare(String(b.host)) || (a.pid - b.pid));
@@ -340,26 +337,42 @@ async function workersView(root, signal) {
     box.replaceChildren(table({ id: 'workers' }, heads, workers.map(row),
       workerFilter.all ? 'No worker seen in the last 24 hours.' : 'No live worker.'));
   };
-  // Fetched again after `every`; a refusal (4xx) ends that, other errors are shown and retried.
-  const again = () => {
-    clearTimeout(timer);
-    const mine = seq + 1;
-    load().catch((e) => {
-      showError(e);
-      return e && e.status >= 400 && e.status < 500 && e.status !== 408 && e.status !== 429;
-    }).then((stop) => {
-      if (!signal.aborted && !stop && mine === seq) timer = setTimeout(again, every);
-    });
-  };
-  signal.addEventListener('abort', () => clearTimeout(timer));
+  const { again, start } = refreshing(signal, load, () => every);
   allBox.addEventListener('change', () => { workerFilter.all = allBox.checked; again(); });
   put(root, h('h1', { text: 'Workers' }), h('div', { class: 'toolbar' },
     h('label', { class: 'check' }, allBox, ' also workers not seen lately (last 24 h)'),
     h('button', { id: 'refresh', type: 'button', text: 'Refresh', onclick: again }),
     status), box);
-  const first = seq + 1;
-  await load();
-  if (!signal.aborted && seq === first) timer = setTimeout(again, every); // unless a refresh overtook it
+  await start();
+}
+
+// Loads a page's data now (`load(current)`; `current()` says whether this load is still the
+// newest) and again every `every()` ms while the page is open, or at once with `again`: a
+// refusal (4xx) ends that, other errors are shown and retried.
+function refreshing(signal, load, every) {
+  let seq = 0;
+  let timer = null;
+  const run = () => {
+    const mine = ++seq;
+    return load(() => !signal.aborted && mine === seq);
+  };
+  const again = () => {
+    clearTimeout(timer);
+    const mine = seq + 1;
+    run().catch((e) => {
+      showError(e);
+      return e && e.status >= 400 && e.status < 500 && e.status !== 408 && e.status !== 429;
+    }).then((stop) => {
+      if (!signal.aborted && !stop && mine === seq) timer = setTimeout(again, every());
+    });
+  };
+  signal.addEventListener('abort', () => clearTimeout(timer));
+  const start = async () => {
+    const first = seq + 1;
+    await run();
+    if (!signal.aborted && seq === first) timer = setTimeout(again, every()); // unless a refresh overtook it
+  };
+  return { again, start };
 }
 
 // ---------- limits ----------
@@ -452,8 +465,6 @@ async function limitsView(root, signal) {
   const status = h('span', { id: 'limits-status', class: 'muted' });
   const rateHeads = ['key', 'rate', 'burst', 'paused', 'throttled', ''];
   let formOpen = false;
-  let seq = 0;
-  let timer = null;
   const concurrencyRow = (c) => {
     const full = c.in_use >= c.limit;
     return h('tr', { 'data-key': c.key, 'data-in-use': String(c.in_use), 'data-limit': String(c.limit), class: full ? 'full' : null },
@@ -477,14 +488,13 @@ async function limitsView(root, signal) {
       h('td', { class: 'row-actions' }, rateControls(r, panel, holder, reloadWith, (open) => { formOpen = open; })));
     return [row, holder];
   };
-  const load = async () => {
-    const mine = ++seq;
+  const load = async (current) => {
     const q = limitFilter.key ? `?key=${enc(limitFilter.key)}` : '';
     const [conc, rate] = await Promise.all([
       api('GET', `/v1/concurrency-limits${q}`, undefined, signal),
       api('GET', '/v1/rate-limits', undefined, signal),
     ]);
-    if (signal.aborted || mine !== seq) return;
+    if (!current()) return;
     const cs = conc.limits || [];
     const rs = rate.limits || [];
     concurrencyBox.replaceChildren(table({ id: 'concurrency-limits' }, ['key', 'in use / limit', 'throttled'], cs.map(concurrencyRow),
@@ -493,18 +503,7 @@ async function limitsView(root, signal) {
     status.textContent = `${cs.length} concurrency ${cs.length === 1 ? 'key' : 'keys'} · ${rs.length} rate ${rs.length === 1 ? 'key' : 'keys'}` +
       ` · updated ${fmtShort(new Date().toISOString())}`;
   };
-  // Fetched again after a while; a refusal (4xx) ends that, other errors are shown and retried.
-  const again = () => {
-    clearTimeout(timer);
-    const mine = seq + 1;
-    load().catch((e) => {
-      showError(e);
-      return e && e.status >= 400 && e.status < 500 && e.status !== 408 && e.status !== 429;
-    }).then((stop) => {
-      if (!signal.aborted && !stop && mine === seq) timer = setTimeout(again, LIMITS_EVERY);
-    });
-  };
-  signal.addEventListener('abort', () => clearTimeout(timer));
+  const { again, start } = refreshing(signal, load, () => LIMITS_EVERY);
   const apply = () => { limitFilter.key = keyInput.value.trim(); again(); };
   keyInput.addEventListener('change', apply);
   put(root, h('h1', { text: 'Limits' }), h('div', { class: 'toolbar' },
@@ -517,9 +516,7 @@ async function limitsView(root, signal) {
     badge('throttled'), ' and starts when one frees, by priority then age.'), concurrencyBox),
   section('Rate limits', h('p', { class: 'muted hint' },
     'A pause (after a provider answered 429, say) starts no step of its key before its end; Resume ends it now.'), rateBox));
-  const first = seq + 1;
-  await load();
-  if (!signal.aborted && seq === first) timer = setTimeout(again, LIMITS_EVERY); // unless a refresh overtook it
+  await start();
 }
 
 // ---------- start ----------

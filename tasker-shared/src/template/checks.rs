@@ -66,11 +66,11 @@ pub(super) fn check_policy(step: &StepTemplate) -> Result<(), ErrorKind> {
     };
     if let Some(c) = &step.concurrency {
         c.check(&format!("steps.{}.concurrency", step.name))
-            .map_err(super::compile::flow_problem)?;
+            .map_err(flow_problem)?;
     }
     if let Some(r) = &step.rate_limit {
         r.check(&format!("steps.{}.rate_limit", step.name))
-            .map_err(super::compile::flow_problem)?;
+            .map_err(flow_problem)?;
     }
     let r = &step.retry;
     if !(1..=limits::MAX_ATTEMPTS).contains(&r.max_attempts) {
@@ -119,4 +119,12 @@ pub(super) fn check_policy(step: &StepTemplate) -> Result<(), ErrorKind> {
         check_text(&format!("steps.{}.branches", step.name), branch)?;
     }
     Ok(())
+}
+
+/// A limit's problem as a template error naming its field.
+pub(super) fn flow_problem(p: crate::flow::Problem) -> ErrorKind {
+    ErrorKind::InvalidField {
+        field: p.field,
+        problem: p.problem,
+    }
 }

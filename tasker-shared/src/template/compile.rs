@@ -82,10 +82,11 @@ impl TaskTemplate {
             check_text("description", d)?;
         }
         if let Some(c) = &self.concurrency {
-            c.check("concurrency").map_err(flow_problem)?;
+            c.check("concurrency")
+                .map_err(super::checks::flow_problem)?;
         }
         if let Some(r) = &self.rate_limit {
-            r.check("rate_limit").map_err(flow_problem)?;
+            r.check("rate_limit").map_err(super::checks::flow_problem)?;
         }
         if let Some(schema) = &self.context_schema
             && let Err(problem) = crate::json_check::check(schema, crate::json_check::MAX_DEPTH)
@@ -298,12 +299,4 @@ fn check_handler_or_wait(step: &super::StepTemplate) -> Result<(), ErrorKind> {
     wait.compile(&format!("steps.{}.wait", step.name))
         .map(|_| ())
         .map_err(|e| field(e.field, e.problem))
-}
-
-/// A limit's problem as a template error naming its field.
-pub(super) fn flow_problem(p: crate::flow::Problem) -> ErrorKind {
-    ErrorKind::InvalidField {
-        field: p.field,
-        problem: p.problem,
-    }
 }

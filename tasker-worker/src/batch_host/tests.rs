@@ -207,3 +207,41 @@ async fn async_wait_wakes_on_submit() {
     assert_eq!(wire["id"], 5);
     assert_eq!(wire["step_name"], "s5");
 }
+
+#[test]
+fn high_jobs_go_first_and_low_ones_leave_room_under_their_cap() {
+    use tasker_shared::flow::Priority;
+    let host = Arc::new(BatchHost::new().with_priorities(Duration::from_secs(10), Some(2)));
+    let (sink, _rx) = CompletionSink::channel();
+    let with = |id, p: Priority| {
+        let mut j = job(id);
+        j.message.priority = Some(p).filter(|p| !p.is_normal());
+        j
+    };
+    host.submit((1..=4).map(|i| with(i, Priority::Low)).collect(), &sink);
+    let ids = |b: Vec<JobView>| b.iter().map(|j| j.id).collect::<Vec<_>>();
+    assert_eq!(
+        ids(host.next_batch(10, Duration::from_secs(1))),
+        [1, 2],
+        "two low at most"
+    );
+    // Only low work waits, at its cap: a wait runs out empty instead of spinning.
+    assert!(host.next_batch(10, Duration::from_millis(50)).is_empty());
+    host.submit(
+        vec![with(5, Priority::Normal), with(6, Priority::High)],
+        &sink,
+    );
+    assert_eq!(
+        ids(host.try_take(10)),
+        [6, 5],
+        "high first, and neither held by the cap"
+    );
+    // A low job reported frees a place, and a waiter blocked on the cap wakes for it.
+    let waiter = {
+        let host = host.clone();
+        std::thread::spawn(move || host.next_batch(10, Duration::from_secs(10)))
+    };
+    host.complete_json(r#"[{"id": 1, "status": "success", "result": 1}]"#)
+        .unwrap();
+    assert_eq!(ids(waiter.join().unwrap()), [3]);
+}
