@@ -19,8 +19,10 @@ ALTER DOMAIN tasker_state
                          'enqueued', 'waiting_retry', 'completed', 'failed', 'skipped',
                          'throttled'));
 
--- 0 high, 1 normal, 2 low: smaller goes first.
-ALTER TABLE tasks ADD COLUMN priority smallint NOT NULL DEFAULT 1 CHECK (priority BETWEEN 0 AND 2);
+-- 0 high, 1 normal, 2 low: smaller goes first. Existing tasks are normal (a constant default:
+-- no rewrite); the range is checked for rows written from now on, so no scan of old tasks.
+ALTER TABLE tasks ADD COLUMN priority smallint NOT NULL DEFAULT 1,
+    ADD CONSTRAINT tasks_priority_range CHECK (priority BETWEEN 0 AND 2) NOT VALID;
 
 -- `limits`: {"concurrency": {"key", "limit"}, "rate": {"key", "limit", "per_ms", "burst"}}.
 -- `slot`: the concurrency key whose slot the step holds (from its claim until it leaves flight).
@@ -43,7 +45,7 @@ CREATE INDEX steps_holding ON steps (slot) WHERE slot IS NOT NULL;
 -- One row per concurrency key: its limit and the slots in use, changed only under the row's
 -- lock. `wake`: a slot was freed and a step may be waiting for it.
 CREATE TABLE concurrency_slots (
-    key     text PRIMARY KEY CHECK (octet_length(key) <= 512),
+    key     text PRIMARY KEY CHECK (octet_length(key) <= 1024),
     lim     int NOT NULL CHECK (lim > 0),
     in_use  int NOT NULL DEFAULT 0 CHECK (in_use >= 0),
     wake    boolean NOT NULL DEFAULT false,
