@@ -164,9 +164,11 @@ pub(super) async fn create_task_on(
             &t.steps[i],
             &t.namespace,
             plan.parent_count(i) as i32,
-            batch_spec,
-            new.children.get(i).cloned().flatten(),
-            limits[i].clone(),
+            Made {
+                batch_spec,
+                child: new.children.get(i).cloned().flatten(),
+                limits: limits[i].clone(),
+            },
         );
     }
     let edges: (Vec<Uuid>, Vec<Uuid>) = plan.edges.iter().map(|&(p, c)| (ids[p], ids[c])).unzip();
@@ -258,6 +260,14 @@ impl<'a> TaskColumns<'a> {
     }
 }
 
+/// What the task's creation made of a step beyond its template: a batchable step's batch spec,
+/// a child step's pinned child, the limits its keys resolved to.
+struct Made {
+    batch_spec: Option<Value>,
+    child: Option<Value>,
+    limits: Option<Value>,
+}
+
 /// Column vectors for the bulk `unnest` insert of a task's steps: `tasker_create_task`'s `$15`
 /// to `$32` (its edges, `$33` and `$34`, follow).
 #[derive(Default)]
@@ -311,9 +321,7 @@ impl StepColumns {
         s: &tasker_shared::StepTemplate,
         template_namespace: &str,
         parents: i32,
-        batch_spec: Option<Value>,
-        child: Option<Value>,
-        limits: Option<Value>,
+        made: Made,
     ) {
         self.id.push(id);
         self.name.push(s.name.clone());
@@ -336,13 +344,13 @@ impl StepColumns {
         self.queue_timeout_ms
             .push(tasker_shared::compose::queue_timeout_seconds(s, template_namespace).map(ms));
         self.parents.push(parents);
-        self.batch_spec.push(batch_spec);
+        self.batch_spec.push(made.batch_spec);
         self.on_failure.push(s.on_failure.as_str().to_owned());
         self.wait.push(s.engine_wait());
         // The task's own namespace is stored as none, so most steps store nothing.
         self.namespace
             .push(s.namespace.clone().filter(|ns| ns != template_namespace));
-        self.child.push(child);
-        self.limits.push(limits);
+        self.child.push(made.child);
+        self.limits.push(made.limits);
     }
 }

@@ -756,15 +756,10 @@ describe("Client and the time API's wire", () => {
   });
 });
 
-// The composition calls against the same kind of stand-in: child tasks and their links, a step's
-// namespace, child and unserved flag, the parent filter and the workers listing.
-describe("Client and the composition API's wire", () => {
-  const parentId = "019a0000-0000-7000-8000-000000000010";
-  const childId = "019a0000-0000-7000-8000-000000000001";
-  const childStepId = "019a0000-0000-7000-8000-000000000011";
-  const created = { created_at: "2026-11-26T09:00:00.123456Z" };
-  const task = {
-    id: childId,
+// A running `linear` task as the API answers it, for the stand-in servers below.
+function runningTask(id, created) {
+  return {
+    id,
     namespace: ns,
     name: "linear",
     version: "1.0.0",
@@ -779,6 +774,16 @@ describe("Client and the composition API's wire", () => {
     run_at: null,
     ...created,
   };
+}
+
+// The composition calls against the same kind of stand-in: child tasks and their links, a step's
+// namespace, child and unserved flag, the parent filter and the workers listing.
+describe("Client and the composition API's wire", () => {
+  const parentId = "019a0000-0000-7000-8000-000000000010";
+  const childId = "019a0000-0000-7000-8000-000000000001";
+  const childStepId = "019a0000-0000-7000-8000-000000000011";
+  const created = { created_at: "2026-11-26T09:00:00.123456Z" };
+  const task = runningTask(childId, created);
   const link = {
     task_id: childId,
     step_id: childStepId,
@@ -948,22 +953,7 @@ describe("Client and the composition API's wire", () => {
 describe("Client and the flow API's wire", () => {
   const taskId = "019a0000-0000-7000-8000-000000000001";
   const created = { created_at: "2026-11-26T09:00:00.123456Z" };
-  const task = {
-    id: taskId,
-    namespace: ns,
-    name: "linear",
-    version: "1.0.0",
-    state: "running",
-    context: { value: 6 },
-    idempotency_key: null,
-    open_steps: 4,
-    result: null,
-    error: null,
-    completed_at: null,
-    duration_ms: null,
-    run_at: null,
-    ...created,
-  };
+  const task = runningTask(taskId, created);
   const step = {
     id: "019a0000-0000-7000-8000-000000000030",
     name: "charge",
