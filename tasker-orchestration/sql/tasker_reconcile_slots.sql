@@ -3,7 +3,9 @@
 -- progress is waited for, never raced. Corrects any difference and returns
 -- [{key, counted, recorded}] for each key that was wrong (normally none); a key given slots
 -- back is marked to wake the steps waiting for it. A step out of flight that still names a
--- slot (which the release trigger makes impossible) is cleared and counted as drift too.
+-- slot (which the release trigger makes impossible) is cleared and counted as drift too. And a
+-- key with a free slot and steps waiting for it is marked to wake them, whatever left them
+-- there (a wake pass that found them locked by another transaction).
 CREATE OR REPLACE FUNCTION tasker_reconcile_slots() RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
     k record;
@@ -29,6 +31,10 @@ BEGIN
                                                  'recorded', recorded);
         END IF;
     END LOOP;
+    UPDATE concurrency_slots c SET wake = true
+    FROM (SELECT DISTINCT throttled_on AS key FROM steps
+          WHERE state = 'throttled' AND throttled_on IS NOT NULL) w
+    WHERE c.key = w.key AND NOT c.wake AND c.in_use < c.lim;
     RETURN drift;
 END
 $$;

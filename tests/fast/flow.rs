@@ -459,3 +459,70 @@ async fn each_priority_travels_in_its_own_lane() -> anyhow::Result<()> {
     o.stop().await;
     env.cleanup().await
 }
+
+/// A step left throttled behind a free slot (the wake pass found it locked by another
+/// transaction and went on) is woken by the reconciler's pass: nothing waits for a slot nobody
+/// holds. The orchestrator is stopped while the reconciler runs, so only it can mark the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reconciler_wakes_a_step_left_behind_a_free_slot() -> anyhow::Result<()> {
+    let env = env().await?;
+    let o = env.orchestrator().await?;
+    let worker = env.rust_worker();
+    let db = sqlx::PgPool::connect(&env.config.database_url).await?;
+    let key = "rust_examples/single_file/book:left";
+    let holder = create(
+        &o,
+        "single_file",
+        json!({"account": "left", "sleep_ms": 300}),
+    )
+    .await?;
+    let waiter = create(&o, "single_file", json!({"account": "left", "sleep_ms": 0})).await?;
+    let step = o
+        .until(Duration::from_secs(10), "the waiter throttled", || async {
+            let s = steps_by_name(&o.client, waiter.id).await?;
+            Ok(Some(s["book"].clone()).filter(|s| s.state == "throttled"))
+        })
+        .await?;
+    // Held by this transaction, the waiter is skipped when the holder's slot frees.
+    let mut hold = db.begin().await?;
+    sqlx::query("SELECT 1 FROM steps WHERE id = $1 FOR UPDATE")
+        .bind(step.id)
+        .execute(&mut *hold)
+        .await?;
+    assert_eq!(o.wait(holder.id).await?.state, "complete");
+    let slot = |db: sqlx::PgPool| async move {
+        let row: (i32, bool) =
+            sqlx::query_as("SELECT in_use, wake FROM concurrency_slots WHERE key = $1")
+                .bind(key)
+                .fetch_one(&db)
+                .await?;
+        anyhow::Ok(row)
+    };
+    o.until(
+        Duration::from_secs(10),
+        "the wake pass over the freed key",
+        || async { Ok((slot(db.clone()).await? == (0, false)).then_some(())) },
+    )
+    .await?;
+    hold.rollback().await?;
+    o.stop().await;
+    let left = step_state(&db, step.id).await?;
+    assert_eq!(left, "throttled", "left behind a free slot");
+    let store = tasker_orchestration::store::Store::connect(&env.config.database_url, 2).await?;
+    assert!(store.reconcile_slots().await?.is_empty(), "no drift");
+    assert_eq!(slot(db.clone()).await?, (0, true), "the key marked to wake");
+    let o = env.orchestrator().await?;
+    assert_eq!(o.wait(waiter.id).await?.state, "complete");
+    store.pool().close().await;
+    db.close().await;
+    worker.stop().await;
+    o.stop().await;
+    env.cleanup().await
+}
+
+async fn step_state(db: &sqlx::PgPool, step: Uuid) -> anyhow::Result<String> {
+    Ok(sqlx::query_scalar("SELECT state FROM steps WHERE id = $1")
+        .bind(step)
+        .fetch_one(db)
+        .await?)
+}
