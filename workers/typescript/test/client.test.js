@@ -654,28 +654,12 @@ describe("Client and the time API's wire", () => {
     [`POST ${schedulePath}/backfill`]: [200, { created: 1, existing: 1, task_ids: ["a", "b"] }],
   };
   const requests = [];
-  let server;
+  const base = standIn(answers, (req, text) =>
+    requests.push([req.method, req.url, text === "" ? null : JSON.parse(text)]),
+  );
   let client;
-
-  before(async () => {
-    server = http.createServer(async (req, res) => {
-      let text = "";
-      for await (const chunk of req) text += chunk;
-      requests.push([req.method, req.url, text === "" ? null : JSON.parse(text)]);
-      const [status, answer] = answers[`${req.method} ${req.url.split("?")[0]}`] ?? [
-        404,
-        { error: { code: "no_route", message: req.url } },
-      ];
-      res.writeHead(status, { "content-type": "application/json" });
-      res.end(answer === null ? "" : JSON.stringify(answer));
-    });
-    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-    client = new Client(`http://127.0.0.1:${server.address().port}`);
-  });
-
-  after(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
+  before(() => {
+    client = new Client(base());
   });
 
   it("sends the contract's requests and reads its answers", async () => {
@@ -755,6 +739,35 @@ describe("Client and the time API's wire", () => {
     ]);
   });
 });
+
+// A stand-in API server for the describe block that calls it: it answers `answers["METHOD
+// /path"]` (`[status, JSON or null for no body]`; 404 `no_route` for any other route) and shows
+// `record` each request with its body. Up before the block's tests, down after them; the
+// function returned gives its base URL.
+function standIn(answers, record) {
+  let server;
+  let url;
+  before(async () => {
+    server = http.createServer(async (req, res) => {
+      let text = "";
+      for await (const chunk of req) text += chunk;
+      record(req, text);
+      const [status, answer] = answers[`${req.method} ${req.url.split("?")[0]}`] ?? [
+        404,
+        { error: { code: "no_route", message: req.url } },
+      ];
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(answer === null ? "" : JSON.stringify(answer));
+    });
+    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+    url = `http://127.0.0.1:${server.address().port}`;
+  });
+  after(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  return () => url;
+}
 
 // A running `linear` task as the API answers it, for the stand-in servers below.
 function runningTask(id, created) {
@@ -854,26 +867,10 @@ describe("Client and the composition API's wire", () => {
     "GET /v1/workers": [200, { workers: [worker, gone], heartbeat_seconds: 10 }],
   };
   const requests = [];
-  let server;
+  const base = standIn(answers, (req) => requests.push([req.method, req.url]));
   let client;
-
-  before(async () => {
-    server = http.createServer((req, res) => {
-      requests.push([req.method, req.url]);
-      const [status, answer] = answers[`${req.method} ${req.url.split("?")[0]}`] ?? [
-        404,
-        { error: { code: "no_route", message: req.url } },
-      ];
-      res.writeHead(status, { "content-type": "application/json" });
-      res.end(JSON.stringify(answer));
-    });
-    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-    client = new Client(`http://127.0.0.1:${server.address().port}`);
-  });
-
-  after(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
+  before(() => {
+    client = new Client(base());
   });
 
   it("sends the contract's requests and reads its answers", async () => {
@@ -1023,30 +1020,12 @@ describe("Client and the flow API's wire", () => {
     [`DELETE ${flowPath}`]: [200, { ...rateLimit, key: "conformance-flow" }],
   };
   const requests = [];
-  let server;
-  let url;
+  const base = standIn(answers, (req, body) =>
+    requests.push([req.method, req.url, body === "" ? null : JSON.parse(body)]),
+  );
   let client;
-
-  before(async () => {
-    server = http.createServer(async (req, res) => {
-      let body = "";
-      for await (const chunk of req) body += chunk;
-      requests.push([req.method, req.url, body === "" ? null : JSON.parse(body)]);
-      const [status, answer] = answers[`${req.method} ${req.url.split("?")[0]}`] ?? [
-        404,
-        { error: { code: "no_route", message: req.url } },
-      ];
-      res.writeHead(status, { "content-type": "application/json" });
-      res.end(JSON.stringify(answer));
-    });
-    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-    url = `http://127.0.0.1:${server.address().port}`;
-    client = new Client(url);
-  });
-
-  after(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
+  before(() => {
+    client = new Client(base());
   });
 
   it("sends the contract's requests and reads its answers", async () => {
@@ -1116,7 +1095,7 @@ describe("Client and the flow API's wire", () => {
     const started = Date.now();
     const { stdout } = await promisify(execFile)(
       process.execPath,
-      [path.join(packageDir, "dist/fixtures/conformance_client.js"), url, "flow"],
+      [path.join(packageDir, "dist/fixtures/conformance_client.js"), base(), "flow"],
       { timeout: 60_000 },
     );
     const lines = stdout.split("\n").filter((line) => line !== "");
