@@ -64,6 +64,16 @@ pub enum Error {
         user: String,
         message: String,
     },
+    /// A queue exists with another type than `broker.queue_type` asks for (RabbitMQ cannot
+    /// change a queue's type): drain and delete Tasker's queues, or use another
+    /// `queue_prefix`, before switching.
+    #[error(
+        "the broker's queues are not {wanted} queues as broker.queue_type asks (a queue's type cannot change: drain and delete Tasker's queues, or use another queue_prefix, to switch): {message}"
+    )]
+    QueueType {
+        wanted: &'static str,
+        message: String,
+    },
     /// A queue or exchange this connection may not declare itself does not exist yet: an
     /// orchestrator declares it (when a template of its namespace is registered).
     #[error("{0} does not exist yet on the broker; an orchestrator declares it")]
@@ -109,7 +119,22 @@ pub struct Broker {
     /// The user this connection logged in as: every message it publishes carries it as its
     /// `user_id`, which RabbitMQ validates.
     user: String,
+    /// Declare quorum queues (replicated over a cluster's nodes) rather than classic ones.
+    quorum: bool,
 }
+
+/// With quorum queues, a message delivered this many times without being acknowledged (a
+/// handler that kills its worker, again and again) goes to the dead letters instead of being
+/// delivered once more.
+pub const DELIVERY_LIMIT: i64 = 20;
+
+/// AMQP's `PRECONDITION_FAILED`: a queue declared with arguments unlike the existing one's.
+const PRECONDITION_FAILED: u16 = 406;
+
+/// Where the next connection starts in a list of nodes: each connection starts one node
+/// further, so the processes of a host spread over the nodes and a reconnect after a node's
+/// loss tries another node first.
+static NEXT_NODE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Tasks cancelling the consumers of dropped [`Subscription`]s. Left to lapin, a dropped
 /// consumer is cancelled from a task of its own, which the close of its channel can overtake:
@@ -123,6 +148,8 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Broker {
     /// Connects to `url`, naming the connection `name` (visible in `rabbitmqctl list_connections`).
+    /// `url` may list several nodes of a cluster, separated by commas: each is tried in turn
+    /// until one accepts.
     pub async fn connect(url: &str, prefix: &str, name: &str) -> Result<Broker> {
         Self::connect_with(url, prefix, name, None).await
     }
@@ -131,6 +158,35 @@ impl Broker {
     /// built-in web roots when `url` is `amqps://` (read at each connection, so a renewed CA is
     /// picked up at the next reconnect).
     pub async fn connect_with(
+        url: &str,
+        prefix: &str,
+        name: &str,
+        tls_ca: Option<&std::path::Path>,
+    ) -> Result<Broker> {
+        let nodes: Vec<&str> = url
+            .split(',')
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .collect();
+        let first = NEXT_NODE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut failed = None;
+        for i in 0..nodes.len() {
+            let node = nodes[(first + i) % nodes.len()];
+            match Self::connect_node(node, prefix, name, tls_ca).await {
+                Ok(broker) => return Ok(broker),
+                Err(e) if e.is_refused() => return Err(e),
+                Err(e) => {
+                    if nodes.len() > 1 {
+                        tracing::warn!(node = %redact(node), error = %e, "broker node unreachable; trying the next");
+                    }
+                    failed = Some(e);
+                }
+            }
+        }
+        Err(failed.unwrap_or(Error::ConnectTimeout(Duration::ZERO)))
+    }
+
+    async fn connect_node(
         url: &str,
         prefix: &str,
         name: &str,
@@ -166,7 +222,14 @@ impl Broker {
             channels: std::sync::Arc::default(),
             cancels: Cancels::default(),
             user,
+            quorum: false,
         })
+    }
+
+    /// Declares quorum queues (`broker.queue_type = "quorum"`) instead of classic ones.
+    pub fn quorum(mut self, quorum: bool) -> Self {
+        self.quorum = quorum;
+        self
     }
 
     pub fn prefix(&self) -> &str {
@@ -227,6 +290,10 @@ impl Broker {
             }
             // The refusal closed that channel.
             Err(e) if e.reply_code() == Some(ACCESS_REFUSED) => self.check(namespaces).await,
+            Err(e) if e.reply_code() == Some(PRECONDITION_FAILED) => Err(Error::QueueType {
+                wanted: if self.quorum { "quorum" } else { "classic" },
+                message: e.to_string(),
+            }),
             Err(e) => Err(e),
         }
     }
@@ -285,7 +352,7 @@ impl Broker {
     async fn declare_on(&self, channel: &Channel, namespaces: &[String]) -> lapin::Result<()> {
         let dead = topology::dead_letter_queue(&self.prefix);
         channel
-            .queue_declare(dead.into(), durable(), FieldTable::default())
+            .queue_declare(dead.into(), durable(), self.queue_args(None))
             .await?;
         let results = topology::results_queue(&self.prefix);
         channel
@@ -324,8 +391,25 @@ impl Broker {
         Ok(())
     }
 
-    fn dead_letter_args(&self) -> FieldTable {
+    /// A queue's type (for quorum queues, with the delivery limit of those dead-lettered).
+    fn queue_args(&self, delivery_limit: Option<i64>) -> FieldTable {
         let mut args = FieldTable::default();
+        if self.quorum {
+            args.insert(
+                "x-queue-type".into(),
+                AMQPValue::LongString("quorum".into()),
+            );
+            if let Some(limit) = delivery_limit {
+                args.insert("x-delivery-limit".into(), AMQPValue::LongLongInt(limit));
+            }
+        }
+        args
+    }
+
+    /// A queue whose rejected (and, with quorum queues, too often delivered) messages go to
+    /// the dead letters.
+    fn dead_letter_args(&self) -> FieldTable {
+        let mut args = self.queue_args(Some(DELIVERY_LIMIT));
         args.insert(
             "x-dead-letter-exchange".into(),
             AMQPValue::LongString("".into()),
@@ -392,8 +476,27 @@ impl Broker {
     }
 }
 
+/// `url` without its password, for logs.
+fn redact(url: &str) -> String {
+    match url.parse::<lapin::uri::AMQPUri>() {
+        Ok(u) => format!(
+            "{}://{}:{}",
+            if url.starts_with("amqps") {
+                "amqps"
+            } else {
+                "amqp"
+            },
+            u.authority.host,
+            u.authority.port
+        ),
+        Err(_) => "(unparsable url)".to_owned(),
+    }
+}
+
 /// The user an AMQP URL logs in as (`guest`, AMQP's default, when it names none).
 pub fn user_of(url: &str) -> String {
+    // A list of nodes logs in as its first node's user.
+    let url = url.split(',').next().unwrap_or(url).trim();
     url.parse::<lapin::uri::AMQPUri>()
         .map(|u| u.authority.userinfo.username)
         .unwrap_or_else(|_| "guest".to_owned())

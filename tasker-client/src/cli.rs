@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use tasker_client::{Client, ClientOptions, CreateTask, RepairNote, TaskQuery};
 
+mod bulk;
 mod dead_letters;
 mod limits;
 mod schedules;
@@ -56,10 +57,20 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Create a task from a template, optionally waiting for it to finish.
+    /// Create a task from a template, optionally waiting for it to finish; or many tasks
+    /// from a file of JSON lines (--from), sent in bulk requests.
     Submit {
-        namespace: String,
-        name: String,
+        /// The template's namespace (with --from: the default of lines that give none).
+        #[arg(required_unless_present = "from")]
+        namespace: Option<String>,
+        /// The template's name (with --from: the default of lines that give none).
+        #[arg(required_unless_present = "from")]
+        name: Option<String>,
+        /// Create one task per line of this file (`-`: stdin), each a JSON object as `POST
+        /// /v1/tasks` takes it (`{"namespace", "name", "context", "idempotency_key", …}`);
+        /// all lines are checked before any is sent. Prints what happened to each line.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["context", "idempotency_key", "at", "in", "wait", "priority", "version"])]
+        from: Option<String>,
         /// Template version (default: the newest registered).
         #[arg(long)]
         version: Option<String>,
@@ -144,6 +155,24 @@ enum Command {
     Limits {
         #[command(subcommand)]
         action: Option<LimitsCommand>,
+    },
+    /// Purge finished tasks now (as the retention policy does on its own): those of the
+    /// given states that finished longer ago than --older-than, with their steps and history.
+    /// Needs an admin token of every namespace.
+    Purge {
+        /// Tasks finished longer ago than this (`36h`, `30d`; at least `1h`).
+        #[arg(long, value_name = "DURATION")]
+        older_than: String,
+        /// Only tasks in this state (repeat for several; default: all three).
+        #[arg(long = "state", value_parser = ["complete", "error", "cancelled"])]
+        states: Vec<String>,
+        /// Count what would be purged; delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Most tasks purged per request (1 to 100000; the command repeats requests until
+        /// none are left).
+        #[arg(long)]
+        limit: Option<u32>,
     },
     /// Print a shell completion script: `tasker completions bash > /etc/bash_completion.d/tasker`.
     Completions { shell: clap_complete::Shell },
@@ -255,6 +284,30 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Submit {
             namespace,
             name,
+            from: Some(from),
+            ..
+        } => {
+            let tasks = bulk::read_lines(&from, namespace.as_deref(), name.as_deref())?;
+            bulk::submit(&client, tasks, json).await
+        }
+        Command::Purge {
+            older_than,
+            states,
+            dry_run,
+            limit,
+        } => {
+            let req = tasker_client::PurgeRequest {
+                older_than,
+                states: (!states.is_empty()).then_some(states),
+                dry_run,
+                limit,
+            };
+            bulk::purge(&client, req, json).await
+        }
+        Command::Submit {
+            namespace,
+            name,
+            from: None,
             version,
             context,
             idempotency_key,
@@ -264,6 +317,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             priority,
         } => {
             let context = json_arg("--context", &context)?;
+            let (Some(namespace), Some(name)) = (namespace, name) else {
+                anyhow::bail!("give the template's NAMESPACE and NAME, or --from FILE");
+            };
             let mut req = CreateTask::new(namespace, name).context(context);
             req.run_at = at;
             req.delay = r#in;

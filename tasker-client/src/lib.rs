@@ -19,6 +19,7 @@ use std::time::Duration;
 mod dead_letters;
 mod error;
 mod limits;
+mod retention;
 mod templates;
 mod time;
 mod workers;
@@ -35,9 +36,9 @@ use uuid::Uuid;
 const PAGE_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub use tasker_shared::api::{
-    Backfilled, ConcurrencyLimit, CreateTask, DeadLetter, DeadLetterInfo, DeadLetterPage,
-    ParentResults, RateLimit, RepairNote, Schedule, ScheduleChanges, Signal, Step, StepPage, Task,
-    TaskPage, Transition,
+    Backfilled, BatchCreated, BatchItem, BatchStatus, ConcurrencyLimit, CreateTask, DeadLetter,
+    DeadLetterInfo, DeadLetterPage, ParentResults, PurgeRequest, Purged, RateLimit, RepairNote,
+    Schedule, ScheduleChanges, Signal, Step, StepPage, Task, TaskPage, Transition,
 };
 pub use tasker_shared::flow::Priority;
 pub use tasker_shared::time::{Overlap, ScheduleSpec};

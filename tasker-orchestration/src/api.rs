@@ -51,6 +51,7 @@ mod limits;
 mod live;
 mod ops;
 mod repair;
+mod retention;
 mod schedules;
 mod signals;
 mod tasks;
@@ -99,6 +100,10 @@ pub fn router(shared: Shared) -> Router {
                 "this route does not accept that method",
             )
         })
+        .layer(axum::middleware::from_fn_with_state(
+            shared.clone(),
+            retention::gone,
+        ))
         .layer(DefaultBodyLimit::max(limit))
         .layer(Extension(Arc::new(document)))
         .layer(axum::middleware::from_fn_with_state(
@@ -147,6 +152,7 @@ pub fn openapi() -> Document {
 fn routes() -> OpenApiRouter<Shared> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(tasks::create_task, tasks::list_tasks))
+        .routes(routes!(tasks::create_tasks))
         .routes(routes!(tasks::get_task))
         .routes(routes!(tasks::task_steps))
         .routes(routes!(tasks::parent_results))
@@ -176,6 +182,7 @@ fn routes() -> OpenApiRouter<Shared> {
         .routes(routes!(limits::concurrency))
         .routes(routes!(limits::rates))
         .routes(routes!(limits::pause, limits::resume))
+        .routes(routes!(retention::purge))
         .routes(routes!(workers::list))
         .routes(routes!(workers::report, workers::leave))
         .routes(routes!(auth::list_tokens, auth::create_token))
@@ -222,6 +229,7 @@ fn routes() -> OpenApiRouter<Shared> {
         (name = "dead-letters", description = "Messages no one could process"),
         (name = "workers", description = "The workers registry: who is up and what each serves"),
         (name = "limits", description = "Concurrency and rate keys; pausing a rate key"),
+        (name = "retention", description = "Purging finished tasks"),
         (name = "tokens", description = "API tokens (admin scope)"),
         (name = "operations", description = "Health, readiness, metrics, this document"),
         (name = "dashboard", description = "The dashboard's page and assets")

@@ -31,8 +31,8 @@ pub struct Effects {
     pub finished: Vec<(Uuid, TaskState)>,
     /// Results applied by this operation, if it applied any.
     pub results: Option<ResultCounts>,
-    /// The namespace of a task this operation created.
-    pub created: Option<String>,
+    /// The namespace of each task this operation created.
+    pub created: Vec<String>,
     /// Steps the sweeper timed out.
     pub timed_out: usize,
     /// Steps the sweeper published again.
@@ -77,9 +77,7 @@ impl Effects {
             mine.ignored.extend(r.ignored);
             mine.rejected.extend(r.rejected);
         }
-        if other.created.is_some() {
-            self.created = other.created;
-        }
+        self.created.extend(other.created);
         self.timed_out += other.timed_out;
         self.republished += other.republished;
     }

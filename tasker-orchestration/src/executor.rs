@@ -61,8 +61,12 @@ pub async fn execute(shared: &Shared, effects: Effects) {
         };
         ::metrics::histogram!(m::THROTTLE_WAIT.name, "kind" => kind).record(seconds);
     }
-    if let Some(namespace) = created {
-        ::metrics::counter!(m::TASKS_CREATED.name, "namespace" => namespace).increment(1);
+    // One increment per namespace: a bulk creation counts its thousands at once.
+    let mut created = created;
+    created.sort_unstable();
+    for run in created.chunk_by(|a, b| a == b) {
+        ::metrics::counter!(m::TASKS_CREATED.name, "namespace" => run[0].clone())
+            .increment(run.len() as u64);
     }
     if timed_out > 0 {
         ::metrics::counter!(m::SWEEPER_TIMEOUTS.name).increment(timed_out as u64);

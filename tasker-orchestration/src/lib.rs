@@ -20,6 +20,7 @@ pub mod live;
 pub mod metrics;
 mod recent;
 mod results;
+mod retention;
 mod scheduler;
 mod senders;
 mod serve;
@@ -152,6 +153,7 @@ impl Orchestrator {
         );
         tasks.spawn(sweeper::run(shared.clone(), cancel.clone()));
         tasks.spawn(timers::run(shared.clone(), cancel.clone()));
+        tasks.spawn(retention::run(shared.clone(), cancel.clone()));
         tasks.spawn(shared.live.clone().run(
             shared.store.clone(),
             shared.events.clone(),
@@ -208,7 +210,8 @@ async fn broker_session(
         name,
         config.tls_ca_file.as_deref(),
     )
-    .await?;
+    .await?
+    .quorum(config.broker.queue_type == tasker_shared::config::QueueType::Quorum);
     if let Err(e) = shared
         .dispatcher
         .attach(broker.clone(), &shared.catalog.namespaces())

@@ -182,8 +182,38 @@ pub const STEPS_THROTTLED: Metric = Metric {
            last scrape.",
 };
 
+pub const PURGED_TASKS: Metric = counter(
+    "tasker_purged_tasks_total",
+    "Finished tasks purged (retention or `tasker purge`), by state.",
+);
+pub const PURGED_ROWS: Metric = counter(
+    "tasker_purged_rows_total",
+    "Rows purged with those tasks, by table (tasks, steps, edges, transitions, signals, \
+     dead_letters).",
+);
+pub const PURGED_BYTES: Metric = Metric {
+    name: "tasker_purged_bytes_total",
+    kind: Kind::Counter,
+    unit: Unit::Bytes,
+    help: "Bytes of row data purged with those tasks (as pg_column_size counts them; indexes \
+           and free space not included).",
+};
+pub const PURGE_BATCH: Metric = seconds(
+    "tasker_purge_batch_seconds",
+    "How long one purge transaction took (a batch of at most retention.batch tasks).",
+);
+pub const TASKS_BATCH_CREATED: Metric = batch_size(
+    "tasker_task_batch_size",
+    "Items per bulk creation request (POST /v1/tasks:batch).",
+);
+
 /// Every metric above, described to the recorder at start-up.
-pub const ALL: [Metric; 37] = [
+pub const ALL: [Metric; 42] = [
+    PURGED_TASKS,
+    PURGED_ROWS,
+    PURGED_BYTES,
+    PURGE_BATCH,
+    TASKS_BATCH_CREATED,
     THROTTLED_WOKEN,
     THROTTLE_WAIT,
     CONCURRENCY_DRIFT,

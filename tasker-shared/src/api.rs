@@ -717,3 +717,87 @@ pub struct PauseRateLimit {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
+
+/// `POST /v1/tasks:batch`: many tasks in one request and one transaction.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTasks {
+    /// Each what `POST /v1/tasks` takes; at most `orchestrator.max_batch_tasks` (10,000 by
+    /// default), no two with the same idempotency key.
+    pub tasks: Vec<CreateTask>,
+}
+
+/// What a bulk creation did with each item, in request order.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BatchCreated {
+    pub created: usize,
+    pub existing: usize,
+    pub refused: usize,
+    pub results: Vec<BatchItem>,
+}
+
+/// One item of a bulk creation.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BatchItem {
+    /// Its position in the request.
+    pub index: usize,
+    pub status: BatchStatus,
+    /// The task created, or the one its idempotency key created before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<Uuid>,
+    /// Why nothing was created for it: the error `POST /v1/tasks` would answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorDetail>,
+}
+
+/// `created`, `existing` (its idempotency key's task, same template and context) or `refused`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchStatus {
+    Created,
+    Existing,
+    Refused,
+}
+
+/// `POST /v1/purge`: remove finished tasks now, as the retention policy does on its own.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PurgeRequest {
+    /// Tasks finished longer ago than this (`"36h"`, `"30d"`; at least `"1h"`).
+    pub older_than: String,
+    /// Of these finished states (`complete`, `error`, `cancelled`; all three by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub states: Option<Vec<String>>,
+    /// Count what would go; delete nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Most tasks this request purges (1 to 100,000; 10,000 by default): call again while
+    /// `more`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+/// What a purge removed (or, in a dry run, would remove).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Purged {
+    pub dry_run: bool,
+    pub older_than: String,
+    /// The completion-time cut-off: tasks that finished before it.
+    pub before: DateTime<Utc>,
+    pub states: Vec<String>,
+    /// Tasks purged (or purgeable).
+    pub tasks: u64,
+    pub by_state: std::collections::BTreeMap<String, u64>,
+    /// Rows deleted, every table together (`null` in a dry run).
+    pub rows: Option<u64>,
+    /// Bytes of row data deleted (`null` in a dry run).
+    pub bytes: Option<u64>,
+    /// `limit` stopped it with more to purge: call again.
+    pub more: bool,
+}

@@ -25,6 +25,112 @@ pub struct Config {
     pub orchestrator: OrchestratorConfig,
     pub worker: WorkerConfig,
     pub telemetry: TelemetryConfig,
+    pub retention: RetentionConfig,
+    pub broker: BrokerConfig,
+}
+
+/// How long finished tasks are kept (`[retention]`): an orchestrator purges a task this long
+/// after it completed, failed or was cancelled, with its steps and history. `"never"` keeps
+/// them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetentionConfig {
+    /// Tasks that completed.
+    pub complete: String,
+    /// Tasks that failed.
+    pub error: String,
+    /// Tasks that were cancelled.
+    pub cancelled: String,
+    /// How long a purged task's id is remembered, to answer `410 task_purged` rather than 404.
+    pub tombstones: String,
+    /// How often an orchestrator looks for tasks to purge (one purges at a time cluster-wide).
+    pub interval_ms: u64,
+    /// Tasks purged per transaction.
+    pub batch: usize,
+    /// Pause between two full batches, so a backlog is purged beside the load, not ahead of it.
+    pub pause_ms: u64,
+}
+
+/// The shortest retention: a task is kept at least an hour after it finished.
+pub const MIN_RETENTION: std::time::Duration = std::time::Duration::from_secs(3_600);
+
+impl RetentionConfig {
+    /// Each finished state's retention, `None` for `"never"`.
+    pub fn policy(&self) -> Result<Vec<(crate::TaskState, Option<std::time::Duration>)>, Error> {
+        use crate::TaskState;
+        [
+            ("retention.complete", TaskState::Complete, &self.complete),
+            ("retention.error", TaskState::Error, &self.error),
+            ("retention.cancelled", TaskState::Cancelled, &self.cancelled),
+        ]
+        .into_iter()
+        .map(|(key, state, text)| Ok((state, retention(key, text)?)))
+        .collect()
+    }
+
+    /// How long tombstones are kept, `None` for `"never"`.
+    pub fn tombstones(&self) -> Result<Option<std::time::Duration>, Error> {
+        retention("retention.tombstones", &self.tombstones)
+    }
+}
+
+/// A retention as configured: `"never"`, or a duration of at least [`MIN_RETENTION`].
+fn retention(key: &'static str, text: &str) -> Result<Option<std::time::Duration>, Error> {
+    if text.trim() == "never" {
+        return Ok(None);
+    }
+    let d = crate::time::parse_duration(key, text).map_err(|e| Error::Invalid {
+        key,
+        problem: format!("{} (or \"never\")", e.problem),
+    })?;
+    if d < MIN_RETENTION {
+        return Err(Error::Invalid {
+            key,
+            problem: format!("must be at least 1h, or \"never\" (got {text:?})"),
+        });
+    }
+    Ok(Some(d))
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        Self {
+            complete: "30d".into(),
+            error: "90d".into(),
+            cancelled: "30d".into(),
+            tombstones: "90d".into(),
+            interval_ms: 60_000,
+            batch: 500,
+            pause_ms: 100,
+        }
+    }
+}
+
+/// The broker as Tasker uses it (`[broker]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct BrokerConfig {
+    /// The type of the queues Tasker declares: `classic` (one node holds each queue) or
+    /// `quorum` (replicated over a cluster's nodes: losing a node loses no message).
+    pub queue_type: QueueType,
+}
+
+/// RabbitMQ's queue types Tasker can declare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueType {
+    #[default]
+    Classic,
+    Quorum,
+}
+
+impl QueueType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueType::Classic => "classic",
+            QueueType::Quorum => "quorum",
+        }
+    }
 }
 
 /// Distributed tracing (`[telemetry]`), off unless an endpoint is set.
@@ -58,6 +164,10 @@ pub struct OrchestratorConfig {
     pub visibility_timeout_ms: u64,
     /// Largest accepted request body.
     pub max_body_bytes: usize,
+    /// Most tasks one `POST /v1/tasks:batch` creates.
+    pub max_batch_tasks: usize,
+    /// Largest accepted `POST /v1/tasks:batch` body.
+    pub max_batch_body_bytes: usize,
     /// Most connections to the API at once (keep it below the process's open-file limit);
     /// further clients wait to be accepted.
     pub max_connections: usize,
@@ -221,6 +331,8 @@ impl Default for Config {
             orchestrator: OrchestratorConfig::default(),
             worker: WorkerConfig::default(),
             telemetry: TelemetryConfig::default(),
+            retention: RetentionConfig::default(),
+            broker: BrokerConfig::default(),
         }
     }
 }
@@ -236,6 +348,8 @@ impl Default for OrchestratorConfig {
             sweep_interval_ms: 1_000,
             visibility_timeout_ms: 30_000,
             max_body_bytes: 1024 * 1024,
+            max_batch_tasks: 10_000,
+            max_batch_body_bytes: 32 * 1024 * 1024,
             max_connections: 2_048,
             header_timeout_ms: 10_000,
             body_timeout_ms: 30_000,
@@ -361,6 +475,8 @@ impl Config {
                         ) || key.starts_with("orchestrator__")
                             || key.starts_with("worker__")
                             || key.starts_with("telemetry__")
+                            || key.starts_with("retention__")
+                            || key.starts_with("broker__")
                     })
                     .split("__"),
             )
@@ -379,6 +495,14 @@ impl Config {
         Self::extract(&Self::figment(file))
     }
 
+    /// The broker nodes `amqp_url` lists (separated by commas), in the order tried.
+    pub fn amqp_urls(&self) -> impl Iterator<Item = &str> {
+        self.amqp_url
+            .split(',')
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+    }
+
     fn validate(&self) -> Result<(), Error> {
         let invalid = |key, problem: &str| {
             Err(Error::Invalid {
@@ -394,8 +518,22 @@ impl Config {
                 "must start with postgres:// or postgresql://",
             );
         }
-        if !self.amqp_url.starts_with("amqp://") && !self.amqp_url.starts_with("amqps://") {
-            return invalid("amqp_url", "must start with amqp:// or amqps://");
+        if self
+            .amqp_urls()
+            .any(|u| !u.starts_with("amqp://") && !u.starts_with("amqps://"))
+        {
+            return invalid(
+                "amqp_url",
+                "must start with amqp:// or amqps:// (several nodes: separated by commas)",
+            );
+        }
+        self.retention.policy()?;
+        self.retention.tombstones()?;
+        if self.retention.batch == 0 || self.retention.batch > 10_000 {
+            return invalid("retention.batch", "must be 1 to 10000");
+        }
+        if self.retention.interval_ms < 1_000 {
+            return invalid("retention.interval_ms", "must be at least 1000");
         }
         if self.queue_prefix.is_empty()
             || !self
@@ -410,6 +548,9 @@ impl Config {
         }
         if self.orchestrator.steps_per_message == 0 {
             return invalid("orchestrator.steps_per_message", "must be at least 1");
+        }
+        if !(1..=100_000).contains(&self.orchestrator.max_batch_tasks) {
+            return invalid("orchestrator.max_batch_tasks", "must be 1 to 100000");
         }
         if self.orchestrator.result_batch_max == 0 {
             return invalid("orchestrator.result_batch_max", "must be at least 1");

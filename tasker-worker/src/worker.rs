@@ -45,6 +45,8 @@ const FLUSH_AT_LEAST: Duration = Duration::from_secs(5);
 pub struct WorkerOptions {
     pub amqp_url: String,
     pub queue_prefix: String,
+    /// Declare quorum queues (`broker.queue_type`).
+    pub quorum: bool,
     /// Namespaces whose step queues this worker consumes.
     pub namespaces: Vec<String>,
     pub prefetch: u16,
@@ -73,6 +75,7 @@ impl WorkerOptions {
         Self {
             amqp_url: config.amqp_url.clone(),
             queue_prefix: config.queue_prefix.clone(),
+            quorum: config.broker.queue_type == tasker_shared::config::QueueType::Quorum,
             namespaces,
             prefetch: config.worker.prefetch,
             name,
@@ -175,6 +178,7 @@ impl Worker {
             o.tls_ca_file.as_deref(),
         )
         .await
+        .map(|b| b.quorum(o.quorum))
     }
 
     /// Checks, once at start, that the broker lets this worker's user read each of its

@@ -508,6 +508,7 @@ async fn every_client_reads_children_and_workers() -> anyhow::Result<()> {
         assert_eq!(read, expected, "{language}'s client read otherwise");
     }
     every_client_reads_and_pauses_limits(&o).await?;
+    every_client_creates_in_bulk_and_counts_a_purge(&o).await?;
     worker.child.kill().await?;
     o.stop().await;
     env.cleanup().await
@@ -627,6 +628,49 @@ async fn every_client_reads_and_pauses_limits(o: &RunningOrchestrator) -> anyhow
         assert_eq!(resumed["key"], "conformance-flow", "{language}: {resumed}");
         assert!(resumed["paused_until"].is_null(), "{language}: {resumed}");
         assert!(resumed["pause_note"].is_null(), "{language}: {resumed}");
+    }
+    Ok(())
+}
+
+/// Each language's client sends a batch of three (two tasks, one of a template that does not
+/// exist) twice: created then existing, the third refused both times with its code; then a
+/// dry-run purge. The tasks are the ones the Rust client sees under those keys.
+async fn every_client_creates_in_bulk_and_counts_a_purge(
+    o: &RunningOrchestrator,
+) -> anyhow::Result<()> {
+    for language in ["python", "ruby", "typescript"] {
+        let prefix = format!("conformance-scale-{language}");
+        let args = [
+            o.url(),
+            "scale".into(),
+            "rust_examples".into(),
+            "linear".into(),
+            r#"{"value": 3}"#.into(),
+            prefix.clone(),
+        ];
+        let stdout = conformance_client(language, &args).await?;
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                r#"first ["created","created","refused:unknown_template"]"#,
+                r#"second ["existing","existing","refused:unknown_template"]"#,
+                r#"purge {"dry_run":true,"states":["complete"],"more":false,"rows":null}"#,
+            ],
+            "{language}"
+        );
+        // The same two tasks, as the Rust client finds them by their keys.
+        let again = o
+            .client
+            .create_tasks(&[tasker_client::CreateTask::new("rust_examples", "linear")
+                .context(serde_json::json!({"value": 3}))
+                .idempotency_key(format!("{prefix}-1"))])
+            .await?;
+        assert_eq!(
+            again.results[0].status,
+            tasker_client::BatchStatus::Existing,
+            "{language}: {again:?}"
+        );
     }
     Ok(())
 }

@@ -29,7 +29,7 @@ pub(super) fn needed(method: &Method, route: Option<&str>, metrics_public: bool)
             | "/ui/app.css",
         ) => None,
         Some("/metrics") if metrics_public => None,
-        Some("/v1/dead-letters/{id}/replay" | "/v1/tokens" | "/v1/tokens/{name}") => {
+        Some("/v1/dead-letters/{id}/replay" | "/v1/tokens" | "/v1/tokens/{name}" | "/v1/purge") => {
             Some(Scope::Admin)
         }
         Some("/v1/dead-letters/{id}") if method == Method::DELETE => Some(Scope::Admin),

@@ -40,6 +40,15 @@ impl Error {
     pub fn status(&self) -> StatusCode {
         self.status
     }
+
+    /// The error as the body of an answer carries it (a bulk item's refusal).
+    pub fn detail(self) -> tasker_shared::api::ErrorDetail {
+        tasker_shared::api::ErrorDetail {
+            code: self.code.to_owned(),
+            message: self.message,
+            details: self.details,
+        }
+    }
 }
 
 impl From<crate::store::Error> for Error {

@@ -16,7 +16,10 @@ use tokio::sync::broadcast::error::RecvError;
 use utoipa::IntoParams;
 use uuid::Uuid;
 
-use tasker_shared::api::{CreateTask, ErrorBody, History, ParentResults, StepPage, TaskPage};
+use tasker_shared::api::{
+    BatchCreated, BatchItem, BatchStatus, CreateTask, CreateTasks, ErrorBody, History,
+    ParentResults, StepPage, TaskPage,
+};
 use tasker_shared::json_check;
 
 use super::access::Caller;
@@ -28,7 +31,7 @@ use super::{
 use crate::events::Event;
 use crate::executor;
 use crate::shared::Shared;
-use crate::store::{NewTask, TaskFilter, TaskView};
+use crate::store::{CreateBatch, NewTask, TaskFilter, TaskView};
 
 /// Creates a task from a registered template, or returns the task an idempotency key already
 /// created.
@@ -50,9 +53,76 @@ pub(super) async fn create_task(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, Error> {
     let body = request_body(&shared, body)?;
-    let mut req: CreateTask = serde_json::from_slice(&body).map_err(|e| refused_body(&body, e))?;
+    let req: CreateTask = serde_json::from_slice(&body).map_err(|e| refused_body(&body, e))?;
+    let Checked {
+        entry,
+        context,
+        idempotency_key,
+        run_at,
+        children,
+        priority,
+    } = check_request(&shared, &caller, req, body.len()).await?;
+    // The task's trace (tracing on): a child of the caller's, if the request carries one.
+    let span = tasker_telemetry::Span::start(
+        "tasker.task.create",
+        headers.get("traceparent").and_then(|v| v.to_str().ok()),
+        vec![
+            tasker_telemetry::attr("tasker.namespace", entry.loaded.template.namespace.clone()),
+            tasker_telemetry::attr("tasker.template", entry.loaded.template.key()),
+        ],
+    );
+    let mut created = shared
+        .store
+        .create_task(NewTask {
+            template_id: entry.id,
+            template: &entry.loaded,
+            context: context.clone(),
+            idempotency_key,
+            run_at,
+            children,
+            parent: None,
+            priority,
+        })
+        .await?;
+    if let Some(span) = &span
+        && created.created
+    {
+        trace(&shared, span, &mut created).await?;
+    }
+    if !created.created && (created.template_id != entry.id || created.context != context) {
+        return Err(key_reused(created.task_id));
+    }
+    let status = if created.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    executor::execute(&shared, created.effects).await;
+    let task = fetch_task(&shared, created.task_id).await?;
+    let location = format!("/v1/tasks/{}", created.task_id);
+    Ok((status, [("location", location)], Json(task)).into_response())
+}
+
+/// A creation request that passed every check: what creating its task takes.
+struct Checked {
+    entry: std::sync::Arc<crate::catalog::Entry>,
+    context: Value,
+    idempotency_key: Option<String>,
+    run_at: Option<chrono::DateTime<chrono::Utc>>,
+    children: Vec<Option<Value>>,
+    priority: tasker_shared::flow::Priority,
+}
+
+/// Checks a creation request (one, or an item of a batch whose JSON is `body_len` bytes): the
+/// caller's namespaces, the context, the key, the start time, the template and its schema.
+async fn check_request(
+    shared: &Shared,
+    caller: &Caller,
+    mut req: CreateTask,
+    body_len: usize,
+) -> Result<Checked, Error> {
     caller.check(&req.namespace)?;
-    let context = checked_context(&shared, body.len(), req.context.take())?;
+    let context = checked_context(shared, body_len, req.context.take())?;
     check_idempotency_key(req.idempotency_key.as_deref())?;
     let run_at = start_time(&req)?;
     let entry = shared
@@ -72,56 +142,194 @@ pub(super) async fn create_task(
         )
         .with_details(json!(problems)));
     }
-    let children = pin_children(&shared, &entry.loaded).await?;
-    // The task's trace (tracing on): a child of the caller's, if the request carries one.
-    let span = tasker_telemetry::Span::start(
-        "tasker.task.create",
-        headers.get("traceparent").and_then(|v| v.to_str().ok()),
-        vec![
-            tasker_telemetry::attr("tasker.namespace", req.namespace.clone()),
-            tasker_telemetry::attr("tasker.template", entry.loaded.template.key()),
-        ],
-    );
-    let mut created = shared
-        .store
-        .create_task(NewTask {
-            template_id: entry.id,
-            template: &entry.loaded,
-            context: context.clone(),
-            idempotency_key: req.idempotency_key,
-            run_at,
-            children,
-            parent: None,
-            priority: req
-                .priority
-                .or(entry.loaded.template.priority)
-                .unwrap_or_default(),
-        })
-        .await?;
-    if let Some(span) = &span
-        && created.created
-    {
-        trace(&shared, span, &mut created).await?;
+    let children = pin_children(shared, &entry.loaded).await?;
+    let priority = req
+        .priority
+        .or(entry.loaded.template.priority)
+        .unwrap_or_default();
+    Ok(Checked {
+        entry,
+        context,
+        idempotency_key: req.idempotency_key,
+        run_at,
+        children,
+        priority,
+    })
+}
+
+fn key_reused(task: Uuid) -> Error {
+    Error::new(
+        StatusCode::CONFLICT,
+        "idempotency_key_reused",
+        format!(
+            "the idempotency key was used for task {task} with a different template or context"
+        ),
+    )
+}
+
+/// Creates many tasks in one request and one transaction: each item is what `POST /v1/tasks`
+/// takes and gets its own result, in order — `created`, `existing` (its idempotency key's
+/// task, same template and context) or `refused` with the error `POST /v1/tasks` would answer
+/// (nothing is created for it; the others are). A repeated request creates nothing new.
+#[utoipa::path(post, path = "/v1/tasks:batch", tag = "tasks", operation_id = "create_tasks",
+    request_body = CreateTasks,
+    responses(
+        (status = 200, description = "Each item's result, in request order", body = BatchCreated),
+        (status = 400, description = "`invalid_json` (not `{\"tasks\": [...]}`), `empty_batch`, `duplicate_idempotency_key` (two items share a key; details: the key and both indexes)", body = ErrorBody),
+        (status = 413, description = "`batch_too_large` (more items than `orchestrator.max_batch_tasks`, 10,000 by default), `body_too_large` (over `orchestrator.max_batch_body_bytes`)", body = ErrorBody),
+    ))]
+pub(super) async fn create_tasks(
+    State(shared): State<Shared>,
+    caller: Caller,
+    body: axum::body::Body,
+) -> Result<Json<BatchCreated>, Error> {
+    let o = &shared.config.orchestrator;
+    let body = axum::body::to_bytes(body, o.max_batch_body_bytes)
+        .await
+        .map_err(|_| {
+            Error::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                format!(
+                    "request body exceeds {} bytes (orchestrator.max_batch_body_bytes)",
+                    o.max_batch_body_bytes
+                ),
+            )
+        })?;
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Items<'a> {
+        #[serde(borrow)]
+        tasks: Vec<&'a RawValue>,
     }
-    if !created.created && (created.template_id != entry.id || created.context != context) {
+    let items: Items = serde_json::from_slice(&body).map_err(|e| {
+        Error::bad_request(
+            "invalid_json",
+            format!("the body must be {{\"tasks\": [task, ...]}}: {e}"),
+        )
+    })?;
+    if items.tasks.is_empty() {
+        return Err(Error::bad_request("empty_batch", "`tasks` holds no task"));
+    }
+    if items.tasks.len() > o.max_batch_tasks {
         return Err(Error::new(
-            StatusCode::CONFLICT,
-            "idempotency_key_reused",
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "batch_too_large",
             format!(
-                "the idempotency key was used for task {} with a different template or context",
-                created.task_id
+                "{} tasks in one request; the limit is {} (orchestrator.max_batch_tasks)",
+                items.tasks.len(),
+                o.max_batch_tasks
             ),
-        ));
+        )
+        .with_details(json!({ "tasks": items.tasks.len(), "limit": o.max_batch_tasks })));
     }
-    let status = if created.created {
-        StatusCode::CREATED
+    ::metrics::histogram!(crate::metrics::TASKS_BATCH_CREATED.name)
+        .record(items.tasks.len() as f64);
+    let parsed: Vec<Result<CreateTask, Error>> = items
+        .tasks
+        .iter()
+        .map(|raw| {
+            serde_json::from_str(raw.get()).map_err(|e| refused_body(raw.get().as_bytes(), e))
+        })
+        .collect();
+    check_unique_keys(&parsed)?;
+    let mut results: Vec<Option<BatchItem>> = vec![None; parsed.len()];
+    // The item of each task in the batch, with its template and (keyed only) its context, to
+    // tell a repeat from a reused key.
+    let mut placed: Vec<(usize, Uuid, Option<Value>)> = Vec::new();
+    let mut batch = CreateBatch::default();
+    for (index, item) in parsed.into_iter().enumerate() {
+        let len = items.tasks[index].get().len();
+        let checked = match item {
+            Ok(req) => check_request(&shared, &caller, req, len).await,
+            Err(e) => Err(e),
+        };
+        let added = checked.and_then(|c| {
+            let keyed = c.idempotency_key.is_some().then(|| c.context.clone());
+            let template = c.entry.id;
+            batch
+                .add(NewTask {
+                    template_id: c.entry.id,
+                    template: &c.entry.loaded,
+                    context: c.context,
+                    idempotency_key: c.idempotency_key,
+                    run_at: c.run_at,
+                    children: c.children,
+                    parent: None,
+                    priority: c.priority,
+                })
+                .map(|()| (template, keyed))
+                .map_err(|k| crate::store::Error::Limits(k).into())
+        });
+        match added {
+            Ok((template, keyed)) => placed.push((index, template, keyed)),
+            Err(e) => results[index] = Some(refused(index, e)),
+        }
+    }
+    let answers = if batch.is_empty() {
+        Vec::new()
     } else {
-        StatusCode::OK
+        let (answers, effects) = shared.store.create_tasks(batch).await?;
+        executor::execute(&shared, effects).await;
+        answers
     };
-    executor::execute(&shared, created.effects).await;
-    let task = fetch_task(&shared, created.task_id).await?;
-    let location = format!("/v1/tasks/{}", created.task_id);
-    Ok((status, [("location", location)], Json(task)).into_response())
+    for ((index, template, keyed), a) in placed.into_iter().zip(answers) {
+        results[index] = Some(if a.created {
+            item(index, BatchStatus::Created, a.task_id)
+        } else if a.template_id == template && keyed.as_ref() == Some(&a.context) {
+            item(index, BatchStatus::Existing, a.task_id)
+        } else {
+            refused(index, key_reused(a.task_id))
+        });
+    }
+    let results: Vec<BatchItem> = results.into_iter().flatten().collect();
+    let count = |s: BatchStatus| results.iter().filter(|r| r.status == s).count();
+    Ok(Json(BatchCreated {
+        created: count(BatchStatus::Created),
+        existing: count(BatchStatus::Existing),
+        refused: count(BatchStatus::Refused),
+        results,
+    }))
+}
+
+fn item(index: usize, status: BatchStatus, task_id: Uuid) -> BatchItem {
+    BatchItem {
+        index,
+        status,
+        task_id: Some(task_id),
+        error: None,
+    }
+}
+
+fn refused(index: usize, e: Error) -> BatchItem {
+    BatchItem {
+        index,
+        status: BatchStatus::Refused,
+        task_id: None,
+        error: Some(e.detail()),
+    }
+}
+
+/// No two items of a batch may share an idempotency key (which would they answer?).
+fn check_unique_keys(items: &[Result<CreateTask, Error>]) -> Result<(), Error> {
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (index, item) in items.iter().enumerate() {
+        let Some(key) = item
+            .as_ref()
+            .ok()
+            .and_then(|r| r.idempotency_key.as_deref())
+        else {
+            continue;
+        };
+        if let Some(first) = seen.insert(key, index) {
+            return Err(Error::bad_request(
+                "duplicate_idempotency_key",
+                format!("items {first} and {index} share the idempotency key {key:?}"),
+            )
+            .with_details(json!({ "key": key, "indexes": [first, index] })));
+        }
+    }
+    Ok(())
 }
 
 /// The template versions a new task's child steps start, pinned now (422

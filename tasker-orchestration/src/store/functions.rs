@@ -8,7 +8,7 @@ use super::{Error, Result};
 
 /// In dependency order: a function is created after the functions it calls in SQL-language
 /// bodies (PL/pgSQL bodies are resolved at call time, but keeping one order is simplest).
-pub(super) const FUNCTIONS: [(&str, &str); 38] = [
+pub(super) const FUNCTIONS: [(&str, &str); 40] = [
     (
         "tasker_retry_delay_ms",
         include_str!("../../sql/tasker_retry_delay_ms.sql"),
@@ -100,8 +100,8 @@ pub(super) const FUNCTIONS: [(&str, &str); 38] = [
         include_str!("../../sql/tasker_apply_results.sql"),
     ),
     (
-        "tasker_create_task",
-        include_str!("../../sql/tasker_create_task.sql"),
+        "tasker_create_tasks",
+        include_str!("../../sql/tasker_create_tasks.sql"),
     ),
     (
         "tasker_repair_target",
@@ -145,6 +145,14 @@ pub(super) const FUNCTIONS: [(&str, &str); 38] = [
     (
         "tasker_reconcile_slots",
         include_str!("../../sql/tasker_reconcile_slots.sql"),
+    ),
+    (
+        "tasker_purgeable",
+        include_str!("../../sql/tasker_purgeable.sql"),
+    ),
+    (
+        "tasker_purge_tasks",
+        include_str!("../../sql/tasker_purge_tasks.sql"),
     ),
 ];
 

@@ -1,5 +1,5 @@
-//! Creating and cancelling tasks: `tasker_create_task` inserts a task, its steps and edges in one
-//! statement (root steps already enqueued); `tasker_end_task` cancels a running one.
+//! Creating and cancelling tasks: `tasker_create_tasks` inserts tasks, their steps and edges in
+//! one statement (root steps already enqueued); `tasker_end_task` cancels a running one.
 
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -55,16 +55,26 @@ pub struct Created {
     pub parent_gone: bool,
 }
 
-/// The JSON answer of `tasker_create_task`.
+/// What `tasker_create_tasks` answered for one task of a batch.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct BatchAnswer {
+    pub created: bool,
+    /// The task created, or the one its idempotency key created before.
+    #[serde(default)]
+    pub task_id: Uuid,
+    /// For an existing task, its template and context (nil and null for one created now).
+    #[serde(default)]
+    pub template_id: Uuid,
+    #[serde(default)]
+    pub context: Value,
+    #[serde(default)]
+    pub parent_gone: bool,
+}
+
+/// The JSON answer of `tasker_create_tasks`.
 #[derive(serde::Deserialize)]
-struct CreatedRow {
-    created: bool,
-    #[serde(default)]
-    task_id: Uuid,
-    #[serde(default)]
-    template_id: Uuid,
-    #[serde(default)]
-    context: Value,
+struct CreatedRows {
+    tasks: Vec<BatchAnswer>,
     #[serde(default)]
     dispatch: Vec<StepMessage>,
     /// Roots with limits: the timed waits of those throttled, and those beyond the first page.
@@ -72,8 +82,6 @@ struct CreatedRow {
     claimed: super::results::Claimed,
     #[serde(default)]
     deferred: Vec<Uuid>,
-    #[serde(default)]
-    parent_gone: bool,
 }
 
 impl Store {
@@ -88,10 +96,16 @@ impl Store {
         Ok(())
     }
 
-    /// Creates a task, its steps and edges in one statement (`tasker_create_task`). Root steps
-    /// are stored already `enqueued` (attempt 1) and returned for publishing.
+    /// Creates a task, its steps and edges in one statement (`tasker_create_tasks`). Root
+    /// steps are stored already `enqueued` (attempt 1) and returned for publishing.
     pub async fn create_task(&self, new: NewTask<'_>) -> Result<Created> {
         create_task_on(&mut *self.pool.acquire().await?, new).await
+    }
+
+    /// Creates every task of `batch` in one statement and one transaction; answers each in
+    /// the order added, with what the commit leaves to do for all of them.
+    pub async fn create_tasks(&self, batch: CreateBatch) -> Result<(Vec<BatchAnswer>, Effects)> {
+        batch.run(&mut *self.pool.acquire().await?).await
     }
 
     /// Cancels a running task and every step not yet terminal. Returns the task's state after
@@ -135,128 +149,202 @@ pub(super) async fn create_task_on(
     conn: &mut sqlx::PgConnection,
     new: NewTask<'_>,
 ) -> Result<Created> {
-    let t = &new.template.template;
-    let plan = Plan::new(new.template);
-    let ids: Vec<Uuid> = t.steps.iter().map(|_| Uuid::now_v7()).collect();
-    // Each step's limits, their keys read from the context (422 for a key it lacks).
-    let limits = t
-        .steps
-        .iter()
-        .map(|s| tasker_shared::flow::resolve(t, s, &new.context))
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(Error::Limits)?;
-    let mut cols = StepColumns::default();
-    for &i in &plan.steps {
-        // A batchable step's spec carries its batch worker's limits, for the batches it makes.
-        let batch_spec = Plan::batch_spec(new.template, i).map(|mut spec| {
-            if let Some(l) = t
-                .steps
-                .iter()
-                .position(|w| Some(w.name.as_str()) == spec["name"].as_str())
-                .and_then(|w| limits[w].clone())
-            {
-                spec["limits"] = l;
-            }
-            spec
+    let (template_id, context) = (new.template_id, new.context.clone());
+    let mut batch = CreateBatch::default();
+    batch.add(new).map_err(Error::Limits)?;
+    let (answers, effects) = batch.run(conn).await?;
+    let Some(answer) = answers.into_iter().next() else {
+        return Err(Error::Answer {
+            function: "tasker_create_tasks",
+            source: serde::de::Error::custom("no task in the answer"),
         });
-        cols.push(
-            ids[i],
-            &t.steps[i],
-            &t.namespace,
-            plan.parent_count(i) as i32,
-            Made {
-                batch_spec,
-                child: new.children.get(i).cloned().flatten(),
-                limits: limits[i].clone(),
-            },
-        );
-    }
-    let edges: (Vec<Uuid>, Vec<Uuid>) = plan.edges.iter().map(|&(p, c)| (ids[p], ids[c])).unzip();
-    let task = TaskColumns {
-        id: Uuid::now_v7(),
-        template_id: new.template_id,
-        namespace: &t.namespace,
-        name: &t.name,
-        version: &t.version,
-        context: &new.context,
-        idempotency_key: new.idempotency_key.as_deref(),
-        run_at: new.run_at,
-        parent: new.parent,
-        priority: new.priority,
     };
-    let query = sqlx::query_scalar(
-        "SELECT tasker_create_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-                                   $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,
-                                   $26, $27, $28, $29, $30, $31, $32, $33, $34)",
-    );
-    let query = task.bind(query);
-    let query = cols.bind(query);
-    let answer: Value = query.bind(&edges.0).bind(&edges.1).fetch_one(conn).await?;
-    let row: CreatedRow = decode("tasker_create_task", answer)?;
+    let (template_id, context) = if answer.created {
+        (template_id, context)
+    } else {
+        (answer.template_id, answer.context)
+    };
     Ok(Created {
-        task_id: row.task_id,
-        created: row.created,
-        template_id: row.template_id,
-        context: row.context,
-        parent_gone: row.parent_gone,
-        effects: Effects {
-            dispatch: row.dispatch,
-            deferred: row.deferred,
-            throttle_waits: row.claimed.waits(),
-            created: row.created.then(|| t.namespace.clone()),
-            // A task that starts later: look at the timers when its time comes (and when
-            // throttled roots may start).
-            wakes: new
-                .run_at
-                .filter(|_| row.created)
-                .and_then(|at| (at - chrono::Utc::now()).to_std().ok())
-                .into_iter()
-                .chain(row.claimed.wakes())
-                .collect(),
-            ..Effects::default()
-        },
+        task_id: answer.task_id,
+        created: answer.created,
+        template_id,
+        context,
+        parent_gone: answer.parent_gone,
+        effects,
     })
 }
 
-/// A `tasker_create_task` call being built: its parameters are bound group by group, in the
-/// function's order (the task's, then its steps' columns, then its edges).
+/// Tasks to create in one `tasker_create_tasks` call: each task's columns, and its steps' and
+/// edges' with the position of their task.
+#[derive(Debug, Default)]
+pub struct CreateBatch {
+    id: Vec<Uuid>,
+    template_id: Vec<Uuid>,
+    namespace: Vec<String>,
+    name: Vec<String>,
+    version: Vec<String>,
+    context: Vec<Value>,
+    idempotency_key: Vec<Option<String>>,
+    run_at: Vec<Option<chrono::DateTime<chrono::Utc>>>,
+    parent_task: Vec<Option<Uuid>>,
+    parent_step: Vec<Option<Uuid>>,
+    parent_attempt: Vec<Option<i32>>,
+    depth: Vec<Option<i32>>,
+    on_parent_cancel: Vec<Option<&'static str>>,
+    priority: Vec<i16>,
+    steps: Vec<i32>,
+    step_columns: StepColumns,
+    edge_task: Vec<i32>,
+    edge_parent: Vec<Uuid>,
+    edge_child: Vec<Uuid>,
+}
+
+/// A `tasker_create_tasks` call being built: its parameters are bound group by group, in the
+/// function's order (the tasks', then their steps', then their edges' columns).
 type CreateCall<'q> =
     sqlx::query::QueryScalar<'q, sqlx::Postgres, Value, sqlx::postgres::PgArguments>;
 
-/// The task's own columns: `tasker_create_task`'s `$1` to `$14`.
-struct TaskColumns<'a> {
-    id: Uuid,
-    template_id: Uuid,
-    namespace: &'a str,
-    name: &'a str,
-    version: &'a str,
-    context: &'a Value,
-    idempotency_key: Option<&'a str>,
-    run_at: Option<chrono::DateTime<chrono::Utc>>,
-    parent: Option<ParentLink>,
-    priority: tasker_shared::flow::Priority,
-}
+impl CreateBatch {
+    /// Tasks added so far.
+    pub fn len(&self) -> usize {
+        self.id.len()
+    }
 
-impl<'a> TaskColumns<'a> {
-    fn bind<'q>(&self, query: CreateCall<'q>) -> CreateCall<'q>
-    where
-        'a: 'q,
-    {
-        query
-            .bind(self.id)
-            .bind(self.template_id)
-            .bind(self.namespace)
-            .bind(self.name)
-            .bind(self.version)
-            .bind(self.context)
-            .bind(self.idempotency_key)
-            .bind(self.run_at)
-            .bind(self.parent.map(|p| p.task_id))
-            .bind(self.parent.map(|p| p.step_id))
-            .bind(self.parent.map(|p| p.attempt))
-            .bind(self.parent.map(|p| p.depth))
-            .bind(self.parent.map(|p| p.on_parent_cancel.as_str()))
-            .bind(self.priority.rank())
+    pub fn is_empty(&self) -> bool {
+        self.id.is_empty()
+    }
+
+    /// Plans `new` into the batch; refused, with nothing added, when its context lacks a key
+    /// its limits read (or has one too long).
+    pub fn add(
+        &mut self,
+        new: NewTask<'_>,
+    ) -> std::result::Result<(), tasker_shared::flow::KeyError> {
+        let t = &new.template.template;
+        let plan = Plan::new(new.template);
+        let limits = t
+            .steps
+            .iter()
+            .map(|s| tasker_shared::flow::resolve(t, s, &new.context))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let ids: Vec<Uuid> = t.steps.iter().map(|_| Uuid::now_v7()).collect();
+        let position = self.id.len() as i32 + 1;
+        for &i in &plan.steps {
+            // A batchable step's spec carries its batch worker's limits, for the batches it makes.
+            let batch_spec = Plan::batch_spec(new.template, i).map(|mut spec| {
+                if let Some(l) = t
+                    .steps
+                    .iter()
+                    .position(|w| Some(w.name.as_str()) == spec["name"].as_str())
+                    .and_then(|w| limits[w].clone())
+                {
+                    spec["limits"] = l;
+                }
+                spec
+            });
+            self.step_columns.task.push(position);
+            self.step_columns.push(
+                ids[i],
+                &t.steps[i],
+                &t.namespace,
+                plan.parent_count(i) as i32,
+                Made {
+                    batch_spec,
+                    child: new.children.get(i).cloned().flatten(),
+                    limits: limits[i].clone(),
+                },
+            );
+        }
+        for &(p, c) in &plan.edges {
+            self.edge_task.push(position);
+            self.edge_parent.push(ids[p]);
+            self.edge_child.push(ids[c]);
+        }
+        self.id.push(Uuid::now_v7());
+        self.template_id.push(new.template_id);
+        self.namespace.push(t.namespace.clone());
+        self.name.push(t.name.clone());
+        self.version.push(t.version.clone());
+        self.context.push(new.context);
+        self.idempotency_key.push(new.idempotency_key);
+        self.run_at.push(new.run_at);
+        let parent = new.parent;
+        self.parent_task.push(parent.map(|p| p.task_id));
+        self.parent_step.push(parent.map(|p| p.step_id));
+        self.parent_attempt.push(parent.map(|p| p.attempt));
+        self.depth.push(parent.map(|p| p.depth));
+        self.on_parent_cancel
+            .push(parent.map(|p| p.on_parent_cancel.as_str()));
+        self.priority.push(new.priority.rank());
+        self.steps.push(plan.steps.len() as i32);
+        Ok(())
+    }
+
+    fn bind<'q>(&'q self, query: CreateCall<'q>) -> CreateCall<'q> {
+        let query = query
+            .bind(&self.id)
+            .bind(&self.template_id)
+            .bind(&self.namespace)
+            .bind(&self.name)
+            .bind(&self.version)
+            .bind(&self.context)
+            .bind(&self.idempotency_key)
+            .bind(&self.run_at)
+            .bind(&self.parent_task)
+            .bind(&self.parent_step)
+            .bind(&self.parent_attempt)
+            .bind(&self.depth)
+            .bind(&self.on_parent_cancel)
+            .bind(&self.priority)
+            .bind(&self.steps);
+        self.step_columns
+            .bind(query)
+            .bind(&self.edge_task)
+            .bind(&self.edge_parent)
+            .bind(&self.edge_child)
+    }
+
+    /// Creates the batch's tasks in one statement on `conn`.
+    async fn run(self, conn: &mut sqlx::PgConnection) -> Result<(Vec<BatchAnswer>, Effects)> {
+        let query = sqlx::query_scalar(
+            "SELECT tasker_create_tasks($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+                                        $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24,
+                                        $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35,
+                                        $36, $37)",
+        );
+        let answer: Value = self.bind(query).fetch_one(conn).await?;
+        let rows: CreatedRows = decode("tasker_create_tasks", answer)?;
+        if rows.tasks.len() != self.id.len() {
+            return Err(Error::Answer {
+                function: "tasker_create_tasks",
+                source: serde::de::Error::custom(format!(
+                    "{} tasks answered for {}",
+                    rows.tasks.len(),
+                    self.id.len()
+                )),
+            });
+        }
+        let now = chrono::Utc::now();
+        let mut created = Vec::new();
+        let mut wakes = Vec::new();
+        for (i, a) in rows.tasks.iter().enumerate() {
+            if a.created {
+                created.push(self.namespace[i].clone());
+                // A task that starts later: look at the timers when its time comes.
+                wakes.extend(self.run_at[i].and_then(|at| (at - now).to_std().ok()));
+            }
+        }
+        // And when throttled roots may start.
+        wakes.extend(rows.claimed.wakes());
+        let effects = Effects {
+            dispatch: rows.dispatch,
+            deferred: rows.deferred,
+            throttle_waits: rows.claimed.waits(),
+            created,
+            wakes,
+            ..Effects::default()
+        };
+        Ok((rows.tasks, effects))
     }
 }
 
@@ -268,10 +356,12 @@ struct Made {
     limits: Option<Value>,
 }
 
-/// Column vectors for the bulk `unnest` insert of a task's steps: `tasker_create_task`'s `$15`
-/// to `$32` (its edges, `$33` and `$34`, follow).
-#[derive(Default)]
+/// Column vectors for the bulk `unnest` insert of the steps: `tasker_create_tasks`' `$16`
+/// to `$34` (the edges' three follow).
+#[derive(Debug, Default)]
 struct StepColumns {
+    /// The position of each step's task in the batch (1-based).
+    task: Vec<i32>,
     id: Vec<Uuid>,
     name: Vec<String>,
     handler: Vec<String>,
@@ -295,6 +385,7 @@ struct StepColumns {
 impl StepColumns {
     fn bind<'q>(&'q self, query: CreateCall<'q>) -> CreateCall<'q> {
         query
+            .bind(&self.task)
             .bind(&self.id)
             .bind(&self.name)
             .bind(&self.handler)

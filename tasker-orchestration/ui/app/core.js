@@ -185,6 +185,8 @@ async function api(method, path, body, signal) {
 
 function showError(e) {
   if (!e || e.name === 'AbortError') return;
+  // A task the retention policy purged: its page says so in place of the task (tasks.js).
+  if (e.code === 'task_purged' && showPurged(e)) return;
   const box = byId('error');
   box.replaceChildren(
     h('strong', { class: 'code', text: e.code || 'error' }), ' ',

@@ -182,7 +182,8 @@ async function taskView(root, signal, id) {
   childrenSection.hidden = true;
 
   put(root,
-    h('div', { class: 'task-head' }, h('h1', {}, 'Task ', h('span', { class: 'mono', text: id })), stateEl, priorityEl, live),
+    h('div', { class: 'task-head', 'data-task-id': id },
+      h('h1', {}, 'Task ', h('span', { class: 'mono', text: id })), stateEl, priorityEl, live),
     meta,
     h('div', { class: 'actions' }, cancelBtn, reason, retryBtn),
     signalSection,
@@ -395,6 +396,23 @@ async function taskView(root, signal, id) {
   await eventStream(`/v1/tasks/${enc(id)}/events`, signal,
     (event, data) => { if (event === 'snapshot') onSnapshot(data); },
     (on) => { live.dataset.live = on ? 'on' : 'off'; live.textContent = on ? 'live' : 'offline'; });
+}
+
+// A task the retention policy purged (410 task_purged, whose details are its tombstone: task_id,
+// state, purged_at): on that task's page, which every call then refuses so, a message in place of
+// the task. False elsewhere (the error banner shows it).
+function showPurged(e) {
+  const head = document.querySelector('#main .task-head[data-task-id]');
+  const d = e.details || {};
+  if (!head || (d.task_id && d.task_id !== head.dataset.taskId)) return false;
+  const id = head.dataset.taskId;
+  clearError();
+  byId('main').replaceChildren(
+    h('div', { class: 'task-head', 'data-task-id': id }, h('h1', {}, 'Task ', h('span', { class: 'mono', text: id }))),
+    h('p', { id: 'task-purged', class: 'purged', 'data-state': d.state || null },
+      'Task ', h('span', { class: 'mono', text: d.task_id || id }), ` (${d.state || 'finished'}) was purged at `,
+      d.purged_at ? timeEl(d.purged_at) : 'an unknown time', ' by the retention policy; its record is gone.'));
+  return true;
 }
 
 const baseName = (name) => (name.includes('#') ? name.slice(0, name.indexOf('#')) : name);

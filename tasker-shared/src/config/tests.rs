@@ -182,3 +182,35 @@ fn unknown_keys_and_bad_values_are_rejected() {
         Ok(())
     });
 }
+
+#[test]
+fn retention_under_an_hour_and_unknown_queue_types_are_refused() {
+    let load = |file: &'static str| {
+        let mut answer = Ok(());
+        figment::Jail::expect_with(|jail| {
+            jail.clear_env();
+            jail.create_file("t.toml", file)?;
+            answer = Config::load(Some(Path::new("t.toml")))
+                .map(drop)
+                .map_err(|e| e.to_string());
+            Ok(())
+        });
+        answer
+    };
+    let refused = load("[retention]\ncomplete = \"30m\"\n").unwrap_err();
+    assert!(
+        refused.contains("retention.complete") && refused.contains("at least 1h"),
+        "{refused}"
+    );
+    let refused = load("[retention]\nerror = \"soon\"\n").unwrap_err();
+    assert!(refused.contains("retention.error"), "{refused}");
+    let refused = load("[broker]\nqueue_type = \"mirrored\"\n").unwrap_err();
+    assert!(
+        refused.contains("mirrored") && refused.contains("quorum"),
+        "{refused}"
+    );
+    let refused = load("amqp_url = \"amqp://a,http://b\"\n").unwrap_err();
+    assert!(refused.contains("amqp_url"), "{refused}");
+    load("[retention]\ncomplete = \"never\"\ncancelled = \"1h\"\n[broker]\nqueue_type = \"quorum\"\n")
+        .expect("valid");
+}

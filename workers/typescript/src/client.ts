@@ -6,8 +6,10 @@ import { ApiError, TaskerClientError } from "./client_errors";
 import type { JsonObject, JsonValue } from "./json";
 import {
   backfillFromJson,
+  batchCreatedFromJson,
   concurrencyLimitFromJson,
   isTerminal,
+  purgeResultFromJson,
   rateLimitFromJson,
   scheduleFromJson,
   signalFromJson,
@@ -16,8 +18,11 @@ import {
   transitionFromJson,
   workerFromJson,
   type BackfillResult,
+  type BatchCreated,
   type ConcurrencyLimit,
   type OverlapPolicy,
+  type PurgeResult,
+  type PurgeState,
   type RateLimit,
   type Schedule,
   type Signal,
@@ -76,6 +81,29 @@ export interface CreateTaskOptions {
    * says which it got).
    */
   priority?: TaskPriority;
+}
+
+/**
+ * One item of {@link Client.createTasks}: what {@link Client.createTask} takes, its template,
+ * `context` (`{}` by default) and options in one object.
+ */
+export interface CreateTaskRequest<Ctx = JsonObject> extends CreateTaskOptions {
+  namespace: string;
+  /** The template's name. */
+  name: string;
+  context?: Ctx;
+}
+
+/** What {@link Client.purge} removes. */
+export interface PurgeOptions {
+  /** Tasks finished longer ago than this: a duration such as `"90m"`, `"36h"` or `"30d"`, at least an hour. */
+  olderThan: string;
+  /** Of these finished states; all three by default. */
+  states?: PurgeState[];
+  /** Count what would go, delete nothing (`rows` and `bytes` are then `null`). `false` by default. */
+  dryRun?: boolean;
+  /** Most tasks this call purges, 1–100,000 (the server's default 10,000): call again while `more`. */
+  limit?: number;
 }
 
 /** Options of {@link Client.signal}. */
@@ -196,20 +224,29 @@ export class Client {
     context: Ctx,
     options: CreateTaskOptions = {},
   ): Promise<Task<Ctx, Res>> {
-    const body = {
-      namespace,
-      name,
-      context,
-      version: options.version,
-      idempotency_key: options.idempotencyKey,
-      run_at: options.runAt === undefined ? undefined : timestamp(options.runAt),
-      delay: options.delay === undefined ? undefined : duration(options.delay),
-      priority: options.priority,
-    };
+    const body = createBody({ ...options, namespace, name, context });
     return taskFromJson(await this.#http.send("POST", "/v1/tasks", { body }));
   }
 
-  /** A task as it is now (`404 task_not_found`). */
+  /**
+   * Creates many tasks in one request and one transaction (`POST /v1/tasks:batch`, at most the
+   * server's `max_batch_tasks`, 10,000 by default): each item what {@link Client.createTask}
+   * takes. Resolves with each item's result in request order: `created`, `existing` (its
+   * idempotency key had created that task) or `refused` (nothing created for it; its `error` has
+   * the code `createTask` would reject with, e.g. `unknown_template`). One refused item does not
+   * fail the others. The whole request is refused, nothing created, with `400 empty_batch`,
+   * `400 duplicate_idempotency_key` (two items share a key; `details`: `{ key, indexes }`),
+   * `413 batch_too_large` (`details`: `{ tasks, limit }`) or `413 body_too_large`.
+   */
+  async createTasks<Ctx = JsonObject>(tasks: CreateTaskRequest<Ctx>[]): Promise<BatchCreated> {
+    const body = { tasks: tasks.map(createBody) };
+    return batchCreatedFromJson(await this.#http.send("POST", "/v1/tasks:batch", { body }));
+  }
+
+  /**
+   * A task as it is now (`404 task_not_found`). A task the retention policy purged rejects with a
+   * {@link TaskPurgedError} (`410 task_purged`), as every call on a task id does.
+   */
   async getTask<Ctx = JsonObject, Res = JsonObject>(task: TaskRef<Ctx, Res>): Promise<Task<Ctx, Res>> {
     return taskFromJson(await this.#http.send("GET", taskPath(task)));
   }
@@ -219,7 +256,8 @@ export class Client {
    * `running` if the time ran out). Any timeout works: the wait is made of long polls within
    * the server's cap (`orchestrator.max_wait_seconds`), halved whenever a server with a lower
    * cap refuses one (`400 invalid_wait`). `Infinity` waits until it is terminal. Aborting
-   * `signal` rejects with its reason.
+   * `signal` rejects with its reason. A task the retention policy purged rejects with a
+   * {@link TaskPurgedError} at once.
    */
   async wait<Ctx = JsonObject, Res = JsonObject>(
     task: TaskRef<Ctx, Res>,
@@ -481,6 +519,40 @@ export class Client {
   async resumeRateLimit(key: string): Promise<RateLimit> {
     return rateLimitFromJson(await this.#http.send("DELETE", rateLimitPausePath(key)));
   }
+
+  /**
+   * Purges finished tasks whose completion is older than `olderThan`, with their steps,
+   * transitions, signals and dead letters (`POST /v1/purge`): of `states` (all three finished
+   * states by default), never a task that is unfinished or whose parent or child task is.
+   * `dryRun` counts what would go and deletes nothing. `limit` bounds the tasks of one call:
+   * `more` is true when it stopped there with more left, so call again. A purged task's id
+   * rejects with a {@link TaskPurgedError} (`410 task_purged`) for as long as the server keeps its
+   * tombstone. `400 invalid_older_than`, `invalid_state` or `invalid_limit`; it takes a token not
+   * restricted to namespaces (`403 forbidden` otherwise).
+   */
+  async purge(options: PurgeOptions): Promise<PurgeResult> {
+    const body = {
+      older_than: options.olderThan,
+      states: options.states,
+      dry_run: options.dryRun ?? false,
+      limit: options.limit,
+    };
+    return purgeResultFromJson(await this.#http.send("POST", "/v1/purge", { body }));
+  }
+}
+
+/** A task to create as the API takes it (`POST /v1/tasks`, an item of `POST /v1/tasks:batch`). */
+function createBody(task: CreateTaskRequest<unknown>): Record<string, unknown> {
+  return {
+    namespace: task.namespace,
+    name: task.name,
+    context: task.context,
+    version: task.version,
+    idempotency_key: task.idempotencyKey,
+    run_at: task.runAt === undefined ? undefined : timestamp(task.runAt),
+    delay: task.delay === undefined ? undefined : duration(task.delay),
+    priority: task.priority,
+  };
 }
 
 function taskPath(task: TaskRef<unknown, unknown>): string {

@@ -55,6 +55,13 @@ export class ApiError extends TaskerClientError {
 export class NotFoundError extends ApiError {}
 
 /**
+ * 410 `task_purged`: the retention policy purged the task ({@link Client.purge}), its record is
+ * gone. `details` has its `task_id`, the `state` it ended in and `purged_at`. A
+ * {@link NotFoundError}, as the id becomes once its tombstone expires (`404 task_not_found`).
+ */
+export class TaskPurgedError extends NotFoundError {}
+
+/**
  * 409: the request conflicts with the current state (`task_not_running`,
  * `idempotency_key_reused`, `task_not_failed`, `step_not_failed`, `task_finished`,
  * `signal_conflict`, …).
@@ -79,6 +86,8 @@ function errorClass(status: number): typeof ApiError {
       return NotFoundError;
     case 409:
       return ConflictError;
+    case 410:
+      return TaskPurgedError;
     case 400:
     case 413:
     case 422:

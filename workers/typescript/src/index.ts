@@ -7,6 +7,8 @@ export {
   Client,
   type ClientOptions,
   type CreateTaskOptions,
+  type CreateTaskRequest,
+  type PurgeOptions,
   type RepairNote,
   type RetryOptions,
   type ScheduleDefinition,
@@ -22,6 +24,7 @@ export {
   InvalidRequestError,
   NotFoundError,
   ServerError,
+  TaskPurgedError,
   TaskerClientError,
 } from "./client_errors";
 export { ParentResults, type StepContext } from "./context";
@@ -47,8 +50,14 @@ export type { Outcome, StepError } from "./outcome";
 export {
   isTerminal,
   type BackfillResult,
+  type BatchCreated,
+  type BatchItemError,
+  type BatchItemResult,
+  type BatchItemStatus,
   type ConcurrencyLimit,
   type OverlapPolicy,
+  type PurgeResult,
+  type PurgeState,
   type RateLimit,
   type Schedule,
   type Signal,

@@ -321,6 +321,70 @@ export interface BackfillResult {
   taskIds: string[];
 }
 
+/** What {@link Client.createTasks} did with one item: `refused` created nothing for it. */
+export type BatchItemStatus = "created" | "existing" | "refused";
+
+/**
+ * Why {@link Client.createTasks} refused one item: the API's usual error, its stable `code` (the
+ * one `createTask` would reject with: `unknown_template`, `context_schema_violation`,
+ * `idempotency_key_reused`, …), `message` and `details`.
+ */
+export interface BatchItemError {
+  code: string;
+  message: string;
+  /** `null` when the error has none. */
+  details: JsonValue | null;
+}
+
+/**
+ * What {@link Client.createTasks} did with the item at `index` of the request: `created`,
+ * `existing` (its idempotency key had created that task already, with the same template and
+ * context) or `refused` (nothing created for it; `error` says why).
+ */
+export interface BatchItemResult {
+  index: number;
+  status: BatchItemStatus;
+  /** The task's id; `null` for a refused item. */
+  taskId: string | null;
+  /** Why it was refused; `null` for the others. */
+  error: BatchItemError | null;
+}
+
+/**
+ * What {@link Client.createTasks} did: how many items were `created`, `existing` and `refused`,
+ * and each item's result in `results`, in request order.
+ */
+export interface BatchCreated {
+  created: number;
+  existing: number;
+  refused: number;
+  results: BatchItemResult[];
+}
+
+/** The finished states {@link Client.purge} removes tasks of. */
+export type PurgeState = "complete" | "error" | "cancelled";
+
+/**
+ * What {@link Client.purge} did (or, a `dryRun`, would do): the finished tasks of `states` whose
+ * completion is before `before` (now less `olderThan`), `tasks` of them purged.
+ */
+export interface PurgeResult {
+  dryRun: boolean;
+  olderThan: string;
+  /** The completion-time cut-off: tasks that finished before it. */
+  before: Date;
+  states: PurgeState[];
+  tasks: number;
+  /** How many of each state. */
+  byState: Partial<Record<PurgeState, number>>;
+  /** Rows deleted, every table together; `null` in a dry run. */
+  rows: number | null;
+  /** Bytes of row data deleted; `null` in a dry run. */
+  bytes: number | null;
+  /** The request's limit stopped it with more to purge: call again. */
+  more: boolean;
+}
+
 /** One entry of a task's history: a task transition (`step` is `null`) or a step's. */
 export interface Transition {
   step: string | null;
@@ -553,5 +617,40 @@ export function rateLimitFromJson(json: unknown): RateLimit {
     pausedUntil: date(r.paused_until),
     pauseNote: r.pause_note ?? null,
     throttled: r.throttled ?? 0,
+  };
+}
+
+/** A bulk create's answer from the API's JSON. */
+export function batchCreatedFromJson(json: unknown): BatchCreated {
+  const b = json as Wire;
+  return {
+    created: b.created,
+    existing: b.existing,
+    refused: b.refused,
+    results: (b.results ?? []).map(
+      (r: Wire): BatchItemResult => ({
+        index: r.index,
+        status: r.status,
+        taskId: r.task_id ?? null,
+        error:
+          r.error == null ? null : { code: r.error.code, message: r.error.message, details: r.error.details ?? null },
+      }),
+    ),
+  };
+}
+
+/** A purge's answer from the API's JSON. */
+export function purgeResultFromJson(json: unknown): PurgeResult {
+  const p = json as Wire;
+  return {
+    dryRun: p.dry_run === true,
+    olderThan: p.older_than,
+    before: new Date(p.before),
+    states: p.states,
+    tasks: p.tasks,
+    byState: p.by_state ?? {},
+    rows: p.rows ?? null,
+    bytes: p.bytes ?? null,
+    more: p.more === true,
   };
 }

@@ -15,13 +15,15 @@ require_relative "client/signal"
 require_relative "client/schedule"
 require_relative "client/worker_info"
 require_relative "client/limits"
+require_relative "client/batch"
+require_relative "client/purge"
 
 module Tasker
-  # A client of the orchestrator's REST API: submit tasks (now or later), wait for them, list,
-  # cancel, read their steps and history, repair them, signal them, manage schedules, list
-  # the workers serving them, and read the concurrency and rate limits (pausing a rate key). Pure
-  # Ruby (net/http); it does not load the worker's native extension, so an app that only
-  # submits work needs `require "tasker/client"` alone.
+  # A client of the orchestrator's REST API: submit tasks (now or later, one or many at once),
+  # wait for them, list, cancel, read their steps and history, repair them, signal them, manage
+  # schedules, list the workers serving them, read the concurrency and rate limits (pausing a
+  # rate key), and purge finished tasks. Pure Ruby (net/http); it does not load the worker's
+  # native extension, so an app that only submits work needs `require "tasker/client"` alone.
   #
   #   client = Tasker::Client.new(url: "http://127.0.0.1:8080")
   #   task = client.create_task("ruby_examples", "linear", { "value" => 6 })
@@ -30,12 +32,13 @@ module Tasker
   #   task.result # => {"halve"=>{"value"=>242}}
   #
   # Values are Task, Step, Transition, TaskPage, StepPage, Signal, Schedule, Backfill,
-  # WorkerInfo, ConcurrencyLimit and RateLimit structs (TaskChild, StepChild, StepThrottle and
-  # StepLimits inside tasks and steps); JSON inside them
+  # WorkerInfo, ConcurrencyLimit, RateLimit, BatchCreated and PurgeResult structs (TaskChild,
+  # StepChild, StepThrottle and StepLimits inside tasks and steps, BatchItemResult and
+  # BatchItemError inside a BatchCreated); JSON inside them
   # (context, results, errors) has string keys; timestamps are Times.
-  # Failures raise a Client::Error: an ApiError subclass (NotFoundError, ConflictError, ...)
-  # carrying the API's stable #code, or a ConnectionError. A client is safe to share between
-  # threads.
+  # Failures raise a Client::Error: an ApiError subclass (NotFoundError, ConflictError,
+  # TaskPurgedError, ...) carrying the API's stable #code, or a ConnectionError. A client is safe
+  # to share between threads.
   class Client
     # Where the orchestrator is when neither +url:+ nor TASKER_URL says.
     DEFAULT_URL = "http://127.0.0.1:8080"
@@ -91,7 +94,34 @@ module Tasker
       Task.from_json(@http.post("/v1/tasks", body))
     end
 
-    # The task +id+ now. NotFoundError `task_not_found` if there is none.
+    # Creates many tasks in one request and one transaction (`POST /v1/tasks:batch`, at most the
+    # server's `max_batch_tasks`, 10,000 by default). +tasks+ is an Array of Hashes, each what
+    # #create_task sends (string or symbol keys): "namespace", "name" and optionally "version",
+    # "context", "idempotency_key", "priority", "run_at" (a Time or an RFC 3339 String) and
+    # "delay" (a duration String or seconds), nils left out.
+    #
+    # Returns a BatchCreated with a BatchItemResult per item, in request order: "created",
+    # "existing" (its idempotency key had created that task) or "refused" (nothing created for
+    # it; its `error` has the code #create_task would raise, e.g. `unknown_template`). One refused
+    # item does not fail the others. The whole request is refused, nothing created, with
+    # InvalidRequestError `empty_batch`, `duplicate_idempotency_key` (two items share a key;
+    # #details has "key" and "indexes"), `batch_too_large` (413; #details has "tasks" and
+    # "limit") or `body_too_large`.
+    def create_tasks(tasks)
+      items = tasks.map do |task|
+        task.to_h do |key, value|
+          case key.to_s
+          when "run_at" then [key, value && timestamp(value)]
+          when "delay" then [key, value && duration(value)]
+          else [key, value]
+          end
+        end.compact
+      end
+      BatchCreated.from_json(@http.post("/v1/tasks:batch", { tasks: items }))
+    end
+
+    # The task +id+ now. NotFoundError `task_not_found` if there is none, TaskPurgedError
+    # `task_purged` (410) if the retention policy purged it (every call on a task id raises it).
     def get_task(id)
       Task.from_json(@http.get(path("v1", "tasks", id)))
     end
@@ -99,7 +129,8 @@ module Tasker
     # Waits up to +timeout+ seconds for task +id+ to finish, and returns it as it is then:
     # terminal (Task#terminal?), or still running when the time ran out. Any +timeout+ works:
     # the wait is a series of long polls of at most LONGEST_POLL seconds, halved whenever a
-    # server with a lower `max_wait_seconds` refuses one (`400 invalid_wait`).
+    # server with a lower `max_wait_seconds` refuses one (`400 invalid_wait`). A task the
+    # retention policy purged raises TaskPurgedError at once.
     def wait(id, timeout)
       deadline = monotonic + timeout
       longest = LONGEST_POLL
@@ -297,6 +328,23 @@ module Tasker
     # as #pause_rate_limit.
     def resume_rate_limit(key)
       RateLimit.from_json(@http.delete(path("v1", "rate-limits", key, "pause")))
+    end
+
+    # Purges finished tasks whose completion is older than +older_than+ (a duration String such
+    # as "90m", "36h" or "30d", at least an hour), with their steps, transitions, signals and dead
+    # letters (`POST /v1/purge`), and returns a PurgeResult. +states+: of those finished states
+    # ("complete", "error", "cancelled"; all three by default); never a task that is unfinished
+    # or whose parent or child task is. +dry_run+ counts what would go and deletes nothing (`rows`
+    # and `bytes` are then nil). +limit+ (1–100,000, the server's default 10,000) bounds the tasks
+    # of one call: `more?` is true when it stopped there with more left, so call again.
+    #
+    # A purged task's id raises TaskPurgedError (`410 task_purged`) for as long as the server
+    # keeps its tombstone. InvalidRequestError `invalid_older_than`, `invalid_state` or
+    # `invalid_limit`; it takes a token not restricted to namespaces (AuthError `forbidden`
+    # otherwise).
+    def purge(older_than:, states: nil, dry_run: false, limit: nil)
+      body = { older_than: older_than, states: states, dry_run: dry_run, limit: limit }.compact
+      PurgeResult.from_json(@http.post("/v1/purge", body))
     end
 
     # Closes the connections kept open for the next calls.

@@ -10,8 +10,9 @@
 
 Answers are frozen dataclasses (:class:`Task`, :class:`Step`, :class:`Transition`,
 :class:`TaskPage`, :class:`StepPage`, :class:`Signal`, :class:`Schedule`, :class:`WorkerInfo`,
-:class:`ConcurrencyLimit`, :class:`RateLimit`, ...) with ``datetime`` timestamps; failures are :class:`ClientError` subclasses carrying the API's
-stable error code.
+:class:`ConcurrencyLimit`, :class:`RateLimit`, :class:`BatchCreated`, :class:`PurgeResult`,
+...) with ``datetime`` timestamps; failures are :class:`ClientError` subclasses carrying the
+API's stable error code.
 """
 
 from ._clients import AsyncClient, Client
@@ -25,12 +26,18 @@ from .errors import (
     InvalidRequest,
     NotFound,
     ServerError,
+    TaskPurged,
 )
 from .values import (
     PRIORITIES,
+    PURGE_STATES,
     TASK_STATES,
     Backfill,
+    BatchCreated,
+    BatchItemError,
+    BatchItemResult,
     ConcurrencyLimit,
+    PurgeResult,
     RateLimit,
     Schedule,
     Signal,
@@ -52,11 +59,15 @@ from .values import (
 __all__ = [
     "DEFAULT_URL",
     "PRIORITIES",
+    "PURGE_STATES",
     "TASK_STATES",
     "ApiError",
     "AsyncClient",
     "AuthError",
     "Backfill",
+    "BatchCreated",
+    "BatchItemError",
+    "BatchItemResult",
     "Client",
     "ClientError",
     "ConcurrencyLimit",
@@ -64,6 +75,7 @@ __all__ = [
     "ConnectionFailed",
     "InvalidRequest",
     "NotFound",
+    "PurgeResult",
     "RateLimit",
     "Schedule",
     "ServerError",
@@ -79,6 +91,7 @@ __all__ = [
     "Task",
     "TaskChild",
     "TaskPage",
+    "TaskPurged",
     "Transition",
     "WorkerInfo",
 ]

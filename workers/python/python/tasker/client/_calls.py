@@ -22,7 +22,9 @@ from .errors import ClientError, InvalidRequest, api_error
 from .values import (
     JSON,
     Backfill,
+    BatchCreated,
     ConcurrencyLimit,
+    PurgeResult,
     RateLimit,
     Schedule,
     Signal,
@@ -162,6 +164,22 @@ def create_task(
     if priority is not None:
         body["priority"] = priority
     return _call(Request("POST", "/v1/tasks", json=body), Task.from_json)
+
+
+def _batch_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    """One item of a bulk create as the API takes it: its fields as given (``None`` left out),
+    ``run_at`` and ``delay`` converted as :func:`create_task` converts them."""
+    body = {k: v for k, v in item.items() if v is not None}
+    if "run_at" in body:
+        body["run_at"] = timestamp(body["run_at"])
+    if "delay" in body:
+        body["delay"] = duration(body["delay"])
+    return body
+
+
+def create_tasks(tasks: list[Mapping[str, Any]]) -> Call[BatchCreated]:
+    body = {"tasks": [_batch_item(item) for item in tasks]}
+    return _call(Request("POST", "/v1/tasks:batch", json=body), BatchCreated.from_json)
 
 
 def get_task(id: Id, wait: float | None = None) -> Call[Task]:
@@ -349,3 +367,15 @@ def pause_rate_limit(key: str, until: Time, note: str | None = None) -> Call[Rat
 
 def resume_rate_limit(key: str) -> Call[RateLimit]:
     return _call(Request("DELETE", _rate_limit_pause_path(key)), RateLimit.from_json)
+
+
+def purge(
+    older_than: str, states: list[str] | None, dry_run: bool, limit: int | None
+) -> Call[PurgeResult]:
+    body: dict[str, Any] = {"older_than": older_than}
+    if states is not None:
+        body["states"] = list(states)
+    body["dry_run"] = dry_run
+    if limit is not None:
+        body["limit"] = limit
+    return _call(Request("POST", "/v1/purge", json=body), PurgeResult.from_json)

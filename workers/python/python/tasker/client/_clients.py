@@ -4,7 +4,7 @@ send the requests of the calls in ``_calls`` and hand back their answers."""
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TypeVar, cast
 
@@ -16,7 +16,9 @@ from ._transport import DEFAULT_TIMEOUT, Settings
 from .values import (
     JSON,
     Backfill,
+    BatchCreated,
     ConcurrencyLimit,
+    PurgeResult,
     RateLimit,
     Schedule,
     Signal,
@@ -133,17 +135,37 @@ class Client:
             )
         )
 
+    def create_tasks(self, tasks: Sequence[Mapping[str, JSON]]) -> BatchCreated:
+        """Creates many tasks in one request and one transaction (``POST /v1/tasks:batch``, at
+        most the server's ``max_batch_tasks``, 10,000 by default). Each item is what
+        :meth:`create_task` sends, a dict of the API's fields: ``namespace``, ``name`` and
+        optionally ``version``, ``context``, ``idempotency_key``, ``priority``, ``run_at`` (an
+        aware ``datetime`` or an RFC 3339 string) and ``delay`` (as :meth:`create_task` takes
+        them).
+
+        The answer has a :class:`~tasker.BatchItemResult` per item, in request order: ``created``,
+        ``existing`` (its idempotency key had created that task) or ``refused`` (nothing created
+        for it; its ``error`` has the code :meth:`create_task` would raise, e.g.
+        ``unknown_template``). One refused item does not fail the others. The whole request is
+        refused, nothing created, with :class:`~tasker.InvalidRequest` ``empty_batch``,
+        ``duplicate_idempotency_key`` (two items share a key; ``details``: ``key`` and
+        ``indexes``), ``batch_too_large`` (413; ``details``: ``tasks`` and ``limit``) or
+        ``body_too_large``."""
+        return self._run(_calls.create_tasks(list(tasks)))
+
     def get_task(self, id: Id, *, wait: float | None = None) -> Task:
         """The task ``id``. With ``wait`` (seconds, at most the server's
         ``max_wait_seconds``), one long poll: the answer comes as soon as the task is terminal,
-        or when ``wait`` runs out. :meth:`wait` takes any timeout."""
+        or when ``wait`` runs out. :meth:`wait` takes any timeout. An unknown id raises
+        :class:`~tasker.NotFound` ``task_not_found``, a purged task's :class:`~tasker.TaskPurged`
+        (every call on a task id does)."""
         return self._run(_calls.get_task(id, wait))
 
     def wait(self, id: Id, timeout: float) -> Task:
         """Waits up to ``timeout`` seconds for the task to become terminal and returns it as it
         is then: check ``task.is_terminal`` (or ``task.state``) to tell whether the timeout ran
         out. Any timeout works: it long polls 25 s at a time, less for a server with a lower
-        cap."""
+        cap. A task the retention policy purged raises :class:`~tasker.TaskPurged` at once."""
         return self._run(_calls.wait(id, timeout))
 
     def list_tasks(
@@ -328,6 +350,29 @@ class Client:
         scope as :meth:`pause_rate_limit`."""
         return self._run(_calls.resume_rate_limit(key))
 
+    def purge(
+        self,
+        older_than: str,
+        *,
+        states: list[str] | None = None,
+        dry_run: bool = False,
+        limit: int | None = None,
+    ) -> PurgeResult:
+        """Purges finished tasks whose ``completed_at`` is older than ``older_than`` (a duration
+        such as ``"90m"``, ``"36h"`` or ``"30d"``, at least an hour), with their steps,
+        transitions, signals and dead letters (``POST /v1/purge``). ``states``: of those
+        finished states (``complete``, ``error``, ``cancelled``; all three by default); never a
+        task that is unfinished or whose parent or child task is. ``dry_run`` counts what would
+        go and deletes nothing (``rows`` and ``bytes`` are then ``None``). ``limit`` (1-100,000,
+        the server's default 10,000) bounds the tasks of one call: ``more`` is true when it
+        stopped there with more left, so call again.
+
+        A purged task's id answers :class:`~tasker.TaskPurged` (``410 task_purged``) for as long
+        as the server keeps its tombstone. Refused with :class:`~tasker.InvalidRequest`
+        ``invalid_older_than``, ``invalid_state`` or ``invalid_limit``; it takes a token not
+        restricted to namespaces (:class:`~tasker.AuthError` ``forbidden`` otherwise)."""
+        return self._run(_calls.purge(older_than, states, dry_run, limit))
+
 
 class AsyncClient:
     """The ``async`` twin of :class:`Client`: the same constructor and methods, awaited, and
@@ -398,6 +443,10 @@ class AsyncClient:
                 namespace, name, context, version, idempotency_key, run_at, delay, priority
             )
         )
+
+    async def create_tasks(self, tasks: Sequence[Mapping[str, JSON]]) -> BatchCreated:
+        """See :meth:`Client.create_tasks`."""
+        return await self._run(_calls.create_tasks(list(tasks)))
 
     async def get_task(self, id: Id, *, wait: float | None = None) -> Task:
         """See :meth:`Client.get_task`."""
@@ -556,3 +605,14 @@ class AsyncClient:
     async def resume_rate_limit(self, key: str) -> RateLimit:
         """See :meth:`Client.resume_rate_limit`."""
         return await self._run(_calls.resume_rate_limit(key))
+
+    async def purge(
+        self,
+        older_than: str,
+        *,
+        states: list[str] | None = None,
+        dry_run: bool = False,
+        limit: int | None = None,
+    ) -> PurgeResult:
+        """See :meth:`Client.purge`."""
+        return await self._run(_calls.purge(older_than, states, dry_run, limit))

@@ -52,6 +52,12 @@ class NotFound(ApiError):
     """404: ``task_not_found``, ``step_not_found``, ``schedule_not_found``, ..."""
 
 
+class TaskPurged(NotFound):
+    """410 ``task_purged``: the task was purged by the retention policy (``purge``), its record
+    is gone. ``details`` has its ``task_id``, the ``state`` it ended in and ``purged_at``. A
+    :class:`NotFound`, as the id becomes once its tombstone expires (``404 task_not_found``)."""
+
+
 class Conflict(ApiError):
     """409: the request contradicts the task's state (``task_not_running``,
     ``task_not_failed``, ``step_not_failed``, ``task_finished``) or an earlier request
@@ -71,6 +77,7 @@ _BY_STATUS: dict[int, type[ApiError]] = {
     403: AuthError,
     404: NotFound,
     409: Conflict,
+    410: TaskPurged,
 }
 
 

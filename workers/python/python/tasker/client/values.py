@@ -1,5 +1,5 @@
 """What the API answers with: tasks, steps, history transitions and pages of them, signals,
-schedules, workers, and concurrency and rate limits.
+schedules, workers, concurrency and rate limits, a bulk create's results and a purge's.
 
 Field names are the JSON's (``Transition.from_`` for ``from``, a Python keyword). Ids are
 strings, timestamps timezone-aware ``datetime`` values (UTC), and results, errors and contexts
@@ -23,6 +23,9 @@ TASK_STATES = ("scheduled", "running", "complete", "error", "cancelled")
 
 #: A task's priorities (``Task.priority``, ``create_task(priority=...)``).
 PRIORITIES = ("high", "normal", "low")
+
+#: The finished states a purge removes tasks of (``purge(states=...)``; all three by default).
+PURGE_STATES = ("complete", "error", "cancelled")
 
 
 def _time(value: Any) -> datetime:
@@ -612,4 +615,106 @@ class RateLimit:
             paused_until=_optional_time(data.get("paused_until")),
             pause_note=_optional_str(data.get("pause_note")),
             throttled=int(data.get("throttled") or 0),
+        )
+
+
+@dataclass(frozen=True)
+class BatchItemError:
+    """Why a bulk create refused one item: the API's usual error (``code``, ``message``,
+    ``details``), the codes of ``create_task``'s refusals (``unknown_template``,
+    ``context_schema_violation``, ``idempotency_key_reused``, ...)."""
+
+    code: str
+    message: str
+    details: JSON = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> BatchItemError:
+        """An item's error from its JSON object."""
+        return cls(
+            code=str(data["code"]),
+            message=str(data.get("message", "")),
+            details=data.get("details"),
+        )
+
+
+@dataclass(frozen=True)
+class BatchItemResult:
+    """What a bulk create did with the item at ``index`` of the request: ``status``
+    ``created``, ``existing`` (its idempotency key had created that task already, with the same
+    template and context) or ``refused`` (nothing created for it; ``error`` says why).
+    ``task_id`` is the task's id, ``None`` for a refused item."""
+
+    index: int
+    #: ``created``, ``existing`` or ``refused``.
+    status: str
+    task_id: str | None = None
+    error: BatchItemError | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> BatchItemResult:
+        """An item's result from its JSON object."""
+        error = data.get("error")
+        return cls(
+            index=int(data["index"]),
+            status=str(data["status"]),
+            task_id=_optional_str(data.get("task_id")),
+            error=None if error is None else BatchItemError.from_json(error),
+        )
+
+
+@dataclass(frozen=True)
+class BatchCreated:
+    """What ``create_tasks`` did: how many items were ``created``, ``existing`` and
+    ``refused``, and each item's :class:`BatchItemResult` in ``results``, in request order."""
+
+    created: int
+    existing: int
+    refused: int
+    results: list[BatchItemResult]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> BatchCreated:
+        """A bulk create's answer from its JSON object."""
+        return cls(
+            created=int(data["created"]),
+            existing=int(data["existing"]),
+            refused=int(data["refused"]),
+            results=[BatchItemResult.from_json(r) for r in data["results"]],
+        )
+
+
+@dataclass(frozen=True)
+class PurgeResult:
+    """What ``purge`` did (or, a ``dry_run``, would do): the finished tasks of ``states`` whose
+    ``completed_at`` is before ``before`` (now less ``older_than``), ``tasks`` of them purged
+    (``by_state``: how many of each state), ``rows`` deleted in all and their ``bytes`` (both
+    ``None`` in a dry run). ``more`` is true when the request's ``limit`` stopped it with more
+    left: call again."""
+
+    dry_run: bool
+    older_than: str
+    before: datetime
+    states: list[str]
+    tasks: int
+    by_state: dict[str, int]
+    rows: int | None
+    bytes: int | None
+    more: bool
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PurgeResult:
+        """A purge's answer from its JSON object."""
+        rows = data.get("rows")
+        size = data.get("bytes")
+        return cls(
+            dry_run=bool(data["dry_run"]),
+            older_than=str(data["older_than"]),
+            before=_time(data["before"]),
+            states=[str(s) for s in data["states"]],
+            tasks=int(data["tasks"]),
+            by_state={str(k): int(v) for k, v in (data.get("by_state") or {}).items()},
+            rows=None if rows is None else int(rows),
+            bytes=None if size is None else int(size),
+            more=bool(data["more"]),
         )

@@ -28,6 +28,7 @@ module Tasker
         when 401, 403 then AuthError
         when 404 then NotFoundError
         when 409 then ConflictError
+        when 410 then TaskPurgedError
         when 500..599 then ServerError
         else ApiError
         end
@@ -55,6 +56,11 @@ module Tasker
 
     # 404: `task_not_found`, `step_not_found`, `schedule_not_found`, ...
     class NotFoundError < ApiError; end
+
+    # 410 `task_purged`: the retention policy purged the task (Client#purge), its record is gone.
+    # #details has its "task_id", the "state" it ended in and "purged_at". A NotFoundError, as the
+    # id becomes once its tombstone expires (404 `task_not_found`).
+    class TaskPurgedError < NotFoundError; end
 
     # 409: the task's state forbids it (`task_not_running`, `task_not_failed`,
     # `step_not_failed`, `task_finished`), `idempotency_key_reused` or `signal_conflict`.

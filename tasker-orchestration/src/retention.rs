@@ -1,0 +1,179 @@
+//! Retention: every `retention.interval_ms` an orchestrator purges the finished tasks older
+//! than their state's retention, a batch (`retention.batch` tasks) per transaction with
+//! `retention.pause_ms` between full batches, so a backlog drains beside the load rather than
+//! ahead of it. One orchestrator purges at a time (the others find it busy and wait for their
+//! next interval). `POST /v1/purge` runs the same batches on request. Expired tombstones go
+//! in the same pass.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio_util::sync::CancellationToken;
+
+use tasker_shared::TaskState;
+
+use crate::metrics as m;
+use crate::shared::Shared;
+use crate::store::{PurgeBatch, Store};
+
+/// Tombstones forgotten per statement.
+const TOMBSTONE_BATCH: u32 = 10_000;
+
+/// The cut-offs of a policy at `now`: each state kept for a duration, with its
+/// completion-time bound (states kept forever left out).
+pub(crate) fn cutoffs(
+    policy: &[(TaskState, Option<Duration>)],
+    now: DateTime<Utc>,
+) -> Vec<(TaskState, DateTime<Utc>)> {
+    policy
+        .iter()
+        .filter_map(|&(state, keep)| {
+            let keep = chrono::Duration::from_std(keep?).ok()?;
+            Some((state, now - keep))
+        })
+        .collect()
+}
+
+/// What batches of a purge removed together.
+#[derive(Debug, Default)]
+pub(crate) struct Totals {
+    pub batch: PurgeBatch,
+    /// Batches that found another purge under way.
+    pub busy: bool,
+}
+
+impl Totals {
+    fn add(&mut self, b: PurgeBatch) {
+        self.batch.tasks += b.tasks;
+        self.batch.bytes += b.bytes;
+        for (k, n) in b.by_state {
+            *self.batch.by_state.entry(k).or_default() += n;
+        }
+        for (k, n) in b.rows {
+            *self.batch.rows.entry(k).or_default() += n;
+        }
+    }
+}
+
+/// Purges up to `limit` tasks by `cutoffs` in batches of `batch`, pausing `pause` between
+/// full batches. With `wait`, a purge under way elsewhere is waited for; without, it ends this
+/// one (`busy`). Stops early when `cancel` fires.
+pub(crate) async fn purge(
+    store: &Store,
+    cutoffs: &[(TaskState, DateTime<Utc>)],
+    limit: u64,
+    (batch, pause): (u32, Duration),
+    wait: bool,
+    cancel: &CancellationToken,
+) -> crate::store::Result<Totals> {
+    let mut totals = Totals::default();
+    if cutoffs.is_empty() {
+        return Ok(totals);
+    }
+    let mut left = limit;
+    while left > 0 && !cancel.is_cancelled() {
+        let asked = left.min(u64::from(batch)) as u32;
+        let started = std::time::Instant::now();
+        let done = store.purge_batch(cutoffs, asked, wait).await?;
+        if done.busy {
+            totals.busy = true;
+            break;
+        }
+        record(&done, started.elapsed());
+        let full = done.tasks >= u64::from(asked);
+        left -= done.tasks.min(left);
+        totals.add(done);
+        if !full || left == 0 {
+            break;
+        }
+        tokio::select! {
+            () = cancel.cancelled() => break,
+            () = tokio::time::sleep(pause) => {}
+        }
+    }
+    Ok(totals)
+}
+
+fn record(b: &PurgeBatch, took: Duration) {
+    if b.tasks == 0 {
+        return;
+    }
+    ::metrics::histogram!(m::PURGE_BATCH.name).record(took.as_secs_f64());
+    for (state, n) in &b.by_state {
+        ::metrics::counter!(m::PURGED_TASKS.name, "state" => state.clone()).increment(*n);
+    }
+    for (table, n) in &b.rows {
+        ::metrics::counter!(m::PURGED_ROWS.name, "table" => table.clone()).increment(*n);
+    }
+    ::metrics::counter!(m::PURGED_BYTES.name).increment(b.bytes);
+}
+
+/// The retention loop of an orchestrator.
+pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
+    let r = &shared.config.retention;
+    // Validated when the configuration loaded.
+    let policy = r.policy().unwrap_or_default();
+    let tombstones = r.tombstones().ok().flatten();
+    let mut tick = tokio::time::interval(Duration::from_millis(r.interval_ms));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let now = Utc::now();
+        let cut = cutoffs(&policy, now);
+        let pace = (r.batch as u32, Duration::from_millis(r.pause_ms));
+        match purge(&shared.store, &cut, u64::MAX, pace, false, &cancel).await {
+            Ok(t) if t.batch.tasks > 0 => tracing::info!(
+                tasks = t.batch.tasks,
+                bytes = t.batch.bytes,
+                "retention: purged finished tasks"
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "retention: purging finished tasks failed"),
+        }
+        if let Some(keep) = tombstones.and_then(|k| chrono::Duration::from_std(k).ok()) {
+            loop {
+                match shared
+                    .store
+                    .expire_tombstones(now - keep, TOMBSTONE_BATCH)
+                    .await
+                {
+                    Ok(n) if n == u64::from(TOMBSTONE_BATCH) && !cancel.is_cancelled() => {}
+                    Ok(_) => break,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "retention: forgetting old tombstones failed");
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cutoffs_leave_out_states_kept_forever() {
+        let now = Utc::now();
+        let day = Duration::from_secs(86_400);
+        let cut = cutoffs(
+            &[
+                (TaskState::Complete, Some(day)),
+                (TaskState::Error, None),
+                (TaskState::Cancelled, Some(2 * day)),
+            ],
+            now,
+        );
+        assert_eq!(
+            cut,
+            vec![
+                (TaskState::Complete, now - chrono::Duration::days(1)),
+                (TaskState::Cancelled, now - chrono::Duration::days(2)),
+            ]
+        );
+    }
+}
