@@ -707,7 +707,9 @@ pub mod pipeline {
 
 /// Copies finished task `source` (its steps, edges and history) `n` times with new ids, each
 /// copy completed `age` ago (a millisecond apart), in one transaction: old finished work for a
-/// purge to find, made at the speed of a bulk insert. Returns the copies' ids.
+/// purge to find, made at the speed of a bulk insert. A copy's ids are md5 digests of the
+/// original's and its number, salted per call, so no statement joins copies to originals.
+/// Returns the copies' ids.
 pub async fn copy_finished_task(
     database_url: &str,
     source: Uuid,
@@ -716,65 +718,87 @@ pub async fn copy_finished_task(
 ) -> anyhow::Result<Vec<Uuid>> {
     let mut db = sqlx::PgConnection::connect(database_url).await?;
     let mut tx = sqlx::Connection::begin(&mut db).await?;
-    let ago = age.num_milliseconds();
-    sqlx::query(
-        "CREATE TEMP TABLE copy_task ON COMMIT DROP AS
-         SELECT g, gen_random_uuid() AS id FROM generate_series(1, $1) AS g",
-    )
-    .bind(n)
-    .execute(&mut *tx)
-    .await?;
-    sqlx::query(
-        "CREATE TEMP TABLE copy_step ON COMMIT DROP AS
-         SELECT c.id AS task, s.id AS old, gen_random_uuid() AS id
-         FROM copy_task c CROSS JOIN steps s WHERE s.task_id = $1",
-    )
-    .bind(source)
-    .execute(&mut *tx)
-    .await?;
-    let at = "clock_timestamp() - make_interval(secs => ($2::bigint + c.g) / 1000.0)";
-    sqlx::query(&format!(
-        "INSERT INTO tasks
-         SELECT (jsonb_populate_record(NULL::tasks, to_jsonb(t) || jsonb_build_object(
-                   'id', c.id, 'idempotency_key', NULL, 'created_at', {at},
-                   'completed_at', {at}))).*
-         FROM copy_task c CROSS JOIN tasks t WHERE t.id = $1"
+    let salt = Uuid::now_v7().to_string();
+    let copy = |id: &str| format!("md5($3 || g || {id}::text)::uuid");
+    let task = copy("'task'");
+    let at = "clock_timestamp() - make_interval(secs => ($4::bigint + g) / 1000.0)";
+    // Every column as it is, but those given.
+    let columns = |table: &'static str| {
+        sqlx::query_scalar::<_, String>(
+            "SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) FROM pg_attribute
+             WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped",
+        )
+        .bind(table)
+    };
+    let task_cols = columns("tasks").fetch_one(&mut *tx).await?;
+    let step_cols = columns("steps").fetch_one(&mut *tx).await?;
+    let replaced = |cols: &str, alias: &str, with: &[(&str, &str)]| -> String {
+        cols.split(", ")
+            .map(|c| match with.iter().find(|(name, _)| *name == c) {
+                Some((_, expr)) => expr.to_string(),
+                None => format!("{alias}.{c}"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let statements = [
+        format!(
+            "INSERT INTO tasks ({task_cols}) SELECT {} FROM generate_series(1, $2) AS g
+             CROSS JOIN tasks t WHERE t.id = $1",
+            replaced(
+                &task_cols,
+                "t",
+                &[
+                    ("id", task.as_str()),
+                    ("idempotency_key", "NULL"),
+                    ("created_at", at),
+                    ("completed_at", at)
+                ]
+            )
+        ),
+        format!(
+            "INSERT INTO steps ({step_cols}) SELECT {} FROM generate_series(1, $2) AS g
+             CROSS JOIN steps s WHERE s.task_id = $1",
+            replaced(
+                &step_cols,
+                "s",
+                &[("id", copy("s.id").as_str()), ("task_id", task.as_str())]
+            )
+        ),
+        format!(
+            "INSERT INTO step_edges (task_id, parent_id, child_id)
+             SELECT {task}, {}, {}
+             FROM generate_series(1, $2) AS g CROSS JOIN step_edges e WHERE e.task_id = $1",
+            copy("e.parent_id"),
+            copy("e.child_id")
+        ),
+        format!(
+            "INSERT INTO transitions (task_id, step_id, from_state, to_state, attempt, reason, at)
+             SELECT {task}, CASE WHEN h.step_id IS NOT NULL THEN {} END, h.from_state,
+                    h.to_state, h.attempt, h.reason, h.at
+             FROM generate_series(1, $2) AS g CROSS JOIN transitions h WHERE h.task_id = $1",
+            copy("h.step_id")
+        ),
+    ];
+    for sql in &statements {
+        sqlx::query(sql)
+            .bind(source)
+            .bind(n)
+            .bind(&salt)
+            .bind(age.num_milliseconds())
+            .execute(&mut *tx)
+            .await?;
+    }
+    let ids: Vec<Uuid> = sqlx::query_scalar(&format!(
+        "SELECT {task} FROM generate_series(1, $2) AS g WHERE $1::uuid IS NOT NULL
+           AND $4::bigint IS NOT NULL"
     ))
     .bind(source)
-    .bind(ago)
-    .execute(&mut *tx)
+    .bind(n)
+    .bind(&salt)
+    .bind(age.num_milliseconds())
+    .fetch_all(&mut *tx)
     .await?;
-    sqlx::query(
-        "INSERT INTO steps
-         SELECT (jsonb_populate_record(NULL::steps, to_jsonb(s) || jsonb_build_object(
-                   'id', m.id, 'task_id', m.task))).*
-         FROM copy_step m JOIN steps s ON s.id = m.old",
-    )
-    .execute(&mut *tx)
-    .await?;
-    sqlx::query(
-        "INSERT INTO step_edges (task_id, parent_id, child_id)
-         SELECT p.task, p.id, c.id FROM step_edges e
-         JOIN copy_step p ON p.old = e.parent_id
-         JOIN copy_step c ON c.old = e.child_id AND c.task = p.task
-         WHERE e.task_id = $1",
-    )
-    .bind(source)
-    .execute(&mut *tx)
-    .await?;
-    sqlx::query(
-        "INSERT INTO transitions (task_id, step_id, from_state, to_state, attempt, reason, at)
-         SELECT c.id, m.id, h.from_state, h.to_state, h.attempt, h.reason, h.at
-         FROM transitions h CROSS JOIN copy_task c
-         LEFT JOIN copy_step m ON m.old = h.step_id AND m.task = c.id
-         WHERE h.task_id = $1",
-    )
-    .bind(source)
-    .execute(&mut *tx)
-    .await?;
-    let ids: Vec<Uuid> = sqlx::query_scalar("SELECT id FROM copy_task ORDER BY g")
-        .fetch_all(&mut *tx)
-        .await?;
     tx.commit().await?;
     db.close().await?;
     Ok(ids)
