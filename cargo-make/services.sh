@@ -4,6 +4,7 @@
 #   cargo-make/services.sh start    start both (idempotent); cargo-make/ensure-deps.sh installs
 #                                   them with apt-get if missing
 #   cargo-make/services.sh stop     stop Tasker processes (<state>/run/*.pid), PostgreSQL and RabbitMQ
+#                                   (and the cluster of cluster-start, if any of it is up)
 #   cargo-make/services.sh status   show what is up (exit 1 if a service is down)
 #   cargo-make/services.sh env      print `export` lines: eval "$(cargo-make/services.sh env)"
 #   cargo-make/services.sh stop-procs  stop only the Tasker processes, leave the services up
@@ -17,6 +18,18 @@
 #   cargo-make/services.sh tls-start  also start a PostgreSQL that takes TLS connections only,
 #                                   and print `export` lines for it, the amqps:// URL and the CA
 #                                   (tests/fast/tls.rs, docs/tls.md)
+#   cargo-make/services.sh cluster-start  a 3-node RabbitMQ cluster beside the single node, for
+#                                   quorum queues (idempotent; `start` never starts it): nodes
+#                                   tasker1..3@localhost; prints its `export` line (cluster-env)
+#   cargo-make/services.sh cluster-env   print `export TASKER_CLUSTER_AMQP_URL="amqp://...,..."`,
+#                                   the three nodes' URLs comma-separated (Tasker's list of nodes)
+#   cargo-make/services.sh cluster-stop  stop the cluster's nodes and its epmd (`stop` does too);
+#                                   keeps their data, so cluster-start brings the same cluster back
+#   cargo-make/services.sh cluster-kill N  SIGKILL node N (1..3); prints its pid
+#   cargo-make/services.sh cluster-node-start N  start node N again; returns once it is running
+#                                   and back in the cluster
+#   cargo-make/services.sh cluster-leader QUEUE  print the node that leads quorum queue QUEUE
+#   cargo-make/services.sh cluster-ctl N ARGS  rabbitmqctl against node N
 #
 # TLS: a throwaway CA and a certificate for localhost/127.0.0.1 are made with openssl on the first
 # start (<state>/tls/); RabbitMQ takes amqps:// on TASKER_AMQPS_PORT beside plain AMQP, and
@@ -32,6 +45,10 @@
 #   TASKER_EPMD_PORT       Erlang port mapper port (default 55674)
 #   TASKER_AMQPS_PORT      RabbitMQ amqps:// port (default 55671)
 #   TASKER_PG_TLS_PORT     port of the TLS-only PostgreSQL of `tls-start` (default 55433)
+#   TASKER_CLUSTER_AMQP_PORT  the cluster's first AMQP port; node N takes this + N - 1
+#                             (default 55681: 55681..55683)
+#   TASKER_CLUSTER_DIST_PORT  the same for its Erlang distribution ports (default 55691..55693)
+#   TASKER_CLUSTER_EPMD_PORT  the cluster's own epmd (default 55694)
 #   DATABASE_URL / AMQP_URL  if already set (to anything but the URL this script hands out), that
 #                            service is external: never started or stopped here.
 set -euo pipefail
@@ -50,6 +67,12 @@ AMQP_DIST_PORT="${TASKER_AMQP_DIST_PORT:-55673}"
 EPMD_PORT="${TASKER_EPMD_PORT:-55674}"
 AMQPS_PORT="${TASKER_AMQPS_PORT:-55671}"
 PG_TLS_PORT="${TASKER_PG_TLS_PORT:-55433}"
+# The 3-node cluster of `cluster-start`: node N takes base + N - 1 of the first two. Its own epmd
+# again, distinct from EPMD_PORT, so that `cluster-stop` can kill it without touching the single
+# node's.
+CLUSTER_AMQP_PORT="${TASKER_CLUSTER_AMQP_PORT:-55681}"
+CLUSTER_DIST_PORT="${TASKER_CLUSTER_DIST_PORT:-55691}"
+CLUSTER_EPMD_PORT="${TASKER_CLUSTER_EPMD_PORT:-55694}"
 
 # Logs, pid files and the broker's message store hold task data: readable by this user only
 # (umask for what is created from here on, chmod for folders an older version left open). The
@@ -77,6 +100,8 @@ source "$LIB/tls.sh"
 source "$LIB/postgres.sh"
 # shellcheck source=cargo-make/lib/rabbitmq.sh
 source "$LIB/rabbitmq.sh"
+# shellcheck source=cargo-make/lib/rabbitmq_cluster.sh
+source "$LIB/rabbitmq_cluster.sh"
 
 # Pre-set URLs mean "use that service, don't manage it" -- unless the URL is exactly the one this
 # script hands out: after `eval "$(services.sh env)"` in a shell, `stop` must still stop ours.
@@ -146,6 +171,10 @@ cmd_stop() {
   if [[ -n "$EXTERNAL_PG" ]]; then log "postgres: external (DATABASE_URL set); left alone"; else pg_stop || rc=1; fi
   pg_stop "$(pg_tls_root)" || rc=1
   if [[ -n "$EXTERNAL_AMQP" ]]; then log "rabbitmq: external (AMQP_URL set); left alone"; else rmq_stop || rc=1; fi
+  # The cluster of cluster-start, if any of it is up (whatever AMQP_URL says: it is always ours).
+  # Not with ports that clash with the single node's (rmqc_check_ports says why, in a subshell
+  # so that the rest of stop goes on): its epmd -kill could reach the wrong epmd.
+  if (rmqc_check_ports) && rmqc_any_up; then rmqc_stop || rc=1; fi
   return "$rc"
 }
 
@@ -171,6 +200,8 @@ cmd_status() {
     printf '%-10s down\n' "rabbitmq:"
     rc=1
   fi
+  # The cluster of cluster-start only when some of it is up; it is never required.
+  if rmqc_any_up; then rmqc_status; fi
   status_tasker_processes
   return "$rc"
 }
@@ -183,6 +214,31 @@ cmd_worker_users() {
   [[ -z "$EXTERNAL_AMQP" ]] || die "AMQP_URL points at an external broker; create its users there (docs/auth.md)"
   rmq_running || die "the local RabbitMQ is not running; start it with: $0 start"
   rmq_worker_users "$prefix" "$@"
+}
+
+# The 3-node cluster (cargo-make/lib/rabbitmq_cluster.sh): start, then its `export` line.
+cmd_cluster_start() {
+  rmqc_check_ports
+  take_services_lock
+  "$ROOT/cargo-make/ensure-deps.sh" services:rabbitmq-server {LOCK_FD}>&- \
+    || die "could not install what the RabbitMQ cluster needs (see above)"
+  local ports=("$CLUSTER_EPMD_PORT") n
+  for n in $(rmqc_nodes); do ports+=("$(rmqc_amqp_port "$n")" "$(rmqc_dist_port "$n")"); done
+  reserve_ports "${ports[@]}"
+  rmqc_start
+  cmd_cluster_env
+}
+
+cmd_cluster_env() {
+  # Double quotes, not %q: the URLs are ours (numeric ports, checked) and read better so.
+  printf 'export TASKER_CLUSTER_AMQP_URL="%s"\n' "$(rmqc_urls)"
+}
+
+cmd_cluster_node_start() {
+  rmqc_check_n "${1:-}" "usage: $0 cluster-node-start N (1..$RMQC_SIZE)"
+  rmqc_check_ports
+  take_services_lock
+  rmqc_node_start "$1"
 }
 
 cmd_env() {
@@ -214,8 +270,31 @@ case "${1:-}" in
     pid_alive "$(rmq_pid || true)" || die "the local RabbitMQ node is not running; start it with: $0 start"
     exec env "${RMQ_ENV[@]}" "$RMQ_BIN/rabbitmqctl" -q -n "$RMQ_NODE" "$@"
     ;;
+  cluster-start) cmd_cluster_start ;;
+  cluster-env) rmqc_check_ports && cmd_cluster_env ;;
+  cluster-stop) rmqc_check_ports && take_services_lock && rmqc_stop ;;
+  # A crash, not a shutdown: the pid of the killed beam.smp on standard output. Without the lock:
+  # a crash does not wait for a start to finish (a node still booting is found all the same).
+  cluster-kill)
+    rmqc_check_n "${2:-}" "usage: $0 cluster-kill N (1..$RMQC_SIZE)"
+    rmqc_kill "$2"
+    ;;
+  cluster-node-start) shift && cmd_cluster_node_start "$@" ;;
+  cluster-leader)
+    [[ -n "${2:-}" ]] || die "usage: $0 cluster-leader QUEUE"
+    rmqc_leader "$2"
+    ;;
+  # rabbitmqctl against node N of the cluster, e.g. `cluster-ctl 2 list_queues name leader`.
+  cluster-ctl)
+    rmqc_check_n "${2:-}" "usage: $0 cluster-ctl N ARGS... (N: 1..$RMQC_SIZE)"
+    n="$2"
+    shift 2
+    rmqc_alive "$n" || die "cluster node $(rmqc_node "$n") is not running; start it with: $0 cluster-start"
+    rmqc_env "$n"
+    exec env "${RMQC_ENV[@]}" "$RMQ_BIN/rabbitmqctl" -q -n "$(rmqc_node "$n")" "$@"
+    ;;
   *)
-    echo "usage: $0 start|stop|status|env|tls-start|stop-procs|pg-restart|worker-users PREFIX NAME=NS...|rabbitmqctl ARGS..." >&2
+    echo "usage: $0 start|stop|status|env|tls-start|stop-procs|pg-restart|worker-users PREFIX NAME=NS...|rabbitmqctl ARGS...|cluster-start|cluster-env|cluster-stop|cluster-kill N|cluster-node-start N|cluster-leader QUEUE|cluster-ctl N ARGS..." >&2
     exit 2
     ;;
 esac

@@ -168,7 +168,9 @@ impl Broker {
             .map(str::trim)
             .filter(|u| !u.is_empty())
             .collect();
-        let first = NEXT_NODE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // Processes start at different nodes too (by their pid).
+        let first = (std::process::id() as usize)
+            .wrapping_add(NEXT_NODE.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         let mut failed = None;
         for i in 0..nodes.len() {
             let node = nodes[(first + i) % nodes.len()];

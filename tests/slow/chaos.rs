@@ -222,6 +222,7 @@ async fn recovery(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn faults_lose_nothing_and_apply_every_transition_once() -> anyhow::Result<()> {
+    let _one_at_a_time = SERIAL.lock().await;
     let tasks: usize = std::env::var("TASKER_CHAOS_TASKS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -432,5 +433,214 @@ async fn inject(
     publisher.publish_all(&out).await?;
     broker.close().await;
     note(&format!("injected {} forged results", out.len()));
+    Ok(())
+}
+
+/// The two tests of this binary restart or kill servers: one at a time.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Output of `services.sh ARGS` (its stdout, trimmed), which must succeed.
+async fn services_out(args: &[&str]) -> anyhow::Result<String> {
+    let out = Command::new(repo_root().join("cargo-make/services.sh"))
+        .args(args)
+        .stderr(Stdio::inherit())
+        .output()
+        .await?;
+    anyhow::ensure!(
+        out.status.success(),
+        "services.sh {args:?} failed: {}",
+        out.status
+    );
+    Ok(String::from_utf8(out.stdout)?.trim().to_owned())
+}
+
+/// With `broker.queue_type = "quorum"` on a 3-node RabbitMQ cluster (`services.sh
+/// cluster-start`), the node leading the steps and results queues is SIGKILLed under load:
+/// orchestrators and the worker move to another node, every task completes, none is lost and
+/// no transition is applied twice. Then a message redelivered past the delivery limit (a
+/// consumer that keeps handing it back) goes to the dead letters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_the_broker_node_that_leads_the_queues_loses_nothing() -> anyhow::Result<()> {
+    let _one_at_a_time = SERIAL.lock().await;
+    let export = services_out(&["cluster-start"]).await?;
+    let urls = export
+        .lines()
+        .find_map(|l| l.strip_prefix("export TASKER_CLUSTER_AMQP_URL="))
+        .context("cluster-start printed no URL")?
+        .trim_matches('"')
+        .to_owned();
+    let mut env = TestEnv::new().await?;
+    env.config.amqp_url = urls.clone();
+    env.config.broker.queue_type = tasker_shared::config::QueueType::Quorum;
+    let cfg = env.config.clone();
+    let quorum = [("TASKER_BROKER__QUEUE_TYPE", "quorum")];
+    let mut cluster = Cluster {
+        env,
+        orchestrators: Vec::new(),
+        workers: Vec::new(),
+        received_by_the_dead: 0,
+        next_worker: 0,
+    };
+    for _ in 0..2 {
+        let o = common::start_orchestrator_with(&cluster.env, free_port()?, &quorum).await?;
+        cluster.orchestrators.push(o);
+    }
+    let url = format!("http://127.0.0.1:{}", cluster.orchestrators[0].port);
+    let w = common::start_worker_with(&cluster.env, "rust", "rust-quorum", &url, &quorum).await?;
+    cluster.workers.push(("rust", w));
+    let steps = topology::steps_queue(&cfg.queue_prefix, "rust_examples");
+    let results = topology::results_queue(&cfg.queue_prefix);
+    let types = services_out(&["cluster-ctl", "1", "list_queues", "name", "type"]).await?;
+    for q in [&steps, &results] {
+        anyhow::ensure!(
+            types
+                .lines()
+                .any(|l| l.starts_with(q.as_str()) && l.ends_with("quorum")),
+            "{q} is not a quorum queue: {types}"
+        );
+    }
+    let linear = |value: i64| Scenario {
+        name: "linear".into(),
+        template: "linear".into(),
+        context: json!({"value": value}),
+        state: "complete".into(),
+        result: None,
+        steps: BTreeMap::new(),
+    };
+    let slow = Scenario {
+        name: "slow_chain".into(),
+        template: "slow_chain".into(),
+        context: json!({"sleep_ms": 300}),
+        ..linear(0)
+    };
+    let mut ids = Vec::new();
+    // Work in flight when the node goes: slow chains mid-run, linear tasks queued.
+    for i in 0..60 {
+        let own;
+        let s = if i % 6 == 0 {
+            &slow
+        } else {
+            own = linear(i);
+            &own
+        };
+        ids.push(create(&cluster, 2_000_000 + i as usize, "rust_examples", s).await?);
+    }
+    let leader = services_out(&["cluster-leader", &steps]).await?;
+    let results_leader = services_out(&["cluster-leader", &results]).await?;
+    note(&format!(
+        "steps queue led by {leader}, results queue by {results_leader}"
+    ));
+    let node = leader
+        .strip_prefix("tasker")
+        .and_then(|n| n.split('@').next())
+        .context("leader's node number")?
+        .to_owned();
+    let started = Instant::now();
+    services_out(&["cluster-kill", &node]).await?;
+    note(&format!("SIGKILLed {leader}"));
+    // More work while it is down, through whichever orchestrator answers.
+    for i in 60..120 {
+        let own;
+        let s = if i % 6 == 0 {
+            &slow
+        } else {
+            own = linear(i);
+            &own
+        };
+        ids.push(create(&cluster, 2_000_000 + i as usize, "rust_examples", s).await?);
+    }
+    let mut probe = 0;
+    let took = recovery(&cluster, &mut probe, started).await?;
+    note(&format!(
+        "a broker node lost (quorum queues): a new task completed {took:?} after the kill"
+    ));
+    for id in &ids {
+        let t = finished(&cluster, *id, Duration::from_secs(180)).await?;
+        anyhow::ensure!(t.state == "complete", "task {id} ended {}", t.state);
+    }
+    let pool = sqlx::PgPool::connect(&cfg.database_url).await?;
+    let found: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks WHERE id = ANY($1)")
+        .bind(&ids)
+        .fetch_one(&pool)
+        .await?;
+    let twice: Vec<(Option<Uuid>, Option<i32>, String, i64)> = sqlx::query_as(
+        "SELECT step_id, attempt, to_state, count(*) FROM transitions WHERE step_id IS NOT NULL
+         GROUP BY 1, 2, 3 HAVING count(*) > 1",
+    )
+    .fetch_all(&pool)
+    .await?;
+    println!(
+        "chaos report (quorum): {}",
+        json!({"tasks": ids.len() + probe, "lost": ids.len() as i64 - found,
+               "transitions_applied_twice": twice.len(), "node_killed": leader,
+               "recovery_s": took.as_secs_f64()})
+    );
+    anyhow::ensure!(
+        found == ids.len() as i64,
+        "tasks lost: {found} of {}",
+        ids.len()
+    );
+    anyhow::ensure!(twice.is_empty(), "transitions applied twice: {twice:?}");
+    services_out(&["cluster-node-start", &node]).await?;
+
+    // A message nobody can take: handed back again and again until the delivery limit sends
+    // it to the dead letters, where the orchestrators keep it.
+    let broker = Broker::connect(&urls, &cfg.queue_prefix, "chaos-poison")
+        .await?
+        .quorum(true);
+    broker.declare(&["quorum_poison".to_owned()]).await?;
+    let queue = topology::steps_queue(&cfg.queue_prefix, "quorum_poison");
+    broker
+        .publisher()
+        .await?
+        .publish_all(&[Outgoing {
+            queue: queue.clone(),
+            payload: b"{\"handed back\": true}".to_vec(),
+        }])
+        .await?;
+    let mut deliveries = broker.consume(&queue, "chaos-poison", 1).await?;
+    let mut handed_back = 0u32;
+    let mut check = tokio::time::interval(Duration::from_millis(200));
+    let kept = async {
+        loop {
+            tokio::select! {
+                Some(d) = futures_util::StreamExt::next(&mut deliveries) => {
+                    d?.nack(tasker_broker::BasicNackOptions { requeue: true, ..Default::default() })
+                        .await?;
+                    handed_back += 1;
+                }
+                _ = check.tick() => {
+                    let page = cluster.client(0).dead_letters(None, Some(50)).await?;
+                    if let Some(d) = page.dead_letters.iter().find(|d| d.queue.as_deref() == Some(queue.as_str())) {
+                        return anyhow::Ok(d.clone());
+                    }
+                }
+            }
+        }
+    };
+    let dead = tokio::time::timeout(Duration::from_secs(60), kept)
+        .await
+        .context("the message never reached the dead letters")??;
+    note(&format!(
+        "handed back {handed_back} times, then dead-lettered: {}",
+        dead.reason
+    ));
+    anyhow::ensure!(
+        (tasker_broker::DELIVERY_LIMIT as u32..=tasker_broker::DELIVERY_LIMIT as u32 + 1)
+            .contains(&handed_back),
+        "dead-lettered after {handed_back} deliveries"
+    );
+    broker.close().await;
+    pool.close().await;
+    for (_, mut w) in std::mem::take(&mut cluster.workers) {
+        let _ = w.child.start_kill();
+        let _ = w.child.wait().await;
+    }
+    for mut o in std::mem::take(&mut cluster.orchestrators) {
+        let _ = o.child.start_kill();
+        let _ = o.child.wait().await;
+    }
+    cluster.env.cleanup().await?;
+    services_out(&["cluster-stop"]).await?;
     Ok(())
 }
