@@ -36,7 +36,9 @@
 //!   the CPU seconds each process (PostgreSQL, RabbitMQ, orchestrator, workers) used in the run;
 //! - **fair sharing** (`fair`): a high-priority task's first step behind a low-priority backlog
 //!   against idle, a concurrency limit per customer, a rate limit after a pause
-//!   (`throughput/fair.rs`).
+//!   (`throughput/fair.rs`);
+//! - **scale** (`scale`): 10,000 tasks in one bulk request, and the latency of a 1,000 steps/s
+//!   load while 100,000 old finished tasks are purged (`throughput/scale.rs`).
 //!
 //! Figures go to stdout and `target/throughput/summary.json`; `cargo make bench-report` turns them
 //! into `docs/benchmarks/throughput.md`. `TASKER_BENCH_FILTER=linear_rust` runs only matching
@@ -62,6 +64,8 @@ use tasker::{TestEnv, repo_root, target_dir, templates, workspace_binary, write_
 
 #[path = "throughput/fair.rs"]
 mod fair;
+#[path = "throughput/scale.rs"]
+mod scale;
 use tasker_broker::{BasicAckOptions, Broker, Outgoing, next_batch, topology};
 use tasker_client::{Client, CreateTask};
 
@@ -1298,6 +1302,10 @@ async fn run() -> anyhow::Result<()> {
             json!({"events": events, "oracle_events_per_s": oracle_rate, "runs": runs,
                    "reference": SEED_FIGURES}),
         );
+    }
+
+    if wanted("scale") {
+        summary.insert("scale".into(), scale::run(&stack).await);
     }
 
     if let Some(fair) = summary_fair {
