@@ -42,7 +42,7 @@
 //!
 //! Figures go to stdout and `target/throughput/summary.json`; `cargo make bench-report` turns them
 //! into `docs/benchmarks/throughput.md`. `TASKER_BENCH_FILTER=linear_rust` runs only matching
-//! scenarios; `TASKER_THROUGHPUT_SECONDS` sets the measured time per level (default 5);
+//! scenarios (several, comma-separated: `floor,linear_rust,fanout_100k,celery`); `TASKER_THROUGHPUT_SECONDS` sets the measured time per level (default 5);
 //! `TASKER_THROUGHPUT_RATES=200,400` also offers those fixed rates (tasks/s) in open loop, printed
 //! only, to compare two builds at the same load.
 
@@ -1147,7 +1147,13 @@ fn main() -> anyhow::Result<()> {
 
 async fn run() -> anyhow::Result<()> {
     let filter = std::env::var("TASKER_BENCH_FILTER").unwrap_or_default();
-    let wanted = |name: &str| filter.is_empty() || name.contains(filter.as_str());
+    // Several parts: `TASKER_BENCH_FILTER=floor,linear_rust,fanout_100k,celery`.
+    let wanted = |name: &str| {
+        filter.is_empty()
+            || filter
+                .split(',')
+                .any(|f| !f.is_empty() && name.contains(f.trim()))
+    };
     let seconds: u64 = std::env::var("TASKER_THROUGHPUT_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())

@@ -271,6 +271,37 @@ def fair_sharing(f):
     return lines
 
 
+def scale(sc):
+    """Bulk creation and a purge beside load."""
+    if not sc:
+        return []
+    lines = ["## Scale", ""]
+    for i, r in enumerate(sc.get("bulk_create") or []):
+        if "failed" in r:
+            lines.append(f"- bulk create run {i + 1}: failed: {r['failed']}")
+            continue
+        lines.append(
+            f"- **bulk create** run {i + 1}: {value(r.get('tasks')):,.0f} `linear` tasks in one "
+            f"`POST /v1/tasks:batch`: {num(r.get('request_s'), 3)} s; the same request again (every "
+            f"item `existing`) {num(r.get('repeat_s'), 3)} s; the last of them complete "
+            f"{num(r.get('all_complete_s'), 1)} s after the first request.")
+    p = sc.get("purge_beside_load") or {}
+    if "failed" in p:
+        lines.append(f"- purge beside load: failed: {p['failed']}")
+    elif p:
+        q, d = p.get("without_purge") or {}, p.get("during_purge") or {}
+        lines.append(
+            f"- **purge beside load**: `linear_rust` offered {num(p.get('offered_tasks_per_s'), 0)} "
+            f"tasks/s (1,000 steps/s) for {num(p.get('window_s'), 0)} s: p50 / p95 / p99 "
+            f"{num(q.get('p50_ms'))} / {num(q.get('p95_ms'))} / {num(q.get('p99_ms'))} ms without a "
+            f"purge, {num(d.get('p50_ms'))} / {num(d.get('p95_ms'))} / {num(d.get('p99_ms'))} ms while "
+            f"{value(p.get('purged_tasks')):,.0f} finished tasks ({value(p.get('purged_rows')):,.0f} "
+            f"rows) were purged at the retention policy's pace in {num(p.get('purge_s'), 1)} s "
+            f"(p99 {num(p.get('p99_ratio'))}x).")
+    lines.append("")
+    return lines
+
+
 def targets(scenarios):
     """The issue's throughput targets against this run."""
     rows = []
@@ -305,9 +336,19 @@ def targets(scenarios):
         check(f"for reference, the floor's p99 at 50% of its saturation ({f_p99:.2f} ms) ≤ 3 × its "
               f"idle p50 ({f_idle:.2f} ms)", f_p99 / f_idle, 3.0, unit="×")
 
+    f_sat = (floor.get("saturation") or best(floor.get("closed_loop")) or {})
+    if lr_sat and value(f_sat.get("steps_per_s")):
+        check("`linear_rust` saturated steps/s ≥ 90% of the floor's "
+              f"({value(f_sat.get('steps_per_s')):,.0f})",
+              value(lr_sat.get("steps_per_s")) / value(f_sat.get("steps_per_s")) * 100, 90.0,
+              at_most=False, unit="%", digits=1)
+
     f = scenarios.get("fanout_100k") or {}
     if "failed" not in f and (value(f.get("steps")) or 0) - 2 >= 100_000:
         check("100,000-step fan-out ≤ 15 s", f.get("seconds"), 15.0, unit=" s")
+        if value(f.get("seconds")):
+            check("fan-out steps/s ≥ 20,000", value(f.get("steps")) / value(f.get("seconds")),
+                  20_000, at_most=False, digits=0)
         check("orchestrator peak RSS (100,000-step fan-out) ≤ 150 MiB",
               f.get("orchestrator_peak_rss_mib"), 150.0, unit=" MiB", digits=1)
 
@@ -329,6 +370,15 @@ def targets(scenarios):
             for q in ("p50", "p99"):
                 check(f"`linear_rust` {q} < Celery chain's {q}, both offered {rate:.1f} tasks/s",
                       same.get(f"{q}_ms"), c_half.get(f"{q}_ms"), unit=" ms", strict=True)
+    sc = scenarios.get("scale") or {}
+    runs = [r for r in sc.get("bulk_create") or [] if "failed" not in r]
+    if runs:
+        check("10,000 tasks in one bulk request ≤ 1 s (median of the runs)",
+              sorted(r["request_s"] for r in runs)[len(runs) // 2], 1.0, unit=" s", digits=3)
+    pb = sc.get("purge_beside_load") or {}
+    if "p99_ratio" in pb:
+        check("p99 of a 1,000 steps/s load while 100,000 tasks are purged ≤ 1.10 × without",
+              pb["p99_ratio"], 1.10, unit="×")
     if not rows:
         return []
     return ["## Targets in this run", "", "| target | measured | limit | |", "|---|---:|---:|---|",
@@ -423,6 +473,7 @@ def main():
     lines += fan_out(scenarios.get("fanout_100k"))
     lines += pipeline(scenarios.get("pipeline"))
     lines += fair_sharing(scenarios.get("fair_sharing"))
+    lines += scale(scenarios.get("scale"))
     lines += targets(scenarios)
     if summary.get("notes"):
         lines += ["Notes from the run:", ""] + [f"- {n}" for n in summary["notes"]] + [""]

@@ -1,7 +1,7 @@
 //! Retention: every `retention.interval_ms` an orchestrator purges the finished tasks older
-//! than their state's retention, a batch (`retention.batch` tasks) per transaction with
-//! `retention.pause_ms` between full batches, so a backlog drains beside the load rather than
-//! ahead of it. One orchestrator purges at a time (the others find it busy and wait for their
+//! than their state's retention, a batch (`retention.batch` tasks) per transaction with a pause
+//! between full batches (`retention.pause_ms`, or as long as the batch took if longer), so a
+//! backlog drains beside the load rather than ahead of it. One orchestrator purges at a time (the others find it busy and wait for their
 //! next interval). `POST /v1/purge` runs the same batches on request. Expired tombstones go
 //! in the same pass.
 
@@ -55,9 +55,11 @@ impl Totals {
     }
 }
 
-/// Purges up to `limit` tasks by `cutoffs` in batches of `batch`, pausing `pause` between
-/// full batches. With `wait`, a purge under way elsewhere is waited for; without, it ends this
-/// one (`busy`). Stops early when `cancel` fires.
+/// Purges up to `limit` tasks by `cutoffs` in batches of `batch`, pausing between full batches
+/// for `pause` or as long as the batch took, whichever is longer: a purge holds the database at
+/// most half the time, however loaded it is. One pass at a time cluster-wide, pauses included:
+/// with `wait`, a pass under way elsewhere is waited for; without, this one ends at once
+/// (`busy`). Stops early when `cancel` fires.
 pub(crate) async fn purge(
     store: &Store,
     cutoffs: &[(TaskState, DateTime<Utc>)],
@@ -70,16 +72,24 @@ pub(crate) async fn purge(
     if cutoffs.is_empty() {
         return Ok(totals);
     }
+    let Some(mut session) = store.purge_session(wait).await? else {
+        totals.busy = true;
+        return Ok(totals);
+    };
     let mut left = limit;
+    let mut failed = None;
     while left > 0 && !cancel.is_cancelled() {
         let asked = left.min(u64::from(batch)) as u32;
         let started = std::time::Instant::now();
-        let done = store.purge_batch(cutoffs, asked, wait).await?;
-        if done.busy {
-            totals.busy = true;
-            break;
-        }
-        record(&done, started.elapsed());
+        let done = match session.batch(cutoffs, asked).await {
+            Ok(done) => done,
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        };
+        let took = started.elapsed();
+        record(&done, took);
         let full = done.tasks >= u64::from(asked);
         left -= done.tasks.min(left);
         totals.add(done);
@@ -88,10 +98,14 @@ pub(crate) async fn purge(
         }
         tokio::select! {
             () = cancel.cancelled() => break,
-            () = tokio::time::sleep(pause) => {}
+            () = tokio::time::sleep(pause.max(took)) => {}
         }
     }
-    Ok(totals)
+    session.end().await;
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(totals),
+    }
 }
 
 fn record(b: &PurgeBatch, took: Duration) {

@@ -39,7 +39,7 @@ pub use flow::Drift;
 pub use read::{StepView, TaskFilter, TaskView};
 pub use repair::{Repair, Repaired};
 pub use results::Held;
-pub use retention::{Cutoffs, PurgeBatch, Tombstone};
+pub use retention::{Cutoffs, PurgeBatch, PurgeSession, Tombstone};
 pub use schedules::{Fire, ScheduleRow, ScheduleTx};
 pub use tasks::{BatchAnswer, CreateBatch, Created, NewTask, ParentLink};
 pub use templates::{Registration, TEMPLATE_REGISTERED_CHANNEL, TemplateFilter, TemplateView};

@@ -47,7 +47,8 @@ pub struct RetentionConfig {
     pub interval_ms: u64,
     /// Tasks purged per transaction.
     pub batch: usize,
-    /// Pause between two full batches, so a backlog is purged beside the load, not ahead of it.
+    /// Pause between two full batches (at least as long as the batch took), so a backlog is
+    /// purged beside the load, not ahead of it.
     pub pause_ms: u64,
 }
 
@@ -100,7 +101,7 @@ impl Default for RetentionConfig {
             cancelled: "30d".into(),
             tombstones: "90d".into(),
             interval_ms: 60_000,
-            batch: 500,
+            batch: 200,
             pause_ms: 100,
         }
     }

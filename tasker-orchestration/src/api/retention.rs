@@ -106,10 +106,7 @@ pub(super) async fn purge(
     // At the retention policy's pace (`retention.batch`, `retention.pause_ms`): a purge on
     // request shares the machine with the load as the policy's does.
     let r = &shared.config.retention;
-    let pace = (
-        r.batch as u32,
-        std::time::Duration::from_millis(r.pause_ms),
-    );
+    let pace = (r.batch as u32, std::time::Duration::from_millis(r.pause_ms));
     let totals = crate::retention::purge(
         &shared.store,
         &cutoffs,

@@ -1,10 +1,13 @@
-//! Retention in the store: purging finished tasks a batch at a time (`tasker_purge_tasks`),
-//! counting what a purge would take (`tasker_purgeable`), and the tombstones purged ids leave.
+//! Retention in the store: purging finished tasks a batch at a time (`tasker_purge_tasks`)
+//! under one cluster-wide lock per pass ([`PurgeSession`]), counting what a purge would take
+//! (`tasker_purgeable`), and the tombstones purged ids leave.
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
+use sqlx::Postgres;
+use sqlx::pool::PoolConnection;
 use uuid::Uuid;
 
 use tasker_shared::TaskState;
@@ -45,24 +48,71 @@ fn columns(cutoffs: &Cutoffs) -> (Vec<&'static str>, Vec<DateTime<Utc>>) {
     cutoffs.iter().map(|(s, at)| (s.as_str(), *at)).unzip()
 }
 
-impl Store {
-    /// Purges up to `limit` finished tasks in one transaction; with `wait` false, returns at
-    /// once (`busy`) when another purge is under way.
-    pub async fn purge_batch(
-        &self,
-        cutoffs: &Cutoffs,
-        limit: u32,
-        wait: bool,
-    ) -> Result<PurgeBatch> {
+/// The right to purge, cluster-wide, for a whole pass: a connection holding the purge's
+/// session advisory lock (the key `tasker_purge_tasks` takes per transaction, which the
+/// holder's own transactions then always get). Dropped without [`PurgeSession::end`] (an error
+/// midway), its connection is closed rather than pooled, which releases the lock.
+#[derive(Debug)]
+pub struct PurgeSession {
+    conn: Option<PoolConnection<Postgres>>,
+}
+
+const LOCK: &str = "hashtext('tasker_purge_tasks')";
+
+impl PurgeSession {
+    /// Purges up to `limit` finished tasks in one transaction.
+    pub async fn batch(&mut self, cutoffs: &Cutoffs, limit: u32) -> Result<PurgeBatch> {
+        let conn = self
+            .conn
+            .as_mut()
+            .expect("a session has its connection until it ends");
         let (states, before) = columns(cutoffs);
-        let answer: Value = sqlx::query_scalar("SELECT tasker_purge_tasks($1, $2, $3, $4)")
+        let answer: Value = sqlx::query_scalar("SELECT tasker_purge_tasks($1, $2, $3, false)")
             .bind(&states)
             .bind(&before)
             .bind(limit as i32)
-            .bind(wait)
-            .fetch_one(&self.pool)
+            .fetch_one(&mut **conn)
             .await?;
         decode("tasker_purge_tasks", answer)
+    }
+
+    /// Releases the lock and returns the connection to the pool.
+    pub async fn end(mut self) {
+        if let Some(mut conn) = self.conn.take() {
+            let unlocked = sqlx::query(&format!("SELECT pg_advisory_unlock({LOCK})"))
+                .execute(&mut *conn)
+                .await;
+            if unlocked.is_err() {
+                drop(conn.detach());
+            }
+        }
+    }
+}
+
+impl Drop for PurgeSession {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            drop(conn.detach());
+        }
+    }
+}
+
+impl Store {
+    /// Takes the purge's cluster-wide lock for a pass: with `wait`, after another pass ends;
+    /// without, `None` at once while one is under way.
+    pub async fn purge_session(&self, wait: bool) -> Result<Option<PurgeSession>> {
+        let mut conn = self.pool.acquire().await?;
+        let got: bool = if wait {
+            sqlx::query(&format!("SELECT pg_advisory_lock({LOCK})"))
+                .execute(&mut *conn)
+                .await?;
+            true
+        } else {
+            sqlx::query_scalar(&format!("SELECT pg_try_advisory_lock({LOCK})"))
+                .fetch_one(&mut *conn)
+                .await?
+        };
+        Ok(got.then_some(PurgeSession { conn: Some(conn) }))
     }
 
     /// How many tasks of each state a purge would take now, counting at most `limit`.
