@@ -454,6 +454,29 @@ async fn services_out(args: &[&str]) -> anyhow::Result<String> {
     Ok(String::from_utf8(out.stdout)?.trim().to_owned())
 }
 
+/// Creates the tasks numbered `range` of the quorum run: every sixth a `slow_chain` of 300 ms
+/// steps (mid-run when a fault comes), the rest `linear`.
+async fn wave(cluster: &Cluster, range: std::ops::Range<i64>) -> anyhow::Result<Vec<Uuid>> {
+    let mut ids = Vec::new();
+    for i in range {
+        let (template, context) = if i % 6 == 0 {
+            ("slow_chain", json!({"sleep_ms": 300}))
+        } else {
+            ("linear", json!({"value": i}))
+        };
+        let s = Scenario {
+            name: template.into(),
+            template: template.into(),
+            context,
+            state: "complete".into(),
+            result: None,
+            steps: BTreeMap::new(),
+        };
+        ids.push(create(cluster, 2_000_000 + i as usize, "rust_examples", &s).await?);
+    }
+    Ok(ids)
+}
+
 /// With `broker.queue_type = "quorum"` on a 3-node RabbitMQ cluster (`services.sh
 /// cluster-start`), the node leading the steps and results queues is SIGKILLed under load:
 /// orchestrators and the worker move to another node, every task completes, none is lost and
@@ -499,32 +522,9 @@ async fn losing_the_broker_node_that_leads_the_queues_loses_nothing() -> anyhow:
             "{q} is not a quorum queue: {types}"
         );
     }
-    let linear = |value: i64| Scenario {
-        name: "linear".into(),
-        template: "linear".into(),
-        context: json!({"value": value}),
-        state: "complete".into(),
-        result: None,
-        steps: BTreeMap::new(),
-    };
-    let slow = Scenario {
-        name: "slow_chain".into(),
-        template: "slow_chain".into(),
-        context: json!({"sleep_ms": 300}),
-        ..linear(0)
-    };
     let mut ids = Vec::new();
     // Work in flight when the node goes: slow chains mid-run, linear tasks queued.
-    for i in 0..60 {
-        let own;
-        let s = if i % 6 == 0 {
-            &slow
-        } else {
-            own = linear(i);
-            &own
-        };
-        ids.push(create(&cluster, 2_000_000 + i as usize, "rust_examples", s).await?);
-    }
+    ids.extend(wave(&cluster, 0..60).await?);
     let leader = services_out(&["cluster-leader", &steps]).await?;
     let results_leader = services_out(&["cluster-leader", &results]).await?;
     note(&format!(
@@ -539,16 +539,7 @@ async fn losing_the_broker_node_that_leads_the_queues_loses_nothing() -> anyhow:
     services_out(&["cluster-kill", &node]).await?;
     note(&format!("SIGKILLed {leader}"));
     // More work while it is down, through whichever orchestrator answers.
-    for i in 60..120 {
-        let own;
-        let s = if i % 6 == 0 {
-            &slow
-        } else {
-            own = linear(i);
-            &own
-        };
-        ids.push(create(&cluster, 2_000_000 + i as usize, "rust_examples", s).await?);
-    }
+    ids.extend(wave(&cluster, 60..120).await?);
     let mut probe = 0;
     let took = recovery(&cluster, &mut probe, started).await?;
     note(&format!(
