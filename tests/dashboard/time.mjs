@@ -2,20 +2,22 @@
 // playwright-core: a schedule is listed with its next fire, triggered (the page opens the new
 // task) and paused with a note; a scheduled task is found with the `scheduled` filter; a task
 // whose step waits for a signal says so, a refused signal shows the API's error and the signal
-// sent from the form completes the step. Run by tests/fast/dashboard.rs, which reads the JSON
+// sent from the form completes the step; a purged task's page says it was purged. Run by tests/fast/dashboard.rs, which reads the JSON
 // report this prints on its last line and asserts on it (and on what the API then says).
 //
 // Environment: TASKER_URL (the orchestrator, tokens off), SCHEDULE ("namespace/name" of a
 // schedule, not paused), SCHEDULED_TASK_ID (a task in state `scheduled`), WAIT_TASK_ID (a task
-// whose step WAIT_STEP waits for the signal SIGNAL), PAUSE_NOTE, SCREENSHOTS (a folder),
+// whose step WAIT_STEP waits for the signal SIGNAL), PAUSE_NOTE, PURGED_TASK_ID (a task purged by
+// retention, whose id the API answers 410 task_purged), SCREENSHOTS (a folder),
 // CHROMIUM (the browser; default /usr/bin/chromium).
 import { openPage, tour } from './browser.mjs';
 
 const {
   TASKER_URL: url, SCHEDULE: schedule, SCHEDULED_TASK_ID: scheduledId, WAIT_TASK_ID: waitTaskId,
-  WAIT_STEP: waitStep, SIGNAL: signalName, PAUSE_NOTE: note,
+  WAIT_STEP: waitStep, SIGNAL: signalName, PAUSE_NOTE: note, PURGED_TASK_ID: purgedId,
 } = process.env;
-// Console errors other than the browser's own line for a refused request (one is on purpose).
+// Console errors other than the browser's own lines for refused requests (two are on purpose: a
+// signal name the API refuses, a purged task's 410).
 const opened = await openPage({
   consoleErrors: true, ignored: (t) => t.startsWith('Failed to load resource'),
 });
@@ -120,4 +122,15 @@ await tour(opened, async () => {
     dagState: await page.getAttribute(node, 'data-state'),
   };
   await shot('t6-signalled');
+
+  // A purged task: its page says what happened instead of showing an error (the 410 is the
+  // second refused request on purpose).
+  await page.goto(`${url}/ui/#/tasks/${purgedId}`);
+  await page.waitForSelector('#task-purged');
+  report.purged = {
+    text: await text(page.locator('#task-purged')),
+    state: await page.getAttribute('#task-purged', 'data-state'),
+    errorHidden: !(await page.isVisible('#error')),
+  };
+  await shot('t7-purged');
 });

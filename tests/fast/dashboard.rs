@@ -395,6 +395,28 @@ async fn schedules_delays_and_signals_from_the_dashboard_in_a_real_browser() -> 
         .ok_or_else(|| anyhow::anyhow!("no id: {later}"))?
         .to_owned();
 
+    // And a task the retention purged: its page says so.
+    let finished = o
+        .run_task("rust_examples", "linear", json!({"value": 6}))
+        .await?;
+    let old = tasker::copy_finished_task(
+        &env.config.database_url,
+        finished.id,
+        1,
+        chrono::Duration::days(40),
+    )
+    .await?;
+    let purged = o
+        .client
+        .purge(&tasker_client::PurgeRequest {
+            older_than: "30d".into(),
+            states: None,
+            dry_run: false,
+            limit: None,
+        })
+        .await?;
+    assert_eq!(purged.tasks, 1, "{purged:?}");
+
     let shots = target_dir().join("dashboard-screenshots");
     let note = "maintenance window until Monday";
     let (report, stderr) = run_browser(
@@ -409,11 +431,19 @@ async fn schedules_delays_and_signals_from_the_dashboard_in_a_real_browser() -> 
             ("WAIT_STEP", "approval".to_owned()),
             ("SIGNAL", "approved".to_owned()),
             ("PAUSE_NOTE", note.to_owned()),
+            ("PURGED_TASK_ID", old[0].to_string()),
         ],
     )
     .await?;
     assert_clean(&report, &stderr, &shots, true);
     let has = |field: &Value, needle: &str| field.as_str().is_some_and(|s| s.contains(needle));
+
+    // The purged task's page: what happened to it instead of an error.
+    let gone = &report["purged"];
+    assert!(has(&gone["text"], &old[0].to_string()), "{report}");
+    assert!(has(&gone["text"], "(complete) was purged at"), "{report}");
+    assert_eq!(gone["state"], "complete", "{report}");
+    assert_eq!(gone["errorHidden"], true, "{report}");
 
     // The schedules list: the row with its next fire, exact and relative.
     let listed = &report["listed"];
@@ -508,6 +538,7 @@ async fn schedules_delays_and_signals_from_the_dashboard_in_a_real_browser() -> 
             "t4-scheduled",
             "t5-waiting",
             "t6-signalled",
+            "t7-purged",
         ],
     );
 
