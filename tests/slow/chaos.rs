@@ -64,6 +64,30 @@ struct Cluster {
 }
 
 impl Cluster {
+    /// No process yet, on `env`.
+    fn new(env: TestEnv) -> Cluster {
+        Cluster {
+            env,
+            orchestrators: Vec::new(),
+            workers: Vec::new(),
+            received_by_the_dead: 0,
+            next_worker: 0,
+        }
+    }
+
+    /// Kills every worker and orchestrator, then drops the test's database and queues.
+    async fn shutdown(mut self) -> anyhow::Result<()> {
+        for (_, mut w) in std::mem::take(&mut self.workers) {
+            let _ = w.child.start_kill();
+            let _ = w.child.wait().await;
+        }
+        for mut o in std::mem::take(&mut self.orchestrators) {
+            let _ = o.child.start_kill();
+            let _ = o.child.wait().await;
+        }
+        self.env.cleanup().await
+    }
+
     /// A client of a live orchestrator, `k` choosing among them.
     fn client(&self, k: usize) -> &Client {
         &self.orchestrators[k % self.orchestrators.len()].client
@@ -229,13 +253,7 @@ async fn faults_lose_nothing_and_apply_every_transition_once() -> anyhow::Result
         .unwrap_or(84);
     let env = TestEnv::new().await?;
     let cfg = env.config.clone();
-    let mut cluster = Cluster {
-        env,
-        orchestrators: Vec::new(),
-        workers: Vec::new(),
-        received_by_the_dead: 0,
-        next_worker: 0,
-    };
+    let mut cluster = Cluster::new(env);
     for _ in 0..2 {
         let o = start_orchestrator(&cluster.env, free_port()?).await?;
         cluster.orchestrators.push(o);
@@ -379,15 +397,7 @@ async fn faults_lose_nothing_and_apply_every_transition_once() -> anyhow::Result
     anyhow::ensure!(wrong.is_empty(), "wrong results:\n{}", wrong.join("\n"));
 
     pool.close().await;
-    for (_, mut w) in std::mem::take(&mut cluster.workers) {
-        let _ = w.child.start_kill();
-        let _ = w.child.wait().await;
-    }
-    for mut o in std::mem::take(&mut cluster.orchestrators) {
-        let _ = o.child.start_kill();
-        let _ = o.child.wait().await;
-    }
-    cluster.env.cleanup().await
+    cluster.shutdown().await
 }
 
 /// Duplicates and stale copies of completed steps' results, and poison (random bytes, an
@@ -497,13 +507,7 @@ async fn losing_the_broker_node_that_leads_the_queues_loses_nothing() -> anyhow:
     env.config.broker.queue_type = tasker_shared::config::QueueType::Quorum;
     let cfg = env.config.clone();
     let quorum = [("TASKER_BROKER__QUEUE_TYPE", "quorum")];
-    let mut cluster = Cluster {
-        env,
-        orchestrators: Vec::new(),
-        workers: Vec::new(),
-        received_by_the_dead: 0,
-        next_worker: 0,
-    };
+    let mut cluster = Cluster::new(env);
     for _ in 0..2 {
         let o = common::start_orchestrator_with(&cluster.env, free_port()?, &quorum).await?;
         cluster.orchestrators.push(o);
@@ -623,15 +627,7 @@ async fn losing_the_broker_node_that_leads_the_queues_loses_nothing() -> anyhow:
     );
     broker.close().await;
     pool.close().await;
-    for (_, mut w) in std::mem::take(&mut cluster.workers) {
-        let _ = w.child.start_kill();
-        let _ = w.child.wait().await;
-    }
-    for mut o in std::mem::take(&mut cluster.orchestrators) {
-        let _ = o.child.start_kill();
-        let _ = o.child.wait().await;
-    }
-    cluster.env.cleanup().await?;
+    cluster.shutdown().await?;
     services_out(&["cluster-stop"]).await?;
     Ok(())
 }
