@@ -55,7 +55,10 @@ DECLARE
     -- Parent steps still in flight at the attempt that starts their child.
     live uuid[] := '{}';
     children boolean := false;
-    made int;
+    -- The ids this call inserted, and whether that is every task asked for (the usual case:
+    -- then nothing below looks a task up again).
+    created uuid[];
+    everything boolean;
     roots uuid[];
     limited uuid[];
     messages jsonb;
@@ -72,32 +75,38 @@ BEGIN
               FOR UPDATE OF s) s;
     END IF;
 
-    INSERT INTO tasks (id, template_id, namespace, name, version, state, context, idempotency_key,
-                       open_steps, run_at, parent_task_id, parent_step_id, depth,
-                       on_parent_cancel, priority)
-    SELECT x.id, x.template, x.namespace, x.name, x.version,
-           CASE WHEN x.run_at > v_now THEN 'scheduled' ELSE 'running' END, x.context, x.key,
-           x.steps, CASE WHEN x.run_at > v_now THEN x.run_at END, x.parent_task, x.parent_step,
-           COALESCE(x.depth, 0), x.on_parent_cancel, COALESCE(x.priority, 1)
-    FROM unnest(t_id, t_template, t_namespace, t_name, t_version, t_context, t_key, t_run_at,
-                t_parent_task, t_parent_step, t_depth, t_on_parent_cancel, t_priority, t_steps)
-         WITH ORDINALITY AS x(id, template, namespace, name, version, context, key, run_at,
-                              parent_task, parent_step, depth, on_parent_cancel, priority, steps,
-                              ord)
-    WHERE x.parent_step IS NULL OR x.parent_step = ANY (live)
-    ORDER BY x.ord
-    ON CONFLICT (idempotency_key) DO NOTHING;
-    GET DIAGNOSTICS made = ROW_COUNT;
+    WITH ins AS (
+        INSERT INTO tasks (id, template_id, namespace, name, version, state, context, idempotency_key,
+                           open_steps, run_at, parent_task_id, parent_step_id, depth,
+                           on_parent_cancel, priority)
+        SELECT x.id, x.template, x.namespace, x.name, x.version,
+               CASE WHEN x.run_at > v_now THEN 'scheduled' ELSE 'running' END, x.context, x.key,
+               x.steps, CASE WHEN x.run_at > v_now THEN x.run_at END, x.parent_task, x.parent_step,
+               COALESCE(x.depth, 0), x.on_parent_cancel, COALESCE(x.priority, 1)
+        FROM unnest(t_id, t_template, t_namespace, t_name, t_version, t_context, t_key, t_run_at,
+                    t_parent_task, t_parent_step, t_depth, t_on_parent_cancel, t_priority, t_steps)
+             WITH ORDINALITY AS x(id, template, namespace, name, version, context, key, run_at,
+                                  parent_task, parent_step, depth, on_parent_cancel, priority, steps,
+                                  ord)
+        WHERE x.parent_step IS NULL OR x.parent_step = ANY (live)
+        ORDER BY x.ord
+        ON CONFLICT (idempotency_key) DO NOTHING
+        RETURNING id
+    )
+    SELECT COALESCE(array_agg(id), '{}') INTO created FROM ins;
+    everything := cardinality(created) = cardinality(t_id);
 
     roots := '{}';
     limited := '{}';
-    IF made > 0 THEN
+    IF cardinality(created) > 0 THEN
         -- The tasks this call created (a repeated key's was not), their steps, edges and
-        -- first transitions, all in one statement.
+        -- first transitions, all in one statement. No join with tasks: a plan cached while
+        -- the table was small would hash all of it on every call; a look-up by primary key is
+        -- made only when some task was not created.
         WITH tk AS (
             SELECT x.ord, x.id, x.run_at > v_now IS TRUE AS later, x.run_at, x.parent_task
             FROM unnest(t_id, t_run_at, t_parent_task) WITH ORDINALITY AS x(id, run_at, parent_task, ord)
-            JOIN tasks t ON t.id = x.id
+            WHERE everything OR EXISTS (SELECT 1 FROM tasks t WHERE t.id = x.id)
         ), u AS (
             SELECT s.*, tk.id AS task_id, tk.later,
                    s.parents = 0 AND NOT tk.later AND s.limits IS NULL AS root
@@ -159,19 +168,19 @@ BEGIN
         END IF;
     END IF;
 
+    -- Looked up one by one, and only for what this call did not create (see tk above).
     SELECT COALESCE(jsonb_agg(
                CASE WHEN x.parent_step IS NOT NULL AND NOT (x.parent_step = ANY (live))
                         THEN jsonb_build_object('created', false, 'parent_gone', true)
-                    WHEN mine.id IS NOT NULL
+                    WHEN everything OR EXISTS (SELECT 1 FROM tasks mine WHERE mine.id = x.id)
                         THEN jsonb_build_object('created', true, 'task_id', x.id)
-                    ELSE jsonb_build_object('created', false, 'task_id', theirs.id,
-                                            'template_id', theirs.template_id,
-                                            'context', theirs.context)
+                    ELSE (SELECT jsonb_build_object('created', false, 'task_id', theirs.id,
+                                                    'template_id', theirs.template_id,
+                                                    'context', theirs.context)
+                          FROM tasks theirs WHERE theirs.idempotency_key = x.key)
                END ORDER BY x.ord), '[]')
     INTO answer
-    FROM unnest(t_id, t_key, t_parent_step) WITH ORDINALITY AS x(id, key, parent_step, ord)
-    LEFT JOIN tasks mine ON mine.id = x.id
-    LEFT JOIN tasks theirs ON mine.id IS NULL AND theirs.idempotency_key = x.key;
+    FROM unnest(t_id, t_key, t_parent_step) WITH ORDINALITY AS x(id, key, parent_step, ord);
 
     messages := tasker_step_messages(roots);
     IF cardinality(limited) > 0 THEN

@@ -91,6 +91,9 @@ async fn a_batch_answers_each_item_and_a_repeat_creates_nothing() -> anyhow::Res
     assert_eq!(again.results[0].task_id, first.results[0].task_id);
     assert_eq!(again.results[1].task_id, first.results[1].task_id);
     assert_eq!(task_count(&env).await?, before + 1);
+    // A batch that creates only some of its tasks still gives the new one its steps, and it runs.
+    let fresh = o.wait(again.results[4].task_id.unwrap()).await?;
+    assert_eq!(fresh.state, "complete", "{fresh:?}");
     // A key used again with another context is refused, for that item only.
     let reused = o
         .client
