@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tasker::{Cluster, repo_root, steps_by_name};
+use tasker::{Cluster, repo_root, steps_by_name, stray_steps_and_edges};
 
 async fn run(cluster: &Cluster, name: &str, context: Value) -> anyhow::Result<tasker_client::Task> {
     let o = &cluster.orchestrator;
@@ -142,6 +142,10 @@ async fn ten_thousand_batches() -> anyhow::Result<()> {
         .fetch_one(cluster.orchestrator.shared.store.pool())
         .await?;
     assert_eq!(steps, 10_002);
+    assert_eq!(
+        stray_steps_and_edges(cluster.orchestrator.shared.store.pool()).await?,
+        0
+    );
     eprintln!("10,000 batches completed in {:?}", started.elapsed());
     cluster.shutdown().await
 }

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use sqlx::Connection;
 use uuid::Uuid;
 
-use tasker::{TestEnv, copy_finished_task, post_json};
+use tasker::{TestEnv, copy_finished_task, post_json, stray_steps_and_edges};
 use tasker_client::{BatchStatus, CreateTask, Error, PurgeRequest};
 
 fn linear(value: i64) -> CreateTask {
@@ -298,6 +298,7 @@ async fn a_purge_takes_old_finished_tasks_and_nothing_their_family_still_needs()
     .fetch_one(&mut db)
     .await?;
     assert_eq!(orphans, 0);
+    assert_eq!(stray_steps_and_edges(&mut db).await?, 0);
     let tombstones: i64 = sqlx::query_scalar("SELECT count(*) FROM purged_tasks")
         .fetch_one(&mut db)
         .await?;

@@ -551,6 +551,23 @@ pub async fn steps_by_name(
         .collect())
 }
 
+/// Steps without their task, and edges that do not join two steps of their own task (their
+/// foreign keys are gone since migration 0018: the SQL functions that write and purge them keep
+/// the rule, and this checks it).
+pub async fn stray_steps_and_edges<'e>(db: impl sqlx::PgExecutor<'e>) -> anyhow::Result<i64> {
+    Ok(sqlx::query_scalar(
+        "SELECT (SELECT count(*) FROM steps s
+                 WHERE NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = s.task_id))
+              + (SELECT count(*) FROM step_edges e
+                 WHERE NOT EXISTS (SELECT 1 FROM steps p
+                                   WHERE p.id = e.parent_id AND p.task_id = e.task_id)
+                    OR NOT EXISTS (SELECT 1 FROM steps c
+                                   WHERE c.id = e.child_id AND c.task_id = e.task_id))",
+    )
+    .fetch_one(db)
+    .await?)
+}
+
 /// POSTs `body` as JSON; the status and the JSON answer.
 pub async fn post_json(
     url: &str,
