@@ -55,16 +55,43 @@ impl Totals {
     }
 }
 
-/// Purges up to `limit` tasks by `cutoffs` in batches of `batch`, pausing between full batches
-/// for `pause` or as long as the batch took, whichever is longer: a purge holds the database at
-/// most half the time, however loaded it is. One pass at a time cluster-wide, pauses included:
+/// How fast a purge goes (`retention.batch`, `pause_ms`, `busy_percent`): the policy's passes
+/// and purges on request alike.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pace {
+    batch: u32,
+    pause: Duration,
+    busy_percent: u32,
+}
+
+impl Pace {
+    pub(crate) fn of(r: &tasker_shared::config::RetentionConfig) -> Pace {
+        Pace {
+            batch: r.batch as u32,
+            pause: Duration::from_millis(r.pause_ms),
+            // Validated when the configuration loaded (1 to 100).
+            busy_percent: u32::from(r.busy_percent.clamp(1, 100)),
+        }
+    }
+
+    /// The pause after a full batch that took `took`: the purge spends at most `busy_percent`
+    /// of its time deleting, and pauses at least `pause`.
+    fn rest(&self, took: Duration) -> Duration {
+        self.pause
+            .max(took * (100 - self.busy_percent) / self.busy_percent)
+    }
+}
+
+/// Purges up to `limit` tasks by `cutoffs` in batches, pausing between full batches as `pace`
+/// says: a purge holds the database a bounded share of the time, however loaded it is (a slow
+/// batch makes a longer pause). One pass at a time cluster-wide, pauses included:
 /// with `wait`, a pass under way elsewhere is waited for; without, this one ends at once
 /// (`busy`). Stops early when `cancel` fires.
 pub(crate) async fn purge(
     store: &Store,
     cutoffs: &[(TaskState, DateTime<Utc>)],
     limit: u64,
-    (batch, pause): (u32, Duration),
+    pace: Pace,
     wait: bool,
     cancel: &CancellationToken,
 ) -> crate::store::Result<Totals> {
@@ -79,7 +106,7 @@ pub(crate) async fn purge(
     let mut left = limit;
     let mut failed = None;
     while left > 0 && !cancel.is_cancelled() {
-        let asked = left.min(u64::from(batch)) as u32;
+        let asked = left.min(u64::from(pace.batch)) as u32;
         let started = std::time::Instant::now();
         let done = match session.batch(cutoffs, asked).await {
             Ok(done) => done,
@@ -98,7 +125,7 @@ pub(crate) async fn purge(
         }
         tokio::select! {
             () = cancel.cancelled() => break,
-            () = tokio::time::sleep(pause.max(took)) => {}
+            () = tokio::time::sleep(pace.rest(took)) => {}
         }
     }
     session.end().await;
@@ -137,8 +164,7 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
         }
         let now = Utc::now();
         let cut = cutoffs(&policy, now);
-        let pace = (r.batch as u32, Duration::from_millis(r.pause_ms));
-        match purge(&shared.store, &cut, u64::MAX, pace, false, &cancel).await {
+        match purge(&shared.store, &cut, u64::MAX, Pace::of(r), false, &cancel).await {
             Ok(t) if t.batch.tasks > 0 => tracing::info!(
                 tasks = t.batch.tasks,
                 bytes = t.batch.bytes,
@@ -189,5 +215,21 @@ mod tests {
                 (TaskState::Cancelled, now - chrono::Duration::days(2)),
             ]
         );
+    }
+
+    #[test]
+    fn a_purge_rests_in_proportion_to_its_batches() {
+        let pace = |pause_ms, busy_percent| Pace {
+            batch: 200,
+            pause: Duration::from_millis(pause_ms),
+            busy_percent,
+        };
+        let ms = Duration::from_millis;
+        // 10% busy: a 50 ms batch, then 450 ms of rest; a batch that took 1 s, 9 s.
+        assert_eq!(pace(100, 10).rest(ms(50)), ms(450));
+        assert_eq!(pace(100, 10).rest(ms(1000)), ms(9000));
+        // Never less than pause_ms; 100% busy rests only that.
+        assert_eq!(pace(100, 50).rest(ms(20)), ms(100));
+        assert_eq!(pace(0, 100).rest(ms(500)), ms(0));
     }
 }

@@ -47,9 +47,12 @@ pub struct RetentionConfig {
     pub interval_ms: u64,
     /// Tasks purged per transaction.
     pub batch: usize,
-    /// Pause between two full batches (at least as long as the batch took), so a backlog is
-    /// purged beside the load, not ahead of it.
+    /// The shortest pause between two full batches.
     pub pause_ms: u64,
+    /// The most of its time a purge spends deleting (1 to 100, default 5): after a batch that took `t` it
+    /// pauses `t × (100 − busy_percent) / busy_percent` (at least `pause_ms`), so a backlog is
+    /// purged beside the load, not ahead of it, however slow the database is at the time.
+    pub busy_percent: u8,
 }
 
 /// The shortest retention: a task is kept at least an hour after it finished.
@@ -103,6 +106,7 @@ impl Default for RetentionConfig {
             interval_ms: 60_000,
             batch: 200,
             pause_ms: 100,
+            busy_percent: 5,
         }
     }
 }
@@ -532,6 +536,9 @@ impl Config {
         self.retention.tombstones()?;
         if self.retention.batch == 0 || self.retention.batch > 10_000 {
             return invalid("retention.batch", "must be 1 to 10000");
+        }
+        if !(1..=100).contains(&self.retention.busy_percent) {
+            return invalid("retention.busy_percent", "must be 1 to 100");
         }
         if self.retention.interval_ms < 1_000 {
             return invalid("retention.interval_ms", "must be at least 1000");

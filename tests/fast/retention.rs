@@ -379,6 +379,7 @@ async fn the_retention_policy_purges_on_its_own() -> anyhow::Result<()> {
     env.config.retention.interval_ms = 1_000;
     env.config.retention.batch = 7;
     env.config.retention.pause_ms = 0;
+    env.config.retention.busy_percent = 100;
     let o = env.orchestrator().await?;
     let worker = env.rust_worker();
     let done = o

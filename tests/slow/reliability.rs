@@ -658,6 +658,7 @@ async fn a_purge_of_100000_old_tasks_killed_midway_leaves_every_task_whole_or_go
         ("TASKER_RETENTION__COMPLETE", "30d"),
         ("TASKER_RETENTION__INTERVAL_MS", "1000"),
         ("TASKER_RETENTION__PAUSE_MS", "0"),
+        ("TASKER_RETENTION__BUSY_PERCENT", "100"),
         ("TASKER_RETENTION__BATCH", "2000"),
     ];
     // Killed midway through its pass.

@@ -103,15 +103,13 @@ pub(super) async fn purge(
         answer.by_state = counted;
         return Ok(Json(answer));
     }
-    // At the retention policy's pace (`retention.batch`, `retention.pause_ms`): a purge on
-    // request shares the machine with the load as the policy's does.
-    let r = &shared.config.retention;
-    let pace = (r.batch as u32, std::time::Duration::from_millis(r.pause_ms));
+    // At the retention policy's pace: a purge on request shares the machine with the load as
+    // the policy's does.
     let totals = crate::retention::purge(
         &shared.store,
         &cutoffs,
         u64::from(limit),
-        pace,
+        crate::retention::Pace::of(&shared.config.retention),
         true,
         &CancellationToken::new(),
     )

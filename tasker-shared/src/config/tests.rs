@@ -204,6 +204,18 @@ fn retention_under_an_hour_and_unknown_queue_types_are_refused() {
     );
     let refused = load("[retention]\nerror = \"soon\"\n").unwrap_err();
     assert!(refused.contains("retention.error"), "{refused}");
+    for busy in ["0", "101"] {
+        let refused = load(if busy == "0" {
+            "[retention]\nbusy_percent = 0\n"
+        } else {
+            "[retention]\nbusy_percent = 101\n"
+        })
+        .unwrap_err();
+        assert!(
+            refused.contains("retention.busy_percent") && refused.contains("1 to 100"),
+            "{busy}: {refused}"
+        );
+    }
     let refused = load("[broker]\nqueue_type = \"mirrored\"\n").unwrap_err();
     assert!(
         refused.contains("mirrored") && refused.contains("quorum"),
