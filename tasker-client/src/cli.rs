@@ -174,6 +174,9 @@ enum Command {
         #[arg(long)]
         limit: Option<u32>,
     },
+    /// Show the retention policy the orchestrator runs: how long finished tasks of each state
+    /// are kept, the purge's pace, and when a task was last purged.
+    Retention,
     /// Print a shell completion script: `tasker completions bash > /etc/bash_completion.d/tasker`.
     Completions { shell: clap_complete::Shell },
     /// Cancel a running task.
@@ -290,6 +293,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let tasks = bulk::read_lines(&from, namespace.as_deref(), name.as_deref())?;
             bulk::submit(&client, tasks, json).await
         }
+        Command::Retention => bulk::retention(&client, json).await,
         Command::Purge {
             older_than,
             states,

@@ -38,7 +38,7 @@ const PAGE_TIMEOUT: Duration = Duration::from_secs(30);
 pub use tasker_shared::api::{
     Backfilled, BatchCreated, BatchItem, BatchStatus, ConcurrencyLimit, CreateTask, DeadLetter,
     DeadLetterInfo, DeadLetterPage, ParentResults, PurgeRequest, Purged, RateLimit, RepairNote,
-    Schedule, ScheduleChanges, Signal, Step, StepPage, Task, TaskPage, Transition,
+    RetentionPolicy, Schedule, ScheduleChanges, Signal, Step, StepPage, Task, TaskPage, Transition,
 };
 pub use tasker_shared::flow::Priority;
 pub use tasker_shared::time::{Overlap, ScheduleSpec};

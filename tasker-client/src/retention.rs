@@ -1,7 +1,9 @@
 //! Bulk creation and retention through the API: many tasks in one request, and purging
 //! finished tasks.
 
-use tasker_shared::api::{BatchCreated, CreateTask, CreateTasks, PurgeRequest, Purged};
+use tasker_shared::api::{
+    BatchCreated, CreateTask, CreateTasks, PurgeRequest, Purged, RetentionPolicy,
+};
 
 use crate::{Client, Error, decode};
 
@@ -17,6 +19,16 @@ impl Client {
             .http
             .post(format!("{}/v1/tasks:batch", self.base))
             .json(&body)
+            .send()
+            .await?;
+        decode(resp).await
+    }
+
+    /// The retention policy the orchestrator runs, and when a task was last purged.
+    pub async fn retention(&self) -> Result<RetentionPolicy, Error> {
+        let resp = self
+            .http
+            .get(format!("{}/v1/retention", self.base))
             .send()
             .await?;
         decode(resp).await

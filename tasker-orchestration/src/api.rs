@@ -182,6 +182,7 @@ fn routes() -> OpenApiRouter<Shared> {
         .routes(routes!(limits::concurrency))
         .routes(routes!(limits::rates))
         .routes(routes!(limits::pause, limits::resume))
+        .routes(routes!(retention::policy))
         .routes(routes!(retention::purge))
         .routes(routes!(workers::list))
         .routes(routes!(workers::report, workers::leave))

@@ -782,6 +782,29 @@ pub struct PurgeRequest {
     pub limit: Option<u32>,
 }
 
+/// The retention policy the orchestrator runs (`[retention]`), and when a task was last purged.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RetentionPolicy {
+    /// How long completed tasks are kept: a duration (`"30d"`) or `"never"`.
+    pub complete: String,
+    /// How long failed tasks are kept.
+    pub error: String,
+    /// How long cancelled tasks are kept.
+    pub cancelled: String,
+    /// How long a purged task's id answers `410 task_purged`.
+    pub tombstones: String,
+    /// How often an orchestrator looks for tasks to purge.
+    pub interval_ms: u64,
+    /// Tasks purged per transaction.
+    pub batch: u64,
+    /// The most of its time a purge spends deleting (1 to 100).
+    pub busy_percent: u8,
+    /// When the most recently purged task still remembered (its tombstone kept) was purged,
+    /// by the policy or on request; `null` if none is.
+    pub last_purged_at: Option<DateTime<Utc>>,
+}
+
 /// What a purge removed (or, in a dry run, would remove).
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -253,6 +253,19 @@ async fn a_purge_takes_old_finished_tasks_and_nothing_their_family_still_needs()
         dry_run,
         limit: None,
     };
+    // The policy as configured, and no purge yet.
+    let policy = o.client.retention().await?;
+    let r = &env.config.retention;
+    assert_eq!(
+        (&policy.complete, &policy.error, &policy.cancelled),
+        (&r.complete, &r.error, &r.cancelled)
+    );
+    assert_eq!(
+        (policy.batch, policy.busy_percent),
+        (r.batch as u64, r.busy_percent)
+    );
+    assert_eq!(policy.last_purged_at, None);
+    let before_purge = chrono::Utc::now();
     let dry = o.client.purge(&purge(true, "30d")).await?;
     assert_eq!(
         (dry.tasks, dry.rows, dry.more),
@@ -260,6 +273,7 @@ async fn a_purge_takes_old_finished_tasks_and_nothing_their_family_still_needs()
         "{dry:?}"
     );
     assert_eq!(task_count(&env).await?, 53, "a dry run deleted something");
+    assert_eq!(o.client.retention().await?.last_purged_at, None);
     // Too young for a 41-day cut-off: nothing goes.
     assert_eq!(o.client.purge(&purge(false, "41d")).await?.tasks, 0);
     // A limit stops it and says there is more.
@@ -273,6 +287,16 @@ async fn a_purge_takes_old_finished_tasks_and_nothing_their_family_still_needs()
     assert_eq!((some.tasks, some.more), (10, true), "{some:?}");
     let rest = o.client.purge(&purge(false, "30d")).await?;
     assert_eq!((rest.tasks, rest.more), (38, false), "{rest:?}");
+    let last = o
+        .client
+        .retention()
+        .await?
+        .last_purged_at
+        .expect("a purge was remembered");
+    assert!(
+        last >= before_purge - chrono::Duration::seconds(5),
+        "{last}"
+    );
     assert_eq!(rest.by_state.get("complete"), Some(&38));
     // Each linear task: 1 task, 4 steps, 3 edges and its transitions.
     let per_task: i64 = sqlx::query_scalar("SELECT count(*) FROM transitions WHERE task_id = $1")

@@ -440,6 +440,22 @@ async fn the_cli_submits_json_lines_in_bulk_and_purges_with_a_dry_run_first() ->
         None,
     )?;
     assert_eq!(state.code, Some(2), "clap refuses it: {}", state.stderr);
+    // The policy: as configured, and nothing purged yet.
+    let policy = tasker(&url, &["retention"], None)?;
+    assert_eq!(policy.code, Some(0), "{}", policy.stderr);
+    assert!(
+        policy.stdout.contains("complete    kept 30d")
+            && policy.stdout.contains("at most 5% of the time")
+            && policy.stdout.contains("last purge  none remembered"),
+        "{}",
+        policy.stdout
+    );
+    let policy = tasker(&url, &["--json", "retention"], None)?;
+    let policy: Value = serde_json::from_str(&policy.stdout)?;
+    assert_eq!(
+        (&policy["error"], &policy["last_purged_at"]),
+        (&json!("90d"), &Value::Null)
+    );
     o.stop().await;
     env.cleanup().await
 }

@@ -634,7 +634,8 @@ async fn every_client_reads_and_pauses_limits(o: &RunningOrchestrator) -> anyhow
 
 /// Each language's client sends a batch of three (two tasks, one of a template that does not
 /// exist) twice: created then existing, the third refused both times with its code; then a
-/// dry-run purge. The tasks are the ones the Rust client sees under those keys.
+/// dry-run purge, and the retention policy (the defaults). The tasks are the ones the Rust
+/// client sees under those keys.
 async fn every_client_creates_in_bulk_and_counts_a_purge(
     o: &RunningOrchestrator,
 ) -> anyhow::Result<()> {
@@ -656,6 +657,7 @@ async fn every_client_creates_in_bulk_and_counts_a_purge(
                 r#"first ["created","created","refused:unknown_template"]"#,
                 r#"second ["existing","existing","refused:unknown_template"]"#,
                 r#"purge {"dry_run":true,"states":["complete"],"more":false,"rows":null}"#,
+                r#"retention {"complete":"30d","error":"90d","cancelled":"30d","busy_percent":5}"#,
             ],
             "{language}"
         );

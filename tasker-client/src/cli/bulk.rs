@@ -108,6 +108,43 @@ pub(super) async fn submit(
     })
 }
 
+/// Prints the retention policy and when a task was last purged.
+pub(super) async fn retention(client: &Client, json: bool) -> anyhow::Result<ExitCode> {
+    let p = client.retention().await?;
+    if json {
+        out!("{}", serde_json::to_string_pretty(&p)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let kept = |d: &str| {
+        if d == "never" {
+            "kept forever".to_owned()
+        } else {
+            format!("kept {d}")
+        }
+    };
+    out!("complete    {}", kept(&p.complete));
+    out!("error       {}", kept(&p.error));
+    out!("cancelled   {}", kept(&p.cancelled));
+    out!(
+        "tombstones  {} (a purged id answers 410 task_purged)",
+        kept(&p.tombstones)
+    );
+    out!(
+        "pace        {} tasks a batch, at most {}% of the time, looking every {} s",
+        p.batch,
+        p.busy_percent,
+        p.interval_ms / 1000
+    );
+    match p.last_purged_at {
+        Some(at) => out!(
+            "last purge  {}",
+            at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ),
+        None => out!("last purge  none remembered"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Purges finished tasks, one request after another while the server says there are more
 /// (a dry run asks once), and prints the totals.
 pub(super) async fn purge(

@@ -1,5 +1,5 @@
-//! Retention routes: `POST /v1/purge` (what the retention policy does on its own, now, with a
-//! dry run), and the `410 task_purged` every task route answers for a purged id.
+//! Retention routes: `GET /v1/retention` (the policy), `POST /v1/purge` (what the retention
+//! policy does on its own, now, with a dry run), and the `410 task_purged` every task route answers for a purged id.
 
 use axum::Json;
 use axum::body::Bytes;
@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use tasker_shared::TaskState;
-use tasker_shared::api::{ErrorBody, PurgeRequest, Purged};
+use tasker_shared::api::{ErrorBody, PurgeRequest, Purged, RetentionPolicy};
 use tasker_shared::config::MIN_RETENTION;
 
 use super::access::Caller;
@@ -22,6 +22,24 @@ use crate::shared::Shared;
 /// Most tasks one request purges by default, and at most.
 const DEFAULT_LIMIT: u32 = 10_000;
 const MAX_LIMIT: u32 = 100_000;
+
+/// The retention policy this orchestrator runs (`[retention]`: how long finished tasks of each
+/// state are kept, the purge's pace) and when a task was last purged. Any token.
+#[utoipa::path(get, path = "/v1/retention", tag = "retention", operation_id = "retention_policy",
+    responses((status = 200, body = RetentionPolicy)))]
+pub(super) async fn policy(State(shared): State<Shared>) -> Result<Json<RetentionPolicy>, Error> {
+    let r = &shared.config.retention;
+    Ok(Json(RetentionPolicy {
+        complete: r.complete.clone(),
+        error: r.error.clone(),
+        cancelled: r.cancelled.clone(),
+        tombstones: r.tombstones.clone(),
+        interval_ms: r.interval_ms,
+        batch: r.batch as u64,
+        busy_percent: r.busy_percent,
+        last_purged_at: shared.store.last_purged_at().await?,
+    }))
+}
 
 /// Purges finished tasks now: those of the given states that finished longer ago than
 /// `older_than` — never one that is unfinished or whose parent or child task is — with their

@@ -139,6 +139,16 @@ impl Store {
         )
     }
 
+    /// When the newest tombstone was written: the last time a task was purged, if any is
+    /// remembered.
+    pub async fn last_purged_at(&self) -> Result<Option<DateTime<Utc>>> {
+        Ok(
+            sqlx::query_scalar("SELECT max(purged_at) FROM purged_tasks")
+                .fetch_one(&self.pool)
+                .await?,
+        )
+    }
+
     /// Forgets up to `limit` tombstones older than `before`; returns how many.
     pub async fn expire_tombstones(&self, before: DateTime<Utc>, limit: u32) -> Result<u64> {
         let done = sqlx::query(
