@@ -2,7 +2,8 @@
 // playwright-core: a schedule is listed with its next fire, triggered (the page opens the new
 // task) and paused with a note; a scheduled task is found with the `scheduled` filter; a task
 // whose step waits for a signal says so, a refused signal shows the API's error and the signal
-// sent from the form completes the step; a purged task's page says it was purged. Run by tests/fast/dashboard.rs, which reads the JSON
+// sent from the form completes the step; a purged task's page says it was purged; the retention
+// page shows the policy and the last purge. Run by tests/fast/dashboard.rs, which reads the JSON
 // report this prints on its last line and asserts on it (and on what the API then says).
 //
 // Environment: TASKER_URL (the orchestrator, tokens off), SCHEDULE ("namespace/name" of a
@@ -133,4 +134,19 @@ await tour(opened, async () => {
     errorHidden: !(await page.isVisible('#error')),
   };
   await shot('t7-purged');
+
+  // The retention policy: how long finished tasks of each state are kept, how long a purged id
+  // answers 410, the purge's pace and the last purge (the task purged above), with no error.
+  await page.goto(`${url}/ui/#/retention`);
+  await page.waitForSelector('#retention dl');
+  report.retention = {
+    // Each term and its value: "Completed tasks kept 30d", …, "Last purge 2026-… (12s ago)".
+    rows: await page.locator('#retention dt').evaluateAll((dts) => dts.map((dt) =>
+      `${dt.textContent} ${dt.nextElementSibling.textContent}`.replace(/\s+/g, ' ').trim())),
+    // The exact time of the last purge (null when none is remembered).
+    lastPurgedAt: await page.getAttribute('#retention-last', 'data-purged-at'),
+    navCurrent: await page.getAttribute('header nav a[href="#/retention"]', 'aria-current'),
+    errorHidden: !(await page.isVisible('#error')),
+  };
+  await shot('t8-retention');
 });

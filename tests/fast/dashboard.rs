@@ -445,6 +445,40 @@ async fn schedules_delays_and_signals_from_the_dashboard_in_a_real_browser() -> 
     assert_eq!(gone["state"], "complete", "{report}");
     assert_eq!(gone["errorHidden"], true, "{report}");
 
+    // The retention page: the policy (the defaults) and that purge, at the API's exact time.
+    let retention = &report["retention"];
+    let rows: Vec<&str> = retention["rows"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        rows.get(..5),
+        Some(
+            &[
+                "Completed tasks kept 30d",
+                "Failed tasks kept 90d",
+                "Cancelled tasks kept 30d",
+                "Purged ids answer 410 for 90d",
+                "Pace 200 tasks a batch, at most 5% of the time, every 60 s",
+            ][..]
+        ),
+        "{report}"
+    );
+    assert!(
+        rows.get(5)
+            .is_some_and(|r| r.starts_with("Last purge ") && r.contains(" ago)")),
+        "{report}"
+    );
+    let last = o.client.retention().await?.last_purged_at.expect("purged");
+    let shown = retention["lastPurgedAt"].as_str().unwrap_or_default();
+    assert_eq!(
+        chrono::DateTime::parse_from_rfc3339(shown).ok(),
+        Some(last.into()),
+        "{report}"
+    );
+    assert_eq!(retention["navCurrent"], "page", "{report}");
+    assert_eq!(retention["errorHidden"], true, "{report}");
+
     // The schedules list: the row with its next fire, exact and relative.
     let listed = &report["listed"];
     assert_eq!(listed["paused"], "false", "{report}");
@@ -539,6 +573,7 @@ async fn schedules_delays_and_signals_from_the_dashboard_in_a_real_browser() -> 
             "t5-waiting",
             "t6-signalled",
             "t7-purged",
+            "t8-retention",
         ],
     );
 

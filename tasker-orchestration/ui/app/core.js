@@ -230,6 +230,7 @@ const VIEWS = {
   'dead-letters/1': deadLetterView,
   'workers/0': workersView,
   'limits/0': limitsView,
+  'retention/0': retentionView,
 };
 let current = null; // the AbortController of the view on screen: aborted when leaving it
 

@@ -942,6 +942,11 @@ DRY_RUN = {
     **PURGE_ANSWER, "dry_run": True, "older_than": "1h", "states": ["complete"],
     "by_state": {"complete": 3}, "tasks": 3, "rows": None, "bytes": None, "more": False,
 }
+RETENTION = {
+    "complete": "30d", "error": "90d", "cancelled": "30d", "tombstones": "90d",
+    "interval_ms": 60000, "batch": 200, "busy_percent": 5,
+    "last_purged_at": "2026-11-27T10:02:03.123456Z",
+}
 
 
 def test_the_scale_calls_send_the_contracts_requests_and_read_its_answers(
@@ -1099,10 +1104,45 @@ def test_a_purged_task_is_task_purged_everywhere_and_wait_stops_at_once(
     asyncio.run(the_async_twin())
 
 
+def test_the_retention_call_reads_the_policy(recorder: tuple[str, type[Recorder]]) -> None:
+    url, api = recorder
+    kept = {**RETENTION, "complete": "never", "tombstones": "1h30m", "busy_percent": 100,
+            "last_purged_at": None}
+    api.answers.update({
+        ("GET", "/v1/retention"): [
+            (200, RETENTION), (200, kept),
+            (401, {"error": {"code": "unauthorized", "message": "a valid API token"}}),
+            (200, RETENTION),
+        ],
+    })
+    with tasker.Client(url) as c:
+        policy = c.retention()
+        assert policy == tasker.RetentionPolicy(
+            complete="30d", error="90d", cancelled="30d", tombstones="90d", interval_ms=60000,
+            batch=200, busy_percent=5,
+            last_purged_at=datetime(2026, 11, 27, 10, 2, 3, 123456, tzinfo=timezone.utc),
+        )
+        assert c.retention() == tasker.RetentionPolicy(
+            complete="never", error="90d", cancelled="30d", tombstones="1h30m",
+            interval_ms=60000, batch=200, busy_percent=100, last_purged_at=None,
+        )
+        with pytest.raises(tasker.AuthError) as refused:
+            c.retention()
+        assert (refused.value.status, refused.value.code) == (401, "unauthorized")
+
+    async def the_async_twin() -> None:
+        async with tasker.AsyncClient(url) as c:
+            assert await c.retention() == policy
+
+    asyncio.run(the_async_twin())
+    # A plain GET, no query, no body.
+    assert api.requests == [("GET", "/v1/retention", None)] * 4
+
+
 def test_the_conformance_clients_scale_mode_prints_what_it_read_and_did(
     recorder: tuple[str, type[Recorder]],
 ) -> None:
-    """``conformance-client URL scale NAMESPACE NAME CONTEXT_JSON KEY_PREFIX``: three lines, a
+    """``conformance-client URL scale NAMESPACE NAME CONTEXT_JSON KEY_PREFIX``: four lines, a
     label and one line of compact JSON each, against the stand-in (the conformance suite runs it
     against a real orchestrator)."""
     url, api = recorder
@@ -1121,6 +1161,7 @@ def test_the_conformance_clients_scale_mode_prints_what_it_read_and_did(
     api.answers.update({
         ("POST", "/v1/tasks:batch"): [(200, first), (200, second)],
         ("POST", "/v1/purge"): (200, DRY_RUN),
+        ("GET", "/v1/retention"): (200, RETENTION),
     })
     out = subprocess.run(
         [sys.executable, str(WORKER_DIR / "fixtures/conformance_client.py"), url, "scale", NS,
@@ -1132,6 +1173,7 @@ def test_the_conformance_clients_scale_mode_prints_what_it_read_and_did(
         'first ["created","created","refused:unknown_template"]',
         'second ["existing","existing","refused:unknown_template"]',
         'purge {"dry_run":true,"states":["complete"],"more":false,"rows":null}',
+        'retention {"complete":"30d","error":"90d","cancelled":"30d","busy_percent":5}',
     ]
     batch = {"tasks": [
         {"namespace": NS, "name": "linear", "context": {"value": 6},
@@ -1144,6 +1186,7 @@ def test_the_conformance_clients_scale_mode_prints_what_it_read_and_did(
         ("POST", "/v1/tasks:batch", batch),
         ("POST", "/v1/tasks:batch", batch),
         ("POST", "/v1/purge", {"older_than": "1h", "states": ["complete"], "dry_run": True}),
+        ("GET", "/v1/retention", None),
     ]
 
 

@@ -814,6 +814,11 @@ class ClientScaleWireTest < Minitest::Test
   }.freeze
   DRY_RUN = PURGE_ANSWER.merge("dry_run" => true, "older_than" => "1h", "states" => ["complete"],
                                "by_state" => { "complete" => 3 }, "tasks" => 3, "rows" => nil, "bytes" => nil).freeze
+  RETENTION = {
+    "complete" => "30d", "error" => "90d", "cancelled" => "30d", "tombstones" => "90d",
+    "interval_ms" => 60_000, "batch" => 200, "busy_percent" => 5,
+    "last_purged_at" => "2026-11-27T10:02:03.123456Z"
+  }.freeze
 
   def test_the_scale_calls_send_the_contracts_requests_and_read_its_answers
     duplicate = { "error" => { "code" => "duplicate_idempotency_key", "message" => "two items share the key k",
@@ -921,7 +926,33 @@ class ClientScaleWireTest < Minitest::Test
     api&.stop
   end
 
-  # `conformance-client URL scale NAMESPACE NAME CONTEXT_JSON KEY_PREFIX`: three lines, a label and
+  def test_the_retention_call_reads_the_policy
+    kept = RETENTION.merge("complete" => "never", "tombstones" => "1h30m", "busy_percent" => 100,
+                           "last_purged_at" => nil)
+    api = StandIn.new("GET /v1/retention" => [[200, RETENTION], [200, kept],
+                                              [401, { "error" => { "code" => "unauthorized",
+                                                                   "message" => "a valid API token" } }]])
+    client = Client.new(url: api.url)
+
+    policy = client.retention
+    assert_equal Client::RetentionPolicy.new(
+      complete: "30d", error: "90d", cancelled: "30d", tombstones: "90d", interval_ms: 60_000, batch: 200,
+      busy_percent: 5, last_purged_at: Time.utc(2026, 11, 27, 10, 2, 3, 123_456)
+    ), policy
+    assert_equal Client::RetentionPolicy.new(
+      complete: "never", error: "90d", cancelled: "30d", tombstones: "1h30m", interval_ms: 60_000, batch: 200,
+      busy_percent: 100, last_purged_at: nil
+    ), client.retention
+    refused = assert_raises(Client::AuthError) { client.retention }
+    assert_equal [401, "unauthorized"], [refused.status, refused.code]
+    # A plain GET, no query, no body.
+    assert_equal [["GET", "/v1/retention", nil]] * 3, api.requests
+  ensure
+    client&.close
+    api&.stop
+  end
+
+  # `conformance-client URL scale NAMESPACE NAME CONTEXT_JSON KEY_PREFIX`: four lines, a label and
   # one line of compact JSON each, against the stand-in (the conformance suite runs it against a
   # real orchestrator).
   def test_the_conformance_clients_scale_mode_prints_what_it_read_and_did
@@ -932,7 +963,8 @@ class ClientScaleWireTest < Minitest::Test
     first = { "created" => 2, "existing" => 0, "refused" => 1, "results" => [*created, refused] }
     second = { "created" => 0, "existing" => 2, "refused" => 1,
                "results" => [*created.map { |r| r.merge("status" => "existing") }, refused] }
-    api = StandIn.new("POST /v1/tasks:batch" => [[200, first], [200, second]], "POST /v1/purge" => [200, DRY_RUN])
+    api = StandIn.new("POST /v1/tasks:batch" => [[200, first], [200, second]], "POST /v1/purge" => [200, DRY_RUN],
+                      "GET /v1/retention" => [200, RETENTION])
     script = File.expand_path("../fixtures/conformance_client.rb", __dir__)
     out, err, status = Open3.capture3(RbConfig.ruby, "-I", File.expand_path("../lib", __dir__), script, api.url,
                                       "scale", NS, "linear", '{"value": 6}', "conformance-scale-7")
@@ -940,7 +972,8 @@ class ClientScaleWireTest < Minitest::Test
     assert_equal [
       'first ["created","created","refused:unknown_template"]',
       'second ["existing","existing","refused:unknown_template"]',
-      'purge {"dry_run":true,"states":["complete"],"more":false,"rows":null}'
+      'purge {"dry_run":true,"states":["complete"],"more":false,"rows":null}',
+      'retention {"complete":"30d","error":"90d","cancelled":"30d","busy_percent":5}'
     ], out.lines(chomp: true)
     item = { "namespace" => NS, "name" => "linear", "context" => { "value" => 6 } }
     batch = { "tasks" => [
@@ -951,7 +984,8 @@ class ClientScaleWireTest < Minitest::Test
     assert_equal [
       ["POST", "/v1/tasks:batch", batch],
       ["POST", "/v1/tasks:batch", batch],
-      ["POST", "/v1/purge", { "older_than" => "1h", "states" => ["complete"], "dry_run" => true }]
+      ["POST", "/v1/purge", { "older_than" => "1h", "states" => ["complete"], "dry_run" => true }],
+      ["GET", "/v1/retention", nil]
     ], api.requests
   ensure
     api&.stop

@@ -11,6 +11,7 @@ import {
   isTerminal,
   purgeResultFromJson,
   rateLimitFromJson,
+  retentionPolicyFromJson,
   scheduleFromJson,
   signalFromJson,
   stepFromJson,
@@ -24,6 +25,7 @@ import {
   type PurgeResult,
   type PurgeState,
   type RateLimit,
+  type RetentionPolicy,
   type Schedule,
   type Signal,
   type Step,
@@ -538,6 +540,17 @@ export class Client {
       limit: options.limit,
     };
     return purgeResultFromJson(await this.#http.send("POST", "/v1/purge", { body }));
+  }
+
+  /**
+   * The retention policy the orchestrator runs (`GET /v1/retention`): how long finished tasks of
+   * each state are kept before it purges them and purged ids reject with a
+   * {@link TaskPurgedError} (durations such as `"30d"`, or `"never"`), the purge's pace, and
+   * `lastPurgedAt`, when the most recently purged task still remembered was purged (`null` when
+   * none is). Any valid token may read it.
+   */
+  async retention(): Promise<RetentionPolicy> {
+    return retentionPolicyFromJson(await this.#http.send("GET", "/v1/retention"));
   }
 }
 

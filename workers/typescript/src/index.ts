@@ -59,6 +59,7 @@ export {
   type PurgeResult,
   type PurgeState,
   type RateLimit,
+  type RetentionPolicy,
   type Schedule,
   type Signal,
   type Step,

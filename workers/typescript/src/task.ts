@@ -385,6 +385,30 @@ export interface PurgeResult {
   more: boolean;
 }
 
+/**
+ * The retention policy the orchestrator runs, as {@link Client.retention} reads it: how long
+ * finished tasks of each state are kept before an orchestrator purges them (`complete`, `error`,
+ * `cancelled`) and how long a purged task's id rejects with a `TaskPurgedError` (`tombstones`),
+ * each a duration as configured (`"30d"`, `"36h"`, `"1h30m"`) or `"never"`; and the purge's pace.
+ */
+export interface RetentionPolicy {
+  complete: string;
+  error: string;
+  cancelled: string;
+  tombstones: string;
+  /** How often an orchestrator looks for tasks to purge, in ms. */
+  intervalMs: number;
+  /** Tasks purged per transaction. */
+  batch: number;
+  /** The most of its time a purge spends deleting, 1–100. */
+  busyPercent: number;
+  /**
+   * When the most recently purged task still remembered (its tombstone kept) was purged, by the
+   * policy or by {@link Client.purge}; `null` when none is.
+   */
+  lastPurgedAt: Date | null;
+}
+
 /** One entry of a task's history: a task transition (`step` is `null`) or a step's. */
 export interface Transition {
   step: string | null;
@@ -652,5 +676,20 @@ export function purgeResultFromJson(json: unknown): PurgeResult {
     rows: p.rows ?? null,
     bytes: p.bytes ?? null,
     more: p.more === true,
+  };
+}
+
+/** The retention policy from the API's JSON. */
+export function retentionPolicyFromJson(json: unknown): RetentionPolicy {
+  const r = json as Wire;
+  return {
+    complete: r.complete,
+    error: r.error,
+    cancelled: r.cancelled,
+    tombstones: r.tombstones,
+    intervalMs: r.interval_ms,
+    batch: r.batch,
+    busyPercent: r.busy_percent,
+    lastPurgedAt: date(r.last_purged_at),
   };
 }

@@ -1193,6 +1193,16 @@ describe("Client and the scale API's wire", () => {
   const invalidState = {
     error: { code: "invalid_state", message: "running is not finished", details: { state: "running" } },
   };
+  const retention = {
+    complete: "30d",
+    error: "90d",
+    cancelled: "30d",
+    tombstones: "90d",
+    interval_ms: 60000,
+    batch: 200,
+    busy_percent: 5,
+    last_purged_at: "2026-11-27T10:02:03.123456Z",
+  };
   const refusedItem = {
     index: 2,
     status: "refused",
@@ -1205,7 +1215,8 @@ describe("Client and the scale API's wire", () => {
     refused: 1,
     results: [...batch.results.slice(0, 2).map((r) => ({ ...r, status: "existing" })), refusedItem],
   };
-  // Each test sets the answers of POST /v1/tasks:batch and POST /v1/purge it needs, in turn.
+  // Each test sets the answers of POST /v1/tasks:batch, POST /v1/purge and GET /v1/retention it
+  // needs, in turn.
   const answers = {
     ...Object.fromEntries(
       [
@@ -1322,6 +1333,38 @@ describe("Client and the scale API's wire", () => {
     ]);
   });
 
+  it("reads the retention policy", async () => {
+    requests.length = 0;
+    answers["GET /v1/retention"] = [
+      [200, retention],
+      [200, { ...retention, complete: "never", tombstones: "1h30m", busy_percent: 100, last_purged_at: null }],
+      [401, { error: { code: "unauthorized", message: "a valid API token" } }],
+    ];
+    assert.deepEqual(await client.retention(), {
+      complete: "30d",
+      error: "90d",
+      cancelled: "30d",
+      tombstones: "90d",
+      intervalMs: 60000,
+      batch: 200,
+      busyPercent: 5,
+      lastPurgedAt: new Date("2026-11-27T10:02:03.123Z"),
+    });
+    assert.deepEqual(await client.retention(), {
+      complete: "never",
+      error: "90d",
+      cancelled: "30d",
+      tombstones: "1h30m",
+      intervalMs: 60000,
+      batch: 200,
+      busyPercent: 100,
+      lastPurgedAt: null,
+    });
+    await assert.rejects(client.retention(), apiError(AuthError, 401, "unauthorized"));
+    // A plain GET, no query, no body.
+    assert.deepEqual(requests, Array(3).fill(["GET", "/v1/retention", null]));
+  });
+
   it("rejects every call on a purged task with a TaskPurgedError, and a wait at once", async () => {
     const isPurged = (err) => {
       apiError(TaskPurgedError, 410, "task_purged")(err);
@@ -1359,6 +1402,7 @@ describe("Client and the scale API's wire", () => {
       [200, scaleSecond],
     ];
     answers["POST /v1/purge"] = [200, dryRun];
+    answers["GET /v1/retention"] = [200, retention];
     const { stdout } = await promisify(execFile)(
       process.execPath,
       [
@@ -1376,6 +1420,7 @@ describe("Client and the scale API's wire", () => {
       'first ["created","created","refused:unknown_template"]',
       'second ["existing","existing","refused:unknown_template"]',
       'purge {"dry_run":true,"states":["complete"],"more":false,"rows":null}',
+      'retention {"complete":"30d","error":"90d","cancelled":"30d","busy_percent":5}',
       "",
     ]);
     const items = {
@@ -1389,6 +1434,7 @@ describe("Client and the scale API's wire", () => {
       ["POST", "/v1/tasks:batch", items],
       ["POST", "/v1/tasks:batch", items],
       ["POST", "/v1/purge", { older_than: "1h", states: ["complete"], dry_run: true }],
+      ["GET", "/v1/retention", null],
     ]);
   });
 });

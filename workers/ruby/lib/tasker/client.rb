@@ -22,8 +22,9 @@ module Tasker
   # A client of the orchestrator's REST API: submit tasks (now or later, one or many at once),
   # wait for them, list, cancel, read their steps and history, repair them, signal them, manage
   # schedules, list the workers serving them, read the concurrency and rate limits (pausing a
-  # rate key), and purge finished tasks. Pure Ruby (net/http); it does not load the worker's
-  # native extension, so an app that only submits work needs `require "tasker/client"` alone.
+  # rate key), purge finished tasks and read the retention policy. Pure Ruby (net/http); it does
+  # not load the worker's native extension, so an app that only submits work needs
+  # `require "tasker/client"` alone.
   #
   #   client = Tasker::Client.new(url: "http://127.0.0.1:8080")
   #   task = client.create_task("ruby_examples", "linear", { "value" => 6 })
@@ -32,9 +33,9 @@ module Tasker
   #   task.result # => {"halve"=>{"value"=>242}}
   #
   # Values are Task, Step, Transition, TaskPage, StepPage, Signal, Schedule, Backfill,
-  # WorkerInfo, ConcurrencyLimit, RateLimit, BatchCreated and PurgeResult structs (TaskChild,
-  # StepChild, StepThrottle and StepLimits inside tasks and steps, BatchItemResult and
-  # BatchItemError inside a BatchCreated); JSON inside them
+  # WorkerInfo, ConcurrencyLimit, RateLimit, BatchCreated, PurgeResult and RetentionPolicy
+  # structs (TaskChild, StepChild, StepThrottle and StepLimits inside tasks and steps,
+  # BatchItemResult and BatchItemError inside a BatchCreated); JSON inside them
   # (context, results, errors) has string keys; timestamps are Times.
   # Failures raise a Client::Error: an ApiError subclass (NotFoundError, ConflictError,
   # TaskPurgedError, ...) carrying the API's stable #code, or a ConnectionError. A client is safe
@@ -345,6 +346,15 @@ module Tasker
     def purge(older_than:, states: nil, dry_run: false, limit: nil)
       body = { older_than: older_than, states: states, dry_run: dry_run, limit: limit }.compact
       PurgeResult.from_json(@http.post("/v1/purge", body))
+    end
+
+    # The retention policy the orchestrator runs (`GET /v1/retention`), as a RetentionPolicy: how
+    # long finished tasks of each state are kept before it purges them and purged ids raise
+    # TaskPurgedError (durations such as "30d", or "never"), the purge's pace, and
+    # `last_purged_at`, when the most recently purged task still remembered was purged (nil when
+    # none is). Any valid token may read it.
+    def retention
+      RetentionPolicy.from_json(@http.get("/v1/retention"))
     end
 
     # Closes the connections kept open for the next calls.

@@ -11,8 +11,8 @@
 Answers are frozen dataclasses (:class:`Task`, :class:`Step`, :class:`Transition`,
 :class:`TaskPage`, :class:`StepPage`, :class:`Signal`, :class:`Schedule`, :class:`WorkerInfo`,
 :class:`ConcurrencyLimit`, :class:`RateLimit`, :class:`BatchCreated`, :class:`PurgeResult`,
-...) with ``datetime`` timestamps; failures are :class:`ClientError` subclasses carrying the
-API's stable error code.
+:class:`RetentionPolicy`, ...) with ``datetime`` timestamps; failures are :class:`ClientError`
+subclasses carrying the API's stable error code.
 """
 
 from ._clients import AsyncClient, Client
@@ -39,6 +39,7 @@ from .values import (
     ConcurrencyLimit,
     PurgeResult,
     RateLimit,
+    RetentionPolicy,
     Schedule,
     Signal,
     Step,
@@ -77,6 +78,7 @@ __all__ = [
     "NotFound",
     "PurgeResult",
     "RateLimit",
+    "RetentionPolicy",
     "Schedule",
     "ServerError",
     "Signal",

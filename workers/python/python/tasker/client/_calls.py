@@ -26,6 +26,7 @@ from .values import (
     ConcurrencyLimit,
     PurgeResult,
     RateLimit,
+    RetentionPolicy,
     Schedule,
     Signal,
     Step,
@@ -379,3 +380,7 @@ def purge(
     if limit is not None:
         body["limit"] = limit
     return _call(Request("POST", "/v1/purge", json=body), PurgeResult.from_json)
+
+
+def retention() -> Call[RetentionPolicy]:
+    return _call(Request("GET", "/v1/retention"), RetentionPolicy.from_json)

@@ -20,6 +20,7 @@ from .values import (
     ConcurrencyLimit,
     PurgeResult,
     RateLimit,
+    RetentionPolicy,
     Schedule,
     Signal,
     Step,
@@ -373,6 +374,14 @@ class Client:
         restricted to namespaces (:class:`~tasker.AuthError` ``forbidden`` otherwise)."""
         return self._run(_calls.purge(older_than, states, dry_run, limit))
 
+    def retention(self) -> RetentionPolicy:
+        """The retention policy the orchestrator runs (``GET /v1/retention``): how long finished
+        tasks of each state are kept before it purges them and purged ids answer
+        :class:`~tasker.TaskPurged` (durations such as ``"30d"``, or ``"never"``), the purge's
+        pace, and ``last_purged_at``, when the most recently purged task still remembered was
+        purged (``None`` when none is). Any valid token may read it."""
+        return self._run(_calls.retention())
+
 
 class AsyncClient:
     """The ``async`` twin of :class:`Client`: the same constructor and methods, awaited, and
@@ -616,3 +625,7 @@ class AsyncClient:
     ) -> PurgeResult:
         """See :meth:`Client.purge`."""
         return await self._run(_calls.purge(older_than, states, dry_run, limit))
+
+    async def retention(self) -> RetentionPolicy:
+        """See :meth:`Client.retention`."""
+        return await self._run(_calls.retention())

@@ -1,5 +1,6 @@
 """What the API answers with: tasks, steps, history transitions and pages of them, signals,
-schedules, workers, concurrency and rate limits, a bulk create's results and a purge's.
+schedules, workers, concurrency and rate limits, a bulk create's results, a purge's and the
+retention policy.
 
 Field names are the JSON's (``Transition.from_`` for ``from``, a Python keyword). Ids are
 strings, timestamps timezone-aware ``datetime`` values (UTC), and results, errors and contexts
@@ -717,4 +718,39 @@ class PurgeResult:
             rows=None if rows is None else int(rows),
             bytes=None if size is None else int(size),
             more=bool(data["more"]),
+        )
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    """The retention policy the orchestrator runs (its ``[retention]`` configuration): how long
+    finished tasks of each state are kept before an orchestrator purges them (``complete``,
+    ``error``, ``cancelled``) and how long a purged task's id answers :class:`~tasker.TaskPurged`
+    (``tombstones``), each a duration as configured (``"30d"``, ``"36h"``, ``"1h30m"``) or
+    ``"never"``; the purge's pace: it looks every ``interval_ms`` milliseconds, purges ``batch``
+    tasks a transaction and spends at most ``busy_percent`` (1-100) of its time deleting.
+    ``last_purged_at`` is when the most recently purged task still remembered (its tombstone
+    kept) was purged, by the policy or by :meth:`~tasker.Client.purge`; ``None`` when none is."""
+
+    complete: str
+    error: str
+    cancelled: str
+    tombstones: str
+    interval_ms: int
+    batch: int
+    busy_percent: int
+    last_purged_at: datetime | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RetentionPolicy:
+        """The retention policy from its JSON object."""
+        return cls(
+            complete=str(data["complete"]),
+            error=str(data["error"]),
+            cancelled=str(data["cancelled"]),
+            tombstones=str(data["tombstones"]),
+            interval_ms=int(data["interval_ms"]),
+            batch=int(data["batch"]),
+            busy_percent=int(data["busy_percent"]),
+            last_purged_at=_optional_time(data.get("last_purged_at")),
         )

@@ -26,5 +26,18 @@ module Tasker
         more == true
       end
     end
+
+    # The retention policy the orchestrator runs, as Client#retention reads it: how long finished
+    # tasks of each state are kept before an orchestrator purges them (`complete`, `error`,
+    # `cancelled`) and how long a purged task's id raises TaskPurgedError (`tombstones`), each a
+    # duration String as configured ("30d", "36h", "1h30m") or "never"; the purge's pace: it
+    # looks every `interval_ms` milliseconds, purges `batch` tasks a transaction and spends at
+    # most `busy_percent` (1–100) of its time deleting. `last_purged_at` (a Time) is when the
+    # most recently purged task still remembered (its tombstone kept) was purged, by the policy
+    # or by Client#purge; nil when none is.
+    RetentionPolicy = Record.struct(
+      :complete, :error, :cancelled, :tombstones, :interval_ms, :batch, :busy_percent, :last_purged_at,
+      times: %i[last_purged_at]
+    )
   end
 end
