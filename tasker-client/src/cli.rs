@@ -48,7 +48,7 @@ pub struct Cli {
     /// PEM file of CA certificates to trust for an https:// orchestrator (a private CA).
     #[arg(long, env = "TASKER_TLS_CA_FILE", global = true)]
     tls_ca_file: Option<std::path::PathBuf>,
-    /// Print raw JSON instead of a summary.
+    /// Print raw JSON instead of a summary; a failure too, as `{"error": {…}}` on stderr.
     #[arg(long, global = true)]
     json: bool,
     #[command(subcommand)]
@@ -97,7 +97,9 @@ enum Command {
     },
     /// Send a signal to a task: a wait step waiting for NAME completes with the payload.
     Signal {
+        /// The task's id.
         id: Uuid,
+        /// The signal's name (what the wait step waits for).
         name: String,
         /// The payload as JSON, `@FILE` to read it from a file, or `-` for stdin.
         #[arg(long)]
@@ -107,7 +109,10 @@ enum Command {
         signal_id: Option<String>,
     },
     /// List a task's signals and the steps that consumed them.
-    Signals { id: Uuid },
+    Signals {
+        /// The task's id.
+        id: Uuid,
+    },
     /// Cron schedules that start tasks: list, show, apply FILE…, pause, resume, trigger,
     /// backfill, delete (`tasker schedules` lists them).
     Schedules {
@@ -115,18 +120,25 @@ enum Command {
         action: Option<SchedulesCommand>,
     },
     /// Show a task and its steps (`--json`: one document, `{"task": …, "steps": […]}`).
-    Show { id: Uuid },
+    Show {
+        /// The task's id.
+        id: Uuid,
+    },
     /// Wait for a task to finish and show it. Any timeout works (the wait is made of long
     /// polls within the server's cap).
     Wait {
+        /// The task's id.
         id: Uuid,
+        /// Seconds to wait before giving up (exit 3).
         #[arg(long, default_value_t = 60.0)]
         timeout: f64,
     },
     /// List tasks, newest first, a page at a time (`--all`: every page).
     List {
-        #[arg(long)]
+        /// Only tasks in this state.
+        #[arg(long, value_parser = ["scheduled", "running", "complete", "error", "cancelled"])]
         state: Option<String>,
+        /// Only tasks of this namespace.
         #[arg(long)]
         namespace: Option<String>,
         /// Only tasks of this template (its name).
@@ -148,6 +160,7 @@ enum Command {
     /// List the live workers: who they are, the namespaces and handlers they serve
     /// (`--all`: also those gone in the last day).
     Workers {
+        /// Also the workers gone in the last day.
         #[arg(long)]
         all: bool,
     },
@@ -178,12 +191,19 @@ enum Command {
     /// are kept, the purge's pace, and when a task was last purged.
     Retention,
     /// Print a shell completion script: `tasker completions bash > /etc/bash_completion.d/tasker`.
-    Completions { shell: clap_complete::Shell },
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
     /// Cancel a running task.
-    Cancel { id: Uuid },
+    Cancel {
+        /// The task's id.
+        id: Uuid,
+    },
     /// Retry a task that ended in error: the step that failed it runs again with its
     /// template's attempts, and the steps the failure cancelled wait for their parents again.
     Retry {
+        /// The task's id.
         id: Uuid,
         /// Name the failed step (name or id); refused unless it is the one that failed the task.
         #[arg(long)]
@@ -197,6 +217,7 @@ enum Command {
     /// Complete the step that failed a task with a result given by hand; the task goes on
     /// from there.
     Resolve {
+        /// The task's id.
         id: Uuid,
         /// The failed step (name or id).
         step: String,
@@ -210,7 +231,10 @@ enum Command {
         wait: Option<f64>,
     },
     /// Show a task's history: every task and step transition, oldest first.
-    History { id: Uuid },
+    History {
+        /// The task's id.
+        id: Uuid,
+    },
     /// List, show, replay and discard dead letters: messages no one could process, kept with
     /// their reason (`tasker dead-letters` lists them).
     #[command(name = "dead-letters")]
@@ -274,6 +298,13 @@ fn json_arg(flag: &str, value: &str) -> anyhow::Result<Value> {
 }
 
 /// Runs the command `cli` names.
+impl Cli {
+    /// Whether answers, and failures, are printed as JSON (`--json`).
+    pub fn json(&self) -> bool {
+        self.json
+    }
+}
+
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let client = Client::with_options(
         &cli.url,
@@ -410,5 +441,28 @@ mod tests {
     #[test]
     fn every_command_is_well_formed() {
         <super::Cli as clap::CommandFactory>::command().debug_assert();
+    }
+
+    /// `tasker X --help` explains every argument of every command.
+    #[test]
+    fn every_argument_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if arg.get_help().is_none() && !["help", "version"].contains(&id) {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(
+            &<super::Cli as clap::CommandFactory>::command(),
+            "tasker",
+            &mut missing,
+        );
+        assert!(missing.is_empty(), "arguments without help: {missing:#?}");
     }
 }

@@ -23,22 +23,61 @@ mod cli;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        // A usage error under --json is JSON too; --help and --version print as they do.
+        Err(e) if e.use_stderr() && std::env::args_os().any(|a| a == "--json") => {
+            let rendered = e.render().to_string();
+            let first = rendered.lines().next().unwrap_or_default();
+            let message = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("{}", failure("usage", None, message, 2));
+            return ExitCode::from(2);
+        }
+        Err(e) => e.exit(),
+    };
+    let json = cli.json();
     match cli::run(cli).await {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
-            exit_code(&e)
+            let code = exit_code(&e);
+            if json {
+                let (kind, status) = match e.downcast_ref::<tasker_client::Error>() {
+                    Some(tasker_client::Error::Api { status, code, .. }) => {
+                        (code.as_str(), Some(*status))
+                    }
+                    Some(tasker_client::Error::Http(_)) => ("unreachable", None),
+                    Some(tasker_client::Error::Tls(_)) => ("tls", None),
+                    None => ("local_input", None),
+                };
+                let message = match e.downcast_ref::<tasker_client::Error>() {
+                    Some(tasker_client::Error::Api { message, .. }) => message.clone(),
+                    _ => format!("{e:#}"),
+                };
+                eprintln!("{}", failure(kind, status, &message, code));
+            } else {
+                eprintln!("error: {e:#}");
+            }
+            ExitCode::from(code)
         }
     }
 }
 
+/// A failure as `--json` prints it: `{"error": {"code", "status"?, "message", "exit_code"}}`,
+/// `code` the API's error code or one of `unreachable`, `tls`, `local_input`, `usage`.
+fn failure(code: &str, status: Option<u16>, message: &str, exit_code: u8) -> serde_json::Value {
+    let mut error = serde_json::json!({"code": code, "message": message, "exit_code": exit_code});
+    if let Some(status) = status {
+        error["status"] = status.into();
+    }
+    serde_json::json!({ "error": error })
+}
+
 /// The exit code of a failed command, by class (`cli::EXIT_CODES`).
-fn exit_code(e: &anyhow::Error) -> ExitCode {
+fn exit_code(e: &anyhow::Error) -> u8 {
     match e.downcast_ref::<tasker_client::Error>() {
-        Some(tasker_client::Error::Api { status, .. }) if *status < 500 => ExitCode::from(4),
-        Some(tasker_client::Error::Tls(_)) => ExitCode::from(2),
-        Some(_) => ExitCode::from(5),
-        None => ExitCode::from(2),
+        Some(tasker_client::Error::Api { status, .. }) if *status < 500 => 4,
+        Some(tasker_client::Error::Tls(_)) => 2,
+        Some(_) => 5,
+        None => 2,
     }
 }

@@ -103,6 +103,25 @@ fn the_document_names_exactly_the_routes_of_the_readme() {
     assert_eq!(doc["security"][0]["bearer"], serde_json::json!([]));
 }
 
+/// Code generators name a method after each operation: every operation has an `operationId`,
+/// and no two share one.
+#[test]
+fn every_operation_has_its_own_id() {
+    let doc = serde_json::to_value(tasker_orchestration::api::openapi()).unwrap();
+    let mut seen = std::collections::BTreeMap::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in item.as_object().expect("path item") {
+            let id = op["operationId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{method} {path} has no operationId"));
+            if let Some(other) = seen.insert(id.to_owned(), format!("{method} {path}")) {
+                panic!("operationId {id:?} is both {other} and {method} {path}");
+            }
+        }
+    }
+    assert!(seen.len() >= 50, "{seen:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_documented_operation_is_served() -> anyhow::Result<()> {
     let env = TestEnv::new().await?;

@@ -230,6 +230,50 @@ async fn the_cli_reads_json_pages_waits_past_the_cap_and_exits_by_failure_class(
     );
     let nowhere = tasker("http://127.0.0.1:9", &["list"], None)?;
     assert_eq!(nowhere.code, Some(5), "{}", nowhere.stderr);
+    // Under --json a failure is JSON too, on stderr, with the same exit code; stdout is empty.
+    let id = Uuid::now_v7().to_string();
+    for (args, url, code, exit) in [
+        (
+            vec!["--json", "show", id.as_str()],
+            url.as_str(),
+            "task_not_found",
+            4,
+        ),
+        (
+            vec!["--json", "list"],
+            "http://127.0.0.1:9",
+            "unreachable",
+            5,
+        ),
+        (
+            vec![
+                "--json",
+                "submit",
+                "rust_examples",
+                "linear",
+                "--context",
+                "{",
+            ],
+            url.as_str(),
+            "local_input",
+            2,
+        ),
+        (vec!["--json", "list", "--limit"], url.as_str(), "usage", 2),
+    ] {
+        let failed = tasker(url, &args, None)?;
+        assert_eq!(failed.code, Some(exit), "{args:?}: {}", failed.stderr);
+        assert!(failed.stdout.is_empty(), "{args:?}: {}", failed.stdout);
+        let error: Value = serde_json::from_str(failed.stderr.trim())
+            .map_err(|e| anyhow::anyhow!("{args:?}: {e}: {}", failed.stderr))?;
+        assert_eq!(error["error"]["code"], code, "{args:?}: {error}");
+        assert_eq!(error["error"]["exit_code"], exit, "{args:?}: {error}");
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{args:?}: {error}"
+        );
+    }
 
     worker.stop().await;
     o.stop().await;

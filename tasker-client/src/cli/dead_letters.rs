@@ -16,16 +16,26 @@ pub(super) enum DeadLettersCommand {
         /// Start after this id (the `next` a previous page printed).
         #[arg(long)]
         before: Option<i64>,
+        /// Every page, not just the first.
         #[arg(long)]
         all: bool,
     },
     /// One dead letter: its reason, origin, headers and body.
-    Show { id: i64 },
+    Show {
+        /// The dead letter's id.
+        id: i64,
+    },
     /// Publish it again, as it was, to the queue it came from (and remove it). A message that
     /// fails again comes back as a dead letter.
-    Replay { id: i64 },
+    Replay {
+        /// The dead letter's id.
+        id: i64,
+    },
     /// Remove it for good.
-    Discard { id: i64 },
+    Discard {
+        /// The dead letter's id.
+        id: i64,
+    },
 }
 
 pub(super) async fn run(

@@ -15,45 +15,67 @@ use tasker_client::{Client, Schedule, ScheduleChanges};
 pub(super) enum SchedulesCommand {
     /// List schedules with their next fire.
     List {
+        /// Only the schedules of this namespace.
         #[arg(long)]
         namespace: Option<String>,
     },
     /// Show one schedule (NAMESPACE/NAME) with its next five fires.
-    Show { schedule: String },
+    Show {
+        /// The schedule, as NAMESPACE/NAME.
+        schedule: String,
+    },
     /// Create or update the schedules of each FILE (YAML), or of every file in each folder's
     /// `schedules/` folders; a paused schedule stays paused. Exit 1 if any was refused.
     Apply {
+        /// Schedule files (YAML), or folders whose `schedules/` folders hold them.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
     /// Pause a schedule (no fire until resumed), with a note saying why.
     Pause {
+        /// The schedule, as NAMESPACE/NAME.
         schedule: String,
+        /// Why it is paused (shown with the schedule).
         #[arg(long)]
         note: Option<String>,
     },
     /// Resume a paused schedule from now (the paused time is not caught up).
-    Resume { schedule: String },
+    Resume {
+        /// The schedule, as NAMESPACE/NAME.
+        schedule: String,
+    },
     /// Start a task of the schedule now, whatever its overlap policy.
-    Trigger { schedule: String },
+    Trigger {
+        /// The schedule, as NAMESPACE/NAME.
+        schedule: String,
+    },
     /// Start the tasks of every fire time in [--from, --to] that has none (at most 1,000).
     Backfill {
+        /// The schedule, as NAMESPACE/NAME.
         schedule: String,
+        /// The first fire time to consider (RFC 3339, e.g. 2026-11-01T00:00:00Z).
         #[arg(long)]
         from: DateTime<Utc>,
+        /// The last fire time to consider (RFC 3339).
         #[arg(long)]
         to: DateTime<Utc>,
     },
     /// Change its cron expression and time zone.
     Set {
+        /// The schedule, as NAMESPACE/NAME.
         schedule: String,
+        /// The new cron expression: 5 fields, or 6 with seconds first (e.g. "30 2 * * *").
         #[arg(long)]
         cron: Option<String>,
+        /// The new IANA time zone (e.g. Europe/Paris).
         #[arg(long)]
         timezone: Option<String>,
     },
     /// Delete a schedule (the tasks it started stay).
-    Delete { schedule: String },
+    Delete {
+        /// The schedule, as NAMESPACE/NAME.
+        schedule: String,
+    },
 }
 
 pub(super) async fn run(

@@ -14,8 +14,10 @@ use super::current_user;
 pub(super) enum TemplatesCommand {
     /// List every registered version, with when and by whom it was registered.
     List {
+        /// Only the templates of this namespace.
         #[arg(long)]
         namespace: Option<String>,
+        /// Only the versions of templates with this name.
         #[arg(long)]
         name: Option<String>,
     },
@@ -23,6 +25,7 @@ pub(super) enum TemplatesCommand {
     /// uses them at once. Exit 1 if any was refused (invalid, or a changed definition under a
     /// version already registered).
     Register {
+        /// Folders to search for template files (YAML), recursively.
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
         /// Recorded as who registered them (default `user:$USER`).
@@ -33,13 +36,17 @@ pub(super) enum TemplatesCommand {
     /// start-up, and the schedules of its `schedules/` folders; prints `file:line: problem`
     /// and exits 1 on the first invalid one.
     Validate {
+        /// Folders to search for template files (YAML), recursively.
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
     },
     /// Show one template version (the newest unless --version) and its DAG.
     Show {
+        /// The template's namespace.
         namespace: String,
+        /// The template's name.
         name: String,
+        /// This version rather than the newest.
         #[arg(long)]
         version: Option<String>,
     },

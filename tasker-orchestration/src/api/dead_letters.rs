@@ -31,7 +31,7 @@ pub(super) struct ListQuery {
 
 /// `GET /v1/dead-letters`: newest first, `?limit=` (1–500, default 50) `&before=ID`; a token
 /// scoped to namespaces lists the dead letters that name a task of those namespaces.
-#[utoipa::path(get, path = "/v1/dead-letters", tag = "dead-letters", params(ListQuery),
+#[utoipa::path(get, path = "/v1/dead-letters", operation_id = "list_dead_letters", tag = "dead-letters", params(ListQuery),
     responses(
         (status = 200, body = DeadLetterPage),
         (status = 400, description = "`invalid_limit`, `invalid_id`", body = ErrorBody),
@@ -58,7 +58,7 @@ pub(super) async fn list(
 
 /// `GET /v1/dead-letters/{id}`: with its headers and body (`body` when it is JSON, else
 /// `body_text` when it is UTF-8, else `body_base64`).
-#[utoipa::path(get, path = "/v1/dead-letters/{id}", tag = "dead-letters",
+#[utoipa::path(get, path = "/v1/dead-letters/{id}", operation_id = "get_dead_letter", tag = "dead-letters",
     params(("id" = i64, Path, description = "The dead letter's id")),
     responses(
         (status = 200, body = Shown),
@@ -83,7 +83,7 @@ pub(super) async fn show(
 
 /// `POST /v1/dead-letters/{id}/replay`: published again, as it was, to the queue it came from;
 /// removed once the broker confirms. A message that fails again comes back as a new dead letter.
-#[utoipa::path(post, path = "/v1/dead-letters/{id}/replay", tag = "dead-letters",
+#[utoipa::path(post, path = "/v1/dead-letters/{id}/replay", operation_id = "replay_dead_letter", tag = "dead-letters",
     params(("id" = i64, Path, description = "The dead letter's id")),
     responses(
         (status = 200, body = Replayed),
@@ -161,7 +161,7 @@ pub(super) async fn replay(
 }
 
 /// `DELETE /v1/dead-letters/{id}`.
-#[utoipa::path(delete, path = "/v1/dead-letters/{id}", tag = "dead-letters",
+#[utoipa::path(delete, path = "/v1/dead-letters/{id}", operation_id = "discard_dead_letter", tag = "dead-letters",
     params(("id" = i64, Path, description = "The dead letter's id")),
     responses(
         (status = 204, description = "Discarded"),

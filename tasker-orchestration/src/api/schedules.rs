@@ -27,7 +27,7 @@ use crate::store::ScheduleRow;
 /// Creates a schedule, or updates the one with its namespace and name: its definition changes;
 /// its pause, counters and last fire stay, and its next fire moves only if its cron or time
 /// zone changed. Workers register the `schedules/*.yaml` next to their templates this way.
-#[utoipa::path(post, path = "/v1/schedules", tag = "schedules", request_body = ScheduleSpec,
+#[utoipa::path(post, path = "/v1/schedules", operation_id = "put_schedule", tag = "schedules", request_body = ScheduleSpec,
     responses(
         (status = 201, description = "Created", body = Schedule),
         (status = 200, description = "Updated", body = Schedule),
@@ -61,7 +61,7 @@ pub(super) struct ListQuery {
 }
 
 /// Schedules by namespace and name (a token scoped to namespaces sees those).
-#[utoipa::path(get, path = "/v1/schedules", tag = "schedules", params(ListQuery),
+#[utoipa::path(get, path = "/v1/schedules", operation_id = "list_schedules", tag = "schedules", params(ListQuery),
     responses(
         (status = 200, body = ScheduleList),
         (status = 400, description = "`invalid_query`", body = ErrorBody),
@@ -86,7 +86,7 @@ pub(super) async fn list(
 }
 
 /// A schedule, with its next five fires.
-#[utoipa::path(get, path = "/v1/schedules/{namespace}/{name}", tag = "schedules",
+#[utoipa::path(get, path = "/v1/schedules/{namespace}/{name}", operation_id = "get_schedule", tag = "schedules",
     params(("namespace" = String, Path), ("name" = String, Path)),
     responses(
         (status = 200, body = Schedule),
@@ -103,7 +103,7 @@ pub(super) async fn show(
 }
 
 /// Changes some of a schedule's definition (the fields given).
-#[utoipa::path(patch, path = "/v1/schedules/{namespace}/{name}", tag = "schedules",
+#[utoipa::path(patch, path = "/v1/schedules/{namespace}/{name}", operation_id = "update_schedule", tag = "schedules",
     params(("namespace" = String, Path), ("name" = String, Path)),
     request_body = ScheduleChanges,
     responses(
@@ -145,7 +145,7 @@ pub(super) async fn update(
 }
 
 /// Deletes a schedule; the tasks it started stay.
-#[utoipa::path(delete, path = "/v1/schedules/{namespace}/{name}", tag = "schedules",
+#[utoipa::path(delete, path = "/v1/schedules/{namespace}/{name}", operation_id = "delete_schedule", tag = "schedules",
     params(("namespace" = String, Path), ("name" = String, Path)),
     responses(
         (status = 204, description = "Deleted"),
@@ -166,7 +166,7 @@ pub(super) async fn delete(
 }
 
 /// Pauses a schedule (no fire until it is resumed), with a note saying why.
-#[utoipa::path(post, path = "/v1/schedules/{namespace}/{name}/pause", tag = "schedules",
+#[utoipa::path(post, path = "/v1/schedules/{namespace}/{name}/pause", operation_id = "pause_schedule", tag = "schedules",
     params(("namespace" = String, Path), ("name" = String, Path)),
     request_body(content = PauseSchedule, description = "Optional: a `note`"),
     responses(
@@ -208,7 +208,7 @@ pub(super) async fn pause(
 
 /// Resumes a paused schedule: it fires next at its first fire time from now (the time it was
 /// paused is not caught up).
-#[utoipa::path(post, path = "/v1/schedules/{namespace}/{name}/resume", tag = "schedules",
+#[utoipa::path(post, path = "/v1/schedules/{namespace}/{name}/resume", operation_id = "resume_schedule", tag = "schedules",
     params(("namespace" = String, Path), ("name" = String, Path)),
     responses(
         (status = 200, body = Schedule),
@@ -240,7 +240,7 @@ pub(super) async fn resume(
 }
 
 /// Starts a task of the schedule now, whatever its overlap policy.
-#[utoipa::path(post, path = "/v1/schedules/{namespace}/{name}/trigger", tag = "schedules",
+#[utoipa::path(post, path = "/v1/schedules/{namespace}/{name}/trigger", operation_id = "trigger_schedule", tag = "schedules",
     params(("namespace" = String, Path), ("name" = String, Path)),
     responses(
         (status = 201, description = "The task started (header `location`: its URL)", body = tasker_shared::api::Task),
@@ -268,7 +268,7 @@ pub(super) async fn trigger(
 
 /// Starts a task for every fire time in `[from, to]` (at most 1,000), each with the idempotency
 /// key a regular fire of that time has: a time that had its task keeps it.
-#[utoipa::path(post, path = "/v1/schedules/{namespace}/{name}/backfill", tag = "schedules",
+#[utoipa::path(post, path = "/v1/schedules/{namespace}/{name}/backfill", operation_id = "backfill_schedule", tag = "schedules",
     params(("namespace" = String, Path), ("name" = String, Path)),
     request_body = Backfill,
     responses(

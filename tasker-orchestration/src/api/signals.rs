@@ -24,7 +24,7 @@ const MAX_PAYLOAD_BYTES: usize = 64 * 1024;
 /// Sends a signal to a task. It is stored, and the first wait step waiting for its name
 /// consumes it — now if one waits, or when one begins waiting — and completes with its
 /// payload. Sending the same `signal_id` again with the same payload changes nothing.
-#[utoipa::path(post, path = "/v1/tasks/{id}/signals/{name}", tag = "tasks",
+#[utoipa::path(post, path = "/v1/tasks/{id}/signals/{name}", operation_id = "send_signal", tag = "tasks",
     params(("id" = Uuid, Path, description = "The task's id"),
            ("name" = String, Path, description = "The signal's name: 1 to 64 ASCII letters, digits, `_`, `-`, `.`")),
     request_body(content = SendSignal, description = "Optional: `signal_id` and `payload`"),
@@ -106,7 +106,7 @@ pub(super) async fn send(
 }
 
 /// A task's signals, oldest first, with the step that consumed each.
-#[utoipa::path(get, path = "/v1/tasks/{id}/signals", tag = "tasks",
+#[utoipa::path(get, path = "/v1/tasks/{id}/signals", operation_id = "list_signals", tag = "tasks",
     params(("id" = Uuid, Path, description = "The task's id")),
     responses(
         (status = 200, body = SignalList),

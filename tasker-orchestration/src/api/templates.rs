@@ -44,7 +44,7 @@ pub(super) struct RegisterQuery {
 /// 201 a new version; 200 the same definition was already registered under that version;
 /// 409 `template_version_conflict` if the version is registered with another definition;
 /// 422 `invalid_template` with the file, line and problem.
-#[utoipa::path(post, path = "/v1/templates", tag = "templates", params(RegisterQuery),
+#[utoipa::path(post, path = "/v1/templates", operation_id = "register_template", tag = "templates", params(RegisterQuery),
     request_body(content = String, content_type = "application/yaml",
                  description = "One template, YAML or JSON"),
     responses(
@@ -196,7 +196,7 @@ pub(super) struct ListQuery {
 
 /// `GET /v1/templates`: every registered version, by namespace and name, oldest first, with
 /// when and by whom it was registered (a token scoped to namespaces lists those namespaces').
-#[utoipa::path(get, path = "/v1/templates", tag = "templates", params(ListQuery),
+#[utoipa::path(get, path = "/v1/templates", operation_id = "list_templates", tag = "templates", params(ListQuery),
     responses(
         (status = 200, body = TemplateList),
         (status = 400, description = "`invalid_query`", body = ErrorBody),
@@ -232,7 +232,7 @@ pub(super) struct ShowQuery {
 }
 
 /// `GET /v1/templates/{namespace}/{name}?version=`: one version, the newest if none is named.
-#[utoipa::path(get, path = "/v1/templates/{namespace}/{name}", tag = "templates",
+#[utoipa::path(get, path = "/v1/templates/{namespace}/{name}", operation_id = "get_template", tag = "templates",
     params(("namespace" = String, Path), ("name" = String, Path), ShowQuery),
     responses(
         (status = 200, body = RegisteredTemplate),

@@ -23,7 +23,7 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
 }
 
 /// The dashboard's page.
-#[utoipa::path(get, path = "/ui/", tag = "dashboard", security(()),
+#[utoipa::path(get, path = "/ui/", operation_id = "ui_index", tag = "dashboard", security(()),
     responses((status = 200, content_type = "text/html", body = String)))]
 pub(super) async fn index() -> Response {
     asset(
@@ -34,7 +34,7 @@ pub(super) async fn index() -> Response {
 
 /// The dashboard's script: the files of `ui/app/` served as one, in this order (one concept
 /// each; plain top-level code, no build step, so the order is all that joins them).
-#[utoipa::path(get, path = "/ui/app.js", tag = "dashboard", security(()),
+#[utoipa::path(get, path = "/ui/app.js", operation_id = "ui_script", tag = "dashboard", security(()),
     responses((status = 200, content_type = "text/javascript", body = String)))]
 pub(super) async fn script() -> Response {
     asset(
@@ -49,21 +49,21 @@ pub(super) async fn script() -> Response {
 }
 
 /// The dashboard's styles.
-#[utoipa::path(get, path = "/ui/app.css", tag = "dashboard", security(()),
+#[utoipa::path(get, path = "/ui/app.css", operation_id = "ui_style", tag = "dashboard", security(()),
     responses((status = 200, content_type = "text/css", body = String)))]
 pub(super) async fn style() -> Response {
     asset("text/css; charset=utf-8", include_str!("../../ui/app.css"))
 }
 
 /// To the dashboard.
-#[utoipa::path(get, path = "/", tag = "dashboard", security(()),
+#[utoipa::path(get, path = "/", operation_id = "ui_home", tag = "dashboard", security(()),
     responses((status = 307, description = "To /ui/")))]
 pub(super) async fn home() -> Redirect {
     Redirect::temporary("/ui/")
 }
 
 /// To the dashboard's page, whose assets are relative to `/ui/`.
-#[utoipa::path(get, path = "/ui", tag = "dashboard", security(()),
+#[utoipa::path(get, path = "/ui", operation_id = "ui_slash", tag = "dashboard", security(()),
     responses((status = 307, description = "To /ui/")))]
 pub(super) async fn slash() -> Redirect {
     Redirect::temporary("/ui/")
