@@ -92,6 +92,8 @@ pub fn router(shared: Shared) -> Router {
             shared.clone(),
             auth::require,
         ))
+        // Outside the token check, so a refused token is counted under its route.
+        .route_layer(axum::middleware::from_fn(matched_route))
         .fallback(|| async { Error::not_found("no_such_route", "no such route") })
         .method_not_allowed_fallback(|| async {
             Error::new(
@@ -110,7 +112,55 @@ pub fn router(shared: Shared) -> Router {
             shared.clone(),
             guard::check,
         ))
+        .layer(axum::middleware::from_fn(http_metrics))
         .with_state(shared)
+}
+
+/// The route pattern that served a request, carried on its answer to [`http_metrics`].
+#[derive(Clone)]
+pub(super) struct Route(String);
+
+/// Inside the router, where the matched route is known: hands it to [`http_metrics`] outside.
+async fn matched_route(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map(|p| Route(p.as_str().to_owned()));
+    let mut response = next.run(request).await;
+    if let Some(route) = route {
+        response.extensions_mut().insert(route);
+    }
+    response
+}
+
+/// Counts and times each answer by route pattern, method and final status (`tasker_http_*`),
+/// outside every other layer. The labels stay bounded: patterns, not paths (`unmatched` for a
+/// request no route took); the methods HTTP defines, any other as `other`.
+async fn http_metrics(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    use axum::http::Method;
+    let method = match *request.method() {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    };
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    let route = response
+        .extensions()
+        .get::<Route>()
+        .map_or_else(|| "unmatched".to_owned(), |r| r.0.clone());
+    let status = response.status().as_u16().to_string();
+    ::metrics::counter!(crate::metrics::HTTP_REQUESTS.name, "route" => route.clone(),
+        "method" => method, "status" => status)
+    .increment(1);
+    ::metrics::histogram!(crate::metrics::HTTP_SECONDS.name, "route" => route, "method" => method)
+        .record(started.elapsed().as_secs_f64());
+    response
 }
 
 /// A request that changes state runs to its end even if its client goes away. Hyper drops the

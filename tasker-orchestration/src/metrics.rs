@@ -207,8 +207,21 @@ pub const TASKS_BATCH_CREATED: Metric = batch_size(
     "Items per bulk creation request (POST /v1/tasks:batch).",
 );
 
+pub const HTTP_REQUESTS: Metric = counter(
+    "tasker_http_requests_total",
+    "API requests answered, by route (its path pattern, as /v1/tasks/{id}; `unmatched` for a \
+     path no route serves), method and status.",
+);
+pub const HTTP_SECONDS: Metric = seconds(
+    "tasker_http_request_seconds",
+    "How long the API took to answer (until the answer's head: a stream's life is not \
+     counted; a ?wait= is), by route and method.",
+);
+
 /// Every metric above, described to the recorder at start-up.
-pub const ALL: [Metric; 42] = [
+pub const ALL: [Metric; 44] = [
+    HTTP_REQUESTS,
+    HTTP_SECONDS,
     PURGED_TASKS,
     PURGED_ROWS,
     PURGED_BYTES,

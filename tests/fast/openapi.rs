@@ -169,6 +169,44 @@ async fn every_documented_operation_is_served() -> anyhow::Result<()> {
             "{method} {path} is documented but not served: {status} {body}"
         );
     }
+
+    // Each answer is counted by its route's pattern, method and status, a path no route serves
+    // as `unmatched` (the counters are the process's: tests run side by side, so at least).
+    let missing = http
+        .get(format!("{}/no/such/route/{id}", o.url()))
+        .send()
+        .await?;
+    assert_eq!(missing.status(), reqwest::StatusCode::NOT_FOUND);
+    let metrics = http
+        .get(format!("{}/metrics", o.url()))
+        .send()
+        .await?
+        .text()
+        .await?;
+    let count = |labels: &str| -> f64 {
+        let line = format!("tasker_http_requests_total{{{labels}}} ");
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(line.as_str())?.parse().ok())
+            .unwrap_or_else(|| {
+                panic!(
+                    "no {line} in /metrics:\n{}",
+                    metrics
+                        .lines()
+                        .filter(|l| l.starts_with("tasker_http_requests_total"))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                )
+            })
+    };
+    assert!(count(r#"route="/v1/tasks/{id}",method="GET",status="404""#) >= 1.0);
+    assert!(count(r#"route="/v1/tasks",method="POST",status="400""#) >= 1.0);
+    assert!(count(r#"route="unmatched",method="GET",status="404""#) >= 1.0);
+    assert!(
+        metrics
+            .contains(r#"tasker_http_request_seconds_count{route="/v1/tasks/{id}",method="GET"}"#),
+        "no request time histogram"
+    );
     o.stop().await;
     env.cleanup().await
 }

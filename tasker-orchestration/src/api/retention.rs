@@ -161,17 +161,24 @@ pub(super) async fn gone(
         return response;
     };
     match shared.store.tombstone(id).await {
-        Ok(Some(t)) => Error::new(
-            StatusCode::GONE,
-            "task_purged",
-            format!(
-                "task {id} ({}) was purged at {} by the retention policy; its record is gone",
-                t.state,
-                t.purged_at.to_rfc3339()
-            ),
-        )
-        .with_details(json!({ "task_id": id, "state": t.state, "purged_at": t.purged_at }))
-        .into_response(),
+        Ok(Some(t)) => {
+            let mut gone = Error::new(
+                StatusCode::GONE,
+                "task_purged",
+                format!(
+                    "task {id} ({}) was purged at {} by the retention policy; its record is gone",
+                    t.state,
+                    t.purged_at.to_rfc3339()
+                ),
+            )
+            .with_details(json!({ "task_id": id, "state": t.state, "purged_at": t.purged_at }))
+            .into_response();
+            // The route it took, for the request metrics.
+            if let Some(route) = response.extensions().get::<super::Route>().cloned() {
+                gone.extensions_mut().insert(route);
+            }
+            gone
+        }
         _ => response,
     }
 }
