@@ -85,7 +85,8 @@ use crate::store::TaskView;
 /// The whole HTTP application, `/openapi.json` included.
 pub fn router(shared: Shared) -> Router {
     let limit = shared.config.orchestrator.max_body_bytes;
-    let (router, document) = routes().split_for_parts();
+    let (router, mut document) = routes().split_for_parts();
+    common_responses(&mut document);
     router
         .route_layer(axum::middleware::from_fn(run_to_completion))
         .route_layer(axum::middleware::from_fn_with_state(
@@ -194,7 +195,80 @@ async fn run_to_completion(
 
 /// The OpenAPI 3.1 document of every route: what `GET /openapi.json` serves.
 pub fn openapi() -> Document {
-    routes().split_for_parts().1
+    let mut document = routes().split_for_parts().1;
+    common_responses(&mut document);
+    document
+}
+
+/// The answers any operation may give besides its own, with their error codes: the layers in
+/// front of every handler (`guard`, `auth`) and a failure of the server. An operation that lists
+/// one of these statuses itself keeps its own description.
+fn common_responses(document: &mut Document) {
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+    let answer = |description: &str| {
+        ResponseBuilder::new()
+            .description(description)
+            .content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("ErrorBody")))
+                    .build(),
+            )
+            .build()
+    };
+    let everywhere = [
+        (
+            "403",
+            "`host_not_allowed` (a Host this server does not answer to), `cross_origin` (a browser request from another site)",
+        ),
+        (
+            "415",
+            "`unsupported_media_type`: a request body that is not JSON",
+        ),
+        ("500", "`internal`: the server failed; its log says why"),
+    ];
+    let with_token = [
+        (
+            "401",
+            "`unauthenticated`: no token, or one that is unknown, revoked or expired (when the orchestrator requires tokens)",
+        ),
+        (
+            "403",
+            "`forbidden`: the token's scope or namespaces do not reach this; `host_not_allowed`, `cross_origin`",
+        ),
+    ];
+    for item in document.paths.paths.values_mut() {
+        let operations = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+            &mut item.head,
+        ];
+        for op in operations.into_iter().flatten() {
+            // Open operations name an empty requirement (`security(())`); the others use the
+            // document's bearer token.
+            let open = op
+                .security
+                .as_ref()
+                .is_some_and(|s| s.iter().all(|r| r == &Default::default()));
+            let extra = if open {
+                &everywhere[..]
+            } else {
+                &[with_token[0], with_token[1], everywhere[1], everywhere[2]][..]
+            };
+            for (status, description) in extra {
+                if *status == "415" && op.request_body.is_none() {
+                    continue; // only a body is refused for its type
+                }
+                op.responses
+                    .responses
+                    .entry((*status).to_owned())
+                    .or_insert_with(|| answer(description).into());
+            }
+        }
+    }
 }
 
 /// Every route with its OpenAPI operation. `routes!` takes the path and method from each

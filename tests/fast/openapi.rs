@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::Value;
-use tasker::{TestEnv, repo_root};
+use tasker::{TestEnv, repo_root, target_dir};
 
 /// `(METHOD, /path)` of every operation in the document.
 fn operations(doc: &Value) -> BTreeSet<(String, String)> {
@@ -101,6 +101,60 @@ fn the_document_names_exactly_the_routes_of_the_readme() {
         "bearer"
     );
     assert_eq!(doc["security"][0]["bearer"], serde_json::json!([]));
+}
+
+/// The document passes openapi-spec-validator (the Python venv that workers/python/build.sh
+/// makes has it): what code generators and API tools check before they read it.
+#[test]
+fn the_document_passes_the_openapi_validator() -> anyhow::Result<()> {
+    let doc = serde_json::to_string_pretty(&tasker_orchestration::api::openapi())?;
+    let dir = target_dir().join("openapi");
+    std::fs::create_dir_all(&dir)?;
+    let file = dir.join("openapi.json");
+    std::fs::write(&file, doc)?;
+    let python = repo_root().join("workers/python/.venv/bin/python");
+    let out = std::process::Command::new(&python)
+        .args(["-m", "openapi_spec_validator"])
+        .arg(&file)
+        .output()
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "{}: {e} (workers/python/build.sh makes it)",
+                python.display()
+            )
+        })?;
+    assert!(
+        out.status.success(),
+        "openapi-spec-validator refused the document:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
+/// Every operation documents the errors any request may meet — 500, and for those that take a
+/// token 401 and 403 — each with the API's error body.
+#[test]
+fn every_operation_documents_the_common_errors() {
+    let doc = serde_json::to_value(tasker_orchestration::api::openapi()).unwrap();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in item.as_object().expect("path item") {
+            let open = op["security"] == serde_json::json!([{}]);
+            let wanted: &[&str] = if open {
+                &["500"]
+            } else {
+                &["401", "403", "500"]
+            };
+            for status in wanted {
+                let answer = &op["responses"][*status];
+                assert!(
+                    answer["content"]["application/json"]["schema"]["$ref"]
+                        == "#/components/schemas/ErrorBody",
+                    "{method} {path} does not document {status}: {answer}"
+                );
+            }
+        }
+    }
 }
 
 /// Code generators name a method after each operation: every operation has an `operationId`,

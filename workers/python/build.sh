@@ -2,7 +2,8 @@
 # Builds the Python binding in release mode into workers/python/.venv (maturin develop puts
 # tasker/_native.abi3.so next to the Python sources). Idempotent: installs only what is missing
 # (python3 >= 3.11 with venv through cargo-make/ensure-deps.sh, then maturin, pytest, pika,
-# httpx (the API client's) and jsonschema (the protocol check) in the venv). Runs from any
+# httpx (the API client's), jsonschema (the protocol check) and openapi-spec-validator (the test
+# of /openapi.json, tests/fast/openapi.rs) in the venv). Runs from any
 # folder; honours CARGO_TARGET_DIR (default: the repository's target/).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -19,9 +20,10 @@ has_python() {
 has_python || { echo "build.sh: python3 >= 3.11 with the venv module is required" >&2; exit 1; }
 
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-if ! "$venv/bin/python" -c 'import maturin, pytest, pika, httpx, jsonschema' 2>/dev/null; then
+if ! "$venv/bin/python" -c 'import maturin, pytest, pika, httpx, jsonschema, openapi_spec_validator' 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-        "maturin>=1.16,<2" "pytest>=8" "pika>=1.3" "httpx>=0.28,<1" "jsonschema>=4.18,<5"
+        "maturin>=1.16,<2" "pytest>=8" "pika>=1.3" "httpx>=0.28,<1" "jsonschema>=4.18,<5" \
+        "openapi-spec-validator>=0.7,<1"
 fi
 
 cd "$here"
