@@ -104,9 +104,10 @@ fn the_document_names_exactly_the_routes_of_the_readme() {
 }
 
 /// The document passes openapi-spec-validator (the Python venv that workers/python/build.sh
-/// makes has it): what code generators and API tools check before they read it.
+/// makes has it): what code generators and API tools check before they read it. And the Python
+/// client reads nothing it does not promise (workers/python/tests/contract_check.py).
 #[test]
-fn the_document_passes_the_openapi_validator() -> anyhow::Result<()> {
+fn the_document_passes_the_validator_and_the_python_client_agrees_with_it() -> anyhow::Result<()> {
     let doc = serde_json::to_string_pretty(&tasker_orchestration::api::openapi())?;
     let dir = target_dir().join("openapi");
     std::fs::create_dir_all(&dir)?;
@@ -126,6 +127,18 @@ fn the_document_passes_the_openapi_validator() -> anyhow::Result<()> {
     assert!(
         out.status.success(),
         "openapi-spec-validator refused the document:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The Python client against it: every field it reads is in the answer's schema (a field
+    // renamed on the server fails here, not in a user's program).
+    let out = std::process::Command::new(&python)
+        .arg(repo_root().join("workers/python/tests/contract_check.py"))
+        .arg(&file)
+        .output()?;
+    assert!(
+        out.status.success(),
+        "the Python client reads what the document does not promise:\n{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
