@@ -10,6 +10,36 @@ use uuid::Uuid;
 use crate::TaskState;
 pub use crate::template::RegisteredTemplate;
 
+/// A task's state as the API names it: the document's enum for `state` (a string on the wire).
+#[cfg(feature = "openapi")]
+#[derive(Debug, utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum TaskStateName {
+    Scheduled,
+    Running,
+    Complete,
+    Error,
+    Cancelled,
+}
+
+/// A step's state as the API names it: the document's enum for `state` (a string on the wire).
+#[cfg(feature = "openapi")]
+#[derive(Debug, utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum StepStateName {
+    Pending,
+    Throttled,
+    Enqueued,
+    Waiting,
+    WaitingRetry,
+    Completed,
+    Failed,
+    Skipped,
+    Cancelled,
+}
+
 /// A task as the API shows it.
 #[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -22,6 +52,7 @@ pub struct Task {
     /// The template version it runs.
     pub version: String,
     /// `scheduled` (to start at `run_at`), `running`, `complete`, `error` or `cancelled`.
+    #[cfg_attr(feature = "openapi", schema(value_type = TaskStateName))]
     pub state: String,
     /// The task's input.
     pub context: Value,
@@ -76,6 +107,7 @@ pub struct ChildLink {
     /// The attempt of that step that started it (a retry starts a new child).
     pub attempt: i32,
     /// The child task's state.
+    #[cfg_attr(feature = "openapi", schema(value_type = TaskStateName))]
     pub state: String,
     pub namespace: String,
     pub name: String,
@@ -104,6 +136,7 @@ pub struct Step {
     /// `throttle`), `enqueued`, `waiting` (a wait step waiting, see `wait`; a child step whose
     /// child runs, see `child`), `waiting_retry`, `completed`, `failed`, `skipped` or
     /// `cancelled`.
+    #[cfg_attr(feature = "openapi", schema(value_type = StepStateName))]
     pub state: String,
     /// The current attempt, 1-based (0 before its first dispatch).
     pub attempt: i32,

@@ -170,6 +170,44 @@ fn every_operation_documents_the_common_errors() {
     }
 }
 
+/// States are enums in the document, each value one the engine has (a step's `waiting` is the
+/// API's name for an enqueued step that waits on the orchestrator: a wait or a child).
+#[test]
+fn states_are_enums_of_the_engines_states() {
+    let doc = serde_json::to_value(tasker_orchestration::api::openapi()).unwrap();
+    let schemas = &doc["components"]["schemas"];
+    let values = |name: &str| -> Vec<String> {
+        schemas[name]["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name} is not an enum: {}", schemas[name]))
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect()
+    };
+    for (schema, name) in [("Task", "TaskStateName"), ("ChildLink", "TaskStateName")] {
+        assert_eq!(
+            schemas[schema]["properties"]["state"]["$ref"],
+            format!("#/components/schemas/{name}")
+        );
+    }
+    assert_eq!(
+        schemas["Step"]["properties"]["state"]["$ref"],
+        "#/components/schemas/StepStateName"
+    );
+    let tasks = values("TaskStateName");
+    assert_eq!(tasks.len(), 5, "{tasks:?}");
+    for s in &tasks {
+        serde_json::from_value::<tasker_shared::TaskState>(serde_json::json!(s))
+            .unwrap_or_else(|e| panic!("{s}: {e}"));
+    }
+    let steps = values("StepStateName");
+    assert_eq!(steps.len(), 9, "{steps:?}");
+    for s in steps.iter().filter(|s| *s != "waiting") {
+        serde_json::from_value::<tasker_shared::StepState>(serde_json::json!(s))
+            .unwrap_or_else(|e| panic!("{s}: {e}"));
+    }
+}
+
 /// Code generators name a method after each operation: every operation has an `operationId`,
 /// and no two share one.
 #[test]
