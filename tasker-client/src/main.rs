@@ -41,17 +41,15 @@ async fn main() -> ExitCode {
         Err(e) => {
             let code = exit_code(&e);
             if json {
-                let (kind, status) = match e.downcast_ref::<tasker_client::Error>() {
-                    Some(tasker_client::Error::Api { status, code, .. }) => {
-                        (code.as_str(), Some(*status))
-                    }
-                    Some(tasker_client::Error::Http(_)) => ("unreachable", None),
-                    Some(tasker_client::Error::Tls(_)) => ("tls", None),
-                    None => ("local_input", None),
-                };
-                let message = match e.downcast_ref::<tasker_client::Error>() {
-                    Some(tasker_client::Error::Api { message, .. }) => message.clone(),
-                    _ => format!("{e:#}"),
+                let (kind, status, message) = match e.downcast_ref::<tasker_client::Error>() {
+                    Some(tasker_client::Error::Api {
+                        status,
+                        code,
+                        message,
+                    }) => (code.as_str(), Some(*status), message.clone()),
+                    Some(tasker_client::Error::Http(_)) => ("unreachable", None, format!("{e:#}")),
+                    Some(tasker_client::Error::Tls(_)) => ("tls", None, format!("{e:#}")),
+                    None => ("local_input", None, format!("{e:#}")),
                 };
                 eprintln!("{}", failure(kind, status, &message, code));
             } else {

@@ -216,27 +216,7 @@ fn common_responses(document: &mut Document) {
             )
             .build()
     };
-    let everywhere = [
-        (
-            "403",
-            "`host_not_allowed` (a Host this server does not answer to), `cross_origin` (a browser request from another site)",
-        ),
-        (
-            "415",
-            "`unsupported_media_type`: a request body that is not JSON",
-        ),
-        ("500", "`internal`: the server failed; its log says why"),
-    ];
-    let with_token = [
-        (
-            "401",
-            "`unauthenticated`: no token, or one that is unknown, revoked or expired (when the orchestrator requires tokens)",
-        ),
-        (
-            "403",
-            "`forbidden`: the token's scope or namespaces do not reach this; `host_not_allowed`, `cross_origin`",
-        ),
-    ];
+    let refused_host = "`host_not_allowed` (a Host this server does not answer to), `cross_origin` (a browser request from another site)";
     for item in document.paths.paths.values_mut() {
         let operations = [
             &mut item.get,
@@ -253,19 +233,28 @@ fn common_responses(document: &mut Document) {
                 .security
                 .as_ref()
                 .is_some_and(|s| s.iter().all(|r| r == &Default::default()));
-            let extra = if open {
-                &everywhere[..]
+            let mut extra = Vec::new();
+            if open {
+                extra.push(("403", refused_host.to_owned()));
             } else {
-                &[with_token[0], with_token[1], everywhere[1], everywhere[2]][..]
-            };
+                extra.push(("401", "`unauthenticated`: no token, or one that is unknown, revoked or expired (when the orchestrator requires tokens)".to_owned()));
+                extra.push(("403", format!("`forbidden`: the token's scope or namespaces do not reach this; {refused_host}")));
+            }
+            if op.request_body.is_some() {
+                extra.push((
+                    "415",
+                    "`unsupported_media_type`: a request body that is not JSON".to_owned(),
+                ));
+            }
+            extra.push((
+                "500",
+                "`internal`: the server failed; its log says why".to_owned(),
+            ));
             for (status, description) in extra {
-                if *status == "415" && op.request_body.is_none() {
-                    continue; // only a body is refused for its type
-                }
                 op.responses
                     .responses
-                    .entry((*status).to_owned())
-                    .or_insert_with(|| answer(description).into());
+                    .entry(status.to_owned())
+                    .or_insert_with(|| answer(&description).into());
             }
         }
     }
