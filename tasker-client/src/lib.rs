@@ -27,6 +27,7 @@ mod workers;
 pub use error::Error;
 pub use time::Sent;
 
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 use tasker_shared::api::{History, Resolve};
@@ -71,6 +72,23 @@ pub struct TaskQuery {
     /// Only the tasks this task's child steps started.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent: Option<Uuid>,
+    /// Only tasks created at or after this time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_after: Option<DateTime<Utc>>,
+    /// Only tasks created before this time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_before: Option<DateTime<Utc>>,
+    /// Only tasks whose context contains this JSON object (sent as its text).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "json_text")]
+    pub context: Option<Value>,
+}
+
+/// A JSON value as a query parameter: its text.
+fn json_text<S: serde::Serializer>(v: &Option<Value>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => s.serialize_str(&v.to_string()),
+        None => s.serialize_none(),
+    }
 }
 
 /// Makes rustls' ring provider the process default, once: reqwest is built without one of its

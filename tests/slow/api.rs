@@ -183,6 +183,42 @@ async fn list_filters_and_pages_and_shows_steps() -> anyhow::Result<()> {
         .collect();
     assert_eq!(by_name, vec![failed.id.to_string()]);
 
+    // By a value in the context (containment) and by creation time, through the Rust client.
+    let listed = |q: tasker_client::TaskQuery| async move {
+        let page = o.client.tasks(&q).await?;
+        anyhow::Ok(page.tasks.into_iter().map(|t| t.id).collect::<Vec<_>>())
+    };
+    let by_value = tasker_client::TaskQuery {
+        context: Some(json!({"value": 3})),
+        ..Default::default()
+    };
+    assert_eq!(listed(by_value).await?, vec![ids[3]]);
+    let third = o.client.task(ids[2], None).await?.created_at;
+    let since = tasker_client::TaskQuery {
+        created_after: Some(third),
+        name: Some("linear".into()),
+        ..Default::default()
+    };
+    assert_eq!(listed(since).await?, vec![ids[4], ids[3], ids[2]]);
+    let until = tasker_client::TaskQuery {
+        created_before: Some(third),
+        ..Default::default()
+    };
+    assert_eq!(listed(until).await?, vec![ids[1], ids[0]]);
+    for (query, code) in [
+        ("created_after=yesterday", "invalid_time"),
+        ("created_before=2026-13-01T00:00:00Z", "invalid_time"),
+        ("context=%7Bnot%20json", "invalid_context_filter"),
+        ("context=%5B1%5D", "invalid_context_filter"),
+    ] {
+        let (s, v) = get(&format!("{base}/v1/tasks?{query}")).await?;
+        assert_eq!(
+            (s, v["error"]["code"].as_str()),
+            (StatusCode::BAD_REQUEST, Some(code)),
+            "{query}: {v}"
+        );
+    }
+
     let (s, steps) = get(&format!("{base}/v1/tasks/{}/steps", ids[4])).await?;
     assert_eq!(s, StatusCode::OK);
     let steps = steps["steps"].as_array().unwrap();

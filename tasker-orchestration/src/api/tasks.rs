@@ -9,6 +9,7 @@ use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -108,7 +109,7 @@ struct Checked {
     entry: std::sync::Arc<crate::catalog::Entry>,
     context: Value,
     idempotency_key: Option<String>,
-    run_at: Option<chrono::DateTime<chrono::Utc>>,
+    run_at: Option<DateTime<Utc>>,
     children: Vec<Option<Value>>,
     priority: tasker_shared::flow::Priority,
 }
@@ -369,6 +370,50 @@ pub(super) struct ListQuery {
     /// The previous page's `next_before`: tasks created before that one.
     #[param(value_type = Option<Uuid>)]
     before: Option<String>,
+    /// Only tasks created at or after this time (RFC 3339).
+    #[param(value_type = Option<DateTime<Utc>>)]
+    created_after: Option<String>,
+    /// Only tasks created before this time (RFC 3339).
+    #[param(value_type = Option<DateTime<Utc>>)]
+    created_before: Option<String>,
+    /// A JSON object: only tasks whose context contains it (`{"order":{"id":42}}` matches a
+    /// context with `order.id` 42 among other fields; an array matches the arrays holding its
+    /// items).
+    context: Option<String>,
+}
+
+/// `created_after` or `created_before` as a time, or 400 `invalid_time`.
+fn parse_time(field: &str, value: Option<&str>) -> Result<Option<DateTime<Utc>>, Error> {
+    value
+        .map(|v| {
+            DateTime::parse_from_rfc3339(v)
+                .map(|t| t.with_timezone(&Utc))
+                .map_err(|e| {
+                    Error::bad_request(
+                        "invalid_time",
+                        format!(
+                            "`{field}` must be an RFC 3339 time such as 2026-11-27T12:00:00Z: {e}"
+                        ),
+                    )
+                })
+        })
+        .transpose()
+}
+
+/// The `context` filter as a JSON object, or 400 `invalid_context_filter`.
+fn parse_context_filter(value: Option<&str>) -> Result<Option<Value>, Error> {
+    let Some(text) = value else { return Ok(None) };
+    match serde_json::from_str::<Value>(text) {
+        Ok(v @ Value::Object(_)) => Ok(Some(v)),
+        Ok(_) => Err(Error::bad_request(
+            "invalid_context_filter",
+            "`context` must be a JSON object, such as {\"order_id\": 42}",
+        )),
+        Err(e) => Err(Error::bad_request(
+            "invalid_context_filter",
+            format!("`context` is not JSON: {e}"),
+        )),
+    }
 }
 
 /// Tasks, newest first, a page at a time (results are left out: `GET /v1/tasks/{id}` has them);
@@ -376,7 +421,7 @@ pub(super) struct ListQuery {
 #[utoipa::path(get, path = "/v1/tasks", tag = "tasks", params(ListQuery),
     responses(
         (status = 200, body = TaskPage),
-        (status = 400, description = "`invalid_state`, `invalid_limit`, `invalid_id`, `invalid_query`", body = ErrorBody),
+        (status = 400, description = "`invalid_state`, `invalid_limit`, `invalid_id`, `invalid_time`, `invalid_context_filter`, `invalid_query`", body = ErrorBody),
         (status = 403, description = "`forbidden`: `namespace` is one the token does not cover", body = ErrorBody),
     ))]
 pub(super) async fn list_tasks(
@@ -402,6 +447,9 @@ pub(super) async fn list_tasks(
     let limit = check_limit(q.limit)?;
     let before = q.before.as_deref().map(parse_id).transpose()?;
     let parent = q.parent.as_deref().map(parse_id).transpose()?;
+    let created_after = parse_time("created_after", q.created_after.as_deref())?;
+    let created_before = parse_time("created_before", q.created_before.as_deref())?;
+    let context = parse_context_filter(q.context.as_deref())?;
     let tasks = shared
         .store
         .tasks(&TaskFilter {
@@ -412,6 +460,9 @@ pub(super) async fn list_tasks(
             parent,
             before,
             limit,
+            created_after,
+            created_before,
+            context,
         })
         .await?;
     let next_before = if tasks.len() as i64 == limit {
@@ -659,7 +710,7 @@ fn refused_body(body: &[u8], e: serde_json::Error) -> Error {
         .and_then(|v| v.get("run_at").cloned())
         .filter(|v| !v.is_null());
     if let Some(v) = run_at
-        && serde_json::from_value::<chrono::DateTime<chrono::Utc>>(v.clone()).is_err()
+        && serde_json::from_value::<DateTime<Utc>>(v.clone()).is_err()
     {
         return Error::bad_request(
             "invalid_run_at",
@@ -673,7 +724,7 @@ fn refused_body(body: &[u8], e: serde_json::Error) -> Error {
 
 /// When a created task starts: `run_at`, or now plus `delay`; `None` for now. At most a year
 /// ahead.
-fn start_time(req: &CreateTask) -> Result<Option<chrono::DateTime<chrono::Utc>>, Error> {
+fn start_time(req: &CreateTask) -> Result<Option<DateTime<Utc>>, Error> {
     let now = chrono::Utc::now();
     let at = match (&req.run_at, &req.delay) {
         (Some(_), Some(_)) => {

@@ -1,5 +1,7 @@
 //! Read models for the API: tasks, their steps with results and timings, and their history.
 
+use chrono::{DateTime, Utc};
+use serde_json::Value;
 use serde_json::value::RawValue;
 use sqlx::FromRow;
 use uuid::Uuid;
@@ -26,6 +28,10 @@ pub struct TaskFilter {
     pub parent: Option<Uuid>,
     pub before: Option<Uuid>,
     pub limit: i64,
+    pub created_after: Option<DateTime<Utc>>,
+    pub created_before: Option<DateTime<Utc>>,
+    /// Only tasks whose context contains this JSON (`@>`).
+    pub context: Option<Value>,
 }
 
 const TASK_COLUMNS: &str = "t.id, t.namespace, t.name, t.version, t.state, t.context,
@@ -77,6 +83,9 @@ impl Store {
                AND ($5::text IS NULL OR t.name = $5)
                AND ($6::text IS NULL OR t.namespace ~ $6)
                AND ($7::uuid IS NULL OR t.parent_task_id = $7)
+               AND ($8::timestamptz IS NULL OR t.created_at >= $8)
+               AND ($9::timestamptz IS NULL OR t.created_at < $9)
+               AND ($10::jsonb IS NULL OR t.context @> $10)
              ORDER BY t.id DESC LIMIT $4"
         );
         Ok(sqlx::query_as(&sql)
@@ -87,6 +96,9 @@ impl Store {
             .bind(&f.name)
             .bind(&f.namespaces)
             .bind(f.parent)
+            .bind(f.created_after)
+            .bind(f.created_before)
+            .bind(&f.context)
             .fetch_all(self.pool())
             .await?)
     }
