@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
+use chrono::{DateTime, Utc};
 use clap::{Parser, Subcommand};
 use serde_json::Value;
 use uuid::Uuid;
@@ -19,6 +20,7 @@ mod templates;
 use dead_letters::DeadLettersCommand;
 use limits::LimitsCommand;
 use schedules::SchedulesCommand;
+pub use templates::Invalid;
 use templates::TemplatesCommand;
 
 /// Exit codes, one per class of failure (listed in `tasker --help`).
@@ -153,6 +155,15 @@ enum Command {
         /// Only the tasks this task's child steps started.
         #[arg(long)]
         parent: Option<Uuid>,
+        /// Only tasks created at or after this time (RFC 3339, e.g. 2026-11-27T12:00:00Z).
+        #[arg(long)]
+        created_after: Option<DateTime<Utc>>,
+        /// Only tasks created before this time (RFC 3339).
+        #[arg(long)]
+        created_before: Option<DateTime<Utc>>,
+        /// Only tasks whose context contains this JSON object, e.g. '{"order_id": 42}'.
+        #[arg(long, value_parser = json_object)]
+        context: Option<Value>,
         /// Every page, not just the first.
         #[arg(long)]
         all: bool,
@@ -279,6 +290,15 @@ fn current_user() -> String {
     format!("user:{name}")
 }
 
+/// A JSON object given inline (clap's parser of `list --context`).
+fn json_object(value: &str) -> Result<Value, String> {
+    match serde_json::from_str(value) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) => Err("a JSON object is needed, e.g. '{\"order_id\": 42}'".into()),
+        Err(e) => Err(format!("not JSON: {e}")),
+    }
+}
+
 /// A JSON argument: inline, `@FILE`, or `-` for stdin.
 fn json_arg(flag: &str, value: &str) -> anyhow::Result<Value> {
     let (text, from) = if value == "-" {
@@ -377,6 +397,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             limit,
             before,
             parent,
+            created_after,
+            created_before,
+            context,
             all,
         } => {
             let q = TaskQuery {
@@ -386,6 +409,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 limit: Some(limit),
                 before,
                 parent,
+                created_after,
+                created_before,
+                context,
             };
             tasks::list(&client, q, all, json).await
         }

@@ -49,6 +49,7 @@ async fn main() -> ExitCode {
                     }) => (code.as_str(), Some(*status), message.clone()),
                     Some(tasker_client::Error::Http(_)) => ("unreachable", None, format!("{e:#}")),
                     Some(tasker_client::Error::Tls(_)) => ("tls", None, format!("{e:#}")),
+                    None if e.is::<cli::Invalid>() => ("invalid_template", None, format!("{e:#}")),
                     None => ("local_input", None, format!("{e:#}")),
                 };
                 eprintln!("{}", failure(kind, status, &message, code));
@@ -61,7 +62,8 @@ async fn main() -> ExitCode {
 }
 
 /// A failure as `--json` prints it: `{"error": {"code", "status"?, "message", "exit_code"}}`,
-/// `code` the API's error code or one of `unreachable`, `tls`, `local_input`, `usage`.
+/// `code` the API's error code or one of `unreachable`, `tls`, `local_input`, `usage`,
+/// `invalid_template`.
 fn failure(code: &str, status: Option<u16>, message: &str, exit_code: u8) -> serde_json::Value {
     let mut error = serde_json::json!({"code": code, "message": message, "exit_code": exit_code});
     if let Some(status) = status {
@@ -72,6 +74,9 @@ fn failure(code: &str, status: Option<u16>, message: &str, exit_code: u8) -> ser
 
 /// The exit code of a failed command, by class (`cli::EXIT_CODES`).
 fn exit_code(e: &anyhow::Error) -> u8 {
+    if e.is::<cli::Invalid>() {
+        return 1;
+    }
     match e.downcast_ref::<tasker_client::Error>() {
         Some(tasker_client::Error::Api { status, .. }) if *status < 500 => 4,
         Some(tasker_client::Error::Tls(_)) => 2,

@@ -304,6 +304,46 @@ async fn the_cli_starts_later_signals_and_manages_schedules_with_file_and_line_e
         "{}",
         validated.stdout
     );
+    // The same as JSON; a refused file as a JSON error with exit code 1.
+    let listed = tasker(&url, &["--json", "templates", "validate", &d], None)?;
+    let listed: Value = serde_json::from_str(&listed.stdout)?;
+    assert_eq!(
+        (
+            &listed["templates"][0]["name"],
+            &listed["schedules"][0]["name"]
+        ),
+        (&json!("approve"), &json!("nightly")),
+        "{listed}"
+    );
+    let bad = std::env::temp_dir().join(format!("tasker-cli-bad-{}", Uuid::now_v7()));
+    std::fs::create_dir_all(&bad)?;
+    std::fs::write(bad.join("bad.yaml"), "namespace: timed\nname: [unclosed\n")?;
+    let refused = tasker(
+        &url,
+        &[
+            "--json",
+            "templates",
+            "validate",
+            &bad.display().to_string(),
+        ],
+        None,
+    )?;
+    assert_eq!(refused.code, Some(1), "{}", refused.stderr);
+    assert!(refused.stdout.is_empty(), "{}", refused.stdout);
+    let refused: Value = serde_json::from_str(&refused.stderr)?;
+    assert_eq!(
+        (&refused["error"]["code"], &refused["error"]["exit_code"]),
+        (&json!("invalid_template"), &json!(1)),
+        "{refused}"
+    );
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("bad.yaml"),
+        "{refused}"
+    );
+    std::fs::remove_dir_all(&bad)?;
     let registered = tasker(&url, &["templates", "register", &d], None)?;
     assert_eq!(registered.code, Some(0), "{}", registered.stderr);
     let applied = tasker(&url, &["schedules", "apply", &d], None)?;

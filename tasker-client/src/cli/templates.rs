@@ -62,7 +62,7 @@ pub(super) async fn run(
         name: None,
     }) {
         TemplatesCommand::List { namespace, name } => list(client, namespace, name, json).await,
-        TemplatesCommand::Validate { dirs } => Ok(validate(&dirs)),
+        TemplatesCommand::Validate { dirs } => validate(&dirs, json),
         TemplatesCommand::Register { dirs, by } => register(client, &dirs, by).await,
         TemplatesCommand::Show {
             namespace,
@@ -99,43 +99,59 @@ async fn list(
 }
 
 /// Every template below `dirs`, checked offline as an orchestrator would at start-up.
-fn validate(dirs: &[PathBuf]) -> ExitCode {
+fn validate(dirs: &[PathBuf], json: bool) -> anyhow::Result<ExitCode> {
+    let mut templates = Vec::new();
+    let mut schedules = Vec::new();
     for dir in dirs {
-        match tasker_shared::template::load_dir(dir) {
-            Ok(loaded) if loaded.is_empty() => {
-                eprintln!("{}: no templates (*.yaml, *.yml) found", dir.display());
-                return ExitCode::from(1);
+        let loaded = tasker_shared::template::load_dir(dir).map_err(|e| Invalid(e.to_string()))?;
+        if loaded.is_empty() {
+            return Err(Invalid(format!(
+                "{}: no templates (*.yaml, *.yml) found",
+                dir.display()
+            ))
+            .into());
+        }
+        for t in loaded {
+            if !json {
+                out!("ok  {}  {}", t.template.key(), t.source.display());
             }
-            Ok(loaded) => {
-                for t in loaded {
-                    out!("ok  {}  {}", t.template.key(), t.source.display());
-                }
-            }
-            Err(e) => {
-                eprintln!("{e}");
-                return ExitCode::from(1);
-            }
+            templates.push(serde_json::json!({
+                "namespace": t.template.namespace, "name": t.template.name,
+                "version": t.template.version, "file": t.source,
+            }));
         }
         // And the schedules of its `schedules/` folders, as a worker registers them.
-        match tasker_shared::time::load_schedules(dir) {
-            Ok(schedules) => {
-                for (file, s) in schedules {
-                    out!(
-                        "ok  schedule {}/{}  {}",
-                        s.namespace,
-                        s.name,
-                        file.display()
-                    );
-                }
+        for (file, s) in
+            tasker_shared::time::load_schedules(dir).map_err(|e| Invalid(e.to_string()))?
+        {
+            if !json {
+                out!(
+                    "ok  schedule {}/{}  {}",
+                    s.namespace,
+                    s.name,
+                    file.display()
+                );
             }
-            Err(e) => {
-                eprintln!("{e}");
-                return ExitCode::from(1);
-            }
+            schedules
+                .push(serde_json::json!({"namespace": s.namespace, "name": s.name, "file": file}));
         }
     }
-    ExitCode::SUCCESS
+    if json {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({"templates": templates, "schedules": schedules})
+            )?
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
+
+/// A template or schedule file `templates validate` refused: exit 1, and under `--json` the
+/// code `invalid_template`.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Invalid(pub String);
 
 /// Every template below `dirs`, registered; exit 1 if any was refused.
 async fn register(
