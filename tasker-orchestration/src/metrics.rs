@@ -13,6 +13,25 @@ pub const TASKS_FINISHED: Metric = counter(
     "tasker_tasks_finished_total",
     "Tasks that reached a terminal state, by state.",
 );
+pub const TASK_SECONDS: Metric = seconds(
+    "tasker_task_seconds",
+    "How long finished tasks took, end to end: from their creation (a task created to start \
+     later: its start time) to their terminal state, by namespace, template and state.",
+);
+pub const TASKS_OPEN: Metric = Metric {
+    name: "tasker_tasks_open",
+    kind: Kind::Gauge,
+    unit: Unit::Count,
+    help: "Tasks not yet finished, by namespace and state (scheduled, running), as of the last \
+           scrape.",
+};
+pub const STEPS_ENQUEUED: Metric = Metric {
+    name: "tasker_steps_enqueued",
+    kind: Kind::Gauge,
+    unit: Unit::Count,
+    help: "Steps dispatched to workers and not yet finished (queued or running), by the \
+           namespace whose workers run them, as of the last scrape.",
+};
 pub const RESULTS_APPLIED: Metric = counter(
     "tasker_results_applied_total",
     "Step results that changed a step's state.",
@@ -219,7 +238,10 @@ pub const HTTP_SECONDS: Metric = seconds(
 );
 
 /// Every metric above, described to the recorder at start-up.
-pub const ALL: [Metric; 44] = [
+pub const ALL: [Metric; 47] = [
+    TASK_SECONDS,
+    TASKS_OPEN,
+    STEPS_ENQUEUED,
     HTTP_REQUESTS,
     HTTP_SECONDS,
     PURGED_TASKS,

@@ -53,9 +53,10 @@ pub const fn seconds(name: &'static str, help: &'static str) -> Metric {
     }
 }
 
-/// Bucket bounds of every `_seconds` histogram: from a millisecond to ten minutes.
-const SECONDS_BUCKETS: [f64; 14] = [
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0, 120.0, 600.0,
+/// Bucket bounds of every `_seconds` histogram: from 100 µs (a Rust handler) to ten minutes.
+const SECONDS_BUCKETS: [f64; 17] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+    30.0, 120.0, 600.0,
 ];
 
 /// Bucket bounds of every `_batch_size` histogram: powers of two up to 4096.

@@ -21,7 +21,13 @@ pub const STEPS_TIMED_OUT: Metric = counter(
 );
 pub const HANDLER_DURATION: Metric = seconds(
     "tasker_worker_handler_duration_seconds",
-    "How long handlers ran, from their start to their outcome (any outcome).",
+    "How long handlers ran, from their start to their outcome (any outcome), by namespace, \
+     template and handler.",
+);
+pub const STEP_QUEUE: Metric = seconds(
+    "tasker_worker_step_queue_seconds",
+    "How long steps waited between their dispatch (the orchestrator's clock) and their \
+     handler's start (this worker's), by namespace, template and handler.",
 );
 pub const REFERENCES_FETCHED: Metric = counter(
     "tasker_worker_references_fetched_total",
@@ -50,8 +56,9 @@ pub const RESULT_MESSAGE_BATCH_SIZE: Metric = batch_size(
 );
 
 /// Every metric above.
-pub const ALL: [Metric; 11] = [
+pub const ALL: [Metric; 12] = [
     STEPS_RECEIVED,
+    STEP_QUEUE,
     REFERENCES_FETCHED,
     STEPS_SUCCEEDED,
     STEPS_FAILED,

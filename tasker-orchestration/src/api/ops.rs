@@ -71,54 +71,79 @@ pub(super) async fn metrics(State(shared): State<Shared>) -> String {
     if let Err(e) = worker_gauges(&shared).await {
         tracing::warn!(error = %e, "metrics: cannot count workers and unserved steps");
     }
+    if let Err(e) = task_gauges(&shared).await {
+        tracing::warn!(error = %e, "metrics: cannot count open tasks");
+    }
     if let Err(e) = flow_gauges(&shared).await {
         tracing::warn!(error = %e, "metrics: cannot count concurrency slots and throttled steps");
     }
     crate::metrics::handle().render()
 }
 
-/// Labels set at an earlier scrape, set to 0 when they no longer occur.
-static SEEN: std::sync::Mutex<Option<(HashSet<String>, HashSet<String>)>> =
+/// One gauge's label values: (label name, value) pairs.
+type Labels = Vec<(&'static str, String)>;
+
+/// The label sets each gauge was set for at an earlier scrape, by gauge name.
+static SEEN: std::sync::Mutex<Option<HashMap<&'static str, HashSet<Labels>>>> =
     std::sync::Mutex::new(None);
 
-/// Live workers by language and unserved steps by namespace.
+/// Sets gauge `name` to each of `values` (by label set), and to 0 for the label sets an
+/// earlier scrape set that are absent now (so a namespace whose count fell to none reads 0,
+/// not its last value).
+fn set_gauges(name: &'static str, values: HashMap<Labels, i64>) {
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    let seen = seen
+        .get_or_insert_with(Default::default)
+        .entry(name)
+        .or_default();
+    for gone in seen.iter().filter(|l| !values.contains_key(*l)) {
+        ::metrics::gauge!(name, gone.as_slice()).set(0.0);
+    }
+    for (labels, n) in values {
+        ::metrics::gauge!(name, labels.as_slice()).set(n as f64);
+        seen.insert(labels);
+    }
+}
+
+/// Live workers by language; steps waiting for a worker by namespace, and those of them no
+/// live worker serves.
 async fn worker_gauges(shared: &Shared) -> Result<(), crate::store::Error> {
     let workers = shared.store.workers(false).await?;
     let served = crate::store::Served::new(&workers);
-    let mut live: HashMap<String, usize> = HashMap::new();
+    let mut live: HashMap<Labels, i64> = HashMap::new();
     for w in &workers {
-        *live.entry(w.language.clone()).or_default() += 1;
+        *live
+            .entry(vec![("language", w.language.clone())])
+            .or_default() += 1;
     }
-    let mut unserved: HashMap<String, i64> = HashMap::new();
+    let mut enqueued: HashMap<Labels, i64> = HashMap::new();
+    let mut unserved: HashMap<Labels, i64> = HashMap::new();
     for (namespace, handler, n) in shared.store.waiting_for_workers().await? {
-        let count = unserved.entry(namespace.clone()).or_default();
+        let labels = vec![("namespace", namespace.clone())];
+        *enqueued.entry(labels.clone()).or_default() += n;
+        let count = unserved.entry(labels).or_default();
         if !served.serves(&namespace, &handler) {
             *count += n;
         }
     }
-    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
-    let (languages, namespaces) = seen.get_or_insert_with(Default::default);
-    for l in languages.iter().filter(|l| !live.contains_key(*l)) {
-        ::metrics::gauge!(crate::metrics::WORKERS_LIVE.name, "language" => l.clone()).set(0.0);
-    }
-    for (l, n) in &live {
-        ::metrics::gauge!(crate::metrics::WORKERS_LIVE.name, "language" => l.clone())
-            .set(*n as f64);
-        languages.insert(l.clone());
-    }
-    for ns in namespaces.iter().filter(|ns| !unserved.contains_key(*ns)) {
-        ::metrics::gauge!(crate::metrics::STEPS_UNSERVED.name, "namespace" => ns.clone()).set(0.0);
-    }
-    for (ns, n) in &unserved {
-        ::metrics::gauge!(crate::metrics::STEPS_UNSERVED.name, "namespace" => ns.clone())
-            .set(*n as f64);
-        namespaces.insert(ns.clone());
-    }
+    set_gauges(crate::metrics::WORKERS_LIVE.name, live);
+    set_gauges(crate::metrics::STEPS_ENQUEUED.name, enqueued);
+    set_gauges(crate::metrics::STEPS_UNSERVED.name, unserved);
     Ok(())
 }
 
-/// Scopes whose slots an earlier scrape saw in use, set to 0 when none is.
-static SCOPES: std::sync::Mutex<Option<HashSet<String>>> = std::sync::Mutex::new(None);
+/// Tasks not yet finished by namespace and state.
+async fn task_gauges(shared: &Shared) -> Result<(), crate::store::Error> {
+    let open = shared
+        .store
+        .open_tasks()
+        .await?
+        .into_iter()
+        .map(|(namespace, state, n)| (vec![("namespace", namespace), ("state", state)], n))
+        .collect();
+    set_gauges(crate::metrics::TASKS_OPEN.name, open);
+    Ok(())
+}
 
 /// Concurrency slots in use by scope and throttled steps by kind.
 async fn flow_gauges(shared: &Shared) -> Result<(), crate::store::Error> {
@@ -135,18 +160,12 @@ async fn flow_gauges(shared: &Shared) -> Result<(), crate::store::Error> {
     for (kind, n) in by_kind {
         ::metrics::gauge!(crate::metrics::STEPS_THROTTLED.name, "kind" => kind).set(n as f64);
     }
-    let mut seen = SCOPES.lock().unwrap_or_else(|p| p.into_inner());
-    let scopes = seen.get_or_insert_with(Default::default);
-    for scope in scopes
-        .iter()
-        .filter(|s| !slots.iter().any(|(k, _)| k == *s))
-    {
-        ::metrics::gauge!(crate::metrics::SLOTS_IN_USE.name, "scope" => scope.clone()).set(0.0);
-    }
-    for (scope, n) in &slots {
-        ::metrics::gauge!(crate::metrics::SLOTS_IN_USE.name, "scope" => scope.clone())
-            .set(*n as f64);
-        scopes.insert(scope.clone());
-    }
+    set_gauges(
+        crate::metrics::SLOTS_IN_USE.name,
+        slots
+            .into_iter()
+            .map(|(scope, n)| (vec![("scope", scope)], n))
+            .collect(),
+    );
     Ok(())
 }

@@ -224,4 +224,29 @@ impl Store {
         .fetch_all(&self.pool)
         .await?)
     }
+
+    /// Tasks not yet finished (`scheduled`, `running`) by namespace and state: the
+    /// `tasker_tasks_open` gauge (read through the state index; finished tasks are counted by
+    /// `tasker_tasks_finished_total` instead, as they only grow).
+    pub async fn open_tasks(&self) -> Result<Vec<(String, String, i64)>> {
+        Ok(sqlx::query_as(
+            "SELECT namespace, state, count(*) FROM tasks
+             WHERE state IN ('scheduled', 'running') GROUP BY 1, 2",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Namespace, template, state and seconds from start to finish of the finished tasks
+    /// among `ids` (a task created to start later starts at its `run_at`).
+    pub async fn task_latencies(&self, ids: &[Uuid]) -> Result<Vec<(String, String, String, f64)>> {
+        Ok(sqlx::query_as(
+            "SELECT namespace, name, state,
+                    EXTRACT(EPOCH FROM completed_at - GREATEST(created_at, COALESCE(run_at, created_at)))::float8
+             FROM tasks WHERE id = ANY($1) AND completed_at IS NOT NULL",
+        )
+        .bind(ids)
+        .fetch_all(&self.pool)
+        .await?)
+    }
 }

@@ -95,6 +95,11 @@ impl<'w> Consumption<'w> {
                 {
                     f.deadline = Some(self.deadlines.insert(job, run_deadline(f.step.timeout_ms)));
                     f.span = f.step.span("tasker.step.handler", None);
+                    let queued = (Utc::now() - f.step.dispatched_at)
+                        .to_std()
+                        .unwrap_or_default();
+                    ::metrics::histogram!(m::STEP_QUEUE.name, f.step.labels())
+                        .record(queued.as_secs_f64());
                     stats.running.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -286,7 +291,8 @@ impl<'w> Consumption<'w> {
             self.deadlines.try_remove(key);
             stats.running.fetch_sub(1, Ordering::Relaxed);
             let ran = (c.finished_at - c.started_at).to_std().unwrap_or_default();
-            ::metrics::histogram!(m::HANDLER_DURATION.name).record(ran.as_secs_f64());
+            ::metrics::histogram!(m::HANDLER_DURATION.name, f.step.labels())
+                .record(ran.as_secs_f64());
         }
         if let Outcome::Failure { error, .. } = &c.outcome
             && error.kind == "timeout"
@@ -354,6 +360,11 @@ struct Attempt {
     timeout_ms: u64,
     /// The step's trace context and name, when it was dispatched with tracing on.
     trace: Option<Box<(String, String)>>,
+    /// When the orchestrator dispatched it (its clock).
+    dispatched_at: chrono::DateTime<Utc>,
+    /// Its namespace, template and handler: the labels of its latency metrics (sets as bounded
+    /// as the templates registered).
+    names: [String; 3],
 }
 
 impl From<&StepMessage> for Attempt {
@@ -367,11 +378,23 @@ impl From<&StepMessage> for Attempt {
                 .traceparent
                 .clone()
                 .map(|t| Box::new((t, m.step_name.clone()))),
+            dispatched_at: m.dispatched_at,
+            names: [m.namespace.clone(), m.task_name.clone(), m.handler.clone()],
         }
     }
 }
 
 impl Attempt {
+    /// The labels of its latency metrics.
+    fn labels(&self) -> Vec<metrics::Label> {
+        let [namespace, template, handler] = &self.names;
+        vec![
+            metrics::Label::new("namespace", namespace.clone()),
+            metrics::Label::new("template", template.clone()),
+            metrics::Label::new("handler", handler.clone()),
+        ]
+    }
+
     /// A span of this attempt, a child of `parent` (else of its dispatch span); `None` when
     /// the step came without trace context.
     fn span(&self, name: &'static str, parent: Option<&Span>) -> Option<Span> {
