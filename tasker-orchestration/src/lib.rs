@@ -115,7 +115,7 @@ impl Orchestrator {
         let catalog = Catalog::load(store.clone(), &loaded, &registered_by).await?;
         tracing::info!(
             templates = loaded.len(),
-            namespaces = ?catalog.namespaces(),
+            namespaces = %catalog.namespaces().join(","),
             "templates registered"
         );
         crate::metrics::handle();

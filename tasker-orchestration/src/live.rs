@@ -207,7 +207,7 @@ impl Live {
             }
             looked = Some(Instant::now());
             if let Err(e) = self.look(&store, page_bytes).await {
-                tracing::debug!(error = ?e, "live view: reading the watched tasks failed; trying again");
+                tracing::debug!(error = %e, "live view: reading the watched tasks failed; trying again");
             }
         }
     }

@@ -102,7 +102,7 @@ async fn retry_due(shared: &Shared) -> Result<(), crate::store::Error> {
 async fn reconcile(shared: &Shared) -> Result<(), crate::store::Error> {
     let drift = shared.store.reconcile_slots().await?;
     for d in &drift {
-        tracing::warn!(key = %d.key, recorded = ?d.recorded, counted = d.counted,
+        tracing::warn!(key = %d.key, recorded = d.recorded, counted = d.counted,
             "concurrency slots recorded wrongly; corrected");
     }
     if !drift.is_empty() {

@@ -161,7 +161,7 @@ async fn serve(args: Args, registry: Registry) -> Result<(), Error> {
         addr: format!("{}:{}", w.health_bind, w.health_port),
         source,
     })?;
-    tracing::info!(health = %addr, ?namespaces, "tasker worker started");
+    tracing::info!(health = %addr, namespaces = %namespaces.join(","), "tasker worker started");
     // One line on stdout that scripts and the conformance suite wait for.
     println!(
         "tasker worker ready: language=rust health={addr} namespaces={}",

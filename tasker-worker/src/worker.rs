@@ -280,7 +280,7 @@ impl Worker {
         let mut publishing = tokio::spawn(publish_results(publisher, results_queue, results_rx));
         let mut c = Consumption::new(self, sink, DeadLetters::new(broker.clone()), results_tx);
         self.stats.connected.store(true, Ordering::Relaxed);
-        tracing::info!(namespaces = ?o.namespaces, "worker consuming");
+        tracing::info!(namespaces = %o.namespaces.join(","), "worker consuming");
         while !c.drained() {
             let drain_deadline = c.draining.unwrap_or_else(tokio::time::Instant::now);
             tokio::select! {

@@ -169,7 +169,7 @@ pub(super) async fn create_token(
         .await
     {
         Ok((token, id)) => {
-            tracing::info!(name = %req.name, %scope, namespaces = ?namespaces.as_ref().map(ToString::to_string),
+            tracing::info!(name = %req.name, %scope, namespaces = namespaces.as_ref().map(ToString::to_string).as_deref(),
                 "API token created");
             let created = CreatedToken {
                 id,

@@ -153,7 +153,11 @@ pub(super) async fn replay(
         .await?
         .ok_or_else(|| not_found(id))??;
     metrics::counter!(m::DEAD_LETTERS_REPLAYED.name).increment(1);
-    tracing::info!(id, queue = ?sent.view.queue, "dead letter replayed");
+    tracing::info!(
+        id,
+        queue = sent.view.queue.as_deref(),
+        "dead letter replayed"
+    );
     Ok(Json(Replayed {
         replayed: id,
         queue: sent.view.queue,

@@ -108,7 +108,7 @@ pub(super) async fn pause(
         .await?
         .ok_or_else(|| unknown(&key))?;
     ::metrics::counter!(crate::metrics::RATE_LIMIT_PAUSES.name).increment(1);
-    tracing::info!(key = %key, until = %req.until, by = ?by, "rate key paused");
+    tracing::info!(key = %key, until = %req.until, by, "rate key paused");
     Ok(Json(paused))
 }
 

@@ -133,7 +133,7 @@ pub(super) async fn purge(
     )
     .await?;
     let by = caller.principal().map(|p| p.name.as_str());
-    tracing::info!(tasks = totals.batch.tasks, older_than = %req.older_than, by = ?by, "tasks purged on request");
+    tracing::info!(tasks = totals.batch.tasks, older_than = %req.older_than, by, "tasks purged on request");
     answer.tasks = totals.batch.tasks;
     answer.by_state = totals.batch.by_state;
     answer.rows = Some(totals.batch.rows.values().sum());
