@@ -730,6 +730,43 @@ def test_the_composition_calls_send_the_contracts_requests_and_read_its_answers(
     ]
 
 
+def test_the_list_filters_send_times_and_the_context_in_the_query(
+    recorder: tuple[str, type[Recorder]],
+) -> None:
+    url, api = recorder
+    api.answers[("GET", "/v1/tasks")] = (200, {"tasks": [CHILD_TASK], "next_before": None})
+    berlin = timezone(timedelta(hours=1))
+    order = {"order_id": 42, "customer": {"tier": "gold"}}
+    with tasker.Client(url) as c:
+        [task] = c.list_tasks(
+            created_after=datetime(2026, 11, 26, 10, tzinfo=berlin),
+            created_before="2026-11-27T00:00:00Z", context=order,
+        ).tasks
+        assert task.id == CHILD_TASK["id"]
+        assert [t.id for t in c.iter_tasks(state="running", context={"tags": ["rush"]})] == [
+            task.id
+        ]
+        with pytest.raises(ValueError, match="naive"):
+            c.list_tasks(created_after=datetime(2026, 11, 26))
+
+    async def the_async_twin() -> None:
+        async with tasker.AsyncClient(url) as c:
+            assert (await c.list_tasks(created_before="2026-11-27T00:00:00Z")).tasks == [task]
+            assert [t async for t in c.iter_tasks(created_after="2026-11-26T09:00:00Z")] == [task]
+
+    asyncio.run(the_async_twin())
+
+    context = "%7B%22order_id%22%3A42%2C%22customer%22%3A%7B%22tier%22%3A%22gold%22%7D%7D"
+    assert [(m, p) for m, p, _ in api.requests] == [
+        ("GET", "/v1/tasks?created_after=2026-11-26T09%3A00%3A00Z"
+                "&created_before=2026-11-27T00%3A00%3A00Z&context=" + context),
+        ("GET", "/v1/tasks?state=running&context=%7B%22tags%22%3A%5B%22rush%22%5D%7D"),
+        # The async client's.
+        ("GET", "/v1/tasks?created_before=2026-11-27T00%3A00%3A00Z"),
+        ("GET", "/v1/tasks?created_after=2026-11-26T09%3A00%3A00Z"),
+    ]
+
+
 THROTTLED_STEP = {
     **WAIT_STEP, "id": "019a0000-0000-7000-8000-000000000030", "name": "charge",
     "handler": "charge", "step_type": "standard", "state": "throttled", "attempt": 0,

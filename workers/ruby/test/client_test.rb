@@ -653,6 +653,35 @@ class ClientCompositionWireTest < Minitest::Test
   end
 end
 
+# The task list's filters against the same stand-in: times (a Time in UTC, a String as given)
+# and the context as JSON text, in the query string of list_tasks and each_task.
+class ClientListFiltersWireTest < Minitest::Test
+  Client = Tasker::Client
+  StandIn = ClientTimeWireTest::StandIn
+  TASK = ClientCompositionWireTest::TASK
+
+  def test_the_filters_send_the_times_and_the_context_in_the_query
+    api = StandIn.new("GET /v1/tasks" => [200, { "tasks" => [TASK], "next_before" => nil }])
+    client = Client.new(url: api.url)
+
+    page = client.list_tasks(created_after: Time.new(2026, 11, 26, 10, 0, 0, "+01:00"),
+                             created_before: "2026-11-27T00:00:00Z",
+                             context: { "order_id" => 42, "customer" => { "tier" => "gold" } })
+    assert_equal [TASK["id"]], page.tasks.map(&:id)
+    assert_equal [TASK["id"]], client.each_task(state: "running", context: { tags: ["rush"] }).map(&:id)
+
+    context = URI.encode_www_form_component('{"order_id":42,"customer":{"tier":"gold"}}')
+    assert_equal [
+      ["GET", "/v1/tasks?created_after=2026-11-26T09%3A00%3A00.000000Z" \
+              "&created_before=2026-11-27T00%3A00%3A00Z&context=#{context}", nil],
+      ["GET", "/v1/tasks?state=running&context=#{URI.encode_www_form_component('{"tags":["rush"]}')}", nil]
+    ], api.requests
+  ensure
+    client&.close
+    api&.stop
+  end
+end
+
 # The fair-sharing calls' requests and answers against the same stand-in: a task's priority, a
 # throttled step's throttle and limits, the concurrency and rate limits, and pausing and resuming
 # a rate key.

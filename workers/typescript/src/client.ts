@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 
 import { ApiError, TaskerClientError } from "./client_errors";
-import type { JsonObject, JsonValue } from "./json";
+import { stringifyApiJson, type JsonObject, type JsonValue } from "./json";
 import {
   backfillFromJson,
   batchCreatedFromJson,
@@ -150,6 +150,16 @@ export interface TaskQuery {
   before?: string;
   /** A task's id: its child tasks (the ones its child steps started). */
   parent?: string;
+  /** Tasks created at or after this time (a `Date`, or an RFC 3339 string). */
+  createdAfter?: Date | string;
+  /** Tasks created strictly before this time (a `Date`, or an RFC 3339 string). */
+  createdBefore?: Date | string;
+  /**
+   * Tasks whose context contains this JSON object (sent as JSON text; a `bigint` exactly):
+   * `{ order_id: 42 }` matches `{ order_id: 42, rush: true }`; nested objects match by subset,
+   * arrays by containment.
+   */
+  context?: object;
 }
 
 /** Who asks for a repair and why; both are recorded in the task's history. */
@@ -293,10 +303,11 @@ export class Client {
 
   /**
    * One page of tasks, newest first (`GET /v1/tasks`). Tasks in a list have no `result`
-   * (`getTask` has it).
+   * (`getTask` has it). `400 invalid_time` for a `createdAfter` or `createdBefore` string that
+   * is not RFC 3339, `400 invalid_context_filter` for a `context` that is not an object.
    */
   async listTasks<Ctx = JsonObject, Res = JsonObject>(query: TaskQuery = {}): Promise<TaskPage<Ctx, Res>> {
-    const answer = (await this.#http.send("GET", "/v1/tasks", { query: { ...query } })) as {
+    const answer = (await this.#http.send("GET", "/v1/tasks", { query: taskQuery(query) })) as {
       tasks: unknown[];
       next_before: string | null;
     };
@@ -565,6 +576,17 @@ function createBody(task: CreateTaskRequest<unknown>): Record<string, unknown> {
     run_at: task.runAt === undefined ? undefined : timestamp(task.runAt),
     delay: task.delay === undefined ? undefined : duration(task.delay),
     priority: task.priority,
+  };
+}
+
+/** A task list's filter and page as the API takes them (`GET /v1/tasks`). */
+function taskQuery(query: TaskQuery): Record<string, string | number | undefined> {
+  const { createdAfter, createdBefore, context, ...same } = query;
+  return {
+    ...same,
+    created_after: createdAfter === undefined ? undefined : timestamp(createdAfter),
+    created_before: createdBefore === undefined ? undefined : timestamp(createdBefore),
+    context: context === undefined ? undefined : stringifyApiJson(context),
   };
 }
 

@@ -948,6 +948,39 @@ describe("Client and the composition API's wire", () => {
   });
 });
 
+// The task list's filters against a stand-in: times (a `Date` in UTC, a string as given) and the
+// context as JSON text, in the query string of `listTasks` and `iterateTasks`.
+describe("Client and the task list filters' wire", () => {
+  const taskId = "019a0000-0000-7000-8000-000000000001";
+  const task = runningTask(taskId, { created_at: "2026-11-26T09:00:00Z" });
+  const requests = [];
+  const base = standIn({ "GET /v1/tasks": [200, { tasks: [task], next_before: null }] }, (req) =>
+    requests.push([req.method, req.url]),
+  );
+
+  it("sends the times and the context in the query", async () => {
+    const client = new Client(base());
+    const page = await client.listTasks({
+      createdAfter: new Date("2026-11-26T10:00:00+01:00"),
+      createdBefore: "2026-11-27T00:00:00Z",
+      context: { order_id: 42, customer: { tier: "gold" }, big: 12345678901234567890n },
+    });
+    assert.deepEqual(page.tasks.map((t) => t.id), [taskId]);
+    const iterated = [];
+    for await (const t of client.iterateTasks({ state: "running", context: { tags: ["rush"] } })) iterated.push(t.id);
+    assert.deepEqual(iterated, [taskId]);
+    const context = encodeURIComponent('{"order_id":42,"customer":{"tier":"gold"},"big":12345678901234567890}');
+    assert.deepEqual(requests, [
+      [
+        "GET",
+        "/v1/tasks?created_after=2026-11-26T09%3A00%3A00.000Z&created_before=2026-11-27T00%3A00%3A00Z" +
+          `&context=${context}`,
+      ],
+      ["GET", `/v1/tasks?state=running&context=${encodeURIComponent('{"tags":["rush"]}')}`],
+    ]);
+  });
+});
+
 // The fair-sharing calls against a stand-in: a task's priority, a throttled step's throttle and
 // limits, the concurrency and rate limits, pausing and resuming a rate key, and the conformance
 // client's `flow` mode.

@@ -6,6 +6,8 @@ module Tasker
   class Client; end
 end
 
+require "json"
+
 require_relative "client/errors"
 require_relative "client/http"
 require_relative "client/task"
@@ -153,16 +155,29 @@ module Tasker
     # the task +before+ (the previous page's TaskPage#next_before), filtered by +state+
     # ("scheduled", "running", "complete", "error", "cancelled"), +namespace+, template +name+
     # and +parent+ (the child tasks of that task id).
-    def list_tasks(state: nil, namespace: nil, name: nil, limit: nil, before: nil, parent: nil)
-      query = { state: state, namespace: namespace, name: name, limit: limit, before: before, parent: parent }
+    #
+    # +created_after+ and +created_before+ (Times or RFC 3339 Strings) keep the tasks created at
+    # or after, and strictly before, a time; +context+ (a Hash, sent as JSON text) the tasks
+    # whose context contains it: `{ "order_id" => 42 }` matches `{ "order_id" => 42, "rush" =>
+    # true }`, nested objects by subset, arrays by containment. InvalidRequestError
+    # `invalid_time` for a String that is not RFC 3339, `invalid_context_filter` for a +context+
+    # that is not an object.
+    def list_tasks(state: nil, namespace: nil, name: nil, limit: nil, before: nil, parent: nil,
+                   created_after: nil, created_before: nil, context: nil)
+      query = { state: state, namespace: namespace, name: name, limit: limit, before: before, parent: parent,
+                created_after: created_after && timestamp(created_after),
+                created_before: created_before && timestamp(created_before),
+                context: context && JSON.generate(context) }
       TaskPage.from_json(@http.get("/v1/tasks", query))
     end
 
-    # Yields every task matching the filters, newest first, reading +page_size+ at a time as the
-    # iteration goes on; an Enumerator without a block (`each_task(state: "error").first(10)`
-    # reads one page).
-    def each_task(state: nil, namespace: nil, name: nil, parent: nil, page_size: nil, &block)
-      filters = { state: state, namespace: namespace, name: name, parent: parent }
+    # Yields every task matching the filters (those of #list_tasks), newest first, reading
+    # +page_size+ at a time as the iteration goes on; an Enumerator without a block
+    # (`each_task(state: "error").first(10)` reads one page).
+    def each_task(state: nil, namespace: nil, name: nil, parent: nil, created_after: nil, created_before: nil,
+                  context: nil, page_size: nil, &block)
+      filters = { state: state, namespace: namespace, name: name, parent: parent, created_after: created_after,
+                  created_before: created_before, context: context }
       return enum_for(__method__, **filters, page_size: page_size) unless block
 
       before = nil

@@ -8,6 +8,7 @@ decoding, the error mapping, the paging and the wait loop exist once.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
@@ -216,9 +217,16 @@ def list_tasks(
     limit: int | None,
     before: Id | None,
     parent: Id | None = None,
+    created_after: Time | None = None,
+    created_before: Time | None = None,
+    context: Mapping[str, JSON] | None = None,
 ) -> Call[TaskPage]:
     params = _drop_none(
-        state=state, namespace=namespace, name=name, limit=limit, before=before, parent=parent
+        state=state, namespace=namespace, name=name, limit=limit, before=before, parent=parent,
+        created_after=None if created_after is None else timestamp(created_after),
+        created_before=None if created_before is None else timestamp(created_before),
+        # JSON text, URL-encoded in the query string like every parameter.
+        context=None if context is None else json.dumps(context, separators=(",", ":")),
     )
     return _call(Request("GET", "/v1/tasks", params), TaskPage.from_json)
 

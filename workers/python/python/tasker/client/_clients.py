@@ -178,12 +178,25 @@ class Client:
         limit: int | None = None,
         before: Id | None = None,
         parent: Id | None = None,
+        created_after: Time | None = None,
+        created_before: Time | None = None,
+        context: Mapping[str, JSON] | None = None,
     ) -> TaskPage:
         """One page of tasks, newest first: of a ``state`` (``scheduled``, ``running``,
         ``complete``, ``error``, ``cancelled``), a ``namespace``, a template ``name``, the child
         tasks of the task ``parent``; ``limit`` of them (1-500, default 50) created before the
-        task ``before`` (the previous page's ``next_before``)."""
-        return self._run(_calls.list_tasks(state, namespace, name, limit, before, parent))
+        task ``before`` (the previous page's ``next_before``).
+
+        ``created_after`` and ``created_before`` (aware ``datetime`` or RFC 3339 strings) keep
+        the tasks created at or after, and strictly before, a time; ``context`` (a ``dict``,
+        sent as JSON text) the tasks whose context contains it: ``{"order_id": 42}`` matches
+        ``{"order_id": 42, "rush": True}``, nested objects by subset, lists by containment.
+        :class:`~tasker.InvalidRequest` ``invalid_time`` for a time that is not RFC 3339 (a
+        naive ``datetime`` raises ``ValueError``), ``invalid_context_filter`` for a ``context``
+        that is not an object."""
+        return self._run(_calls.list_tasks(
+            state, namespace, name, limit, before, parent, created_after, created_before, context
+        ))
 
     def iter_tasks(
         self,
@@ -194,13 +207,17 @@ class Client:
         page_size: int | None = None,
         before: Id | None = None,
         parent: Id | None = None,
+        created_after: Time | None = None,
+        created_before: Time | None = None,
+        context: Mapping[str, JSON] | None = None,
     ) -> Iterator[Task]:
         """Every task matching the filters of :meth:`list_tasks`, newest first, read a page
         (``page_size`` tasks) at a time as the iteration goes."""
         while True:
             page = self.list_tasks(
                 state=state, namespace=namespace, name=name, limit=page_size, before=before,
-                parent=parent,
+                parent=parent, created_after=created_after, created_before=created_before,
+                context=context,
             )
             yield from page.tasks
             if page.next_before is None:
@@ -474,9 +491,14 @@ class AsyncClient:
         limit: int | None = None,
         before: Id | None = None,
         parent: Id | None = None,
+        created_after: Time | None = None,
+        created_before: Time | None = None,
+        context: Mapping[str, JSON] | None = None,
     ) -> TaskPage:
         """See :meth:`Client.list_tasks`."""
-        return await self._run(_calls.list_tasks(state, namespace, name, limit, before, parent))
+        return await self._run(_calls.list_tasks(
+            state, namespace, name, limit, before, parent, created_after, created_before, context
+        ))
 
     async def iter_tasks(
         self,
@@ -487,12 +509,16 @@ class AsyncClient:
         page_size: int | None = None,
         before: Id | None = None,
         parent: Id | None = None,
+        created_after: Time | None = None,
+        created_before: Time | None = None,
+        context: Mapping[str, JSON] | None = None,
     ) -> AsyncIterator[Task]:
         """See :meth:`Client.iter_tasks`; ``async for task in client.iter_tasks()``."""
         while True:
             page = await self.list_tasks(
                 state=state, namespace=namespace, name=name, limit=page_size, before=before,
-                parent=parent,
+                parent=parent, created_after=created_after, created_before=created_before,
+                context=context,
             )
             for task in page.tasks:
                 yield task
