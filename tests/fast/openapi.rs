@@ -4,6 +4,7 @@
 //! defined. (A route registered without its operation is refused earlier, by clippy.toml.)
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use serde_json::Value;
 use tasker::{TestEnv, repo_root, target_dir};
@@ -104,10 +105,12 @@ fn the_document_names_exactly_the_routes_of_the_readme() {
 }
 
 /// The document passes openapi-spec-validator (the Python venv that workers/python/build.sh
-/// makes has it): what code generators and API tools check before they read it. And the Python
-/// client reads nothing it does not promise (workers/python/tests/contract_check.py).
+/// makes has it): what code generators and API tools check before they read it. And the three
+/// API clients read nothing it does not promise (`contract_check` in workers/python/tests,
+/// workers/typescript/test and workers/ruby/test; the TypeScript one reads the client with the
+/// compiler that workers/typescript/build.sh installs).
 #[test]
-fn the_document_passes_the_validator_and_the_python_client_agrees_with_it() -> anyhow::Result<()> {
+fn the_document_passes_the_validator_and_the_three_clients_agree_with_it() -> anyhow::Result<()> {
     let doc = serde_json::to_string_pretty(&tasker_orchestration::api::openapi())?;
     let dir = target_dir().join("openapi");
     std::fs::create_dir_all(&dir)?;
@@ -130,18 +133,37 @@ fn the_document_passes_the_validator_and_the_python_client_agrees_with_it() -> a
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    // The Python client against it: every field it reads is in the answer's schema (a field
-    // renamed on the server fails here, not in a user's program).
-    let out = std::process::Command::new(&python)
-        .arg(repo_root().join("workers/python/tests/contract_check.py"))
-        .arg(&file)
-        .output()?;
-    assert!(
-        out.status.success(),
-        "the Python client reads what the document does not promise:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // Each client against it: every field it reads is in the answer's schema (a field renamed
+    // on the server fails here, not in a user's program).
+    for (client, program, check) in [
+        (
+            "Python",
+            python.as_path(),
+            "workers/python/tests/contract_check.py",
+        ),
+        (
+            "TypeScript",
+            Path::new("node"),
+            "workers/typescript/test/contract_check.mjs",
+        ),
+        (
+            "Ruby",
+            Path::new("ruby"),
+            "workers/ruby/test/contract_check.rb",
+        ),
+    ] {
+        let out = std::process::Command::new(program)
+            .arg(repo_root().join(check))
+            .arg(&file)
+            .output()
+            .map_err(|e| anyhow::anyhow!("{}: {e}", program.display()))?;
+        assert!(
+            out.status.success(),
+            "the {client} client reads what the document does not promise:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     Ok(())
 }
 
