@@ -167,6 +167,47 @@ fn the_document_passes_the_validator_and_the_three_clients_agree_with_it() -> an
     Ok(())
 }
 
+/// An error's `code` is an enum of every code the API gives (the orchestrator refuses, in debug
+/// builds, to answer with one missing from it: every test that meets an error checks that), and
+/// every code an operation's responses name is in it.
+#[test]
+fn error_codes_are_an_enum_and_every_documented_code_is_in_it() {
+    let doc = serde_json::to_value(tasker_orchestration::api::openapi()).unwrap();
+    let codes: BTreeSet<String> = doc["components"]["schemas"]["ErrorDetail"]["properties"]["code"]
+        ["enum"]
+        .as_array()
+        .expect("ErrorDetail.code has an enum")
+        .iter()
+        .map(|c| c.as_str().unwrap().to_owned())
+        .collect();
+    let declared: BTreeSet<String> = tasker_shared::api::ERROR_CODES
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    assert_eq!(codes, declared);
+    // Words in backticks that are field names, not codes.
+    let fields = ["delay", "from", "namespace", "signal_id", "to"];
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            for (status, response) in op["responses"].as_object().into_iter().flatten() {
+                if !status.starts_with('4') && !status.starts_with('5') {
+                    continue;
+                }
+                let text = response["description"].as_str().unwrap_or_default();
+                for code in text.split('`').skip(1).step_by(2) {
+                    let looks_like_code = code.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+                    if looks_like_code && !fields.contains(&code) {
+                        assert!(
+                            codes.contains(code),
+                            "{method} {path} {status} names `{code}`, not in ERROR_CODES"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Every operation documents the errors any request may meet — 500, and for those that take a
 /// token 401 and 403 — each with the API's error body.
 #[test]
@@ -291,8 +332,12 @@ async fn every_documented_operation_is_served() -> anyhow::Result<()> {
             .await?;
         let status = resp.status();
         let body = resp.text().await?;
+        let code = serde_json::from_str::<Value>(&body)
+            .ok()
+            .map(|v| v["error"]["code"].clone());
         assert!(
-            status != reqwest::StatusCode::METHOD_NOT_ALLOWED && !body.contains("no_such_route"),
+            status != reqwest::StatusCode::METHOD_NOT_ALLOWED
+                && code != Some(Value::from("no_such_route")),
             "{method} {path} is documented but not served: {status} {body}"
         );
     }

@@ -16,6 +16,10 @@ pub struct Error {
 
 impl Error {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        debug_assert!(
+            tasker_shared::api::ERROR_CODES.contains(&code),
+            "error code {code} is not in tasker_shared::api::ERROR_CODES (the OpenAPI enum)"
+        );
         Self {
             status,
             code,
