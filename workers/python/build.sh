@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds the Python binding in release mode into workers/python/.venv (maturin develop puts
 # tasker/_native.abi3.so next to the Python sources). Idempotent: installs only what is missing
-# (python3 >= 3.11 with venv through cargo-make/ensure-deps.sh, then maturin, pytest, pika,
-# httpx (the API client's), jsonschema (the protocol check) and openapi-spec-validator (the test
-# of /openapi.json, tests/fast/openapi.rs) in the venv). Runs from any
-# folder; honours CARGO_TARGET_DIR (default: the repository's target/).
+# (python3 >= 3.11 with venv through cargo-make/ensure-deps.sh, then maturin, hatchling (the
+# client package's build backend), pytest, pika, httpx (the API client's), jsonschema (the
+# protocol check) and openapi-spec-validator (the test of /openapi.json, tests/fast/openapi.rs)
+# in the venv). Runs from any folder; honours CARGO_TARGET_DIR (default: the repository's target/).
+# `build.sh --venv` prepares the venv only, without Rust (what `package.sh --client` needs).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -20,10 +21,30 @@ has_python() {
 has_python || { echo "build.sh: python3 >= 3.11 with the venv module is required" >&2; exit 1; }
 
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-if ! "$venv/bin/python" -c 'import maturin, pytest, pika, httpx, jsonschema, openapi_spec_validator' 2>/dev/null; then
+if ! "$venv/bin/python" -c 'import maturin, hatchling, pytest, pika, httpx, jsonschema, openapi_spec_validator' 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-        "maturin>=1.16,<2" "pytest>=8" "pika>=1.3" "httpx>=0.28,<1" "jsonschema>=4.18,<5" \
-        "openapi-spec-validator>=0.7,<1"
+        "maturin>=1.16,<2" "hatchling>=1.26,<2" "pytest>=8" "pika>=1.3" "httpx>=0.28,<1" \
+        "jsonschema>=4.18,<5" "openapi-spec-validator>=0.7,<1"
+fi
+[[ "${1:-}" == "--venv" ]] && exit 0
+
+# The worker depends on tasker-workflows-client, and `maturin develop` pip-installs dependencies:
+# installed here first, editable (a .pth to python/, no copies), pip finds it satisfied instead of
+# asking PyPI for it. The distribution's old name (tasker-py) goes, if an older build left it.
+pip=("$venv/bin/python" -m pip --disable-pip-version-check)
+if "${pip[@]}" show --quiet tasker-py 2>/dev/null; then
+    "${pip[@]}" uninstall --quiet --yes tasker-py
+fi
+client_installed() {  # at the version client/pyproject.toml says (the one the worker pins)
+    "$venv/bin/python" - "$here/client/pyproject.toml" 2>/dev/null <<'PY'
+import importlib.metadata, sys, tomllib
+with open(sys.argv[1], "rb") as f:
+    wanted = tomllib.load(f)["project"]["version"]
+sys.exit(importlib.metadata.version("tasker-workflows-client") != wanted)
+PY
+}
+if ! client_installed; then
+    "${pip[@]}" install --quiet --no-deps --no-build-isolation --editable "$here/client"
 fi
 
 cd "$here"

@@ -3,6 +3,8 @@
 # dependencies, the native binding in release mode (CARGO_TARGET_DIR honoured, default the repo's
 # target/), then the TypeScript.
 # Idempotent, quiet when everything is in place; runnable from any directory.
+# `build.sh --deps` stops after Node and the npm dependencies, without Rust (what
+# `package.sh --client` needs: it compiles the client modules itself).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -23,7 +25,9 @@ if (( node_major < 18 )); then
   log "Node $(node --version) is too old: Node 18 or newer is needed"
   exit 1
 fi
-command -v cargo >/dev/null || { log "cargo is missing: install Rust (rustup)"; exit 1; }
+deps_only=false
+[[ "${1:-}" == "--deps" ]] && deps_only=true
+$deps_only || command -v cargo >/dev/null || { log "cargo is missing: install Rust (rustup)"; exit 1; }
 
 cd "$here"
 # Install only when the lock changed since the last install. `npm install` rather than `npm ci`:
@@ -33,6 +37,7 @@ if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules
   log "npm install (from package-lock.json)"
   npm install --no-audit --no-fund --loglevel=error
 fi
+$deps_only && exit 0
 
 # The native library is built by cargo for the host, like the Python and Ruby bindings and the
 # demo's binaries, so all of them share one release build of the dependencies: `napi build`

@@ -15,7 +15,9 @@ rescue LoadError => e
                    "run workers/ruby/build.sh, which puts it at lib/tasker/tasker_rb.so"
 end
 
-require_relative "tasker/version"
+# Through the load path, not require_relative: as gems, version.rb and tasker/client are the
+# tasker-workflows-client gem's (a dependency of this one, activated with it), not in this folder.
+require "tasker/version"
 require_relative "tasker/errors"
 require_relative "tasker/context"
 require_relative "tasker/registry"
@@ -26,7 +28,7 @@ require_relative "tasker/logs"
 require_relative "tasker/worker"
 
 module Tasker
-  autoload :Client, File.expand_path("tasker/client", __dir__)
+  autoload :Client, "tasker/client"
 
   class << self
     # The registry the worker entry point uses. Handler files fill it when they are loaded.

@@ -1,7 +1,7 @@
 // An app that submits a task and waits for its result: `node submit.js 6` prints
 // `complete: halve = 242`. The orchestrator is TASKER_URL (default
 // http://127.0.0.1:8080), with TASKER_TOKEN and TASKER_TLS_CA_FILE when it needs them.
-import { ApiError, Client } from "tasker-worker";
+import { ApiError, Client } from "tasker-workflows";
 
 /** The context and result of typescript_examples/linear (double, add ten, square, halve). */
 interface Linear {

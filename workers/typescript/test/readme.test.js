@@ -14,13 +14,13 @@ test("the README example registers working handlers", async (t) => {
     reportDiagnostics: true,
   });
   assert.deepEqual(diagnostics, []);
-  // Inside the package, so `require("tasker-worker")` resolves to this package (self-reference).
+  // Inside the package, so `require("tasker-workflows")` resolves to this package (self-reference).
   const file = path.join(__dirname, ".readme-handlers.js");
   fs.writeFileSync(file, outputText);
   t.after(() => fs.rmSync(file, { force: true }));
   require(file);
 
-  const { ParentResults, defaultRegistry, isPermanent } = require("tasker-worker");
+  const { ParentResults, defaultRegistry, isPermanent } = require("tasker-workflows");
   const ctx = (context, parents = {}) => ({ context, parentResults: new ParentResults(parents), attempt: 1 });
   assert.deepEqual(await defaultRegistry().get("double")(ctx({ value: 21 })), { value: 42 });
   await assert.rejects(async () => defaultRegistry().get("double")(ctx({})), isPermanent);

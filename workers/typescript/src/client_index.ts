@@ -1,0 +1,64 @@
+/**
+ * The API client alone: the entry of the client-only package, `tasker-workflows-client`, and the
+ * client half of `tasker-workflows` (index.ts re-exports it). Nothing here reaches the napi
+ * loader or the native library: `workers/typescript/package.sh --client` compiles this file and
+ * what it imports, and fails if that includes either.
+ */
+export {
+  Client,
+  type ClientOptions,
+  type CreateTaskOptions,
+  type CreateTaskRequest,
+  type PurgeOptions,
+  type RepairNote,
+  type RetryOptions,
+  type ScheduleDefinition,
+  type SignalOptions,
+  type TaskQuery,
+  type TaskRef,
+} from "./client";
+export {
+  ApiError,
+  AuthError,
+  ConflictError,
+  ConnectionError,
+  InvalidRequestError,
+  NotFoundError,
+  ServerError,
+  TaskPurgedError,
+  TaskerClientError,
+} from "./client_errors";
+export type { JsonObject, JsonValue } from "./json";
+export {
+  isTerminal,
+  type BackfillResult,
+  type BatchCreated,
+  type BatchItemError,
+  type BatchItemResult,
+  type BatchItemStatus,
+  type ConcurrencyLimit,
+  type OverlapPolicy,
+  type PurgeResult,
+  type PurgeState,
+  type RateLimit,
+  type RetentionPolicy,
+  type Schedule,
+  type Signal,
+  type Step,
+  type StepChild,
+  type StepConcurrencyLimit,
+  type StepLimits,
+  type StepPage,
+  type StepRateLimit,
+  type StepState,
+  type StepThrottle,
+  type StepWait,
+  type Task,
+  type TaskChild,
+  type TaskFailure,
+  type TaskPage,
+  type TaskPriority,
+  type TaskState,
+  type Transition,
+  type WorkerInfo,
+} from "./task";
