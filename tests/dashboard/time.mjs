@@ -3,7 +3,8 @@
 // task) and paused with a note; a scheduled task is found with the `scheduled` filter; a task
 // whose step waits for a signal says so, a refused signal shows the API's error and the signal
 // sent from the form completes the step; a purged task's page says it was purged; the retention
-// page shows the policy and the last purge. Run by tests/fast/dashboard.rs, which reads the JSON
+// page shows the policy and the last purge; the scheduled task is cancelled from its page after
+// a confirmation. Run by tests/fast/dashboard.rs, which reads the JSON
 // report this prints on its last line and asserts on it (and on what the API then says).
 //
 // Environment: TASKER_URL (the orchestrator, tokens off), SCHEDULE ("namespace/name" of a
@@ -149,4 +150,23 @@ await tour(opened, async () => {
     errorHidden: !(await page.isVisible('#error')),
   };
   await shot('t8-retention');
+
+  // The scheduled task, cancelled from its page: the button asks first; "Keep it" sends
+  // nothing, the confirmation cancels it.
+  await page.goto(`${url}/ui/#/tasks/${scheduledId}`);
+  await page.waitForSelector('#task-state[data-state="scheduled"]');
+  await page.click('#cancel');
+  await page.waitForSelector('#cancel-panel:not([hidden]) #cancel-confirm');
+  report.cancel = { asked: await text(page.locator('#cancel-panel')) };
+  await shot('t9-cancel');
+  await page.click('#cancel-panel button.cancel');
+  report.cancel.keptPanelHidden = await page.isHidden('#cancel-panel');
+  report.cancel.keptState = await page.getAttribute('#task-state', 'data-state');
+  await page.click('#cancel');
+  await page.click('#cancel-confirm');
+  await page.waitForSelector('#task-state[data-state="cancelled"]');
+  report.cancel.state = 'cancelled';
+  report.cancel.panelHidden = await page.isHidden('#cancel-panel');
+  report.cancel.buttonHidden = await page.isHidden('#cancel');
+  await shot('t10-cancelled');
 });

@@ -1,8 +1,12 @@
 //! The dashboard (`/ui`): its live view is pushed by the server (`/v1/tasks/{id}/events`), and in
 //! a real browser (Debian's Chromium, driven by playwright-core: `tests/dashboard/repair.mjs`) a
 //! failed task is opened (after the page asks for the API token the orchestrator requires),
-//! retried and seen to complete; with `tests/dashboard/time.mjs`, a schedule is listed,
-//! triggered and paused, a delayed task is found in state `scheduled`, and a step waiting for a
+//! retried and seen to complete, its timeline shows every attempt and zooms from the minutes
+//! the repair took to a handler's microseconds (a non-zero tooltip), a task is started from a
+//! template page (a context the schema refuses first), the live task list shows a new task
+//! without a reload, and the list filters by a context value and by time; with
+//! `tests/dashboard/time.mjs`, a schedule is listed, triggered and paused, a delayed task is
+//! found in state `scheduled` and cancelled after a confirmation, and a step waiting for a
 //! signal says so and completes with the signal sent from the page; with
 //! `tests/dashboard/composition.mjs`, a parent task lists its child, the child links back to its
 //! parent and the step that started it, and the Workers page lists a live worker; with
@@ -276,6 +280,7 @@ async fn a_failed_task_is_retried_from_the_dashboard_in_a_real_browser() -> anyh
             ("TASK_ID", failed.id.to_string()),
             ("TASKER_TOKEN", token),
             ("TEMPLATE", "rust_examples/repairable@1.0.0".to_owned()),
+            ("START_TEMPLATE", "rust_examples/linear@1.0.0".to_owned()),
         ],
     )
     .await?;
@@ -308,6 +313,92 @@ async fn a_failed_task_is_retried_from_the_dashboard_in_a_real_browser() -> anyh
         json!(["after", "flaky", "side", "start"])
     );
     assert_eq!(report["deadLetters"], 0);
+    let has = |field: &Value, needle: &str| field.as_str().is_some_and(|s| s.contains(needle));
+
+    // `flaky`'s error, from its 3rd attempt, folded as an earlier attempt's: no red box.
+    assert_eq!(
+        report["earlierError"],
+        json!({"summary": "earlier attempt failed: transient: attempt 3 fails, 4 succeeds",
+            "open": false, "redBoxes": 0}),
+        "{report}"
+    );
+    // The timeline: a bar for each of its 4 attempts, the first 3 failed.
+    assert_eq!(
+        report["attempts"],
+        json!({"all": [1, 2, 3, 4], "failed": [1, 2, 3]}),
+        "{report}"
+    );
+    assert_eq!(report["attemptBars"], 4, "{report}");
+    // Zoom in halves the window (µs from the task's creation) about its middle; Fit shows all.
+    let window = |v: &Value| (v[0].as_f64().unwrap_or(-1.0), v[1].as_f64().unwrap_or(-1.0));
+    let (from, to) = window(&report["zoom"]["before"]);
+    let (zoomed_from, zoomed_to) = window(&report["zoom"]["zoomedIn"]);
+    assert!(from == 0.0 && to > 0.0, "{report}");
+    assert!(
+        (zoomed_from - to / 4.0).abs() <= 2.0 && (zoomed_to - to * 3.0 / 4.0).abs() <= 2.0,
+        "{report}"
+    );
+    assert_eq!(report["zoom"]["fit"], report["zoom"]["before"], "{report}");
+    // A handler of less than 1 ms: its tooltip says how long, in µs; zoomed on its step then on
+    // it, it grows from a sliver to most of the track.
+    let micro_us = report["microBarUs"].as_f64().unwrap_or(0.0);
+    assert!(micro_us > 0.0 && micro_us < 1000.0, "{report}");
+    assert!(
+        has(&report["microBarTitle"], "handler ") && has(&report["microBarTitle"], " µs"),
+        "{report}"
+    );
+    let micro = &report["microBar"];
+    let width = |i: usize| micro["widths"][i].as_f64().unwrap_or(0.0);
+    let track = micro["track"].as_f64().unwrap_or(f64::MAX);
+    assert!(width(1) >= width(0) && width(2) > track / 2.0, "{report}");
+
+    // Started from the linear template's page: prefilled from its schema, a syntax error caught
+    // as typed, the schema's refusal shown with the failing path, then a task that completed.
+    assert_eq!(report["startPrefill"], json!({"value": 0}), "{report}");
+    assert!(has(&report["startSyntax"]["error"], "not JSON"), "{report}");
+    assert_eq!(report["startSyntax"]["submitDisabled"], true, "{report}");
+    assert_eq!(report["startSyntax"]["clearedWhenFixed"], true, "{report}");
+    assert!(
+        has(&report["startRefused"], "context_schema_violation")
+            && has(&report["startRefused"], "/value"),
+        "{report}"
+    );
+    assert_eq!(report["startedState"], "complete", "{report}");
+    let started: uuid::Uuid = report["startedTaskId"]
+        .as_str()
+        .ok_or_else(|| anyhow::anyhow!("no started task: {report}"))?
+        .parse()?;
+    let started = o.client.task(started, None).await?;
+    assert_eq!(
+        (
+            started.name.as_str(),
+            started.idempotency_key.as_deref(),
+            &started.result
+        ),
+        (
+            "linear",
+            Some("started-from-the-dashboard"),
+            &Some(json!({"halve": {"value": 242}}))
+        ),
+        "{started:?}"
+    );
+
+    // The live list showed the task created meanwhile, highlighted, without a reload; the
+    // context filter found it alone, one not JSON was refused (nothing sent), and nothing was
+    // created before 2000.
+    assert_eq!(report["liveRowAppeared"], true, "{report}");
+    assert_eq!(report["liveRow"]["highlighted"], true, "{report}");
+    assert_eq!(report["liveRow"]["notReloaded"], true, "{report}");
+    assert_eq!(
+        report["contextFiltered"],
+        json!([report["liveRow"]["id"]]),
+        "{report}"
+    );
+    let refused = &report["contextFilterRefused"];
+    assert!(has(&refused["error"], "invalid_context_filter"), "{report}");
+    assert_eq!(refused["invalid"], "true", "{report}");
+    assert_eq!(refused["rows"], report["contextFiltered"], "{report}");
+    assert!(has(&report["createdBefore2000"], "No tasks."), "{report}");
     assert_screenshots(
         &shots,
         &[
@@ -316,6 +407,12 @@ async fn a_failed_task_is_retried_from_the_dashboard_in_a_real_browser() -> anyh
             "3-complete",
             "4-template",
             "5-dead-letters",
+            "6-zoomed-in",
+            "7-zoomed-handler",
+            "8-start-refused",
+            "9-started",
+            "10-live",
+            "11-filtered",
         ],
     );
 
@@ -426,7 +523,7 @@ async fn schedules_delays_and_signals_from_the_dashboard_in_a_real_browser() -> 
         &[
             ("TASKER_URL", url.clone()),
             ("SCHEDULE", "rust_examples/new-year".to_owned()),
-            ("SCHEDULED_TASK_ID", later_id),
+            ("SCHEDULED_TASK_ID", later_id.clone()),
             ("WAIT_TASK_ID", waiting.id.to_string()),
             ("WAIT_STEP", "approval".to_owned()),
             ("SIGNAL", "approved".to_owned()),
@@ -563,6 +660,33 @@ async fn schedules_delays_and_signals_from_the_dashboard_in_a_real_browser() -> 
     assert_eq!(signalled["formHidden"], true, "{report}");
     assert_eq!(signalled["errorHidden"], true, "{report}");
     assert_eq!(signalled["dagState"], "completed", "{report}");
+
+    // The delayed task, cancelled from its page: asked first, "Keep it" sent nothing, the
+    // confirmation cancelled it.
+    let cancel = &report["cancel"];
+    assert!(
+        has(&cancel["asked"], &format!("Cancel task {later_id}?")),
+        "{report}"
+    );
+    assert_eq!(
+        (
+            &cancel["keptPanelHidden"],
+            &cancel["keptState"],
+            &cancel["state"],
+            &cancel["panelHidden"],
+            &cancel["buttonHidden"]
+        ),
+        (
+            &json!(true),
+            &json!("scheduled"),
+            &json!("cancelled"),
+            &json!(true),
+            &json!(true)
+        ),
+        "{report}"
+    );
+    let cancelled = get_json(&format!("{url}/v1/tasks/{later_id}")).await?;
+    assert_eq!(cancelled["state"], "cancelled", "{cancelled}");
     assert_screenshots(
         &shots,
         &[
@@ -574,6 +698,8 @@ async fn schedules_delays_and_signals_from_the_dashboard_in_a_real_browser() -> 
             "t6-signalled",
             "t7-purged",
             "t8-retention",
+            "t9-cancel",
+            "t10-cancelled",
         ],
     );
 

@@ -33,6 +33,13 @@ const byId = (id) => document.getElementById(id);
 const enc = encodeURIComponent;
 const pretty = (v) => JSON.stringify(v, null, 2);
 const ms = (iso) => (iso ? Date.parse(iso) : NaN);
+// µs since the epoch of an RFC 3339 time ("…:00.123456Z"), NaN for none: Date keeps ms only, so
+// the fraction's 4th to 6th digits are added here.
+function us(iso) {
+  if (!iso) return NaN;
+  const frac = /\.(\d+)/.exec(iso);
+  return Date.parse(iso) * 1000 + (frac ? Number(frac[1].slice(3, 6).padEnd(3, '0')) : 0);
+}
 const badge = (state) => h('span', { class: `badge state-${state}`, text: state });
 const section = (title, ...kids) => h('section', {}, h('h3', { text: title }), ...kids);
 // A template's page; without a version, its newest (as a child step naming no version starts).
@@ -120,11 +127,23 @@ function fmtPer(v) {
   return `${v} ms`;
 }
 
-function fmtMs(v) {
+// A duration in µs with the unit that fits: "412 µs", "3.27 ms", "1.2 s", "2 min 3 s", "1 h 5 min".
+function fmtDuration(v) {
   if (v == null || !isFinite(v)) return '—';
-  if (v < 1000) return `${Math.round(v)} ms`;
-  if (v < 60000) return `${(v / 1000).toFixed(2)} s`;
-  return `${Math.floor(v / 60000)} min ${Math.round((v % 60000) / 1000)} s`;
+  if (v < 1000) return `${Math.round(v)} µs`;
+  if (v < 1e6) return `${+(v / 1000).toPrecision(3)} ms`;
+  if (v < 60e6) return `${+(v / 1e6).toPrecision(3)} s`;
+  const s = Math.round(v / 1e6);
+  return s < 3600 ? `${Math.floor(s / 60)} min ${s % 60} s` : `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
+const fmtMs = (v) => (v == null ? '—' : fmtDuration(v * 1000));
+
+// `text` as a JSON object: [value, null], or [undefined, why not] ("not JSON: …").
+function jsonObject(text) {
+  let v;
+  try { v = JSON.parse(text); } catch (e) { return [undefined, `not JSON: ${e.message}`]; }
+  return v && typeof v === 'object' && !Array.isArray(v) ? [v, null] : [undefined, 'not a JSON object'];
 }
 
 // A definition list from [label, value] pairs; pairs with a null value are left out.
@@ -135,6 +154,24 @@ const dl = (pairs) => h('dl', { class: 'meta' },
 const table = (attrs, heads, rows, empty) => h('table', Object.assign({ class: 'list' }, attrs),
   h('thead', {}, h('tr', {}, heads.map((t) => h('th', { text: t })))),
   h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: heads.length, class: 'muted', text: empty }))));
+
+// Asks in `panel` (shown until answered) before something that cannot be undone: `question`, then
+// `ok` (the button that does it) and "Keep it", which closes the panel, as close() does.
+function confirmIn(panel, question, ok) {
+  const close = () => { panel.hidden = true; panel.replaceChildren(); };
+  panel.replaceChildren(h('div', { class: 'confirm-form' }, h('span', {}, question), ok,
+    h('button', { type: 'button', class: 'cancel', text: 'Keep it', onclick: close })));
+  panel.hidden = false;
+  ok.focus();
+  return close;
+}
+
+// A "live" indicator (#id), off until set(true); `off` is what it says when off.
+function liveIndicator(id, title, off) {
+  const el = h('span', { id, class: 'live', 'data-live': 'off', title, text: off });
+  const set = (on) => { el.dataset.live = on ? 'on' : 'off'; el.textContent = on ? 'live' : off; };
+  return [el, set];
+}
 
 // ---------- API ----------
 
@@ -259,20 +296,75 @@ function route() {
   view(root, signal, ...rest).catch((e) => { if (!signal.aborted) showError(e); });
 }
 
-// A list paged with `before`: load(before) renders table#id and first/next page buttons into
-// `box`; an answer overtaken by a newer request is dropped.
-function pagedList(box, signal, { id, heads, url, key, row, empty }) {
-  let seq = 0;
-  const load = async (before) => {
-    const mine = ++seq;
-    const data = await api('GET', url(before), undefined, signal);
-    if (signal.aborted || mine !== seq) return;
-    const go = (b) => load(b).catch(showError);
-    box.replaceChildren(table({ id }, heads, data[key].map(row), empty), h('div', { class: 'pager' },
-      before != null && h('button', { id: 'first-page', type: 'button', text: '« First page', onclick: () => go(null) }),
-      data.next_before != null &&
-        h('button', { id: 'next-page', type: 'button', text: 'Next page »', onclick: () => go(data.next_before) })));
+// A list paged with `before`, fetched through refreshing(): start() shows the first page,
+// show(before) another (null: the first again); each renders table#id and first/next page
+// buttons into `box`, and an answer overtaken by a newer request is dropped. With `live`
+// ({every, idOf, onLive}) the first page is fetched again every `every` ms while it is shown (an
+// answer like the one on screen is not redrawn, so a selection stays), a row new since the
+// previous fetch gets class "new" (idOf(item) names an item), and onLive(on) says whether the
+// list is live.
+function pagedList(box, signal, { id, heads, url, key, row, empty, live }) {
+  let before = null; // the page to show: null for the first
+  let shown = '';    // the page on screen and its answer, as JSON text
+  let seen = null;   // the first page's ids at its last fetch, while it is live
+  const load = async (current) => {
+    const page = before;
+    const data = await api('GET', url(page), undefined, signal).catch((e) => {
+      if (live && current()) live.onLive(false);
+      throw e;
+    });
+    if (!current()) return;
+    const text = JSON.stringify([page, data]);
+    if (text !== shown) {
+      shown = text;
+      const rows = data[key].map((item) => {
+        const tr = row(item);
+        if (seen && !seen.has(live.idOf(item))) tr.classList.add('new');
+        return tr;
+      });
+      box.replaceChildren(table({ id }, heads, rows, empty), h('div', { class: 'pager' },
+        page != null && h('button', { id: 'first-page', type: 'button', text: '« First page', onclick: () => show(null) }),
+        data.next_before != null &&
+          h('button', { id: 'next-page', type: 'button', text: 'Next page »', onclick: () => show(data.next_before) })));
+    }
+    if (!live) return;
+    seen = page == null ? new Set(data[key].map(live.idOf)) : null;
+    live.onLive(page == null);
   };
-  return load;
+  const { again, start } = refreshing(signal, load, () => (live && before == null ? live.every : null));
+  const show = (page) => { before = page; seen = null; again(); };
+  return { start, show };
 }
 
+// Loads a page's data now (`load(current)`; `current()` says whether this load is still the
+// newest) and again `every()` ms later (null: not again) while the page is open, or at once with
+// `again`: a refusal (4xx) ends that, other errors are shown and retried.
+function refreshing(signal, load, every) {
+  let seq = 0;
+  let timer = null;
+  const run = () => {
+    const mine = ++seq;
+    return load(() => !signal.aborted && mine === seq);
+  };
+  const later = () => {
+    const wait = every();
+    if (wait != null) timer = setTimeout(again, wait);
+  };
+  const again = () => {
+    clearTimeout(timer);
+    const mine = seq + 1;
+    run().catch((e) => {
+      showError(e);
+      return e && e.status >= 400 && e.status < 500 && e.status !== 408 && e.status !== 429;
+    }).then((stop) => {
+      if (!signal.aborted && !stop && mine === seq) later();
+    });
+  };
+  signal.addEventListener('abort', () => clearTimeout(timer));
+  const start = async () => {
+    const first = seq + 1;
+    await run();
+    if (!signal.aborted && seq === first) later(); // unless a refresh overtook it
+  };
+  return { again, start };
+}

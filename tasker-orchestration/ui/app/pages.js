@@ -44,15 +44,11 @@ async function templateView(root, signal, namespace, name, version) {
     const c = childTemplate(st.child);
     return { sub: `→ ${templateLabel(c)}`, href: templateHref(c), unserved: !!u, notes };
   });
-  const showTasks = () => {
-    Object.assign(taskFilter, { state: '', namespace: t.namespace, name: t.name });
-    location.hash = '#/tasks';
-  };
   put(root,
     h('h1', {}, `${t.namespace}/${t.name}`, h('span', { class: 'muted', text: ` @${t.version}` })),
     t.description && h('p', { class: 'description', text: t.description }),
     dl([['registered', timeEl(t.registered_at)], ['by', t.registered_by], ['id', h('span', { class: 'mono', text: t.id })]]),
-    h('div', { class: 'actions' }, h('button', { type: 'button', text: 'Tasks of this template', onclick: showTasks })),
+    h('div', { class: 'actions' }, h('button', { type: 'button', text: 'Tasks of this template', onclick: () => showTasksOf(t.namespace, t.name) })),
     unserved.length > 0 && h('section', { id: 'unserved', class: 'warning-box' },
       h('h3', { text: 'Unserved steps' }),
       h('p', {}, 'No live worker serves these steps: a task of this template waits at them until one does (see ',
@@ -72,8 +68,76 @@ async function templateView(root, signal, namespace, name, version) {
             [' · context ', h('code', { title: pretty(st.child.context), text: clip(JSON.stringify(st.child.context), 80) })],
           st.child.on_parent_cancel === 'abandon' && h('span', { class: 'muted', text: ' · keeps running if its parent is cancelled' }));
       }))),
+    startForm(t),
     section('Definition', h('details', {}, h('summary', { text: `${steps.length} steps, retry policies, timeouts, context schema` }),
       h('pre', { text: pretty(def) }))));
+}
+
+// A value `schema` (JSON Schema) accepts, to start from: its `default`, `const`, first example
+// or enum value, else one of its type: for an object, its required properties, each so.
+function exampleOf(schema) {
+  if (!schema || typeof schema !== 'object') return null;
+  if ('default' in schema) return schema.default;
+  if ('const' in schema) return schema.const;
+  if (Array.isArray(schema.examples) && schema.examples.length) return schema.examples[0];
+  if (Array.isArray(schema.enum) && schema.enum.length) return schema.enum[0];
+  const alt = schema.oneOf || schema.anyOf;
+  if (Array.isArray(alt) && alt.length) return exampleOf(alt[0]);
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type || (schema.properties ? 'object' : null);
+  if (type === 'object') {
+    const props = schema.properties || {};
+    return Object.fromEntries((schema.required || []).map((k) => [k, exampleOf(props[k])]));
+  }
+  if (type === 'integer' || type === 'number') return Math.min(Math.max(0, schema.minimum ?? 0), schema.maximum ?? Infinity); // 0 if allowed
+  return { string: '', boolean: false, array: [] }[type] ?? null;
+}
+
+// "Start a task" of template `t`: its context (prefilled from the context schema), checked as
+// JSON as it is typed, and an optional idempotency key; the API checks the context against the
+// schema, and its refusal (a 422 lists the failing paths; a read-only token gets 403) is shown
+// under the editor. A task started opens.
+function startForm(t) {
+  const context = h('textarea', { id: 'start-context', rows: 6, spellcheck: 'false', 'aria-label': 'Context (JSON)' });
+  context.value = pretty(exampleOf(t.definition && t.definition.context_schema) ?? {});
+  const key = h('input', { id: 'start-key', type: 'text', maxlength: 255, placeholder: 'optional',
+    title: 'a task started again with the same key is the same task', 'aria-label': 'Idempotency key' });
+  const submit = h('button', { id: 'start-submit', type: 'submit', class: 'primary', text: 'Start task' });
+  const error = h('div', { id: 'start-error', class: 'form-error', role: 'alert', hidden: true });
+  const fail = (e) => {
+    error.replaceChildren();
+    put(error, h('strong', { class: 'code', text: e.code }), ' ', h('span', { class: 'message', text: e.message }),
+      e.details !== undefined && h('pre', { text: Array.isArray(e.details) ? e.details.join('\n') : pretty(e.details) }));
+    error.hidden = false;
+  };
+  // The context as an object, or null with the reason shown (and nothing to submit).
+  const parsed = () => {
+    const [value, why] = jsonObject(context.value);
+    submit.disabled = !!why;
+    error.hidden = !why;
+    if (why) fail({ code: 'invalid_json', message: `the context is ${why}` });
+    return why ? null : value;
+  };
+  context.addEventListener('input', parsed);
+  const send = async (e) => {
+    e.preventDefault();
+    const ctx = parsed();
+    if (!ctx) return;
+    const body = { namespace: t.namespace, name: t.name, version: t.version, context: ctx };
+    if (key.value.trim()) body.idempotency_key = key.value.trim();
+    submit.disabled = true;
+    try {
+      const task = await api('POST', '/v1/tasks', body);
+      flash = `Task ${task.id} started.`;
+      location.hash = taskHref(task.id);
+    } catch (err) {
+      fail(err);
+      submit.disabled = false;
+    }
+  };
+  return h('section', { id: 'start' }, h('h3', { text: 'Start a task' }),
+    h('form', { class: 'start-form', onsubmit: send },
+      h('label', { for: 'start-context', text: 'Context (JSON):' }), context, error,
+      h('div', { class: 'row' }, h('label', {}, 'Idempotency key ', key), submit)));
 }
 
 // ---------- schedules ----------
@@ -198,10 +262,6 @@ async function scheduleView(root, signal, namespace, name) {
     return [timeEl(iso), ' (', relEl(iso), ')', zoned && h('span', { class: 'muted', text: ` · ${zoned}` })];
   };
   const panel = h('div', { class: 'confirm', hidden: true });
-  const showTasks = () => {
-    Object.assign(taskFilter, { state: '', namespace: s.namespace, name: s.template });
-    location.hash = '#/tasks';
-  };
   const upcoming = s.upcoming || [];
   put(root,
     h('div', { class: 'task-head' }, h('h1', {}, 'Schedule ', h('span', { class: 'mono', text: scheduleLabel(s) })), pausedBadge(s)),
@@ -224,7 +284,7 @@ async function scheduleView(root, signal, namespace, name) {
       ['updated by', s.updated_by],
     ]),
     h('div', { class: 'actions' }, scheduleControls(s, panel, panel, reloadWith),
-      h('button', { type: 'button', text: 'Tasks of its template', onclick: showTasks })),
+      h('button', { type: 'button', text: 'Tasks of its template', onclick: () => showTasksOf(s.namespace, s.template) })),
     panel,
     section('Upcoming', upcoming.length
       ? h('ol', { id: 'upcoming', class: 'upcoming' }, upcoming.map((t) => h('li', {}, when(t))))
@@ -250,7 +310,7 @@ async function deadLettersView(root, signal) {
       h('td', {}, timeEl(d.last_seen)),
       h('td', { class: 'num', text: String(d.times_seen) }),
       h('td', { class: 'num', text: String(d.bytes) })),
-  })(null);
+  }).start();
 }
 
 async function deadLetterView(root, signal, id) {
@@ -258,7 +318,8 @@ async function deadLetterView(root, signal, id) {
   if (signal.aborted) return;
   const body = 'body' in d ? ['Body (JSON)', pretty(d.body)] : 'body_text' in d ? ['Body (text)', d.body_text]
     : ['Body (base64)', d.body_base64 || ''];
-  // Replay or discard, then back to the list with a notice.
+  const panel = h('div', { id: 'discard-panel', class: 'confirm', hidden: true });
+  // Replay or discard (asked first), then back to the list with a notice.
   const act = (method, path, notice) => async (e) => {
     const btn = e.currentTarget;
     btn.disabled = true;
@@ -283,8 +344,11 @@ async function deadLetterView(root, signal, id) {
     h('div', { class: 'actions' },
       h('button', { type: 'button', class: 'replay primary', 'data-id': d.id, text: 'Replay to its queue',
         onclick: act('POST', `/v1/dead-letters/${enc(d.id)}/replay`, (r) => `Dead letter ${d.id} replayed to ${(r && r.queue) || d.queue}.`) }),
-      h('button', { type: 'button', class: 'discard danger', 'data-id': d.id, text: 'Discard',
-        onclick: act('DELETE', `/v1/dead-letters/${enc(d.id)}`, () => `Dead letter ${d.id} discarded.`) })),
+      h('button', { type: 'button', class: 'discard danger', 'data-id': d.id, text: 'Discard…', onclick: () => confirmIn(panel,
+        ['Discard dead letter ', h('strong', { text: String(d.id) }), '? Its message is deleted; this cannot be undone.'],
+        h('button', { id: 'discard-confirm', type: 'button', class: 'danger', text: 'Discard',
+          onclick: act('DELETE', `/v1/dead-letters/${enc(d.id)}`, () => `Dead letter ${d.id} discarded.`) })) })),
+    panel,
     section('Headers', h('pre', { class: 'headers', text: pretty(d.headers) })),
     section(body[0], h('pre', { class: 'body', text: body[1] })));
 }
@@ -345,35 +409,6 @@ async function workersView(root, signal) {
     h('button', { id: 'refresh', type: 'button', text: 'Refresh', onclick: again }),
     status), box);
   await start();
-}
-
-// Loads a page's data now (`load(current)`; `current()` says whether this load is still the
-// newest) and again every `every()` ms while the page is open, or at once with `again`: a
-// refusal (4xx) ends that, other errors are shown and retried.
-function refreshing(signal, load, every) {
-  let seq = 0;
-  let timer = null;
-  const run = () => {
-    const mine = ++seq;
-    return load(() => !signal.aborted && mine === seq);
-  };
-  const again = () => {
-    clearTimeout(timer);
-    const mine = seq + 1;
-    run().catch((e) => {
-      showError(e);
-      return e && e.status >= 400 && e.status < 500 && e.status !== 408 && e.status !== 429;
-    }).then((stop) => {
-      if (!signal.aborted && !stop && mine === seq) timer = setTimeout(again, every());
-    });
-  };
-  signal.addEventListener('abort', () => clearTimeout(timer));
-  const start = async () => {
-    const first = seq + 1;
-    await run();
-    if (!signal.aborted && seq === first) timer = setTimeout(again, every()); // unless a refresh overtook it
-  };
-  return { again, start };
 }
 
 // ---------- limits ----------

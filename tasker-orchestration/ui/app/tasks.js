@@ -3,23 +3,44 @@
 
 // ---------- tasks ----------
 
-const taskFilter = { state: '', namespace: '', name: '' }; // kept across views
+// Kept across views: the inputs as typed (`after`/`before` local times, `context` JSON text).
+const NO_TASK_FILTER = { state: '', namespace: '', name: '', after: '', before: '', context: '' };
+const taskFilter = Object.assign({}, NO_TASK_FILTER);
+const TASKS_EVERY = 2000; // the first page of the list is fetched again this often while shown
+
+// The task list filtered on one template's tasks (from its page, or a schedule's).
+function showTasksOf(namespace, name) {
+  Object.assign(taskFilter, NO_TASK_FILTER, { namespace, name });
+  location.hash = '#/tasks';
+}
+
+// The list's query: the filters (times as RFC 3339 UTC), 50 tasks a page, before `before`.
+function tasksQuery(before) {
+  const q = new URLSearchParams({ limit: '50' });
+  for (const k of ['state', 'namespace', 'name']) if (taskFilter[k]) q.set(k, taskFilter[k]);
+  if (taskFilter.after) q.set('created_after', new Date(taskFilter.after).toISOString());
+  if (taskFilter.before) q.set('created_before', new Date(taskFilter.before).toISOString());
+  if (taskFilter.context) q.set('context', taskFilter.context);
+  if (before) q.set('before', before);
+  return `/v1/tasks?${q}`;
+}
 
 async function tasksView(root, signal) {
   const stateSel = h('select', { id: 'filter-state', 'aria-label': 'State' },
     ['', ...TASK_STATES].map((s) => h('option', { value: s, text: s || 'all states', selected: s === taskFilter.state })));
   const nsInput = h('input', { id: 'filter-namespace', type: 'text', placeholder: 'namespace', 'aria-label': 'Namespace', value: taskFilter.namespace });
   const nameInput = h('input', { id: 'filter-name', type: 'text', placeholder: 'template name', 'aria-label': 'Template name', value: taskFilter.name });
+  const afterInput = h('input', { id: 'filter-after', type: 'datetime-local', step: 1, value: taskFilter.after });
+  const beforeInput = h('input', { id: 'filter-before', type: 'datetime-local', step: 1, value: taskFilter.before });
+  const contextInput = h('input', { id: 'filter-context', type: 'text', class: 'mono', spellcheck: 'false', value: taskFilter.context,
+    placeholder: 'context {"order_id": 42}', title: 'tasks whose context contains this JSON object', 'aria-label': 'Context contains (a JSON object)' });
+  const [liveEl, setLive] = liveIndicator('tasks-live', `the first page is fetched again every ${TASKS_EVERY / 1000} s`, 'not live');
   const box = h('div');
-  const load = pagedList(box, signal, {
+  const list = pagedList(box, signal, {
     id: 'tasks', key: 'tasks', empty: 'No tasks.',
     heads: ['id', 'template', 'state', 'created', 'duration'],
-    url: (before) => {
-      const q = new URLSearchParams({ limit: '50' });
-      for (const k of ['state', 'namespace', 'name']) if (taskFilter[k]) q.set(k, taskFilter[k]);
-      if (before) q.set('before', before);
-      return `/v1/tasks?${q}`;
-    },
+    url: tasksQuery,
+    live: { every: TASKS_EVERY, idOf: (t) => t.id, onLive: setLive },
     row: (t) => h('tr', { 'data-task-id': t.id },
       h('td', { class: 'mono' }, h('a', { href: `#/tasks/${enc(t.id)}`, text: t.id })),
       h('td', {}, h('a', { class: 'quiet', href: templateHref(t), text: `${t.namespace}/${t.name}@${t.version}` })),
@@ -28,11 +49,20 @@ async function tasksView(root, signal) {
       h('td', {}, timeEl(t.created_at)),
       h('td', { class: 'num', text: fmtMs(t.duration_ms) })),
   });
+  // A context filter that is not a JSON object is refused here: nothing is sent.
   const apply = () => {
-    Object.assign(taskFilter, { state: stateSel.value, namespace: nsInput.value.trim(), name: nameInput.value.trim() });
-    load(null).catch(showError);
+    const context = contextInput.value.trim();
+    const why = context && jsonObject(context)[1];
+    contextInput.setAttribute('aria-invalid', String(!!why));
+    if (why) return showError(new ApiError(0, 'invalid_context_filter', `the context filter is ${why}; it must be a JSON object, such as {"order_id": 42}`));
+    clearError();
+    Object.assign(taskFilter, {
+      state: stateSel.value, namespace: nsInput.value.trim(), name: nameInput.value.trim(),
+      after: afterInput.value, before: beforeInput.value, context,
+    });
+    list.show(null);
   };
-  for (const input of [stateSel, nsInput, nameInput]) input.addEventListener('change', apply);
+  for (const input of [stateSel, nsInput, nameInput, afterInput, beforeInput, contextInput]) input.addEventListener('change', apply);
   const search = h('input', {
     id: 'search-id', type: 'search', placeholder: 'open a task by id…', 'aria-label': 'Task id',
     onkeydown: (e) => {
@@ -40,11 +70,13 @@ async function tasksView(root, signal) {
       if (e.key === 'Enter' && id) { e.preventDefault(); location.hash = `#/tasks/${enc(id)}`; }
     },
   });
-  put(root, h('h1', { text: 'Tasks' }), h('div', { class: 'toolbar' },
+  put(root, h('div', { class: 'task-head' }, h('h1', { text: 'Tasks' }), liveEl), h('div', { class: 'toolbar' },
     h('form', { class: 'filters', onsubmit: (e) => { e.preventDefault(); apply(); } },
-      stateSel, nsInput, nameInput, h('button', { type: 'submit', text: 'Apply' })),
+      stateSel, nsInput, nameInput,
+      h('label', {}, 'created after ', afterInput), h('label', {}, 'before ', beforeInput), contextInput,
+      h('button', { type: 'submit', text: 'Apply' })),
     search), box);
-  await load(null);
+  await list.start();
 }
 
 // ---------- Server-Sent Events over fetch (EventSource cannot send the Authorization header) ----------
@@ -138,17 +170,20 @@ async function taskView(root, signal, id) {
   let children = null;          // the child tasks (GET /v1/tasks/{id}) when the snapshot has none
   let childKey = '';            // the child steps' states: a change may mean a child started or ended
   let parentEntry;              // undefined: not asked; null: unknown; else this task in its parent's children
-  const openTraces = new Set(); // steps whose backtrace is unfolded
+  const unfolded = new Set();   // the folded parts of step cards the user unfolded (see foldable)
 
-  const live = h('span', { id: 'live', 'data-live': 'off', title: 'live updates', text: 'offline' });
+  const [live, setLive] = liveIndicator('live', 'live updates', 'offline');
   const stateEl = h('span', { id: 'task-state', class: 'badge', text: '…' });
   const priorityEl = h('span', { id: 'task-priority', hidden: true });
   const meta = h('div');
-  const cancelBtn = h('button', { id: 'cancel', type: 'button', hidden: true, text: 'Cancel task' });
+  const cancelBtn = h('button', { id: 'cancel', type: 'button', hidden: true, text: 'Cancel task…' });
+  const cancelOk = h('button', { id: 'cancel-confirm', type: 'button', class: 'danger', text: 'Cancel task' });
+  const cancelPanel = h('div', { id: 'cancel-panel', class: 'confirm', hidden: true });
+  let closeCancel = () => {};   // closes the cancel question, when open
   const reason = h('input', { id: 'repair-reason', type: 'text', hidden: true, maxlength: 1000, placeholder: 'reason (optional, recorded in the history)' });
   const retryBtn = h('button', { id: 'retry', type: 'button', hidden: true, class: 'primary', text: 'Retry failed step' });
   const dag = svg('svg', { id: 'dag', class: 'dag', role: 'img', 'aria-label': 'step graph' });
-  const waterfall = h('div', { id: 'waterfall', class: 'waterfall' });
+  const waterfall = timeline();
   const stepsBox = h('div', { id: 'steps', class: 'steps' });
   const stepsNote = h('p', { class: 'muted', hidden: true, text: 'Only the first 1,000 steps are shown live.' });
   const contextPre = h('pre', { id: 'context' });
@@ -186,9 +221,10 @@ async function taskView(root, signal, id) {
       h('h1', {}, 'Task ', h('span', { class: 'mono', text: id })), stateEl, priorityEl, live),
     meta,
     h('div', { class: 'actions' }, cancelBtn, reason, retryBtn),
+    cancelPanel,
     signalSection,
     section('Graph', h('div', { class: 'dag-wrap' }, dag)),
-    section('Timeline', waterfall),
+    section('Timeline', waterfall.el),
     section('Steps', stepsNote, stepsBox),
     childrenSection,
     signalsSection,
@@ -207,7 +243,12 @@ async function taskView(root, signal, id) {
   }
   // Who asked is the dashboard (the server adds the token's name when there is one).
   const withReason = (body) => Object.assign({ by: 'dashboard' }, reason.value.trim() ? { reason: reason.value.trim() } : {}, body);
-  cancelBtn.addEventListener('click', () => act(() => api('POST', `/v1/tasks/${enc(id)}/cancel`)));
+  cancelBtn.addEventListener('click', () => {
+    const what = snap && snap.task.state === 'scheduled' ? 'It never starts' : 'Its steps not yet done are cancelled';
+    closeCancel = confirmIn(cancelPanel, ['Cancel task ', h('strong', { class: 'mono', text: id }),
+      `? ${what}; this cannot be undone.`], cancelOk);
+  });
+  cancelOk.addEventListener('click', () => act(() => api('POST', `/v1/tasks/${enc(id)}/cancel`), () => closeCancel()));
   retryBtn.addEventListener('click', () => act(() => api('POST', `/v1/tasks/${enc(id)}/retry`, withReason())));
 
   function submitResolve() {
@@ -313,7 +354,8 @@ async function taskView(root, signal, id) {
     const failed = task.state === 'error';
     cancelBtn.hidden = task.state !== 'running' && task.state !== 'scheduled';
     retryBtn.hidden = reason.hidden = !failed;
-    cancelBtn.disabled = retryBtn.disabled = signalBtn.disabled = busy;
+    cancelBtn.disabled = cancelOk.disabled = retryBtn.disabled = signalBtn.disabled = busy;
+    if (cancelBtn.hidden) closeCancel();
     if (resolving && !(failed && steps.some((s) => s.name === resolving && s.state === 'failed'))) resolving = null;
     contextPre.textContent = pretty(task.context);
     resultPre.textContent = task.result != null ? pretty(task.result) : '';
@@ -325,13 +367,13 @@ async function taskView(root, signal, id) {
     if (template && template !== 'loading') drawDag(dag, template.definition.steps || [], (st) => states(st.name));
     else if (template === null) drawDag(dag, [...new Set(steps.map((s) => baseName(s.name)))].map((name) => ({ name })), (st) => states(st.name));
 
-    renderWaterfall(waterfall, task, steps);
+    waterfall.draw(task, steps, snap.history || []);
 
     // Step cards; the open resolve form (and its focus) moves to the rebuilt card.
     const hadFocus = resolveForm.contains(document.activeElement) ? document.activeElement : null;
     stepsNote.hidden = !snap.more_steps;
     stepsBox.replaceChildren(...steps.map((st) => {
-      const card = stepCard(st, openTraces, task.namespace);
+      const card = stepCard(st, unfolded, task.namespace);
       if (failed && st.state === 'failed') {
         card.querySelector('.step-head').append(h('button', {
           type: 'button', class: 'resolve', 'data-step': st.name, text: 'Resolve…', disabled: busy,
@@ -395,7 +437,7 @@ async function taskView(root, signal, id) {
   loadSignals();
   await eventStream(`/v1/tasks/${enc(id)}/events`, signal,
     (event, data) => { if (event === 'snapshot') onSnapshot(data); },
-    (on) => { live.dataset.live = on ? 'on' : 'off'; live.textContent = on ? 'live' : 'offline'; });
+    setLive);
 }
 
 // A task the retention policy purged (410 task_purged, whose details are its tombstone: task_id,
@@ -533,8 +575,15 @@ const childOf = (c) => h('span', { class: 'child-of' }, 'child: ',
   c.on_parent_cancel === 'abandon' &&
     h('span', { class: 'muted', title: 'on_parent_cancel: abandon', text: ' · keeps running if this task is cancelled' }));
 
+// A <details> (`attrs`) kept open across renders while `key` is in `unfolded`.
+function foldable(unfolded, key, attrs, summary, ...kids) {
+  const details = h('details', Object.assign({ open: unfolded.has(key) }, attrs), h('summary', {}, summary), ...kids);
+  details.addEventListener('toggle', () => (details.open ? unfolded.add(key) : unfolded.delete(key)));
+  return details;
+}
+
 // `namespace`: the task's (a step's own namespace is shown when it differs).
-function stepCard(st, openTraces, namespace) {
+function stepCard(st, unfolded, namespace) {
   const card = h('div', { class: 'step', 'data-step': st.name, 'data-state': st.state, 'data-unserved': st.unserved ? 'true' : null },
     h('div', { class: 'step-head' },
       h('strong', { class: 'step-name', text: st.name }),
@@ -552,27 +601,35 @@ function stepCard(st, openTraces, namespace) {
     st.state === 'throttled' && st.throttle && throttleInfo(st.throttle, st.limits),
     limitsInfo(st.limits),
     st.result != null && h('pre', { class: 'result', text: pretty(st.result) }));
+  if (st.error == null) return card;
+  const shown = errorBox(st, unfolded);
+  // A step done since (completed, or skipped) keeps the error of an earlier attempt: folded.
+  if (st.state !== 'completed' && st.state !== 'skipped') put(card, shown.box);
+  else put(card, foldable(unfolded, `${st.name} earlier`, { class: 'earlier-error' }, ['earlier attempt failed: ', shown.head], shown.box));
+  return card;
+}
+
+// A step's error: {head, box}, `head` the line that sums it up ("kind: message"), `box` what
+// shows it: the error, its child task, its backtrace folded.
+function errorBox(st, unfolded) {
   const err = st.error;
-  if (err == null) return card;
   if (typeof err !== 'object' || Array.isArray(err)) {
-    card.append(h('pre', { class: 'error', text: pretty(err) }));
-    return card;
+    const text = pretty(err);
+    return { head: clip(text, 120), box: h('pre', { class: 'error', text }) };
   }
   // {kind, message, backtrace, …}: "kind: message", the other fields, the backtrace folded.
   const { kind, message, backtrace, ...rest } = err;
   const head = [kind, message].filter((x) => x != null).map(String).join(': ');
   const extra = Object.keys(rest).length ? pretty(rest) : '';
-  card.append(h('pre', { class: 'error', text: [head, extra].filter(Boolean).join('\n') || pretty(err) }));
+  const box = [h('pre', { class: 'error', text: [head, extra].filter(Boolean).join('\n') || pretty(err) })];
   if (typeof err.child_task_id === 'string') {
-    card.append(h('div', { class: 'child-error' }, 'child task ', h('a', { class: 'mono', href: taskHref(err.child_task_id), text: err.child_task_id })));
+    box.push(h('div', { class: 'child-error' }, 'child task ', h('a', { class: 'mono', href: taskHref(err.child_task_id), text: err.child_task_id })));
   }
   if (backtrace != null) {
-    const details = h('details', { open: openTraces.has(st.name) }, h('summary', { text: 'backtrace' }),
-      h('pre', { class: 'backtrace', text: typeof backtrace === 'string' ? backtrace : pretty(backtrace) }));
-    details.addEventListener('toggle', () => (details.open ? openTraces.add(st.name) : openTraces.delete(st.name)));
-    card.append(details);
+    box.push(foldable(unfolded, st.name, {}, 'backtrace',
+      h('pre', { class: 'backtrace', text: typeof backtrace === 'string' ? backtrace : pretty(backtrace) })));
   }
-  return card;
+  return { head: clip(head || pretty(err), 120), box };
 }
 
 // The task's child tasks, one a row (a child step retried starts another: its attempt).
@@ -596,34 +653,171 @@ const historyItem = (t) => h('li', {},
   t.by && h('span', { class: 'muted', text: ` by ${t.by}` }),
   t.reason && h('span', { class: 'reason', text: ` — ${t.reason}` }));
 
-// Per step: queue (dispatched → started), handler (started → finished) and result
-// (finished → processed) bars, in % of the span from the task's creation to the latest time.
-function renderWaterfall(box, task, steps) {
-  const t0 = ms(task.created_at);
-  let t1 = isFinite(ms(task.completed_at)) ? ms(task.completed_at) : t0;
-  const fields = ['dispatched_at', 'started_at', 'finished_at', 'processed_at'];
-  for (const st of steps) for (const f of fields) if (isFinite(ms(st[f]))) t1 = Math.max(t1, ms(st[f]));
-  const span = Math.max(1, t1 - t0);
-  const pct = (t) => Math.min(100, Math.max(0, ((t - t0) / span) * 100));
-  const sorted = [...steps].sort((a, b) =>
-    (ms(a.dispatched_at) || Infinity) - (ms(b.dispatched_at) || Infinity) || a.name.localeCompare(b.name, undefined, { numeric: true }));
-  const bar = (kind, from, to) => {
-    const [a, b] = [ms(from), ms(to)];
-    if (!isFinite(a) || !isFinite(b)) return null; // a missing time: no bar
-    const el = h('span', { class: `bar ${kind}`, title: `${kind}: ${Math.round(Math.max(0, b - a))} ms` });
-    el.style.left = `${pct(a)}%`;
-    el.style.width = `${Math.max(0, pct(b) - pct(a))}%`;
-    return el;
-  };
-  box.replaceChildren(
-    h('div', { class: 'wf-axis' },
-      h('span', { class: 'wf-label' }, ['queue', 'handler', 'result'].map((k) => h('span', { class: `legend ${k}`, text: k }))),
-      h('span', { class: 'wf-scale' }, h('span', { text: '0' }), h('span', { text: fmtMs(span) }))),
-    ...sorted.map((st) => h('div', { class: 'wf-row', 'data-step': st.name, 'data-state': st.state },
-      h('span', { class: 'wf-label', title: `${st.name} (${st.state})`, text: st.name }),
-      h('span', { class: 'wf-track' },
-        bar('queue', st.dispatched_at, st.started_at),
-        bar('handler', st.started_at, st.finished_at),
-        bar('result', st.finished_at, st.processed_at)))));
+// ---------- the timeline ----------
+
+const MIN_WINDOW_US = 10; // the narrowest window of the timeline
+const FAILED_ENDS = ['failed', 'waiting_retry'];
+
+// Each step's attempts from a task's history: step name → [{attempt, from, to, end, reason}],
+// `from` when it was enqueued and `to` when it ended (µs; NaN while under way), `end` the state it
+// ended in.
+function attemptsOf(history) {
+  const byStep = new Map();
+  for (const t of history) {
+    if (!t.step || t.attempt == null) continue;
+    if (!byStep.has(t.step)) byStep.set(t.step, []);
+    const list = byStep.get(t.step);
+    if (t.to === 'enqueued') list.push({ attempt: t.attempt, from: us(t.at), to: NaN, end: null, reason: null });
+    else if (t.from === 'enqueued') {
+      const open = list.find((x) => x.attempt === t.attempt && x.end == null);
+      if (open) Object.assign(open, { to: us(t.at), end: t.to, reason: t.reason });
+    }
+  }
+  return byStep;
 }
 
+// What ended an attempt, for its tooltip: "failed after 3.27 ms: transient: …", "in progress".
+function attemptTitle(x, end) {
+  if (x.end == null) return `attempt ${x.attempt} in progress`;
+  const how = FAILED_ENDS.includes(x.end) ? 'failed' : x.end;
+  return `attempt ${x.attempt} ${how} after ${fmtDuration(end - x.from)}${x.reason ? `: ${x.reason}` : ''}`;
+}
+
+// A task's steps in time, a row each. Every attempt (from the history) is a bar, a failed one
+// drawn failed; the latest, once it ran, is split into queue (dispatched → started), handler
+// (started → finished) and result (finished → processed). Times are in µs, as the API gives them.
+// The axis shows a window of the task's span (data-from-us / data-to-us on #waterfall, µs from
+// its creation): all of it (Fit), zoomed in or out, a step's attempts (a click on its name), one
+// bar (a click on it), or a range dragged over the axis. draw(task, steps, history) again (each
+// snapshot) keeps the window.
+function timeline() {
+  const box = h('div', { id: 'waterfall', class: 'waterfall' });
+  const zoomIn = h('button', { id: 'timeline-zoom-in', type: 'button', text: 'Zoom in', onclick: () => zoomBy(0.5) });
+  const zoomOut = h('button', { id: 'timeline-zoom-out', type: 'button', text: 'Zoom out', onclick: () => zoomBy(2) });
+  const fit = h('button', { id: 'timeline-fit', type: 'button', text: 'Fit', onclick: () => { win = null; redraw(); } });
+  const shown = h('span', { id: 'timeline-window', class: 'muted' });
+  let win = null;  // [from, to], µs from the task's creation; null: all of it
+  let span = 1;    // the task's span, µs
+  let last = null; // the arguments of the last draw
+  const redraw = () => { if (last) draw(...last); };
+  const view = () => win || [0, span];
+  // [from, to] kept inside the span (null when it covers it), at least MIN_WINDOW_US wide.
+  const setWindow = (from, to) => {
+    const width = Math.max(MIN_WINDOW_US, to - from);
+    const start = Math.min(Math.max(0, (from + to) / 2 - width / 2), span - width);
+    win = width >= span ? null : [start, start + width];
+    redraw();
+  };
+  const zoomBy = (f) => {
+    const [from, to] = view();
+    const mid = (from + to) / 2;
+    setWindow(mid - ((to - from) * f) / 2, mid + ((to - from) * f) / 2);
+  };
+  // A range with a margin of a tenth each side.
+  const zoomTo = (from, to) => {
+    const pad = Math.max(MIN_WINDOW_US, to - from) / 10;
+    setWindow(from - pad, to + pad);
+  };
+
+  function draw(task, steps, history) {
+    last = [task, steps, history];
+    const t0 = us(task.created_at);
+    const fields = ['dispatched_at', 'started_at', 'finished_at', 'processed_at'];
+    const times = [task.completed_at, ...history.map((t) => t.at), ...steps.flatMap((st) => fields.map((f) => st[f]))]
+      .map(us).filter(isFinite);
+    const t1 = Math.max(t0, ...times);
+    span = Math.max(1, t1 - t0);
+    const [from, to] = view();
+    const pct = (t) => ((t - t0 - from) / (to - from)) * 100;
+    const attempts = attemptsOf(history);
+    // A bar over [a, b] (absolute µs), cut to the window; none outside it or for a missing time.
+    const bar = (kind, a, b, attempt, title, failed) => {
+      if (!isFinite(a) || !isFinite(b) || b < a || pct(b) < 0 || pct(a) > 100) return null;
+      const el = h('span', {
+        class: `bar ${kind}${failed ? ' failed' : ''}`, 'data-attempt': attempt, 'data-us': Math.round(b - a), title,
+        onclick: () => zoomTo(a - t0, b - t0),
+      });
+      el.style.left = `${Math.max(0, pct(a))}%`;
+      el.style.width = `${Math.min(100, pct(b)) - Math.max(0, pct(a))}%`;
+      return el;
+    };
+    const rows = steps.map((st) => {
+      const tries = attempts.get(st.name) || [];
+      const [d, s, f, p] = fields.map((k) => us(st[k]));
+      // The latest attempt ran when its start is not older than its dispatch (a step enqueued
+      // again keeps the times of the attempt before until this one reports).
+      const ran = isFinite(s) && !(s < d);
+      const failed = ran && FAILED_ENDS.includes(st.state);
+      const bars = [
+        tries.filter((x) => !(ran && x.attempt === st.attempt)).map((x) => {
+          const end = x.end == null ? t1 : x.to;
+          return bar(`attempt${x.end == null ? ' open' : ''}`, x.from, end, x.attempt, attemptTitle(x, end), FAILED_ENDS.includes(x.end));
+        }),
+        ran && [
+          bar('queue', d, s, st.attempt, `queue ${fmtDuration(s - d)} (attempt ${st.attempt})`),
+          bar('handler', s, f, st.attempt, `handler ${fmtDuration(f - s)} (attempt ${st.attempt}${failed ? ', failed' : ''})`, failed),
+          bar('result', f, p, st.attempt, `result ${fmtDuration(p - f)} (attempt ${st.attempt})`),
+        ],
+      ];
+      const ends = [...tries.flatMap((x) => [x.from, x.end == null ? t1 : x.to]), ...(ran ? [d, p, f] : [])].filter(isFinite);
+      const first = ends.length ? Math.min(...ends) : Infinity;
+      return {
+        st, first,
+        el: h('div', { class: 'wf-row', 'data-step': st.name, 'data-state': st.state, 'data-attempts': tries.length || null },
+          h('button', {
+            type: 'button', class: 'wf-label', title: `${st.name} (${st.state}): zoom to its attempts`, text: st.name,
+            disabled: !ends.length, onclick: () => zoomTo(first - t0, Math.max(...ends) - t0),
+          }),
+          h('span', { class: 'wf-track' }, bars)),
+      };
+    });
+    rows.sort((a, b) => a.first - b.first || a.st.name.localeCompare(b.st.name, undefined, { numeric: true }));
+    box.dataset.fromUs = Math.round(from);
+    box.dataset.toUs = Math.round(to);
+    box.replaceChildren(
+      h('div', { class: 'wf-axis' }, h('span', { class: 'wf-label', text: 'step' }), axisScale(from, to, setWindow)),
+      ...rows.map((r) => r.el));
+    zoomIn.disabled = to - from <= MIN_WINDOW_US;
+    zoomOut.disabled = fit.disabled = !win;
+    shown.textContent = win ? `${fmtDuration(to - from)} from ${fmtDuration(from)} · task ${fmtDuration(span)}` : `all of the task: ${fmtDuration(span)}`;
+  }
+
+  const legend = h('span', { class: 'wf-legend' }, ['queue', 'handler', 'result', 'attempt'].map((k) => h('span', { class: `legend ${k}`, text: k })));
+  return { el: h('div', {}, h('div', { class: 'wf-controls' }, zoomIn, zoomOut, fit, shown, legend), box), draw };
+}
+
+// The timeline's axis over [from, to] (µs from the task's creation): ticks a round step apart
+// (1, 2 or 5 × 10ⁿ µs), counted from the window's start ("+20 µs") unless it is the task's; a
+// range dragged over it is passed to select(from, to).
+function axisScale(from, to, select) {
+  const width = to - from;
+  const pow = 10 ** Math.floor(Math.log10(width / 8));
+  const step = [1, 2, 5, 10].map((m) => m * pow).find((v) => v >= width / 8);
+  const scale = h('span', { class: 'wf-scale', title: 'drag over the axis to zoom to a range' });
+  for (let t = 0; t <= width * 0.92; t += step) { // (none at the very end: its label would overflow)
+    const tick = h('span', { class: 'tick', text: t ? `${from > 0 ? '+' : ''}${fmtDuration(t)}` : from ? fmtDuration(from) : '0' });
+    tick.style.left = `${(t / width) * 100}%`;
+    scale.append(tick);
+  }
+  scale.addEventListener('pointerdown', (e) => {
+    if (e.button !== 0) return;
+    const rect = scale.getBoundingClientRect();
+    const [x0, range] = [e.clientX, h('span', { class: 'wf-range' })];
+    let x1 = x0;
+    const at = (x) => from + ((Math.min(Math.max(x, rect.left), rect.right) - rect.left) / rect.width) * width;
+    const move = (ev) => {
+      x1 = ev.clientX;
+      range.style.left = `${Math.min(x0, x1) - rect.left}px`;
+      range.style.width = `${Math.abs(x1 - x0)}px`;
+    };
+    scale.append(range);
+    scale.setPointerCapture(e.pointerId);
+    scale.addEventListener('pointermove', move);
+    scale.addEventListener('lostpointercapture', () => {
+      scale.removeEventListener('pointermove', move);
+      range.remove();
+      if (Math.abs(x1 - x0) > 4) select(at(Math.min(x0, x1)), at(Math.max(x0, x1)));
+    }, { once: true });
+  });
+  return scale;
+}
