@@ -26,7 +26,8 @@ pub mod bounds;
 #[cfg(test)]
 mod tests;
 
-use positions::StepLines;
+pub use positions::Position;
+pub(crate) use positions::Positions;
 
 pub use checks::is_identifier;
 pub use error::{Error, ErrorKind};
@@ -57,14 +58,9 @@ pub mod limits {
 impl TaskTemplate {
     /// Parses, validates and compiles a template (graph and context schema).
     pub fn load(src: &str, file: &str) -> Result<Loaded, Error> {
-        let err = |line, kind| Error {
-            file: file.to_owned(),
-            line,
-            kind,
-        };
         if src.len() > limits::MAX_SOURCE_BYTES {
-            return Err(err(
-                None,
+            return Err(Error::of_file(
+                file,
                 ErrorKind::InvalidField {
                     field: "(file)".into(),
                     problem: format!(
@@ -79,23 +75,26 @@ impl TaskTemplate {
             .lines()
             .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#') || l.trim() == "---")
         {
-            return Err(err(None, ErrorKind::Empty));
+            return Err(Error::of_file(file, ErrorKind::Empty));
         }
         // Bounded before the parser sees it: its work can grow much faster than the text.
-        bounds::check(src).map_err(|(line, kind)| err(Some(line), kind))?;
-        let template: TaskTemplate = serde_norway::from_str(src).map_err(|e| {
-            err(
-                e.location().map(|l| l.line()),
-                ErrorKind::Syntax(e.to_string()),
-            )
+        bounds::check(src).map_err(|(line, kind)| Error {
+            line: Some(line),
+            ..Error::of_file(file, kind)
         })?;
-        let lines = StepLines::scan(src);
-        template.compile(file, &lines)
+        let template: TaskTemplate = serde_norway::from_str(src).map_err(|e| {
+            let at = e.location().map(|l| Position {
+                line: l.line(),
+                column: l.column(),
+            });
+            Error::at(file, at, ErrorKind::Syntax(e.to_string()))
+        })?;
+        template.compile(file, &Positions::scan(src))
     }
 
     /// Validates an already-parsed template, e.g. one read back from storage.
     pub fn validate(self, file: &str) -> Result<Loaded, Error> {
-        self.compile(file, &StepLines::default())
+        self.compile(file, &Positions::default())
     }
 
     /// `namespace/name@version`.

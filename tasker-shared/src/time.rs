@@ -509,56 +509,48 @@ pub fn load_schedules(
 ) -> Result<Vec<(std::path::PathBuf, ScheduleSpec)>, crate::template::Error> {
     use crate::template::{Error, ErrorKind};
     let mut files = Vec::new();
-    crate::template::schedule_files(dir, &mut files).map_err(|e| Error {
-        file: dir.display().to_string(),
-        line: None,
-        kind: ErrorKind::Io(e.to_string()),
-    })?;
+    crate::template::schedule_files(dir, &mut files)
+        .map_err(|e| Error::of_file(dir.display().to_string(), ErrorKind::Io(e.to_string())))?;
     files.sort();
     let mut out = Vec::with_capacity(files.len());
     for file in files {
         let label = file.display().to_string();
-        let err = |line, kind| Error {
-            file: label.clone(),
-            line,
-            kind,
-        };
-        let src =
-            std::fs::read_to_string(&file).map_err(|e| err(None, ErrorKind::Io(e.to_string())))?;
-        let spec = parse_schedule(&src).map_err(|(line, kind)| err(line, kind))?;
-        out.push((file, spec));
+        let src = std::fs::read_to_string(&file)
+            .map_err(|e| Error::of_file(label.clone(), ErrorKind::Io(e.to_string())))?;
+        out.push((file, parse_schedule(&src, &label)?));
     }
     Ok(out)
 }
 
-/// One schedule's YAML (or JSON) text, checked; a problem with its line where known.
-pub fn parse_schedule(
-    src: &str,
-) -> Result<ScheduleSpec, (Option<usize>, crate::template::ErrorKind)> {
-    use crate::template::ErrorKind;
+/// One schedule's YAML (or JSON) text from `file` (a label for errors), checked; a problem with
+/// its line and column where known (the YAML parser's positions).
+pub fn parse_schedule(src: &str, file: &str) -> Result<ScheduleSpec, crate::template::Error> {
+    use crate::template::{Error, ErrorKind, Position};
     if src.len() > 64 * 1024 {
-        return Err((
-            None,
+        return Err(Error::of_file(
+            file,
             ErrorKind::InvalidField {
                 field: "(file)".into(),
                 problem: "a schedule file may be at most 65536 bytes".into(),
             },
         ));
     }
-    crate::template::bounds::check(src).map_err(|(line, kind)| (Some(line), kind))?;
+    crate::template::bounds::check(src).map_err(|(line, kind)| Error {
+        line: Some(line),
+        ..Error::of_file(file, kind)
+    })?;
     let spec: ScheduleSpec = serde_norway::from_str(src).map_err(|e| {
-        (
-            e.location().map(|l| l.line()),
-            ErrorKind::Syntax(e.to_string()),
-        )
+        let at = e.location().map(|l| Position {
+            line: l.line(),
+            column: l.column(),
+        });
+        Error::at(file, at, ErrorKind::Syntax(e.to_string()))
     })?;
     spec.check().map_err(|e| {
-        let line = src
-            .lines()
-            .position(|l| l.trim_start().starts_with(&format!("{}:", e.field)))
-            .map(|i| i + 1);
-        (
-            line,
+        let at = crate::template::Positions::scan(src).key(&e.field);
+        Error::at(
+            file,
+            at,
             ErrorKind::InvalidField {
                 field: e.field,
                 problem: e.problem,

@@ -78,10 +78,14 @@ async fn registration_validates_like_start_up_and_versions_are_immutable() -> an
     let (status, v) = post(&o, "?source=broken.yaml", bad.into()).await?;
     assert_eq!(status, 422, "{v}");
     assert_eq!(v["error"]["code"], "invalid_template");
-    assert_eq!(v["error"]["details"]["line"], 7, "{v}");
+    assert_eq!(
+        (&v["error"]["details"]["line"], &v["error"]["details"]["column"]),
+        (&serde_json::json!(7), &serde_json::json!(5)),
+        "{v}"
+    );
     let message = v["error"]["message"].as_str().unwrap_or_default();
     assert!(
-        message.starts_with("broken.yaml:7: step `b` depends on unknown step `nope`"),
+        message.starts_with("broken.yaml:7:5: step `b` depends on unknown step `nope`"),
         "{message}"
     );
 
@@ -323,7 +327,7 @@ async fn the_cli_validates_offline_registers_and_shows_the_dag() -> anyhow::Resu
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8(out.stderr)?;
     assert!(
-        stderr.contains("x.yaml:7: duplicate step `a` (first defined on line 5)"),
+        stderr.contains("x.yaml:7:5: duplicate step `a` (first defined on line 5)"),
         "{stderr}"
     );
     std::fs::remove_dir_all(&bad)?;

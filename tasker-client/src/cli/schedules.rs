@@ -169,13 +169,7 @@ async fn apply(client: &Client, paths: &[PathBuf], json: bool) -> anyhow::Result
         let label = path.display().to_string();
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("{label}: cannot read it: {e}"))?;
-        let spec = tasker_shared::time::parse_schedule(&text).map_err(|(line, kind)| {
-            tasker_shared::template::Error {
-                file: label.clone(),
-                line,
-                kind,
-            }
-        })?;
+        let spec = tasker_shared::time::parse_schedule(&text, &label)?;
         specs.push((path.clone(), spec));
     }
     if specs.is_empty() {

@@ -75,7 +75,7 @@ pub(super) async fn register(
     let parsing = tokio::task::spawn_blocking(move || TaskTemplate::load(&text, &label));
     let loaded = match tokio::time::timeout(PARSE_BUDGET, parsing).await {
         Ok(Ok(loaded)) => loaded.map_err(|e| {
-            let details = json!({ "file": e.file, "line": e.line, "problem": e.kind.to_string() });
+            let details = json!({ "file": e.file, "line": e.line, "column": e.column, "problem": e.kind.to_string() });
             invalid_template(e.to_string(), Some(details))
         })?,
         Ok(Err(e)) => {

@@ -7,35 +7,32 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::checks::{check_identifier, check_policy, check_text};
-use super::positions::StepLines;
+use super::positions::Positions;
 use super::{Error, ErrorKind, FailurePolicy, Loaded, StepType, TaskTemplate, limits};
 use crate::dag::{self, Dag};
 
-/// Where problems are reported: the file, and each step's line in it.
+/// Where problems are reported: the file, and each step's position in it.
 struct At<'a> {
     file: &'a str,
-    lines: &'a StepLines,
+    positions: &'a Positions,
 }
 
 impl At<'_> {
-    fn err(&self, line: Option<usize>, kind: ErrorKind) -> Error {
-        Error {
-            file: self.file.to_owned(),
-            line,
-            kind,
-        }
+    /// A problem of the template as a whole.
+    fn err(&self, kind: ErrorKind) -> Error {
+        Error::of_file(self.file, kind)
     }
 
-    /// A problem of step `i` (called `name`), on its line.
+    /// A problem of step `i` (called `name`), at its position.
     fn step(&self, name: &str, i: usize, kind: ErrorKind) -> Error {
-        self.err(self.lines.line(name, i), kind)
+        Error::at(self.file, self.positions.step(name, i), kind)
     }
 }
 
 impl TaskTemplate {
-    pub(super) fn compile(self, file: &str, lines: &StepLines) -> Result<Loaded, Error> {
-        let at = At { file, lines };
-        self.check_header().map_err(|k| at.err(None, k))?;
+    pub(super) fn compile(self, file: &str, positions: &Positions) -> Result<Loaded, Error> {
+        let at = At { file, positions };
+        self.check_header().map_err(|k| at.err(k))?;
         let first_seen = self.check_steps(&at)?;
         let dag = self.graph(&at, &first_seen)?;
         self.check_branches(&at, &dag, &first_seen)?;
@@ -44,7 +41,7 @@ impl TaskTemplate {
             None => None,
             Some(schema) => Some(Arc::new(
                 jsonschema::validator_for(schema)
-                    .map_err(|e| at.err(None, ErrorKind::ContextSchema(e.to_string())))?,
+                    .map_err(|e| at.err(ErrorKind::ContextSchema(e.to_string())))?,
             )),
         };
         Ok(Loaded {
@@ -110,7 +107,7 @@ impl TaskTemplate {
             if let Some(&first) = first_seen.get(step.name.as_str()) {
                 return Err(problem(ErrorKind::DuplicateStep {
                     name: step.name.clone(),
-                    first_line: at.lines.line(&step.name, first).unwrap_or(0),
+                    first_line: at.positions.step(&step.name, first).map_or(0, |p| p.line),
                 }));
             }
             first_seen.insert(&step.name, i);
@@ -135,7 +132,13 @@ impl TaskTemplate {
                     ErrorKind::UnknownDependency { step, dependency },
                 )
             }
-            dag::Error::Cycle(cycle) => at.err(None, ErrorKind::Cycle(cycle)),
+            // At the cycle's first step.
+            dag::Error::Cycle(cycle) => {
+                match cycle.first().and_then(|s| first_seen.get(s.as_str())) {
+                    Some(&i) => at.step(&cycle[0].clone(), i, ErrorKind::Cycle(cycle)),
+                    None => at.err(ErrorKind::Cycle(cycle)),
+                }
+            }
         })
     }
 

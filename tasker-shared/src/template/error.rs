@@ -9,14 +9,41 @@ pub struct Error {
     pub file: String,
     /// 1-based line, when it could be found.
     pub line: Option<usize>,
+    /// 1-based column on that line, when the parser gave one.
+    pub column: Option<usize>,
     pub kind: ErrorKind,
+}
+
+impl Error {
+    /// A problem of `file` as a whole (no line).
+    pub fn of_file(file: impl Into<String>, kind: ErrorKind) -> Self {
+        Error {
+            file: file.into(),
+            line: None,
+            column: None,
+            kind,
+        }
+    }
+
+    /// A problem at `at` in `file`, if known.
+    pub fn at(file: impl Into<String>, at: Option<super::Position>, kind: ErrorKind) -> Self {
+        Error {
+            file: file.into(),
+            line: at.map(|p| p.line),
+            column: at.map(|p| p.column),
+            kind,
+        }
+    }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.line {
-            Some(line) => write!(f, "{}:{}: {}", self.file, line, self.kind),
-            None => write!(f, "{}: {}", self.file, self.kind),
+        match (self.line, self.column) {
+            (Some(line), Some(column)) => {
+                write!(f, "{}:{}:{}: {}", self.file, line, column, self.kind)
+            }
+            (Some(line), None) => write!(f, "{}:{}: {}", self.file, line, self.kind),
+            _ => write!(f, "{}: {}", self.file, self.kind),
         }
     }
 }

@@ -9,30 +9,23 @@ use super::{Error, ErrorKind, Loaded, TaskTemplate};
 /// fails the whole load, as does the same `namespace/name@version` in two files.
 pub fn load_dir(dir: &Path) -> Result<Vec<Loaded>, Error> {
     let mut files = Vec::new();
-    collect_yaml(dir, &mut files).map_err(|e| Error {
-        file: dir.display().to_string(),
-        line: None,
-        kind: ErrorKind::Io(e.to_string()),
-    })?;
+    collect_yaml(dir, &mut files)
+        .map_err(|e| Error::of_file(dir.display().to_string(), ErrorKind::Io(e.to_string())))?;
     files.sort();
     let mut loaded: Vec<Loaded> = Vec::with_capacity(files.len());
     let mut seen: HashMap<String, PathBuf> = HashMap::new();
     for file in files {
         let label = file.display().to_string();
-        let src = std::fs::read_to_string(&file).map_err(|e| Error {
-            file: label.clone(),
-            line: None,
-            kind: ErrorKind::Io(e.to_string()),
-        })?;
+        let src = std::fs::read_to_string(&file)
+            .map_err(|e| Error::of_file(label.clone(), ErrorKind::Io(e.to_string())))?;
         let mut t = TaskTemplate::load(&src, &label)?;
         t.source = file.clone();
         let key = t.template.key();
         if let Some(first) = seen.insert(key.clone(), file) {
-            return Err(Error {
-                file: label,
-                line: None,
-                kind: ErrorKind::DuplicateTemplate(format!("{key} (also in {})", first.display())),
-            });
+            return Err(Error::of_file(
+                label,
+                ErrorKind::DuplicateTemplate(format!("{key} (also in {})", first.display())),
+            ));
         }
         loaded.push(t);
     }

@@ -68,14 +68,36 @@ fn empty_file_is_rejected() {
 }
 
 #[test]
-fn syntax_error_has_a_line() {
+fn syntax_error_has_a_line_and_column() {
     let err = load_err("namespace: a\nname: b\nversion: 1\nsteps:\n  - name: [unclosed\n");
     assert!(matches!(err.kind, ErrorKind::Syntax(_)), "{err}");
-    assert_eq!(err.line, Some(5), "{err}");
+    assert_eq!((err.line, err.column), (Some(5), Some(11)), "{err}");
     assert!(
-        err.to_string().starts_with("t.yaml:5: invalid YAML"),
+        err.to_string().starts_with("t.yaml:5:11: invalid YAML"),
         "{err}"
     );
+}
+
+/// A problem found after parsing points at the step's line and column, from the parser's own
+/// positions: in block style at its first key, in flow style at its `{`, on any line.
+#[test]
+fn step_problems_have_the_parsers_line_and_column_in_block_and_flow_style() {
+    let block = "namespace: a\nname: b\nversion: '1'\nsteps:\n  - name: x\n    handler: h\n  -   name: y\n      handler: h\n      depends_on: [nope]\n";
+    let err = load_err(block);
+    assert_eq!((err.line, err.column), (Some(7), Some(7)), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "t.yaml:7:7: step `y` depends on unknown step `nope`"
+    );
+    let flow = "namespace: a\nname: b\nversion: '1'\nsteps: [{name: x, handler: h},\n        {handler: h, name: y, depends_on: [nope]}]\n";
+    let err = load_err(flow);
+    assert_eq!((err.line, err.column), (Some(5), Some(9)), "{err}");
+    // Everything on one line, and a cycle: at its first step.
+    let one_line = "{namespace: a, name: b, version: '1', steps: [{name: x, handler: h, depends_on: [y]}, {name: y, handler: h, depends_on: [x]}]}";
+    let err = load_err(one_line);
+    assert!(matches!(err.kind, ErrorKind::Cycle(_)), "{err}");
+    assert_eq!(err.line, Some(1), "{err}");
+    assert!(err.column.is_some_and(|c| c == 47 || c == 86), "{err}");
 }
 
 #[test]
@@ -118,7 +140,7 @@ fn unknown_dependency_is_named_with_its_line() {
     assert_eq!(err.line, Some(21));
     assert_eq!(
         err.to_string(),
-        "t.yaml:21: step `join` depends on unknown step `rihgt`"
+        "t.yaml:21:5: step `join` depends on unknown step `rihgt`"
     );
 }
 
