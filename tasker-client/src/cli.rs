@@ -14,6 +14,7 @@ mod bulk;
 mod dead_letters;
 mod limits;
 mod schedules;
+mod table;
 mod tasks;
 mod templates;
 

@@ -75,33 +75,11 @@ async fn list(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let (mut before, mut every) = (before, Vec::new());
-    let mut header = !json;
     loop {
         let page = client.dead_letters(before, Some(limit)).await?;
-        if std::mem::take(&mut header) {
-            out!(
-                "{:>8} {:<20} {:>5} {:<32} REASON",
-                "ID",
-                "FIRST SEEN",
-                "SEEN",
-                "QUEUE"
-            );
-        }
         if json && !all {
             out!("{}", serde_json::to_string_pretty(&page)?);
             return Ok(ExitCode::SUCCESS);
-        }
-        for d in &page.dead_letters {
-            if !json {
-                out!(
-                    "{:>8} {:<20} {:>5} {:<32} {}",
-                    d.id,
-                    d.first_seen.format("%Y-%m-%d %H:%M:%S"),
-                    d.times_seen,
-                    d.queue.as_deref().unwrap_or("?"),
-                    d.reason
-                );
-            }
         }
         every.extend(page.dead_letters);
         match page.next_before {
@@ -115,6 +93,19 @@ async fn list(
     }
     if json {
         out!("{}", serde_json::to_string_pretty(&every)?);
+    } else {
+        super::table::print(
+            &[">ID", "FIRST SEEN", ">SEEN", "QUEUE", "REASON"],
+            every.iter().map(|d| {
+                vec![
+                    d.id.to_string(),
+                    d.first_seen.format("%Y-%m-%d %H:%M:%S").to_string(),
+                    d.times_seen.to_string(),
+                    d.queue.clone().unwrap_or_else(|| "?".into()),
+                    d.reason.clone(),
+                ]
+            }),
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

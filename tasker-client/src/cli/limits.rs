@@ -56,38 +56,29 @@ pub(super) async fn run(
                 );
                 return Ok(ExitCode::SUCCESS);
             }
-            out!(
-                "{:<50} {:>7} {:>9}",
-                "CONCURRENCY KEY",
-                "IN USE",
-                "THROTTLED"
+            super::table::print(
+                &["CONCURRENCY KEY", ">IN USE", ">THROTTLED"],
+                concurrency.iter().map(|c| {
+                    vec![
+                        c.key.clone(),
+                        format!("{}/{}", c.in_use, c.limit),
+                        c.throttled.to_string(),
+                    ]
+                }),
             );
-            for c in &concurrency {
-                out!(
-                    "{:<50} {:>7} {:>9}",
-                    c.key,
-                    format!("{}/{}", c.in_use, c.limit),
-                    c.throttled
-                );
-            }
             out!("");
-            out!(
-                "{:<30} {:>16} {:>6} {:>9}  PAUSED",
-                "RATE KEY",
-                "RATE",
-                "BURST",
-                "THROTTLED"
+            super::table::print(
+                &["RATE KEY", ">RATE", ">BURST", ">THROTTLED", "PAUSED"],
+                rate.iter().map(|r| {
+                    vec![
+                        r.key.clone(),
+                        format!("{} per {}", r.limit, per(r.per_ms)),
+                        r.burst.to_string(),
+                        r.throttled.to_string(),
+                        paused(r.paused_until, r.pause_note.as_deref()),
+                    ]
+                }),
             );
-            for r in &rate {
-                out!(
-                    "{:<30} {:>16} {:>6} {:>9}  {}",
-                    r.key,
-                    format!("{} per {}", r.limit, per(r.per_ms)),
-                    r.burst,
-                    r.throttled,
-                    paused(r.paused_until, r.pause_note.as_deref())
-                );
-            }
         }
         LimitsCommand::Pause {
             key,

@@ -210,32 +210,33 @@ fn time(t: Option<DateTime<Utc>>) -> String {
 }
 
 fn print_list(all: &[Schedule]) {
-    out!(
-        "{:<40} {:<18} {:<20} {:<21} {:>6} {:>6}  STATE",
-        "SCHEDULE",
-        "CRON",
-        "TIMEZONE",
-        "NEXT FIRE",
-        "FIRES",
-        "SKIPS"
+    super::table::print(
+        &[
+            "SCHEDULE",
+            "CRON",
+            "TIMEZONE",
+            "NEXT FIRE",
+            ">FIRES",
+            ">SKIPS",
+            "STATE",
+        ],
+        all.iter().map(|s| {
+            let state = if s.paused {
+                format!("paused {}", s.note.as_deref().unwrap_or_default())
+            } else {
+                "active".into()
+            };
+            vec![
+                format!("{}/{}", s.namespace, s.name),
+                s.cron.clone(),
+                s.timezone.clone(),
+                time(s.next_fire_at),
+                s.fires.to_string(),
+                s.skipped.to_string(),
+                state.trim_end().to_owned(),
+            ]
+        }),
     );
-    for s in all {
-        let state = if s.paused {
-            format!("paused {}", s.note.as_deref().unwrap_or_default())
-        } else {
-            "active".into()
-        };
-        out!(
-            "{:<40} {:<18} {:<20} {:<21} {:>6} {:>6}  {}",
-            format!("{}/{}", s.namespace, s.name),
-            s.cron,
-            s.timezone,
-            time(s.next_fire_at),
-            s.fires,
-            s.skipped,
-            state.trim_end()
-        );
-    }
 }
 
 fn print_one(s: &Schedule, json: bool) -> anyhow::Result<()> {
@@ -309,22 +310,17 @@ pub(super) async fn signals(client: &Client, id: Uuid, json: bool) -> anyhow::Re
         out!("{}", serde_json::to_string_pretty(&all)?);
         return Ok(ExitCode::SUCCESS);
     }
-    out!(
-        "{:<22} {:<38} {:<21} {:<18} PAYLOAD",
-        "NAME",
-        "ID",
-        "RECEIVED",
-        "CONSUMED BY"
+    super::table::print(
+        &["NAME", "ID", "RECEIVED", "CONSUMED BY", "PAYLOAD"],
+        all.into_iter().map(|s| {
+            vec![
+                s.name,
+                s.signal_id,
+                time(Some(s.received_at)),
+                s.consumed_by.unwrap_or_else(|| "-".into()),
+                s.payload.to_string(),
+            ]
+        }),
     );
-    for s in all {
-        out!(
-            "{:<22} {:<38} {:<21} {:<18} {}",
-            s.name,
-            s.signal_id,
-            time(Some(s.received_at)),
-            s.consumed_by.as_deref().unwrap_or("-"),
-            s.payload
-        );
-    }
     Ok(ExitCode::SUCCESS)
 }

@@ -9,6 +9,8 @@ use uuid::Uuid;
 
 use tasker_client::{Client, RepairNote, Step, Task, TaskQuery, Transition};
 
+use super::table;
+
 /// `tasker show`: a task and its steps.
 pub(super) async fn show(client: &Client, id: Uuid, json: bool) -> anyhow::Result<ExitCode> {
     let task = client.task(id, None).await?;
@@ -53,37 +55,14 @@ pub(super) async fn list(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let mut every = Vec::new();
-    // Printed once the first page is in, so a failure prints nothing but the error.
-    let mut header = !json;
     loop {
         let page = client.tasks(&q).await?;
-        if std::mem::take(&mut header) {
-            out!(
-                "{:<38} {:<10} {:<40} {:>10}",
-                "ID",
-                "STATE",
-                "TEMPLATE",
-                "MS"
-            );
-        }
         let next = page.next_before;
         if json && !all {
             out!("{}", serde_json::to_string_pretty(&page)?);
             return Ok(ExitCode::SUCCESS);
         }
-        for t in page.tasks {
-            if json {
-                every.push(t);
-                continue;
-            }
-            out!(
-                "{:<38} {:<10} {:<40} {:>10}",
-                t.id,
-                t.state,
-                format!("{}/{}@{}", t.namespace, t.name, t.version),
-                t.duration_ms.map(|d| format!("{d:.1}")).unwrap_or_default()
-            );
-        }
+        every.extend(page.tasks);
         match next {
             Some(n) if all => q.before = Some(n),
             Some(n) => {
@@ -97,6 +76,18 @@ pub(super) async fn list(
         out!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({ "tasks": every }))?
+        );
+    } else {
+        table::print(
+            &["ID", "STATE", "TEMPLATE", ">MS"],
+            every.into_iter().map(|t| {
+                vec![
+                    t.id.to_string(),
+                    t.state,
+                    format!("{}/{}@{}", t.namespace, t.name, t.version),
+                    t.duration_ms.map(|d| format!("{d:.1}")).unwrap_or_default(),
+                ]
+            }),
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -113,29 +104,30 @@ pub(super) async fn workers(client: &Client, all: bool, json: bool) -> anyhow::R
         );
         return Ok(ExitCode::SUCCESS);
     }
-    out!(
-        "{:<28} {:<10} {:<5} {:>4} {:<20} {:<30} HANDLERS",
-        "NAME",
-        "LANGUAGE",
-        "LIVE",
-        "CONC",
-        "LAST SEEN",
-        "NAMESPACES"
-    );
     let now = chrono::Utc::now();
-    for w in &workers {
-        let seen = (now - w.last_seen_at).num_milliseconds() as f64 / 1000.0;
-        out!(
-            "{:<28} {:<10} {:<5} {:>4} {:<20} {:<30} {}",
-            w.name,
-            w.language,
-            if w.live { "yes" } else { "no" },
-            w.concurrency,
-            format!("{seen:.1} s ago"),
-            w.namespaces.join(","),
-            w.handlers.join(",")
-        );
-    }
+    table::print(
+        &[
+            "NAME",
+            "LANGUAGE",
+            "LIVE",
+            ">CONC",
+            "LAST SEEN",
+            "NAMESPACES",
+            "HANDLERS",
+        ],
+        workers.iter().map(|w| {
+            let seen = (now - w.last_seen_at).num_milliseconds() as f64 / 1000.0;
+            vec![
+                w.name.clone(),
+                w.language.clone(),
+                if w.live { "yes" } else { "no" }.to_owned(),
+                w.concurrency.to_string(),
+                format!("{seen:.1} s ago"),
+                w.namespaces.join(","),
+                w.handlers.join(","),
+            ]
+        }),
+    );
     if workers.is_empty() {
         eprintln!(
             "no live worker{}",
@@ -170,25 +162,19 @@ fn print_history(history: &[Transition], json: bool) -> anyhow::Result<()> {
         out!("{}", serde_json::to_string_pretty(history)?);
         return Ok(());
     }
-    out!(
-        "{:<26} {:<18} {:<28} {:>7}  {:<16} REASON",
-        "AT",
-        "STEP",
-        "TRANSITION",
-        "ATTEMPT",
-        "BY"
+    table::print(
+        &["AT", "STEP", "TRANSITION", ">ATTEMPT", "BY", "REASON"],
+        history.iter().map(|h| {
+            vec![
+                h.at.format("%Y-%m-%d %H:%M:%S%.3f").to_string(),
+                h.step.as_deref().unwrap_or("(task)").to_owned(),
+                format!("{} -> {}", h.from.as_deref().unwrap_or("-"), h.to),
+                h.attempt.map(|a| a.to_string()).unwrap_or_default(),
+                h.by.as_deref().unwrap_or("-").to_owned(),
+                h.reason.clone().unwrap_or_default(),
+            ]
+        }),
     );
-    for h in history {
-        out!(
-            "{:<26} {:<18} {:<28} {:>7}  {:<16} {}",
-            h.at.format("%Y-%m-%d %H:%M:%S%.3f"),
-            h.step.as_deref().unwrap_or("(task)"),
-            format!("{} -> {}", h.from.as_deref().unwrap_or("-"), h.to),
-            h.attempt.map(|a| a.to_string()).unwrap_or_default(),
-            h.by.as_deref().unwrap_or("-"),
-            h.reason.as_deref().unwrap_or_default()
-        );
-    }
     Ok(())
 }
 
@@ -273,15 +259,7 @@ fn print_task_and_steps(task: &Task, steps: &[Step], json: bool) -> anyhow::Resu
 }
 
 fn print_steps(steps: &[Step], task_namespace: &str) {
-    out!(
-        "  {:<18} {:<13} {:>7} {:>9} {:>9}  RESULT",
-        "STEP",
-        "STATE",
-        "ATTEMPT",
-        "QUEUE ms",
-        "RUN ms"
-    );
-    for s in steps {
+    let rows = steps.iter().map(|s| {
         let queue = ms_between(s.dispatched_at, s.started_at);
         let run = ms_between(s.started_at, s.finished_at);
         let shown = s.result.as_ref().or(s.error.as_ref());
@@ -307,16 +285,26 @@ fn print_steps(steps: &[Step], task_namespace: &str) {
         } else {
             format!("{} [{}]", s.name, s.namespace)
         };
-        out!(
-            "  {:<18} {:<13} {:>7} {:>9} {:>9}  {}",
+        vec![
             name,
-            s.state,
+            s.state.clone(),
             format!("{}/{}", s.attempt, s.max_attempts),
             queue,
             run,
-            shown
-        );
-    }
+            shown,
+        ]
+    });
+    table::print(
+        &[
+            "STEP",
+            "STATE",
+            ">ATTEMPT",
+            ">QUEUE ms",
+            ">RUN ms",
+            "RESULT",
+        ],
+        rows,
+    );
 }
 
 /// What holds a throttled step: `concurrency shop/charge:A (limit 2) since …` or `rate stripe

@@ -86,15 +86,17 @@ async fn list(
         out!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(ExitCode::SUCCESS);
     }
-    for t in list {
-        out!(
-            "{:<40} {}  {:<32} {}",
-            t.key(),
-            t.registered_at.format("%Y-%m-%d %H:%M:%S"),
-            t.registered_by.as_deref().unwrap_or("-"),
-            t.description.as_deref().unwrap_or_default()
-        );
-    }
+    super::table::print(
+        &["TEMPLATE", "REGISTERED", "BY", "DESCRIPTION"],
+        list.into_iter().map(|t| {
+            vec![
+                t.key(),
+                t.registered_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                t.registered_by.clone().unwrap_or_else(|| "-".into()),
+                t.description.clone().unwrap_or_default(),
+            ]
+        }),
+    );
     Ok(ExitCode::SUCCESS)
 }
 
