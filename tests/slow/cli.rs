@@ -346,6 +346,19 @@ async fn the_cli_starts_later_signals_and_manages_schedules_with_file_and_line_e
     std::fs::remove_dir_all(&bad)?;
     let registered = tasker(&url, &["templates", "register", &d], None)?;
     assert_eq!(registered.code, Some(0), "{}", registered.stderr);
+    // Again, as JSON: the same definition, unchanged.
+    let again = tasker(&url, &["--json", "templates", "register", &d], None)?;
+    assert_eq!(again.code, Some(0), "{}", again.stderr);
+    let again: Value = serde_json::from_str(&again.stdout)?;
+    assert_eq!(
+        (
+            &again["registered"][0]["template"],
+            &again["registered"][0]["created"],
+            &again["refused"]
+        ),
+        (&json!("timed/approve@1"), &json!(false), &json!([])),
+        "{again}"
+    );
     let applied = tasker(&url, &["schedules", "apply", &d], None)?;
     assert_eq!(applied.code, Some(0), "{}", applied.stderr);
     assert!(

@@ -63,7 +63,7 @@ pub(super) async fn run(
     }) {
         TemplatesCommand::List { namespace, name } => list(client, namespace, name, json).await,
         TemplatesCommand::Validate { dirs } => validate(&dirs, json),
-        TemplatesCommand::Register { dirs, by } => register(client, &dirs, by).await,
+        TemplatesCommand::Register { dirs, by } => register(client, &dirs, by, json).await,
         TemplatesCommand::Show {
             namespace,
             name,
@@ -160,18 +160,13 @@ async fn register(
     client: &Client,
     dirs: &[PathBuf],
     by: Option<String>,
+    json: bool,
 ) -> anyhow::Result<ExitCode> {
     let by = by.unwrap_or_else(current_user);
-    let mut refused = 0;
+    let (mut registered, mut refused) = (Vec::new(), Vec::new());
     for dir in dirs {
         // Validated here first: the same errors, before anything reaches the server.
-        let loaded = match tasker_shared::template::load_dir(dir) {
-            Ok(loaded) => loaded,
-            Err(e) => {
-                eprintln!("{e}");
-                return Ok(ExitCode::from(1));
-            }
-        };
+        let loaded = tasker_shared::template::load_dir(dir).map_err(|e| Invalid(e.to_string()))?;
         for t in loaded {
             let file = t.source.display().to_string();
             let text =
@@ -180,26 +175,44 @@ async fn register(
                 .register_template(&text, Some(&file), Some(&by))
                 .await
             {
-                Ok(r) => out!(
-                    "{}  {}  {file}",
-                    if r.created {
-                        "registered"
-                    } else {
-                        "unchanged "
-                    },
-                    r.template.key()
-                ),
+                Ok(r) => {
+                    if !json {
+                        let what = if r.created {
+                            "registered"
+                        } else {
+                            "unchanged "
+                        };
+                        out!("{what}  {}  {file}", r.template.key());
+                    }
+                    registered.push(serde_json::json!({
+                        "template": r.template.key(), "file": file, "created": r.created,
+                    }));
+                }
                 Err(tasker_client::Error::Api {
-                    status, message, ..
+                    status,
+                    code,
+                    message,
                 }) if (400..500).contains(&status) => {
-                    refused += 1;
-                    eprintln!("refused     {}  {file}: {message}", t.template.key());
+                    if !json {
+                        eprintln!("refused     {}  {file}: {message}", t.template.key());
+                    }
+                    refused.push(serde_json::json!({
+                        "template": t.template.key(), "file": file, "code": code, "message": message,
+                    }));
                 }
                 Err(e) => return Err(e.into()),
             }
         }
     }
-    Ok(if refused == 0 {
+    if json {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({"registered": registered, "refused": refused})
+            )?
+        );
+    }
+    Ok(if refused.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
