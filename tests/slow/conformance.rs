@@ -130,6 +130,22 @@ async fn conformance(language: &str) -> anyhow::Result<()> {
         }
         Err(e) => failures.push(format!("{language}/signal_wait through its client: {e:#}")),
     }
+    // The worker's step latency metrics, by namespace, template and handler (the core's, the
+    // same in every language).
+    let metrics = reqwest::get(format!("http://{}/metrics", worker.health))
+        .await?
+        .text()
+        .await?;
+    for family in [
+        "tasker_worker_step_queue_seconds_count",
+        "tasker_worker_handler_duration_seconds_count",
+    ] {
+        let series =
+            format!(r#"{family}{{namespace="{namespace}",template="linear",handler="double"}} "#);
+        if !metrics.lines().any(|l| l.starts_with(&series)) {
+            failures.push(format!("{language}: no {series}in the worker's /metrics"));
+        }
+    }
     worker.child.kill().await?;
     orchestrator.stop().await;
     env.cleanup().await?;
