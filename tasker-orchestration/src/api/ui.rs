@@ -32,14 +32,16 @@ pub(super) async fn index() -> Response {
     )
 }
 
-/// The dashboard's script: the files of `ui/app/` served as one, in this order (one concept
-/// each; plain top-level code, no build step, so the order is all that joins them).
+/// The dashboard's script: the vendored layout library (`ui/vendor/`, its global `dagre`) and
+/// the files of `ui/app/` served as one, in this order (one concept each; plain top-level code,
+/// no build step, so the order is all that joins them).
 #[utoipa::path(get, path = "/ui/app.js", operation_id = "ui_script", tag = "dashboard", security(()),
     responses((status = 200, content_type = "text/javascript", body = String)))]
 pub(super) async fn script() -> Response {
     asset(
         "text/javascript; charset=utf-8",
         concat!(
+            include_str!("../../ui/vendor/dagre.min.js"),
             include_str!("../../ui/app/core.js"),
             include_str!("../../ui/app/tasks.js"),
             include_str!("../../ui/app/dag.js"),

@@ -1,52 +1,34 @@
 // ---------- the DAG, shared by the task and template views ----------
 
-// Draws template steps ({name, depends_on?, type?}) into the <svg> `el`: one column per depth
-// (the longest path from a root), nodes spread vertically, edges with arrowheads.
+// Draws template steps ({name, depends_on?, type?}) into the <svg> `el`, laid out left to right
+// by dagre (vendor/dagre.min.js: ranks, fewer crossings, edge routes), edges with arrowheads.
 // info(step) → {state?, sub?, count?, kind?, unserved?, href?, notes?} for its node; a step with
 // `wait` (or kind "wait") is a wait step, one with `child` (or kind "child") starts a child task.
 // An unserved node has a warning sign, a node with `href` is a link, `notes` go in its tooltip.
 function drawDag(el, steps, info) {
   const W = 176, H = 40, GX = 56, GY = 10, PAD = 10;
-  const byName = new Map(steps.map((st, i) => [st.name, { st, i }]));
-  const deps = (name) => (byName.get(name)?.st.depends_on || []).filter((d) => byName.has(d));
-  const depth = new Map();
-  const onPath = new Set();
-  const depthOf = (name) => {
-    if (depth.has(name)) return depth.get(name);
-    if (onPath.has(name)) return 0; // a cycle (not in a valid template)
-    onPath.add(name);
-    const d = deps(name).reduce((m, p) => Math.max(m, depthOf(p) + 1), 0);
-    onPath.delete(name);
-    depth.set(name, d);
-    return d;
-  };
-  const cols = [];
-  for (const st of steps) {
-    const d = depthOf(st.name);
-    while (cols.length <= d) cols.push([]);
-    cols[d].push(st.name);
-  }
-  // Order each column by the mean position of its parents (fewer crossings), then template order.
-  const row = new Map();
-  cols.forEach((col, c) => {
-    const key = (n) => {
-      const ps = deps(n).filter((p) => row.has(p));
-      return ps.length ? ps.reduce((a, p) => a + row.get(p), 0) / ps.length : 1e9;
-    };
-    if (c > 0) col.sort((a, b) => key(a) - key(b) || byName.get(a).i - byName.get(b).i);
-    col.forEach((n, r) => row.set(n, r - (col.length - 1) / 2));
-  });
-  const rows = Math.max(1, ...cols.map((c) => c.length));
-  const width = PAD * 2 + Math.max(1, cols.length) * (W + GX) - GX;
-  const height = PAD * 2 + rows * (H + GY) - GY;
-  const pos = (n) => ({ x: PAD + depth.get(n) * (W + GX), y: height / 2 + row.get(n) * (H + GY) - H / 2 });
+  const names = new Set(steps.map((st) => st.name));
+  const deps = (st) => (st.depends_on || []).filter((d) => names.has(d));
+  const g = new dagre.graphlib.Graph();
+  g.setGraph({ rankdir: 'LR', ranksep: GX, nodesep: GY, marginx: PAD, marginy: PAD });
+  g.setDefaultEdgeLabel(() => ({}));
+  for (const st of steps) g.setNode(st.name, { width: W, height: H });
+  for (const st of steps) for (const p of deps(st)) g.setEdge(p, st.name);
+  dagre.layout(g);
+  const { width = PAD * 2, height = PAD * 2 } = g.graph();
+  const pos = (n) => { const { x, y } = g.node(n); return { x: x - W / 2, y: y - H / 2 }; };
   const marker = `arrow-${el.id || 'dag'}`;
-  const edges = steps.flatMap((st) => deps(st.name).map((p) => {
-    const [a, b] = [pos(p), pos(st.name)];
-    const [x1, y1, x2, y2] = [a.x + W, a.y + H / 2, b.x - 2, b.y + H / 2];
+  const edges = steps.flatMap((st) => deps(st).map((p) => {
+    // dagre's route from the parent's side to the child's: smoothed through its inner points.
+    const [start, ...via] = g.edge(p, st.name).points;
+    const end = via.pop();
+    const d = [`M${start.x},${start.y}`, ...via.map((q, i) => {
+      const next = via[i + 1] || end;
+      return `Q${q.x},${q.y} ${(q.x + next.x) / 2},${(q.y + next.y) / 2}`;
+    }), `L${end.x},${end.y}`].join(' ');
     return svg('path', {
       class: 'edge', 'marker-end': `url(#${marker})`, 'data-from': p, 'data-to': st.name,
-      d: `M${x1},${y1} C${x1 + GX / 2},${y1} ${x2 - GX / 2},${y2} ${x2},${y2}`,
+      d,
     });
   }));
   const nodes = steps.map((st) => {
