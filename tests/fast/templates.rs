@@ -79,7 +79,10 @@ async fn registration_validates_like_start_up_and_versions_are_immutable() -> an
     assert_eq!(status, 422, "{v}");
     assert_eq!(v["error"]["code"], "invalid_template");
     assert_eq!(
-        (&v["error"]["details"]["line"], &v["error"]["details"]["column"]),
+        (
+            &v["error"]["details"]["line"],
+            &v["error"]["details"]["column"]
+        ),
         (&serde_json::json!(7), &serde_json::json!(5)),
         "{v}"
     );
