@@ -74,12 +74,7 @@ pub async fn execute(shared: &Shared, effects: Effects) {
     if republished > 0 {
         ::metrics::counter!(m::SWEEPER_REPUBLISHED.name).increment(republished as u64);
     }
-    if !finished.is_empty() {
-        // Their end-to-end latency needs each task's template and times: one read by primary
-        // key, off the path that announces them.
-        let ids: Vec<Uuid> = finished.iter().map(|(id, _)| *id).collect();
-        tokio::spawn(record_task_seconds(shared.store.clone(), ids));
-    }
+    shared.latency.finished(finished.iter().map(|(id, _)| *id));
     for (task_id, state) in finished {
         ::metrics::counter!(m::TASKS_FINISHED.name, "state" => state.as_str()).increment(1);
         shared.events.emit(Event::TaskFinished { task_id, state });
@@ -104,22 +99,6 @@ pub async fn execute(shared: &Shared, effects: Effects) {
         shared
             .events
             .emit(Event::ResultsApplied { accepted, ignored });
-    }
-}
-
-/// Records `tasker_task_seconds` of finished tasks `ids`.
-async fn record_task_seconds(store: crate::store::Store, ids: Vec<Uuid>) {
-    match store.task_latencies(&ids).await {
-        Ok(rows) => {
-            for (namespace, template, state, seconds) in rows {
-                ::metrics::histogram!(m::TASK_SECONDS.name,
-                    "namespace" => namespace, "template" => template, "state" => state)
-                .record(seconds);
-            }
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, tasks = ids.len(), "metrics: cannot read finished tasks' latency")
-        }
     }
 }
 

@@ -16,6 +16,7 @@ pub mod dispatcher;
 pub mod effects;
 pub mod events;
 pub mod executor;
+mod latency;
 pub mod live;
 pub mod metrics;
 mod recent;

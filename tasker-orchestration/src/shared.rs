@@ -10,6 +10,7 @@ use crate::alarm::Alarm;
 use crate::catalog::Catalog;
 use crate::dispatcher::Dispatcher;
 use crate::events::Events;
+use crate::latency::TaskLatency;
 use crate::live::Live;
 use crate::recent::Recent;
 use crate::senders::Senders;
@@ -33,6 +34,8 @@ pub struct Shared {
     pub live: Arc<Live>,
     /// Rings the timer of waits, delayed starts and schedules (`crate::timers`).
     pub alarm: Alarm,
+    /// Records the latency of finished tasks (`crate::latency`).
+    pub latency: TaskLatency,
     broker_up: Arc<watch::Sender<bool>>,
 }
 
@@ -41,6 +44,7 @@ impl Shared {
         let shutdown = CancellationToken::new();
         Self {
             alarm: Alarm::new(shutdown.clone()),
+            latency: TaskLatency::start(store.clone(), shutdown.clone()),
             dispatcher: Dispatcher::new(&config.queue_prefix, &config.orchestrator),
             senders: Arc::new(Senders::new(&tasker_broker::user_of(&config.amqp_url))),
             live: Arc::new(Live::new(&config.orchestrator)),

@@ -238,12 +238,13 @@ impl Store {
     }
 
     /// Namespace, template, state and seconds from start to finish of the finished tasks
-    /// among `ids` (a task created to start later starts at its `run_at`).
+    /// `ids` (a task created to start later starts at its `run_at`), by primary key.
     pub async fn task_latencies(&self, ids: &[Uuid]) -> Result<Vec<(String, String, String, f64)>> {
         Ok(sqlx::query_as(
             "SELECT namespace, name, state,
-                    EXTRACT(EPOCH FROM completed_at - GREATEST(created_at, COALESCE(run_at, created_at)))::float8
-             FROM tasks WHERE id = ANY($1) AND completed_at IS NOT NULL",
+                    EXTRACT(EPOCH FROM COALESCE(completed_at, now())
+                        - GREATEST(created_at, COALESCE(run_at, created_at)))::float8
+             FROM tasks WHERE id = ANY($1)",
         )
         .bind(ids)
         .fetch_all(&self.pool)
