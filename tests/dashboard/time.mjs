@@ -4,19 +4,21 @@
 // whose step waits for a signal says so, a refused signal shows the API's error and the signal
 // sent from the form completes the step; a purged task's page says it was purged; the retention
 // page shows the policy and the last purge; the scheduled task is cancelled from its page after
-// a confirmation. Run by tests/fast/dashboard.rs, which reads the JSON
+// a confirmation, and a dead letter discarded from its page after one. Run by tests/fast/dashboard.rs, which reads the JSON
 // report this prints on its last line and asserts on it (and on what the API then says).
 //
 // Environment: TASKER_URL (the orchestrator, tokens off), SCHEDULE ("namespace/name" of a
 // schedule, not paused), SCHEDULED_TASK_ID (a task in state `scheduled`), WAIT_TASK_ID (a task
 // whose step WAIT_STEP waits for the signal SIGNAL), PAUSE_NOTE, PURGED_TASK_ID (a task purged by
-// retention, whose id the API answers 410 task_purged), SCREENSHOTS (a folder),
+// retention, whose id the API answers 410 task_purged), DEAD_LETTER_ID (a dead letter),
+// SCREENSHOTS (a folder),
 // CHROMIUM (the browser; default /usr/bin/chromium).
 import { openPage, tour } from './browser.mjs';
 
 const {
   TASKER_URL: url, SCHEDULE: schedule, SCHEDULED_TASK_ID: scheduledId, WAIT_TASK_ID: waitTaskId,
   WAIT_STEP: waitStep, SIGNAL: signalName, PAUSE_NOTE: note, PURGED_TASK_ID: purgedId,
+  DEAD_LETTER_ID: deadLetterId,
 } = process.env;
 // Console errors other than the browser's own lines for refused requests (two are on purpose: a
 // signal name the API refuses, a purged task's 410).
@@ -169,4 +171,20 @@ await tour(opened, async () => {
   report.cancel.panelHidden = await page.isHidden('#cancel-panel');
   report.cancel.buttonHidden = await page.isHidden('#cancel');
   await shot('t10-cancelled');
+
+  // The dead letter, discarded from its page: the button asks first; "Keep it" deletes nothing,
+  // the confirmation does and goes back to the list with a notice.
+  await page.goto(`${url}/ui/#/dead-letters/${deadLetterId}`);
+  await page.click('button.discard');
+  await page.waitForSelector('#discard-panel:not([hidden]) #discard-confirm');
+  report.discard = { asked: await text(page.locator('#discard-panel')) };
+  await shot('t11-discard');
+  await page.click('#discard-panel button.cancel');
+  report.discard.keptStatus = (await fetch(`${url}/v1/dead-letters/${deadLetterId}`)).status;
+  await page.click('button.discard');
+  await page.click('#discard-confirm');
+  await page.waitForFunction(() => location.hash === '#/dead-letters');
+  await page.waitForSelector('table#dead-letters');
+  report.discard.notice = await text(page.locator('#notice'));
+  report.discard.listed = await page.$$eval('tr[data-dead-letter-id]', (rs) => rs.map((r) => r.dataset.deadLetterId));
 });

@@ -6,8 +6,9 @@
 //! template page (a context the schema refuses first), the live task list shows a new task
 //! without a reload, and the list filters by a context value and by time; with
 //! `tests/dashboard/time.mjs`, a schedule is listed, triggered and paused, a delayed task is
-//! found in state `scheduled` and cancelled after a confirmation, and a step waiting for a
-//! signal says so and completes with the signal sent from the page; with
+//! found in state `scheduled` and cancelled after a confirmation, a dead letter is discarded
+//! after one, and a step waiting for a signal says so and completes with the signal sent from
+//! the page; with
 //! `tests/dashboard/composition.mjs`, a parent task lists its child, the child links back to its
 //! parent and the step that started it, and the Workers page lists a live worker; with
 //! `tests/dashboard/flow.mjs`, a throttled step says which key holds it and until when, a
@@ -514,6 +515,24 @@ async fn schedules_delays_and_signals_from_the_dashboard_in_a_real_browser() -> 
         .await?;
     assert_eq!(purged.tasks, 1, "{purged:?}");
 
+    // And a dead letter (a message from nowhere), for the page to discard after asking.
+    let mut kept = o.dead_letters_kept();
+    let broker = tasker_broker::Broker::connect(
+        &env.config.amqp_url,
+        &env.config.queue_prefix,
+        "dashboard-test",
+    )
+    .await?;
+    broker
+        .publisher()
+        .await?
+        .publish_all(&[tasker_broker::Outgoing {
+            queue: tasker_broker::topology::dead_letter_queue(&env.config.queue_prefix),
+            payload: br#"{"not": "a message anyone reads"}"#.to_vec(),
+        }])
+        .await?;
+    let dead_letter = kept.take(1, Duration::from_secs(20)).await?[0];
+
     let shots = target_dir().join("dashboard-screenshots");
     let note = "maintenance window until Monday";
     let (report, stderr) = run_browser(
@@ -529,6 +548,7 @@ async fn schedules_delays_and_signals_from_the_dashboard_in_a_real_browser() -> 
             ("SIGNAL", "approved".to_owned()),
             ("PAUSE_NOTE", note.to_owned()),
             ("PURGED_TASK_ID", old[0].to_string()),
+            ("DEAD_LETTER_ID", dead_letter.to_string()),
         ],
     )
     .await?;
@@ -687,6 +707,27 @@ async fn schedules_delays_and_signals_from_the_dashboard_in_a_real_browser() -> 
     );
     let cancelled = get_json(&format!("{url}/v1/tasks/{later_id}")).await?;
     assert_eq!(cancelled["state"], "cancelled", "{cancelled}");
+
+    // The dead letter, discarded from its page: asked first ("Keep it" kept it), then gone.
+    let discard = &report["discard"];
+    assert!(
+        has(
+            &discard["asked"],
+            &format!("Discard dead letter {dead_letter}?")
+        ),
+        "{report}"
+    );
+    assert_eq!(discard["keptStatus"], 200, "{report}");
+    assert!(
+        has(
+            &discard["notice"],
+            &format!("Dead letter {dead_letter} discarded.")
+        ),
+        "{report}"
+    );
+    assert_eq!(discard["listed"], json!([]), "{report}");
+    let gone = reqwest::get(format!("{url}/v1/dead-letters/{dead_letter}")).await?;
+    assert_eq!(gone.status(), 404);
     assert_screenshots(
         &shots,
         &[
@@ -698,6 +739,7 @@ async fn schedules_delays_and_signals_from_the_dashboard_in_a_real_browser() -> 
             "t6-signalled",
             "t7-purged",
             "t8-retention",
+            "t11-discard",
             "t9-cancel",
             "t10-cancelled",
         ],
