@@ -89,12 +89,12 @@ impl TaskTemplate {
             });
             Error::at(file, at, ErrorKind::Syntax(e.to_string()))
         })?;
-        template.compile(file, &Positions::scan(src))
+        template.compile(file, Some(src))
     }
 
     /// Validates an already-parsed template, e.g. one read back from storage.
     pub fn validate(self, file: &str) -> Result<Loaded, Error> {
-        self.compile(file, &Positions::default())
+        self.compile(file, None)
     }
 
     /// `namespace/name@version`.

@@ -4,17 +4,19 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::checks::{check_identifier, check_policy, check_text};
 use super::positions::Positions;
 use super::{Error, ErrorKind, FailurePolicy, Loaded, StepType, TaskTemplate, limits};
 use crate::dag::{self, Dag};
 
-/// Where problems are reported: the file, and each step's position in it.
+/// Where problems are reported: the file, and each step's position in its text (read by the
+/// YAML parser only once a problem needs it: a valid template is parsed once).
 struct At<'a> {
     file: &'a str,
-    positions: &'a Positions,
+    src: Option<&'a str>,
+    positions: OnceLock<Positions>,
 }
 
 impl At<'_> {
@@ -23,15 +25,28 @@ impl At<'_> {
         Error::of_file(self.file, kind)
     }
 
+    /// Where step `i` (called `name`) is, when the template came as text.
+    fn position(&self, name: &str, i: usize) -> Option<super::Position> {
+        let src = self.src?;
+        self.positions
+            .get_or_init(|| Positions::scan(src))
+            .step(name, i)
+    }
+
     /// A problem of step `i` (called `name`), at its position.
     fn step(&self, name: &str, i: usize, kind: ErrorKind) -> Error {
-        Error::at(self.file, self.positions.step(name, i), kind)
+        Error::at(self.file, self.position(name, i), kind)
     }
 }
 
 impl TaskTemplate {
-    pub(super) fn compile(self, file: &str, positions: &Positions) -> Result<Loaded, Error> {
-        let at = At { file, positions };
+    /// `src`: the text it was parsed from, if any (for the positions of problems).
+    pub(super) fn compile(self, file: &str, src: Option<&str>) -> Result<Loaded, Error> {
+        let at = At {
+            file,
+            src,
+            positions: OnceLock::new(),
+        };
         self.check_header().map_err(|k| at.err(k))?;
         let first_seen = self.check_steps(&at)?;
         let dag = self.graph(&at, &first_seen)?;
@@ -107,7 +122,7 @@ impl TaskTemplate {
             if let Some(&first) = first_seen.get(step.name.as_str()) {
                 return Err(problem(ErrorKind::DuplicateStep {
                     name: step.name.clone(),
-                    first_line: at.positions.step(&step.name, first).map_or(0, |p| p.line),
+                    first_line: at.position(&step.name, first).map_or(0, |p| p.line),
                 }));
             }
             first_seen.insert(&step.name, i);
