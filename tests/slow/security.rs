@@ -1,0 +1,13 @@
+//! The security suite: each attack of docs/auth.md's threat list, tried as an attacker would
+//! against a real orchestrator, RabbitMQ and PostgreSQL, asserting that it is refused (a JSON
+//! error naming the bound or the rule) or changes nothing, and that a healthy task beside it
+//! still completes. One module per family of attacks.
+
+#[path = "security/audit.rs"]
+mod audit;
+#[path = "security/bounds.rs"]
+mod bounds;
+#[path = "security/common.rs"]
+mod common;
+#[path = "security/reach.rs"]
+mod reach;

@@ -1,0 +1,1 @@
+//! (filled by the change that builds this family of defences)
