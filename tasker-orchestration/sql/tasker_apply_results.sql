@@ -12,7 +12,6 @@
 -- for good (tasker_apply_failure) — once it is clear that an earlier result of the batch did not
 -- close its step (a failure that ended its task). What can no longer run is then skipped, the
 -- steps resolved along the way are counted off their tasks, and what is ready is dispatched.
-DROP FUNCTION IF EXISTS tasker_apply_results(jsonb);
 CREATE OR REPLACE FUNCTION tasker_apply_results(batch jsonb, permits text[] DEFAULT NULL)
 RETURNS jsonb LANGUAGE plpgsql
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$

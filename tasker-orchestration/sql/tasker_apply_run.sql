@@ -3,7 +3,6 @@
 -- (tasker_succeed_steps); the others' steps were closed by an earlier result of the batch (a
 -- failure that ended their task), and are returned in `gone`.
 -- `ready`: children with limits to claim (tasker_dispatch) before they are enqueued.
-DROP FUNCTION IF EXISTS tasker_apply_run(uuid[], uuid[], int[], jsonb[]);
 CREATE OR REPLACE FUNCTION tasker_apply_run(ids uuid[], task_ids uuid[], attempts int[],
                                             results jsonb[], OUT accepted int, OUT gone uuid[],
                                             OUT enqueued uuid[], OUT skip uuid[],

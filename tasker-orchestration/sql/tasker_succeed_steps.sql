@@ -15,7 +15,6 @@
 -- another's writes.
 -- A child with limits is left `pending` with nothing to wait for and returned in `limited`: it
 -- claims its limits in tasker_dispatch (or is skipped there, like any step, if it cannot run).
-DROP FUNCTION IF EXISTS tasker_succeed_steps(uuid[], uuid[], int[], jsonb[]);
 CREATE OR REPLACE FUNCTION tasker_succeed_steps(ids uuid[], task_ids uuid[], attempts int[],
                                                 results jsonb[], OUT enqueued uuid[],
                                                 OUT skip uuid[], OUT finished jsonb,

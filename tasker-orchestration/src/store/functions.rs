@@ -156,60 +156,173 @@ pub(super) const FUNCTIONS: [(&str, &str); 40] = [
     ),
 ];
 
-/// Any number to serialize concurrent starts on; orchestrators starting together replace the
+/// Any number to serialize concurrent starts on; orchestrators starting together apply the
 /// functions one after the other.
 const LOCK_KEY: i64 = 0x7461_736b_6572_0001;
 
-/// Creates or replaces every function in one transaction.
-pub(super) async fn apply(pool: &PgPool) -> Result<()> {
+/// The release this build applies its functions as.
+const RELEASE: &str = env!("CARGO_PKG_VERSION");
+
+/// The engine's SQL as built into this binary: each function's name and text, in order.
+pub fn engine() -> Vec<(&'static str, String)> {
+    FUNCTIONS
+        .iter()
+        .map(|(name, sql)| (*name, (*sql).to_owned()))
+        .collect()
+}
+
+/// The checksum that identifies a set of functions (SHA-256 of names and texts, in order).
+fn checksum(functions: &[(&str, String)]) -> String {
+    use sha2::Digest;
+    let mut hash = sha2::Sha256::new();
+    for (name, sql) in functions {
+        hash.update(name.as_bytes());
+        hash.update([0]);
+        hash.update(sql.as_bytes());
+        hash.update([0]);
+    }
+    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What starting did to the engine's SQL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Applied {
+    /// The database already runs these functions: nothing was touched.
+    Unchanged,
+    /// They were applied (new, or changed since).
+    Applied,
+    /// A newer release applied its own, which this build runs with (they stay compatible).
+    Newer(String),
+}
+
+/// Applies this build's functions ([`apply_engine`] of [`engine`] as this release).
+pub(super) async fn apply(pool: &PgPool) -> Result<Applied> {
+    apply_engine(pool, &engine(), RELEASE).await
+}
+
+/// Applies `functions` as release `release`, once: only when their checksum differs from the
+/// one recorded (`tasker_engine`) and `release` is not older than the one that applied those,
+/// under an advisory lock (orchestrators starting together apply them once). A restart of the
+/// same build touches nothing, so it never disturbs orchestrators already running; a changed
+/// function is replaced in place (`CREATE OR REPLACE`: the same function, never dropped, so a
+/// running orchestrator's next call uses the new body), and one whose parameters or result
+/// changed is refused loudly rather than dropped under running orchestrators.
+pub async fn apply_engine(
+    pool: &PgPool,
+    functions: &[(&'static str, String)],
+    release: &str,
+) -> Result<Applied> {
+    let ours = checksum(functions);
+    if recorded(pool).await?.is_some_and(|(_, sum)| sum == ours) {
+        return Ok(Applied::Unchanged);
+    }
+    let mut attempt = 0u32;
+    loop {
+        match apply_once(pool, functions, release, &ours).await {
+            Err(Error::Query(sqlx::Error::Database(e)))
+                if e.code().as_deref() == Some("55P03") && attempt < 600 =>
+            {
+                // The tables a trigger is replaced on were busy for longer than the lock
+                // timeout: try again in a moment rather than make anyone wait behind us.
+                attempt += 1;
+                if attempt % 50 == 1 {
+                    tracing::info!(
+                        attempt,
+                        "engine tables busy; applying the engine's SQL again shortly"
+                    );
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(
+                    50 + u64::from(attempt % 7) * 20,
+                ))
+                .await;
+            }
+            other => return other,
+        }
+    }
+}
+
+async fn recorded(pool: &PgPool) -> Result<Option<(String, String)>> {
+    sqlx::query_as("SELECT release, checksum FROM tasker_engine WHERE id = 1")
+        .fetch_optional(pool)
+        .await
+        .map_err(Error::from_sqlx)
+}
+
+async fn apply_once(
+    pool: &PgPool,
+    functions: &[(&'static str, String)],
+    release: &str,
+    ours: &str,
+) -> Result<Applied> {
     let mut tx = pool.begin().await.map_err(Error::from_sqlx)?;
     sqlx::query("SELECT pg_advisory_xact_lock($1)")
         .bind(LOCK_KEY)
         .execute(&mut *tx)
         .await
         .map_err(Error::from_sqlx)?;
-    for (name, sql) in FUNCTIONS {
-        replace(&mut tx, name, sql)
+    let theirs: Option<(String, String)> =
+        sqlx::query_as("SELECT release, checksum FROM tasker_engine WHERE id = 1 FOR UPDATE")
+            .fetch_optional(&mut *tx)
             .await
-            .map_err(|source| Error::Function { name, source })?;
+            .map_err(Error::from_sqlx)?;
+    match &theirs {
+        Some((_, sum)) if sum == ours => return Ok(Applied::Unchanged),
+        Some((newer, _)) if older(release, newer) => return Ok(Applied::Newer(newer.clone())),
+        _ => {}
     }
+    // The triggers on these tables are replaced too: take both table locks first, waiting
+    // less than PostgreSQL's deadlock timeout, so a busy table makes this start try again
+    // instead of making a transaction of a running orchestrator a deadlock's victim.
+    sqlx::raw_sql(
+        "SET LOCAL lock_timeout = '200ms';
+         LOCK TABLE steps, tasks IN SHARE ROW EXCLUSIVE MODE;
+         SET LOCAL lock_timeout = 0;",
+    )
+    .execute(&mut *tx)
+    .await
+    .map_err(Error::from_sqlx)?;
+    for &(name, ref sql) in functions {
+        sqlx::raw_sql(sql)
+            .execute(&mut *tx)
+            .await
+            .map_err(|source| {
+                let incompatible = matches!(&source, sqlx::Error::Database(e)
+                if e.code().as_deref() == Some("42P13"));
+                if incompatible {
+                    Error::IncompatibleFunction { name }
+                } else {
+                    Error::Function { name, source }
+                }
+            })?;
+    }
+    sqlx::query(
+        "INSERT INTO tasker_engine (id, release, checksum, applied_by)
+         VALUES (1, $1, $2, current_setting('tasker.orchestrator', true))
+         ON CONFLICT (id) DO UPDATE SET release = EXCLUDED.release,
+             checksum = EXCLUDED.checksum, applied_at = clock_timestamp(),
+             applied_by = EXCLUDED.applied_by",
+    )
+    .bind(release)
+    .bind(ours)
+    .execute(&mut *tx)
+    .await
+    .map_err(Error::from_sqlx)?;
     tx.commit().await.map_err(Error::from_sqlx)?;
-    Ok(())
+    Ok(Applied::Applied)
 }
 
-/// `CREATE OR REPLACE` cannot rename a parameter or change a function's return type (SQLSTATE
-/// 42P13); then the old definition is dropped and the new one created, in the same transaction,
-/// so concurrent callers see the old function until the commit and the new one after it.
-async fn replace(
-    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    name: &str,
-    sql: &str,
-) -> std::result::Result<(), sqlx::Error> {
-    sqlx::query("SAVEPOINT tasker_function")
-        .execute(&mut **tx)
-        .await?;
-    match sqlx::raw_sql(sql).execute(&mut **tx).await {
-        Ok(_) => Ok(()),
-        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42P13") => {
-            sqlx::query("ROLLBACK TO SAVEPOINT tasker_function")
-                .execute(&mut **tx)
-                .await?;
-            let signatures: Vec<String> = sqlx::query_scalar(
-                "SELECT p.oid::regprocedure::text FROM pg_proc p
-                 WHERE p.proname = $1 AND p.pronamespace = current_schema()::regnamespace",
-            )
-            .bind(name)
-            .fetch_all(&mut **tx)
-            .await?;
-            for signature in signatures {
-                sqlx::raw_sql(&format!("DROP FUNCTION {signature}"))
-                    .execute(&mut **tx)
-                    .await?;
-            }
-            sqlx::raw_sql(sql).execute(&mut **tx).await?;
-            Ok(())
-        }
-        Err(e) => Err(e),
+/// Whether release `a` is older than `b` (dotted numbers; text compared only when they are
+/// not numbers).
+fn older(a: &str, b: &str) -> bool {
+    let parse = |v: &str| -> Option<Vec<u64>> {
+        v.split(['.', '-', '+'])
+            .take(3)
+            .map(|p| p.parse().ok())
+            .collect()
+    };
+    match (parse(a), parse(b)) {
+        (Some(a), Some(b)) => a < b,
+        _ => a < b,
     }
 }
 
@@ -233,6 +346,27 @@ mod tests {
                 sql.contains(&format!("CREATE OR REPLACE FUNCTION {name}(")),
                 "{name}.sql must define {name} with CREATE OR REPLACE"
             );
+            // A dropped function is gone from under every orchestrator running a plan that
+            // calls it ("cache lookup failed for function"): never drop, give a changed
+            // signature a new name.
+            assert!(!sql.contains("DROP "), "{name}.sql drops something");
         }
+    }
+
+    #[test]
+    fn releases_compare_by_their_numbers() {
+        assert!(older("0.1.0", "0.2.0"));
+        assert!(older("0.9.0", "0.10.0"));
+        assert!(!older("0.10.0", "0.9.0"));
+        assert!(!older("1.0.0", "1.0.0"));
+    }
+
+    #[test]
+    fn a_changed_function_changes_the_checksum() {
+        let mut functions = engine();
+        let before = checksum(&functions);
+        assert_eq!(before, checksum(&engine()));
+        functions[0].1.push_str("\n-- changed");
+        assert_ne!(before, checksum(&functions));
     }
 }
