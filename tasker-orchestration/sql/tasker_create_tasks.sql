@@ -19,25 +19,14 @@
 -- id and waits (`wake_at` infinity) until the child's end wakes it (tasker_task_ended). Its key
 -- is `child:<step>:<attempt>`, so a start repeated after a crash answers the same child.
 --
+-- `t_meta` holds what else a task records, one JSON object per task (a new task column is a key
+-- here, not a new parameter): `token_id` (the API token that created it, or its root's) and
+-- `root_task_id` (a child's root). The signature without it (37 parameters) remains for
+-- orchestrators of the previous release during a rolling upgrade; it records neither.
+--
 -- Returns {tasks: [one per task, in order: {created: true, task_id} | {created: false,
 -- task_id, template_id, context} (its key's task) | {created: false, parent_gone: true}],
 -- dispatch: [StepMessage], deferred?, throttled?, waited?}.
-DROP FUNCTION IF EXISTS tasker_create_task(
-    uuid, uuid, text, text, text, jsonb, text, uuid[], text[], text[], text[], jsonb[], int[],
-    text[], bigint[], bigint[], bigint[], bigint[], int[], jsonb[], text[], uuid[], uuid[]);
-DROP FUNCTION IF EXISTS tasker_create_task(
-    uuid, uuid, text, text, text, jsonb, text, timestamptz, uuid[], text[], text[], text[],
-    jsonb[], int[], text[], bigint[], bigint[], bigint[], bigint[], int[], jsonb[], text[],
-    jsonb[], uuid[], uuid[]);
-DROP FUNCTION IF EXISTS tasker_create_task(
-    uuid, uuid, text, text, text, jsonb, text, timestamptz, uuid, uuid, int, int, text,
-    uuid[], text[], text[], text[], jsonb[], int[], text[], bigint[], bigint[], bigint[],
-    bigint[], int[], jsonb[], text[], jsonb[], text[], jsonb[], uuid[], uuid[]);
-DROP FUNCTION IF EXISTS tasker_create_task(
-    uuid, uuid, text, text, text, jsonb, text, timestamptz, uuid, uuid, int, int, text,
-    smallint, uuid[], text[], text[], text[], jsonb[], int[], text[], bigint[], bigint[],
-    bigint[], bigint[], int[], jsonb[], text[], jsonb[], text[], jsonb[], jsonb[], uuid[],
-    uuid[]);
 CREATE OR REPLACE FUNCTION tasker_create_tasks(
     t_id uuid[], t_template uuid[], t_namespace text[], t_name text[], t_version text[],
     t_context jsonb[], t_key text[], t_run_at timestamptz[],
@@ -48,7 +37,7 @@ CREATE OR REPLACE FUNCTION tasker_create_tasks(
     s_max_ms bigint[], s_timeout_ms bigint[], s_queue_timeout_ms bigint[], s_parents int[],
     s_batch_spec jsonb[], s_on_failure text[], s_wait jsonb[], s_namespace text[],
     s_child jsonb[], s_limits jsonb[],
-    e_task int[], e_parent uuid[], e_child uuid[])
+    e_task int[], e_parent uuid[], e_child uuid[], t_meta jsonb[])
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
     v_now timestamptz := clock_timestamp();
@@ -78,16 +67,18 @@ BEGIN
     WITH ins AS (
         INSERT INTO tasks (id, template_id, namespace, name, version, state, context, idempotency_key,
                            open_steps, run_at, parent_task_id, parent_step_id, depth,
-                           on_parent_cancel, priority)
+                           on_parent_cancel, priority, token_id, root_task_id)
         SELECT x.id, x.template, x.namespace, x.name, x.version,
                CASE WHEN x.run_at > v_now THEN 'scheduled' ELSE 'running' END, x.context, x.key,
                x.steps, CASE WHEN x.run_at > v_now THEN x.run_at END, x.parent_task, x.parent_step,
-               COALESCE(x.depth, 0), x.on_parent_cancel, COALESCE(x.priority, 1)
+               COALESCE(x.depth, 0), x.on_parent_cancel, COALESCE(x.priority, 1),
+               (x.meta->>'token_id')::bigint, (x.meta->>'root_task_id')::uuid
         FROM unnest(t_id, t_template, t_namespace, t_name, t_version, t_context, t_key, t_run_at,
-                    t_parent_task, t_parent_step, t_depth, t_on_parent_cancel, t_priority, t_steps)
+                    t_parent_task, t_parent_step, t_depth, t_on_parent_cancel, t_priority, t_steps,
+                    t_meta)
              WITH ORDINALITY AS x(id, template, namespace, name, version, context, key, run_at,
                                   parent_task, parent_step, depth, on_parent_cancel, priority, steps,
-                                  ord)
+                                  meta, ord)
         WHERE x.parent_step IS NULL OR x.parent_step = ANY (live)
         ORDER BY x.ord
         ON CONFLICT (idempotency_key) DO NOTHING
@@ -191,4 +182,26 @@ BEGIN
     END IF;
     RETURN jsonb_build_object('tasks', answer, 'dispatch', messages);
 END
+$$;
+
+-- The previous release's signature, for orchestrators still running it during an upgrade.
+CREATE OR REPLACE FUNCTION tasker_create_tasks(
+    t_id uuid[], t_template uuid[], t_namespace text[], t_name text[], t_version text[],
+    t_context jsonb[], t_key text[], t_run_at timestamptz[],
+    t_parent_task uuid[], t_parent_step uuid[], t_parent_attempt int[], t_depth int[],
+    t_on_parent_cancel text[], t_priority smallint[], t_steps int[],
+    s_task int[], s_id uuid[], s_name text[], s_handler text[], s_type text[],
+    s_branches jsonb[], s_max_attempts int[], s_backoff text[], s_base_ms bigint[],
+    s_max_ms bigint[], s_timeout_ms bigint[], s_queue_timeout_ms bigint[], s_parents int[],
+    s_batch_spec jsonb[], s_on_failure text[], s_wait jsonb[], s_namespace text[],
+    s_child jsonb[], s_limits jsonb[],
+    e_task int[], e_parent uuid[], e_child uuid[])
+RETURNS jsonb LANGUAGE sql AS $$
+    SELECT tasker_create_tasks(t_id, t_template, t_namespace, t_name, t_version, t_context, t_key,
+                               t_run_at, t_parent_task, t_parent_step, t_parent_attempt, t_depth,
+                               t_on_parent_cancel, t_priority, t_steps, s_task, s_id, s_name,
+                               s_handler, s_type, s_branches, s_max_attempts, s_backoff, s_base_ms,
+                               s_max_ms, s_timeout_ms, s_queue_timeout_ms, s_parents, s_batch_spec,
+                               s_on_failure, s_wait, s_namespace, s_child, s_limits, e_task,
+                               e_parent, e_child, NULL::jsonb[])
 $$;

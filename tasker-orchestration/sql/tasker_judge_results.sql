@@ -33,10 +33,7 @@ BEGIN
                CASE
                    WHEN s.id IS NULL THEN 'result_mismatch'
                    WHEN s.task_id <> x.task THEN 'result_mismatch'
-                   WHEN x.permit IS NOT NULL
-                        AND NOT EXISTS (SELECT FROM tasks t
-                                        WHERE t.id = s.task_id
-                                          AND COALESCE(s.namespace, t.namespace) ~ x.permit)
+                   WHEN x.permit IS NOT NULL AND (p.ns IS NULL OR p.ns !~ x.permit)
                        THEN 'result_not_permitted'
                    WHEN x.attempt = s.attempt AND s.state = 'enqueued' THEN 'apply'
                    -- The attempt the step is at, settled already: a copy of its result.
@@ -47,6 +44,9 @@ BEGIN
                    WHEN s.id IS NULL THEN format('no step %s', x.step)
                    WHEN s.task_id <> x.task
                        THEN format('step %s is not a step of task %s', x.step, x.task)
+                   WHEN x.permit IS NOT NULL AND (p.ns IS NULL OR p.ns !~ x.permit)
+                       THEN format('its sender may not serve namespace %s, where step %s of task %s '
+                                   'runs; nothing was changed', p.ns, x.step, x.task)
                    ELSE format('attempt %s of step %s is not in flight (the step is at attempt %s, %s)',
                                x.attempt, x.step, s.attempt, s.state)
                END AS detail
@@ -62,6 +62,9 @@ BEGIN
         -- all 100,000 of a fan-out's for each result.
         LEFT JOIN LATERAL (SELECT id, task_id, step_type, attempt, state, namespace FROM steps
                            WHERE id = x.step OFFSET 0 FOR UPDATE) s ON true
+        -- The namespace the step runs in, looked up only for a sender limited to namespaces.
+        LEFT JOIN LATERAL (SELECT COALESCE(s.namespace, t.namespace) AS ns FROM tasks t
+                           WHERE x.permit IS NOT NULL AND t.id = s.task_id) p ON true
     ), v AS (
         -- The second copy of an accepted result is ignored: the first settles its attempt.
         SELECT j.*,

@@ -15,6 +15,7 @@ use tasker_shared::{StepMessage, StepResult};
 
 use crate::effects::Effects;
 use crate::metrics as m;
+use crate::reach::Reach;
 use crate::shared::Shared;
 use crate::store::{self, ChildStart, NewTask, ParentLink};
 
@@ -111,6 +112,19 @@ async fn start_one(
             ),
         ));
     }
+    // Judged with the token the tree was created for: still live, and covering everything
+    // this child reaches (its template may be a version registered since).
+    let reach = Reach::of(&shared.catalog, &entry.loaded).await?;
+    let token = match c.token_id {
+        Some(id) => shared.store.principal_by_id(id).await?,
+        None => None,
+    };
+    if let Err(why) = reach.judge(c.token_id, token.as_ref()) {
+        return Ok(refuse(
+            "child_not_permitted",
+            format!("starting {key}: {why}"),
+        ));
+    }
     let children = match shared.catalog.pin_children(&entry.loaded).await {
         Ok(pins) => pins,
         Err(crate::catalog::PinError::Store(e)) => return Err(e),
@@ -120,32 +134,48 @@ async fn start_one(
         "abandon" => ParentCancel::Abandon,
         _ => ParentCancel::Cancel,
     };
+    let budget = shared.config.orchestrator.max_child_tasks;
     let created = match shared
         .store
-        .create_task(NewTask {
-            template_id: entry.id,
-            template: &entry.loaded,
-            context,
-            idempotency_key: Some(format!("child:{}:{}", c.step_id, c.attempt)),
-            run_at: None,
-            children,
-            parent: Some(ParentLink {
-                task_id: c.task_id,
-                step_id: c.step_id,
-                attempt: c.attempt,
-                depth,
-                on_parent_cancel,
-            }),
-            // The child template's priority, else its parent's.
-            priority: entry
-                .loaded
-                .template
-                .priority
-                .unwrap_or(Priority::from_rank(c.priority)),
-        })
+        .create_child(
+            NewTask {
+                template_id: entry.id,
+                template: &entry.loaded,
+                context,
+                idempotency_key: Some(format!("child:{}:{}", c.step_id, c.attempt)),
+                run_at: None,
+                children,
+                parent: Some(ParentLink {
+                    task_id: c.task_id,
+                    step_id: c.step_id,
+                    attempt: c.attempt,
+                    depth,
+                    root: c.root,
+                    on_parent_cancel,
+                }),
+                // The child template's priority, else its parent's.
+                priority: entry
+                    .loaded
+                    .template
+                    .priority
+                    .unwrap_or(Priority::from_rank(c.priority)),
+                token_id: c.token_id,
+            },
+            budget,
+        )
         .await
     {
-        Ok(created) => created,
+        Ok(Some(created)) => created,
+        Ok(None) => {
+            return Ok(refuse(
+                "child_budget_exceeded",
+                format!(
+                    "starting {key} would put more than {budget} tasks below task {} \
+                     (orchestrator.max_child_tasks; does the template start itself?)",
+                    c.root
+                ),
+            ));
+        }
         Err(store::Error::Limits(e)) => return Ok(refuse(e.code, e.message)),
         Err(e) => return Err(e),
     };

@@ -25,6 +25,7 @@ pub(crate) async fn run(
     let queue = topology::dead_letter_queue(&shared.config.queue_prefix);
     let tag = format!("orchestrator-{}-dead", std::process::id());
     let mut consumer = broker.consume(&queue, &tag, 32).await?;
+    let own = tasker_broker::user_of(&shared.config.amqp_url);
     loop {
         let batch = tokio::select! {
             () = cancel.cancelled() => return Ok(()),
@@ -32,7 +33,7 @@ pub(crate) async fn run(
         };
         for delivery in batch.ok_or(tasker_broker::Error::Closed)? {
             let delivery = delivery?;
-            let letter = read(&delivery);
+            let letter = read(&delivery, &own);
             loop {
                 match shared.store.record_dead_letter(&letter).await {
                     Ok(id) => {
@@ -75,29 +76,33 @@ fn origin_kind(queue: Option<&str>, prefix: &str) -> &'static str {
     }
 }
 
-/// The ids a step or result message carries (its first entry's, for a batch).
+/// The ids a step or result message carries, each entry's for a batch.
 #[derive(Deserialize)]
 struct Ids {
     task_id: Uuid,
     step_id: Uuid,
 }
 
-fn read(delivery: &Delivery) -> NewDeadLetter {
-    let origin = dead::origin(&delivery.properties);
-    let ids = decode_batch::<Ids>(&delivery.data)
-        .ok()
-        .and_then(|b| b.into_iter().next());
+/// A dead letter as kept: where it came from, why and who sent it as far as that can be
+/// believed (`tasker_broker::dead::kept`; `own`: the orchestrators' broker user), and the
+/// tasks of every entry (none when one cannot be read: then it is for tokens of every
+/// namespace only).
+fn read(delivery: &Delivery, own: &str) -> NewDeadLetter {
+    let kept = dead::kept(&delivery.properties, own);
+    let ids = decode_batch::<Ids>(&delivery.data).unwrap_or_default();
     NewDeadLetter {
-        queue: origin.queue.map(|q| text(&q)),
-        reason: text(&origin.reason),
+        queue: kept.queue.map(|q| text(&q)),
+        reason: text(&kept.reason),
+        sender: kept.sender.map(|s| text(&s)),
         body: delivery.data.clone(),
         headers: delivery
             .properties
             .headers()
             .as_ref()
             .map_or_else(|| json!({}), table),
-        task_id: ids.as_ref().map(|i| i.task_id),
-        step_id: ids.as_ref().map(|i| i.step_id),
+        task_id: ids.first().map(|i| i.task_id),
+        step_id: ids.first().map(|i| i.step_id),
+        task_ids: ids.iter().map(|i| i.task_id).collect(),
     }
 }
 

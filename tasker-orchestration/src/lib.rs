@@ -19,6 +19,7 @@ pub mod executor;
 mod latency;
 pub mod live;
 pub mod metrics;
+pub mod reach;
 mod recent;
 mod results;
 mod retention;

@@ -150,15 +150,17 @@ async fn token(config: &Config, action: TokenCommand) -> anyhow::Result<()> {
             let by = std::env::var("USER").map(|u| format!("user:{u}")).ok();
             let expires_at =
                 expires_in.map(|s| chrono::Utc::now() + chrono::Duration::seconds(s as i64));
-            let (token, _) = store
+            let token = store
                 .create_token(&NewToken {
                     name: &name,
                     scope,
                     namespaces: namespaces.as_ref(),
                     expires_at,
                     created_by: by.as_deref(),
+                    minter: None,
                 })
-                .await?;
+                .await?
+                .token;
             let covers = namespaces.map_or("every namespace".to_owned(), |n| n.to_string());
             let until = expires_at.map_or(String::new(), |t| format!(", until {t}"));
             eprintln!(
@@ -183,11 +185,12 @@ async fn token(config: &Config, action: TokenCommand) -> anyhow::Result<()> {
             }
         }
         TokenCommand::Revoke { name } => {
-            anyhow::ensure!(
-                store.revoke_token(&name).await?,
-                "no live token named {name:?}"
-            );
+            let revoked = store.revoke_token(&name).await?;
+            anyhow::ensure!(!revoked.is_empty(), "no live token named {name:?}");
             eprintln!("revoked API token {name:?}");
+            for minted in revoked.iter().filter(|n| **n != name) {
+                eprintln!("revoked API token {minted:?} with it (it was minted by it)");
+            }
         }
     }
     Ok(())

@@ -139,6 +139,11 @@ impl<'a> Batch<'a> {
         };
         for (at, d) in deliveries.iter().enumerate() {
             match decode_batch::<&RawValue>(&d.data).and_then(|raw| {
+                if raw.is_empty() {
+                    // Acked, it would change nothing; left unsettled, enough of them would
+                    // hold every slot of the consumer's prefetch.
+                    return Err(serde::de::Error::custom("it carries no results (`[]`)"));
+                }
                 raw.into_iter()
                     .map(Incoming::read)
                     .collect::<Result<Vec<_>, _>>()
@@ -248,13 +253,16 @@ async fn apply(
     metrics::histogram!(m::RESULT_CONSUME_BATCH_SIZE.name).record(deliveries.len() as f64);
     let mut batch = Batch::read(deliveries, dead).await?;
     if batch.results.is_empty() {
-        return Ok(None);
+        // Every message was malformed and is settled already; any other is acked below.
+        return Ok(Some((Effects::default(), batch.fate)));
     }
     // Who sent each message, from what RabbitMQ validated, and so what its results may move.
+    let mut tries = 0;
     let senders = loop {
         match judge(shared, deliveries).await {
             Ok(senders) => break senders,
-            Err(e) if backoff(cancel, "looking up the senders of results", &e).await => {}
+            Err(e)
+                if backoff(cancel, "looking up the senders of results", &e, &mut tries).await => {}
             Err(_) => return Ok(None),
         }
     };
@@ -262,10 +270,11 @@ async fn apply(
     let permits = batch.permits();
     let began = std::time::SystemTime::now();
     let max = shared.config.orchestrator.result_batch_max;
+    let mut tries = 0;
     let (mut applied, poison) = loop {
         match apply_isolating(held, &batch.results, &permits, max).await {
             Ok(done) => break done,
-            Err(e) if backoff(cancel, "applying results", &e).await => {}
+            Err(e) if backoff(cancel, "applying results", &e, &mut tries).await => {}
             Err(_) => return Ok(None),
         }
     };
@@ -275,14 +284,26 @@ async fn apply(
     Ok(Some((applied, batch.fate)))
 }
 
-/// After `what` failed with `error`: logs it and waits a moment before the next try (a
-/// deliberate backoff: the database is unavailable; the batch stays unacked meanwhile).
-/// `false` if the orchestrator stops first.
-async fn backoff(cancel: &CancellationToken, what: &str, error: &store::Error) -> bool {
-    tracing::error!(%error, "{what} failed; retrying");
+/// After `what` failed with `error` (the `tries`-th time in a row): logs it and waits before the
+/// next try, longer each time up to 5 s (a deliberate backoff: the database is unavailable or
+/// in the middle of a change; the batch stays unacked meanwhile). `false` if the orchestrator
+/// stops first.
+async fn backoff(
+    cancel: &CancellationToken,
+    what: &str,
+    error: &store::Error,
+    tries: &mut u32,
+) -> bool {
+    *tries += 1;
+    if *tries == 1 {
+        tracing::warn!(%error, "{what} failed; retrying");
+    } else {
+        tracing::error!(%error, tries = *tries, "{what} failed again; retrying");
+    }
+    let wait = Duration::from_millis(100 << (*tries - 1).min(6)).min(Duration::from_secs(5));
     tokio::select! {
         () = cancel.cancelled() => false,
-        () = tokio::time::sleep(Duration::from_millis(250)) => true,
+        () = tokio::time::sleep(wait) => true,
     }
 }
 
@@ -373,7 +394,9 @@ async fn apply_isolating(
                 }
                 applied.merge(effects)
             }
-            Err(e @ store::Error::Unavailable(_)) => return Err(e),
+            // Not the results' fault (a restart, a deadlock, a function replaced under a
+            // cached plan): the whole batch is tried again, and no step fails for it.
+            Err(e) if e.is_transient() => return Err(e),
             Err(e) if len == 1 => poison.push((at, e)),
             Err(_) => {
                 let half = len / 2;

@@ -84,6 +84,16 @@ async fn fire_one(
         tx.finish(&fire).await?;
         return Ok((Effects::default(), None, now));
     };
+    if let Some(why) = refused(shared, &row).await? {
+        // The token that saved it may no longer start its tasks: no fire until someone whose
+        // token may resumes it.
+        tracing::warn!(schedule = %format!("{}/{}", row.namespace, row.name), reason = %why,
+            "schedule paused");
+        skip(&mut fire, "token");
+        fire.pause = Some(format!("paused by the orchestrator: {why}"));
+        tx.finish(&fire).await?;
+        return Ok((Effects::default(), None, now));
+    }
     let overlap = Overlap::parse(&row.overlap).unwrap_or_default();
     let open = match row.last_task_id {
         Some(last) if overlap != Overlap::Allow => tx.task_open(last).await?,
@@ -133,7 +143,7 @@ async fn fire_one(
         }
     }
     if let Some(nominal) = due_nominal {
-        match start(shared, &mut tx, &row, nominal, None).await? {
+        match start(shared, &mut tx, &row, nominal, None, row.token_id).await? {
             Some((task, fx)) => {
                 fire.fired = Some((task, nominal));
                 effects.merge(fx);
@@ -146,6 +156,25 @@ async fn fire_one(
     }
     tx.finish(&fire).await?;
     Ok((effects, fire.next_fire_at, now))
+}
+
+/// Why the token that saved the schedule may not start its tasks now (revoked, expired, or no
+/// longer covering a namespace they reach); `None`: it may. A template gone from the registry
+/// is the fire's own skip, not this.
+async fn refused(shared: &Shared, row: &ScheduleRow) -> Result<Option<String>, store::Error> {
+    let Some(id) = row.token_id else {
+        return Ok(None);
+    };
+    let Some(entry) = shared
+        .catalog
+        .get(&row.namespace, &row.template, row.version.as_deref())
+        .await?
+    else {
+        return Ok(None);
+    };
+    let reach = crate::reach::Reach::of(&shared.catalog, &entry.loaded).await?;
+    let live = shared.store.principal_by_id(id).await?;
+    Ok(reach.judge(Some(id), live.as_ref()).err())
 }
 
 fn skip(fire: &mut Fire, reason: &'static str) {
@@ -194,12 +223,13 @@ async fn start(
     row: &ScheduleRow,
     nominal: DateTime<Utc>,
     key: Option<String>,
+    token_id: Option<i64>,
 ) -> Result<Option<(Uuid, Effects)>, store::Error> {
     let Some(source) = template_of(shared, row).await? else {
         return Ok(None);
     };
     let key = key.unwrap_or_else(|| fire_key(row.id, nominal));
-    let created = match tx.create_task(new_task(&source, row, key)).await {
+    let created = match tx.create_task(new_task(&source, row, key, token_id)).await {
         Ok(created) => created,
         // The schedule's context lacks a key its template's limits read: no fire can succeed.
         Err(store::Error::Limits(e)) => {
@@ -211,8 +241,14 @@ async fn start(
     Ok(Some((created.task_id, created.effects)))
 }
 
-/// The task a schedule starts: its template, its context, the fire's idempotency key.
-fn new_task<'a>(source: &'a Source, row: &ScheduleRow, key: String) -> NewTask<'a> {
+/// The task a schedule starts: its template, its context, the fire's idempotency key, the
+/// token it is started for (the schedule's, or the caller's of a trigger or a backfill).
+fn new_task<'a>(
+    source: &'a Source,
+    row: &ScheduleRow,
+    key: String,
+    token_id: Option<i64>,
+) -> NewTask<'a> {
     NewTask {
         template_id: source.entry.id,
         template: &source.entry.loaded,
@@ -222,6 +258,7 @@ fn new_task<'a>(source: &'a Source, row: &ScheduleRow, key: String) -> NewTask<'
         children: source.children.clone(),
         parent: None,
         priority: source.entry.loaded.template.priority.unwrap_or_default(),
+        token_id,
     }
 }
 
@@ -230,13 +267,14 @@ fn new_task<'a>(source: &'a Source, row: &ScheduleRow, key: String) -> NewTask<'
 pub async fn trigger(
     shared: &Shared,
     row: &ScheduleRow,
+    token_id: Option<i64>,
 ) -> Result<Option<(Uuid, Effects)>, store::Error> {
     let Some(mut tx) = shared.store.schedule_tx_any(row.id).await? else {
         return Ok(None);
     };
     let now = tx.now;
     let key = format!("schedule:{}:trigger:{}", row.id, Uuid::now_v7());
-    let Some((task, fx)) = start(shared, &mut tx, row, now, Some(key)).await? else {
+    let Some((task, fx)) = start(shared, &mut tx, row, now, Some(key), token_id).await? else {
         return Ok(None);
     };
     let fire = Fire {
@@ -244,6 +282,7 @@ pub async fn trigger(
         buffered_at: tx.row.buffered_at,
         skipped: 0,
         fired: Some((task, now)),
+        pause: None,
     };
     tx.finish(&fire).await?;
     ::metrics::counter!(m::SCHEDULE_FIRES.name, "how" => "trigger").increment(1);
@@ -274,8 +313,8 @@ pub async fn backfill(
     shared: &Shared,
     row: &ScheduleRow,
     cron: &Cron,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
+    (from, to): (DateTime<Utc>, DateTime<Utc>),
+    token_id: Option<i64>,
 ) -> Result<Backfill, store::Error> {
     let mut times = Vec::new();
     let mut at = cron.next_after(from - chrono::Duration::seconds(1));
@@ -298,7 +337,7 @@ pub async fn backfill(
     let mut effects = Effects::default();
     for nominal in times {
         let c = tx
-            .create_task(new_task(&source, row, fire_key(row.id, nominal)))
+            .create_task(new_task(&source, row, fire_key(row.id, nominal), token_id))
             .await?;
         if c.created {
             created += 1;

@@ -7,7 +7,8 @@
 //! - the orchestrator's own broker user, and whatever reached the results queue through the
 //!   default exchange (only a user allowed to write to every queue can publish there, which a
 //!   worker's user is not); such a publisher may name another sender ([`dead::SENDER_HEADER`]:
-//!   a dead letter it replays keeps its first sender's permissions).
+//!   a dead letter it replays keeps its first sender's permissions, and one that named none,
+//!   [`dead::NO_SENDER`], may move nothing).
 //!
 //! A result with no `user_id`, or from a user no live token speaks for, may move nothing.
 
@@ -57,6 +58,13 @@ impl Senders {
         let trusted = delivery.exchange.as_str().is_empty() || publisher == Some(self.own.as_str());
         let name = if trusted {
             match dead::named_sender(&delivery.properties) {
+                // A replayed message that named no sender when it first came: no trust.
+                Some(named) if named == dead::NO_SENDER => {
+                    return Ok(Sender {
+                        name: None,
+                        permit: nothing(),
+                    });
+                }
                 Some(named) if named != self.own => named,
                 _ => {
                     return Ok(Sender {

@@ -28,6 +28,10 @@ pub struct Shared {
     pub shutdown: CancellationToken,
     /// Valid API tokens seen lately, by token.
     pub tokens: Arc<Recent<Principal>>,
+    /// Tokens PostgreSQL did not know lately: asked again only after `recent::TRUST_FOR`, so a
+    /// flood of made-up tokens costs no query each (bounded like `tokens`, and apart from it,
+    /// so the flood never pushes a valid token out).
+    pub unknown_tokens: Arc<Recent<()>>,
     /// The broker users results came from lately, and what they may move.
     pub senders: Arc<Senders>,
     /// The watcher the live event streams share.
@@ -54,6 +58,7 @@ impl Shared {
             events: Events::default(),
             shutdown,
             tokens: Arc::default(),
+            unknown_tokens: Arc::default(),
             broker_up: Arc::new(watch::Sender::new(false)),
         }
     }

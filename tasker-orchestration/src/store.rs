@@ -36,6 +36,7 @@ pub use children::ChildStart;
 pub use dead_letters::{DeadLetter, DeadLetterView, NewDeadLetter};
 pub use error::{Error, Result};
 pub use flow::Drift;
+pub use functions::{Applied, apply_engine, engine};
 pub use read::{StepView, TaskFilter, TaskView};
 pub use repair::{Repair, Repaired};
 pub use results::Held;
@@ -44,7 +45,7 @@ pub use schedules::{Fire, ScheduleRow, ScheduleTx};
 pub use tasks::{BatchAnswer, CreateBatch, Created, NewTask, ParentLink};
 pub use templates::{Registration, TEMPLATE_REGISTERED_CHANNEL, TemplateFilter, TemplateView};
 pub use time::Signalled;
-pub use tokens::{CreateError, NewToken, Principal, Scope, TokenView};
+pub use tokens::{CreateError, Minted, NewToken, Principal, Scope, TokenView, lifetime_within};
 pub use workers::Served;
 
 /// Channel of the `pg_notify` sent when a task reaches a terminal state; the payload is
@@ -120,7 +121,12 @@ impl Store {
             .connect(url)
             .await?;
         migrator().run(&pool).await?;
-        functions::apply(&pool).await?;
+        match functions::apply(&pool).await? {
+            functions::Applied::Applied => tracing::info!("engine SQL applied"),
+            functions::Applied::Unchanged => {}
+            functions::Applied::Newer(release) => tracing::info!(%release,
+                "the engine SQL in the database is a newer release's; running with it"),
+        }
         let store = Store { pool, instance };
         store.heartbeat().await?;
         Ok(store)

@@ -363,6 +363,14 @@ pub struct DeadLetterInfo {
     pub times_seen: i32,
     /// The body's size.
     pub bytes: i32,
+    /// The broker user that sent it, as RabbitMQ validated it (`null`: none, so replaying it
+    /// can move nothing).
+    #[serde(default)]
+    pub sender: Option<String>,
+    /// The namespaces of the tasks its entries name (`null`: one names no task; then only a
+    /// token of every namespace sees it).
+    #[serde(default)]
+    pub namespaces: Option<Vec<String>>,
 }
 
 /// One page of dead letters, newest first; `next_before` is the `before` of the next page.
@@ -459,6 +467,11 @@ pub struct CreatedToken {
     pub namespaces: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<DateTime<Utc>>,
+    /// The RabbitMQ user whose results speak for this token (a worker's broker user of the
+    /// same name); absent when that name already spoke for a token of namespaces its creator
+    /// does not cover (docs/auth.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broker_user: Option<String>,
 }
 
 /// Every error answer: `{"error": {"code", "message", "details"?}}`.
@@ -471,7 +484,7 @@ pub struct ErrorBody {
 /// Every error `code` the API answers with (the OpenAPI document's `ErrorCode` enum; each
 /// operation's responses say which of them it may give). The orchestrator refuses, in debug
 /// builds, to answer with a code missing here.
-pub const ERROR_CODES: [&str; 74] = [
+pub const ERROR_CODES: &[&str] = &[
     "backfill_too_large",
     "bad_body",
     "batch_too_large",
@@ -523,6 +536,7 @@ pub const ERROR_CODES: [&str; 74] = [
     "missing_result",
     "no_such_route",
     "not_replayable",
+    "rate_key_owned",
     "rate_limit_key_missing",
     "rate_limit_key_too_long",
     "rate_limited",
@@ -554,7 +568,7 @@ pub fn error_code_schema() -> utoipa::openapi::schema::Object {
     utoipa::openapi::schema::ObjectBuilder::new()
         .schema_type(utoipa::openapi::schema::Type::String)
         .title(Some("ErrorCode"))
-        .enum_values(Some(ERROR_CODES))
+        .enum_values(Some(ERROR_CODES.iter().copied()))
         .build()
 }
 

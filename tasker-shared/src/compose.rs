@@ -15,6 +15,9 @@ pub const CHILD_HANDLER: &str = "tasker:child";
 /// How deep child workflows may nest by default: a task nobody started is at depth 0.
 pub const DEFAULT_MAX_DEPTH: u32 = 8;
 
+/// How many tasks may be started below one task nobody started, by default.
+pub const DEFAULT_MAX_CHILD_TASKS: u32 = 1000;
+
 /// How long a step routed to another namespace than its template's may wait for a worker by
 /// default: a namespace no worker serves then fails the step visibly (`queue_timeout`) instead
 /// of leaving it waiting without a word. A step's `queue_timeout_seconds` overrides it.
@@ -177,6 +180,37 @@ pub fn step_namespace<'a>(step: &'a crate::StepTemplate, template_namespace: &'a
     step.namespace.as_deref().unwrap_or(template_namespace)
 }
 
+/// The namespaces a task of `template` puts work into by itself, each with how (for a message
+/// that says why a token falls short): the template's own, each step's `namespace:`, each
+/// child step's template's. The child templates' own reach is the registry's to add
+/// (`tasker_orchestration::reach`), since a child is pinned only when its task is created.
+pub fn reach(template: &crate::TaskTemplate) -> std::collections::BTreeMap<String, String> {
+    let mut reached = std::collections::BTreeMap::new();
+    reached.insert(
+        template.namespace.clone(),
+        format!("template {}", template.key()),
+    );
+    for step in &template.steps {
+        if let Some(ns) = &step.namespace {
+            reached
+                .entry(ns.clone())
+                .or_insert_with(|| format!("step {:?} of {}", step.name, template.key()));
+        }
+        if let Some(child) = &step.child {
+            let ns = child.namespace.as_deref().unwrap_or(&template.namespace);
+            reached.entry(ns.to_owned()).or_insert_with(|| {
+                format!(
+                    "child step {:?} of {}, which starts {ns}/{}",
+                    step.name,
+                    template.key(),
+                    child.template
+                )
+            });
+        }
+    }
+    reached
+}
+
 /// How long a step may wait for a worker: its own `queue_timeout_seconds`, else
 /// [`CROSS_NAMESPACE_QUEUE_TIMEOUT_SECONDS`] for a step routed to another namespace than its
 /// template's, else none (it waits as long as it takes).
@@ -217,6 +251,26 @@ mod tests {
             name.check("steps.s.child", &deps).unwrap_err().field,
             "steps.s.child.template"
         );
+    }
+
+    #[test]
+    fn a_template_reaches_its_own_its_steps_and_its_childrens_namespaces() {
+        let t = crate::TaskTemplate::load(
+            "namespace: a\nname: t\nversion: '1'\nsteps:\n  - name: x\n    handler: h\n  \
+             - name: y\n    handler: h\n    namespace: b\n  - name: z\n    \
+             child: {template: victim, namespace: c}\n  - name: w\n    \
+             child: {template: own}\n",
+            "t.yaml",
+        )
+        .unwrap()
+        .template;
+        let reached = reach(&t);
+        assert_eq!(
+            reached.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["a", "b", "c"]
+        );
+        assert!(reached["b"].contains("step \"y\""), "{}", reached["b"]);
+        assert!(reached["c"].contains("c/victim"), "{}", reached["c"]);
     }
 
     #[test]

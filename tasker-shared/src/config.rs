@@ -210,6 +210,9 @@ pub struct OrchestratorConfig {
     /// How deep child workflows may nest: a task nobody started is at depth 0, and a child step
     /// whose child would be deeper fails with `child_depth_exceeded`.
     pub max_child_depth: u32,
+    /// How many tasks may be started below one task nobody started (its children, theirs, …):
+    /// a child step whose child would pass it fails with `child_budget_exceeded`.
+    pub max_child_tasks: u32,
     /// Steps throttled by a concurrency limit start in priority then age order; a step waits
     /// behind one a priority level above it only until it has waited this much longer (aging),
     /// so low-priority work never starves.
@@ -368,6 +371,7 @@ impl Default for OrchestratorConfig {
             parent_page_bytes: 4 * 1024 * 1024,
             max_context_bytes: 512 * 1024,
             max_child_depth: crate::compose::DEFAULT_MAX_DEPTH,
+            max_child_tasks: crate::compose::DEFAULT_MAX_CHILD_TASKS,
             priority_aging_ms: DEFAULT_PRIORITY_AGING_MS,
             publish_timeout_ms: 10_000,
             dispatch_backlog_max: 100_000,
@@ -559,6 +563,9 @@ impl Config {
         }
         if !(1..=100_000).contains(&self.orchestrator.max_batch_tasks) {
             return invalid("orchestrator.max_batch_tasks", "must be 1 to 100000");
+        }
+        if self.orchestrator.max_child_tasks == 0 {
+            return invalid("orchestrator.max_child_tasks", "must be at least 1");
         }
         if self.orchestrator.result_batch_max == 0 {
             return invalid("orchestrator.result_batch_max", "must be at least 1");

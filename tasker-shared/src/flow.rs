@@ -145,6 +145,15 @@ impl ConcurrencySpec {
 }
 
 impl RateLimitSpec {
+    /// Its numbers as the engine keeps them: the limit, the period in milliseconds (at least
+    /// 1), the burst (the limit unless given).
+    pub fn numbers(&self) -> (u32, u64, u32) {
+        let per = self
+            .period("rate_limit")
+            .map_or(1000, |d| d.as_millis() as u64);
+        (self.limit, per.max(1), self.burst.unwrap_or(self.limit))
+    }
+
     /// Checks it; `at` names it (`rate_limit`, `steps.<name>.rate_limit`).
     pub fn check(&self, at: &str) -> Result<(), Problem> {
         if self.key.starts_with('/') {
@@ -268,21 +277,36 @@ pub fn resolve(
         );
     }
     if let Some(r) = step.rate_limit.as_ref().or(template.rate_limit.as_ref()) {
+        // A key read from the context is the template's namespace's own (`<namespace>/<value>`:
+        // a name has no `/`), so one team's keys never share a bucket with, or show, another's.
         let key = if r.key.starts_with('/') {
-            key_value(context, &r.key, "rate limit", &step.name)?
+            let value = key_value(context, &r.key, "rate limit", &step.name)?;
+            format!("{}/{value}", template.namespace)
         } else {
             r.key.clone()
         };
-        let per = r
-            .period("rate_limit")
-            .map_or(1000, |d| d.as_millis() as u64);
+        let (limit, per_ms, burst) = r.numbers();
         limits.insert(
             "rate".into(),
-            json!({"key": key, "limit": r.limit, "per_ms": per.max(1),
-                   "burst": r.burst.unwrap_or(r.limit)}),
+            json!({"key": key, "limit": limit, "per_ms": per_ms, "burst": burst}),
         );
     }
     Ok((!limits.is_empty()).then_some(Value::Object(limits)))
+}
+
+/// The named rate keys (`stripe`, not a pointer) a template's steps use, each with its numbers
+/// (limit, per in milliseconds, burst): what the first template to name a key declares.
+pub fn named_rate_keys(template: &crate::TaskTemplate) -> Vec<(String, (u32, u64, u32))> {
+    let mut keys: Vec<(String, (u32, u64, u32))> = template
+        .rate_limit
+        .iter()
+        .chain(template.steps.iter().filter_map(|s| s.rate_limit.as_ref()))
+        .filter(|r| !r.key.starts_with('/'))
+        .map(|r| (r.key.clone(), r.numbers()))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
 }
 
 #[cfg(test)]
@@ -355,7 +379,18 @@ steps:
             &t.steps[1],
             &json!({"customer": "A", "account": "acct_1"}),
         );
-        assert_eq!(ok.unwrap().unwrap()["rate"]["key"], "acct_1");
+        // A key read from the context is its template's namespace's own.
+        assert_eq!(ok.unwrap().unwrap()["rate"]["key"], "shop/acct_1");
+        assert_eq!(named_rate_keys(&t), []);
+    }
+
+    #[test]
+    fn named_keys_are_declared_with_their_numbers() {
+        let t = template(LIMITED);
+        assert_eq!(
+            named_rate_keys(&t),
+            [("stripe".to_owned(), (100, 1000, 20))]
+        );
     }
 
     #[test]

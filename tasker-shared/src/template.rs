@@ -49,6 +49,9 @@ pub mod limits {
     pub const MAX_TIMEOUT_SECONDS: u64 = 2_592_000;
     /// Steps in one template.
     pub const MAX_STEPS: usize = 1_000;
+    /// Child steps (`child:`) in one template: each starts a task, and a template that starts
+    /// itself multiplies by this at every level.
+    pub const MAX_CHILD_STEPS: usize = 32;
     /// A template file or registered definition, in bytes.
     pub const MAX_SOURCE_BYTES: usize = 1024 * 1024;
     /// `handler`, `description` and every branch name, in characters.

@@ -338,6 +338,7 @@ async fn a_start_repeated_before_or_after_its_commit_makes_one_child() -> anyhow
             children,
             parent: None,
             priority: Default::default(),
+            token_id: None,
         })
         .await?;
     drop(created.effects);
@@ -374,6 +375,7 @@ async fn a_start_repeated_before_or_after_its_commit_makes_one_child() -> anyhow
             children: vec![None],
             parent: None,
             priority: Default::default(),
+            token_id: None,
         })
         .await?;
     assert!(!again.created);

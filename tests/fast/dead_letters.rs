@@ -121,8 +121,13 @@ async fn a_replayed_dead_letter_goes_back_to_its_queue_and_is_applied() -> anyho
         REASON_HEADER.into(),
         AMQPValue::LongString("parked by hand".into()),
     );
-    let mut kept = o.dead_letters_kept();
+    // Sent by the orchestrators' own broker user, as a dead letter of one of its results.
     let broker = Broker::connect(&cfg.amqp_url, &cfg.queue_prefix, "test").await?;
+    headers.insert(
+        tasker_broker::dead::SENDER_HEADER.into(),
+        AMQPValue::LongString(broker.user().into()),
+    );
+    let mut kept = o.dead_letters_kept();
     broker
         .publisher()
         .await?

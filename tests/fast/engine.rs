@@ -99,6 +99,7 @@ impl Engine {
                 children: Vec::new(),
                 parent: None,
                 priority: Default::default(),
+                token_id: None,
             })
             .await?;
         Ok(created.task_id)

@@ -97,6 +97,7 @@ impl World {
                 children: Vec::new(),
                 parent: None,
                 priority: Default::default(),
+                token_id: None,
             })
             .await?
             .task_id)

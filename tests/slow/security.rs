@@ -9,5 +9,11 @@ mod audit;
 mod bounds;
 #[path = "security/common.rs"]
 mod common;
+#[path = "security/keys.rs"]
+mod keys;
 #[path = "security/reach.rs"]
 mod reach;
+#[path = "security/results.rs"]
+mod results;
+#[path = "security/tokens.rs"]
+mod tokens;

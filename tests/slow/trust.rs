@@ -44,7 +44,7 @@ async fn token(
     namespaces: &str,
 ) -> anyhow::Result<String> {
     let patterns = Patterns::parse(namespaces)?;
-    let (token, _) = o
+    let token = o
         .shared
         .store
         .create_token(&NewToken {
@@ -53,8 +53,10 @@ async fn token(
             namespaces: Some(&patterns),
             expires_at: None,
             created_by: Some("test"),
+            minter: None,
         })
-        .await?;
+        .await?
+        .token;
     Ok(token)
 }
 
@@ -299,15 +301,17 @@ async fn a_token_of_one_namespace_gets_403_on_every_route_touching_another() -> 
     env.config.orchestrator.auth = AuthMode::Tokens;
     // The first token, made before the orchestrator starts (it refuses to start without one).
     let store = tasker_orchestration::store::Store::connect(&env.config.database_url, 2).await?;
-    let (root, _) = store
+    let root = store
         .create_token(&NewToken {
             name: "root",
             scope: Scope::Admin,
             namespaces: None,
             expires_at: None,
             created_by: None,
+            minter: None,
         })
-        .await?;
+        .await?
+        .token;
     let o = &env.orchestrator().await?;
     let admin = tasker_client::Client::with_token(&o.url(), Some(&root));
     for ns in ["trust_a", "trust_b"] {
@@ -337,6 +341,8 @@ async fn a_token_of_one_namespace_gets_403_on_every_route_touching_another() -> 
             headers: json!({}),
             task_id: Some(task_b),
             step_id: Some(step_b),
+            sender: None,
+            task_ids: vec![task_b],
         })
         .await?;
 
@@ -776,15 +782,17 @@ async fn a_worker_whose_token_does_not_cover_its_namespace_refuses_to_start_nami
     env.config.orchestrator.auth = AuthMode::Tokens;
     let store = tasker_orchestration::store::Store::connect(&env.config.database_url, 2).await?;
     let wrong = Patterns::parse("trust_a")?;
-    let (token, _) = store
+    let token = store
         .create_token(&NewToken {
             name: "worker-elsewhere",
             scope: Scope::Write,
             namespaces: Some(&wrong),
             expires_at: None,
             created_by: None,
+            minter: None,
         })
-        .await?;
+        .await?
+        .token;
     let o = env.orchestrator().await?;
     let cfg = &env.config;
     let out = tokio::process::Command::new(workspace_binary("tasker-worker-rust")?)

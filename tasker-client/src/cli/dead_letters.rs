@@ -121,6 +121,15 @@ async fn show(client: &Client, id: i64, json: bool) -> anyhow::Result<ExitCode> 
     out!("dead letter {}", i.id);
     out!("queue       {}", i.queue.as_deref().unwrap_or("unknown"));
     out!("reason      {}", i.reason);
+    out!(
+        "sender      {}",
+        i.sender
+            .as_deref()
+            .unwrap_or("none (replaying it could move nothing)")
+    );
+    if let Some(namespaces) = &i.namespaces {
+        out!("namespaces  {}", namespaces.join(", "));
+    }
     if let (Some(task), Some(step)) = (i.task_id, i.step_id) {
         out!("task        {task} (step {step})");
     }

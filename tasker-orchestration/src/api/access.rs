@@ -71,6 +71,45 @@ impl Caller {
         }
     }
 
+    /// Ok if the caller covers every namespace `reach` holds, else 403 naming the first it
+    /// does not and how the work reaches it.
+    pub fn check_reach(&self, reach: &crate::reach::Reach) -> Result<(), Error> {
+        let Some(p) = self.patterns() else {
+            return Ok(());
+        };
+        match reach.uncovered(|ns| p.covers(ns)) {
+            None => Ok(()),
+            Some((namespace, how)) => Err(self
+                .forbidden(format!(
+                    "this token covers the namespaces {p}, not {namespace:?}, which the work                      reaches through {how}"
+                ))
+                .with_details(json!({
+                    "token": self.0.as_ref().map(|p| p.name.clone()),
+                    "namespaces": p.to_string(),
+                    "namespace": namespace,
+                    "via": how,
+                }))),
+        }
+    }
+
+    /// [`Caller::check_reach`] of what a task of `loaded` reaches (computed only for a caller
+    /// limited to namespaces: every other one covers it all).
+    pub async fn check_template(
+        &self,
+        shared: &Shared,
+        loaded: &tasker_shared::template::Loaded,
+    ) -> Result<(), Error> {
+        if self.patterns().is_none() {
+            return Ok(());
+        }
+        self.check_reach(&crate::reach::Reach::of(&shared.catalog, loaded).await?)
+    }
+
+    /// The id of the caller's token, which work it saves records (`None` without tokens).
+    pub fn token_id(&self) -> Option<i64> {
+        self.0.as_ref().map(|p| p.id)
+    }
+
     /// Ok if the caller may touch task `id`: 404 `task_not_found` if there is none, 403 if it
     /// is of a namespace the caller's token does not cover. Costs one indexed read for a scoped
     /// token, nothing otherwise.

@@ -66,16 +66,10 @@ pub(super) async fn require(
     let Some(token) = token else {
         return unauthenticated("this route needs `Authorization: Bearer <token>`");
     };
-    let principal = match shared.tokens.get(token) {
-        Some(p) => p,
-        None => match shared.store.principal(token).await {
-            Ok(Some(p)) => {
-                shared.tokens.put(token, p.clone());
-                p
-            }
-            Ok(None) => return unauthenticated("unknown or revoked token"),
-            Err(e) => return Error::from(e).into_response(),
-        },
+    let principal = match principal(&shared, token).await {
+        Ok(Some(p)) => p,
+        Ok(None) => return unauthenticated("unknown, revoked or expired token"),
+        Err(e) => return e.into_response(),
     };
     if principal.scope < scope {
         return Error::new(
@@ -99,6 +93,32 @@ pub(super) async fn require(
     }
     req.extensions_mut().insert(principal);
     next.run(req).await
+}
+
+/// The live holder of `token`: from the tokens seen lately (never past its expiry), else from
+/// PostgreSQL. A token that is not even of the form Tasker makes (`tsk_` and 64 hex digits),
+/// and one PostgreSQL did not know lately, cost no query.
+async fn principal(shared: &Shared, token: &str) -> Result<Option<crate::store::Principal>, Error> {
+    let now = chrono::Utc::now();
+    if let Some(p) = shared.tokens.get(token) {
+        return Ok((!p.expired(now)).then_some(p));
+    }
+    let well_formed = token.len() == 68
+        && token.starts_with("tsk_")
+        && token[4..].bytes().all(|b| b.is_ascii_hexdigit());
+    if !well_formed || shared.unknown_tokens.get(token).is_some() {
+        return Ok(None);
+    }
+    match shared.store.principal(token).await? {
+        Some(p) => {
+            shared.tokens.put(token, p.clone());
+            Ok(Some(p))
+        }
+        None => {
+            shared.unknown_tokens.put(token, ());
+            Ok(None)
+        }
+    }
 }
 
 /// The token of an `Authorization` header value: the `Bearer` scheme, in any case (RFC 7235
@@ -144,9 +164,11 @@ pub(super) async fn create_token(
     };
     let expires_at = match req.expires_in_seconds {
         None => None,
-        Some(s) if (1..=MAX_EXPIRES_IN).contains(&s) => {
-            Some(chrono::Utc::now() + chrono::Duration::seconds(s as i64))
-        }
+        // To the microsecond, as PostgreSQL keeps it: the answer says what is stored.
+        Some(s) if (1..=MAX_EXPIRES_IN).contains(&s) => Some(chrono::SubsecRound::trunc_subsecs(
+            chrono::Utc::now() + chrono::Duration::seconds(s as i64),
+            6,
+        )),
         Some(_) => {
             return Err(Error::bad_request(
                 "invalid_expiry",
@@ -165,19 +187,26 @@ pub(super) async fn create_token(
             namespaces: namespaces.as_ref(),
             expires_at,
             created_by: by.as_deref(),
+            minter: caller.principal(),
         })
         .await
     {
-        Ok((token, id)) => {
+        Ok(minted) => {
+            let expires_at = crate::store::lifetime_within(expires_at, caller.principal());
             tracing::info!(name = %req.name, %scope, namespaces = namespaces.as_ref().map(ToString::to_string).as_deref(),
                 "API token created");
+            if minted.broker_user.is_none() {
+                tracing::warn!(name = %req.name, "API token created without a broker user: its \
+                    name spoke for a token of namespaces its creator does not cover");
+            }
             let created = CreatedToken {
-                id,
+                id: minted.id,
                 name: req.name,
                 scope: scope.to_string(),
-                token,
+                token: minted.token,
                 namespaces: namespaces.map(|p| p.as_slice().to_vec()),
                 expires_at,
+                broker_user: minted.broker_user,
             };
             Ok((StatusCode::CREATED, Json(created)).into_response())
         }
@@ -234,10 +263,13 @@ pub(super) async fn revoke_token(
             "token {name:?} covers namespaces beyond this token's"
         )));
     }
-    if shared.store.revoke_token(&name).await? {
-        shared.tokens.forget(|_, p| p.name == name);
-        shared.senders.forget(&name);
-        tracing::info!(%name, "API token revoked");
+    let revoked = shared.store.revoke_token(&name).await?;
+    if !revoked.is_empty() {
+        shared.tokens.forget(|_, p| revoked.contains(&p.name));
+        for name in &revoked {
+            shared.senders.forget(name);
+        }
+        tracing::info!(%name, with = revoked.len() - 1, "API token revoked (and what it minted)");
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(Error::not_found(

@@ -89,7 +89,8 @@ pub(super) async fn show(
         (status = 200, body = Replayed),
         (status = 400, description = "`invalid_id`", body = ErrorBody),
         (status = 404, description = "`dead_letter_not_found`", body = ErrorBody),
-        (status = 409, description = "`not_replayable`: it came from no queue of this cluster", body = ErrorBody),
+        (status = 403, description = "`forbidden`: one of its entries names a task of a namespace the token does not cover, or none (for tokens of every namespace only)", body = ErrorBody),
+        (status = 409, description = "`not_replayable`: it came from no results or steps queue of this cluster, a result named no sender, or a step message was not the orchestrators'", body = ErrorBody),
         (status = 503, description = "`broker_unavailable`: it is kept", body = ErrorBody),
     ))]
 pub(super) async fn replay(
@@ -99,38 +100,17 @@ pub(super) async fn replay(
 ) -> Result<Json<Replayed>, Error> {
     let id = parse_id(&id)?;
     check(&shared, &caller, id).await?;
-    let prefix = &shared.config.queue_prefix;
-    let dead_queue = topology::dead_letter_queue(prefix);
     let sent = shared
         .store
         .replay_dead_letter(id, |letter| async {
-            let queue = match letter.view.queue.as_deref() {
-                Some(q) if q.starts_with(&format!("{prefix}.")) && q != dead_queue => q.to_owned(),
-                other => {
-                    return Err(Error::new(
-                        StatusCode::CONFLICT,
-                        "not_replayable",
-                        format!(
-                            "dead letter {id} came from {}, not from one of this cluster's queues; \
-                             only discarding it is possible",
-                            other.map_or("an unknown queue".into(), |q| format!("{q:?}"))
-                        ),
-                    ));
-                }
-            };
-            // Who first sent it travels with it: a result replayed by this orchestrator may
-            // still move only the steps its first sender may serve.
+            let (queue, sender) = replayable(&shared, &letter)?;
+            // Who first sent it travels with it, as the orchestrator recorded it: a result
+            // replayed by this orchestrator may move only the steps its first sender may serve.
             let mut headers = FieldTable::default();
-            if let Some(sender) = letter
-                .headers
-                .get(dead::SENDER_HEADER)
-                .and_then(Value::as_str)
-            {
-                headers.insert(
-                    dead::SENDER_HEADER.into(),
-                    AMQPValue::LongString(sender.into()),
-                );
-            }
+            headers.insert(
+                dead::SENDER_HEADER.into(),
+                AMQPValue::LongString(sender.as_str().into()),
+            );
             shared
                 .dispatcher
                 .send_now(
@@ -148,7 +128,7 @@ pub(super) async fn replay(
                         format!("could not publish to {queue}: {e}; try again"),
                     )
                 })?;
-            Ok(letter)
+            Ok::<_, Error>(letter)
         })
         .await?
         .ok_or_else(|| not_found(id))??;
@@ -188,17 +168,59 @@ pub(super) async fn discard(
     }
 }
 
-/// Ok if the caller may touch dead letter `id`: one of a task of its namespaces, or any for a
-/// token of every namespace (only those see a dead letter that names no task). 404 if there is
-/// none.
+/// Where a dead letter may be replayed to, and as whom: only back to the queue it really came
+/// from (as the orchestrator recorded it, never as a header said) — the results queue, as the
+/// sender it came from, or a namespace's steps queue, for a step message the orchestrators'
+/// own broker user sent. Anything else is 409 `not_replayable`, saying why.
+fn replayable(shared: &Shared, letter: &DeadLetter) -> Result<(String, String), Error> {
+    let prefix = &shared.config.queue_prefix;
+    let refuse = |why: String| {
+        Error::new(
+            StatusCode::CONFLICT,
+            "not_replayable",
+            format!(
+                "dead letter {} {why}; only discarding it is possible",
+                letter.view.id
+            ),
+        )
+    };
+    let own = tasker_broker::user_of(&shared.config.amqp_url);
+    let sender = letter.view.sender.as_deref();
+    match letter.view.queue.as_deref() {
+        Some(q) if q == topology::results_queue(prefix) => match sender {
+            Some(s) => Ok((q.to_owned(), s.to_owned())),
+            None => Err(refuse(
+                "is a result message that named no sender: replayed, it could move nothing".into(),
+            )),
+        },
+        Some(q) if q.starts_with(&format!("{prefix}.steps.")) => match sender {
+            Some(s) if s == own => Ok((q.to_owned(), s.to_owned())),
+            other => Err(refuse(format!(
+                "was sent to {q:?} by {}, not by the orchestrators' broker user: a step message \
+                 is only ever the orchestrators'",
+                other.map_or("no one named".to_owned(), |s| format!("{s:?}"))
+            ))),
+        },
+        other => Err(refuse(format!(
+            "came from {}, not from one of this cluster's results or steps queues",
+            other.map_or("an unknown queue".into(), |q| format!("{q:?}"))
+        ))),
+    }
+}
+
+/// Ok if the caller may touch dead letter `id`: one whose every entry names a task of its
+/// namespaces, or any for a token of every namespace (only those see a dead letter that names
+/// no task). 404 if there is none.
 async fn check(shared: &Shared, caller: &Caller, id: i64) -> Result<(), Error> {
     if caller.namespace_regex().is_none() {
         return Ok(());
     }
-    match shared.store.dead_letter_namespace(id).await? {
+    match shared.store.dead_letter_namespaces(id).await? {
         None => Err(not_found(id)),
-        Some(Some(namespace)) => caller.check(&namespace),
-        Some(None) => caller.require_unscoped(&format!("dead letter {id}, which names no task,")),
+        Some(Some(namespaces)) => namespaces.iter().try_for_each(|ns| caller.check(ns)),
+        Some(None) => caller.require_unscoped(&format!(
+            "dead letter {id}, which names no task (or one it cannot read),"
+        )),
     }
 }
 

@@ -62,6 +62,11 @@ impl From<crate::store::Error> for Error {
         if let crate::store::Error::Limits(k) = e {
             return Self::new(StatusCode::UNPROCESSABLE_ENTITY, k.code, k.message);
         }
+        if let crate::store::Error::RateKeyOwned { key, owner, .. } = &e {
+            let details = serde_json::json!({ "key": key, "namespace": owner });
+            return Self::new(StatusCode::CONFLICT, "rate_key_owned", e.to_string())
+                .with_details(details);
+        }
         if let crate::store::Error::Unavailable(_) = e {
             tracing::warn!(error = %e, "database unavailable while serving a request");
             Self::new(

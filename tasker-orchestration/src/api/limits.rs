@@ -53,18 +53,37 @@ pub(super) async fn concurrency(
     Ok(Json(ConcurrencyLimitList { limits }))
 }
 
-/// The rate keys, most recently used first, with their pauses.
+/// The rate keys, most recently used first, with their pauses. A token scoped to namespaces
+/// sees its namespaces' keys: those read from their tasks' contexts (`<namespace>/<value>`)
+/// and the named keys their templates name.
 #[utoipa::path(get, path = "/v1/rate-limits", tag = "limits", operation_id = "list_rate_limits",
     responses((status = 200, body = RateLimitList)))]
-pub(super) async fn rates(State(shared): State<Shared>) -> Result<Json<RateLimitList>, Error> {
+pub(super) async fn rates(
+    State(shared): State<Shared>,
+    caller: Caller,
+) -> Result<Json<RateLimitList>, Error> {
     Ok(Json(RateLimitList {
-        limits: shared.store.rate_limits().await?,
+        limits: shared
+            .store
+            .rate_limits(caller.namespace_regex().as_deref())
+            .await?,
     }))
 }
 
+/// Ok if the caller may pause or resume rate key `key`: one covering the namespace the key
+/// belongs to (a key read from a context: its template's; a named key: the namespace that
+/// declared it, since pausing it holds every team that names it), or a token of every
+/// namespace for a key no namespace declared.
+async fn check_key(shared: &Shared, caller: &Caller, key: &str) -> Result<(), Error> {
+    match shared.store.rate_key_owner(key).await? {
+        Some(namespace) => caller.check(&namespace),
+        None => caller.require_unscoped("pausing or resuming a rate key no namespace declared"),
+    }
+}
+
 /// Pauses a rate key until a time: no step that claims it starts before then (steps already
-/// started run on). Rate keys are shared by every namespace, so this takes a token of every
-/// namespace.
+/// started run on). It takes a token of the key's namespace (a named key's: the namespace that
+/// declared it).
 #[utoipa::path(post, path = "/v1/rate-limits/{key}/pause", tag = "limits",
     operation_id = "pause_rate_limit",
     params(("key" = String, Path, description = "The rate key (URL-encoded)")),
@@ -72,7 +91,7 @@ pub(super) async fn rates(State(shared): State<Shared>) -> Result<Json<RateLimit
     responses(
         (status = 200, body = RateLimit),
         (status = 400, description = "`invalid_json`, `invalid_until` (not in the future, or more than a year ahead), `invalid_note` (over 1,000 characters)", body = ErrorBody),
-        (status = 403, description = "`forbidden`: the token is limited to namespaces", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the key's namespace (a named key's: the one that declared it)", body = ErrorBody),
         (status = 404, description = "`unknown_rate_limit`: no step ever claimed this key", body = ErrorBody),
     ))]
 pub(super) async fn pause(
@@ -81,8 +100,8 @@ pub(super) async fn pause(
     Path(key): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<RateLimit>, Error> {
-    caller.require_unscoped("pausing a rate key")?;
     let req: PauseRateLimit = json_body(&shared, body)?;
+    check_key(&shared, &caller, &key).await?;
     let now = chrono::Utc::now();
     if req.until <= now || req.until > now + chrono::Duration::days(365) {
         return Err(Error::new(
@@ -118,7 +137,7 @@ pub(super) async fn pause(
     params(("key" = String, Path, description = "The rate key (URL-encoded)")),
     responses(
         (status = 200, body = RateLimit),
-        (status = 403, description = "`forbidden`: the token is limited to namespaces", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the key's namespace (a named key's: the one that declared it)", body = ErrorBody),
         (status = 404, description = "`unknown_rate_limit`: no step ever claimed this key", body = ErrorBody),
     ))]
 pub(super) async fn resume(
@@ -126,7 +145,7 @@ pub(super) async fn resume(
     caller: Caller,
     Path(key): Path<String>,
 ) -> Result<Json<RateLimit>, Error> {
-    caller.require_unscoped("resuming a rate key")?;
+    check_key(&shared, &caller, &key).await?;
     let resumed = shared
         .store
         .resume_rate_limit(&key)

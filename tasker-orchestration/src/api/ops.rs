@@ -112,8 +112,14 @@ async fn worker_gauges(shared: &Shared) -> Result<(), crate::store::Error> {
     let served = crate::store::Served::new(&workers);
     let mut live: HashMap<Labels, i64> = HashMap::new();
     for w in &workers {
+        // The language a worker reports is any text: a label takes one of the four, or
+        // `other`, so no report can grow the series without bound.
+        let language = match w.language.as_str() {
+            l @ ("rust" | "python" | "ruby" | "typescript") => l,
+            _ => "other",
+        };
         *live
-            .entry(vec![("language", w.language.clone())])
+            .entry(vec![("language", language.to_owned())])
             .or_default() += 1;
     }
     let mut enqueued: HashMap<Labels, i64> = HashMap::new();

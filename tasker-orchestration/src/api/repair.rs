@@ -232,9 +232,11 @@ mod tests {
     #[test]
     fn the_token_is_recorded_with_who_it_says_it_is() {
         let p = Principal {
+            id: 1,
             name: "ci".into(),
             scope: Scope::Write,
             namespaces: None,
+            expires_at: None,
         };
         assert_eq!(actor(None, Some(p.clone())).as_deref(), Some("token:ci"));
         assert_eq!(

@@ -32,7 +32,7 @@ use crate::store::ScheduleRow;
         (status = 201, description = "Created", body = Schedule),
         (status = 200, description = "Updated", body = Schedule),
         (status = 400, description = "`invalid_json`, `invalid_schedule`, `invalid_cron`, `invalid_timezone`, `invalid_catch_up` (details: field, problem)", body = ErrorBody),
-        (status = 403, description = "`forbidden`: the token does not cover the namespace", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the namespace, or one the template's tasks reach", body = ErrorBody),
         (status = 404, description = "`unknown_template`", body = ErrorBody),
         (status = 422, description = "`context_schema_violation`: the context does not match the template's schema", body = ErrorBody),
     ))]
@@ -199,7 +199,7 @@ pub(super) async fn pause(
             true,
             req.note.as_deref(),
             None,
-            actor(&caller).as_deref(),
+            (actor(&caller).as_deref(), caller.token_id()),
         )
         .await?
         .ok_or_else(|| not_found(&namespace, &name))?;
@@ -221,6 +221,8 @@ pub(super) async fn resume(
     Path((namespace, name)): Path<(String, String)>,
 ) -> Result<Json<Schedule>, Error> {
     let row = find(&shared, &caller, &namespace, &name).await?;
+    // From now on its fires are judged with the resuming token: it must reach what they do.
+    check_reach(&shared, &caller, &row).await?;
     let next = compiled(&row.spec())?
         .0
         .next_after(shared.store.now().await?);
@@ -232,7 +234,7 @@ pub(super) async fn resume(
             false,
             None,
             next,
-            actor(&caller).as_deref(),
+            (actor(&caller).as_deref(), caller.token_id()),
         )
         .await?
         .ok_or_else(|| not_found(&namespace, &name))?;
@@ -253,7 +255,8 @@ pub(super) async fn trigger(
     Path((namespace, name)): Path<(String, String)>,
 ) -> Result<Response, Error> {
     let row = find(&shared, &caller, &namespace, &name).await?;
-    let Some((task, effects)) = scheduler::trigger(&shared, &row).await? else {
+    check_reach(&shared, &caller, &row).await?;
+    let Some((task, effects)) = scheduler::trigger(&shared, &row, caller.token_id()).await? else {
         return Err(unknown_template(
             &row.namespace,
             &row.template,
@@ -288,8 +291,10 @@ pub(super) async fn backfill(
         return Err(Error::bad_request("invalid_range", "`to` is before `from`"));
     }
     let row = find(&shared, &caller, &namespace, &name).await?;
+    check_reach(&shared, &caller, &row).await?;
     let (cron, _) = compiled(&row.spec())?;
-    match scheduler::backfill(&shared, &row, &cron, req.from, req.to).await? {
+    let range = (req.from, req.to);
+    match scheduler::backfill(&shared, &row, &cron, range, caller.token_id()).await? {
         scheduler::Backfill::Done {
             created,
             existing,
@@ -345,6 +350,8 @@ async fn save(
         )
         .with_details(json!(problems)));
     }
+    // Its fires are judged with this token: it must reach what they do.
+    caller.check_template(shared, &entry.loaded).await?;
     let next = cron.next_after(shared.store.now().await?);
     Ok(shared
         .store
@@ -353,8 +360,22 @@ async fn save(
             catch_up.as_millis() as i64,
             next,
             actor(caller).as_deref(),
+            caller.token_id(),
         )
         .await?)
+}
+
+/// Ok if the caller reaches every namespace a task of the schedule's template reaches (when the
+/// template is not registered, the trigger or backfill says so itself).
+async fn check_reach(shared: &Shared, caller: &Caller, row: &ScheduleRow) -> Result<(), Error> {
+    let entry = shared
+        .catalog
+        .get(&row.namespace, &row.template, row.version.as_deref())
+        .await?;
+    match entry {
+        Some(entry) => caller.check_template(shared, &entry.loaded).await,
+        None => Ok(()),
+    }
 }
 
 /// The definition's cron and catch-up window, or a 400 naming the field.

@@ -83,6 +83,7 @@ pub(super) async fn create_task(
             children,
             parent: None,
             priority,
+            token_id: caller.token_id(),
         })
         .await?;
     if let Some(span) = &span
@@ -144,6 +145,7 @@ async fn check_request(
         .with_details(json!(problems)));
     }
     let children = pin_children(shared, &entry.loaded).await?;
+    caller.check_template(shared, &entry.loaded).await?;
     let priority = req
         .priority
         .or(entry.loaded.template.priority)
@@ -258,6 +260,7 @@ pub(super) async fn create_tasks(
                     children: c.children,
                     parent: None,
                     priority: c.priority,
+                    token_id: caller.token_id(),
                 })
                 .map(|()| (template, keyed))
                 .map_err(|k| crate::store::Error::Limits(k).into())

@@ -50,7 +50,7 @@ pub(super) struct RegisterQuery {
     responses(
         (status = 201, description = "A new version", body = RegisteredTemplate),
         (status = 200, description = "Already registered with the same definition", body = RegisteredTemplate),
-        (status = 403, description = "`forbidden`: the token does not cover the template's namespace", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token does not cover the template's namespace, or one its tasks reach (a step's `namespace:`, a child step's template and what it reaches)", body = ErrorBody),
         (status = 409, description = "`template_version_conflict`", body = ErrorBody),
         (status = 422, description = "`invalid_template` (details: file, line, problem)", body = ErrorBody),
     ))]
@@ -96,14 +96,10 @@ pub(super) async fn register(
             ));
         }
     };
+    // Every namespace its tasks can put work into — its own, each step's, each child's and
+    // what the child templates reach — needs the caller's token.
     caller.check(&loaded.template.namespace)?;
-    // A step routed to another namespace puts work in that namespace's queue: the token must
-    // cover it too.
-    for step in &loaded.template.steps {
-        if let Some(ns) = &step.namespace {
-            caller.check(ns)?;
-        }
-    }
+    caller.check_template(&shared, &loaded).await?;
     let key = loaded.template.key();
     let namespace = loaded.template.namespace.clone();
     let registered = shared.catalog.register(loaded, &registered_by).await?;
@@ -289,9 +285,11 @@ mod tests {
     #[test]
     fn with_a_token_the_token_says_who_registered() {
         let ci = Caller::from(Some(crate::store::Principal {
+            id: 1,
             name: "ci".into(),
             scope: crate::store::Scope::Write,
             namespaces: None,
+            expires_at: None,
         }));
         assert_eq!(registered_by(None, &ci).ok().as_deref(), Some("token:ci"));
         assert_eq!(

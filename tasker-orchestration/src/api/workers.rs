@@ -25,7 +25,8 @@ pub(super) struct ListQuery {
 }
 
 /// The live workers (those that reported within their last three heartbeats), by name; a token
-/// scoped to namespaces sees the workers that serve one of them.
+/// scoped to namespaces sees the workers that serve one of them (a worker serving none is shown
+/// to tokens of every namespace only).
 #[utoipa::path(get, path = "/v1/workers", tag = "workers", operation_id = "list_workers", params(ListQuery),
     responses(
         (status = 200, body = WorkerList),
@@ -41,7 +42,9 @@ pub(super) async fn list(
         .workers(q.all.unwrap_or(false))
         .await?
         .into_iter()
-        .filter(|w| w.namespaces.is_empty() || w.namespaces.iter().any(|ns| caller.covers(ns)))
+        .filter(|w| {
+            caller.namespace_regex().is_none() || w.namespaces.iter().any(|ns| caller.covers(ns))
+        })
         .collect();
     Ok(Json(WorkerList { workers }))
 }
@@ -67,8 +70,11 @@ pub(super) async fn report(
     for ns in &report.namespaces {
         caller.check(ns)?;
     }
-    let by = caller.principal().map(|p| p.name.as_str());
-    match shared.store.report_worker(id, &report, by).await? {
+    match shared
+        .store
+        .report_worker(id, &report, caller.principal())
+        .await?
+    {
         Some(info) => Ok(Json(info)),
         None => Err(caller.forbidden(format!("worker {id} was reported with another token"))),
     }
@@ -88,8 +94,7 @@ pub(super) async fn leave(
     Path(id): Path<String>,
 ) -> Result<StatusCode, Error> {
     let id = parse_id(&id)?;
-    let by = caller.principal().map(|p| p.name.as_str());
-    if shared.store.leave_worker(id, by).await? {
+    if shared.store.leave_worker(id, caller.principal()).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(Error::not_found(

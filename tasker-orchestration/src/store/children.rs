@@ -6,7 +6,8 @@
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{Result, Store};
+use super::tasks::create_task_on;
+use super::{Created, NewTask, Result, Store};
 
 /// A child step in flight whose child is not started yet.
 #[derive(Debug, sqlx::FromRow)]
@@ -24,6 +25,10 @@ pub struct ChildStart {
     pub context: Value,
     /// The step's completed parents' results, by step name.
     pub parents: Value,
+    /// The API token the tree was created for (its root's): the child is judged with it.
+    pub token_id: Option<i64>,
+    /// The task at the top of the tree (the parent itself when nobody started it).
+    pub root: Uuid,
 }
 
 impl Store {
@@ -33,7 +38,7 @@ impl Store {
         let (ids, attempts): (Vec<Uuid>, Vec<i32>) = steps.iter().copied().unzip();
         Ok(sqlx::query_as(
             "SELECT s.id AS step_id, s.attempt, s.task_id, t.depth, t.priority, s.child AS spec,
-                    t.context,
+                    t.context, t.token_id, COALESCE(t.root_task_id, t.id) AS root,
                     COALESCE((SELECT jsonb_object_agg(p.name, p.result)
                               FROM step_edges e JOIN steps p ON p.id = e.parent_id
                               WHERE e.child_id = s.id AND p.state = 'completed'),
@@ -48,5 +53,33 @@ impl Store {
         .bind(&attempts)
         .fetch_all(self.pool())
         .await?)
+    }
+
+    /// Creates a child task (`new` with its parent link) unless its tree already holds
+    /// `budget` tasks below its root: `None` then. Counted under a lock on the root, so
+    /// orchestrators starting children of one tree at once never pass the budget together; a
+    /// start repeated after a crash (the same step attempt's key) finds its child whatever the
+    /// count.
+    pub async fn create_child(&self, new: NewTask<'_>, budget: u32) -> Result<Option<Created>> {
+        let root = new.parent.map(|p| p.root);
+        let mut tx = self.pool().begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))")
+            .bind(root)
+            .execute(&mut *tx)
+            .await?;
+        let (below, again): (i64, bool) = sqlx::query_as(
+            "SELECT (SELECT count(*) FROM tasks WHERE root_task_id = $1),
+                    EXISTS (SELECT FROM tasks WHERE idempotency_key = $2)",
+        )
+        .bind(root)
+        .bind(&new.idempotency_key)
+        .fetch_one(&mut *tx)
+        .await?;
+        if !again && below >= i64::from(budget) {
+            return Ok(None);
+        }
+        let created = create_task_on(&mut tx, new).await?;
+        tx.commit().await?;
+        Ok(Some(created))
     }
 }

@@ -14,10 +14,15 @@ use super::{Result, Store};
 pub struct NewDeadLetter {
     pub queue: Option<String>,
     pub reason: String,
+    /// Who sent it (`None`: nobody the orchestrator can name; a replay then moves nothing).
+    pub sender: Option<String>,
     pub body: Vec<u8>,
     pub headers: Value,
+    /// The task and step of its first entry.
     pub task_id: Option<Uuid>,
     pub step_id: Option<Uuid>,
+    /// The task of every entry (empty: its body could not be read that far).
+    pub task_ids: Vec<Uuid>,
 }
 
 /// A dead letter as listed: everything but its body and headers.
@@ -33,18 +38,24 @@ pub struct DeadLetter {
 }
 
 const COLUMNS: &str = "id, queue, reason, task_id, step_id, first_seen, last_seen, times_seen,
-    octet_length(body) AS bytes";
+    octet_length(body) AS bytes, sender, namespaces";
 
 impl Store {
-    /// Keeps a dead letter; the same body from the same queue again counts as seen again
-    /// (its reason becomes the latest). Returns its id.
+    /// Keeps a dead letter with the namespaces of every task its entries name (none when one
+    /// names no task); the same body from the same queue again counts as seen again (its
+    /// reason and sender become the latest). Returns its id.
     pub async fn record_dead_letter(&self, letter: &NewDeadLetter) -> Result<i64> {
         Ok(sqlx::query_scalar(
-            "INSERT INTO dead_letters (queue, reason, body, digest, headers, task_id, step_id)
-             VALUES ($1, $2, $3, sha256($3), $4, $5, $6)
+            "INSERT INTO dead_letters (queue, reason, body, digest, headers, task_id, step_id,
+                                       sender, namespaces)
+             VALUES ($1, $2, $3, sha256($3), $4, $5, $6, $7,
+                     (SELECT CASE WHEN bool_and(t.id IS NOT NULL)
+                                  THEN array_agg(DISTINCT t.namespace) END
+                      FROM unnest($8::uuid[]) AS x(id) LEFT JOIN tasks t ON t.id = x.id))
              ON CONFLICT (digest, (coalesce(queue, ''))) DO UPDATE
                 SET last_seen = now(), times_seen = dead_letters.times_seen + 1,
-                    reason = EXCLUDED.reason, headers = EXCLUDED.headers
+                    reason = EXCLUDED.reason, headers = EXCLUDED.headers,
+                    sender = EXCLUDED.sender, namespaces = EXCLUDED.namespaces
              RETURNING id",
         )
         .bind(&letter.queue)
@@ -53,13 +64,15 @@ impl Store {
         .bind(&letter.headers)
         .bind(letter.task_id)
         .bind(letter.step_id)
+        .bind(&letter.sender)
+        .bind(&letter.task_ids)
         .fetch_one(&self.pool)
         .await?)
     }
 
     /// Dead letters newest first, `limit` of them with an id below `before`; with
-    /// `namespaces` (a PostgreSQL regular expression), only those naming a task of a matching
-    /// namespace.
+    /// `namespaces` (a PostgreSQL regular expression), only those whose every entry names a
+    /// task of a matching namespace.
     pub async fn dead_letters(
         &self,
         before: Option<i64>,
@@ -69,8 +82,10 @@ impl Store {
         Ok(sqlx::query_as(&format!(
             "SELECT {COLUMNS} FROM dead_letters d
              WHERE ($1::bigint IS NULL OR d.id < $1)
-               AND ($3::text IS NULL OR EXISTS (SELECT FROM tasks t
-                                                WHERE t.id = d.task_id AND t.namespace ~ $3))
+               AND ($3::text IS NULL
+                    OR (d.namespaces IS NOT NULL
+                        AND NOT EXISTS (SELECT FROM unnest(d.namespaces) AS n(ns)
+                                        WHERE n.ns !~ $3)))
              ORDER BY d.id DESC LIMIT $2"
         ))
         .bind(before)
@@ -80,16 +95,15 @@ impl Store {
         .await?)
     }
 
-    /// The namespace of the task dead letter `id` names: `None` if there is no such dead
-    /// letter, `Some(None)` if it names no task (or one that does not exist).
-    pub async fn dead_letter_namespace(&self, id: i64) -> Result<Option<Option<String>>> {
-        Ok(sqlx::query_scalar(
-            "SELECT t.namespace FROM dead_letters d LEFT JOIN tasks t ON t.id = d.task_id
-             WHERE d.id = $1",
+    /// The namespaces of the tasks dead letter `id`'s entries name: `None` if there is no such
+    /// dead letter, `Some(None)` if one of them names no task (or one that does not exist).
+    pub async fn dead_letter_namespaces(&self, id: i64) -> Result<Option<Option<Vec<String>>>> {
+        Ok(
+            sqlx::query_scalar("SELECT namespaces FROM dead_letters WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?,
         )
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?)
     }
 
     pub async fn dead_letter(&self, id: i64) -> Result<Option<DeadLetter>> {

@@ -19,6 +19,14 @@ pub enum Error {
         #[source]
         source: sqlx::Error,
     },
+    /// A function's parameters or result differ from the one in the database: replacing it
+    /// would mean dropping it under every orchestrator running, so this start refuses instead.
+    #[error(
+        "SQL function {name} is in the database with other parameters or another result; it is \
+         not dropped, since running orchestrators may call it: a changed signature needs a new \
+         function name"
+    )]
+    IncompatibleFunction { name: &'static str },
     /// An engine function answered with JSON this release cannot read.
     #[error("{function} answered what cannot be read: {source}")]
     Answer {
@@ -36,6 +44,18 @@ pub enum Error {
     /// created. The API answers 422 with its code.
     #[error("{0}")]
     Limits(tasker_shared::flow::KeyError),
+    /// A template names a rate key another namespace declared, with other numbers: nothing
+    /// was registered. The API answers 409 `rate_key_owned`.
+    #[error(
+        "the rate key {key:?} is declared by namespace {owner:?} as {declared}; a template of \
+         another namespace may name it only with the same limit, per and burst (or use a key \
+         of its own)"
+    )]
+    RateKeyOwned {
+        key: String,
+        owner: String,
+        declared: String,
+    },
 }
 
 impl Error {
@@ -59,6 +79,23 @@ impl Error {
             Error::Unavailable(e)
         } else {
             Error::Query(e)
+        }
+    }
+
+    /// Whether the failure is the moment's, not the data's: the database unreachable or
+    /// restarting, a deadlock or a serialization conflict, a lock or a statement timed out, a
+    /// function replaced under a cached plan (`XX000 cache lookup failed`), anything but what
+    /// PostgreSQL refuses a value for on its merits — classes 22 (data exception: a NUL, an
+    /// out-of-range number), 23 (integrity) and 54 (a program limit: too large). Worth
+    /// retrying whole; never a reason to fail a step.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Unavailable(_) => true,
+            Error::Query(sqlx::Error::Database(db)) => !db
+                .code()
+                .is_some_and(|c| c.starts_with("22") || c.starts_with("23") || c.starts_with("54")),
+            Error::Query(_) => true,
+            _ => false,
         }
     }
 

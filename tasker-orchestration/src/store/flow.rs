@@ -82,12 +82,32 @@ impl Store {
     }
 
     /// Every rate key, most recently used first.
-    pub async fn rate_limits(&self) -> Result<Vec<RateLimit>> {
+    pub async fn rate_limits(&self, namespaces: Option<&str>) -> Result<Vec<RateLimit>> {
         Ok(sqlx::query_as(&format!(
-            "SELECT {RATE_COLUMNS} FROM rate_limits r ORDER BY r.used_at DESC, r.key LIMIT 1000"
+            "SELECT {RATE_COLUMNS} FROM rate_limits r
+             WHERE $1::text IS NULL
+                OR (strpos(r.key, '/') > 0 AND split_part(r.key, '/', 1) ~ $1)
+                OR EXISTS (SELECT FROM rate_key_users u WHERE u.key = r.key AND u.namespace ~ $1)
+             ORDER BY r.used_at DESC, r.key LIMIT 1000"
         ))
+        .bind(namespaces)
         .fetch_all(&self.pool)
         .await?)
+    }
+
+    /// The namespace a rate key belongs to: a key read from a context, its template's (before
+    /// the `/`); a named one, the namespace that declared it (`None`: none did, or it is
+    /// older than declarations).
+    pub async fn rate_key_owner(&self, key: &str) -> Result<Option<String>> {
+        if let Some((namespace, _)) = key.split_once('/') {
+            return Ok(Some(namespace.to_owned()));
+        }
+        Ok(
+            sqlx::query_scalar("SELECT namespace FROM rate_keys WHERE key = $1")
+                .bind(key)
+                .fetch_optional(&self.pool)
+                .await?,
+        )
     }
 
     /// Pauses rate key `key` until `until` (`by`: who asked); `None` if no step ever used it.

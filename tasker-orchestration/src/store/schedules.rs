@@ -17,7 +17,7 @@ use super::{Created, NewTask, Result, Store};
 
 const COLUMNS: &str = "id, namespace, name, template, version, cron, timezone, context, overlap,
     catch_up_ms, paused, note, next_fire_at, buffered_at, last_fire_at, last_task_id, fires,
-    skipped, created_at, updated_at, updated_by";
+    skipped, created_at, updated_at, updated_by, token_id";
 
 /// A schedule's row.
 #[derive(Debug, Clone, FromRow)]
@@ -43,6 +43,8 @@ pub struct ScheduleRow {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub updated_by: Option<String>,
+    /// The API token that saved (or last resumed) it: each fire is judged with it.
+    pub token_id: Option<i64>,
 }
 
 impl From<ScheduleRow> for Schedule {
@@ -101,6 +103,8 @@ pub struct Fire {
     pub skipped: i64,
     /// The task it started and the nominal time it fired, if it fired.
     pub fired: Option<(Uuid, DateTime<Utc>)>,
+    /// Pause the schedule, with this note (its token may no longer start its tasks).
+    pub pause: Option<String>,
 }
 
 /// The transaction of one fire of one schedule, its row locked.
@@ -145,7 +149,10 @@ impl ScheduleTx {
                     skipped = skipped + $4,
                     fires = fires + ($5::uuid IS NOT NULL)::int,
                     last_task_id = COALESCE($5, last_task_id),
-                    last_fire_at = COALESCE($6, last_fire_at)
+                    last_fire_at = COALESCE($6, last_fire_at),
+                    paused = paused OR $7::text IS NOT NULL, note = COALESCE($7, note),
+                    updated_at = CASE WHEN $7::text IS NULL THEN updated_at
+                                      ELSE clock_timestamp() END
              WHERE id = $1",
         )
         .bind(self.row.id)
@@ -154,6 +161,7 @@ impl ScheduleTx {
         .bind(fire.skipped)
         .bind(fire.fired.map(|f| f.0))
         .bind(fire.fired.map(|f| f.1))
+        .bind(&fire.pause)
         .execute(&mut *self.tx)
         .await?;
         self.tx.commit().await?;
@@ -172,6 +180,7 @@ impl Store {
         catch_up_ms: i64,
         next_fire_at: Option<DateTime<Utc>>,
         by: Option<&str>,
+        token_id: Option<i64>,
     ) -> Result<(ScheduleRow, bool)> {
         #[derive(FromRow)]
         struct Row {
@@ -181,15 +190,17 @@ impl Store {
         }
         let r: Row = sqlx::query_as(&format!(
             "INSERT INTO schedules AS s (id, namespace, name, template, version, cron, timezone,
-                                        context, overlap, catch_up_ms, next_fire_at, updated_by)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                                        context, overlap, catch_up_ms, next_fire_at, updated_by,
+                                        token_id)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
              ON CONFLICT (namespace, name) DO UPDATE SET
                  template = EXCLUDED.template, version = EXCLUDED.version,
                  cron = EXCLUDED.cron, timezone = EXCLUDED.timezone, context = EXCLUDED.context,
                  overlap = EXCLUDED.overlap, catch_up_ms = EXCLUDED.catch_up_ms,
                  next_fire_at = CASE WHEN (s.cron, s.timezone) = (EXCLUDED.cron, EXCLUDED.timezone)
                                      THEN s.next_fire_at ELSE EXCLUDED.next_fire_at END,
-                 updated_at = clock_timestamp(), updated_by = EXCLUDED.updated_by
+                 updated_at = clock_timestamp(), updated_by = EXCLUDED.updated_by,
+                 token_id = EXCLUDED.token_id
              RETURNING {COLUMNS}, (xmax = 0) AS created"
         ))
         .bind(Uuid::now_v7())
@@ -208,6 +219,7 @@ impl Store {
         .bind(catch_up_ms)
         .bind(next_fire_at)
         .bind(by)
+        .bind(token_id)
         .fetch_one(&self.pool)
         .await?;
         Ok((r.row, r.created))
@@ -255,7 +267,8 @@ impl Store {
     }
 
     /// Pauses (`paused`, with its note) or resumes a schedule; a resumed one fires next at
-    /// `next_fire_at` (from now: the paused time is not caught up).
+    /// `next_fire_at` (from now: the paused time is not caught up), judged from then on with
+    /// the token that resumed it (`token_id`).
     pub async fn set_schedule_paused(
         &self,
         namespace: &str,
@@ -263,13 +276,14 @@ impl Store {
         paused: bool,
         note: Option<&str>,
         next_fire_at: Option<DateTime<Utc>>,
-        by: Option<&str>,
+        by: (Option<&str>, Option<i64>),
     ) -> Result<Option<ScheduleRow>> {
         Ok(sqlx::query_as(&format!(
             "UPDATE schedules SET paused = $3, note = $4,
                     next_fire_at = CASE WHEN $3 THEN next_fire_at ELSE $5 END,
                     buffered_at = CASE WHEN $3 THEN buffered_at END,
-                    updated_at = clock_timestamp(), updated_by = $6
+                    updated_at = clock_timestamp(), updated_by = $6,
+                    token_id = CASE WHEN $3 THEN token_id ELSE $7 END
              WHERE namespace = $1 AND name = $2
              RETURNING {COLUMNS}"
         ))
@@ -278,7 +292,8 @@ impl Store {
         .bind(paused)
         .bind(note)
         .bind(next_fire_at)
-        .bind(by)
+        .bind(by.0)
+        .bind(by.1)
         .fetch_optional(&self.pool)
         .await?)
     }

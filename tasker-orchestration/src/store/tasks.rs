@@ -27,6 +27,9 @@ pub struct NewTask<'a> {
     pub parent: Option<ParentLink>,
     /// How soon its steps start when workers are busy.
     pub priority: tasker_shared::flow::Priority,
+    /// The API token (its id) the task is created on behalf of: its work started later (its
+    /// children) is judged with it again. A child's is its root's; `None` without tokens.
+    pub token_id: Option<i64>,
 }
 
 /// The parent step attempt a child task is started by.
@@ -37,6 +40,8 @@ pub struct ParentLink {
     pub attempt: i32,
     /// The child's depth (its parent's + 1).
     pub depth: i32,
+    /// The task at the top of the parent's tree (the parent itself when nobody started it).
+    pub root: Uuid,
     pub on_parent_cancel: tasker_shared::compose::ParentCancel,
 }
 
@@ -193,6 +198,8 @@ pub struct CreateBatch {
     on_parent_cancel: Vec<Option<&'static str>>,
     priority: Vec<i16>,
     steps: Vec<i32>,
+    /// What else each task records (`tasker_create_tasks`'s `t_meta`).
+    meta: Vec<Value>,
     step_columns: StepColumns,
     edge_task: Vec<i32>,
     edge_parent: Vec<Uuid>,
@@ -277,6 +284,10 @@ impl CreateBatch {
             .push(parent.map(|p| p.on_parent_cancel.as_str()));
         self.priority.push(new.priority.rank());
         self.steps.push(plan.steps.len() as i32);
+        self.meta.push(json!({
+            "token_id": new.token_id,
+            "root_task_id": parent.map(|p| p.root),
+        }));
         Ok(())
     }
 
@@ -302,6 +313,7 @@ impl CreateBatch {
             .bind(&self.edge_task)
             .bind(&self.edge_parent)
             .bind(&self.edge_child)
+            .bind(&self.meta)
     }
 
     /// Creates the batch's tasks in one statement on `conn`.
@@ -310,7 +322,7 @@ impl CreateBatch {
             "SELECT tasker_create_tasks($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
                                         $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24,
                                         $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35,
-                                        $36, $37)",
+                                        $36, $37, $38)",
         );
         let answer: Value = self.bind(query).fetch_one(conn).await?;
         let rows: CreatedRows = decode("tasker_create_tasks", answer)?;

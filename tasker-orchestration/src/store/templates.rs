@@ -56,6 +56,7 @@ impl Store {
         registered_by: &str,
     ) -> Result<Registration> {
         let mut tx = self.pool().begin().await?;
+        declare_rate_keys(&mut tx, template).await?;
         let inserted: Option<TemplateView> = sqlx::query_as(&format!(
             "INSERT INTO task_templates
                  (id, namespace, name, version, description, definition, registered_by)
@@ -154,4 +155,63 @@ impl Store {
         .fetch_all(self.pool())
         .await?)
     }
+}
+
+/// Records the named rate keys `template` uses: the first template to name a key declares it
+/// for its namespace; the owner's later templates may change its numbers; another namespace's
+/// template may name it only with the same numbers ([`super::Error::RateKeyOwned`] otherwise,
+/// and its transaction is not committed). Every namespace that names a key may see it.
+async fn declare_rate_keys(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    template: &TaskTemplate,
+) -> Result<()> {
+    for (key, (limit, per_ms, burst)) in tasker_shared::flow::named_rate_keys(template) {
+        let (limit, per_ms, burst) = (limit as i32, per_ms as i64, burst as i32);
+        let (owner, declared): (String, Option<(i32, i64, i32)>) = {
+            let row: (String, Option<i32>, Option<i64>, Option<i32>) = sqlx::query_as(
+                "INSERT INTO rate_keys AS k (key, namespace, lim, per_ms, burst)
+                 VALUES ($1, $2, $3, $4, $5)
+                 ON CONFLICT (key) DO UPDATE SET
+                     lim = CASE WHEN k.namespace = EXCLUDED.namespace THEN EXCLUDED.lim ELSE k.lim END,
+                     per_ms = CASE WHEN k.namespace = EXCLUDED.namespace THEN EXCLUDED.per_ms
+                                   ELSE k.per_ms END,
+                     burst = CASE WHEN k.namespace = EXCLUDED.namespace THEN EXCLUDED.burst
+                                  ELSE k.burst END
+                 RETURNING namespace, lim, per_ms, burst",
+            )
+            .bind(&key)
+            .bind(&template.namespace)
+            .bind(limit)
+            .bind(per_ms)
+            .bind(burst)
+            .fetch_one(&mut **tx)
+            .await?;
+            let numbers = match row {
+                (_, Some(l), Some(p), Some(b)) => Some((l, p, b)),
+                _ => None,
+            };
+            (row.0, numbers)
+        };
+        if let Some(numbers) = declared
+            && owner != template.namespace
+            && numbers != (limit, per_ms, burst)
+        {
+            return Err(super::Error::RateKeyOwned {
+                key,
+                owner,
+                declared: format!(
+                    "limit {} per {} ms, burst {}",
+                    numbers.0, numbers.1, numbers.2
+                ),
+            });
+        }
+        sqlx::query(
+            "INSERT INTO rate_key_users (key, namespace) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+        )
+        .bind(&key)
+        .bind(&template.namespace)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
 }

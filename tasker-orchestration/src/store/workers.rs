@@ -6,7 +6,13 @@ use uuid::Uuid;
 
 use tasker_shared::api::{UnservedStep, WorkerInfo, WorkerReport};
 
-use super::{Result, Store};
+use super::{Principal, Result, Store};
+
+/// A worker's row is the reporting token's own: the same token by id (a row of the previous
+/// release, with no id, by name until it expires).
+const OWN_ROW: &str = "(workers.reported_by_token IS NOT DISTINCT FROM EXCLUDED.reported_by_token
+     OR (workers.reported_by_token IS NULL
+         AND workers.reported_by IS NOT DISTINCT FROM EXCLUDED.reported_by))";
 
 const COLUMNS: &str = "id, name, language, version, host, pid, namespaces, handlers, concurrency,
     heartbeat_ms, started_at, last_seen_at,
@@ -15,12 +21,13 @@ const COLUMNS: &str = "id, name, language, version, host, pid, namespaces, handl
 
 impl Store {
     /// Records a worker's report (creates or refreshes its row). `None` if the row was reported
-    /// by another credential (`by`), which may not be taken over.
+    /// by another token (`by`: by id, so a token of the same name made later is another), which
+    /// may not take it over.
     pub async fn report_worker(
         &self,
         id: Uuid,
         r: &WorkerReport,
-        by: Option<&str>,
+        by: Option<&Principal>,
     ) -> Result<Option<WorkerInfo>> {
         sqlx::query(
             "DELETE FROM workers WHERE last_seen_at < clock_timestamp() - interval '1 day'",
@@ -29,15 +36,16 @@ impl Store {
         .await?;
         let sql = format!(
             "INSERT INTO workers (id, name, language, version, host, pid, namespaces, handlers,
-                                  concurrency, heartbeat_ms, started_at, last_seen_at, reported_by)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, clock_timestamp(), $12)
+                                  concurrency, heartbeat_ms, started_at, last_seen_at, reported_by,
+                                  reported_by_token)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, clock_timestamp(), $12, $13)
              ON CONFLICT (id) DO UPDATE SET
                  name = EXCLUDED.name, language = EXCLUDED.language, version = EXCLUDED.version,
                  host = EXCLUDED.host, pid = EXCLUDED.pid, namespaces = EXCLUDED.namespaces,
                  handlers = EXCLUDED.handlers, concurrency = EXCLUDED.concurrency,
                  heartbeat_ms = EXCLUDED.heartbeat_ms, started_at = EXCLUDED.started_at,
                  last_seen_at = EXCLUDED.last_seen_at, left_at = NULL
-             WHERE workers.reported_by IS NOT DISTINCT FROM EXCLUDED.reported_by
+             WHERE {OWN_ROW}
              RETURNING {COLUMNS}"
         );
         Ok(sqlx::query_as(&sql)
@@ -52,19 +60,24 @@ impl Store {
             .bind(r.concurrency)
             .bind(r.heartbeat_ms)
             .bind(r.started_at)
-            .bind(by)
+            .bind(by.map(|p| p.name.as_str()))
+            .bind(by.map(|p| p.id))
             .fetch_optional(self.pool())
             .await?)
     }
 
     /// Marks a worker gone (it stopped). False if there is no such worker of `by`'s.
-    pub async fn leave_worker(&self, id: Uuid, by: Option<&str>) -> Result<bool> {
-        let done = sqlx::query(
+    pub async fn leave_worker(&self, id: Uuid, by: Option<&Principal>) -> Result<bool> {
+        let done = sqlx::query(&format!(
             "UPDATE workers SET left_at = clock_timestamp()
-             WHERE id = $1 AND reported_by IS NOT DISTINCT FROM $2",
-        )
+             WHERE id = $1 AND {}",
+            OWN_ROW
+                .replace("EXCLUDED.reported_by_token", "$3")
+                .replace("EXCLUDED.reported_by", "$2")
+        ))
         .bind(id)
-        .bind(by)
+        .bind(by.map(|p| p.name.as_str()))
+        .bind(by.map(|p| p.id))
         .execute(self.pool())
         .await?;
         Ok(done.rows_affected() == 1)

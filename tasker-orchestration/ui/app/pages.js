@@ -336,6 +336,8 @@ async function deadLetterView(root, signal, id) {
     h('h1', { text: `Dead letter ${d.id}` }),
     dl([
       ['queue', h('span', { class: 'mono', text: d.queue || 'unknown' })], ['reason', d.reason],
+      ['sender', h('span', { class: 'mono', text: d.sender || 'none (replaying it could move nothing)' })],
+      ['namespaces', (d.namespaces || []).join(', ') || 'unknown (tokens of every namespace only)'],
       ['task', d.task_id ? h('a', { class: 'mono', href: `#/tasks/${enc(d.task_id)}`, text: d.task_id }) : null],
       ['step', d.step_id ? h('span', { class: 'mono', text: d.step_id }) : null],
       ['first seen', timeEl(d.first_seen)], ['last seen', timeEl(d.last_seen)],

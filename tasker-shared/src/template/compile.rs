@@ -90,6 +90,16 @@ impl TaskTemplate {
                 ),
             });
         }
+        let children = self.steps.iter().filter(|s| s.child.is_some()).count();
+        if children > limits::MAX_CHILD_STEPS {
+            return Err(ErrorKind::InvalidField {
+                field: "steps".into(),
+                problem: format!(
+                    "at most {} child steps (`child:`) per template (got {children})",
+                    limits::MAX_CHILD_STEPS
+                ),
+            });
+        }
         if let Some(d) = &self.description {
             check_text("description", d)?;
         }
