@@ -25,7 +25,7 @@ use lapin::options::{
 pub use lapin::types::{AMQPValue, FieldArray, FieldTable};
 use lapin::{Channel, Connection, ConnectionProperties, Consumer, ExchangeKind};
 
-pub use batch::next_batch;
+pub use batch::{next_batch, until_any_ends};
 pub use dead::DeadLetters;
 pub use publisher::{Outgoing, Publisher, Round};
 pub use supervisor::Supervisor;

@@ -273,7 +273,10 @@ impl Worker {
             }
         }
         let stoppers: Vec<Stopper> = consumers.iter().map(|c| c.stopper()).collect();
-        let mut deliveries = futures_util::stream::select_all(consumers);
+        // One queue left without its consumer (the broker cancelled it: a quorum queue's
+        // leader lost) ends the session, and the next one subscribes to every queue again.
+        let mut deliveries = tasker_broker::until_any_ends(consumers);
+        let mut ended = false;
         let (sink, mut completions) = CompletionSink::channel();
         let (results_tx, results_rx) = mpsc::unbounded_channel();
         let results_queue = topology::results_queue(&o.queue_prefix);
@@ -304,11 +307,17 @@ impl Worker {
                     }
                 }
                 Some(expired) = c.deadlines.next() => c.expire(expired.into_inner()),
-                batch = next_batch(&mut deliveries, BATCH_MAX) => match batch {
+                batch = next_batch(&mut deliveries, BATCH_MAX), if !ended => match batch {
                     Some(batch) => c.take(batch).await?,
-                    // The consumers ended: stopped by us (draining), else the channel closed.
-                    None if c.draining.is_some() => {}
-                    None => return Err(tasker_broker::Error::Closed),
+                    // A consumer ended: stopped by us (draining: the steps still running
+                    // finish; one still on its way goes back to its queue), else the broker
+                    // ended it or its channel closed.
+                    None if c.draining.is_some() => ended = true,
+                    None => {
+                        tracing::warn!("a step queue's consumer was ended by the broker; \
+                            subscribing to every queue again");
+                        return Err(tasker_broker::Error::Closed);
+                    }
                 },
             }
         }

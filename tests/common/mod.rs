@@ -76,13 +76,39 @@ pub fn worker_command_on(language: &str, templates: &std::path::Path) -> anyhow:
     Ok(cmd)
 }
 
+/// Where this test binary's processes keep their logs when it asked for it ([`keep_logs`]).
+static KEPT_LOGS: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Keeps every process's log of this test binary from now on, in a folder of its own under
+/// `target/test-logs/` (unless `$TASKER_TEST_LOG_DIR` says where): a test whose failure needs
+/// them (a fault run) then says where they are. Returns the folder.
+pub fn keep_logs(name: &str) -> PathBuf {
+    if let Some(dir) = std::env::var_os("TASKER_TEST_LOG_DIR") {
+        return PathBuf::from(dir);
+    }
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default();
+    KEPT_LOGS
+        .get_or_init(|| {
+            tasker::target_dir()
+                .join("test-logs")
+                .join(format!("{name}-{stamp}-{}", std::process::id()))
+        })
+        .clone()
+}
+
 /// Where a test process named `name` writes its log: `$TASKER_TEST_LOG_DIR/<name>.log` when
-/// that is set (to read what a failed multi-process test did), else nowhere (`None`).
+/// that is set (to read what a failed multi-process test did), or the folder of [`keep_logs`],
+/// else nowhere (`None`).
 pub fn log_file(name: &str) -> anyhow::Result<Option<std::fs::File>> {
-    let Some(dir) = std::env::var_os("TASKER_TEST_LOG_DIR") else {
+    let Some(dir) = std::env::var_os("TASKER_TEST_LOG_DIR")
+        .map(PathBuf::from)
+        .or_else(|| KEPT_LOGS.get().cloned())
+    else {
         return Ok(None);
     };
-    let dir = PathBuf::from(dir);
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(format!("{name}.log"));
     let file = std::fs::OpenOptions::new()

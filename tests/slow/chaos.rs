@@ -502,11 +502,31 @@ async fn losing_the_broker_node_that_leads_the_queues_loses_nothing() -> anyhow:
         .context("cluster-start printed no URL")?
         .trim_matches('"')
         .to_owned();
+    let logs = common::keep_logs("quorum");
+    let outcome = quorum_run(&urls).await;
+    match &outcome {
+        Ok(()) => {
+            let _ = std::fs::remove_dir_all(&logs);
+        }
+        Err(_) => eprintln!("the logs of every process of this run: {}", logs.display()),
+    }
+    outcome
+}
+
+/// The body of [`losing_the_broker_node_that_leads_the_queues_loses_nothing`] on the cluster
+/// of `urls`.
+async fn quorum_run(urls: &str) -> anyhow::Result<()> {
     let mut env = TestEnv::new().await?;
-    env.config.amqp_url = urls.clone();
+    env.config.amqp_url = urls.to_owned();
     env.config.broker.queue_type = tasker_shared::config::QueueType::Quorum;
     let cfg = env.config.clone();
-    let quorum = [("TASKER_BROKER__QUEUE_TYPE", "quorum")];
+    let quorum = [
+        ("TASKER_BROKER__QUEUE_TYPE", "quorum"),
+        (
+            "RUST_LOG",
+            "info,tasker_broker=debug,tasker_worker=debug,tasker_orchestration=debug",
+        ),
+    ];
     let mut cluster = Cluster::new(env);
     for _ in 0..2 {
         let o = common::start_orchestrator_with(&cluster.env, free_port()?, &quorum).await?;
@@ -542,6 +562,19 @@ async fn losing_the_broker_node_that_leads_the_queues_loses_nothing() -> anyhow:
     let started = Instant::now();
     services_out(&["cluster-kill", &node]).await?;
     note(&format!("SIGKILLed {leader}"));
+    // Every consumer is back on a surviving node within its window: the worker on the steps
+    // queue, both orchestrators on the results queue.
+    let survivor = if node == "1" { "2" } else { "1" };
+    consumers_back(
+        survivor,
+        &[(&steps, 1), (&results, 2)],
+        Duration::from_secs(30),
+    )
+    .await?;
+    note(&format!(
+        "consumers re-established {:?} after the kill",
+        started.elapsed()
+    ));
     // More work while it is down, through whichever orchestrator answers.
     ids.extend(wave(&cluster, 60..120).await?);
     let mut probe = 0;
@@ -580,7 +613,7 @@ async fn losing_the_broker_node_that_leads_the_queues_loses_nothing() -> anyhow:
 
     // A message nobody can take: handed back again and again until the delivery limit sends
     // it to the dead letters, where the orchestrators keep it.
-    let broker = Broker::connect(&urls, &cfg.queue_prefix, "chaos-poison")
+    let broker = Broker::connect(urls, &cfg.queue_prefix, "chaos-poison")
         .await?
         .quorum(true);
     broker.declare(&["quorum_poison".to_owned()]).await?;
@@ -630,4 +663,42 @@ async fn losing_the_broker_node_that_leads_the_queues_loses_nothing() -> anyhow:
     cluster.shutdown().await?;
     services_out(&["cluster-stop"]).await?;
     Ok(())
+}
+
+/// Waits until each of `queues` has at least its number of consumers, as cluster node
+/// `node` sees them, for at most `window`; fails naming the queues still short.
+async fn consumers_back(
+    node: &str,
+    queues: &[(&str, usize)],
+    window: Duration,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + window;
+    loop {
+        let listed = services_out(&["cluster-ctl", node, "list_queues", "name", "consumers"])
+            .await
+            .unwrap_or_default();
+        let short: Vec<String> = queues
+            .iter()
+            .filter(|(q, want)| {
+                let have = listed
+                    .lines()
+                    .filter_map(|l| l.split_once('\t'))
+                    .find(|(name, _)| name == q)
+                    .and_then(|(_, n)| n.trim().parse::<usize>().ok())
+                    .unwrap_or(0);
+                have < *want
+            })
+            .map(|(q, want)| format!("{q} (wants {want})"))
+            .collect();
+        if short.is_empty() {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "no consumer back on {} within {window:?} after the node was lost: {listed}",
+            short.join(", ")
+        );
+        // Polling rabbitmqctl: the broker offers no notification of a consumer's arrival.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }

@@ -820,7 +820,10 @@ async fn forty_orchestrator_starts_under_load_fail_no_task() -> anyhow::Result<(
                         .fetch_all(&pool)
                         .await
                         .unwrap_or_default();
-                created.lock().unwrap_or_else(|p| p.into_inner()).extend(ids);
+                created
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .extend(ids);
             }
             pool.close().await;
         })
@@ -831,7 +834,9 @@ async fn forty_orchestrator_starts_under_load_fail_no_task() -> anyhow::Result<(
             // A newer build's start: its tasker_apply_run differs, applied in place.
             let mut newer = engine();
             if let Some(run) = newer.iter_mut().find(|(n, _)| *n == "tasker_apply_run") {
-                run.1 = run.1.replacen("BEGIN", &format!("BEGIN\n    -- build {start}"), 1);
+                run.1 = run
+                    .1
+                    .replacen("BEGIN", &format!("BEGIN\n    -- build {start}"), 1);
             }
             apply_engine(store.pool(), &newer, &format!("999.0.{start}")).await?;
         }
@@ -864,7 +869,10 @@ async fn forty_orchestrator_starts_under_load_fail_no_task() -> anyhow::Result<(
     .fetch_one(pool)
     .await?;
     anyhow::ensure!(twice == 0, "{twice} transitions applied twice");
-    println!("rolling restarts: 40 starts, {} tasks, none failed", ids.len());
+    println!(
+        "rolling restarts: 40 starts, {} tasks, none failed",
+        ids.len()
+    );
     worker.stop().await;
     for o in live {
         o.stop().await;
