@@ -6,25 +6,60 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::wait::Backoff;
-use crate::{Client, Error, Step, Task, decode};
+use crate::{Client, Error, decode};
 
-/// A task as the live stream shows it: the task, its first 1,000 steps, and whether it has more.
+/// A task as the live stream shows it, reduced to what following it needs: its state, its
+/// first 1,000 steps' names and states, and whether it has more.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(from = "Frame")]
 pub struct TaskSnapshot {
-    pub task: Task,
-    pub steps: Vec<Step>,
+    /// The task's state (`running`, `complete`, …).
+    pub state: String,
+    pub steps: Vec<StepState>,
     /// `true`: the task has more steps than `steps` holds.
-    #[serde(default)]
     pub more_steps: bool,
 }
 
+/// A step's name and state in a [`TaskSnapshot`].
+#[derive(Debug, Clone, Deserialize)]
+pub struct StepState {
+    pub name: String,
+    /// `pending`, `enqueued`, `completed`, `skipped`, `failed`, …
+    pub state: String,
+}
+
+/// A `snapshot` event's data as sent (its other fields left unread).
+#[derive(Deserialize)]
+struct Frame {
+    task: FrameTask,
+    steps: Vec<StepState>,
+    #[serde(default)]
+    more_steps: bool,
+}
+
+#[derive(Deserialize)]
+struct FrameTask {
+    state: String,
+}
+
+impl From<Frame> for TaskSnapshot {
+    fn from(f: Frame) -> Self {
+        TaskSnapshot {
+            state: f.task.state,
+            steps: f.steps,
+            more_steps: f.more_steps,
+        }
+    }
+}
+
 impl TaskSnapshot {
-    /// Steps that are done (`complete` or `skipped`), and steps in all (`more_steps`: at least).
+    /// Steps that are done (`completed` or `skipped`), and steps in all (`more_steps`: at
+    /// least).
     pub fn progress(&self) -> (usize, usize) {
         let done = self
             .steps
             .iter()
-            .filter(|s| matches!(s.state.as_str(), "complete" | "skipped"))
+            .filter(|s| matches!(s.state.as_str(), "completed" | "skipped"))
             .count();
         (done, self.steps.len())
     }
@@ -69,12 +104,15 @@ impl TaskEvents {
             }
             let chunk = match &mut self.stream {
                 Some(stream) => stream.chunk().await.map_err(Error::from),
-                None => self.open().await.map(|()| None),
+                None => match self.open().await {
+                    Ok(()) => continue,
+                    Err(e) => Err(e),
+                },
             };
             match chunk {
                 Ok(Some(bytes)) => self.buf.extend_from_slice(&bytes),
-                Ok(None) if self.stream.is_some() => self.dropped(),
-                Ok(None) => {}
+                // The stream ended (an orchestrator stopping): open it again.
+                Ok(None) => self.dropped(),
                 Err(e) if e.is_transient() => {
                     self.dropped();
                     tokio::time::sleep(self.backoff.next()).await;
@@ -124,4 +162,21 @@ fn snapshot(frame: &str) -> Option<TaskSnapshot> {
     (event == "snapshot")
         .then(|| serde_json::from_str(&data.join("\n")).ok())
         .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_frame_gives_the_state_and_the_steps_done() {
+        let frame = "event: snapshot\ndata: {\"task\":{\"id\":\"x\",\"state\":\"running\",\"open_steps\":1},\
+            \"steps\":[{\"name\":\"a\",\"state\":\"completed\",\"attempt\":1},\
+            {\"name\":\"b\",\"state\":\"enqueued\"},{\"name\":\"c\",\"state\":\"skipped\"}],\
+            \"more_steps\":false,\"history\":[]}";
+        let s = snapshot(frame).expect("a snapshot");
+        assert_eq!(s.state, "running");
+        assert_eq!(s.progress(), (2, 3));
+        assert!(snapshot(":keep-alive").is_none());
+    }
 }

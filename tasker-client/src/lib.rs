@@ -27,7 +27,7 @@ mod wait;
 mod workers;
 
 pub use error::Error;
-pub use events::{TaskEvents, TaskSnapshot};
+pub use events::{StepState, TaskEvents, TaskSnapshot};
 pub use time::Sent;
 
 use chrono::{DateTime, Utc};

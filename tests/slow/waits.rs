@@ -14,7 +14,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use uuid::Uuid;
 
 use tasker::proxy::Proxy;
-use tasker::{RunningOrchestrator, TestEnv, repo_root, workspace_binary};
+use tasker::{RunningOrchestrator, RunningWorker, TestEnv, repo_root, workspace_binary};
 
 /// The shortest outage the clients ride through: the proxy's port refuses connections at least
 /// this long (the scenario's length, not a wait for something to happen).
@@ -32,6 +32,39 @@ async fn held_task(o: &RunningOrchestrator) -> anyhow::Result<Uuid> {
         )
         .await?;
     Ok(task.id)
+}
+
+/// A test's world: an orchestrator, a Rust worker for the fixtures, a proxy in front of the
+/// orchestrator and a task held until its signal.
+struct Scene {
+    env: TestEnv,
+    o: RunningOrchestrator,
+    worker: RunningWorker,
+    proxy: Proxy,
+    id: Uuid,
+}
+
+impl Scene {
+    async fn new() -> anyhow::Result<Scene> {
+        let env = TestEnv::new().await?;
+        let o = env.orchestrator().await?;
+        let worker = env.rust_worker();
+        let proxy = Proxy::start(&o.url()).await?;
+        let id = held_task(&o).await?;
+        Ok(Scene {
+            env,
+            o,
+            worker,
+            proxy,
+            id,
+        })
+    }
+
+    async fn end(self) -> anyhow::Result<()> {
+        self.worker.stop().await;
+        self.o.stop().await;
+        self.env.cleanup().await
+    }
 }
 
 /// With a client's long poll for task `id` in flight through `proxy`: kills the proxy, lets the
@@ -84,22 +117,17 @@ where
     F: FnOnce(String, Uuid) -> Fut,
     Fut: Future<Output = anyhow::Result<Value>> + Send + 'static,
 {
-    let env = TestEnv::new().await?;
-    let o = env.orchestrator().await?;
-    let worker = env.rust_worker();
-    let mut proxy = Proxy::start(&o.url()).await?;
-    let id = held_task(&o).await?;
-    let waiting = tokio::spawn(waiter(proxy.url(), id));
-    outage(&mut proxy, &o, id).await?;
+    let mut scene = Scene::new().await?;
+    let id = scene.id;
+    let waiting = tokio::spawn(waiter(scene.proxy.url(), id));
+    outage(&mut scene.proxy, &scene.o, id).await?;
     let task = tokio::time::timeout(Duration::from_secs(30), waiting)
         .await
         .context("the wait did not return within 30 s of the restart")???;
     assert_eq!(task["id"], json!(id), "{task}");
     assert_eq!(task["state"], "complete", "{task}");
     assert_eq!(task["result"]["finish"]["approved_by"], "waits", "{task}");
-    worker.stop().await;
-    o.stop().await;
-    env.cleanup().await
+    scene.end().await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -168,4 +196,36 @@ async fn cli_submit_wait_says_the_task_and_rides_through_a_restart() -> anyhow::
     worker.stop().await;
     o.stop().await;
     env.cleanup().await
+}
+
+/// `Client::follow` (what `--wait`'s progress line reads): the task's state and steps done as
+/// they change, its stream opened again after the proxy's restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_client_follow_sees_the_task_change_through_a_restart() -> anyhow::Result<()> {
+    let mut scene = Scene::new().await?;
+    let (o, id) = (&scene.o, scene.id);
+    let mut events = tasker_client::Client::new(&scene.proxy.url()).follow(id);
+    let first = tokio::time::timeout(Duration::from_secs(10), events.next()).await??;
+    assert_eq!(
+        (first.state.as_str(), first.progress()),
+        ("running", (0, 2))
+    );
+    scene.proxy.stop();
+    o.client
+        .signal(id, "approved", Some(json!({"approved_by": "waits"})), None)
+        .await?;
+    assert_eq!(o.wait(id).await?.state, "complete");
+    scene.proxy.restart().await?;
+    let last = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let snapshot = events.next().await?;
+            if snapshot.state == "complete" {
+                return anyhow::Ok(snapshot);
+            }
+        }
+    })
+    .await
+    .context("no complete snapshot within 30 s of the restart")??;
+    assert_eq!(last.progress(), (2, 2), "{last:?}");
+    scene.end().await
 }

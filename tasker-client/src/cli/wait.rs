@@ -81,7 +81,7 @@ async fn show_progress(client: Client, id: Uuid) {
         let _ = write!(
             err,
             "\r\x1b[2Ktask {id}: {}, {done}/{total}{more} steps done",
-            snapshot.task.state
+            snapshot.state
         );
         let _ = err.flush();
     }
