@@ -300,6 +300,18 @@ impl Broker {
         }
     }
 
+    /// What a worker needs, without asking for more than it may: checks that the results
+    /// exchange and each namespace's steps queue exist (a passive declare, which needs no
+    /// permission), and declares ([`Broker::declare`]) only when one is missing. A worker's
+    /// own broker user (read its step queues, write results) so never attempts a declare the
+    /// broker refuses, which would close its channel and log an error at every start.
+    pub async fn ensure(&self, namespaces: &[String]) -> Result<()> {
+        match self.check(namespaces).await {
+            Err(Error::Missing(_)) => self.declare(namespaces).await,
+            checked => checked,
+        }
+    }
+
     /// Checks, without declaring anything, that the results exchange and each namespace's
     /// steps queue exist.
     async fn check(&self, namespaces: &[String]) -> Result<()> {

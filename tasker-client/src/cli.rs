@@ -17,6 +17,7 @@ mod schedules;
 mod table;
 mod tasks;
 mod templates;
+mod wait;
 
 use dead_letters::DeadLettersCommand;
 use limits::LimitsCommand;
@@ -31,7 +32,8 @@ pub const EXIT_CODES: &str = "Exit codes:
   2  usage or local input (flags, an unreadable file, invalid JSON)
   3  the task was still running when the wait ran out
   4  the API refused the request (4xx: not found, conflict, invalid)
-  5  the orchestrator is unreachable or failed (network, 5xx)";
+  5  the orchestrator is unreachable or failed (network, 5xx)
+  130  Ctrl-C ended a wait (the task goes on)";
 
 /// Command-line client of a Tasker orchestrator.
 #[derive(Debug, Parser)]
@@ -390,7 +392,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             tasks::show_or_finish(&client, &task, wait, json).await
         }
         Command::Show { id } => tasks::show(&client, id, json).await,
-        Command::Wait { id, timeout } => tasks::finish(&client, id, timeout, json).await,
+        Command::Wait { id, timeout } => tasks::finish(&client, id, timeout, false, json).await,
         Command::List {
             state,
             namespace,

@@ -18,13 +18,16 @@ use std::time::Duration;
 
 mod dead_letters;
 mod error;
+mod events;
 mod limits;
 mod retention;
 mod templates;
 mod time;
+mod wait;
 mod workers;
 
 pub use error::Error;
+pub use events::{StepState, TaskEvents, TaskSnapshot};
 pub use time::Sent;
 
 use chrono::{DateTime, Utc};
@@ -183,27 +186,6 @@ impl Client {
             .send()
             .await?;
         decode(resp).await
-    }
-
-    /// Waits up to `timeout` for a task to become terminal, and returns it as it is then. Any
-    /// `timeout` works: the wait is made of long polls short enough for the server's cap
-    /// (`orchestrator.max_wait_seconds`), halved if a server with a lower cap refuses one.
-    pub async fn wait(&self, id: Uuid, timeout: Duration) -> Result<Task, Error> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        let mut poll = Duration::from_secs(25);
-        loop {
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            match self.task(id, Some(left.min(poll))).await {
-                Ok(task) if task.is_terminal() || left <= poll => return Ok(task),
-                Ok(_) => {}
-                Err(Error::Api {
-                    status: 400, code, ..
-                }) if code == "invalid_wait" && poll > Duration::from_secs(1) => {
-                    poll /= 2;
-                }
-                Err(e) => return Err(e),
-            }
-        }
     }
 
     /// A task; with `wait`, returns as soon as it is terminal (or when `wait` runs out). The

@@ -40,14 +40,16 @@ struct Args {
     /// the orchestrator.
     #[arg(long)]
     templates: Option<PathBuf>,
-    /// Port of /health and /metrics (0 picks a free port); the address is worker.health_bind
-    /// (127.0.0.1 by default).
+    /// Port of /health and /metrics (default 8100; if another process holds it, a free one is
+    /// taken and logged; 0 picks a free port); the address is worker.health_bind (127.0.0.1 by
+    /// default).
     #[arg(long)]
     health_port: Option<u16>,
     /// Steps run at the same time.
     #[arg(long)]
     concurrency: Option<usize>,
-    /// Orchestrator API the templates are registered with.
+    /// Orchestrator API the templates are registered with (default http://127.0.0.1:8080, or
+    /// TASKER_WORKER__ORCHESTRATOR_URL).
     #[arg(long)]
     orchestrator_url: Option<String>,
     /// Seconds handlers running at SIGTERM may take to finish and report (30 by default).
@@ -77,11 +79,8 @@ pub enum Error {
         "{0}; give this worker's broker user read access to it, or remove the templates of that namespace"
     )]
     Broker(tasker_broker::Error),
-    #[error("binding the health port {addr}: {source}")]
-    Health {
-        addr: String,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Health(#[from] crate::health::BindError),
     #[error("starting the runtime: {0}")]
     Runtime(std::io::Error),
     #[error(transparent)]
@@ -147,20 +146,14 @@ async fn serve(args: Args, registry: Registry) -> Result<(), Error> {
     crate::registration::register_templates(&setup, "rust", &stopped).await?;
     worker.check_access().await.map_err(Error::Broker)?;
     crate::presence::spawn(&setup, "rust", config.worker.concurrency, &stop);
-    let w = &config.worker;
     let addr = crate::health::serve(
-        w.health_bind,
-        w.health_port,
+        setup.health_port(),
         worker.stats(),
         namespaces.clone(),
         "rust",
         stopped.clone(),
     )
-    .await
-    .map_err(|source| Error::Health {
-        addr: format!("{}:{}", w.health_bind, w.health_port),
-        source,
-    })?;
+    .await?;
     tracing::info!(health = %addr, namespaces = %namespaces.join(","), "tasker worker started");
     // One line on stdout that scripts and the conformance suite wait for.
     println!(

@@ -98,6 +98,8 @@ pub enum StartError {
     #[error("starting the worker runtime: {0}")]
     Io(#[from] std::io::Error),
     #[error(transparent)]
+    Health(#[from] crate::health::BindError),
+    #[error(transparent)]
     Telemetry(#[from] tasker_telemetry::Error),
 }
 
@@ -195,6 +197,7 @@ impl EmbeddedWorker {
             let _entered = runtime.enter();
             crate::presence::spawn(&setup, language, setup.config.worker.concurrency, &cancel);
         }
+        let health_port = setup.health_port();
         let Setup {
             config,
             namespaces,
@@ -212,8 +215,7 @@ impl EmbeddedWorker {
             .map_err(StartError::Broker)?;
 
         let health = runtime.block_on(crate::health::serve(
-            config.worker.health_bind,
-            config.worker.health_port,
+            health_port,
             worker.stats(),
             namespaces.clone(),
             language,

@@ -31,6 +31,10 @@ pub fn spawn(setup: &Setup, language: &str, concurrency: usize, stop: &Cancellat
         started_at: chrono::Utc::now(),
     };
     let stop = stop.clone();
+    let (url, defaulted) = (
+        setup.config.worker.orchestrator_url.clone(),
+        setup.defaulted.orchestrator_url,
+    );
     tokio::spawn(async move {
         let mut failing = false;
         loop {
@@ -45,7 +49,13 @@ pub fn spawn(setup: &Setup, language: &str, concurrency: usize, stop: &Cancellat
                     status: 404 | 405, ..
                 }) => return,
                 Err(e) if !failing => {
-                    tracing::warn!(error = %e, "cannot report to the workers registry; retrying every heartbeat");
+                    let hint = match &e {
+                        tasker_client::Error::Api { status, .. } => {
+                            crate::registration::hint(*status, &url, defaulted)
+                        }
+                        _ => String::new(),
+                    };
+                    tracing::warn!(error = %e, "cannot report to the workers registry; retrying every heartbeat{hint}");
                     failing = true;
                 }
                 Err(_) => {}

@@ -42,12 +42,27 @@ enum Item {
 
 /// A template the orchestrator refused.
 #[derive(Debug, thiserror::Error)]
-#[error("the orchestrator at {url} refused the template {file}: {message} ({code})")]
+#[error("the orchestrator at {url} refused the template {file}: {message} ({code}){hint}")]
 pub struct Refused {
     pub url: String,
     pub file: String,
     pub code: String,
     pub message: String,
+    /// What the user may not know: a token refused (401) by an orchestrator the worker was
+    /// not pointed at, only found at the default URL (another one, e.g. the demo's).
+    pub hint: String,
+}
+
+/// The hint of a refusal with `status` by the orchestrator at `url`, `defaulted` when nobody
+/// configured that URL.
+pub(crate) fn hint(status: u16, url: &str, defaulted: bool) -> String {
+    if status == 401 && defaulted {
+        format!(
+            "; this worker was given no orchestrator URL and used the default, {url}, where another orchestrator may answer: point it at yours with --orchestrator-url or TASKER_WORKER__ORCHESTRATOR_URL"
+        )
+    } else {
+        String::new()
+    }
 }
 
 /// The templates still to register, and where.
@@ -55,6 +70,8 @@ pub struct Refused {
 struct Registrar {
     client: Client,
     url: String,
+    /// Nobody set `worker.orchestrator_url`: the default was used.
+    defaulted_url: bool,
     registered_by: String,
     pending: Vec<Item>,
 }
@@ -97,6 +114,7 @@ impl Registrar {
                         file: label,
                         code: "unreadable".into(),
                         message: e.to_string(),
+                        hint: String::new(),
                     });
                 }
             };
@@ -132,6 +150,7 @@ impl Registrar {
                 file,
                 code,
                 message,
+                hint: hint(status, &self.url, self.defaulted_url),
             }),
             e => Round::Unreachable(e.to_string()),
         }
@@ -154,6 +173,7 @@ pub async fn register_templates(
     let mut registrar = Registrar {
         client: setup.options.orchestrator_client(),
         url: worker.orchestrator_url.clone(),
+        defaulted_url: setup.defaulted.orchestrator_url,
         registered_by: label(&format!("worker:{language}:{}", setup.options.name)),
         pending: setup
             .templates
@@ -229,5 +249,20 @@ mod tests {
         let l = super::label(&format!("worker:rust:a\u{0}b{}", "x".repeat(400)));
         assert_eq!(l.chars().count(), 256);
         assert!(l.starts_with("worker:rust:a?b"));
+    }
+
+    #[test]
+    fn a_401_from_the_default_url_names_it_and_how_to_set_another() {
+        use super::hint;
+        let said = hint(401, "http://127.0.0.1:8080", true);
+        assert!(said.contains("http://127.0.0.1:8080"), "{said}");
+        assert!(said.contains("--orchestrator-url"), "{said}");
+        assert!(said.contains("TASKER_WORKER__ORCHESTRATOR_URL"), "{said}");
+        assert_eq!(hint(401, "http://o:8080", false), "", "a URL someone set");
+        assert_eq!(
+            hint(403, "http://127.0.0.1:8080", true),
+            "",
+            "a token refused on its merits"
+        );
     }
 }

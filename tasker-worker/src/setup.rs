@@ -62,6 +62,17 @@ pub struct Setup {
     /// The handlers it has (as the caller said), reported to the workers registry.
     pub handlers: Vec<String>,
     pub options: WorkerOptions,
+    /// The `worker.*` keys nobody set (no file, variable or flag): their defaults were used.
+    pub defaulted: Defaulted,
+}
+
+/// Which of the keys that name another process's address kept their defaults.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Defaulted {
+    /// `worker.health_port` (8100).
+    pub health_port: bool,
+    /// `worker.orchestrator_url` (`http://127.0.0.1:8080`).
+    pub orchestrator_url: bool,
 }
 
 #[derive(Serialize)]
@@ -75,6 +86,16 @@ impl Setup {
         let figment = Config::figment(overrides.config_file.as_deref())
             .merge(Serialized::defaults(Layer { worker: overrides }));
         let config = Config::extract(&figment)?;
+        // A value's metadata names its provider: the defaults are the serialized `Config`.
+        let defaulted = |key: &str| {
+            figment
+                .find_metadata(key)
+                .is_none_or(|m| m.name == std::any::type_name::<Config>())
+        };
+        let defaulted = Defaulted {
+            health_port: defaulted("worker.health_port"),
+            orchestrator_url: defaulted("worker.orchestrator_url"),
+        };
         let dir = config
             .worker
             .templates
@@ -105,7 +126,17 @@ impl Setup {
             namespaces,
             handlers: handlers.unwrap_or_default(),
             options,
+            defaulted,
         })
+    }
+
+    /// Where to serve `/health` and `/metrics`.
+    pub fn health_port(&self) -> crate::health::Port {
+        crate::health::Port {
+            bind: self.config.worker.health_bind,
+            port: self.config.worker.health_port,
+            defaulted: self.defaulted.health_port,
+        }
     }
 }
 
@@ -121,4 +152,33 @@ pub(crate) fn telemetry(
         .clone()
         .unwrap_or_else(|| format!("tasker-worker-{language}"));
     tasker_telemetry::init(t.otlp_endpoint.as_deref(), &service)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixtures() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/task_templates/rust")
+    }
+
+    /// What nobody set is told apart from what someone set, even to the default's value.
+    #[test]
+    fn defaults_are_told_from_values_someone_set() {
+        let given = |url: Option<&str>, port: Option<u16>| {
+            Setup::load(&Overrides {
+                templates: Some(fixtures()),
+                orchestrator_url: url.map(str::to_owned),
+                health_port: port,
+                ..Overrides::default()
+            })
+            .map(|s| (s.defaulted.orchestrator_url, s.defaulted.health_port))
+        };
+        let explicit = |var: &str| std::env::var_os(var).is_some();
+        if !explicit("TASKER_WORKER__ORCHESTRATOR_URL") && !explicit("TASKER_WORKER__HEALTH_PORT") {
+            assert_eq!(given(None, None).unwrap(), (true, true));
+        }
+        let set = given(Some("http://127.0.0.1:8080"), Some(8100)).unwrap();
+        assert_eq!(set, (false, false));
+    }
 }

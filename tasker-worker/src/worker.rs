@@ -209,7 +209,7 @@ impl Worker {
 
     async fn check_queues(&self, broker: &Broker) -> Result<(), tasker_broker::Error> {
         let o = &self.options;
-        broker.declare(&o.namespaces).await?;
+        broker.ensure(&o.namespaces).await?;
         for (ns, queue) in o.namespaces.iter().flat_map(|ns| {
             topology::namespace_queues(&o.queue_prefix, ns)
                 .into_iter()
@@ -250,7 +250,7 @@ impl Worker {
         cancel: &CancellationToken,
     ) -> Result<(), tasker_broker::Error> {
         let o = &self.options;
-        broker.declare(&o.namespaces).await?;
+        broker.ensure(&o.namespaces).await?;
         // Results go through the results exchange, the one thing a worker's own broker user
         // may write to (routed to the results queue by its name).
         let publisher = broker

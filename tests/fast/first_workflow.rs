@@ -2,13 +2,16 @@
 //! template and handler files are written to a fresh folder, its worker command starts a worker
 //! against an orchestrator that was started with no templates, and its submit command runs the
 //! first task to completion. The Rust worker does the same with a template of its own in a
-//! brand-new namespace. Nothing restarts the orchestrator.
+//! brand-new namespace. Nothing restarts the orchestrator. The commands run as written while the
+//! demo's ports are held (by the demo, or by listeners of this test standing in for it): a
+//! worker whose default health port is taken still starts.
 
 #[path = "../common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -78,6 +81,25 @@ fn commands(shell: &[String], heading: &str) -> anyhow::Result<Vec<String>> {
         .collect())
 }
 
+/// The demo's ports: its orchestrator, its Rust worker's health port (the workers' default) and
+/// the Ruby, Python and TypeScript workers' (cargo-make/demo.sh).
+const DEMO_PORTS: [u16; 5] = [8080, 8100, 8200, 8300, 8400];
+
+/// Holds the demo's ports for this test binary's life, each with a listener of its own unless
+/// another process (the demo itself) holds it already: either way, taken.
+fn hold_demo_ports() {
+    static HELD: OnceLock<Vec<std::net::TcpListener>> = OnceLock::new();
+    HELD.get_or_init(|| {
+        DEMO_PORTS
+            .iter()
+            .filter_map(|port| std::net::TcpListener::bind(("127.0.0.1", *port)).ok())
+            .collect()
+    });
+}
+
+/// The README's `line` in `dir`, in the environment `source .tasker/demo/env` gives a user of
+/// the demo: the orchestrator's URL (here the test's) for the CLI and the worker. Nothing else:
+/// the worker's health port is its default, which the demo holds.
 fn shell(env: &TestEnv, orchestrator: &RunningOrchestrator, dir: &Path, line: &str) -> Command {
     let cfg = &env.config;
     let mut cmd = Command::new("bash");
@@ -88,7 +110,6 @@ fn shell(env: &TestEnv, orchestrator: &RunningOrchestrator, dir: &Path, line: &s
         .env("AMQP_URL", &cfg.amqp_url)
         .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
         .env("TASKER_WORKER__ORCHESTRATOR_URL", orchestrator.url())
-        .env("TASKER_WORKER__HEALTH_PORT", "0")
         .env("TASKER_URL", orchestrator.url())
         .env("NO_COLOR", "1")
         .kill_on_drop(true);
@@ -104,6 +125,7 @@ fn project(label: &str) -> anyhow::Result<PathBuf> {
 }
 
 async fn readme_path(language: &str, heading: &str) -> anyhow::Result<()> {
+    hold_demo_ports();
     let mut env = TestEnv::new().await?;
     env.config.orchestrator.templates = Vec::new();
     let o = env.orchestrator().await?;

@@ -139,6 +139,9 @@ async fn rust_binaries_stop_on_sigterm_with_a_last_line_and_no_error() -> anyhow
     let env = TestEnv::new().await?;
     let rust = templates("rust");
     let rust = rust.to_str().context("a UTF-8 path")?;
+    // The worker's orchestrator, named: the default URL may be another one's (the demo's).
+    let o = env.orchestrator().await?;
+    let url = o.url();
     let stops = [
         (
             "tasker-orchestrator",
@@ -148,7 +151,14 @@ async fn rust_binaries_stop_on_sigterm_with_a_last_line_and_no_error() -> anyhow
         ),
         (
             "tasker-worker-rust",
-            vec!["--templates", rust, "--health-port", "0"],
+            vec![
+                "--templates",
+                rust,
+                "--health-port",
+                "0",
+                "--orchestrator-url",
+                &url,
+            ],
             "worker consuming",
             "tasker worker stopped",
         ),
@@ -165,5 +175,6 @@ async fn rust_binaries_stop_on_sigterm_with_a_last_line_and_no_error() -> anyhow
             "{binary} logged an error while stopping: {rest:#?}"
         );
     }
+    o.stop().await;
     env.cleanup().await
 }

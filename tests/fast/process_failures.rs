@@ -20,6 +20,8 @@ async fn worker_killed_mid_step_has_its_step_redelivered() -> anyhow::Result<()>
         .env("DATABASE_URL", &cfg.database_url)
         .env("AMQP_URL", &cfg.amqp_url)
         .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
+        // Its own orchestrator: the default URL may be another one's (the demo's, on 8080).
+        .env("TASKER_WORKER__ORCHESTRATOR_URL", o.url())
         .env("RUST_LOG", "tasker_worker=debug")
         .env("NO_COLOR", "1")
         .stdout(Stdio::null())

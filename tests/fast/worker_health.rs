@@ -78,3 +78,33 @@ async fn health_listens_on_loopback_unless_told_otherwise_in_every_language() ->
     o.stop().await;
     env.cleanup().await
 }
+
+/// A health port someone chose that another process holds stops the worker with an error naming
+/// the address and the flag (a default port that is taken is replaced by a free one instead:
+/// tests/fast/first_workflow.rs runs the README's quickstart while the demo's ports are held).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chosen_health_port_in_use_is_named_with_the_flag() -> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    let o = env.orchestrator().await?;
+    let held = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = held.local_addr()?.port().to_string();
+    let cfg = &env.config;
+    let out = tokio::process::Command::new(workspace_binary("tasker-worker-rust")?)
+        .args(["--templates", &tasker::templates("rust").to_string_lossy()])
+        .args(["--health-port", &port, "--orchestrator-url", &o.url()])
+        .env("AMQP_URL", &cfg.amqp_url)
+        .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
+        .env("RUST_BACKTRACE", "0")
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(60), out).await??;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("127.0.0.1:{port}")) && stderr.contains("--health-port"),
+        "{stderr}"
+    );
+    drop(held);
+    o.stop().await;
+    env.cleanup().await
+}

@@ -1,10 +1,7 @@
 //! The task commands' work and output: list, show, wait, cancel, retry, history.
 
-use std::process::ExitCode;
-use std::time::Duration;
-
-use anyhow::Context;
 use serde_json::Value;
+use std::process::ExitCode;
 use uuid::Uuid;
 
 use tasker_client::{Client, RepairNote, Step, Task, TaskQuery, Transition};
@@ -153,7 +150,7 @@ pub(super) async fn show_or_finish(
             print_task(task, json)?;
             Ok(ExitCode::SUCCESS)
         }
-        Some(secs) => finish(client, task.id, secs, json).await,
+        Some(secs) => finish(client, task.id, secs, true, json).await,
     }
 }
 
@@ -179,16 +176,18 @@ fn print_history(history: &[Transition], json: bool) -> anyhow::Result<()> {
 }
 
 /// Waits for a task, prints it with its steps; exit 0 if complete, 1 if it failed or was
-/// cancelled, 3 if still running when the wait ran out.
+/// cancelled, 3 if still running when the wait ran out, 130 if Ctrl-C ended the wait.
+/// `announce`: say first which task is waited for (one the user has not seen yet).
 pub(super) async fn finish(
     client: &Client,
     id: Uuid,
     secs: f64,
+    announce: bool,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let timeout = Duration::try_from_secs_f64(secs.max(0.0))
-        .context("--wait / --timeout must be a number of seconds")?;
-    let task = client.wait(id, timeout).await?;
+    let Some(task) = super::wait::wait(client, id, secs, announce, json).await? else {
+        return Ok(super::wait::interrupted_code());
+    };
     print_task_and_steps(&task, &client.steps(id).await?, json)?;
     Ok(match task.state.as_str() {
         "complete" => ExitCode::SUCCESS,

@@ -3,6 +3,7 @@
 import { readFileSync } from "node:fs";
 
 import { ApiError, TaskerClientError } from "./client_errors";
+import { Backoff, isTransient, pause } from "./client_retry";
 import { stringifyApiJson, type JsonObject, type JsonValue } from "./json";
 import {
   backfillFromJson,
@@ -267,9 +268,12 @@ export class Client {
    * Waits up to `timeoutMs` for a task to become terminal and returns it as it is then (still
    * `running` if the time ran out). Any timeout works: the wait is made of long polls within
    * the server's cap (`orchestrator.max_wait_seconds`), halved whenever a server with a lower
-   * cap refuses one (`400 invalid_wait`). `Infinity` waits until it is terminal. Aborting
-   * `signal` rejects with its reason. A task the retention policy purged rejects with a
-   * {@link TaskPurgedError} at once.
+   * cap refuses one (`400 invalid_wait`). `Infinity` waits until it is terminal. It rides
+   * through restarts: a poll the connection drops or refuses (or a gateway's 502, 503, 504) is
+   * sent again with backoff (100 ms doubling to 2 s) until `timeoutMs` runs out, and only then
+   * rejects with that {@link ConnectionError}. An answer of the API (a 4xx) rejects at once: a
+   * task the retention policy purged with a {@link TaskPurgedError}. Aborting `signal` rejects
+   * with its reason.
    */
   async wait<Ctx = JsonObject, Res = JsonObject>(
     task: TaskRef<Ctx, Res>,
@@ -280,6 +284,7 @@ export class Client {
     const path = taskPath(task);
     const deadline = performance.now() + timeoutMs;
     let poll = MAX_POLL_MS;
+    const backoff = new Backoff();
     for (;;) {
       const left = Math.max(0, deadline - performance.now());
       const waitMs = Math.min(left, poll);
@@ -291,9 +296,13 @@ export class Client {
         });
         const current = taskFromJson<Ctx, Res>(answer);
         if (isTerminal(current) || left <= poll) return current;
+        backoff.reset();
       } catch (err) {
+        const remaining = deadline - performance.now();
         if (err instanceof ApiError && err.status === 400 && err.code === "invalid_wait" && poll > 1_000) {
           poll /= 2;
+        } else if (isTransient(err) && remaining > 0 && !options.signal?.aborted) {
+          await pause(Math.min(backoff.next(), remaining), options.signal);
         } else {
           throw err;
         }

@@ -67,7 +67,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--config", type=Path, default=os.environ.get("TASKER_CONFIG"),
                    help="TOML configuration file (see config/tasker.reference.toml)")
     p.add_argument("--orchestrator-url", metavar="URL",
-                   help="orchestrator API the templates are registered with")
+                   help="orchestrator API the templates are registered with (default "
+                        "http://127.0.0.1:8080, or TASKER_WORKER__ORCHESTRATOR_URL)")
     p.add_argument("--shutdown-timeout", type=float, metavar="SECONDS",
                    help="how long handlers running at SIGTERM may take to finish and report "
                         "(worker.shutdown_timeout_ms; 30 by default)")

@@ -20,7 +20,8 @@ module Tasker
         o.on("--concurrency N", Integer, "Handler threads (steps run at once)") { |v| options.concurrency = v }
         o.on("--health-port N", Integer, "Port of /health (0 picks a free port; address: worker.health_bind, 127.0.0.1 by default)") { |v| options.health_port = v }
         o.on("--config FILE", "TOML configuration file (see config/tasker.reference.toml)") { |v| options.config = v }
-        o.on("--orchestrator-url URL", "Orchestrator API the templates are registered with") { |v| options.orchestrator_url = v }
+        o.on("--orchestrator-url URL", "Orchestrator API the templates are registered with " \
+                                             "(default http://127.0.0.1:8080, or TASKER_WORKER__ORCHESTRATOR_URL)") { |v| options.orchestrator_url = v }
         o.on("--shutdown-timeout SECONDS", Float,
              "How long handlers running at SIGTERM may take to finish and report (30 by default)") do |v|
           options.shutdown_timeout = v

@@ -19,6 +19,7 @@ require_relative "client/worker_info"
 require_relative "client/limits"
 require_relative "client/batch"
 require_relative "client/purge"
+require_relative "client/retry"
 
 module Tasker
   # A client of the orchestrator's REST API: submit tasks (now or later, one or many at once),
@@ -132,11 +133,15 @@ module Tasker
     # Waits up to +timeout+ seconds for task +id+ to finish, and returns it as it is then:
     # terminal (Task#terminal?), or still running when the time ran out. Any +timeout+ works:
     # the wait is a series of long polls of at most LONGEST_POLL seconds, halved whenever a
-    # server with a lower `max_wait_seconds` refuses one (`400 invalid_wait`). A task the
-    # retention policy purged raises TaskPurgedError at once.
+    # server with a lower `max_wait_seconds` refuses one (`400 invalid_wait`). It rides through
+    # restarts: a poll the connection drops or refuses (or a gateway's 502, 503, 504) is sent
+    # again with backoff (0.1 s doubling to 2 s) until +timeout+ runs out, and only then raises
+    # ConnectionError. An answer of the API (a 4xx) raises at once: a task the retention policy
+    # purged raises TaskPurgedError.
     def wait(id, timeout)
       deadline = monotonic + timeout
       longest = LONGEST_POLL
+      backoff = Retry::Backoff.new
       loop do
         left = [deadline - monotonic, 0].max
         begin
@@ -146,8 +151,16 @@ module Tasker
 
           longest /= 2.0
           next
+        rescue Error => e
+          remaining = deadline - monotonic
+          raise unless Retry.transient?(e) && remaining.positive?
+
+          sleep([backoff.next, remaining].min)
+          next
         end
         return task if task.terminal? || left <= longest
+
+        backoff.reset
       end
     end
 

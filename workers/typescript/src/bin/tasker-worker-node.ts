@@ -18,7 +18,7 @@ const USAGE = `usage: tasker-worker-node --templates DIR [--handlers FILE_OR_MOD
   --concurrency N     steps run at once (default: worker.concurrency, 64)
   --health-port N     port of /health (on worker.health_bind, 127.0.0.1 by default); 0 picks a free one (default 8100)
   --config FILE       TOML configuration file (also TASKER_CONFIG)
-  --orchestrator-url URL      orchestrator API the templates are registered with
+  --orchestrator-url URL      orchestrator API the templates are registered with (default http://127.0.0.1:8080, or TASKER_WORKER__ORCHESTRATOR_URL)
   --shutdown-timeout SECONDS  how long handlers running at SIGTERM may take to finish and report (default 30)
 
 DATABASE_URL, AMQP_URL and TASKER_* configure the rest (config/tasker.reference.toml).`;

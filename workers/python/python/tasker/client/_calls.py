@@ -19,6 +19,7 @@ from uuid import UUID
 
 import httpx
 
+from ._retry import Backoff, Pause, transient
 from .errors import ClientError, InvalidRequest, api_error
 from .values import (
     JSON,
@@ -67,8 +68,9 @@ class Request:
     wait: float | None = None
 
 
-#: A call returning ``T``.
-Call = Generator[Request, httpx.Response, T]
+#: A call returning ``T``: it yields its requests (sent the answer of each) and, when it
+#: retries, the :class:`Pause` before the next attempt (sent ``None``).
+Call = Generator[Request | Pause, Any, T]
 
 
 def segment(value: Id) -> str:
@@ -194,9 +196,13 @@ def get_task(id: Id, wait: float | None = None) -> Call[Task]:
 def wait(id: Id, timeout: float) -> Call[Task]:
     """Long polls until the task is terminal or ``timeout`` seconds have passed, then returns
     it as it is. Polls last at most :data:`MAX_POLL` seconds, halved whenever the server
-    refuses one as beyond its cap (``400 invalid_wait``), down to about a second."""
+    refuses one as beyond its cap (``400 invalid_wait``), down to about a second. A poll that
+    fails for the connection's sake (:func:`_retry.transient`: an orchestrator or a proxy
+    restarting) is sent again after a :class:`Pause`, until the deadline; past it, that error
+    is raised."""
     deadline = time.monotonic() + timeout
     poll = MAX_POLL
+    backoff = Backoff()
     while True:
         left = max(0.0, deadline - time.monotonic())
         try:
@@ -206,6 +212,13 @@ def wait(id: Id, timeout: float) -> Call[Task]:
                 poll /= 2
                 continue
             raise
+        except ClientError as e:
+            left = deadline - time.monotonic()
+            if not transient(e) or left <= 0:
+                raise
+            yield Pause(min(backoff.next(), left))
+            continue
+        backoff.reset()
         if task.is_terminal or left <= poll:
             return task
 

@@ -3,7 +3,9 @@ send the requests of the calls in ``_calls`` and hand back their answers."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TypeVar, cast
@@ -12,7 +14,9 @@ import httpx
 
 from . import _calls
 from ._calls import Call, Duration, Id, Time
+from ._retry import Pause
 from ._transport import DEFAULT_TIMEOUT, Settings
+from .errors import ConnectionFailed
 from .values import (
     JSON,
     Backfill,
@@ -85,11 +89,20 @@ class Client:
 
     def _run(self, call: Call[T]) -> T:
         try:
-            request = next(call)
+            step = next(call)
             while True:
-                with self._settings.errors(request):
-                    response = self._http.request(**self._settings.request_options(request))
-                request = call.send(response)
+                if isinstance(step, Pause):
+                    time.sleep(step.seconds)
+                    step = call.send(None)
+                    continue
+                try:
+                    with self._settings.errors(step):
+                        response = self._http.request(**self._settings.request_options(step))
+                except ConnectionFailed as e:
+                    # The call decides (a wait retries); any other raises it again from here.
+                    step = call.throw(e)
+                    continue
+                step = call.send(response)
         except StopIteration as done:
             return cast(T, done.value)
         finally:
@@ -166,7 +179,11 @@ class Client:
         """Waits up to ``timeout`` seconds for the task to become terminal and returns it as it
         is then: check ``task.is_terminal`` (or ``task.state``) to tell whether the timeout ran
         out. Any timeout works: it long polls 25 s at a time, less for a server with a lower
-        cap. A task the retention policy purged raises :class:`~tasker.TaskPurged` at once."""
+        cap. It rides through restarts: a poll the connection drops or refuses (or a gateway's
+        502, 503, 504) is sent again with backoff (0.1 s doubling to 2 s) until ``timeout``
+        runs out, and only then raises :class:`~tasker.ConnectionFailed`. An answer of the API
+        (a 4xx) raises at once: a task the retention policy purged raises
+        :class:`~tasker.TaskPurged`."""
         return self._run(_calls.wait(id, timeout))
 
     def list_tasks(
@@ -441,11 +458,21 @@ class AsyncClient:
 
     async def _run(self, call: Call[T]) -> T:
         try:
-            request = next(call)
+            step = next(call)
             while True:
-                with self._settings.errors(request):
-                    response = await self._http.request(**self._settings.request_options(request))
-                request = call.send(response)
+                if isinstance(step, Pause):
+                    await asyncio.sleep(step.seconds)
+                    step = call.send(None)
+                    continue
+                try:
+                    with self._settings.errors(step):
+                        response = await self._http.request(
+                            **self._settings.request_options(step)
+                        )
+                except ConnectionFailed as e:
+                    step = call.throw(e)
+                    continue
+                step = call.send(response)
         except StopIteration as done:
             return cast(T, done.value)
         finally:
