@@ -25,15 +25,17 @@ async fn a_least_privilege_worker_starts_with_no_error_or_warning() -> anyhow::R
     let (user, amqp_url) = env.worker_user("clean", &[NAMESPACE])?;
     let patterns = Patterns::parse(NAMESPACE)?;
     let store = tasker_orchestration::store::Store::connect(&env.config.database_url, 2).await?;
-    let (token, _) = store
+    let token = store
         .create_token(&NewToken {
             name: &user,
             scope: Scope::Write,
             namespaces: Some(&patterns),
             expires_at: None,
             created_by: Some("test"),
+            minter: None,
         })
-        .await?;
+        .await?
+        .token;
     let o = env.orchestrator().await?;
     let dir = std::env::temp_dir().join(format!("tasker-clean-start-{}", uuid::Uuid::now_v7()));
     std::fs::create_dir_all(&dir)?;
