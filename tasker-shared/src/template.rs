@@ -18,11 +18,12 @@
 mod checks;
 mod compile;
 mod error;
-mod loading;
+pub(crate) mod loading;
 mod positions;
 mod types;
 
 pub mod bounds;
+pub mod child;
 #[cfg(test)]
 mod tests;
 

@@ -507,19 +507,18 @@ pub fn pointer_path(pointer: &str) -> Option<Vec<String>> {
 pub fn load_schedules(
     dir: &std::path::Path,
 ) -> Result<Vec<(std::path::PathBuf, ScheduleSpec)>, crate::template::Error> {
-    use crate::template::{Error, ErrorKind};
-    let mut files = Vec::new();
-    crate::template::schedule_files(dir, &mut files)
-        .map_err(|e| Error::of_file(dir.display().to_string(), ErrorKind::Io(e.to_string())))?;
-    files.sort();
-    let mut out = Vec::with_capacity(files.len());
-    for file in files {
-        let label = file.display().to_string();
-        let src = std::fs::read_to_string(&file)
-            .map_err(|e| Error::of_file(label.clone(), ErrorKind::Io(e.to_string())))?;
-        out.push((file, parse_schedule(&src, &label)?));
+    use crate::template::{child, loading};
+    if dir.is_file() {
+        // A single template file has no `schedules/` folder below it.
+        return Ok(Vec::new());
     }
-    Ok(out)
+    let files = loading::yaml_files(dir, crate::template::schedule_files)?;
+    let texts = loading::read_all(&files)?;
+    files
+        .into_iter()
+        .zip(child::parse_schedules(texts, child::PARSE_BUDGET))
+        .map(|(file, spec)| spec.map(|s| (file, s)))
+        .collect()
 }
 
 /// One schedule's YAML (or JSON) text from `file` (a label for errors), checked; a problem with
