@@ -26,6 +26,7 @@ mod scheduler;
 mod senders;
 mod serve;
 mod shared;
+mod slots;
 pub mod store;
 mod sweeper;
 mod timers;

@@ -471,14 +471,16 @@ pub struct ErrorBody {
 /// Every error `code` the API answers with (the OpenAPI document's `ErrorCode` enum; each
 /// operation's responses say which of them it may give). The orchestrator refuses, in debug
 /// builds, to answer with a code missing here.
-pub const ERROR_CODES: [&str; 74] = [
+pub const ERROR_CODES: [&str; 83] = [
     "backfill_too_large",
     "bad_body",
     "batch_too_large",
     "body_too_large",
+    "body_too_slow",
     "broker_unavailable",
     "concurrency_key_missing",
     "concurrency_key_too_long",
+    "context_filter_too_large",
     "context_schema_violation",
     "context_too_large",
     "cross_origin",
@@ -523,6 +525,7 @@ pub const ERROR_CODES: [&str; 74] = [
     "missing_result",
     "no_such_route",
     "not_replayable",
+    "query_timeout",
     "rate_limit_key_missing",
     "rate_limit_key_too_long",
     "rate_limited",
@@ -539,7 +542,13 @@ pub const ERROR_CODES: [&str; 74] = [
     "template_version_conflict",
     "token_name_taken",
     "token_not_found",
+    "too_many_backfills",
+    "too_many_connections",
+    "too_many_requests",
+    "too_many_schedules",
+    "too_many_signals",
     "too_many_streams",
+    "too_many_waits",
     "unauthenticated",
     "unknown_child_template",
     "unknown_rate_limit",

@@ -1,14 +1,15 @@
 //! Task routes: create (with its checks), list, read (and wait), steps, parent results,
 //! history, cancel.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -25,6 +26,7 @@ use tasker_shared::json_check;
 
 use super::access::Caller;
 use super::extract::{Path, Query};
+use super::per_token::PerToken;
 use super::{
     Error, check_filter, check_limit, fetch_task, is_terminal, parse_id, request_body,
     unknown_template,
@@ -490,9 +492,11 @@ pub(super) struct GetQuery {
         (status = 400, description = "`invalid_id`, `invalid_wait` (beyond the server's cap)", body = ErrorBody),
         (status = 403, description = "`forbidden`: the token covers neither the task's namespace nor that of one of its steps", body = ErrorBody),
         (status = 404, description = "`task_not_found`", body = ErrorBody),
+        (status = 429, description = "`too_many_waits`: the token holds `orchestrator.max_waits_per_token` long polls", body = ErrorBody),
     ))]
 pub(super) async fn get_task(
     State(shared): State<Shared>,
+    Extension(per_token): Extension<Arc<PerToken>>,
     caller: Caller,
     Path(id): Path<String>,
     Query(q): Query<GetQuery>,
@@ -519,6 +523,8 @@ pub(super) async fn get_task(
     if is_terminal(&task) {
         return Ok(Json(task));
     }
+    // Held until the answer: a token's long polls are bounded, as its requests are.
+    let _waiting = per_token.wait(&caller)?;
     let deadline = tokio::time::Instant::now() + wait;
     loop {
         match tokio::time::timeout_at(deadline, events.recv()).await {
