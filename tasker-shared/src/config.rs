@@ -263,7 +263,7 @@ impl Default for OrchestratorConfig {
             max_wait_seconds: 300,
             body_deadline_ms: 60_000,
             body_min_bytes_per_second: 1_024,
-            max_connections_per_peer: 256,
+            max_connections_per_peer: 512,
             max_requests_per_token: 256,
             max_waits_per_token: 128,
             template_parse_budget_ms: 2_000,

@@ -694,7 +694,9 @@ async fn rate(o: &RunningOrchestrator, window: Duration) -> anyhow::Result<f64> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_event_streams_on_one_task_cost_the_database_what_one_does() -> anyhow::Result<()>
 {
-    let env = TestEnv::new().await?;
+    let mut env = TestEnv::new().await?;
+    // Every stream comes from this one address.
+    env.config.orchestrator.max_connections_per_peer = 2_048;
     let o = env.orchestrator().await?;
     let task = o
         .client
