@@ -19,6 +19,7 @@ use std::time::Duration;
 mod dead_letters;
 mod error;
 mod limits;
+mod pages;
 mod retention;
 mod templates;
 mod time;

@@ -472,6 +472,20 @@ fn check_limit(limit: Option<i64>) -> Result<i64, Error> {
     }
 }
 
+/// A page's `?limit=` for the lists of keys and schedules: 1 to 1,000, default 500 (most
+/// deployments see all of theirs at once; clients follow `next` beyond).
+fn page_limit(limit: Option<i64>) -> Result<i64, Error> {
+    let limit = limit.unwrap_or(500);
+    if (1..=1_000).contains(&limit) {
+        Ok(limit)
+    } else {
+        Err(Error::bad_request(
+            "invalid_limit",
+            "`limit` must be between 1 and 1000",
+        ))
+    }
+}
+
 fn is_terminal(task: &TaskView) -> bool {
     tasker_shared::TaskState::parse(&task.state).is_some_and(|s| s.is_terminal())
 }

@@ -93,7 +93,10 @@ impl Orchestrator {
                 priority_aging_ms: config.orchestrator.priority_aging_ms,
             },
         )
-        .await?;
+        .await?
+        .with_list_timeout(std::time::Duration::from_millis(
+            config.orchestrator.list_timeout_ms,
+        ));
         let o = &config.orchestrator;
         if o.tokens_required() && store.tokens().await?.is_empty() {
             return Err(Error::NoTokens(format!(

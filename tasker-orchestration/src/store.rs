@@ -60,6 +60,8 @@ pub struct Store {
     /// This orchestrator's id: every step it dispatches records it (`steps.dispatched_by`,
     /// through the `tasker.orchestrator` setting of each pooled connection).
     instance: Uuid,
+    /// How long a list query may run (`orchestrator.list_timeout_ms`).
+    list_timeout: Duration,
 }
 
 /// Above what a step message carries its context and parent results by reference.
@@ -121,7 +123,13 @@ impl Store {
             .await?;
         migrator().run(&pool).await?;
         functions::apply(&pool).await?;
-        let store = Store { pool, instance };
+        let store = Store {
+            pool,
+            instance,
+            list_timeout: Duration::from_millis(
+                tasker_shared::config::OrchestratorConfig::default().list_timeout_ms,
+            ),
+        };
         store.heartbeat().await?;
         Ok(store)
     }
@@ -145,6 +153,23 @@ impl Store {
 
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    /// The same store, its list queries stopped after `timeout`.
+    pub fn with_list_timeout(mut self, timeout: Duration) -> Self {
+        self.list_timeout = timeout;
+        self
+    }
+
+    /// A transaction for a list query: PostgreSQL stops its statements after the list timeout
+    /// ([`Error::TimedOut`]), so no filter a caller writes holds a connection longer.
+    async fn listing(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SELECT set_config('statement_timeout', $1, true)")
+            .bind(self.list_timeout.as_millis().to_string())
+            .execute(&mut *tx)
+            .await?;
+        Ok(tx)
     }
 }
 

@@ -672,6 +672,9 @@ pub struct Schedule {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScheduleList {
     pub schedules: Vec<Schedule>,
+    /// Set when there may be more: pass it as `after` for the next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
 }
 
 /// `PATCH /v1/schedules/{namespace}/{name}`: the definition fields to change.
@@ -811,6 +814,9 @@ pub struct ConcurrencyLimit {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConcurrencyLimitList {
     pub limits: Vec<ConcurrencyLimit>,
+    /// Set when there may be more: pass it as `after` for the next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
 }
 
 /// A rate key: at most `limit` step starts per `per_ms`, `burst` of them at once.
@@ -838,6 +844,9 @@ pub struct RateLimit {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RateLimitList {
     pub limits: Vec<RateLimit>,
+    /// Set when there may be more: pass it as `after` for the next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
 }
 
 /// `POST /v1/rate-limits/{key}/pause`: no step of the key starts before `until`.

@@ -158,7 +158,7 @@ impl<'a> Scan<'a> {
 
     fn run(&mut self) -> Result<(), String> {
         loop {
-            self.to_next_token();
+            self.skip_to_token();
             if self.is_end() {
                 return Ok(());
             }
@@ -173,8 +173,8 @@ impl<'a> Scan<'a> {
         }
     }
 
-    /// libyaml's `scan_to_next_token`: blanks, comments and line breaks.
-    fn to_next_token(&mut self) {
+    /// libyaml's `scan_skip_to_token`: blanks, comments and line breaks.
+    fn skip_to_token(&mut self) {
         loop {
             if self.column == 0 && self.text[self.at..].starts_with(&[0xEF, 0xBB, 0xBF]) {
                 self.skip();

@@ -97,7 +97,7 @@ pub enum ErrorKind {
 
 /// A budget in milliseconds as people say it: `2 s`, `250 ms`.
 fn budget(ms: u64) -> String {
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("{} s", ms / 1000)
     } else {
         format!("{ms} ms")

@@ -205,45 +205,45 @@ fn measure(src: &str) -> (usize, usize, usize) {
 #[allow(unsafe_code)]
 fn libyaml_measure(src: &str) -> (usize, usize, usize) {
     use std::mem::MaybeUninit;
-    use unsafe_libyaml_norway as y;
+    use unsafe_libyaml_norway as unsafe_y;
     let (mut block, mut flow, mut deepest, mut nodes, mut anchors) = (0usize, 0usize, 0, 0, 0);
     // SAFETY: the parser is initialised before use and deleted once; each token scanned is
     // deleted after its type is read; the input outlives the parser.
     unsafe {
-        let mut parser = MaybeUninit::<y::yaml_parser_t>::uninit();
-        assert!(y::yaml_parser_initialize(parser.as_mut_ptr()).ok);
+        let mut parser = MaybeUninit::<unsafe_y::yaml_parser_t>::uninit();
+        assert!(unsafe_y::yaml_parser_initialize(parser.as_mut_ptr()).ok);
         let mut parser = parser.assume_init();
-        y::yaml_parser_set_input_string(&mut parser, src.as_ptr(), src.len() as u64);
+        unsafe_y::yaml_parser_set_input_string(&mut parser, src.as_ptr(), src.len() as u64);
         loop {
-            let mut token = MaybeUninit::<y::yaml_token_t>::uninit();
-            if !y::yaml_parser_scan(&mut parser, token.as_mut_ptr()).ok {
+            let mut token = MaybeUninit::<unsafe_y::yaml_token_t>::uninit();
+            if !unsafe_y::yaml_parser_scan(&mut parser, token.as_mut_ptr()).ok {
                 break;
             }
             let mut token = token.assume_init();
             let kind = token.type_;
-            y::yaml_token_delete(&mut token);
+            unsafe_y::yaml_token_delete(&mut token);
             match kind {
-                y::YAML_STREAM_END_TOKEN => break,
-                y::YAML_BLOCK_SEQUENCE_START_TOKEN | y::YAML_BLOCK_MAPPING_START_TOKEN => {
+                unsafe_y::YAML_STREAM_END_TOKEN => break,
+                unsafe_y::YAML_BLOCK_SEQUENCE_START_TOKEN | unsafe_y::YAML_BLOCK_MAPPING_START_TOKEN => {
                     block += 1
                 }
-                y::YAML_BLOCK_END_TOKEN => block = block.saturating_sub(1),
-                y::YAML_FLOW_SEQUENCE_START_TOKEN | y::YAML_FLOW_MAPPING_START_TOKEN => {
+                unsafe_y::YAML_BLOCK_END_TOKEN => block = block.saturating_sub(1),
+                unsafe_y::YAML_FLOW_SEQUENCE_START_TOKEN | unsafe_y::YAML_FLOW_MAPPING_START_TOKEN => {
                     flow += 1;
                     nodes += 1;
                 }
-                y::YAML_FLOW_SEQUENCE_END_TOKEN | y::YAML_FLOW_MAPPING_END_TOKEN => {
+                unsafe_y::YAML_FLOW_SEQUENCE_END_TOKEN | unsafe_y::YAML_FLOW_MAPPING_END_TOKEN => {
                     flow = flow.saturating_sub(1)
                 }
-                y::YAML_FLOW_ENTRY_TOKEN | y::YAML_BLOCK_ENTRY_TOKEN | y::YAML_VALUE_TOKEN => {
+                unsafe_y::YAML_FLOW_ENTRY_TOKEN | unsafe_y::YAML_BLOCK_ENTRY_TOKEN | unsafe_y::YAML_VALUE_TOKEN => {
                     nodes += 1
                 }
-                y::YAML_ANCHOR_TOKEN | y::YAML_ALIAS_TOKEN => anchors += 1,
+                unsafe_y::YAML_ANCHOR_TOKEN | unsafe_y::YAML_ALIAS_TOKEN => anchors += 1,
                 _ => {}
             }
             deepest = deepest.max(block + flow);
         }
-        y::yaml_parser_delete(&mut parser);
+        unsafe_y::yaml_parser_delete(&mut parser);
     }
     (deepest, nodes, anchors)
 }
