@@ -63,7 +63,7 @@ impl Limits {
 }
 
 /// Refusals being answered at once; past this, a connection over a cap is closed unanswered.
-const REFUSALS: usize = 64;
+const REFUSALS: usize = 256;
 
 /// Longest graceful shutdown waits for requests in progress before dropping them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);

@@ -521,10 +521,10 @@ pub fn load_schedules(
         .collect()
 }
 
-/// One schedule's YAML (or JSON) text from `file` (a label for errors), checked; a problem with
-/// its line and column where known (the YAML parser's positions).
-pub fn parse_schedule(src: &str, file: &str) -> Result<ScheduleSpec, crate::template::Error> {
-    use crate::template::{Error, ErrorKind, Position};
+/// What is checked of a schedule's text before any parser reads it: its size and the
+/// pre-scan's bounds (`crate::template::bounds`).
+pub fn precheck_schedule(src: &str, file: &str) -> Result<(), crate::template::Error> {
+    use crate::template::{Error, ErrorKind};
     if src.len() > 64 * 1024 {
         return Err(Error::of_file(
             file,
@@ -537,7 +537,14 @@ pub fn parse_schedule(src: &str, file: &str) -> Result<ScheduleSpec, crate::temp
     crate::template::bounds::check(src).map_err(|(line, kind)| Error {
         line: Some(line),
         ..Error::of_file(file, kind)
-    })?;
+    })
+}
+
+/// One schedule's YAML (or JSON) text from `file` (a label for errors), checked; a problem with
+/// its line and column where known (the YAML parser's positions).
+pub fn parse_schedule(src: &str, file: &str) -> Result<ScheduleSpec, crate::template::Error> {
+    use crate::template::{Error, ErrorKind, Position};
+    precheck_schedule(src, file)?;
     let spec: ScheduleSpec = serde_norway::from_str(src).map_err(|e| {
         let at = e.location().map(|l| Position {
             line: l.line(),

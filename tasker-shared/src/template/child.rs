@@ -110,31 +110,20 @@ pub fn load_templates(
     texts: Vec<(String, String)>,
     budget: Duration,
 ) -> Vec<Result<Loaded, Error>> {
-    let Some(program) = PROGRAM.get() else {
-        return texts
-            .iter()
-            .map(|(label, text)| TaskTemplate::load(text, label))
-            .collect();
-    };
-    let texts: Vec<Text> = texts
-        .into_iter()
-        .map(|(label, text)| Text {
-            kind: Kind::Template,
-            label,
-            text,
-        })
-        .collect();
-    in_child(program, &texts, budget)
-        .into_iter()
-        .zip(&texts)
-        .map(|(answer, t)| match answer? {
+    run(
+        Kind::Template,
+        texts,
+        budget,
+        TaskTemplate::precheck,
+        TaskTemplate::load,
+        |answer, label| match answer {
             // Compiled again here (the graph and schema do not cross processes); the child
             // already ran the same checks on the same definition within the budget.
-            Answer::Template(template) => template.validate(&t.label),
+            Answer::Template(template) => template.validate(label),
             Answer::Error(e) => Err(e),
-            Answer::Schedule(_) => Err(failed(&t.label, "answered something else than a template")),
-        })
-        .collect()
+            Answer::Schedule(_) => Err(failed(label, "answered something else than a template")),
+        },
+    )
 }
 
 /// Parses and checks each `(label, text)` schedule, each within `budget`.
@@ -142,29 +131,58 @@ pub fn parse_schedules(
     texts: Vec<(String, String)>,
     budget: Duration,
 ) -> Vec<Result<ScheduleSpec, Error>> {
-    let Some(program) = PROGRAM.get() else {
-        return texts
-            .iter()
-            .map(|(label, text)| crate::time::parse_schedule(text, label))
-            .collect();
-    };
-    let texts: Vec<Text> = texts
-        .into_iter()
-        .map(|(label, text)| Text {
-            kind: Kind::Schedule,
-            label,
-            text,
-        })
-        .collect();
-    in_child(program, &texts, budget)
-        .into_iter()
-        .zip(&texts)
-        .map(|(answer, t)| match answer? {
+    run(
+        Kind::Schedule,
+        texts,
+        budget,
+        crate::time::precheck_schedule,
+        crate::time::parse_schedule,
+        |answer, label| match answer {
             Answer::Schedule(spec) => Ok(*spec),
             Answer::Error(e) => Err(e),
-            Answer::Template(_) => Err(failed(&t.label, "answered something else than a schedule")),
-        })
-        .collect()
+            Answer::Template(_) => Err(failed(label, "answered something else than a schedule")),
+        },
+    )
+}
+
+type Check = fn(&str, &str) -> Result<(), Error>;
+
+/// Each text checked here first (`precheck`: linear, no parser), then parsed in a child
+/// (`there` reads its answer), or here (`here`) when this program cannot run one.
+fn run<T>(
+    kind: Kind,
+    texts: Vec<(String, String)>,
+    budget: Duration,
+    precheck: Check,
+    here: fn(&str, &str) -> Result<T, Error>,
+    there: fn(Answer, &str) -> Result<T, Error>,
+) -> Vec<Result<T, Error>> {
+    let mut out: Vec<Option<Result<T, Error>>> = Vec::with_capacity(texts.len());
+    let mut pending = Vec::new();
+    for (i, (label, text)) in texts.into_iter().enumerate() {
+        match precheck(&text, &label) {
+            Err(e) => out.push(Some(Err(e))),
+            Ok(()) => {
+                out.push(None);
+                pending.push((i, Text { kind, label, text }));
+            }
+        }
+    }
+    let Some(program) = PROGRAM.get() else {
+        for (i, t) in pending {
+            out[i] = Some(here(&t.text, &t.label));
+        }
+        return out.into_iter().flatten().collect();
+    };
+    let (places, texts): (Vec<usize>, Vec<Text>) = pending.into_iter().unzip();
+    for ((i, answer), t) in places
+        .into_iter()
+        .zip(in_child(program, &texts, budget))
+        .zip(&texts)
+    {
+        out[i] = Some(answer.and_then(|a| there(a, &t.label)));
+    }
+    out.into_iter().flatten().collect()
 }
 
 fn failed(label: &str, why: impl std::fmt::Display) -> Error {
@@ -174,6 +192,9 @@ fn failed(label: &str, why: impl std::fmt::Display) -> Error {
 /// Runs a child of `program` on `texts`: an answer per text, each within `budget` from the
 /// previous one. The child is killed (and reaped) before this returns, whatever happened.
 fn in_child(program: &PathBuf, texts: &[Text], budget: Duration) -> Vec<Result<Answer, Error>> {
+    if texts.is_empty() {
+        return Vec::new();
+    }
     let label = |i: usize| texts.get(i).map_or("<texts>", |t| t.label.as_str());
     let input = match serde_json::to_vec(texts) {
         Ok(input) => input,

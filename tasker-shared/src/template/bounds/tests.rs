@@ -224,20 +224,20 @@ fn libyaml_measure(src: &str) -> (usize, usize, usize) {
             unsafe_y::yaml_token_delete(&mut token);
             match kind {
                 unsafe_y::YAML_STREAM_END_TOKEN => break,
-                unsafe_y::YAML_BLOCK_SEQUENCE_START_TOKEN | unsafe_y::YAML_BLOCK_MAPPING_START_TOKEN => {
-                    block += 1
-                }
+                unsafe_y::YAML_BLOCK_SEQUENCE_START_TOKEN
+                | unsafe_y::YAML_BLOCK_MAPPING_START_TOKEN => block += 1,
                 unsafe_y::YAML_BLOCK_END_TOKEN => block = block.saturating_sub(1),
-                unsafe_y::YAML_FLOW_SEQUENCE_START_TOKEN | unsafe_y::YAML_FLOW_MAPPING_START_TOKEN => {
+                unsafe_y::YAML_FLOW_SEQUENCE_START_TOKEN
+                | unsafe_y::YAML_FLOW_MAPPING_START_TOKEN => {
                     flow += 1;
                     nodes += 1;
                 }
                 unsafe_y::YAML_FLOW_SEQUENCE_END_TOKEN | unsafe_y::YAML_FLOW_MAPPING_END_TOKEN => {
                     flow = flow.saturating_sub(1)
                 }
-                unsafe_y::YAML_FLOW_ENTRY_TOKEN | unsafe_y::YAML_BLOCK_ENTRY_TOKEN | unsafe_y::YAML_VALUE_TOKEN => {
-                    nodes += 1
-                }
+                unsafe_y::YAML_FLOW_ENTRY_TOKEN
+                | unsafe_y::YAML_BLOCK_ENTRY_TOKEN
+                | unsafe_y::YAML_VALUE_TOKEN => nodes += 1,
                 unsafe_y::YAML_ANCHOR_TOKEN | unsafe_y::YAML_ALIAS_TOKEN => anchors += 1,
                 _ => {}
             }
