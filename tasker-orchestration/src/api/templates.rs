@@ -74,11 +74,19 @@ pub(super) async fn register(
     // Parsed off the server's async threads, in a child process killed when its budget ends
     // (tasker_shared::template::child): the text was bounded before any parser sees it
     // (tasker_shared::template::bounds), so this is a second guard. An orchestrator embedded
-    // in another program parses in its own process; the timeout below still answers then.
+    // in another program parses in its own process; a timeout answers then, and the parse
+    // goes on in the background.
     let budget = Duration::from_millis(shared.config.orchestrator.template_parse_budget_ms);
     let label = source.clone();
     let parsing = tokio::task::spawn_blocking(move || child::load_template(&text, &label, budget));
-    let loaded = match tokio::time::timeout(budget + PARSE_GRACE, parsing).await {
+    // In a child, the parse is over (answered or killed) when the call returns: wait for it,
+    // so that no answer comes before the kill.
+    let parsed = if child::isolated() {
+        Ok(parsing.await)
+    } else {
+        tokio::time::timeout(budget + PARSE_GRACE, parsing).await
+    };
+    let loaded = match parsed {
         Ok(Ok(loaded)) => loaded.map_err(refused)?,
         Ok(Err(e)) => {
             tracing::error!(error = %e, "parsing a template failed");

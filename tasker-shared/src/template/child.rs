@@ -54,6 +54,12 @@ pub fn serve_if_asked() {
     }
 }
 
+/// Whether parsing happens in a child process (this program called [`serve_if_asked`]): a
+/// parse past its budget is then stopped before the call returns.
+pub fn isolated() -> bool {
+    PROGRAM.get().is_some()
+}
+
 /// What a text holds.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
