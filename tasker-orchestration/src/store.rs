@@ -161,15 +161,23 @@ impl Store {
         self
     }
 
-    /// A transaction for a list query: PostgreSQL stops its statements after the list timeout
-    /// ([`Error::TimedOut`]), so no filter a caller writes holds a connection longer.
-    async fn listing(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+    /// The rows of a list query, in a transaction whose statements PostgreSQL stops after the
+    /// list timeout ([`Error::TimedOut`]): no filter a caller writes holds a connection longer.
+    async fn list<'q, T>(
+        &self,
+        query: sqlx::query::QueryAs<'q, sqlx::Postgres, T, sqlx::postgres::PgArguments>,
+    ) -> Result<Vec<T>>
+    where
+        T: Send + Unpin + for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow>,
+    {
         let mut tx = self.pool.begin().await?;
         sqlx::query("SELECT set_config('statement_timeout', $1, true)")
             .bind(self.list_timeout.as_millis().to_string())
             .execute(&mut *tx)
             .await?;
-        Ok(tx)
+        let rows = query.fetch_all(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(rows)
     }
 }
 

@@ -69,9 +69,9 @@ impl Store {
         after: Option<(bool, DateTime<Utc>, &str)>,
         limit: i64,
     ) -> Result<Vec<ConcurrencyLimit>> {
-        let mut tx = self.listing().await?;
-        let keys = sqlx::query_as(
-            "SELECT c.key, c.lim AS limit, c.in_use, c.used_at,
+        self.list(
+            sqlx::query_as(
+                "SELECT c.key, c.lim AS limit, c.in_use, c.used_at,
                     (SELECT count(*) FROM steps s
                      WHERE s.state = 'throttled' AND s.throttled_on = c.key) AS throttled
              FROM concurrency_slots c
@@ -80,16 +80,14 @@ impl Store {
                     OR ((c.in_use > 0) = $2
                         AND (c.used_at < $3 OR (c.used_at = $3 AND c.key > $4))))
              ORDER BY c.in_use > 0 DESC, c.used_at DESC, c.key LIMIT $5",
+            )
+            .bind(prefix)
+            .bind(after.map(|a| a.0))
+            .bind(after.map(|a| a.1))
+            .bind(after.map(|a| a.2))
+            .bind(limit),
         )
-        .bind(prefix)
-        .bind(after.map(|a| a.0))
-        .bind(after.map(|a| a.1))
-        .bind(after.map(|a| a.2))
-        .bind(limit)
-        .fetch_all(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(keys)
+        .await
     }
 
     /// Rate keys, most recently used first: a page of at most `limit` after `after` (the last
@@ -99,19 +97,17 @@ impl Store {
         after: Option<(DateTime<Utc>, &str)>,
         limit: i64,
     ) -> Result<Vec<RateLimit>> {
-        let mut tx = self.listing().await?;
-        let keys = sqlx::query_as(&format!(
-            "SELECT {RATE_COLUMNS} FROM rate_limits r
+        self.list(
+            sqlx::query_as(&format!(
+                "SELECT {RATE_COLUMNS} FROM rate_limits r
              WHERE ($1::timestamptz IS NULL OR r.used_at < $1 OR (r.used_at = $1 AND r.key > $2))
              ORDER BY r.used_at DESC, r.key LIMIT $3"
-        ))
-        .bind(after.map(|a| a.0))
-        .bind(after.map(|a| a.1))
-        .bind(limit)
-        .fetch_all(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(keys)
+            ))
+            .bind(after.map(|a| a.0))
+            .bind(after.map(|a| a.1))
+            .bind(limit),
+        )
+        .await
     }
 
     /// Pauses rate key `key` until `until` (`by`: who asked); `None` if no step ever used it.

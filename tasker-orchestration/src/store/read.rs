@@ -96,22 +96,20 @@ impl Store {
                AND {context}
              ORDER BY t.id DESC LIMIT $4"
         );
-        let mut tx = self.listing().await?;
-        let tasks = sqlx::query_as(&sql)
-            .bind(&f.state)
-            .bind(&f.namespace)
-            .bind(f.before)
-            .bind(f.limit)
-            .bind(&f.name)
-            .bind(&f.namespaces)
-            .bind(f.parent)
-            .bind(f.created_after)
-            .bind(f.created_before)
-            .bind(&f.context)
-            .fetch_all(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(tasks)
+        self.list(
+            sqlx::query_as(&sql)
+                .bind(&f.state)
+                .bind(&f.namespace)
+                .bind(f.before)
+                .bind(f.limit)
+                .bind(&f.name)
+                .bind(&f.namespaces)
+                .bind(f.parent)
+                .bind(f.created_after)
+                .bind(f.created_before)
+                .bind(&f.context),
+        )
+        .await
     }
 
     /// Whether task `id` has a step routed to a namespace matching `regex` (a scoped token's).

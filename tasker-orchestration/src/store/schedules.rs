@@ -266,22 +266,20 @@ impl Store {
         after: Option<(&str, &str)>,
         limit: i64,
     ) -> Result<Vec<ScheduleRow>> {
-        let mut tx = self.listing().await?;
-        let rows = sqlx::query_as(&format!(
-            "SELECT {COLUMNS} FROM schedules
+        self.list(
+            sqlx::query_as(&format!(
+                "SELECT {COLUMNS} FROM schedules
              WHERE ($1::text IS NULL OR namespace = $1) AND ($2::text IS NULL OR namespace ~ $2)
                AND ($3::text IS NULL OR (namespace, name) > ($3, $4))
              ORDER BY namespace, name LIMIT $5"
-        ))
-        .bind(namespace)
-        .bind(namespaces)
-        .bind(after.map(|a| a.0))
-        .bind(after.map(|a| a.1))
-        .bind(limit)
-        .fetch_all(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(rows)
+            ))
+            .bind(namespace)
+            .bind(namespaces)
+            .bind(after.map(|a| a.0))
+            .bind(after.map(|a| a.1))
+            .bind(limit),
+        )
+        .await
     }
 
     pub async fn schedule(&self, namespace: &str, name: &str) -> Result<Option<ScheduleRow>> {

@@ -219,19 +219,17 @@ impl Store {
     /// A task's signals, oldest first, with the step that consumed each: at most `max` (a
     /// task holds no more than `orchestrator.max_signals_per_task`).
     pub async fn signals(&self, task: Uuid, max: usize) -> Result<Vec<Signal>> {
-        let mut tx = self.listing().await?;
-        let signals = sqlx::query_as(
-            "SELECT g.task_id, g.name, g.signal_id, g.payload, g.received_at,
+        self.list(
+            sqlx::query_as(
+                "SELECT g.task_id, g.name, g.signal_id, g.payload, g.received_at,
                     s.name AS consumed_by, g.consumed_at
              FROM signals g LEFT JOIN steps s ON s.id = g.consumed_by
              WHERE g.task_id = $1 ORDER BY g.received_at, g.signal_id LIMIT $2",
+            )
+            .bind(task)
+            .bind(max as i64),
         )
-        .bind(task)
-        .bind(max as i64)
-        .fetch_all(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(signals)
+        .await
     }
 
     /// Steps waiting, and tasks scheduled, right now (for the gauges).
