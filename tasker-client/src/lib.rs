@@ -20,6 +20,7 @@ mod dead_letters;
 mod error;
 mod events;
 mod limits;
+mod pages;
 mod retention;
 mod templates;
 mod time;

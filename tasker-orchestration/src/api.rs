@@ -50,6 +50,7 @@ mod guard;
 mod limits;
 mod live;
 mod ops;
+mod per_token;
 mod repair;
 mod retention;
 mod schedules;
@@ -89,6 +90,7 @@ pub fn router(shared: Shared) -> Router {
     common_responses(&mut document);
     router
         .route_layer(axum::middleware::from_fn(run_to_completion))
+        .route_layer(axum::middleware::from_fn(per_token::gate))
         .route_layer(axum::middleware::from_fn_with_state(
             shared.clone(),
             auth::require,
@@ -109,6 +111,9 @@ pub fn router(shared: Shared) -> Router {
         ))
         .layer(DefaultBodyLimit::max(limit))
         .layer(Extension(Arc::new(document)))
+        .layer(Extension(per_token::PerToken::new(
+            &shared.config.orchestrator,
+        )))
         .layer(axum::middleware::from_fn_with_state(
             shared.clone(),
             guard::check,
@@ -365,9 +370,19 @@ impl utoipa::Modify for BearerAuth {
     }
 }
 
-/// The request body, or the API's error for one that is too large or unreadable.
+/// The request body, or the API's error for one that is too large, too slow or unreadable.
 fn request_body(shared: &Shared, body: Result<Bytes, BytesRejection>) -> Result<Bytes, Error> {
     body.map_err(|e| {
+        if let Some(slow) = slow_body(&e) {
+            ::metrics::counter!(crate::metrics::BOUNDS_REFUSED.name, "bound" => slow.bound)
+                .increment(1);
+            return Error::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "body_too_slow",
+                slow.message.clone(),
+            )
+            .with_details(serde_json::json!({ "bound": slow.bound }));
+        }
         let status = e.status();
         if status == StatusCode::PAYLOAD_TOO_LARGE {
             Error::new(
@@ -382,6 +397,18 @@ fn request_body(shared: &Shared, body: Result<Bytes, BytesRejection>) -> Result<
             Error::new(status, "bad_body", e.body_text())
         }
     })
+}
+
+/// The pace a body broke, if that is why it could not be read (`crate::serve::body`).
+fn slow_body(e: &BytesRejection) -> Option<&crate::serve::body::SlowBody> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(slow) = s.downcast_ref::<crate::serve::body::SlowBody>() {
+            return Some(slow);
+        }
+        source = s.source();
+    }
+    None
 }
 
 /// The request body as JSON of type `T`, or `invalid_json` saying why not.
@@ -441,6 +468,20 @@ fn check_limit(limit: Option<i64>) -> Result<i64, Error> {
         Err(Error::bad_request(
             "invalid_limit",
             "`limit` must be between 1 and 500",
+        ))
+    }
+}
+
+/// A page's `?limit=` for the lists of keys and schedules: 1 to 1,000, default 500 (most
+/// deployments see all of theirs at once; clients follow `next` beyond).
+fn page_limit(limit: Option<i64>) -> Result<i64, Error> {
+    let limit = limit.unwrap_or(500);
+    if (1..=1_000).contains(&limit) {
+        Ok(limit)
+    } else {
+        Err(Error::bad_request(
+            "invalid_limit",
+            "`limit` must be between 1 and 1000",
         ))
     }
 }

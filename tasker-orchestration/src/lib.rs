@@ -27,6 +27,7 @@ mod scheduler;
 mod senders;
 mod serve;
 mod shared;
+mod slots;
 pub mod store;
 mod sweeper;
 mod timers;
@@ -93,7 +94,10 @@ impl Orchestrator {
                 priority_aging_ms: config.orchestrator.priority_aging_ms,
             },
         )
-        .await?;
+        .await?
+        .with_list_timeout(std::time::Duration::from_millis(
+            config.orchestrator.list_timeout_ms,
+        ));
         let o = &config.orchestrator;
         if o.tokens_required() && store.tokens().await?.is_empty() {
             return Err(Error::NoTokens(format!(

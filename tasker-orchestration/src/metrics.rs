@@ -236,9 +236,16 @@ pub const HTTP_SECONDS: Metric = seconds(
     "How long the API took to answer (until the answer's head: a stream's life is not \
      counted; a ?wait= is), by route and method.",
 );
+pub const BOUNDS_REFUSED: Metric = counter(
+    "tasker_bounds_refused_total",
+    "Connections and requests refused by a bound of what a request may cost, by bound (its \
+     configuration key: orchestrator.max_connections_per_peer, \
+     orchestrator.body_min_bytes_per_second, orchestrator.max_waits_per_token, ...).",
+);
 
 /// Every metric above, described to the recorder at start-up.
-pub const ALL: [Metric; 47] = [
+pub const ALL: [Metric; 48] = [
+    BOUNDS_REFUSED,
     TASK_SECONDS,
     TASKS_OPEN,
     STEPS_ENQUEUED,

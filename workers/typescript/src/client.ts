@@ -38,7 +38,7 @@ import {
   type Transition,
   type WorkerInfo,
 } from "./task";
-import { Transport } from "./transport";
+import { Transport, everyPage } from "./transport";
 
 /** How a {@link Client} reaches the orchestrator; each falls back to its `TASKER_*` variable. */
 export interface ClientOptions {
@@ -432,10 +432,7 @@ export class Client {
 
   /** Every schedule, or those of a `namespace`. */
   async listSchedules(query: { namespace?: string } = {}): Promise<Schedule[]> {
-    const answer = (await this.#http.send("GET", "/v1/schedules", { query: { ...query } })) as {
-      schedules: unknown[];
-    };
-    return answer.schedules.map(scheduleFromJson);
+    return everyPage(this.#http, "/v1/schedules", { ...query }, "schedules", scheduleFromJson);
   }
 
   /** A schedule with its `upcoming` fire times (`404 schedule_not_found`). */
@@ -509,21 +506,17 @@ export class Client {
   }
 
   /**
-   * The concurrency keys with a slot in use or a step throttled, and the ones used most recently
-   * (at most 1,000): each one's `limit`, slots `inUse` and steps `throttled`. `keyPrefix` keeps
-   * the keys that start with it (`"shop/charge_customer:"`).
+   * The concurrency keys, those with a slot in use or a step throttled first, then the ones used
+   * most recently (every page): each one's `limit`, slots `inUse` and steps `throttled`.
+   * `keyPrefix` keeps the keys that start with it (`"shop/charge_customer:"`).
    */
   async concurrencyLimits(keyPrefix?: string): Promise<ConcurrencyLimit[]> {
-    const answer = (await this.#http.send("GET", "/v1/concurrency-limits", { query: { key: keyPrefix } })) as {
-      limits: unknown[];
-    };
-    return answer.limits.map(concurrencyLimitFromJson);
+    return everyPage(this.#http, "/v1/concurrency-limits", { key: keyPrefix }, "limits", concurrencyLimitFromJson);
   }
 
-  /** The rate keys: each one's `limit` per `perMs`, `burst`, steps `throttled` and pause. */
+  /** The rate keys (every page): each one's `limit` per `perMs`, `burst`, steps `throttled` and pause. */
   async rateLimits(): Promise<RateLimit[]> {
-    const answer = (await this.#http.send("GET", "/v1/rate-limits")) as { limits: unknown[] };
-    return answer.limits.map(rateLimitFromJson);
+    return everyPage(this.#http, "/v1/rate-limits", {}, "limits", rateLimitFromJson);
   }
 
   /**

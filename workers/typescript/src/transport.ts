@@ -141,6 +141,28 @@ export class Transport {
   }
 }
 
+/**
+ * Every item of a list the API answers a page at a time (schedules, concurrency and rate keys),
+ * following each page's `next` as the following one's `after`.
+ */
+export async function everyPage<T>(
+  http: Transport,
+  path: string,
+  query: Record<string, string | undefined>,
+  key: string,
+  parse: (item: unknown) => T,
+): Promise<T[]> {
+  const found: T[] = [];
+  let after: string | undefined;
+  for (;;) {
+    const page = (await http.send("GET", path, { query: { ...query, after } })) as Record<string, unknown>;
+    found.push(...(page[key] as unknown[]).map(parse));
+    const next = page.next;
+    if (typeof next !== "string") return found;
+    after = next;
+  }
+}
+
 /** An error's message; a failed connection to every address of a name is an AggregateError with none of its own. */
 function describe(err: unknown): string {
   if (err instanceof AggregateError && !err.message) {

@@ -265,9 +265,9 @@ module Tasker
       @http.get(path("v1", "tasks", id, "signals")).fetch("signals").map { |s| Signal.from_json(s) }
     end
 
-    # Every Schedule, or those of +namespace+.
+    # Every Schedule (every page), or those of +namespace+.
     def list_schedules(namespace: nil)
-      @http.get("/v1/schedules", { namespace: namespace }).fetch("schedules").map { |s| Schedule.from_json(s) }
+      @http.every_page("/v1/schedules", { namespace: namespace }, "schedules").map { |s| Schedule.from_json(s) }
     end
 
     # The Schedule +namespace+/+name+, with its `upcoming` fire times. NotFoundError
@@ -329,18 +329,18 @@ module Tasker
       @http.get("/v1/workers", all ? { all: "true" } : {}).fetch("workers").map { |w| WorkerInfo.from_json(w) }
     end
 
-    # The concurrency keys with a slot in use or a step throttled, and the ones used most
-    # recently (at most 1,000), as ConcurrencyLimit records: each one's `limit`, slots `in_use`
-    # and steps `throttled`. +key_prefix+ keeps the keys that start with it
+    # The concurrency keys, those with a slot in use or a step throttled first, then the ones
+    # used most recently (every page), as ConcurrencyLimit records: each one's `limit`, slots
+    # `in_use` and steps `throttled`. +key_prefix+ keeps the keys that start with it
     # ("shop/charge_customer:").
     def concurrency_limits(key_prefix: nil)
-      @http.get("/v1/concurrency-limits", { key: key_prefix }).fetch("limits").map { |l| ConcurrencyLimit.from_json(l) }
+      @http.every_page("/v1/concurrency-limits", { key: key_prefix }, "limits").map { |l| ConcurrencyLimit.from_json(l) }
     end
 
-    # The rate keys, as RateLimit records: each one's `limit` per `per_ms`, `burst`, steps
-    # `throttled` and pause (`paused_until`, `pause_note`).
+    # The rate keys (every page), as RateLimit records: each one's `limit` per `per_ms`,
+    # `burst`, steps `throttled` and pause (`paused_until`, `pause_note`).
     def rate_limits
-      @http.get("/v1/rate-limits").fetch("limits").map { |l| RateLimit.from_json(l) }
+      @http.every_page("/v1/rate-limits", {}, "limits").map { |l| RateLimit.from_json(l) }
     end
 
     # Pauses the rate key +key+: no step of it starts before +until_time+ (a Time or an RFC 3339

@@ -307,11 +307,25 @@ def _schedule_path(namespace: str, name: str) -> str:
     return f"/v1/schedules/{segment(namespace)}/{segment(name)}"
 
 
+def _every_page(
+    path: str, params: dict[str, str], key: str, parse: Callable[[Any], T]
+) -> Call[list[T]]:
+    """Every item of a list the API answers a page at a time, following each page's
+    ``next`` as the following one's ``after``."""
+    found: list[T] = []
+    after: str | None = None
+    while True:
+        response = yield Request("GET", path, {**params, **_drop_none(after=after)})
+        data = _decode(response, lambda d: d)
+        found.extend(parse(item) for item in data[key])
+        after = data.get("next")
+        if after is None:
+            return found
+
+
 def list_schedules(namespace: str | None) -> Call[list[Schedule]]:
-    return _call(
-        Request("GET", "/v1/schedules", _drop_none(namespace=namespace)),
-        lambda data: [Schedule.from_json(s) for s in data["schedules"]],
-    )
+    params = _drop_none(namespace=namespace)
+    return _every_page("/v1/schedules", params, "schedules", Schedule.from_json)
 
 
 def get_schedule(namespace: str, name: str) -> Call[Schedule]:
@@ -364,17 +378,12 @@ def workers(all: bool = False) -> Call[list[WorkerInfo]]:
 
 
 def concurrency_limits(key_prefix: str | None = None) -> Call[list[ConcurrencyLimit]]:
-    return _call(
-        Request("GET", "/v1/concurrency-limits", _drop_none(key=key_prefix)),
-        lambda data: [ConcurrencyLimit.from_json(c) for c in data["limits"]],
-    )
+    params = _drop_none(key=key_prefix)
+    return _every_page("/v1/concurrency-limits", params, "limits", ConcurrencyLimit.from_json)
 
 
 def rate_limits() -> Call[list[RateLimit]]:
-    return _call(
-        Request("GET", "/v1/rate-limits"),
-        lambda data: [RateLimit.from_json(r) for r in data["limits"]],
-    )
+    return _every_page("/v1/rate-limits", {}, "limits", RateLimit.from_json)
 
 
 def _rate_limit_pause_path(key: str) -> str:
