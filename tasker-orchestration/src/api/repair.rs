@@ -232,6 +232,7 @@ mod tests {
     #[test]
     fn the_token_is_recorded_with_who_it_says_it_is() {
         let p = Principal {
+            id: 1,
             name: "ci".into(),
             scope: Scope::Write,
             namespaces: None,

@@ -289,6 +289,7 @@ mod tests {
     #[test]
     fn with_a_token_the_token_says_who_registered() {
         let ci = Caller::from(Some(crate::store::Principal {
+            id: 1,
             name: "ci".into(),
             scope: crate::store::Scope::Write,
             namespaces: None,

@@ -47,6 +47,8 @@ impl std::fmt::Display for Scope {
 /// The holder of a valid token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
+    /// The token's id (`api_tokens.id`): unlike its name, never reused after a revocation.
+    pub id: i64,
     pub name: String,
     pub scope: Scope,
     /// The namespaces it covers; `None`: every namespace.
@@ -79,6 +81,7 @@ fn digest(token: &str) -> Vec<u8> {
 
 #[derive(sqlx::FromRow)]
 struct PrincipalRow {
+    id: i64,
     name: String,
     scope: String,
     namespaces: Option<Vec<String>>,
@@ -94,6 +97,7 @@ impl PrincipalRow {
         };
         Some(Principal {
             scope: Scope::parse(&self.scope)?,
+            id: self.id,
             name: self.name,
             namespaces,
         })
@@ -163,7 +167,7 @@ impl Store {
     /// The holder of `token`, if it is a live token (not revoked, not expired).
     pub async fn principal(&self, token: &str) -> Result<Option<Principal>> {
         let row: Option<PrincipalRow> = sqlx::query_as(
-            "SELECT name, scope, namespaces FROM api_tokens
+            "SELECT id, name, scope, namespaces FROM api_tokens
              WHERE hash = $1 AND revoked_at IS NULL
                AND (expires_at IS NULL OR expires_at > now())",
         )
@@ -177,7 +181,7 @@ impl Store {
     /// worker's token); `None` if there is none.
     pub async fn sender(&self, broker_user: &str) -> Result<Option<Principal>> {
         let row: Option<PrincipalRow> = sqlx::query_as(
-            "SELECT name, scope, namespaces FROM api_tokens
+            "SELECT id, name, scope, namespaces FROM api_tokens
              WHERE name = $1 AND revoked_at IS NULL AND scope IN ('write', 'admin')
                AND (expires_at IS NULL OR expires_at > now())",
         )
