@@ -9,6 +9,7 @@
 
 mod alarm;
 pub mod api;
+pub mod audit;
 pub mod catalog;
 mod children;
 mod dead_letters;
@@ -180,6 +181,8 @@ impl Orchestrator {
         let limits = serve::Limits::from_config(&shared.config.orchestrator);
         let served = serve::serve(listener, self.tls, app, limits, cancel.clone()).await;
         cancel.cancel();
+        // The API answers nothing more: every request's audit row is in the writer's hands.
+        shared.audit.stop().await;
         shared.shutdown.cancel();
         while tasks.join_next().await.is_some() {}
         Ok(served?)

@@ -109,7 +109,10 @@ where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let body_timeout = limits.body_timeout;
-    let service = app.map_request(move |req: Request<Incoming>| {
+    let service = app.map_request(move |mut req: Request<Incoming>| {
+        // Who is on the other end (the audit log records it).
+        req.extensions_mut()
+            .insert(axum::extract::ConnectInfo(peer));
         req.map(|body| Body::new(TimeoutBody::new(body_timeout, body)))
     });
     let mut http = hyper::server::conn::http1::Builder::new();

@@ -43,6 +43,8 @@ pub struct RetentionConfig {
     pub cancelled: String,
     /// How long a purged task's id is remembered, to answer `410 task_purged` rather than 404.
     pub tombstones: String,
+    /// How long the audit log's rows are kept (a row per request that changed something).
+    pub audit: String,
     /// How often an orchestrator looks for tasks to purge (one purges at a time cluster-wide).
     pub interval_ms: u64,
     /// Tasks purged per transaction.
@@ -76,6 +78,11 @@ impl RetentionConfig {
     pub fn tombstones(&self) -> Result<Option<std::time::Duration>, Error> {
         retention("retention.tombstones", &self.tombstones)
     }
+
+    /// How long audit rows are kept, `None` for `"never"`.
+    pub fn audit(&self) -> Result<Option<std::time::Duration>, Error> {
+        retention("retention.audit", &self.audit)
+    }
 }
 
 /// A retention as configured: `"never"`, or a duration of at least [`MIN_RETENTION`].
@@ -103,6 +110,7 @@ impl Default for RetentionConfig {
             error: "90d".into(),
             cancelled: "30d".into(),
             tombstones: "90d".into(),
+            audit: "90d".into(),
             interval_ms: 60_000,
             batch: 200,
             pause_ms: 100,
@@ -232,6 +240,9 @@ pub struct OrchestratorConfig {
     pub allowed_origins: Vec<String>,
     /// `/metrics` without a token even when tokens are required (for a scraper that sends none).
     pub metrics_public: bool,
+    /// Keep each audited request's `X-Forwarded-For` header beside its peer address. Only
+    /// behind a proxy that sets it (anyone else can write anything in it).
+    pub audit_forwarded_for: bool,
     /// Serve the API over TLS (`https://`) with this PEM certificate chain; needs
     /// `tls_key_file`. Unset: plain HTTP.
     pub tls_cert_file: Option<PathBuf>,
@@ -375,6 +386,7 @@ impl Default for OrchestratorConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             metrics_public: false,
+            audit_forwarded_for: false,
             tls_cert_file: None,
             tls_key_file: None,
         }
@@ -534,6 +546,7 @@ impl Config {
         }
         self.retention.policy()?;
         self.retention.tombstones()?;
+        self.retention.audit()?;
         if self.retention.batch == 0 || self.retention.batch > 10_000 {
             return invalid("retention.batch", "must be 1 to 10000");
         }

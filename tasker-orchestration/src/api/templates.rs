@@ -96,6 +96,7 @@ pub(super) async fn register(
             ));
         }
     };
+    caller.audit().target("template", loaded.template.key());
     caller.check(&loaded.template.namespace)?;
     // A step routed to another namespace puts work in that namespace's queue: the token must
     // cover it too.
