@@ -13,6 +13,7 @@ import httpx
 from . import _calls
 from ._calls import Call, Duration, Id, Time
 from ._transport import DEFAULT_TIMEOUT, Settings
+from .audit import AsyncAuditMethods, AuditMethods
 from .values import (
     JSON,
     Backfill,
@@ -34,7 +35,7 @@ from .values import (
 T = TypeVar("T")
 
 
-class Client:
+class Client(AuditMethods):
     """A blocking client of one orchestrator's REST API.
 
     ``base_url`` defaults to ``TASKER_URL``, else ``http://127.0.0.1:8080``; ``token`` (sent as
@@ -400,7 +401,7 @@ class Client:
         return self._run(_calls.retention())
 
 
-class AsyncClient:
+class AsyncClient(AsyncAuditMethods):
     """The ``async`` twin of :class:`Client`: the same constructor and methods, awaited, and
     :meth:`iter_tasks` an async iterator. Use it as an async context manager, or ``await
     aclose()``."""
