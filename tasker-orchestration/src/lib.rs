@@ -41,6 +41,9 @@ use crate::catalog::Catalog;
 pub use crate::shared::Shared;
 use crate::store::Store;
 
+/// RabbitMQ's built-in administrator, whose password every local process knows.
+const GUEST: &str = "guest";
+
 /// Why the orchestrator could not start or stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -112,6 +115,14 @@ impl Orchestrator {
                 tracing::warn!(bind = %o.bind,
                     "the API is served without tokens on an address other hosts may reach (orchestrator.auth = \"off\")");
             }
+        }
+        if tasker_broker::user_of(&config.amqp_url) == GUEST {
+            tracing::warn!(
+                "the orchestrator's broker user is `guest`, RabbitMQ's default administrator: \
+                 any process that can reach the broker can log in as it and publish results the \
+                 orchestrator trusts for every step; give the orchestrators a broker user of \
+                 their own (docs/auth.md)"
+            );
         }
         let registered_by = format!("orchestrator:{}", tasker_shared::config::process_name());
         let catalog = Catalog::load(store.clone(), &loaded, &registered_by).await?;
