@@ -14,6 +14,7 @@ mod audit;
 mod bulk;
 mod dead_letters;
 mod limits;
+mod pages;
 mod schedules;
 mod table;
 mod tasks;

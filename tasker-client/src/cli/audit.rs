@@ -7,15 +7,17 @@ use chrono::{DateTime, Utc};
 
 use tasker_client::{AuditEntry, AuditQuery, Client};
 
+use super::pages::{self, Listed};
+
 /// The filters and paging of `tasker audit`.
 #[derive(Debug, clap::Args)]
 pub(super) struct AuditArgs {
     /// Only requests naming this namespace.
     #[arg(long)]
     namespace: Option<String>,
-    /// Only requests made with the token of this name.
+    /// Only requests made with the token of this name (`--token` is the CLI's own token).
     #[arg(long)]
-    token: Option<String>,
+    token_name: Option<String>,
     /// Only requests to this route pattern (`/v1/tasks/{id}/cancel`).
     #[arg(long)]
     route: Option<String>,
@@ -41,36 +43,30 @@ pub(super) struct AuditArgs {
 
 /// Newest first, a page at a time; with `--all`, every page.
 pub(super) async fn run(client: &Client, args: AuditArgs, json: bool) -> anyhow::Result<ExitCode> {
-    let mut query = AuditQuery {
+    let query = AuditQuery {
         namespace: args.namespace,
-        token: args.token,
+        token: args.token_name,
         route: args.route,
         method: args.method.map(|m| m.to_ascii_uppercase()),
         since: args.since,
         until: args.until,
         limit: Some(args.limit),
-        before: args.before,
+        before: None,
     };
-    let mut every = Vec::new();
-    loop {
-        let page = client.audit(&query).await?;
-        if json && !args.all {
-            out!("{}", serde_json::to_string_pretty(&page)?);
-            return Ok(ExitCode::SUCCESS);
+    let fetch = |before| {
+        let query = AuditQuery {
+            before,
+            ..query.clone()
+        };
+        async move {
+            let page = client.audit(&query).await?;
+            let (rows, next) = (page.entries.clone(), page.next_before);
+            anyhow::Ok((page, rows, next))
         }
-        every.extend(page.entries);
-        match page.next_before {
-            Some(next) if args.all => query.before = Some(next),
-            Some(next) => {
-                eprintln!("more: tasker audit --before {next}");
-                break;
-            }
-            None => break,
-        }
-    }
-    if json {
-        out!("{}", serde_json::to_string_pretty(&every)?);
-    } else {
+    };
+    if let Listed::Rows(every) =
+        pages::read(args.before, args.all, json, "tasker audit", fetch).await?
+    {
         super::table::print(
             &[">ID", "AT", "TOKEN", "REQUEST", ">STATUS", "PEER", "TARGET"],
             every.iter().map(row),
