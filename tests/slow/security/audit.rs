@@ -295,6 +295,41 @@ async fn a_scoped_admin_reads_only_the_rows_of_its_namespaces() -> anyhow::Resul
         [("/v1/tokens", 403), ("/v1/tasks/{id}/cancel", 409)],
         "newest first (the task was cancelled already)"
     );
+    // The CLI: the same rows by the token's name (its own `--token` is the caller's).
+    let cli = |args: &[&str]| {
+        std::process::Command::new(tasker::workspace_binary("tasker")?)
+            .args(args)
+            .env("TASKER_URL", o.url())
+            .env("TASKER_TOKEN", &root)
+            .output()
+            .map_err(anyhow::Error::from)
+    };
+    let listed = cli(&["audit", "--token-name", "writer-a", "--json"])?;
+    assert!(listed.status.success(), "{listed:?}");
+    let page: Value = serde_json::from_slice(&listed.stdout)?;
+    let routes: Vec<_> = page["entries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| (e["route"].clone(), e["token_name"].clone()))
+        .collect();
+    assert_eq!(
+        routes,
+        [
+            (json!("/v1/tokens"), json!("writer-a")),
+            (json!("/v1/tasks/{id}/cancel"), json!("writer-a"))
+        ]
+    );
+    let table = cli(&["audit", "--namespace", "audit_b", "--limit", "2"])?;
+    let text = String::from_utf8(table.stdout)?;
+    assert!(
+        text.contains("POST /v1/tasks/{id}/cancel") && text.contains("namespaces: audit_b"),
+        "{text}"
+    );
+    assert!(
+        String::from_utf8(table.stderr)?.contains("more: tasker audit --before"),
+        "two of b's three rows: a page left"
+    );
     let cancels = admin
         .audit(&AuditQuery {
             route: Some("/v1/tasks/{id}/cancel".into()),
