@@ -6,11 +6,13 @@
 //! The API fills a [`Note`] while it serves a request (the token check says who, each namespace
 //! check adds the namespace, a handler adds what it created) and hands the finished [`Entry`]
 //! to the [`Audit`] writer, which writes what has arrived in one statement, off the request's
-//! path: a request does not wait for its row. What that costs: rows of requests answered in
-//! the last moment before a crash (the batch being written, normally a few milliseconds'
-//! worth), and while PostgreSQL is unreachable every row held since, up to [`MAX_PENDING`];
-//! past that a row is dropped, counted (`tasker_audit_dropped_total`) and logged. A graceful
-//! stop writes every row it holds before the orchestrator exits.
+//! path: a request does not wait for its row, and the row's commit does not wait for the disk
+//! (`Store::append_audit`). What that costs: rows of requests answered in the last moment
+//! before a crash of the orchestrator (the batch being written, normally a few milliseconds'
+//! worth) or of PostgreSQL (its WAL writer's last delay), and while PostgreSQL is unreachable
+//! every row held since, up to [`MAX_PENDING`]; past that a row is dropped, counted
+//! (`tasker_audit_dropped_total`) and logged. A graceful stop writes every row it holds before
+//! the orchestrator exits.
 
 mod writer;
 

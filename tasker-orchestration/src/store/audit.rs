@@ -55,11 +55,16 @@ pub struct AuditFilter {
 }
 
 impl Store {
-    /// Appends `rows` in one statement; returns how many.
+    /// Appends `rows` in one statement; returns how many. Its commit does not wait for the WAL
+    /// to reach the disk (`synchronous_commit` off for this transaction alone): the tasks'
+    /// own durable commits do not queue behind the audit log's, and a crash of PostgreSQL can
+    /// lose the rows of its last moment (the WAL writer flushes within `wal_writer_delay`,
+    /// 200 ms by default), as a crash of the orchestrator loses the rows it had not written.
     pub async fn append_audit(&self, rows: &[NewAuditEntry]) -> Result<u64> {
         let rows = serde_json::to_value(rows).map_err(super::Error::Encode)?;
         let done = sqlx::query(
-            "INSERT INTO audit_log (at, token_id, token_name, method, route, status, peer,
+            "WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true))
+             INSERT INTO audit_log (at, token_id, token_name, method, route, status, peer,
                                     forwarded_for, namespaces, task_id, target)
              SELECT r.at, r.token_id, r.token_name, r.method, r.route, r.status, r.peer,
                     r.forwarded_for,
@@ -68,9 +73,9 @@ impl Store {
                                         WHERE t.id = r.task_id), '{}')
                          ELSE r.namespaces END,
                     r.task_id, r.target
-             FROM jsonb_to_recordset($1) AS r(at timestamptz, token_id bigint, token_name text,
-                  method text, route text, status smallint, peer inet, forwarded_for text,
-                  namespaces text[], task_id uuid, target jsonb)
+             FROM relaxed, jsonb_to_recordset($1) AS r(at timestamptz, token_id bigint,
+                  token_name text, method text, route text, status smallint, peer inet,
+                  forwarded_for text, namespaces text[], task_id uuid, target jsonb)
              ORDER BY r.at",
         )
         .bind(rows)
