@@ -961,6 +961,37 @@ fn pair(namespace: &str) -> String {
     )
 }
 
+/// Eight requests that change something, audited: a template, a task and its cancel in each of
+/// `dash_a` and `dash_b` (as `root`), a purge without a token (401) and a revoke of no token
+/// (404). Returns the two tasks, once every row is written.
+async fn audited_requests(
+    o: &tasker::RunningOrchestrator,
+    root: &tasker_client::Client,
+    root_token: &str,
+) -> anyhow::Result<Vec<uuid::Uuid>> {
+    let mut tasks = Vec::new();
+    for ns in ["dash_a", "dash_b"] {
+        root.register_template(&pair(ns), None, None).await?;
+        let task = root
+            .create_task(&CreateTask::new(ns, "pair").context(json!({"value": 1})))
+            .await?;
+        root.cancel(task.id).await?;
+        tasks.push(task.id);
+    }
+    let http = reqwest::Client::new();
+    let purge = http.post(format!("{}/v1/purge", o.url())).send().await?;
+    assert_eq!(purge.status(), 401);
+    let revoke = http
+        .delete(format!("{}/v1/tokens/nobody", o.url()))
+        .bearer_auth(root_token)
+        .send()
+        .await?;
+    assert_eq!(revoke.status(), 404);
+    let mut written = o.shared.audit.written();
+    tokio::time::timeout(Duration::from_secs(10), written.wait_for(|n| *n >= 8)).await??;
+    Ok(tasks)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audit_log_page_in_a_real_browser() -> anyhow::Result<()> {
     use tasker_orchestration::store::{NewToken, Scope, Store};
@@ -982,28 +1013,7 @@ async fn the_audit_log_page_in_a_real_browser() -> anyhow::Result<()> {
     }
     let o = env.orchestrator().await?;
     let root = tasker_client::Client::with_token(&o.url(), Some(&tokens[0]));
-    // Eight requests that change something: a template, a task and its cancel in each of two
-    // namespaces, a purge without a token (401) and a revoke of no token (404).
-    let mut tasks = Vec::new();
-    for ns in ["dash_a", "dash_b"] {
-        root.register_template(&pair(ns), None, None).await?;
-        let task = root
-            .create_task(&CreateTask::new(ns, "pair").context(json!({"value": 1})))
-            .await?;
-        root.cancel(task.id).await?;
-        tasks.push(task.id);
-    }
-    let http = reqwest::Client::new();
-    let purge = http.post(format!("{}/v1/purge", o.url())).send().await?;
-    assert_eq!(purge.status(), 401);
-    let revoke = http
-        .delete(format!("{}/v1/tokens/nobody", o.url()))
-        .bearer_auth(&tokens[0])
-        .send()
-        .await?;
-    assert_eq!(revoke.status(), 404);
-    let mut written = o.shared.audit.written();
-    tokio::time::timeout(Duration::from_secs(10), written.wait_for(|n| *n >= 8)).await??;
+    let tasks = audited_requests(&o, &root, &tokens[0]).await?;
 
     let shots = target_dir().join("dashboard-screenshots");
     let (report, stderr) = run_browser(

@@ -197,33 +197,41 @@ async fn every_mutating_route_writes_exactly_one_audit_row_and_none_is_changed()
     env.cleanup().await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_scoped_admin_reads_only_the_rows_of_its_namespaces() -> anyhow::Result<()> {
-    let mut env = TestEnv::new().await?;
-    let (o, root) = guarded(&mut env).await?;
+/// Two namespaces' requests: as `root`, a template, a task and its cancel in each of
+/// `audit_a` and `audit_b`; as `writer-a` (write, `audit_a`), a cancel of a's task again (409)
+/// and a token asked for, which its scope refuses (403). Eight rows.
+struct Two {
+    o: RunningOrchestrator,
+    root: String,
+    /// `admin-a`: an admin token of `audit_a` only.
+    scoped: String,
+    writer: String,
+    a: uuid::Uuid,
+    b: uuid::Uuid,
+}
+
+async fn two_namespaces(env: &mut TestEnv) -> anyhow::Result<Two> {
+    let (o, root) = guarded(env).await?;
     let admin = Client::with_token(&o.url(), Some(&root));
+    let mut ids = Vec::new();
     for ns in ["audit_a", "audit_b"] {
         admin.register_template(&pair(ns), None, None).await?;
+        let task = admin
+            .create_task(&CreateTask::new(ns, "pair").context(json!({"value": 1})))
+            .await?;
+        // A route of a task names no namespace itself: the row gets the task's.
+        admin.cancel(task.id).await?;
+        ids.push(task.id);
     }
-    let a = admin
-        .create_task(&CreateTask::new("audit_a", "pair").context(json!({"value": 1})))
-        .await?;
-    let b = admin
-        .create_task(&CreateTask::new("audit_b", "pair").context(json!({"value": 1})))
-        .await?;
-    // A route of a task names no namespace itself: the row gets the task's.
-    admin.cancel(a.id).await?;
-    admin.cancel(b.id).await?;
     let scoped = token(&o, "admin-a", Scope::Admin, Some("audit_a")).await?;
     let writer = token(&o, "writer-a", Scope::Write, Some("audit_a")).await?;
-    let reader = Client::with_token(&o.url(), Some(&scoped));
-    // A write token cancels a's task (again), and asks for a token, which its scope refuses:
-    // both recorded with the token.
     let http = reqwest::Client::new();
-    http.post(format!("{}/v1/tasks/{}/cancel", o.url(), a.id))
+    let again = http
+        .post(format!("{}/v1/tasks/{}/cancel", o.url(), ids[0]))
         .bearer_auth(&writer)
         .send()
         .await?;
+    assert_eq!(again.status(), StatusCode::CONFLICT);
     let refused = http
         .post(format!("{}/v1/tokens", o.url()))
         .bearer_auth(&writer)
@@ -232,11 +240,32 @@ async fn a_scoped_admin_reads_only_the_rows_of_its_namespaces() -> anyhow::Resul
         .await?;
     assert_eq!(refused.status(), StatusCode::FORBIDDEN);
     written(&o, 8).await?;
+    Ok(Two {
+        o,
+        root,
+        scoped,
+        writer,
+        a: ids[0],
+        b: ids[1],
+    })
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scoped_admin_reads_only_the_rows_of_its_namespaces() -> anyhow::Result<()> {
+    let mut env = TestEnv::new().await?;
+    let Two {
+        o,
+        root,
+        scoped,
+        writer,
+        a,
+        b,
+    } = two_namespaces(&mut env).await?;
+    let admin = Client::with_token(&o.url(), Some(&root));
+    let reader = Client::with_token(&o.url(), Some(&scoped));
     let all = admin.audit(&AuditQuery::default()).await?.entries;
     let mine = reader.audit(&AuditQuery::default()).await?.entries;
-    assert!(all.len() >= 7, "{all:#?}");
-    assert!(!mine.is_empty(), "{all:#?}");
+    assert_eq!(all.len(), 8, "{all:#?}");
     for e in &mine {
         assert!(
             !e.namespaces.is_empty() && e.namespaces.iter().all(|n| n == "audit_a"),
@@ -244,14 +273,14 @@ async fn a_scoped_admin_reads_only_the_rows_of_its_namespaces() -> anyhow::Resul
         );
     }
     let routes: Vec<_> = mine.iter().map(|e| (e.route.as_str(), e.task_id)).collect();
-    assert!(routes.contains(&("/v1/tasks", Some(a.id))), "{routes:?}");
+    assert!(routes.contains(&("/v1/tasks", Some(a))), "{routes:?}");
     assert!(
-        routes.contains(&("/v1/tasks/{id}/cancel", Some(a.id))),
+        routes.contains(&("/v1/tasks/{id}/cancel", Some(a))),
         "{routes:?}"
     );
-    assert!(!mine.iter().any(|e| e.task_id == Some(b.id)), "{mine:?}");
+    assert_eq!(mine.len(), 4, "a's template, task, two cancels: {mine:#?}");
     assert!(
-        all.iter().any(|e| e.task_id == Some(b.id)),
+        all.iter().any(|e| e.task_id == Some(b)),
         "root reads b's rows"
     );
     let b_rows = admin
@@ -261,7 +290,7 @@ async fn a_scoped_admin_reads_only_the_rows_of_its_namespaces() -> anyhow::Resul
         })
         .await?
         .entries;
-    assert!(b_rows.iter().all(|e| e.namespaces == ["audit_b"]) && b_rows.len() >= 3);
+    assert!(b_rows.iter().all(|e| e.namespaces == ["audit_b"]) && b_rows.len() == 3);
     // Another namespace asked for by name: refused.
     let err = reader
         .audit(&AuditQuery {
@@ -277,8 +306,15 @@ async fn a_scoped_admin_reads_only_the_rows_of_its_namespaces() -> anyhow::Resul
         .await
         .expect_err("admin only");
     assert!(err.to_string().contains("forbidden"), "{err}");
+    o.stop().await;
+    env.cleanup().await
+}
 
-    // Filters and pages: by token, route, method and time; one row a page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_log_is_filtered_and_paged_in_the_api_and_the_cli() -> anyhow::Result<()> {
+    let mut env = TestEnv::new().await?;
+    let Two { o, root, .. } = two_namespaces(&mut env).await?;
+    let admin = Client::with_token(&o.url(), Some(&root));
     let by_writer = admin
         .audit(&AuditQuery {
             token: Some("writer-a".into()),
@@ -293,14 +329,63 @@ async fn a_scoped_admin_reads_only_the_rows_of_its_namespaces() -> anyhow::Resul
     assert_eq!(
         by_writer,
         [("/v1/tokens", 403), ("/v1/tasks/{id}/cancel", 409)],
-        "newest first (the task was cancelled already)"
+        "newest first, refusals recorded with the token"
     );
+    cli_reads_by_token_and_namespace(&o, &root)?;
+    let all = admin.audit(&AuditQuery::default()).await?.entries;
+    let first = all.last().expect("rows").at;
+    let cancels = admin
+        .audit(&AuditQuery {
+            route: Some("/v1/tasks/{id}/cancel".into()),
+            method: Some("POST".into()),
+            limit: Some(1),
+            ..AuditQuery::default()
+        })
+        .await?;
+    assert_eq!(cancels.entries.len(), 1);
+    let next = admin
+        .audit(&AuditQuery {
+            route: Some("/v1/tasks/{id}/cancel".into()),
+            before: cancels.next_before,
+            limit: Some(10),
+            ..AuditQuery::default()
+        })
+        .await?;
+    assert_eq!(next.entries.len(), 2, "three cancels, one a page then two");
+    let later = admin
+        .audit(&AuditQuery {
+            since: Some(chrono::Utc::now() + chrono::Duration::hours(1)),
+            ..AuditQuery::default()
+        })
+        .await?;
+    assert!(later.entries.is_empty());
+    let earlier = admin
+        .audit(&AuditQuery {
+            until: Some(first),
+            ..AuditQuery::default()
+        })
+        .await?;
+    assert!(earlier.entries.is_empty(), "nothing before the first row");
+    let bad = reqwest::Client::new()
+        .get(format!("{}/v1/audit?since=yesterday", o.url()))
+        .bearer_auth(&root)
+        .send()
+        .await?;
+    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(bad.json::<Value>().await?["error"]["code"], "invalid_time");
+    o.stop().await;
+    env.cleanup().await
+}
+
+/// `tasker audit` as an operator runs it: by token name (`--token` is the CLI's own token) and
+/// by namespace, a page at a time.
+fn cli_reads_by_token_and_namespace(o: &RunningOrchestrator, root: &str) -> anyhow::Result<()> {
     // The CLI: the same rows by the token's name (its own `--token` is the caller's).
     let cli = |args: &[&str]| {
         std::process::Command::new(tasker::workspace_binary("tasker")?)
             .args(args)
             .env("TASKER_URL", o.url())
-            .env("TASKER_TOKEN", &root)
+            .env("TASKER_TOKEN", root)
             .output()
             .map_err(anyhow::Error::from)
     };
@@ -330,47 +415,7 @@ async fn a_scoped_admin_reads_only_the_rows_of_its_namespaces() -> anyhow::Resul
         String::from_utf8(table.stderr)?.contains("more: tasker audit --before"),
         "two of b's three rows: a page left"
     );
-    let cancels = admin
-        .audit(&AuditQuery {
-            route: Some("/v1/tasks/{id}/cancel".into()),
-            method: Some("POST".into()),
-            limit: Some(1),
-            ..AuditQuery::default()
-        })
-        .await?;
-    assert_eq!(cancels.entries.len(), 1);
-    let next = admin
-        .audit(&AuditQuery {
-            route: Some("/v1/tasks/{id}/cancel".into()),
-            before: cancels.next_before,
-            limit: Some(10),
-            ..AuditQuery::default()
-        })
-        .await?;
-    assert_eq!(next.entries.len(), 2, "three cancels, one a page then two");
-    let later = admin
-        .audit(&AuditQuery {
-            since: Some(chrono::Utc::now() + chrono::Duration::hours(1)),
-            ..AuditQuery::default()
-        })
-        .await?;
-    assert!(later.entries.is_empty());
-    let earlier = admin
-        .audit(&AuditQuery {
-            until: Some(all.last().unwrap().at),
-            ..AuditQuery::default()
-        })
-        .await?;
-    assert!(earlier.entries.is_empty(), "nothing before the first row");
-    let bad = http
-        .get(format!("{}/v1/audit?since=yesterday", o.url()))
-        .bearer_auth(&root)
-        .send()
-        .await?;
-    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
-    assert_eq!(bad.json::<Value>().await?["error"]["code"], "invalid_time");
-    o.stop().await;
-    env.cleanup().await
+    Ok(())
 }
 
 /// SQLSTATE of `sql`'s failure (statements run on `conn` as one simple query), if it failed in
