@@ -26,6 +26,7 @@
 //! | POST | /v1/schedules/{namespace}/{name}/pause, /resume, /trigger, /backfill | pause (`note`), resume, start a task now, start the tasks of a past range |
 //! | GET, POST | /v1/tokens | API tokens (admin): list, create (`{name, scope}`; the token is shown once) |
 //! | DELETE | /v1/tokens/{name} | revoke one |
+//! | GET | /v1/audit | the audit log (admin): who asked to change what, when, from where, answered how |
 //! | GET | /health, /ready, /metrics | liveness, readiness, Prometheus |
 //! | GET | /openapi.json | the OpenAPI 3.1 document of every route |
 //! | GET | /ui/ | the dashboard (assets embedded; `/` and `/ui` redirect there) |
@@ -42,6 +43,7 @@
 //! foreign `Host` names, browser requests from other sites and bodies that are not JSON.
 
 mod access;
+mod audit;
 mod auth;
 mod dead_letters;
 mod error;
@@ -95,6 +97,13 @@ pub fn router(shared: Shared) -> Router {
             shared.clone(),
             auth::require,
         ))
+        // Outside the token check, so a refused request has its audit row too.
+        .route_layer(axum::middleware::from_fn_with_state(
+            shared.clone(),
+            audit::record,
+        ))
+        // Outside both: a request that changes state, and its audit row, outlive its client.
+        .route_layer(axum::middleware::from_fn(run_to_completion))
         // Outside the token check, so a refused token is counted under its route.
         .route_layer(axum::middleware::from_fn(matched_route))
         .fallback(|| async { Error::not_found("no_such_route", "no such route") })
@@ -306,6 +315,7 @@ fn routes() -> OpenApiRouter<Shared> {
         .routes(routes!(workers::report, workers::leave))
         .routes(routes!(auth::list_tokens, auth::create_token))
         .routes(routes!(auth::revoke_token))
+        .routes(routes!(audit::list))
         .routes(routes!(ops::health))
         .routes(routes!(ops::ready))
         .routes(routes!(ops::metrics))
@@ -350,6 +360,7 @@ fn routes() -> OpenApiRouter<Shared> {
         (name = "limits", description = "Concurrency and rate keys; pausing a rate key"),
         (name = "retention", description = "Purging finished tasks"),
         (name = "tokens", description = "API tokens (admin scope)"),
+        (name = "audit", description = "The audit log: every request that changed something (admin scope)"),
         (name = "operations", description = "Health, readiness, metrics, this document"),
         (name = "dashboard", description = "The dashboard's page and assets")
     )

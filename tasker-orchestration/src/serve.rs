@@ -169,7 +169,10 @@ where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let pace = limits.body;
-    let service = app.map_request(move |req: Request<Incoming>| {
+    let service = app.map_request(move |mut req: Request<Incoming>| {
+        // Who is on the other end (the audit log records it).
+        req.extensions_mut()
+            .insert(axum::extract::ConnectInfo(peer));
         req.map(|body| Body::new(PacedBody::new(body, pace)))
     });
     let mut http = hyper::server::conn::http1::Builder::new();

@@ -13,6 +13,7 @@ use serde_json::Value;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use uuid::Uuid;
 
+mod audit;
 mod children;
 mod dead_letters;
 mod error;
@@ -32,6 +33,7 @@ mod time;
 mod tokens;
 mod workers;
 
+pub use audit::{AuditEntry, AuditFilter, NewAuditEntry};
 pub use children::ChildStart;
 pub use dead_letters::{DeadLetter, DeadLetterView, NewDeadLetter};
 pub use error::{Error, Result};

@@ -10,6 +10,9 @@ use uuid::Uuid;
 use crate::TaskState;
 pub use crate::template::RegisteredTemplate;
 
+mod audit;
+pub use audit::{AuditEntry, AuditPage};
+
 /// A task's state as the API names it: the document's enum for `state` (a string on the wire).
 #[cfg(feature = "openapi")]
 #[derive(Debug, utoipa::ToSchema)]
@@ -951,6 +954,9 @@ pub struct RetentionPolicy {
     pub cancelled: String,
     /// How long a purged task's id answers `410 task_purged`.
     pub tombstones: String,
+    /// How long the audit log keeps its rows (absent from orchestrators before the audit log).
+    #[serde(default)]
+    pub audit: String,
     /// How often an orchestrator looks for tasks to purge.
     pub interval_ms: u64,
     /// Tasks purged per transaction.

@@ -188,6 +188,9 @@ pub struct OrchestratorConfig {
     pub allowed_origins: Vec<String>,
     /// `/metrics` without a token even when tokens are required (for a scraper that sends none).
     pub metrics_public: bool,
+    /// Keep each audited request's `X-Forwarded-For` header beside its peer address. Only
+    /// behind a proxy that sets it (anyone else can write anything in it).
+    pub audit_forwarded_for: bool,
     /// Serve the API over TLS (`https://`) with this PEM certificate chain; needs
     /// `tls_key_file`. Unset: plain HTTP.
     pub tls_cert_file: Option<PathBuf>,
@@ -290,6 +293,7 @@ impl Default for OrchestratorConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             metrics_public: false,
+            audit_forwarded_for: false,
             tls_cert_file: None,
             tls_key_file: None,
         }
@@ -387,6 +391,7 @@ impl Config {
         }
         self.retention.policy()?;
         self.retention.tombstones()?;
+        self.retention.audit()?;
         if self.retention.batch == 0 || self.retention.batch > 10_000 {
             return invalid("retention.batch", "must be 1 to 10000");
         }

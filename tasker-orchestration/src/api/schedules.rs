@@ -45,6 +45,9 @@ pub(super) async fn put(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, Error> {
     let spec: ScheduleSpec = json_body(&shared, body)?;
+    caller
+        .audit()
+        .target("schedule", format!("{}/{}", spec.namespace, spec.name));
     caller.check(&spec.namespace)?;
     let (row, created) = save(&shared, &caller, &spec).await?;
     let status = if created {

@@ -65,6 +65,9 @@ pub(super) async fn create_task(
         children,
         priority,
     } = check_request(&shared, &caller, req, body.len()).await?;
+    caller
+        .audit()
+        .target("template", entry.loaded.template.key());
     // The task's trace (tracing on): a child of the caller's, if the request carries one.
     let span = tasker_telemetry::Span::start(
         "tasker.task.create",
@@ -88,6 +91,7 @@ pub(super) async fn create_task(
             token_id: caller.token_id(),
         })
         .await?;
+    caller.audit().task(created.task_id);
     if let Some(span) = &span
         && created.created
     {
@@ -290,10 +294,19 @@ pub(super) async fn create_tasks(
     }
     let results: Vec<BatchItem> = results.into_iter().flatten().collect();
     let count = |s: BatchStatus| results.iter().filter(|r| r.status == s).count();
+    let (created, existing, refused) = (
+        count(BatchStatus::Created),
+        count(BatchStatus::Existing),
+        count(BatchStatus::Refused),
+    );
+    caller.audit().target(
+        "tasks",
+        json!({ "created": created, "existing": existing, "refused": refused }),
+    );
     Ok(Json(BatchCreated {
-        created: count(BatchStatus::Created),
-        existing: count(BatchStatus::Existing),
-        refused: count(BatchStatus::Refused),
+        created,
+        existing,
+        refused,
         results,
     }))
 }
@@ -388,7 +401,7 @@ pub(super) struct ListQuery {
 }
 
 /// `created_after` or `created_before` as a time, or 400 `invalid_time`.
-fn parse_time(field: &str, value: Option<&str>) -> Result<Option<DateTime<Utc>>, Error> {
+pub(super) fn parse_time(field: &str, value: Option<&str>) -> Result<Option<DateTime<Utc>>, Error> {
     value
         .map(|v| {
             DateTime::parse_from_rfc3339(v)

@@ -103,6 +103,7 @@ pub(super) async fn register(
             )));
         }
     };
+    caller.audit().target("template", loaded.template.key());
     // Every namespace its tasks can put work into — its own, each step's, each child's and
     // what the child templates reach — needs the caller's token.
     caller.check(&loaded.template.namespace)?;

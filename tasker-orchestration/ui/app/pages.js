@@ -590,6 +590,7 @@ async function retentionView(root, signal) {
       ['Cancelled tasks', kept('cancelled')],
       ['Purged ids', h('span', { id: 'retention-tombstones', 'data-kept': r.tombstones,
         text: isNever(r.tombstones) ? 'answer 410 forever' : `answer 410 for ${r.tombstones}` })],
+      ['Audit log', r.audit ? h('span', { id: 'retention-audit', 'data-kept': r.audit, text: keptFor(r.audit) }) : null],
       ['Pace', h('span', { id: 'retention-pace',
         text: `${r.batch} ${r.batch === 1 ? 'task' : 'tasks'} a batch, at most ${r.busy_percent}% of the time, every ${fmtEvery(r.interval_ms)}` })],
       ['Last purge', h('span', { id: 'retention-last', 'data-purged-at': r.last_purged_at },

@@ -18,6 +18,8 @@ pub struct RetentionConfig {
     pub cancelled: String,
     /// How long a purged task's id is remembered, to answer `410 task_purged` rather than 404.
     pub tombstones: String,
+    /// How long the audit log's rows are kept (a row per request that changed something).
+    pub audit: String,
     /// How often an orchestrator looks for tasks to purge (one purges at a time cluster-wide).
     pub interval_ms: u64,
     /// Tasks purged per transaction.
@@ -51,6 +53,11 @@ impl RetentionConfig {
     pub fn tombstones(&self) -> Result<Option<std::time::Duration>, Error> {
         retention("retention.tombstones", &self.tombstones)
     }
+
+    /// How long audit rows are kept, `None` for `"never"`.
+    pub fn audit(&self) -> Result<Option<std::time::Duration>, Error> {
+        retention("retention.audit", &self.audit)
+    }
 }
 
 /// A retention as configured: `"never"`, or a duration of at least [`MIN_RETENTION`].
@@ -78,6 +85,7 @@ impl Default for RetentionConfig {
             error: "90d".into(),
             cancelled: "30d".into(),
             tombstones: "90d".into(),
+            audit: "90d".into(),
             interval_ms: 60_000,
             batch: 200,
             pause_ms: 100,

@@ -16,7 +16,9 @@ import json
 import pathlib
 import sys
 
-VALUES = pathlib.Path(__file__).resolve().parent.parent / "python" / "tasker" / "client" / "values.py"
+CLIENT = pathlib.Path(__file__).resolve().parent.parent / "python" / "tasker" / "client"
+# The modules that hold answer types.
+VALUES = [CLIENT / "values.py", CLIENT / "audit.py"]
 
 # Answer types named otherwise in the document.
 SCHEMA_OF = {
@@ -58,7 +60,8 @@ def main() -> int:
     schemas = json.loads(pathlib.Path(sys.argv[1]).read_text())["components"]["schemas"]
     problems: list[str] = []
     checked = 0
-    for cls in ast.parse(VALUES.read_text()).body:
+    classes = [c for module in VALUES for c in ast.parse(module.read_text()).body]
+    for cls in classes:
         if not isinstance(cls, ast.ClassDef) or cls.name in FREE_FORM:
             continue
         from_json = next((f for f in cls.body
@@ -80,7 +83,7 @@ def main() -> int:
                                 f"{name} does not require it")
         checked += 1
     if checked < 15:
-        problems.append(f"only {checked} answer types found in {VALUES}")
+        problems.append(f"only {checked} answer types found in {[str(v) for v in VALUES]}")
     for p in problems:
         print(p)
     return 1 if problems else 0

@@ -2,6 +2,7 @@
 // Semantics follow the Rust client (tasker-client/src/lib.rs).
 import { readFileSync } from "node:fs";
 
+import { auditPageFromJson, auditQuery, type AuditPage, type AuditQuery } from "./audit";
 import { ApiError, TaskerClientError } from "./client_errors";
 import { Backoff, isTransient, pause } from "./client_retry";
 import { stringifyApiJson, type JsonObject, type JsonValue } from "./json";
@@ -564,6 +565,17 @@ export class Client {
    */
   async retention(): Promise<RetentionPolicy> {
     return retentionPolicyFromJson(await this.#http.send("GET", "/v1/retention"));
+  }
+
+  /**
+   * One page of the audit log, newest first (`GET /v1/audit`): the requests that asked to change
+   * something (every route but `GET`), refused ones included, filtered by `namespace`, `token`
+   * (its name), `route` (its pattern) and `method`, `since` and `until`; `limit` rows older than
+   * `before` (the previous page's `nextBefore`). It takes an `admin` token (`403 forbidden`
+   * otherwise); one scoped to namespaces reads the rows of its namespaces.
+   */
+  async audit(query: AuditQuery = {}): Promise<AuditPage> {
+    return auditPageFromJson(await this.#http.send("GET", "/v1/audit", { query: auditQuery(query) }));
   }
 }
 

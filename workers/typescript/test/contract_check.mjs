@@ -8,7 +8,7 @@
 // Prints nothing and exits 0 when the client agrees with the document; otherwise prints each
 // disagreement and exits 1. The same check as workers/python/tests/contract_check.py, over the
 // TypeScript compiler's syntax tree:
-// - In src/task.ts, each function that reads the answer's JSON (a parameter typed `Wire`, or a
+// - In src/task.ts and src/audit.ts, each function that reads the answer's JSON (a parameter typed `Wire`, or a
 //   `const x = json as Wire`) reads the schema its declared return type names (`Task` → Task,
 //   SCHEMA_OF for the others).
 // - In src/client.ts, an answer read in place (`(await this.#http.send("GET", "/v1/tasks")) as
@@ -43,7 +43,7 @@ function main(docFile) {
   const doc = JSON.parse(fs.readFileSync(docFile, "utf8"));
   const problems = [];
   const checked = new Set();
-  for (const file of ["task.ts", "client.ts"]) {
+  for (const file of ["task.ts", "audit.ts", "client.ts"]) {
     const source = ts.createSourceFile(file, fs.readFileSync(path.join(SRC, file), "utf8"), ts.ScriptTarget.Latest, true);
     const reader = new Reader(doc, source, problems);
     reader.visit(source, { vars: new Map() });

@@ -11,12 +11,13 @@
 Answers are frozen dataclasses (:class:`Task`, :class:`Step`, :class:`Transition`,
 :class:`TaskPage`, :class:`StepPage`, :class:`Signal`, :class:`Schedule`, :class:`WorkerInfo`,
 :class:`ConcurrencyLimit`, :class:`RateLimit`, :class:`BatchCreated`, :class:`PurgeResult`,
-:class:`RetentionPolicy`, ...) with ``datetime`` timestamps; failures are :class:`ClientError`
-subclasses carrying the API's stable error code.
+:class:`RetentionPolicy`, :class:`AuditPage`, ...) with ``datetime`` timestamps; failures are
+:class:`ClientError` subclasses carrying the API's stable error code.
 """
 
 from ._clients import AsyncClient, Client
 from ._transport import DEFAULT_URL
+from .audit import AuditEntry, AuditPage
 from .errors import (
     ApiError,
     AuthError,
@@ -64,6 +65,8 @@ __all__ = [
     "TASK_STATES",
     "ApiError",
     "AsyncClient",
+    "AuditEntry",
+    "AuditPage",
     "AuthError",
     "Backfill",
     "BatchCreated",

@@ -16,6 +16,7 @@ from . import _calls
 from ._calls import Call, Duration, Id, Time
 from ._retry import Pause
 from ._transport import DEFAULT_TIMEOUT, Settings
+from .audit import AsyncAuditMethods, AuditMethods
 from .errors import ConnectionFailed
 from .values import (
     JSON,
@@ -38,7 +39,7 @@ from .values import (
 T = TypeVar("T")
 
 
-class Client:
+class Client(AuditMethods):
     """A blocking client of one orchestrator's REST API.
 
     ``base_url`` defaults to ``TASKER_URL``, else ``http://127.0.0.1:8080``; ``token`` (sent as
@@ -417,7 +418,7 @@ class Client:
         return self._run(_calls.retention())
 
 
-class AsyncClient:
+class AsyncClient(AsyncAuditMethods):
     """The ``async`` twin of :class:`Client`: the same constructor and methods, awaited, and
     :meth:`iter_tasks` an async iterator. Use it as an async context manager, or ``await
     aclose()``."""
