@@ -21,7 +21,10 @@ use lapin::options::{BasicAckOptions, BasicRejectOptions};
 use lapin::types::{AMQPValue, FieldTable};
 use tokio::sync::Mutex;
 
-use crate::{Broker, Publisher, Result, topology};
+use crate::connect::Broker;
+use crate::error::Result;
+use crate::publisher::Publisher;
+use crate::topology;
 
 /// The queue a dead letter was taken from.
 pub const ORIGIN_HEADER: &str = "x-tasker-origin";

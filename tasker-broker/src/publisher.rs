@@ -5,7 +5,7 @@ use lapin::options::BasicPublishOptions;
 use lapin::types::{FieldTable, ShortString};
 use lapin::{BasicProperties, Channel};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A confirm-mode channel. Every message is persistent, carries the connection's user as its
 /// `user_id` (which RabbitMQ checks against the login, so a consumer can tell who sent it), and
