@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use tasker_shared::TaskTemplate;
-use tasker_shared::compose;
+use tasker_shared::template;
 use tasker_shared::template::Loaded;
 
 use crate::catalog::Catalog;
@@ -23,12 +23,12 @@ const MAX_TEMPLATES: usize = 256;
 pub struct Reach(BTreeMap<String, String>);
 
 impl Reach {
-    /// What a task of `loaded` reaches: its own (`tasker_shared::compose::reach`) and, down the
+    /// What a task of `loaded` reaches: its own (`tasker_shared::template::reach`) and, down the
     /// tree, each child template's — the version a child step names, else the newest registered
     /// (what a task created now would pin). A child template not registered yet reaches only
     /// its namespace (its task cannot be created until it is).
     pub async fn of(catalog: &Catalog, loaded: &Loaded) -> Result<Reach, store::Error> {
-        let mut reach = Reach(compose::reach(&loaded.template));
+        let mut reach = Reach(template::reach(&loaded.template));
         let mut seen = HashSet::from([loaded.template.key()]);
         let mut todo = children(&loaded.template);
         while let Some((namespace, name, version)) = todo.pop() {
@@ -42,7 +42,7 @@ impl Reach {
             if !seen.insert(child.key()) {
                 continue;
             }
-            for (ns, how) in compose::reach(child) {
+            for (ns, how) in template::reach(child) {
                 reach.0.entry(ns).or_insert(how);
             }
             todo.extend(children(child));

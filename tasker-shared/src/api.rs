@@ -7,11 +7,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::TaskState;
-pub use crate::template::RegisteredTemplate;
+use crate::task_state::TaskState;
 
 mod audit;
+mod templates;
 pub use audit::{AuditEntry, AuditPage};
+pub use templates::RegisteredTemplate;
 
 /// A task's state as the API names it: the document's enum for `state` (a string on the wire).
 #[cfg(feature = "openapi")]

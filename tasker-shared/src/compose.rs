@@ -96,7 +96,7 @@ impl ChildSpec {
             problem,
         };
         let ident = |field: &str, value: &str| {
-            if crate::template::is_identifier(value) {
+            if crate::names::is_identifier(value) {
                 Ok(())
             } else {
                 Err(bad(
@@ -133,7 +133,7 @@ impl ChildSpec {
     /// as path arrays (`{"whole": [..]}` or `{"fields": {k: [..]}}`, `null` for the parent's
     /// context whole). Call after [`ChildSpec::check`].
     pub fn compile(&self, template_id: uuid::Uuid, namespace: &str, version: &str) -> Value {
-        let path = |p: &str| crate::time::pointer_path(p).unwrap_or_default();
+        let path = |p: &str| crate::json_check::pointer_path(p).unwrap_or_default();
         let context = match &self.context {
             None => Value::Null,
             Some(ContextMapping::Whole(p)) => json!({ "whole": path(p), "pointer": p }),
@@ -155,7 +155,7 @@ impl ChildSpec {
 
 /// A pointer a child's context may read: `/context…` or `/parents/<a dependency>…`.
 fn check_pointer(pointer: &str, depends_on: &[String]) -> Result<Vec<String>, String> {
-    let path = crate::time::pointer_path(pointer).ok_or_else(|| {
+    let path = crate::json_check::pointer_path(pointer).ok_or_else(|| {
         format!("{pointer:?} is not a JSON pointer (`/context/…` or `/parents/<step>/…`)")
     })?;
     match path.first().map(String::as_str) {
@@ -173,54 +173,6 @@ fn check_pointer(pointer: &str, depends_on: &[String]) -> Result<Vec<String>, St
             "{pointer:?} must start with /context or /parents/<step>"
         )),
     }
-}
-
-/// The namespace of a step's queue: its own, or its template's.
-pub fn step_namespace<'a>(step: &'a crate::StepTemplate, template_namespace: &'a str) -> &'a str {
-    step.namespace.as_deref().unwrap_or(template_namespace)
-}
-
-/// The namespaces a task of `template` puts work into by itself, each with how (for a message
-/// that says why a token falls short): the template's own, each step's `namespace:`, each
-/// child step's template's. The child templates' own reach is the registry's to add
-/// (`tasker_orchestration::reach`), since a child is pinned only when its task is created.
-pub fn reach(template: &crate::TaskTemplate) -> std::collections::BTreeMap<String, String> {
-    let mut reached = std::collections::BTreeMap::new();
-    reached.insert(
-        template.namespace.clone(),
-        format!("template {}", template.key()),
-    );
-    for step in &template.steps {
-        if let Some(ns) = &step.namespace {
-            reached
-                .entry(ns.clone())
-                .or_insert_with(|| format!("step {:?} of {}", step.name, template.key()));
-        }
-        if let Some(child) = &step.child {
-            let ns = child.namespace.as_deref().unwrap_or(&template.namespace);
-            reached.entry(ns.to_owned()).or_insert_with(|| {
-                format!(
-                    "child step {:?} of {}, which starts {ns}/{}",
-                    step.name,
-                    template.key(),
-                    child.template
-                )
-            });
-        }
-    }
-    reached
-}
-
-/// How long a step may wait for a worker: its own `queue_timeout_seconds`, else
-/// [`CROSS_NAMESPACE_QUEUE_TIMEOUT_SECONDS`] for a step routed to another namespace than its
-/// template's, else none (it waits as long as it takes).
-pub fn queue_timeout_seconds(step: &crate::StepTemplate, template_namespace: &str) -> Option<u64> {
-    step.queue_timeout_seconds.or_else(|| {
-        step.namespace
-            .as_deref()
-            .filter(|ns| *ns != template_namespace)
-            .map(|_| CROSS_NAMESPACE_QUEUE_TIMEOUT_SECONDS)
-    })
 }
 
 #[cfg(test)]
@@ -251,26 +203,6 @@ mod tests {
             name.check("steps.s.child", &deps).unwrap_err().field,
             "steps.s.child.template"
         );
-    }
-
-    #[test]
-    fn a_template_reaches_its_own_its_steps_and_its_childrens_namespaces() {
-        let t = crate::TaskTemplate::load(
-            "namespace: a\nname: t\nversion: '1'\nsteps:\n  - name: x\n    handler: h\n  \
-             - name: y\n    handler: h\n    namespace: b\n  - name: z\n    \
-             child: {template: victim, namespace: c}\n  - name: w\n    \
-             child: {template: own}\n",
-            "t.yaml",
-        )
-        .unwrap()
-        .template;
-        let reached = reach(&t);
-        assert_eq!(
-            reached.keys().map(String::as_str).collect::<Vec<_>>(),
-            ["a", "b", "c"]
-        );
-        assert!(reached["b"].contains("step \"y\""), "{}", reached["b"]);
-        assert!(reached["c"].contains("c/victim"), "{}", reached["c"]);
     }
 
     #[test]

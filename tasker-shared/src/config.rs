@@ -389,18 +389,7 @@ impl Config {
                 "must start with amqp:// or amqps:// (several nodes: separated by commas)",
             );
         }
-        self.retention.policy()?;
-        self.retention.tombstones()?;
-        self.retention.audit()?;
-        if self.retention.batch == 0 || self.retention.batch > 10_000 {
-            return invalid("retention.batch", "must be 1 to 10000");
-        }
-        if !(1..=100).contains(&self.retention.busy_percent) {
-            return invalid("retention.busy_percent", "must be 1 to 100");
-        }
-        if self.retention.interval_ms < 1_000 {
-            return invalid("retention.interval_ms", "must be at least 1000");
-        }
+        self.retention.validate()?;
         if self.queue_prefix.is_empty()
             || !self
                 .queue_prefix
@@ -427,9 +416,7 @@ impl Config {
         if self.orchestrator.db_max_connections < 2 {
             return invalid("orchestrator.db_max_connections", "must be at least 2");
         }
-        if self.worker.concurrency == 0 {
-            return invalid("worker.concurrency", "must be at least 1");
-        }
+        self.worker.validate()?;
         for (field, aging) in [
             (
                 "orchestrator.priority_aging_ms",
@@ -441,38 +428,28 @@ impl Config {
                 return invalid(field, "must be at most 86400000 (a day)");
             }
         }
-        if self
-            .worker
-            .low_priority_reserve
-            .is_some_and(|r| r >= self.worker.concurrency)
-        {
-            return invalid(
-                "worker.low_priority_reserve",
-                "must be less than worker.concurrency (low-priority work needs a slot)",
-            );
-        }
-        if self.worker.heartbeat_ms < 100 {
-            return invalid("worker.heartbeat_ms", "must be at least 100");
-        }
-        if !self.worker.orchestrator_url.starts_with("http://")
-            && !self.worker.orchestrator_url.starts_with("https://")
-        {
-            return invalid(
-                "worker.orchestrator_url",
-                "must start with http:// or https://",
-            );
-        }
         if self.worker.prefetch == 0 || self.orchestrator.result_prefetch == 0 {
             return invalid("worker.prefetch", "prefetch values must be at least 1");
         }
         bounds::validate(&self.orchestrator)?;
+        self.validate_tls()
+    }
+
+    /// The TLS files named are usable, and the API's certificate comes with its key.
+    fn validate_tls(&self) -> Result<(), Error> {
         let o = &self.orchestrator;
         match (&o.tls_cert_file, &o.tls_key_file) {
             (Some(_), None) => {
-                return invalid("orchestrator.tls_key_file", "is needed with tls_cert_file");
+                return Err(Error::Invalid {
+                    key: "orchestrator.tls_key_file",
+                    problem: "is needed with tls_cert_file".into(),
+                });
             }
             (None, Some(_)) => {
-                return invalid("orchestrator.tls_cert_file", "is needed with tls_key_file");
+                return Err(Error::Invalid {
+                    key: "orchestrator.tls_cert_file",
+                    problem: "is needed with tls_key_file".into(),
+                });
             }
             _ => {}
         }

@@ -69,6 +69,20 @@ pub fn check(value: &Value, max_depth: usize) -> Result<(), Problem> {
     Ok(())
 }
 
+/// The path segments of a JSON pointer (`/a/b~1c` is `["a", "b/c"]`), or `None` if it is not
+/// one (it must start with `/` and name something).
+pub fn pointer_path(pointer: &str) -> Option<Vec<String>> {
+    let rest = pointer.strip_prefix('/')?;
+    if pointer.len() > 256 || pointer.chars().any(char::is_control) {
+        return None;
+    }
+    Some(
+        rest.split('/')
+            .map(|s| s.replace("~1", "/").replace("~0", "~"))
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,7 @@ pub mod json_check;
 pub mod logging;
 pub mod message;
 pub mod metric;
+pub mod names;
 pub mod namespaces;
 pub mod plan;
 pub mod retry;

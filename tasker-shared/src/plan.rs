@@ -77,7 +77,7 @@ impl Plan {
             "base_ms": w.retry.base_ms,
             "max_ms": w.retry.max_ms,
             "timeout_ms": w.timeout_seconds.saturating_mul(1000),
-            "queue_timeout_ms": crate::compose::queue_timeout_seconds(w, &t.namespace)
+            "queue_timeout_ms": crate::template::queue_timeout_seconds(w, &t.namespace)
                 .map(|s| s.saturating_mul(1000)),
             "namespace": w.namespace,
             "on_failure": w.on_failure.as_str(),
@@ -89,7 +89,7 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::TaskTemplate;
+    use crate::template::TaskTemplate;
 
     #[test]
     fn batch_worker_is_not_created_and_its_children_hang_off_the_batchable_step() {

@@ -18,8 +18,11 @@
 mod checks;
 mod compile;
 mod error;
+mod flow;
 pub(crate) mod loading;
 mod positions;
+mod reach;
+mod schedules;
 mod types;
 
 pub mod bounds;
@@ -32,8 +35,11 @@ pub(crate) use positions::Positions;
 
 pub use checks::is_identifier;
 pub use error::{Error, ErrorKind};
+pub use flow::{named_rate_keys, resolve as resolve_limits};
 pub use loading::{SCHEDULES_DIR, load_dir, namespaces, schedule_files, served_namespaces};
-pub use types::{FailurePolicy, Loaded, RegisteredTemplate, StepTemplate, StepType, TaskTemplate};
+pub use reach::{queue_timeout_seconds, reach, step_namespace};
+pub use schedules::{load_schedules, parse_schedule, precheck_schedule};
+pub use types::{FailurePolicy, Loaded, StepTemplate, StepType, TaskTemplate};
 
 /// Default `timeout_seconds` of a step.
 pub const DEFAULT_TIMEOUT_SECONDS: u64 = 30;

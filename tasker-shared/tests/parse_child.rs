@@ -82,7 +82,7 @@ fn a_parse_past_its_budget_is_stopped_and_its_process_is_gone() {
 fn schedules_are_parsed_the_same_way() {
     let spec = "namespace: shop\nname: nightly\ntemplate: order\ncron: '0 3 * * *'\n";
     let parsed = child::parse_schedules(vec![("s.yaml".into(), spec.into())], PARSE_BUDGET);
-    let here = tasker_shared::time::parse_schedule(spec, "s.yaml");
+    let here = tasker_shared::template::parse_schedule(spec, "s.yaml");
     assert_eq!(parsed.len(), 1);
     assert_eq!(
         parsed[0].as_ref().ok(),

@@ -102,7 +102,7 @@ impl Setup {
             .clone()
             .ok_or(Error::NoTemplatesFolder)?;
         let templates = tasker_shared::template::load_dir(&dir)?;
-        let schedules = tasker_shared::time::load_schedules(&dir)?;
+        let schedules = tasker_shared::template::load_schedules(&dir)?;
         if templates.is_empty() {
             return Err(Error::NoTemplates(dir.display().to_string()));
         }

@@ -232,7 +232,7 @@ impl CreateBatch {
         let limits = t
             .steps
             .iter()
-            .map(|s| tasker_shared::flow::resolve(t, s, &new.context))
+            .map(|s| tasker_shared::template::resolve_limits(t, s, &new.context))
             .collect::<std::result::Result<Vec<_>, _>>()?;
         let ids: Vec<Uuid> = t.steps.iter().map(|_| Uuid::now_v7()).collect();
         let position = self.id.len() as i32 + 1;
@@ -445,7 +445,7 @@ impl StepColumns {
         let ms = |seconds: u64| seconds.saturating_mul(1000).min(i64::MAX as u64) as i64;
         self.timeout_ms.push(ms(s.timeout_seconds));
         self.queue_timeout_ms
-            .push(tasker_shared::compose::queue_timeout_seconds(s, template_namespace).map(ms));
+            .push(tasker_shared::template::queue_timeout_seconds(s, template_namespace).map(ms));
         self.parents.push(parents);
         self.batch_spec.push(made.batch_spec);
         self.on_failure.push(s.on_failure.as_str().to_owned());

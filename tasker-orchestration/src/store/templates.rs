@@ -11,7 +11,7 @@ use super::{Result, Store};
 /// Channel of the `pg_notify` sent when a template version is registered; the payload is its id.
 pub const TEMPLATE_REGISTERED_CHANNEL: &str = "tasker_template_registered";
 
-pub use tasker_shared::template::RegisteredTemplate as TemplateView;
+pub use tasker_shared::api::RegisteredTemplate as TemplateView;
 
 /// What registering a template version did.
 #[derive(Debug, Clone)]
@@ -165,7 +165,7 @@ async fn declare_rate_keys(
     tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
     template: &TaskTemplate,
 ) -> Result<()> {
-    for (key, (limit, per_ms, burst)) in tasker_shared::flow::named_rate_keys(template) {
+    for (key, (limit, per_ms, burst)) in tasker_shared::template::named_rate_keys(template) {
         let (limit, per_ms, burst) = (limit as i32, per_ms as i64, burst as i32);
         let (owner, declared): (String, Option<(i32, i64, i32)>) = {
             let row: (String, Option<i32>, Option<i64>, Option<i32>) = sqlx::query_as(

@@ -141,7 +141,7 @@ impl Served {
             .iter()
             .filter(|s| s.runs_on_worker())
             .filter_map(|s| {
-                let ns = tasker_shared::compose::step_namespace(s, &template.namespace);
+                let ns = tasker_shared::template::step_namespace(s, &template.namespace);
                 (!self.serves(ns, &s.handler)).then(|| UnservedStep {
                     step: s.name.clone(),
                     namespace: ns.to_owned(),

@@ -36,9 +36,34 @@ pub struct RetentionConfig {
 pub const MIN_RETENTION: std::time::Duration = std::time::Duration::from_secs(3_600);
 
 impl RetentionConfig {
+    /// Every retention parses and the purge's pace is within its bounds.
+    pub fn validate(&self) -> Result<(), Error> {
+        let invalid = |key, problem: &str| {
+            Err(Error::Invalid {
+                key,
+                problem: problem.to_owned(),
+            })
+        };
+        self.policy()?;
+        self.tombstones()?;
+        self.audit()?;
+        if self.batch == 0 || self.batch > 10_000 {
+            return invalid("retention.batch", "must be 1 to 10000");
+        }
+        if !(1..=100).contains(&self.busy_percent) {
+            return invalid("retention.busy_percent", "must be 1 to 100");
+        }
+        if self.interval_ms < 1_000 {
+            return invalid("retention.interval_ms", "must be at least 1000");
+        }
+        Ok(())
+    }
+
     /// Each finished state's retention, `None` for `"never"`.
-    pub fn policy(&self) -> Result<Vec<(crate::TaskState, Option<std::time::Duration>)>, Error> {
-        use crate::TaskState;
+    pub fn policy(
+        &self,
+    ) -> Result<Vec<(crate::task_state::TaskState, Option<std::time::Duration>)>, Error> {
+        use crate::task_state::TaskState;
         [
             ("retention.complete", TaskState::Complete, &self.complete),
             ("retention.error", TaskState::Error, &self.error),

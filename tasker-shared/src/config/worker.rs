@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::DEFAULT_PRIORITY_AGING_MS;
+use super::{DEFAULT_PRIORITY_AGING_MS, Error};
 
 /// Settings of a worker (any language).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -52,6 +52,40 @@ pub struct WorkerConfig {
 }
 
 impl WorkerConfig {
+    /// The worker's own settings are within their bounds.
+    pub fn validate(&self) -> Result<(), Error> {
+        let invalid = |key, problem: &str| {
+            Err(Error::Invalid {
+                key,
+                problem: problem.to_owned(),
+            })
+        };
+        if self.concurrency == 0 {
+            return invalid("worker.concurrency", "must be at least 1");
+        }
+        if self
+            .low_priority_reserve
+            .is_some_and(|r| r >= self.concurrency)
+        {
+            return invalid(
+                "worker.low_priority_reserve",
+                "must be less than worker.concurrency (low-priority work needs a slot)",
+            );
+        }
+        if self.heartbeat_ms < 100 {
+            return invalid("worker.heartbeat_ms", "must be at least 100");
+        }
+        if !self.orchestrator_url.starts_with("http://")
+            && !self.orchestrator_url.starts_with("https://")
+        {
+            return invalid(
+                "worker.orchestrator_url",
+                "must start with http:// or https://",
+            );
+        }
+        Ok(())
+    }
+
     /// The most low-priority steps a worker runs at once, if fewer than `concurrency`.
     pub fn low_priority_cap(&self) -> Option<usize> {
         let reserve = self.low_priority_reserve.unwrap_or(self.concurrency / 8);

@@ -2,32 +2,16 @@
 
 use super::{ErrorKind, StepTemplate, limits};
 
-/// Whether `value` can be a namespace, name or version: 1 to 128 ASCII letters, digits, `_`,
-/// `-` and `.`. Anything else names no template, so callers need not look it up.
-pub fn is_identifier(value: &str) -> bool {
-    check_identifier("", value).is_ok()
-}
+pub use crate::names::is_identifier;
 
 pub(super) fn check_identifier(field: &str, value: &str) -> Result<(), ErrorKind> {
-    let invalid = |problem: &str| {
-        Err(ErrorKind::InvalidField {
+    match crate::names::identifier_problem(value) {
+        Some(problem) => Err(ErrorKind::InvalidField {
             field: field.to_owned(),
             problem: format!("{problem} (got {value:?})"),
-        })
-    };
-    if value.is_empty() {
-        return invalid("must not be empty");
+        }),
+        None => Ok(()),
     }
-    if value.len() > 128 {
-        return invalid("must be at most 128 characters");
-    }
-    if !value
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-    {
-        return invalid("may contain only ASCII letters, digits, `_`, `-` and `.`");
-    }
-    Ok(())
 }
 
 /// Free text (a handler name, a description): not empty where required, bounded, and free of

@@ -94,7 +94,7 @@ fn answer() -> std::io::Result<()> {
         let answer = match t.kind {
             Kind::Template => TaskTemplate::load(&t.text, &t.label)
                 .map_or_else(Answer::Error, |l| Answer::Template(Box::new(l.template))),
-            Kind::Schedule => crate::time::parse_schedule(&t.text, &t.label)
+            Kind::Schedule => super::parse_schedule(&t.text, &t.label)
                 .map_or_else(Answer::Error, |s| Answer::Schedule(Box::new(s))),
         };
         serde_json::to_writer(&mut out, &answer).map_err(std::io::Error::other)?;
@@ -141,8 +141,8 @@ pub fn parse_schedules(
         Kind::Schedule,
         texts,
         budget,
-        crate::time::precheck_schedule,
-        crate::time::parse_schedule,
+        super::precheck_schedule,
+        super::parse_schedule,
         |answer, label| match answer {
             Answer::Schedule(spec) => Ok(*spec),
             Answer::Error(e) => Err(e),

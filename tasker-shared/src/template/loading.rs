@@ -80,13 +80,13 @@ pub fn served_namespaces(templates: &[Loaded], handlers: Option<&[String]>) -> V
                 .iter()
                 .filter(|s| s.runs_on_worker())
                 .filter(|s| handlers.is_none_or(|h| h.contains(&s.handler)))
-                .map(|s| crate::compose::step_namespace(s, &t.template.namespace))
+                .map(|s| super::step_namespace(s, &t.template.namespace))
         })
         .collect();
     set.into_iter().map(str::to_owned).collect()
 }
 
-/// The folder name that holds schedules, not templates (`crate::time::load_schedules`).
+/// The folder name that holds schedules, not templates (`super::load_schedules`).
 pub const SCHEDULES_DIR: &str = "schedules";
 
 fn collect_yaml(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {

@@ -511,11 +511,11 @@ fn composition_keys_are_checked_with_file_line_and_field() {
     assert_eq!(kid.engine_handler(), crate::compose::CHILD_HANDLER);
     let far = &t.template.steps[2];
     assert_eq!(
-        crate::compose::queue_timeout_seconds(far, "n"),
+        super::queue_timeout_seconds(far, "n"),
         Some(crate::compose::CROSS_NAMESPACE_QUEUE_TIMEOUT_SECONDS)
     );
     assert_eq!(
-        crate::compose::queue_timeout_seconds(&t.template.steps[0], "n"),
+        super::queue_timeout_seconds(&t.template.steps[0], "n"),
         None
     );
     assert_eq!(
