@@ -5,7 +5,8 @@ use serde::Serialize;
 
 use tasker_shared::api::AuditPage;
 
-use crate::{Client, Error, decode};
+use crate::client::{Client, decode};
+use crate::error::Error;
 
 /// Filter for [`Client::audit`]; every field is optional.
 #[derive(Debug, Clone, Default, Serialize)]

@@ -3,7 +3,9 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{Client, DeadLetter, DeadLetterPage, Error, decode};
+use crate::client::{Client, decode};
+use crate::error::Error;
+use tasker_shared::api::{DeadLetter, DeadLetterPage};
 
 impl Client {
     /// Dead letters newest first: `limit` (1–500, default 50) of them older than `before`.

@@ -8,7 +8,7 @@ pub enum Error {
     /// connection, a certificate that could not be verified, a timeout).
     #[error("cannot reach the Tasker API: {}", causes(.0))]
     Http(reqwest::Error),
-    /// The CA file of [`crate::ClientOptions::tls_ca_file`] cannot be read or holds no certificate.
+    /// The CA file of [`crate::client::ClientOptions::tls_ca_file`] cannot be read or holds no certificate.
     #[error("TLS: {0}")]
     Tls(String),
     #[error("{status} {code}: {message}")]

@@ -5,8 +5,9 @@
 use serde::Deserialize;
 use uuid::Uuid;
 
+use crate::client::{Client, decode};
+use crate::error::Error;
 use crate::wait::Backoff;
-use crate::{Client, Error, decode};
 
 /// A task as the live stream shows it, reduced to what following it needs: its state, its
 /// first 1,000 steps' names and states, and whether it has more.

@@ -7,7 +7,8 @@ use tasker_shared::api::{
     ConcurrencyLimit, ConcurrencyLimitList, PauseRateLimit, RateLimit, RateLimitList,
 };
 
-use crate::{Client, Error, decode, segment};
+use crate::client::{Client, decode, segment};
+use crate::error::Error;
 
 impl Client {
     /// The concurrency keys (those starting with `prefix`, if given): in use or waited for

@@ -1,7 +1,8 @@
 //! Lists the API answers a page at a time (schedules, concurrency and rate keys): every page,
 //! following each page's `next` as the following one's `after`.
 
-use crate::{Client, Error, decode};
+use crate::client::{Client, decode};
+use crate::error::Error;
 
 impl Client {
     /// Every item of the list at `path` (with `query`): `items` splits a page into its items

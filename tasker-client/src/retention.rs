@@ -5,7 +5,8 @@ use tasker_shared::api::{
     BatchCreated, CreateTask, CreateTasks, PurgeRequest, Purged, RetentionPolicy,
 };
 
-use crate::{Client, Error, decode};
+use crate::client::{Client, decode};
+use crate::error::Error;
 
 impl Client {
     /// Creates up to `orchestrator.max_batch_tasks` tasks (10,000 by default) in one request

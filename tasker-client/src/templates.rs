@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::{Client, Error, Registered, TemplateInfo, decode};
+use crate::client::{Client, Registered, decode};
+use crate::error::Error;
+use tasker_shared::api::RegisteredTemplate as TemplateInfo;
 
 impl Client {
     /// Registered template versions, optionally of one namespace and name.

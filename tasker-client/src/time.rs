@@ -10,7 +10,8 @@ use tasker_shared::api::{
 };
 use tasker_shared::time::ScheduleSpec;
 
-use crate::{Client, Error, decode, segment};
+use crate::client::{Client, decode, segment};
+use crate::error::Error;
 
 /// What sending a signal did.
 #[derive(Debug, Clone)]

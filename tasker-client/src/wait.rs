@@ -9,7 +9,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use crate::{Client, Error, Task};
+use crate::client::Client;
+use crate::error::Error;
+use tasker_shared::api::Task;
 
 /// The longest single long poll: below the server's default cap (`max_wait_seconds`, 300) and
 /// short enough that proxies keep the request open.

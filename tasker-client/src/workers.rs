@@ -4,7 +4,8 @@ use uuid::Uuid;
 
 use tasker_shared::api::{WorkerInfo, WorkerList, WorkerReport};
 
-use crate::{Client, Error, decode};
+use crate::client::{Client, decode};
+use crate::error::Error;
 
 impl Client {
     /// The live workers, or with `all` also those gone in the last day.

@@ -163,7 +163,7 @@ async fn apply(client: &Client, paths: &[PathBuf], json: bool) -> anyhow::Result
     let mut specs = Vec::new();
     for path in paths {
         if path.is_dir() {
-            specs.extend(tasker_shared::time::load_schedules(path)?);
+            specs.extend(tasker_shared::template::load_schedules(path)?);
             continue;
         }
         let label = path.display().to_string();

@@ -8,7 +8,7 @@ use clap::Subcommand;
 
 use tasker_client::Client;
 
-use super::current_user;
+use super::args::current_user;
 
 #[derive(Debug, Subcommand)]
 pub(super) enum TemplatesCommand {
@@ -125,7 +125,7 @@ fn validate(dirs: &[PathBuf], json: bool) -> anyhow::Result<ExitCode> {
         }
         // And the schedules of its `schedules/` folders, as a worker registers them.
         for (file, s) in
-            tasker_shared::time::load_schedules(dir).map_err(|e| Invalid(e.to_string()))?
+            tasker_shared::template::load_schedules(dir).map_err(|e| Invalid(e.to_string()))?
         {
             if !json {
                 out!(
