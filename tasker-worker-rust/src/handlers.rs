@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tasker_worker::{Handler, HandlerError, HandlerFuture, Registry, StepContext};
 
+mod batches;
 mod csv;
 mod pipeline;
 mod range;
@@ -225,27 +226,6 @@ async fn metered(ctx: StepContext) -> Result<Value, HandlerError> {
 
 async fn panic(_ctx: StepContext) -> Result<Value, HandlerError> {
     panic!("this handler always panics")
-}
-
-/// `{start, end}` of a batch, as the split handlers produce it.
-fn cursor(ctx: &StepContext) -> Result<(usize, usize), HandlerError> {
-    let input = ctx.input.as_ref().ok_or_else(|| {
-        HandlerError::permanent("invalid_input", "a batch step needs its batch as input")
-    })?;
-    let field = |k: &str| {
-        input.get(k).and_then(Value::as_u64).ok_or_else(|| {
-            HandlerError::permanent("invalid_input", format!("batch input lacks `{k}`"))
-        })
-    };
-    Ok((field("start")? as usize, field("end")? as usize))
-}
-
-/// Cursor ranges `[start, end)` covering `0..total` in steps of `size`.
-fn ranges(total: usize, size: usize) -> Vec<Value> {
-    (0..total)
-        .step_by(size.max(1))
-        .map(|start| json!({ "start": start, "end": (start + size).min(total) }))
-        .collect()
 }
 
 #[cfg(test)]

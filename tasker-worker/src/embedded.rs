@@ -160,7 +160,7 @@ impl EmbeddedWorker {
     /// (`ruby`, `python`, `typescript`) is shown by `/health` and in template registrations.
     /// Sends the core's logs to the log queue the binding drains ([`next_log_records`]).
     pub fn start(language: &'static str, options: &str) -> Result<EmbeddedWorker, Error> {
-        crate::forward_logs("info");
+        crate::log_forward::forward("info");
         let options = StartOptions::from_json(options)?;
         Ok(Self::launch(language, &options)?)
     }
@@ -384,13 +384,13 @@ impl Drop for EmbeddedWorker {
 /// out). Call it with the GIL/GVL released, from a thread that hands them to the language's
 /// logger.
 pub fn next_log_records(max: usize, wait: Duration) -> String {
-    let records = crate::forward_logs("info").next_batch(max, wait);
+    let records = crate::log_forward::forward("info").next_batch(max, wait);
     serde_json::to_string(&records).expect("log records serialize to JSON")
 }
 
 /// [`next_log_records`] for a binding with a runtime of its own (Node).
 pub async fn next_log_records_async(max: usize, wait: Duration) -> String {
-    let records = crate::forward_logs("info")
+    let records = crate::log_forward::forward("info")
         .next_batch_async(max, wait)
         .await;
     serde_json::to_string(&records).expect("log records serialize to JSON")

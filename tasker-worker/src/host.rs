@@ -25,7 +25,7 @@ pub struct Job {
     pub message: StepMessage,
     /// Where to read the parent results the message carries by reference
     /// (`message.parent_results_by_reference`); FFI hosts read them through
-    /// [`crate::EmbeddedWorker::parent_results_page`] instead.
+    /// [`crate::embedded::EmbeddedWorker::parent_results_page`] instead.
     pub parents: Option<ParentSource>,
 }
 
@@ -258,7 +258,7 @@ mod tests {
             id,
             StepMessage {
                 handler: handler.into(),
-                ..crate::test_message()
+                ..crate::test_support::test_message()
             },
         )
     }

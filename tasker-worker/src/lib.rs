@@ -17,6 +17,8 @@ mod presence;
 pub mod references;
 pub mod registration;
 pub mod setup;
+#[cfg(test)]
+mod test_support;
 pub mod worker;
 
 pub use batch_host::{BatchHost, JobView, OutcomeView};
@@ -32,29 +34,3 @@ pub use registration::register_templates;
 pub use setup::{Overrides, Setup};
 pub use tasker_shared::logging::init as init_logging;
 pub use worker::{Stats, Worker, WorkerOptions};
-
-/// A step message for unit tests: one attempt of handler `h`, empty context, dispatched now,
-/// 10 s timeout; tests change what they need with struct update syntax.
-#[cfg(test)]
-pub(crate) fn test_message() -> tasker_shared::StepMessage {
-    tasker_shared::StepMessage {
-        task_id: uuid::Uuid::now_v7(),
-        step_id: uuid::Uuid::now_v7(),
-        namespace: "ns".into(),
-        task_name: "t".into(),
-        step_name: "s".into(),
-        handler: "h".into(),
-        attempt: 1,
-        max_attempts: 1,
-        context: serde_json::json!({}),
-        parent_results: serde_json::Map::new(),
-        context_by_reference: false,
-        parent_results_by_reference: false,
-        input: None,
-        dispatched_at: chrono::Utc::now(),
-        timeout_ms: 10_000,
-        queue_timeout_ms: None,
-        traceparent: None,
-        priority: None,
-    }
-}

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 use tasker_worker::{HandlerError, StepContext};
 
-use super::{cursor, ranges};
+use super::batches::{cursor, ranges};
 
 /// The folder CSV files may be read from: `TASKER_CSV_ROOT`, else the repository's
 /// `tests/fixtures`. A task's context names the file, so without this bound any task could make

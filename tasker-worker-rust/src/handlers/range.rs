@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 use tasker_worker::{HandlerError, StepContext};
 
-use super::{cursor, ranges};
+use super::batches::{cursor, ranges};
 
 fn field(ctx: &StepContext, key: &str) -> Option<u64> {
     ctx.context.get(key).and_then(Value::as_u64)

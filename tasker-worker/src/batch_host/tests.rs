@@ -12,7 +12,7 @@ fn job(id: u64) -> Job {
             step_name: format!("s{id}"),
             context: json!({"value": id}),
             timeout_ms: 1000,
-            ..crate::test_message()
+            ..crate::test_support::test_message()
         },
     )
 }
@@ -156,7 +156,7 @@ fn a_job_is_held_from_its_hand_out_until_its_outcome_or_its_timeout() {
         2,
         StepMessage {
             timeout_ms: 0,
-            ..crate::test_message()
+            ..crate::test_support::test_message()
         },
     );
     host.submit(vec![job(1), short], &sink);

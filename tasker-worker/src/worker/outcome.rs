@@ -79,7 +79,7 @@ mod tests {
             dispatched_at: Utc::now() - chrono::Duration::milliseconds(waited_ms),
             timeout_ms,
             queue_timeout_ms,
-            ..crate::test_message()
+            ..crate::test_support::test_message()
         }
     }
 
