@@ -175,7 +175,11 @@ pub(super) async fn gone(
             .with_details(json!({ "task_id": id, "state": t.state, "purged_at": t.purged_at }))
             .into_response();
             // The route it took, for the request metrics.
-            if let Some(route) = response.extensions().get::<super::Route>().cloned() {
+            if let Some(route) = response
+                .extensions()
+                .get::<super::middleware::Route>()
+                .cloned()
+            {
                 gone.extensions_mut().insert(route);
             }
             gone
