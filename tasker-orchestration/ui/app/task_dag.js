@@ -1,4 +1,25 @@
-// The task's DAG: each template step's state (and notes) from the task's steps.
+// The task's DAG: its template's graph (dag.js), each step coloured by the task's steps.
+
+// The Graph section of a task's page: the template (asked once, at the first snapshot) drawn with
+// each step's state; without a template, the steps alone.
+function taskGraph(view) {
+  const { signal } = view;
+  let template; // undefined: not asked; 'loading'; null: unavailable; else the template
+  const dag = svg('svg', { id: 'dag', class: 'dag', role: 'img', 'aria-label': 'step graph' });
+  const render = (task, steps) => {
+    const states = stepStates(steps, task.state, task.namespace);
+    if (template && template !== 'loading') drawDag(dag, template.definition.steps || [], (st) => states(st.name));
+    else if (template === null) drawDag(dag, [...new Set(steps.map((s) => baseName(s.name)))].map((name) => ({ name })), (st) => states(st.name));
+  };
+  const onSnapshot = (t) => {
+    if (template !== undefined) return; // the template, once per view
+    template = 'loading';
+    api('GET', `/v1/templates/${enc(t.namespace)}/${enc(t.name)}?version=${enc(t.version)}`, undefined, signal)
+      .then((v) => { template = v; }, (e) => { template = null; if (!signal.aborted) showError(e); })
+      .then(() => { if (!signal.aborted) view.schedule(); });
+  };
+  return { el: section('Graph', h('div', { class: 'dag-wrap' }, dag)), render, onSnapshot };
+}
 
 const baseName = (name) => (name.includes('#') ? name.slice(0, name.indexOf('#')) : name);
 
