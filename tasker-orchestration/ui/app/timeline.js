@@ -2,6 +2,7 @@
 
 const MIN_WINDOW_US = 10; // the narrowest window of the timeline
 const FAILED_ENDS = ['failed', 'waiting_retry'];
+const STEP_TIMES = ['dispatched_at', 'started_at', 'finished_at', 'processed_at']; // an attempt's, in order
 
 // Each step's attempts from a task's history: step name → [{attempt, from, to, end, reason}],
 // `from` when it was enqueued and `to` when it ended (µs; NaN while under way), `end` the state it
@@ -67,8 +68,7 @@ function timeline() {
   function draw(task, steps, history) {
     last = [task, steps, history];
     const t0 = us(task.created_at);
-    const fields = ['dispatched_at', 'started_at', 'finished_at', 'processed_at'];
-    const times = [task.completed_at, ...history.map((t) => t.at), ...steps.flatMap((st) => fields.map((f) => st[f]))]
+    const times = [task.completed_at, ...history.map((t) => t.at), ...steps.flatMap((st) => STEP_TIMES.map((f) => st[f]))]
       .map(us).filter(isFinite);
     const t1 = Math.max(t0, ...times);
     span = Math.max(1, t1 - t0);
@@ -86,36 +86,7 @@ function timeline() {
       el.style.width = `${Math.min(100, pct(b)) - Math.max(0, pct(a))}%`;
       return el;
     };
-    const rows = steps.map((st) => {
-      const tries = attempts.get(st.name) || [];
-      const [d, s, f, p] = fields.map((k) => us(st[k]));
-      // The latest attempt ran when its start is not older than its dispatch (a step enqueued
-      // again keeps the times of the attempt before until this one reports).
-      const ran = isFinite(s) && !(s < d);
-      const failed = ran && FAILED_ENDS.includes(st.state);
-      const bars = [
-        tries.filter((x) => !(ran && x.attempt === st.attempt)).map((x) => {
-          const end = x.end == null ? t1 : x.to;
-          return bar(`attempt${x.end == null ? ' open' : ''}`, x.from, end, x.attempt, attemptTitle(x, end), FAILED_ENDS.includes(x.end));
-        }),
-        ran && [
-          bar('queue', d, s, st.attempt, `queue ${fmtDuration(s - d)} (attempt ${st.attempt})`),
-          bar('handler', s, f, st.attempt, `handler ${fmtDuration(f - s)} (attempt ${st.attempt}${failed ? ', failed' : ''})`, failed),
-          bar('result', f, p, st.attempt, `result ${fmtDuration(p - f)} (attempt ${st.attempt})`),
-        ],
-      ];
-      const ends = [...tries.flatMap((x) => [x.from, x.end == null ? t1 : x.to]), ...(ran ? [d, p, f] : [])].filter(isFinite);
-      const first = ends.length ? Math.min(...ends) : Infinity;
-      return {
-        st, first,
-        el: h('div', { class: 'wf-row', 'data-step': st.name, 'data-state': st.state, 'data-attempts': tries.length || null },
-          h('button', {
-            type: 'button', class: 'wf-label', title: `${st.name} (${st.state}): zoom to its attempts`, text: st.name,
-            disabled: !ends.length, onclick: () => zoomTo(first - t0, Math.max(...ends) - t0),
-          }),
-          h('span', { class: 'wf-track' }, bars)),
-      };
-    });
+    const rows = steps.map((st) => timelineRow(st, attempts.get(st.name) || [], t0, t1, bar, zoomTo));
     rows.sort((a, b) => a.first - b.first || a.st.name.localeCompare(b.st.name, undefined, { numeric: true }));
     box.dataset.fromUs = Math.round(from);
     box.dataset.toUs = Math.round(to);
@@ -129,6 +100,40 @@ function timeline() {
 
   const legend = h('span', { class: 'wf-legend' }, ['queue', 'handler', 'result', 'attempt'].map((k) => h('span', { class: `legend ${k}`, text: k })));
   return { el: h('div', {}, h('div', { class: 'wf-controls' }, zoomIn, zoomOut, fit, shown, legend), box), draw };
+}
+
+// One step's row of the timeline: a bar for each of its `tries` (attemptsOf) and, once its
+// latest attempt ran, its queue, handler and result bars (bar(kind, a, b, attempt, title, failed)
+// draws one, null outside the window); its label zooms to them. `first`: its earliest time (to
+// sort by); `t0`: the task's creation, `t1`: the end of its span (an open attempt's end).
+function timelineRow(st, tries, t0, t1, bar, zoomTo) {
+  const [d, s, f, p] = STEP_TIMES.map((k) => us(st[k]));
+  // The latest attempt ran when its start is not older than its dispatch (a step enqueued
+  // again keeps the times of the attempt before until this one reports).
+  const ran = isFinite(s) && !(s < d);
+  const failed = ran && FAILED_ENDS.includes(st.state);
+  const bars = [
+    tries.filter((x) => !(ran && x.attempt === st.attempt)).map((x) => {
+      const end = x.end == null ? t1 : x.to;
+      return bar(`attempt${x.end == null ? ' open' : ''}`, x.from, end, x.attempt, attemptTitle(x, end), FAILED_ENDS.includes(x.end));
+    }),
+    ran && [
+      bar('queue', d, s, st.attempt, `queue ${fmtDuration(s - d)} (attempt ${st.attempt})`),
+      bar('handler', s, f, st.attempt, `handler ${fmtDuration(f - s)} (attempt ${st.attempt}${failed ? ', failed' : ''})`, failed),
+      bar('result', f, p, st.attempt, `result ${fmtDuration(p - f)} (attempt ${st.attempt})`),
+    ],
+  ];
+  const ends = [...tries.flatMap((x) => [x.from, x.end == null ? t1 : x.to]), ...(ran ? [d, p, f] : [])].filter(isFinite);
+  const first = ends.length ? Math.min(...ends) : Infinity;
+  return {
+    st, first,
+    el: h('div', { class: 'wf-row', 'data-step': st.name, 'data-state': st.state, 'data-attempts': tries.length || null },
+      h('button', {
+        type: 'button', class: 'wf-label', title: `${st.name} (${st.state}): zoom to its attempts`, text: st.name,
+        disabled: !ends.length, onclick: () => zoomTo(first - t0, Math.max(...ends) - t0),
+      }),
+      h('span', { class: 'wf-track' }, bars)),
+  };
 }
 
 // The timeline's axis over [from, to] (µs from the task's creation): ticks a round step apart
