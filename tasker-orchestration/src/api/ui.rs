@@ -33,8 +33,9 @@ pub(super) async fn index() -> Response {
 }
 
 /// The dashboard's script: the vendored layout library (`ui/vendor/`, its global `dagre`) and
-/// the files of `ui/app/` served as one, in this order (one concept each; plain top-level code,
-/// no build step, so the order is all that joins them).
+/// the files of `ui/app/` served as one, in this order (one concept each: the shared helpers and
+/// router, then the task page's parts, then one file a page, and `start.js`, which starts the app,
+/// last; plain top-level code, no build step, so the order is all that joins them).
 #[utoipa::path(get, path = "/ui/app.js", operation_id = "ui_script", tag = "dashboard", security(()),
     responses((status = 200, content_type = "text/javascript", body = String)))]
 pub(super) async fn script() -> Response {
@@ -43,10 +44,24 @@ pub(super) async fn script() -> Response {
         concat!(
             include_str!("../../ui/vendor/dagre.min.js"),
             include_str!("../../ui/app/core.js"),
-            include_str!("../../ui/app/tasks.js"),
+            include_str!("../../ui/app/live.js"),
             include_str!("../../ui/app/dag.js"),
+            include_str!("../../ui/app/timeline.js"),
+            include_str!("../../ui/app/step_card.js"),
+            include_str!("../../ui/app/task_dag.js"),
+            include_str!("../../ui/app/task_list.js"),
+            include_str!("../../ui/app/task_steps.js"),
+            include_str!("../../ui/app/task_children.js"),
+            include_str!("../../ui/app/task_signals.js"),
+            include_str!("../../ui/app/task_view.js"),
+            include_str!("../../ui/app/templates.js"),
+            include_str!("../../ui/app/schedules.js"),
+            include_str!("../../ui/app/dead_letters.js"),
+            include_str!("../../ui/app/workers.js"),
+            include_str!("../../ui/app/limits.js"),
+            include_str!("../../ui/app/retention.js"),
             include_str!("../../ui/app/audit.js"),
-            include_str!("../../ui/app/pages.js"),
+            include_str!("../../ui/app/start.js"),
         ),
     )
 }

@@ -222,7 +222,7 @@ async function api(method, path, body, signal) {
 
 function showError(e) {
   if (!e || e.name === 'AbortError') return;
-  // A task the retention policy purged: its page says so in place of the task (tasks.js).
+  // A task the retention policy purged: its page says so in place of the task (task_view.js).
   if (e.code === 'task_purged' && showPurged(e)) return;
   const box = byId('error');
   box.replaceChildren(
@@ -296,6 +296,12 @@ function route() {
   }
   view(root, signal, ...rest).catch((e) => { if (!signal.aborted) showError(e); });
 }
+
+// After a change (a pause, a resume): the same page again, with a notice.
+const reloadWith = (notice) => { flash = notice; route(); };
+
+// A list the API answers a page at a time shows its first page; a note says when there is more.
+const more = (page, id, text) => page.next ? h('p', { id, class: 'muted hint', text }) : '';
 
 // A list paged with `before`, fetched through refreshing(): start() shows the first page,
 // show(before) another (null: the first again); each renders table#id and first/next page

@@ -1,0 +1,77 @@
+// The tasks page (#/tasks): the task list, filtered and paged, its first page live.
+
+// Kept across views: the inputs as typed (`after`/`before` local times, `context` JSON text).
+const NO_TASK_FILTER = { state: '', namespace: '', name: '', after: '', before: '', context: '' };
+const taskFilter = Object.assign({}, NO_TASK_FILTER);
+const TASKS_EVERY = 2000; // the first page of the list is fetched again this often while shown
+
+// The task list filtered on one template's tasks (from its page, or a schedule's).
+function showTasksOf(namespace, name) {
+  Object.assign(taskFilter, NO_TASK_FILTER, { namespace, name });
+  location.hash = '#/tasks';
+}
+
+// The list's query: the filters (times as RFC 3339 UTC), 50 tasks a page, before `before`.
+function tasksQuery(before) {
+  const q = new URLSearchParams({ limit: '50' });
+  for (const k of ['state', 'namespace', 'name']) if (taskFilter[k]) q.set(k, taskFilter[k]);
+  if (taskFilter.after) q.set('created_after', new Date(taskFilter.after).toISOString());
+  if (taskFilter.before) q.set('created_before', new Date(taskFilter.before).toISOString());
+  if (taskFilter.context) q.set('context', taskFilter.context);
+  if (before) q.set('before', before);
+  return `/v1/tasks?${q}`;
+}
+
+async function tasksView(root, signal) {
+  const stateSel = h('select', { id: 'filter-state', 'aria-label': 'State' },
+    ['', ...TASK_STATES].map((s) => h('option', { value: s, text: s || 'all states', selected: s === taskFilter.state })));
+  const nsInput = h('input', { id: 'filter-namespace', type: 'text', placeholder: 'namespace', 'aria-label': 'Namespace', value: taskFilter.namespace });
+  const nameInput = h('input', { id: 'filter-name', type: 'text', placeholder: 'template name', 'aria-label': 'Template name', value: taskFilter.name });
+  const afterInput = h('input', { id: 'filter-after', type: 'datetime-local', step: 1, value: taskFilter.after });
+  const beforeInput = h('input', { id: 'filter-before', type: 'datetime-local', step: 1, value: taskFilter.before });
+  const contextInput = h('input', { id: 'filter-context', type: 'text', class: 'mono', spellcheck: 'false', value: taskFilter.context,
+    placeholder: 'context {"order_id": 42}', title: 'tasks whose context contains this JSON object', 'aria-label': 'Context contains (a JSON object)' });
+  const [liveEl, setLive] = liveIndicator('tasks-live', `the first page is fetched again every ${TASKS_EVERY / 1000} s`, 'not live');
+  const box = h('div');
+  const list = pagedList(box, signal, {
+    id: 'tasks', key: 'tasks', empty: 'No tasks.',
+    heads: ['id', 'template', 'state', 'created', 'duration'],
+    url: tasksQuery,
+    live: { every: TASKS_EVERY, idOf: (t) => t.id, onLive: setLive },
+    row: (t) => h('tr', { 'data-task-id': t.id },
+      h('td', { class: 'mono' }, h('a', { href: `#/tasks/${enc(t.id)}`, text: t.id })),
+      h('td', {}, h('a', { class: 'quiet', href: templateHref(t), text: `${t.namespace}/${t.name}@${t.version}` })),
+      h('td', {}, badge(t.state), t.priority && t.priority !== 'normal' && [' ', priorityTag(t.priority)],
+        t.state === 'scheduled' && t.run_at && h('span', { class: 'muted starts' }, ' starts ', relEl(t.run_at))),
+      h('td', {}, timeEl(t.created_at)),
+      h('td', { class: 'num', text: fmtMs(t.duration_ms) })),
+  });
+  // A context filter that is not a JSON object is refused here: nothing is sent.
+  const apply = () => {
+    const context = contextInput.value.trim();
+    const why = context && jsonObject(context)[1];
+    contextInput.setAttribute('aria-invalid', String(!!why));
+    if (why) return showError(new ApiError(0, 'invalid_context_filter', `the context filter is ${why}; it must be a JSON object, such as {"order_id": 42}`));
+    clearError();
+    Object.assign(taskFilter, {
+      state: stateSel.value, namespace: nsInput.value.trim(), name: nameInput.value.trim(),
+      after: afterInput.value, before: beforeInput.value, context,
+    });
+    list.show(null);
+  };
+  for (const input of [stateSel, nsInput, nameInput, afterInput, beforeInput, contextInput]) input.addEventListener('change', apply);
+  const search = h('input', {
+    id: 'search-id', type: 'search', placeholder: 'open a task by id…', 'aria-label': 'Task id',
+    onkeydown: (e) => {
+      const id = search.value.trim();
+      if (e.key === 'Enter' && id) { e.preventDefault(); location.hash = `#/tasks/${enc(id)}`; }
+    },
+  });
+  put(root, h('div', { class: 'task-head' }, h('h1', { text: 'Tasks' }), liveEl), h('div', { class: 'toolbar' },
+    h('form', { class: 'filters', onsubmit: (e) => { e.preventDefault(); apply(); } },
+      stateSel, nsInput, nameInput,
+      h('label', {}, 'created after ', afterInput), h('label', {}, 'before ', beforeInput), contextInput,
+      h('button', { type: 'submit', text: 'Apply' })),
+    search), box);
+  await list.start();
+}

@@ -1,0 +1,173 @@
+// The task page's timeline: its steps in time, every attempt a bar, zoomable.
+
+const MIN_WINDOW_US = 10; // the narrowest window of the timeline
+const FAILED_ENDS = ['failed', 'waiting_retry'];
+const STEP_TIMES = ['dispatched_at', 'started_at', 'finished_at', 'processed_at']; // an attempt's, in order
+
+// Each step's attempts from a task's history: step name → [{attempt, from, to, end, reason}],
+// `from` when it was enqueued and `to` when it ended (µs; NaN while under way), `end` the state it
+// ended in.
+function attemptsOf(history) {
+  const byStep = new Map();
+  for (const t of history) {
+    if (!t.step || t.attempt == null) continue;
+    if (!byStep.has(t.step)) byStep.set(t.step, []);
+    const list = byStep.get(t.step);
+    if (t.to === 'enqueued') list.push({ attempt: t.attempt, from: us(t.at), to: NaN, end: null, reason: null });
+    else if (t.from === 'enqueued') {
+      const open = list.find((x) => x.attempt === t.attempt && x.end == null);
+      if (open) Object.assign(open, { to: us(t.at), end: t.to, reason: t.reason });
+    }
+  }
+  return byStep;
+}
+
+// What ended an attempt, for its tooltip: "failed after 3.27 ms: transient: …", "in progress".
+function attemptTitle(x, end) {
+  if (x.end == null) return `attempt ${x.attempt} in progress`;
+  const how = FAILED_ENDS.includes(x.end) ? 'failed' : x.end;
+  return `attempt ${x.attempt} ${how} after ${fmtDuration(end - x.from)}${x.reason ? `: ${x.reason}` : ''}`;
+}
+
+// A task's steps in time, a row each. Every attempt (from the history) is a bar, a failed one
+// drawn failed; the latest, once it ran, is split into queue (dispatched → started), handler
+// (started → finished) and result (finished → processed). Times are in µs, as the API gives them.
+// The axis shows a window of the task's span (data-from-us / data-to-us on #waterfall, µs from
+// its creation): all of it (Fit), zoomed in or out, a step's attempts (a click on its name), one
+// bar (a click on it), or a range dragged over the axis. draw(task, steps, history) again (each
+// snapshot) keeps the window.
+function timeline() {
+  const box = h('div', { id: 'waterfall', class: 'waterfall' });
+  const zoomIn = h('button', { id: 'timeline-zoom-in', type: 'button', text: 'Zoom in', onclick: () => zoomBy(0.5) });
+  const zoomOut = h('button', { id: 'timeline-zoom-out', type: 'button', text: 'Zoom out', onclick: () => zoomBy(2) });
+  const fit = h('button', { id: 'timeline-fit', type: 'button', text: 'Fit', onclick: () => { win = null; redraw(); } });
+  const shown = h('span', { id: 'timeline-window', class: 'muted' });
+  let win = null;  // [from, to], µs from the task's creation; null: all of it
+  let span = 1;    // the task's span, µs
+  let last = null; // the arguments of the last draw
+  const redraw = () => { if (last) draw(...last); };
+  const view = () => win || [0, span];
+  // [from, to] kept inside the span (null when it covers it), at least MIN_WINDOW_US wide.
+  const setWindow = (from, to) => {
+    const width = Math.max(MIN_WINDOW_US, to - from);
+    const start = Math.min(Math.max(0, (from + to) / 2 - width / 2), span - width);
+    win = width >= span ? null : [start, start + width];
+    redraw();
+  };
+  const zoomBy = (f) => {
+    const [from, to] = view();
+    const mid = (from + to) / 2;
+    setWindow(mid - ((to - from) * f) / 2, mid + ((to - from) * f) / 2);
+  };
+  // A range with a margin of a tenth each side.
+  const zoomTo = (from, to) => {
+    const pad = Math.max(MIN_WINDOW_US, to - from) / 10;
+    setWindow(from - pad, to + pad);
+  };
+
+  function draw(task, steps, history) {
+    last = [task, steps, history];
+    const t0 = us(task.created_at);
+    const times = [task.completed_at, ...history.map((t) => t.at), ...steps.flatMap((st) => STEP_TIMES.map((f) => st[f]))]
+      .map(us).filter(isFinite);
+    const t1 = Math.max(t0, ...times);
+    span = Math.max(1, t1 - t0);
+    const [from, to] = view();
+    const pct = (t) => ((t - t0 - from) / (to - from)) * 100;
+    const attempts = attemptsOf(history);
+    // A bar over [a, b] (absolute µs), cut to the window; none outside it or for a missing time.
+    const bar = (kind, a, b, attempt, title, failed) => {
+      if (!isFinite(a) || !isFinite(b) || b < a || pct(b) < 0 || pct(a) > 100) return null;
+      const el = h('span', {
+        class: `bar ${kind}${failed ? ' failed' : ''}`, 'data-attempt': attempt, 'data-us': Math.round(b - a), title,
+        onclick: () => zoomTo(a - t0, b - t0),
+      });
+      el.style.left = `${Math.max(0, pct(a))}%`;
+      el.style.width = `${Math.min(100, pct(b)) - Math.max(0, pct(a))}%`;
+      return el;
+    };
+    const rows = steps.map((st) => timelineRow(st, attempts.get(st.name) || [], t0, t1, bar, zoomTo));
+    rows.sort((a, b) => a.first - b.first || a.st.name.localeCompare(b.st.name, undefined, { numeric: true }));
+    box.dataset.fromUs = Math.round(from);
+    box.dataset.toUs = Math.round(to);
+    box.replaceChildren(
+      h('div', { class: 'wf-axis' }, h('span', { class: 'wf-label', text: 'step' }), axisScale(from, to, setWindow)),
+      ...rows.map((r) => r.el));
+    zoomIn.disabled = to - from <= MIN_WINDOW_US;
+    zoomOut.disabled = fit.disabled = !win;
+    shown.textContent = win ? `${fmtDuration(to - from)} from ${fmtDuration(from)} · task ${fmtDuration(span)}` : `all of the task: ${fmtDuration(span)}`;
+  }
+
+  const legend = h('span', { class: 'wf-legend' }, ['queue', 'handler', 'result', 'attempt'].map((k) => h('span', { class: `legend ${k}`, text: k })));
+  return { el: h('div', {}, h('div', { class: 'wf-controls' }, zoomIn, zoomOut, fit, shown, legend), box), draw };
+}
+
+// One step's row of the timeline: a bar for each of its `tries` (attemptsOf) and, once its
+// latest attempt ran, its queue, handler and result bars (bar(kind, a, b, attempt, title, failed)
+// draws one, null outside the window); its label zooms to them. `first`: its earliest time (to
+// sort by); `t0`: the task's creation, `t1`: the end of its span (an open attempt's end).
+function timelineRow(st, tries, t0, t1, bar, zoomTo) {
+  const [d, s, f, p] = STEP_TIMES.map((k) => us(st[k]));
+  // The latest attempt ran when its start is not older than its dispatch (a step enqueued
+  // again keeps the times of the attempt before until this one reports).
+  const ran = isFinite(s) && !(s < d);
+  const failed = ran && FAILED_ENDS.includes(st.state);
+  const bars = [
+    tries.filter((x) => !(ran && x.attempt === st.attempt)).map((x) => {
+      const end = x.end == null ? t1 : x.to;
+      return bar(`attempt${x.end == null ? ' open' : ''}`, x.from, end, x.attempt, attemptTitle(x, end), FAILED_ENDS.includes(x.end));
+    }),
+    ran && [
+      bar('queue', d, s, st.attempt, `queue ${fmtDuration(s - d)} (attempt ${st.attempt})`),
+      bar('handler', s, f, st.attempt, `handler ${fmtDuration(f - s)} (attempt ${st.attempt}${failed ? ', failed' : ''})`, failed),
+      bar('result', f, p, st.attempt, `result ${fmtDuration(p - f)} (attempt ${st.attempt})`),
+    ],
+  ];
+  const ends = [...tries.flatMap((x) => [x.from, x.end == null ? t1 : x.to]), ...(ran ? [d, p, f] : [])].filter(isFinite);
+  const first = ends.length ? Math.min(...ends) : Infinity;
+  return {
+    st, first,
+    el: h('div', { class: 'wf-row', 'data-step': st.name, 'data-state': st.state, 'data-attempts': tries.length || null },
+      h('button', {
+        type: 'button', class: 'wf-label', title: `${st.name} (${st.state}): zoom to its attempts`, text: st.name,
+        disabled: !ends.length, onclick: () => zoomTo(first - t0, Math.max(...ends) - t0),
+      }),
+      h('span', { class: 'wf-track' }, bars)),
+  };
+}
+
+// The timeline's axis over [from, to] (µs from the task's creation): ticks a round step apart
+// (1, 2 or 5 × 10ⁿ µs), counted from the window's start ("+20 µs") unless it is the task's; a
+// range dragged over it is passed to select(from, to).
+function axisScale(from, to, select) {
+  const width = to - from;
+  const pow = 10 ** Math.floor(Math.log10(width / 8));
+  const step = [1, 2, 5, 10].map((m) => m * pow).find((v) => v >= width / 8);
+  const scale = h('span', { class: 'wf-scale', title: 'drag over the axis to zoom to a range' });
+  for (let t = 0; t <= width * 0.92; t += step) { // (none at the very end: its label would overflow)
+    const tick = h('span', { class: 'tick', text: t ? `${from > 0 ? '+' : ''}${fmtDuration(t)}` : from ? fmtDuration(from) : '0' });
+    tick.style.left = `${(t / width) * 100}%`;
+    scale.append(tick);
+  }
+  scale.addEventListener('pointerdown', (e) => {
+    if (e.button !== 0) return;
+    const rect = scale.getBoundingClientRect();
+    const [x0, range] = [e.clientX, h('span', { class: 'wf-range' })];
+    let x1 = x0;
+    const at = (x) => from + ((Math.min(Math.max(x, rect.left), rect.right) - rect.left) / rect.width) * width;
+    const move = (ev) => {
+      x1 = ev.clientX;
+      range.style.left = `${Math.min(x0, x1) - rect.left}px`;
+      range.style.width = `${Math.abs(x1 - x0)}px`;
+    };
+    scale.append(range);
+    scale.setPointerCapture(e.pointerId);
+    scale.addEventListener('pointermove', move);
+    scale.addEventListener('lostpointercapture', () => {
+      scale.removeEventListener('pointermove', move);
+      range.remove();
+      if (Math.abs(x1 - x0) > 4) select(at(Math.min(x0, x1)), at(Math.max(x0, x1)));
+    }, { once: true });
+  });
+  return scale;
+}
