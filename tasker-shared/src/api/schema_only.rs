@@ -13,10 +13,13 @@ use uuid::Uuid;
 pub struct StepWait {
     pub kind: WaitKind,
     /// The signal a `signal` wait waits for.
+    #[schema(required)]
     pub signal: Option<String>,
     /// While it waits: when it wakes up, or times out waiting for its signal.
+    #[schema(required)]
     pub until: Option<DateTime<Utc>>,
     /// What a signal wait does when it times out.
+    #[schema(required)]
     pub on_timeout: Option<OnTimeout>,
 }
 
@@ -46,8 +49,10 @@ pub struct StepChild {
     pub name: String,
     pub version: String,
     /// The child task once it exists.
+    #[schema(required)]
     pub task_id: Option<Uuid>,
     /// What cancelling or failing the parent does to the child while it runs.
+    #[schema(required)]
     pub on_parent_cancel: Option<ParentCancel>,
 }
 
