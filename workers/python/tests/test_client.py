@@ -52,12 +52,12 @@ def test_a_task_is_created_waited_for_and_complete_with_its_result(client: taske
 
     done = client.wait(created.id, timeout=60)
     assert done.id == created.id
-    assert done.state == "complete" and done.is_terminal
+    assert done.state == "complete" and tasker.is_terminal(done)
     assert done.result == LINEAR_RESULT
     assert done.error is None and done.open_steps == 0
     assert done.completed_at is not None and done.completed_at >= done.created_at
     assert done.duration_ms is not None and done.duration_ms >= 0
-    assert client.get_task(uuid.UUID(created.id)) == done
+    assert client.get_task(str(created.id)) == done
 
 
 def test_a_repeated_idempotency_key_gives_the_same_task_and_another_context_a_conflict(
@@ -73,7 +73,7 @@ def test_a_repeated_idempotency_key_gives_the_same_task_and_another_context_a_co
     e = refused.value
     assert isinstance(e, tasker.ApiError) and isinstance(e, tasker.ClientError)
     assert (e.status, e.code) == (409, "idempotency_key_reused")
-    assert first.id in e.message and str(e).startswith("409 idempotency_key_reused: ")
+    assert str(first.id) in e.message and str(e).startswith("409 idempotency_key_reused: ")
     assert client.wait(first.id, 60).result == LINEAR_RESULT
 
 
@@ -105,7 +105,7 @@ def test_wait_returns_the_running_task_when_its_timeout_runs_out(
         assert short.get_task(task.id, wait=1).state == "running"
         still = short.wait(task.id, timeout=1.5)
         took = time.monotonic() - started
-    assert still.state == "running" and not still.is_terminal
+    assert still.state == "running" and not tasker.is_terminal(still)
     assert 2.4 < took < 10, took
     assert client.wait(task.id, 60).state == "complete"
 
@@ -172,14 +172,14 @@ def test_steps_page_by_page_and_history(client: tasker.Client) -> None:
         assert s.dispatched_at <= s.processed_at
 
     walked: list[tasker.Step] = []
-    after: str | None = None
+    after: uuid.UUID | None = None
     while True:
         page = client.steps_page(task.id, after=after, limit=1)
         assert len(page.steps) <= 1
         walked.extend(page.steps)
-        if page.next is None:
+        if page.next_ is None:
             break
-        after = page.next
+        after = page.next_
     assert walked == steps
 
     history = client.history(task.id)
@@ -243,7 +243,7 @@ def test_an_unknown_task_is_not_found_and_a_malformed_id_invalid(client: tasker.
 
 def test_a_delayed_task_is_scheduled_until_its_time(client: tasker.Client) -> None:
     later = client.create_task(NS, "linear", {"value": 6}, delay="1h")
-    assert later.state == "scheduled" and not later.is_terminal
+    assert later.state == "scheduled" and not tasker.is_terminal(later)
     assert later.run_at is not None
     assert timedelta(minutes=59) < later.run_at - later.created_at <= timedelta(minutes=61)
     assert later.id in [t.id for t in client.list_tasks(state="scheduled", name="linear").tasks]
@@ -429,13 +429,15 @@ SCHEDULED_TASK = {
     "id": "019a0000-0000-7000-8000-000000000001", "namespace": NS, "name": "linear",
     "version": "1.0.0", "state": "scheduled", "context": {"value": 6}, "idempotency_key": None,
     "open_steps": 4, "result": None, "error": None, "completed_at": None, "duration_ms": None,
-    "run_at": "2026-11-27T02:30:00Z", "some_later_field": 1, **TIMES,
+    "run_at": "2026-11-27T02:30:00Z", "parent_task_id": None, "parent_step_id": None,
+    "depth": 0, "children": None, "priority": "normal", "some_later_field": 1, **TIMES,
 }
 WAIT_STEP = {
     "id": "019a0000-0000-7000-8000-000000000002", "name": "approval", "handler": "tasker:wait",
     "step_type": "wait", "state": "waiting", "attempt": 1, "max_attempts": 1, "result": None,
     "error": None, "worker": None, "dispatched_at": None, "started_at": None,
     "finished_at": None, "processed_at": None, "next_attempt_at": None, **TIMES,
+    "namespace": NS, "child": None, "unserved": False, "throttle": None, "limits": None,
     "wait": {"kind": "signal", "signal": "approved", "until": "2026-12-03T09:00:00Z",
              "on_timeout": "fail"},
 }
@@ -449,7 +451,8 @@ SCHEDULE = {
     "cron": "30 2 * * *", "timezone": "Europe/Berlin", "context": {"value": 6},
     "overlap": "skip", "catch_up": "1h", "paused": False, "note": None,
     "next_fire_at": "2026-11-27T01:30:00Z", "last_fire_at": None, "last_task_id": None,
-    "fires": 0, "skipped": 0, "updated_at": "2026-11-26T09:00:00Z", **TIMES,
+    "fires": 0, "skipped": 0, "updated_at": "2026-11-26T09:00:00Z", "buffered_at": None,
+    "updated_by": None, **TIMES,
 }
 
 
@@ -505,7 +508,7 @@ def test_the_time_calls_send_the_contracts_requests_and_read_its_answers(
     schedule_path = f"/v1/schedules/{NS}/nightly%20report"
     api.answers.update({
         ("POST", "/v1/tasks"): (201, SCHEDULED_TASK),
-        ("GET", f"{task_path}/steps"): (200, {"steps": [WAIT_STEP], "next": None}),
+        ("GET", f"{task_path}/steps"): (200, {"task_id": SCHEDULED_TASK["id"], "steps": [WAIT_STEP], "next": None}),
         ("POST", f"{task_path}/signals/approved"): (201, SIGNAL),
         ("GET", f"{task_path}/signals"): (200, {"signals": [SIGNAL]}),
         ("GET", "/v1/schedules"): (200, {"schedules": [SCHEDULE]}),
@@ -517,14 +520,14 @@ def test_the_time_calls_send_the_contracts_requests_and_read_its_answers(
         ("POST", f"{schedule_path}/resume"): (200, SCHEDULE),
         ("POST", f"{schedule_path}/trigger"): (201, {**SCHEDULED_TASK, "state": "running"}),
         ("POST", f"{schedule_path}/backfill"): (
-            200, {"created": 1, "existing": 1, "task_ids": ["a", "b"]},
+            200, {"created": 1, "existing": 1, "task_ids": [PARENT_ID, CHILD_LINK["step_id"]]},
         ),
     })
     berlin = timezone(timedelta(hours=1))
     with tasker.Client(url) as c:
         at = datetime(2026, 11, 27, 3, 30, tzinfo=berlin)
         task = c.create_task(NS, "linear", {"value": 6}, run_at=at)
-        assert (task.state, task.is_terminal) == ("scheduled", False)
+        assert (task.state, tasker.is_terminal(task)) == ("scheduled", False)
         assert task.run_at == datetime(2026, 11, 27, 2, 30, tzinfo=timezone.utc)
         for delay in ("10m", 600, 600.0, 1.5, timedelta(minutes=10)):
             c.create_task(NS, "linear", {"value": 6}, delay=delay)
@@ -549,7 +552,7 @@ def test_the_time_calls_send_the_contracts_requests_and_read_its_answers(
         assert c.signals(task.id) == [sent]
 
         [listed] = c.list_schedules(NS)
-        assert listed.upcoming is None and listed.next_fire_at is not None
+        assert not listed.upcoming and listed.next_fire_at is not None
         assert listed.name == "nightly report" and listed.catch_up == "1h"
         assert c.list_schedules() == [listed]
         shown = c.get_schedule(NS, "nightly report")
@@ -566,7 +569,9 @@ def test_the_time_calls_send_the_contracts_requests_and_read_its_answers(
         backfill = c.backfill_schedule(
             NS, "nightly report", datetime(2026, 1, 1, tzinfo=timezone.utc), "2026-01-02T00:00:00Z"
         )
-        assert backfill == tasker.Backfill(created=1, existing=1, task_ids=["a", "b"])
+        assert backfill == tasker.Backfill(
+            created=1, existing=1, task_ids=[uuid.UUID(PARENT_ID), uuid.UUID(CHILD_LINK["step_id"])]
+        )
         with pytest.raises(tasker.NotFound):
             c.get_schedule(NS, "missing")
 
@@ -644,7 +649,7 @@ ROUTED_STEP = {
 WORKER = {
     "id": "019a0000-0000-7000-8000-000000000020", "name": "worker-1", "language": "python",
     "version": "0.1.0", "host": "box", "pid": 4242, "namespaces": ["python_examples"],
-    "handlers": ["double", "score"], "concurrency": 8,
+    "handlers": ["double", "score"], "concurrency": 8, "heartbeat_ms": 5000,
     "started_at": "2026-11-26T08:00:00Z", "last_seen_at": "2026-11-26T09:00:00Z", "live": True,
 }
 
@@ -658,7 +663,7 @@ def test_the_composition_calls_send_the_contracts_requests_and_read_its_answers(
         ("GET", f"/v1/tasks/{PARENT_ID}"): (200, PARENT_TASK),
         ("GET", "/v1/tasks"): (200, {"tasks": [CHILD_TASK], "next_before": None}),
         ("GET", f"/v1/tasks/{PARENT_ID}/steps"): (
-            200, {"steps": [CHILD_STEP, ROUTED_STEP], "next": None},
+            200, {"task_id": SCHEDULED_TASK["id"], "steps": [CHILD_STEP, ROUTED_STEP], "next": None},
         ),
         ("GET", "/v1/workers"): (200, {"workers": [WORKER, gone], "heartbeat_seconds": 10}),
     })
@@ -666,19 +671,20 @@ def test_the_composition_calls_send_the_contracts_requests_and_read_its_answers(
         parent = c.get_task(PARENT_ID)
         assert (parent.parent_task_id, parent.parent_step_id, parent.depth) == (None, None, 0)
         assert parent.children == [tasker.TaskChild(
-            task_id=CHILD_LINK["task_id"], step_id=CHILD_LINK["step_id"], step_name="enrich",
+            task_id=uuid.UUID(CHILD_LINK["task_id"]), step_id=uuid.UUID(CHILD_LINK["step_id"]),
+            step_name="enrich",
             attempt=1, state="running", namespace="shop", name="enrich_order", version="1.2.0",
         )]
         [child] = c.list_tasks(parent=PARENT_ID).tasks
         assert (child.parent_task_id, child.parent_step_id, child.depth) == (
-            PARENT_ID, CHILD_LINK["step_id"], 1,
+            uuid.UUID(PARENT_ID), uuid.UUID(CHILD_LINK["step_id"]), 1,
         )
         assert child.children is None
         assert [t.id for t in c.iter_tasks(parent=uuid.UUID(PARENT_ID), state="running")] == [
             child.id
         ]
         # A task from a server before composition: no parent, depth 0.
-        older = tasker.Task.from_json(SCHEDULED_TASK)
+        older = tasker.Task.from_dict(SCHEDULED_TASK)
         assert (older.parent_task_id, older.depth, older.children) == (None, 0, None)
 
         enrich, score = c.steps(PARENT_ID)
@@ -687,20 +693,20 @@ def test_the_composition_calls_send_the_contracts_requests_and_read_its_answers(
         )
         assert enrich.child == tasker.StepChild(
             namespace="shop", name="enrich_order", version="1.2.0",
-            task_id=CHILD_LINK["task_id"], on_parent_cancel="abandon",
+            task_id=uuid.UUID(CHILD_LINK["task_id"]), on_parent_cancel="abandon",
         )
         assert not enrich.unserved and enrich.wait is None
         assert (score.namespace, score.child, score.unserved) == ("ruby_examples", None, True)
-        older_step = tasker.Step.from_json(WAIT_STEP)
-        assert (older_step.namespace, older_step.child, older_step.unserved) == (None, None, False)
-        pending = tasker.StepChild.from_json({**CHILD_STEP["child"], "task_id": None})
+        older_step = tasker.Step.from_dict(WAIT_STEP)
+        assert (older_step.namespace, older_step.child, older_step.unserved) == (NS, None, False)
+        pending = tasker.StepChild.from_dict({**CHILD_STEP["child"], "task_id": None})
         assert pending.task_id is None
 
         live, stale = c.workers(all=True)
         assert live == tasker.WorkerInfo(
-            id=WORKER["id"], name="worker-1", language="python", version="0.1.0", host="box",
-            pid=4242, namespaces=["python_examples"], handlers=["double", "score"],
-            concurrency=8, started_at=datetime(2026, 11, 26, 8, tzinfo=timezone.utc),
+            id=uuid.UUID(WORKER["id"]), name="worker-1", language="python", version="0.1.0",
+            host="box", pid=4242, namespaces=["python_examples"], handlers=["double", "score"],
+            concurrency=8, heartbeat_ms=5000, started_at=datetime(2026, 11, 26, 8, tzinfo=timezone.utc),
             last_seen_at=datetime(2026, 11, 26, 9, tzinfo=timezone.utc), live=True,
         )
         assert stale.live is False
@@ -742,7 +748,7 @@ def test_the_list_filters_send_times_and_the_context_in_the_query(
             created_after=datetime(2026, 11, 26, 10, tzinfo=berlin),
             created_before="2026-11-27T00:00:00Z", context=order,
         ).tasks
-        assert task.id == CHILD_TASK["id"]
+        assert str(task.id) == CHILD_TASK["id"]
         assert [t.id for t in c.iter_tasks(state="running", context={"tags": ["rush"]})] == [
             task.id
         ]
@@ -776,10 +782,13 @@ THROTTLED_STEP = {
     "limits": {"concurrency": {"key": f"{NS}/charge_customer:c-1", "limit": 2},
                "rate": {"key": "stripe", "limit": 100, "per_ms": 1000, "burst": 20}},
 }
-CONCURRENCY_LIMIT = {"key": f"{NS}/charge_customer:c-1", "limit": 2, "in_use": 2, "throttled": 1}
+USED_AT = "2026-11-26T09:00:00Z"
+CONCURRENCY_LIMIT = {
+    "key": f"{NS}/charge_customer:c-1", "limit": 2, "in_use": 2, "throttled": 1, "used_at": USED_AT,
+}
 RATE_LIMIT = {
     "key": "stripe", "limit": 100, "per_ms": 1000, "burst": 20, "paused_until": None,
-    "pause_note": None, "throttled": 3,
+    "pause_note": None, "paused_by": None, "throttled": 3, "used_at": USED_AT,
 }
 PAUSED_UNTIL = "2026-11-26T10:00:00Z"
 PAUSED = {**RATE_LIMIT, "paused_until": PAUSED_UNTIL, "pause_note": "incident"}
@@ -793,7 +802,7 @@ def test_the_flow_calls_send_the_contracts_requests_and_read_its_answers(
     odd = "acct:42/eu"  # a key from a context value: one path segment, percent-encoded
     api.answers.update({
         ("POST", "/v1/tasks"): (201, {**SCHEDULED_TASK, "priority": "high"}),
-        ("GET", f"{task_path}/steps"): (200, {"steps": [THROTTLED_STEP], "next": None}),
+        ("GET", f"{task_path}/steps"): (200, {"task_id": SCHEDULED_TASK["id"], "steps": [THROTTLED_STEP], "next": None}),
         ("GET", "/v1/concurrency-limits"): (200, {"limits": [CONCURRENCY_LIMIT]}),
         ("GET", "/v1/rate-limits"): (200, {"limits": [RATE_LIMIT]}),
         ("POST", "/v1/rate-limits/stripe/pause"): (200, PAUSED),
@@ -809,7 +818,7 @@ def test_the_flow_calls_send_the_contracts_requests_and_read_its_answers(
         assert task.priority == "high"
         c.create_task(NS, "linear", {"value": 6})
         # A task from a server before priorities: normal.
-        assert tasker.Task.from_json(SCHEDULED_TASK).priority == "normal"
+        assert tasker.Task.from_dict(SCHEDULED_TASK).priority == "normal"
 
         [step] = c.steps(task.id)
         assert step.state == "throttled"
@@ -822,7 +831,7 @@ def test_the_flow_calls_send_the_contracts_requests_and_read_its_answers(
             concurrency=tasker.StepConcurrencyLimit(key=f"{NS}/charge_customer:c-1", limit=2),
             rate=tasker.StepRateLimit(key="stripe", limit=100, per_ms=1000, burst=20),
         )
-        waiting = tasker.Step.from_json({
+        waiting = tasker.Step.from_dict({
             **THROTTLED_STEP,
             "throttle": {"kind": "concurrency", "key": "k", "limit": 2,
                          "since": "2026-11-26T09:00:00Z", "until": None},
@@ -833,19 +842,20 @@ def test_the_flow_calls_send_the_contracts_requests_and_read_its_answers(
             concurrency=tasker.StepConcurrencyLimit(key="k", limit=2), rate=None
         )
         # A step from a server before limits, and one that has none.
-        older = tasker.Step.from_json(WAIT_STEP)
+        older = tasker.Step.from_dict(WAIT_STEP)
         assert (older.throttle, older.limits) == (None, None)
-        none = tasker.Step.from_json({**THROTTLED_STEP, "throttle": None, "limits": None})
+        none = tasker.Step.from_dict({**THROTTLED_STEP, "throttle": None, "limits": None})
         assert (none.throttle, none.limits) == (None, None)
 
         assert c.concurrency_limits() == [tasker.ConcurrencyLimit(
             key=f"{NS}/charge_customer:c-1", limit=2, in_use=2, throttled=1,
+            used_at=datetime(2026, 11, 26, 9, tzinfo=timezone.utc),
         )]
         assert len(c.concurrency_limits(f"{NS}/charge_customer:")) == 1
         [rate] = c.rate_limits()
         assert rate == tasker.RateLimit(
             key="stripe", limit=100, per_ms=1000, burst=20, paused_until=None, pause_note=None,
-            throttled=3,
+            paused_by=None, throttled=3, used_at=datetime(2026, 11, 26, 9, tzinfo=timezone.utc),
         )
         paused = c.pause_rate_limit(
             "stripe", datetime(2026, 11, 26, 11, tzinfo=berlin), note="incident"
@@ -867,7 +877,7 @@ def test_the_flow_calls_send_the_contracts_requests_and_read_its_answers(
             # (The stand-in answers every creation with the same task.)
             assert (await c.create_task(NS, "linear", priority="low")).priority == "high"
             assert await c.concurrency_limits(key_prefix=NS) == [
-                tasker.ConcurrencyLimit.from_json(CONCURRENCY_LIMIT)
+                tasker.ConcurrencyLimit.from_dict(CONCURRENCY_LIMIT)
             ]
             assert await c.rate_limits() == [rate]
             assert await c.pause_rate_limit("stripe", PAUSED_UNTIL, note="incident") == paused
@@ -1022,16 +1032,15 @@ def test_the_scale_calls_send_the_contracts_requests_and_read_its_answers(
         batch = c.create_tasks(items)
         assert batch == tasker.BatchCreated(created=2, existing=1, refused=1, results=[
             tasker.BatchItemResult(index=0, status="created",
-                                   task_id="019a0000-0000-7000-8000-000000000041"),
+                                   task_id=uuid.UUID("019a0000-0000-7000-8000-000000000041")),
             tasker.BatchItemResult(index=1, status="created",
-                                   task_id="019a0000-0000-7000-8000-000000000042"),
+                                   task_id=uuid.UUID("019a0000-0000-7000-8000-000000000042")),
             tasker.BatchItemResult(index=2, status="existing",
-                                   task_id="019a0000-0000-7000-8000-000000000043"),
-            tasker.BatchItemResult(index=3, status="refused", task_id=None,
+                                   task_id=uuid.UUID("019a0000-0000-7000-8000-000000000043")),
+            tasker.BatchItemResult(index=3, status="refused",
                                    error=tasker.BatchItemError(
                                        code="unknown_template",
-                                       message="no template python_examples/nope",
-                                       details=None)),
+                                       message="no template python_examples/nope")),
         ])
         with pytest.raises(tasker.InvalidRequest) as refused:
             c.create_tasks([items[0], items[0]])
@@ -1043,14 +1052,13 @@ def test_the_scale_calls_send_the_contracts_requests_and_read_its_answers(
         assert large.value.details == {"tasks": 10001, "limit": 10000}
 
         purged = c.purge("30d")
-        assert purged == tasker.PurgeResult(
-            dry_run=False, older_than="30d", before=datetime(2026, 10, 28, 6, tzinfo=timezone.utc),
-            states=["complete", "error", "cancelled"], tasks=1234,
-            by_state={"complete": 1200, "error": 30, "cancelled": 4}, rows=45678,
-            bytes=12345678, more=False,
-        )
+        assert isinstance(purged, tasker.PurgeResult)
+        assert purged.before == datetime(2026, 10, 28, 6, tzinfo=timezone.utc)
+        assert (purged.tasks, purged.rows, purged.bytes_, purged.more) == (1234, 45678, 12345678, False)
+        assert purged.states == ["complete", "error", "cancelled"]
+        assert purged.by_state.additional_properties == {"complete": 1200, "error": 30, "cancelled": 4}
         would = c.purge("1h", states=["complete"], dry_run=True, limit=500)
-        assert (would.dry_run, would.tasks, would.rows, would.bytes) == (True, 3, None, None)
+        assert (would.dry_run, would.tasks, would.rows, would.bytes_) == (True, 3, None, None)
         with pytest.raises(tasker.InvalidRequest) as state:
             c.purge("30d", states=["running"])
         assert (state.value.code, state.value.details) == ("invalid_state", {"state": "running"})

@@ -51,6 +51,7 @@ from .client import (
     TaskPurged,
     Transition,
     WorkerInfo,
+    is_terminal,
 )
 from .context import StepContext
 from .errors import PermanentError, RetryableError
@@ -101,6 +102,7 @@ __all__ = [
     "Transition",
     "Worker",
     "WorkerInfo",
+    "is_terminal",
     "WorkerError",
     "default_registry",
     "handler",

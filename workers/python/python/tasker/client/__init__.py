@@ -8,14 +8,16 @@
         done = client.wait(task.id, timeout=60)
         print(done.state, done.result)            # complete {'halve': {'value': 242}}
 
-Answers are frozen dataclasses (:class:`Task`, :class:`Step`, :class:`Transition`,
-:class:`TaskPage`, :class:`StepPage`, :class:`Signal`, :class:`Schedule`, :class:`WorkerInfo`,
+Answers (:class:`Task`, :class:`Step`, :class:`Transition`, :class:`TaskPage`,
+:class:`StepPage`, :class:`Signal`, :class:`Schedule`, :class:`WorkerInfo`,
 :class:`ConcurrencyLimit`, :class:`RateLimit`, :class:`BatchCreated`, :class:`PurgeResult`,
-:class:`RetentionPolicy`, ...) with ``datetime`` timestamps; failures are :class:`ClientError`
-subclasses carrying the API's stable error code.
+:class:`RetentionPolicy`, ...) are the classes generated from the API's OpenAPI document (the
+repository's openapi.json), with ``datetime`` timestamps, ``UUID`` ids and ``Literal`` states;
+failures are :class:`ClientError` subclasses carrying the API's stable error code.
 """
 
-from ._clients import AsyncClient, Client
+from ._async import AsyncClient
+from ._clients import Client
 from ._transport import DEFAULT_URL
 from .errors import (
     ApiError,
@@ -32,11 +34,16 @@ from .values import (
     PRIORITIES,
     PURGE_STATES,
     TASK_STATES,
+    UNSET,
     Backfill,
     BatchCreated,
     BatchItemError,
     BatchItemResult,
+    ChildLink,
     ConcurrencyLimit,
+    ErrorCode,
+    Priority,
+    PurgeState,
     PurgeResult,
     RateLimit,
     RetentionPolicy,
@@ -53,8 +60,11 @@ from .values import (
     Task,
     TaskChild,
     TaskPage,
+    TaskStateName,
     Transition,
+    Unset,
     WorkerInfo,
+    is_terminal,
 )
 
 __all__ = [
@@ -62,6 +72,7 @@ __all__ = [
     "PRIORITIES",
     "PURGE_STATES",
     "TASK_STATES",
+    "UNSET",
     "ApiError",
     "AsyncClient",
     "AuthError",
@@ -69,13 +80,17 @@ __all__ = [
     "BatchCreated",
     "BatchItemError",
     "BatchItemResult",
+    "ChildLink",
     "Client",
     "ClientError",
     "ConcurrencyLimit",
     "Conflict",
     "ConnectionFailed",
+    "ErrorCode",
     "InvalidRequest",
     "NotFound",
+    "Priority",
+    "PurgeState",
     "PurgeResult",
     "RateLimit",
     "RetentionPolicy",
@@ -94,6 +109,9 @@ __all__ = [
     "TaskChild",
     "TaskPage",
     "TaskPurged",
+    "TaskStateName",
     "Transition",
+    "Unset",
     "WorkerInfo",
+    "is_terminal",
 ]
