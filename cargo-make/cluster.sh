@@ -17,9 +17,9 @@
 #   typescript workers       8400  (and PORT+1 for the second of each)
 #
 # The orchestrators require API tokens: an admin one for you and the CLI is in
-# .tasker/cluster/admin.token (`source .tasker/cluster/env`), and each language's workers run with
-# a token and a broker user of their own that reach only their namespace
-# (cargo-make/lib/identities.sh).
+# .tasker/cluster/admin.token (`source .tasker/cluster/env`), each language's workers run with
+# a token and a broker user of their own that reach only their namespace, and the orchestrators
+# with a broker user of their own, not `guest` (cargo-make/lib/identities.sh).
 #
 # A language's workers are skipped, with a warning, when its binding is not there
 # (workers/<lang>/conformance-worker missing) or when workers/<lang>/build.sh fails; the
@@ -310,11 +310,12 @@ cluster_start() {
   STARTED=()
   # Workers register their templates with the first orchestrator when they start.
   export TASKER_WORKER__ORCHESTRATOR_URL="$ORCH_URL"
+  local identity
+  mapfile -t identity < <(orchestrator_env)
   for port in "${ORCH_PORTS[@]}"; do
-    start_instance orchestrator "$port" \
+    start_instance orchestrator "$port" env "${identity[@]}" \
       "$BIN_DIR/tasker-orchestrator" --bind "127.0.0.1:$port" --templates "$TEMPLATES"
   done
-  local identity
   for lang in rust "${langs[@]}"; do
     mapfile -t identity < <(worker_env "$lang")
     for port in "${WORKER_BASE_PORT[$lang]}" $((WORKER_BASE_PORT[$lang] + 1)); do

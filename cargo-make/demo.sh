@@ -7,7 +7,8 @@
 # It runs as a shared cluster should (docs/auth.md): the orchestrator requires API tokens; the
 # CLI uses an admin token (.tasker/demo/admin.token; `source .tasker/demo/env` to use it
 # yourself); each language's worker has a token and a broker user of its own that reach only its
-# namespace (cargo-make/lib/identities.sh).
+# namespace, and the orchestrator a broker user of its own, not `guest`
+# (cargo-make/lib/identities.sh).
 #
 # Knobs (defaults in brackets):
 #   TASKER_ORCHESTRATOR_BIND [127.0.0.1:8080]   TASKER_WORKER_HEALTH_PORT [8100]
@@ -110,7 +111,8 @@ say "starting orchestrator and Rust worker"
 t0=$SECONDS
 # The orchestrator starts with no templates: each worker registers its own when it starts.
 export TASKER_WORKER__ORCHESTRATOR_URL="$ORCH_URL"
-start_process orchestrator "$BIN_DIR/tasker-orchestrator" --bind "$ORCH_BIND"
+mapfile -t identity < <(orchestrator_env)
+start_process orchestrator env "${identity[@]}" "$BIN_DIR/tasker-orchestrator" --bind "$ORCH_BIND"
 wait_process orchestrator "$ORCH_URL/health"
 mapfile -t identity < <(worker_env rust)
 start_process worker-rust env "${identity[@]}" "$BIN_DIR/tasker-worker-rust" \

@@ -15,6 +15,10 @@
 #                                   may read only those namespaces' step queues of PREFIX and write
 #                                   only its results exchange; prints `NAME URL` per user (a new
 #                                   password each time; one rabbitmqctl call for them all)
+#   cargo-make/services.sh orchestrator-user PREFIX NAME  the orchestrators' own broker user (not
+#                                   `guest`): it may declare, read and write PREFIX's objects only
+#                                   and publish through the default exchange; no administrator tag.
+#                                   Prints `NAME URL` (a new password each time)
 #   cargo-make/services.sh tls-start  also start a PostgreSQL that takes TLS connections only,
 #                                   and print `export` lines for it, the amqps:// URL and the CA
 #                                   (tests/fast/tls.rs, docs/tls.md)
@@ -216,6 +220,15 @@ cmd_worker_users() {
   rmq_worker_users "$prefix" "$@"
 }
 
+# The orchestrators' own broker user (rmq_orchestrator_user), on the local broker only.
+cmd_orchestrator_user() {
+  local usage="usage: $0 orchestrator-user PREFIX NAME"
+  (($# == 2)) || die "$usage"
+  [[ -z "$EXTERNAL_AMQP" ]] || die "AMQP_URL points at an external broker; create its users there (docs/auth.md)"
+  rmq_running || die "the local RabbitMQ is not running; start it with: $0 start"
+  rmq_orchestrator_user "$1" "$2"
+}
+
 # The 3-node cluster (cargo-make/lib/rabbitmq_cluster.sh): start, then its `export` line.
 cmd_cluster_start() {
   rmqc_check_ports
@@ -262,6 +275,7 @@ case "${1:-}" in
     pg_restart
     ;;
   worker-users) shift && cmd_worker_users "$@" ;;
+  orchestrator-user) shift && cmd_orchestrator_user "$@" ;;
   # rabbitmqctl against our own broker, e.g. `rabbitmqctl stop_app` in the broker-restart test.
   rabbitmqctl)
     shift
@@ -294,7 +308,7 @@ case "${1:-}" in
     exec env "${RMQC_ENV[@]}" "$RMQ_BIN/rabbitmqctl" -q -n "$(rmqc_node "$n")" "$@"
     ;;
   *)
-    echo "usage: $0 start|stop|status|env|tls-start|stop-procs|pg-restart|worker-users PREFIX NAME=NS...|rabbitmqctl ARGS...|cluster-start|cluster-env|cluster-stop|cluster-kill N|cluster-node-start N|cluster-leader QUEUE|cluster-ctl N ARGS..." >&2
+    echo "usage: $0 start|stop|status|env|tls-start|stop-procs|pg-restart|worker-users PREFIX NAME=NS...|orchestrator-user PREFIX NAME|rabbitmqctl ARGS...|cluster-start|cluster-env|cluster-stop|cluster-kill N|cluster-node-start N|cluster-leader QUEUE|cluster-ctl N ARGS..." >&2
     exit 2
     ;;
 esac

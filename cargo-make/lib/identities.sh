@@ -10,14 +10,20 @@
 #       the namespace L_examples, and the broker user of the same name, which may read only
 #       that namespace's steps queue and write only results (services.sh worker-users): the
 #       orchestrator accepts its results for that namespace only. Sets IDENTITY_TOKEN[L] and
-#       IDENTITY_AMQP[L] (its AMQP URL).
+#       IDENTITY_AMQP[L] (its AMQP URL);
+#     - the orchestrators' own broker user, tasker-orchestrator, instead of `guest` (RabbitMQ's
+#       default administrator, whose password every local process knows): it may declare, read
+#       and write the queue prefix's objects only (services.sh orchestrator-user). Sets
+#       ORCHESTRATOR_AMQP (its AMQP URL).
 #   worker_env L   prints the `env` arguments that start L's worker with its identity.
+#   orchestrator_env  prints the `env` arguments that start an orchestrator with its identity.
 #
 # Each run replaces the tokens and passwords of the run before (tokens of the same name are
 # revoked first). Needs BIN_DIR (the release binaries), DATABASE_URL, AMQP_URL and ORCH_URL, and
 # the repository root as the current folder (both callers run there).
 
 declare -A IDENTITY_TOKEN=() IDENTITY_AMQP=()
+ORCHESTRATOR_AMQP=""
 
 # A token NAME of SCOPE (for NAMESPACES, if given), replacing a live one of that name; printed.
 identity_token() {
@@ -43,18 +49,25 @@ make_identities() {
     IDENTITY_TOKEN[$lang]="$(identity_token "worker-$lang" write "${lang}_examples")" || return 1
     users+=("worker-$lang=${lang}_examples")
   done
-  local urls
-  if urls="$(cargo-make/services.sh worker-users "${TASKER_QUEUE_PREFIX:-tasker}" "${users[@]}" 2>&1)"; then
+  local urls prefix="${TASKER_QUEUE_PREFIX:-tasker}"
+  if urls="$(cargo-make/services.sh worker-users "$prefix" "${users[@]}" 2>&1)"; then
     while read -r name url; do
       IDENTITY_AMQP[${name#worker-}]="$url"
     done <<<"$urls"
+    urls="$(cargo-make/services.sh orchestrator-user "$prefix" tasker-orchestrator)" || return 1
+    ORCHESTRATOR_AMQP="${urls#* }"
   else
     # An external broker (AMQP_URL set): its users are its operator's to make (docs/auth.md).
-    printf 'identities: no broker user per worker (%s); the workers share AMQP_URL\n' "$urls" >&2
+    printf 'identities: no broker user per worker (%s); the workers and orchestrators share AMQP_URL\n' "$urls" >&2
     for lang in rust ruby python typescript; do IDENTITY_AMQP[$lang]="$AMQP_URL"; done
+    ORCHESTRATOR_AMQP="$AMQP_URL"
   fi
 }
 
 worker_env() {
   printf '%s\n' "AMQP_URL=${IDENTITY_AMQP[$1]}" "TASKER_WORKER__API_TOKEN=${IDENTITY_TOKEN[$1]}"
+}
+
+orchestrator_env() {
+  printf '%s\n' "AMQP_URL=$ORCHESTRATOR_AMQP"
 }

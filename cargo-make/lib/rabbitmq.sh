@@ -169,41 +169,62 @@ rmq_stop() {
 # rmq_worker_users PREFIX NAME=NAMESPACES...: a broker user per worker role: `NAME=ns1,ns2` with
 # the queue prefix. RabbitMQ's permissions are regular expressions on object names: configure
 # nothing (the orchestrator declares the queues), write only <prefix>.results (the results
-# exchange: the default exchange would reach every queue), read only <prefix>.steps.<ns>. Written
-# in one `rabbitmqctl import_definitions`, passwords stored as RabbitMQ's salted SHA-256, so N
-# users cost one call (~1.5 s), not 2N. Prints `NAME URL` per user.
+# exchange: the default exchange would reach every queue), read only <prefix>.steps.<ns>.
+# Prints `NAME URL` per user.
 rmq_worker_users() {
-  local prefix="$1"
-  shift
+  rmq_users worker "$@"
+}
+
+# rmq_orchestrator_user PREFIX NAME: the orchestrators' own broker user, instead of `guest` (an
+# administrator every local process knows the password of): it may declare, write and read the
+# objects of <prefix> only (`<prefix>.steps.*`, `<prefix>.results`, `<prefix>.dead`), and write
+# to the default exchange, through which it publishes steps and dead letters. No tags: it is no
+# administrator. Prints `NAME URL`.
+rmq_orchestrator_user() {
+  rmq_users orchestrator "$1" "$2=*"
+}
+
+# rmq_users KIND PREFIX NAME=NAMESPACES...: the users of rmq_worker_users (KIND worker) or
+# rmq_orchestrator_user (KIND orchestrator), written in one `rabbitmqctl import_definitions`,
+# passwords stored as RabbitMQ's salted SHA-256, so N users cost one call (~1.5 s), not 2N. A new
+# password each time. Prints `NAME URL` per user.
+rmq_users() {
+  local kind="$1" prefix="$2"
+  shift 2
   local defs urls
   defs="$(mktemp)"
-  urls="$(python3 - "$prefix" "$AMQP_PORT" "$defs" "$@" <<'PY'
+  urls="$(python3 - "$kind" "$prefix" "$AMQP_PORT" "$defs" "$@" <<'PY'
 import base64, hashlib, json, os, re, sys
-prefix, port, out, specs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+kind, prefix, port, out, specs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 def rx(name):  # a name, `*` for any run of characters, as a regular expression
     return ".*".join(re.escape(part) for part in name.split("*"))
 users, perms, lines = [], [], []
 for spec in specs:
     name, _, namespaces = spec.partition("=")
     if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", name) or not namespaces:
-        sys.exit(f"worker-users: {spec!r}: expected NAME=ns1,ns2 (letters, digits, _ . - in NAME)")
+        sys.exit(f"{kind} users: {spec!r}: expected NAME=ns1,ns2 (letters, digits, _ . - in NAME)")
     password = os.urandom(18).hex()
     salt = os.urandom(4)
     hashed = base64.b64encode(salt + hashlib.sha256(salt + password.encode()).digest()).decode()
     users.append({"name": name, "password_hash": hashed, "hashing_algorithm":
                   "rabbit_password_hashing_sha256", "tags": []})
-    alternatives = "|".join(rx(n.strip()) for n in namespaces.split(",") if n.strip())
-    perms.append({"user": name, "vhost": "/", "configure": "^$",
-                  "write": f"^{rx(prefix)}\\.results$",
-                  "read": f"^{rx(prefix)}\\.steps\\.({alternatives})(@high|@low)?$"})
+    if kind == "orchestrator":
+        own = f"^{rx(prefix)}\\..*$"
+        perms.append({"user": name, "vhost": "/", "configure": own,
+                      "write": f"^({rx(prefix)}\\..*|amq\\.default)$", "read": own})
+    else:
+        alternatives = "|".join(rx(n.strip()) for n in namespaces.split(",") if n.strip())
+        perms.append({"user": name, "vhost": "/", "configure": "^$",
+                      "write": f"^{rx(prefix)}\\.results$",
+                      "read": f"^{rx(prefix)}\\.steps\\.({alternatives})(@high|@low)?$"})
     lines.append(f"{name} amqp://{name}:{password}@127.0.0.1:{port}/%2f")
 json.dump({"users": users, "permissions": perms}, open(out, "w"))
 print("\n".join(lines))
 PY
-)" || { rm -f "$defs"; die "worker-users: bad arguments"; }
+)" || { rm -f "$defs"; die "$kind users: bad arguments"; }
   if ! env "${RMQ_ENV[@]}" "$RMQ_BIN/rabbitmqctl" -q -n "$RMQ_NODE" import_definitions "$defs" >/dev/null; then
     rm -f "$defs"
-    die "worker-users: rabbitmqctl import_definitions failed"
+    die "$kind users: rabbitmqctl import_definitions failed"
   fi
   rm -f "$defs"
   printf '%s\n' "$urls"

@@ -10,9 +10,11 @@ use uuid::Uuid;
 
 use tasker_client::{Client, ClientOptions, CreateTask, RepairNote, TaskQuery};
 
+mod audit;
 mod bulk;
 mod dead_letters;
 mod limits;
+mod pages;
 mod schedules;
 mod table;
 mod tasks;
@@ -256,6 +258,9 @@ enum Command {
         #[command(subcommand)]
         action: Option<DeadLettersCommand>,
     },
+    /// The audit log, newest first: every request that asked to change something (who, what,
+    /// when, from where, answered how). Needs an admin token.
+    Audit(audit::AuditArgs),
     /// Register, validate, show and list task templates (`tasker templates` lists them).
     Templates {
         #[command(subcommand)]
@@ -461,6 +466,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Limits { action } => limits::run(&client, action, json).await,
         Command::DeadLetters { action } => dead_letters::run(&client, action, json).await,
         Command::Templates { action } => templates::run(&client, action, json).await,
+        Command::Audit(args) => audit::run(&client, args, json).await,
     }
 }
 

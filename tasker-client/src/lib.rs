@@ -16,16 +16,19 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod audit;
 mod dead_letters;
 mod error;
 mod events;
 mod limits;
+mod pages;
 mod retention;
 mod templates;
 mod time;
 mod wait;
 mod workers;
 
+pub use audit::AuditQuery;
 pub use error::Error;
 pub use events::{StepState, TaskEvents, TaskSnapshot};
 pub use time::Sent;
@@ -39,6 +42,7 @@ use uuid::Uuid;
 /// How long one page of parent results may take to arrive.
 const PAGE_TIMEOUT: Duration = Duration::from_secs(30);
 
+pub use tasker_shared::api::{AuditEntry, AuditPage};
 pub use tasker_shared::api::{
     Backfilled, BatchCreated, BatchItem, BatchStatus, ConcurrencyLimit, CreateTask, DeadLetter,
     DeadLetterInfo, DeadLetterPage, ParentResults, PurgeRequest, Purged, RateLimit, RepairNote,

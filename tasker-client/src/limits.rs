@@ -11,26 +11,26 @@ use crate::{Client, Error, decode, segment};
 
 impl Client {
     /// The concurrency keys (those starting with `prefix`, if given): in use or waited for
-    /// first, then the most recently used.
+    /// first, then the most recently used; every page, followed to the end.
     pub async fn concurrency_limits(
         &self,
         prefix: Option<&str>,
     ) -> Result<Vec<ConcurrencyLimit>, Error> {
-        let mut req = self
-            .http
-            .get(format!("{}/v1/concurrency-limits", self.base));
-        if let Some(p) = prefix {
-            req = req.query(&[("key", p)]);
-        }
-        Ok(decode::<ConcurrencyLimitList>(req.send().await?)
-            .await?
-            .limits)
+        let query: Vec<(&str, &str)> = prefix.map(|p| ("key", p)).into_iter().collect();
+        self.every_page(
+            "/v1/concurrency-limits",
+            &query,
+            |p: ConcurrencyLimitList| (p.limits, p.next),
+        )
+        .await
     }
 
-    /// The rate keys, most recently used first.
+    /// The rate keys, most recently used first; every page, followed to the end.
     pub async fn rate_limits(&self) -> Result<Vec<RateLimit>, Error> {
-        let req = self.http.get(format!("{}/v1/rate-limits", self.base));
-        Ok(decode::<RateLimitList>(req.send().await?).await?.limits)
+        self.every_page("/v1/rate-limits", &[], |p: RateLimitList| {
+            (p.limits, p.next)
+        })
+        .await
     }
 
     /// Pauses rate key `key` until `until`: no step claiming it starts before then.

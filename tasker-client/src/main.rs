@@ -21,8 +21,22 @@ macro_rules! out {
 
 mod cli;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // `templates validate|register` parse in a child of this program, killed at its budget.
+    tasker_shared::template::child::serve_if_asked();
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(run()),
+        Err(e) => {
+            eprintln!("tasker: cannot start: {e}");
+            ExitCode::from(5)
+        }
+    }
+}
+
+async fn run() -> ExitCode {
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         // A usage error under --json is JSON too; --help and --version print as they do.

@@ -70,13 +70,13 @@ impl Client {
         Ok((decode(resp).await?, created))
     }
 
-    /// Schedules, optionally of one namespace.
+    /// Schedules, optionally of one namespace; every page, followed to the end.
     pub async fn schedules(&self, namespace: Option<&str>) -> Result<Vec<Schedule>, Error> {
-        let mut req = self.http.get(format!("{}/v1/schedules", self.base));
-        if let Some(ns) = namespace {
-            req = req.query(&[("namespace", ns)]);
-        }
-        Ok(decode::<ScheduleList>(req.send().await?).await?.schedules)
+        let query: Vec<(&str, &str)> = namespace.map(|ns| ("namespace", ns)).into_iter().collect();
+        self.every_page("/v1/schedules", &query, |p: ScheduleList| {
+            (p.schedules, p.next)
+        })
+        .await
     }
 
     /// One schedule, with its next fires.

@@ -26,6 +26,7 @@
 //! | POST | /v1/schedules/{namespace}/{name}/pause, /resume, /trigger, /backfill | pause (`note`), resume, start a task now, start the tasks of a past range |
 //! | GET, POST | /v1/tokens | API tokens (admin): list, create (`{name, scope}`; the token is shown once) |
 //! | DELETE | /v1/tokens/{name} | revoke one |
+//! | GET | /v1/audit | the audit log (admin): who asked to change what, when, from where, answered how |
 //! | GET | /health, /ready, /metrics | liveness, readiness, Prometheus |
 //! | GET | /openapi.json | the OpenAPI 3.1 document of every route |
 //! | GET | /ui/ | the dashboard (assets embedded; `/` and `/ui` redirect there) |
@@ -42,6 +43,7 @@
 //! foreign `Host` names, browser requests from other sites and bodies that are not JSON.
 
 mod access;
+mod audit;
 mod auth;
 mod dead_letters;
 mod error;
@@ -50,6 +52,7 @@ mod guard;
 mod limits;
 mod live;
 mod ops;
+mod per_token;
 mod repair;
 mod retention;
 mod schedules;
@@ -89,10 +92,18 @@ pub fn router(shared: Shared) -> Router {
     common_responses(&mut document);
     router
         .route_layer(axum::middleware::from_fn(run_to_completion))
+        .route_layer(axum::middleware::from_fn(per_token::gate))
         .route_layer(axum::middleware::from_fn_with_state(
             shared.clone(),
             auth::require,
         ))
+        // Outside the token check, so a refused request has its audit row too.
+        .route_layer(axum::middleware::from_fn_with_state(
+            shared.clone(),
+            audit::record,
+        ))
+        // Outside both: a request that changes state, and its audit row, outlive its client.
+        .route_layer(axum::middleware::from_fn(run_to_completion))
         // Outside the token check, so a refused token is counted under its route.
         .route_layer(axum::middleware::from_fn(matched_route))
         .fallback(|| async { Error::not_found("no_such_route", "no such route") })
@@ -109,6 +120,9 @@ pub fn router(shared: Shared) -> Router {
         ))
         .layer(DefaultBodyLimit::max(limit))
         .layer(Extension(Arc::new(document)))
+        .layer(Extension(per_token::PerToken::new(
+            &shared.config.orchestrator,
+        )))
         .layer(axum::middleware::from_fn_with_state(
             shared.clone(),
             guard::check,
@@ -309,6 +323,7 @@ fn routes() -> OpenApiRouter<Shared> {
         .routes(routes!(workers::report, workers::leave))
         .routes(routes!(auth::list_tokens, auth::create_token))
         .routes(routes!(auth::revoke_token))
+        .routes(routes!(audit::list))
         .routes(routes!(ops::health))
         .routes(routes!(ops::ready))
         .routes(routes!(ops::metrics))
@@ -353,6 +368,7 @@ fn routes() -> OpenApiRouter<Shared> {
         (name = "limits", description = "Concurrency and rate keys; pausing a rate key"),
         (name = "retention", description = "Purging finished tasks"),
         (name = "tokens", description = "API tokens (admin scope)"),
+        (name = "audit", description = "The audit log: every request that changed something (admin scope)"),
         (name = "operations", description = "Health, readiness, metrics, this document"),
         (name = "dashboard", description = "The dashboard's page and assets")
     )
@@ -373,9 +389,19 @@ impl utoipa::Modify for BearerAuth {
     }
 }
 
-/// The request body, or the API's error for one that is too large or unreadable.
+/// The request body, or the API's error for one that is too large, too slow or unreadable.
 fn request_body(shared: &Shared, body: Result<Bytes, BytesRejection>) -> Result<Bytes, Error> {
     body.map_err(|e| {
+        if let Some(slow) = slow_body(&e) {
+            ::metrics::counter!(crate::metrics::BOUNDS_REFUSED.name, "bound" => slow.bound)
+                .increment(1);
+            return Error::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "body_too_slow",
+                slow.message.clone(),
+            )
+            .with_details(serde_json::json!({ "bound": slow.bound }));
+        }
         let status = e.status();
         if status == StatusCode::PAYLOAD_TOO_LARGE {
             Error::new(
@@ -390,6 +416,18 @@ fn request_body(shared: &Shared, body: Result<Bytes, BytesRejection>) -> Result<
             Error::new(status, "bad_body", e.body_text())
         }
     })
+}
+
+/// The pace a body broke, if that is why it could not be read (`crate::serve::body`).
+fn slow_body(e: &BytesRejection) -> Option<&crate::serve::body::SlowBody> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(slow) = s.downcast_ref::<crate::serve::body::SlowBody>() {
+            return Some(slow);
+        }
+        source = s.source();
+    }
+    None
 }
 
 /// The request body as JSON of type `T`, or `invalid_json` saying why not.
@@ -449,6 +487,20 @@ fn check_limit(limit: Option<i64>) -> Result<i64, Error> {
         Err(Error::bad_request(
             "invalid_limit",
             "`limit` must be between 1 and 500",
+        ))
+    }
+}
+
+/// A page's `?limit=` for the lists of keys and schedules: 1 to 1,000, default 500 (most
+/// deployments see all of theirs at once; clients follow `next` beyond).
+fn page_limit(limit: Option<i64>) -> Result<i64, Error> {
+    let limit = limit.unwrap_or(500);
+    if (1..=1_000).contains(&limit) {
+        Ok(limit)
+    } else {
+        Err(Error::bad_request(
+            "invalid_limit",
+            "`limit` must be between 1 and 1000",
         ))
     }
 }

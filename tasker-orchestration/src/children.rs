@@ -25,7 +25,7 @@ struct Refusal {
     message: String,
 }
 
-fn refuse(code: &'static str, message: String) -> Result<Option<Effects>, Refusal> {
+fn refuse<T>(code: &'static str, message: String) -> Result<T, Refusal> {
     Err(Refusal { code, message })
 }
 
@@ -64,12 +64,90 @@ pub async fn start(shared: &Shared, steps: &[&StepMessage]) -> (Effects, Vec<Ste
     (effects, failures)
 }
 
+/// A child that passed every check, ready to create.
+struct Checked {
+    entry: std::sync::Arc<crate::catalog::Entry>,
+    context: Value,
+    /// `namespace/name@version`, for messages.
+    key: String,
+    depth: i32,
+}
+
 /// Starts one child: its pinned template, its context mapped from the parent's, within the
-/// depth bound.
+/// depth bound and the tree's budget, on behalf of the tree's token.
 async fn start_one(
     shared: &Shared,
     c: &ChildStart,
 ) -> Result<Result<Option<Effects>, Refusal>, store::Error> {
+    let checked = match check(shared, c).await? {
+        Ok(checked) => checked,
+        Err(refusal) => return Ok(Err(refusal)),
+    };
+    let children = match shared.catalog.pin_children(&checked.entry.loaded).await {
+        Ok(pins) => pins,
+        Err(crate::catalog::PinError::Store(e)) => return Err(e),
+        Err(e) => return Ok(refuse("unknown_child_template", e.to_string())),
+    };
+    let on_parent_cancel = match c.spec["on_parent_cancel"].as_str() {
+        Some("abandon") => ParentCancel::Abandon,
+        _ => ParentCancel::Cancel,
+    };
+    let Checked {
+        entry,
+        context,
+        key,
+        depth,
+    } = checked;
+    let budget = shared.config.orchestrator.max_child_tasks;
+    let new = NewTask {
+        template_id: entry.id,
+        template: &entry.loaded,
+        context,
+        idempotency_key: Some(format!("child:{}:{}", c.step_id, c.attempt)),
+        run_at: None,
+        children,
+        parent: Some(ParentLink {
+            task_id: c.task_id,
+            step_id: c.step_id,
+            attempt: c.attempt,
+            depth,
+            root: c.root,
+            on_parent_cancel,
+        }),
+        // The child template's priority, else its parent's.
+        priority: entry
+            .loaded
+            .template
+            .priority
+            .unwrap_or(Priority::from_rank(c.priority)),
+        token_id: c.token_id,
+    };
+    let created = match shared.store.create_child(new, budget).await {
+        Ok(Some(created)) => created,
+        Ok(None) => {
+            return Ok(refuse(
+                "child_budget_exceeded",
+                format!(
+                    "starting {key} would put more than {budget} tasks below task {} \
+                     (orchestrator.max_child_tasks; does the template start itself?)",
+                    c.root
+                ),
+            ));
+        }
+        Err(store::Error::Limits(e)) => return Ok(refuse(e.code, e.message)),
+        Err(e) => return Err(e),
+    };
+    if created.created {
+        ::metrics::counter!(m::CHILDREN_STARTED.name).increment(1);
+    }
+    Ok(Ok((!created.parent_gone).then_some(created.effects)))
+}
+
+/// Checks a child before it starts: its depth, its context (mapped from the parent's and
+/// checked against its template's schema), its template, and the tree's token, which must still
+/// be live and cover everything this child reaches (its template may be a version registered
+/// since the tree began).
+async fn check(shared: &Shared, c: &ChildStart) -> Result<Result<Checked, Refusal>, store::Error> {
     let spec = &c.spec;
     let text = |k: &str| spec[k].as_str().unwrap_or_default();
     let key = format!("{}/{}@{}", text("namespace"), text("name"), text("version"));
@@ -112,8 +190,6 @@ async fn start_one(
             ),
         ));
     }
-    // Judged with the token the tree was created for: still live, and covering everything
-    // this child reaches (its template may be a version registered since).
     let reach = Reach::of(&shared.catalog, &entry.loaded).await?;
     let token = match c.token_id {
         Some(id) => shared.store.principal_by_id(id).await?,
@@ -125,64 +201,12 @@ async fn start_one(
             format!("starting {key}: {why}"),
         ));
     }
-    let children = match shared.catalog.pin_children(&entry.loaded).await {
-        Ok(pins) => pins,
-        Err(crate::catalog::PinError::Store(e)) => return Err(e),
-        Err(e) => return Ok(refuse("unknown_child_template", e.to_string())),
-    };
-    let on_parent_cancel = match text("on_parent_cancel") {
-        "abandon" => ParentCancel::Abandon,
-        _ => ParentCancel::Cancel,
-    };
-    let budget = shared.config.orchestrator.max_child_tasks;
-    let created = match shared
-        .store
-        .create_child(
-            NewTask {
-                template_id: entry.id,
-                template: &entry.loaded,
-                context,
-                idempotency_key: Some(format!("child:{}:{}", c.step_id, c.attempt)),
-                run_at: None,
-                children,
-                parent: Some(ParentLink {
-                    task_id: c.task_id,
-                    step_id: c.step_id,
-                    attempt: c.attempt,
-                    depth,
-                    root: c.root,
-                    on_parent_cancel,
-                }),
-                // The child template's priority, else its parent's.
-                priority: entry
-                    .loaded
-                    .template
-                    .priority
-                    .unwrap_or(Priority::from_rank(c.priority)),
-                token_id: c.token_id,
-            },
-            budget,
-        )
-        .await
-    {
-        Ok(Some(created)) => created,
-        Ok(None) => {
-            return Ok(refuse(
-                "child_budget_exceeded",
-                format!(
-                    "starting {key} would put more than {budget} tasks below task {} \
-                     (orchestrator.max_child_tasks; does the template start itself?)",
-                    c.root
-                ),
-            ));
-        }
-        Err(store::Error::Limits(e)) => return Ok(refuse(e.code, e.message)),
-        Err(e) => return Err(e),
-    };
-    if created.created {
-        ::metrics::counter!(m::CHILDREN_STARTED.name).increment(1);
-    }
-    Ok(Ok((!created.parent_gone).then_some(created.effects)))
+    Ok(Ok(Checked {
+        entry,
+        context,
+        key,
+        depth,
+    }))
 }
 
 /// The child's context: the parent's whole, one value read by a pointer, or a map of fields

@@ -9,6 +9,7 @@
 
 mod alarm;
 pub mod api;
+pub mod audit;
 pub mod catalog;
 mod children;
 mod dead_letters;
@@ -27,6 +28,7 @@ mod scheduler;
 mod senders;
 mod serve;
 mod shared;
+mod slots;
 pub mod store;
 mod sweeper;
 mod timers;
@@ -40,6 +42,9 @@ use tasker_broker::{Broker, Supervisor, supervisor};
 use crate::catalog::Catalog;
 pub use crate::shared::Shared;
 use crate::store::Store;
+
+/// RabbitMQ's built-in administrator, whose password every local process knows.
+const GUEST: &str = "guest";
 
 /// Why the orchestrator could not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -93,7 +98,10 @@ impl Orchestrator {
                 priority_aging_ms: config.orchestrator.priority_aging_ms,
             },
         )
-        .await?;
+        .await?
+        .with_list_timeout(std::time::Duration::from_millis(
+            config.orchestrator.list_timeout_ms,
+        ));
         let o = &config.orchestrator;
         if o.tokens_required() && store.tokens().await?.is_empty() {
             return Err(Error::NoTokens(format!(
@@ -112,6 +120,14 @@ impl Orchestrator {
                 tracing::warn!(bind = %o.bind,
                     "the API is served without tokens on an address other hosts may reach (orchestrator.auth = \"off\")");
             }
+        }
+        if tasker_broker::user_of(&config.amqp_url) == GUEST {
+            tracing::warn!(
+                "the orchestrator's broker user is `guest`, RabbitMQ's default administrator: \
+                 any process that can reach the broker can log in as it and publish results the \
+                 orchestrator trusts for every step; give the orchestrators a broker user of \
+                 their own (docs/auth.md)"
+            );
         }
         let registered_by = format!("orchestrator:{}", tasker_shared::config::process_name());
         let catalog = Catalog::load(store.clone(), &loaded, &registered_by).await?;
@@ -181,6 +197,8 @@ impl Orchestrator {
         let limits = serve::Limits::from_config(&shared.config.orchestrator);
         let served = serve::serve(listener, self.tls, app, limits, cancel.clone()).await;
         cancel.cancel();
+        // The API answers nothing more: every request's audit row is in the writer's hands.
+        shared.audit.stop().await;
         shared.shutdown.cancel();
         while tasks.join_next().await.is_some() {}
         Ok(served?)

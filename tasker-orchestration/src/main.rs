@@ -81,8 +81,17 @@ struct OrchestratorOverrides {
     templates: Vec<PathBuf>,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    // Before anything else: this program may be its own template parser, in a child process
+    // killed when a parse outlives its budget (tasker_shared::template::child).
+    tasker_shared::template::child::serve_if_asked();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(serve())
+}
+
+async fn serve() -> anyhow::Result<()> {
     tasker_shared::logging::init("info,sqlx=warn");
     let args = Args::parse();
     if matches!(args.command, Some(Command::Openapi)) {

@@ -208,7 +208,7 @@ pub const PURGED_TASKS: Metric = counter(
 pub const PURGED_ROWS: Metric = counter(
     "tasker_purged_rows_total",
     "Rows purged with those tasks, by table (tasks, steps, edges, transitions, signals, \
-     dead_letters).",
+     dead_letters), and the audit log's old rows (audit_log).",
 );
 pub const PURGED_BYTES: Metric = Metric {
     name: "tasker_purged_bytes_total",
@@ -236,9 +236,28 @@ pub const HTTP_SECONDS: Metric = seconds(
     "How long the API took to answer (until the answer's head: a stream's life is not \
      counted; a ?wait= is), by route and method.",
 );
+pub const BOUNDS_REFUSED: Metric = counter(
+    "tasker_bounds_refused_total",
+    "Connections and requests refused by a bound of what a request may cost, by bound (its \
+     configuration key: orchestrator.max_connections_per_peer, \
+     orchestrator.body_min_bytes_per_second, orchestrator.max_waits_per_token, ...).",
+);
+
+pub const AUDIT_ROWS: Metric = counter(
+    "tasker_audit_rows_total",
+    "Requests that asked to change something, written to the audit log.",
+);
+pub const AUDIT_DROPPED: Metric = counter(
+    "tasker_audit_dropped_total",
+    "Audit rows dropped because the audit log's writer held too many unwritten (the database \
+     unreachable for long); each drop is also logged as an error.",
+);
 
 /// Every metric above, described to the recorder at start-up.
-pub const ALL: [Metric; 47] = [
+pub const ALL: [Metric; 50] = [
+    BOUNDS_REFUSED,
+    AUDIT_ROWS,
+    AUDIT_DROPPED,
     TASK_SECONDS,
     TASKS_OPEN,
     STEPS_ENQUEUED,

@@ -3,7 +3,7 @@
 //! between full batches (`retention.pause_ms`, or as long as the batch took if longer), so a
 //! backlog drains beside the load rather than ahead of it. One orchestrator purges at a time (the others find it busy and wait for their
 //! next interval). `POST /v1/purge` runs the same batches on request. Expired tombstones go
-//! in the same pass.
+//! in the same pass, and so do the audit log's rows older than `retention.audit`.
 
 use std::time::Duration;
 
@@ -135,6 +135,47 @@ pub(crate) async fn purge(
     }
 }
 
+/// Audit rows deleted per transaction, for each task of `retention.batch`: an audit row is
+/// one small row, a task about eighteen.
+const AUDIT_ROWS_PER_TASK: u32 = 10;
+
+/// Deletes the audit rows older than `keep`, at `pace` (batches of ten times its tasks), one
+/// pass at a time cluster-wide like the tasks' (a pass under way elsewhere: nothing now).
+/// Returns how many.
+pub(crate) async fn purge_audit(
+    store: &Store,
+    keep: Duration,
+    pace: Pace,
+    cancel: &CancellationToken,
+) -> crate::store::Result<u64> {
+    let Some(mut session) = store.purge_session(false).await? else {
+        return Ok(0);
+    };
+    let batch = pace.batch.saturating_mul(AUDIT_ROWS_PER_TASK);
+    let mut total = 0;
+    let outcome = loop {
+        if cancel.is_cancelled() {
+            break Ok(total);
+        }
+        let started = std::time::Instant::now();
+        let done = match session.audit(keep, batch).await {
+            Ok(done) => done,
+            Err(e) => break Err(e),
+        };
+        ::metrics::counter!(m::PURGED_ROWS.name, "table" => "audit_log").increment(done);
+        total += done;
+        if done < u64::from(batch) {
+            break Ok(total);
+        }
+        tokio::select! {
+            () = cancel.cancelled() => break Ok(total),
+            () = tokio::time::sleep(pace.rest(started.elapsed())) => {}
+        }
+    };
+    session.end().await;
+    outcome
+}
+
 fn record(b: &PurgeBatch, took: Duration) {
     if b.tasks == 0 {
         return;
@@ -155,6 +196,7 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
     // Validated when the configuration loaded.
     let policy = r.policy().unwrap_or_default();
     let tombstones = r.tombstones().ok().flatten();
+    let audit = r.audit().ok().flatten();
     let mut tick = tokio::time::interval(Duration::from_millis(r.interval_ms));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -187,6 +229,13 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
                         break;
                     }
                 }
+            }
+        }
+        if let Some(keep) = audit {
+            match purge_audit(&shared.store, keep, Pace::of(r), &cancel).await {
+                Ok(0) => {}
+                Ok(rows) => tracing::info!(rows, "retention: purged old audit rows"),
+                Err(e) => tracing::warn!(error = %e, "retention: purging old audit rows failed"),
             }
         }
     }

@@ -305,6 +305,8 @@ pub enum Backfill {
     TooLarge,
     /// The template is not registered or refuses the context.
     NoTemplate,
+    /// The schedule was backfilled `orchestrator.max_backfills_per_hour` times this hour.
+    TooMany,
 }
 
 /// Starts a task for every fire time of `cron` in `[from, to]`, with the keys regular fires
@@ -333,6 +335,12 @@ pub async fn backfill(
     let Some(mut tx) = shared.store.schedule_tx_any(row.id).await? else {
         return Ok(Backfill::NoTemplate);
     };
+    if !tx
+        .claim_backfill(shared.config.orchestrator.max_backfills_per_hour)
+        .await?
+    {
+        return Ok(Backfill::TooMany);
+    }
     let (mut created, mut existing, mut task_ids) = (0, 0, Vec::with_capacity(times.len()));
     let mut effects = Effects::default();
     for nominal in times {

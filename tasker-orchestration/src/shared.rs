@@ -7,6 +7,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::alarm::Alarm;
+use crate::audit::Audit;
 use crate::catalog::Catalog;
 use crate::dispatcher::Dispatcher;
 use crate::events::Events;
@@ -40,6 +41,8 @@ pub struct Shared {
     pub alarm: Alarm,
     /// Records the latency of finished tasks (`crate::latency`).
     pub latency: TaskLatency,
+    /// Writes the audit log (`crate::audit`).
+    pub audit: Audit,
     broker_up: Arc<watch::Sender<bool>>,
 }
 
@@ -49,6 +52,7 @@ impl Shared {
         Self {
             alarm: Alarm::new(shutdown.clone()),
             latency: TaskLatency::start(store.clone(), shutdown.clone()),
+            audit: Audit::start(store.clone()),
             dispatcher: Dispatcher::new(&config.queue_prefix, &config.orchestrator),
             senders: Arc::new(Senders::new(&tasker_broker::user_of(&config.amqp_url))),
             live: Arc::new(Live::new(&config.orchestrator)),

@@ -13,6 +13,7 @@ use serde_json::Value;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use uuid::Uuid;
 
+mod audit;
 mod children;
 mod dead_letters;
 mod error;
@@ -32,6 +33,7 @@ mod time;
 mod tokens;
 mod workers;
 
+pub use audit::{AuditEntry, AuditFilter, NewAuditEntry};
 pub use children::ChildStart;
 pub use dead_letters::{DeadLetter, DeadLetterView, NewDeadLetter};
 pub use error::{Error, Result};
@@ -61,6 +63,8 @@ pub struct Store {
     /// This orchestrator's id: every step it dispatches records it (`steps.dispatched_by`,
     /// through the `tasker.orchestrator` setting of each pooled connection).
     instance: Uuid,
+    /// How long a list query may run (`orchestrator.list_timeout_ms`).
+    list_timeout: Duration,
 }
 
 /// Above what a step message carries its context and parent results by reference.
@@ -127,7 +131,13 @@ impl Store {
             functions::Applied::Newer(release) => tracing::info!(%release,
                 "the engine SQL in the database is a newer release's; running with it"),
         }
-        let store = Store { pool, instance };
+        let store = Store {
+            pool,
+            instance,
+            list_timeout: Duration::from_millis(
+                tasker_shared::config::OrchestratorConfig::default().list_timeout_ms,
+            ),
+        };
         store.heartbeat().await?;
         Ok(store)
     }
@@ -151,6 +161,31 @@ impl Store {
 
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    /// The same store, its list queries stopped after `timeout`.
+    pub fn with_list_timeout(mut self, timeout: Duration) -> Self {
+        self.list_timeout = timeout;
+        self
+    }
+
+    /// The rows of a list query, in a transaction whose statements PostgreSQL stops after the
+    /// list timeout ([`Error::TimedOut`]): no filter a caller writes holds a connection longer.
+    async fn list<'q, T>(
+        &self,
+        query: sqlx::query::QueryAs<'q, sqlx::Postgres, T, sqlx::postgres::PgArguments>,
+    ) -> Result<Vec<T>>
+    where
+        T: Send + Unpin + for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow>,
+    {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SELECT set_config('statement_timeout', $1, true)")
+            .bind(self.list_timeout.as_millis().to_string())
+            .execute(&mut *tx)
+            .await?;
+        let rows = query.fetch_all(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(rows)
     }
 }
 

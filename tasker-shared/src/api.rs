@@ -10,6 +10,8 @@ use uuid::Uuid;
 use crate::TaskState;
 pub use crate::template::RegisteredTemplate;
 
+mod audit;
+pub use audit::{AuditEntry, AuditPage};
 #[cfg(feature = "openapi")]
 pub mod schema_only;
 
@@ -523,9 +525,11 @@ pub const ERROR_CODES: &[&str] = &[
     "bad_body",
     "batch_too_large",
     "body_too_large",
+    "body_too_slow",
     "broker_unavailable",
     "concurrency_key_missing",
     "concurrency_key_too_long",
+    "context_filter_too_large",
     "context_schema_violation",
     "context_too_large",
     "cross_origin",
@@ -570,6 +574,7 @@ pub const ERROR_CODES: &[&str] = &[
     "missing_result",
     "no_such_route",
     "not_replayable",
+    "query_timeout",
     "rate_key_owned",
     "rate_limit_key_missing",
     "rate_limit_key_too_long",
@@ -587,7 +592,13 @@ pub const ERROR_CODES: &[&str] = &[
     "template_version_conflict",
     "token_name_taken",
     "token_not_found",
+    "too_many_backfills",
+    "too_many_connections",
+    "too_many_requests",
+    "too_many_schedules",
+    "too_many_signals",
     "too_many_streams",
+    "too_many_waits",
     "unauthenticated",
     "unknown_child_template",
     "unknown_rate_limit",
@@ -711,6 +722,9 @@ pub struct Schedule {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScheduleList {
     pub schedules: Vec<Schedule>,
+    /// Set when there may be more: pass it as `after` for the next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
 }
 
 /// `PATCH /v1/schedules/{namespace}/{name}`: the definition fields to change.
@@ -850,6 +864,9 @@ pub struct ConcurrencyLimit {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConcurrencyLimitList {
     pub limits: Vec<ConcurrencyLimit>,
+    /// Set when there may be more: pass it as `after` for the next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
 }
 
 /// A rate key: at most `limit` step starts per `per_ms`, `burst` of them at once.
@@ -880,6 +897,9 @@ pub struct RateLimit {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RateLimitList {
     pub limits: Vec<RateLimit>,
+    /// Set when there may be more: pass it as `after` for the next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
 }
 
 /// `POST /v1/rate-limits/{key}/pause`: no step of the key starts before `until`.
@@ -971,6 +991,9 @@ pub struct RetentionPolicy {
     pub cancelled: String,
     /// How long a purged task's id answers `410 task_purged`.
     pub tombstones: String,
+    /// How long the audit log keeps its rows (absent from orchestrators before the audit log).
+    #[serde(default)]
+    pub audit: String,
     /// How often an orchestrator looks for tasks to purge.
     pub interval_ms: u64,
     /// Tasks purged per transaction.

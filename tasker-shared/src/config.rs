@@ -6,6 +6,15 @@
 
 use std::path::{Path, PathBuf};
 
+mod bounds;
+mod host;
+mod retention;
+mod worker;
+
+pub use host::{host_name, process_name, require_tls_off_loopback};
+pub use retention::{MIN_RETENTION, RetentionConfig};
+pub use worker::WorkerConfig;
+
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
@@ -27,88 +36,6 @@ pub struct Config {
     pub telemetry: TelemetryConfig,
     pub retention: RetentionConfig,
     pub broker: BrokerConfig,
-}
-
-/// How long finished tasks are kept (`[retention]`): an orchestrator purges a task this long
-/// after it completed, failed or was cancelled, with its steps and history. `"never"` keeps
-/// them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct RetentionConfig {
-    /// Tasks that completed.
-    pub complete: String,
-    /// Tasks that failed.
-    pub error: String,
-    /// Tasks that were cancelled.
-    pub cancelled: String,
-    /// How long a purged task's id is remembered, to answer `410 task_purged` rather than 404.
-    pub tombstones: String,
-    /// How often an orchestrator looks for tasks to purge (one purges at a time cluster-wide).
-    pub interval_ms: u64,
-    /// Tasks purged per transaction.
-    pub batch: usize,
-    /// The shortest pause between two full batches.
-    pub pause_ms: u64,
-    /// The most of its time a purge spends deleting (1 to 100, default 5): after a batch that took `t` it
-    /// pauses `t × (100 − busy_percent) / busy_percent` (at least `pause_ms`), so a backlog is
-    /// purged beside the load, not ahead of it, however slow the database is at the time.
-    pub busy_percent: u8,
-}
-
-/// The shortest retention: a task is kept at least an hour after it finished.
-pub const MIN_RETENTION: std::time::Duration = std::time::Duration::from_secs(3_600);
-
-impl RetentionConfig {
-    /// Each finished state's retention, `None` for `"never"`.
-    pub fn policy(&self) -> Result<Vec<(crate::TaskState, Option<std::time::Duration>)>, Error> {
-        use crate::TaskState;
-        [
-            ("retention.complete", TaskState::Complete, &self.complete),
-            ("retention.error", TaskState::Error, &self.error),
-            ("retention.cancelled", TaskState::Cancelled, &self.cancelled),
-        ]
-        .into_iter()
-        .map(|(key, state, text)| Ok((state, retention(key, text)?)))
-        .collect()
-    }
-
-    /// How long tombstones are kept, `None` for `"never"`.
-    pub fn tombstones(&self) -> Result<Option<std::time::Duration>, Error> {
-        retention("retention.tombstones", &self.tombstones)
-    }
-}
-
-/// A retention as configured: `"never"`, or a duration of at least [`MIN_RETENTION`].
-fn retention(key: &'static str, text: &str) -> Result<Option<std::time::Duration>, Error> {
-    if text.trim() == "never" {
-        return Ok(None);
-    }
-    let d = crate::time::parse_duration(key, text).map_err(|e| Error::Invalid {
-        key,
-        problem: format!("{} (or \"never\")", e.problem),
-    })?;
-    if d < MIN_RETENTION {
-        return Err(Error::Invalid {
-            key,
-            problem: format!("must be at least 1h, or \"never\" (got {text:?})"),
-        });
-    }
-    Ok(Some(d))
-}
-
-impl Default for RetentionConfig {
-    fn default() -> Self {
-        Self {
-            complete: "30d".into(),
-            error: "90d".into(),
-            cancelled: "30d".into(),
-            tombstones: "90d".into(),
-            interval_ms: 60_000,
-            batch: 200,
-            pause_ms: 100,
-            busy_percent: 5,
-        }
-    }
 }
 
 /// The broker as Tasker uses it (`[broker]`).
@@ -187,6 +114,32 @@ pub struct OrchestratorConfig {
     pub max_event_streams_per_token: usize,
     /// Longest `GET /v1/tasks/{id}?wait=` a client may ask for.
     pub max_wait_seconds: u64,
+    /// A request's body must arrive whole within this, however steadily it comes.
+    pub body_deadline_ms: u64,
+    /// A request's body must arrive at least this fast on average, from one second after it
+    /// starts (0: no minimum): a client trickling bytes is dropped long before the deadline.
+    pub body_min_bytes_per_second: u64,
+    /// Connections from one address at once (past it: 429 `too_many_connections`).
+    pub max_connections_per_peer: usize,
+    /// Requests one token has in progress at once (past it: 429 `too_many_requests`).
+    pub max_requests_per_token: usize,
+    /// Long polls (`GET /v1/tasks/{id}?wait=`) one token holds open at once (past it: 429
+    /// `too_many_waits`).
+    pub max_waits_per_token: usize,
+    /// Longest a registered template may take to parse and check (`POST /v1/templates`); its
+    /// parse is stopped then (422 `invalid_template`).
+    pub template_parse_budget_ms: u64,
+    /// Largest `context` filter of `GET /v1/tasks`, in bytes of JSON (400
+    /// `context_filter_too_large`).
+    pub max_context_filter_bytes: usize,
+    /// Longest a list query may run in PostgreSQL (503 `query_timeout`).
+    pub list_timeout_ms: u64,
+    /// Schedules one namespace may have (409 `too_many_schedules`).
+    pub max_schedules_per_namespace: usize,
+    /// Backfills one schedule may start in an hour (429 `too_many_backfills`).
+    pub max_backfills_per_hour: u32,
+    /// Signals one task may receive (409 `too_many_signals`).
+    pub max_signals_per_task: usize,
     /// Largest step message published; a step whose message is larger fails with
     /// `message_too_large` instead of being sent.
     pub max_message_bytes: usize,
@@ -235,6 +188,9 @@ pub struct OrchestratorConfig {
     pub allowed_origins: Vec<String>,
     /// `/metrics` without a token even when tokens are required (for a scraper that sends none).
     pub metrics_public: bool,
+    /// Keep each audited request's `X-Forwarded-For` header beside its peer address. Only
+    /// behind a proxy that sets it (anyone else can write anything in it).
+    pub audit_forwarded_for: bool,
     /// Serve the API over TLS (`https://`) with this PEM certificate chain; needs
     /// `tls_key_file`. Unset: plain HTTP.
     pub tls_cert_file: Option<PathBuf>,
@@ -276,59 +232,6 @@ pub enum AuthMode {
     Off,
 }
 
-/// Settings of a worker (any language).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct WorkerConfig {
-    /// Folder of the templates whose namespaces this worker serves.
-    pub templates: Option<PathBuf>,
-    /// Address `/health` and `/metrics` listen on: loopback by default; `0.0.0.0` (or a
-    /// machine address) lets a probe from another host reach them.
-    pub health_bind: std::net::IpAddr,
-    /// Port of the worker's `/health` and `/metrics` (0 picks a free port).
-    pub health_port: u16,
-    /// Steps run at the same time.
-    pub concurrency: usize,
-    /// Unacknowledged step messages the broker may push to this worker (each carries up to
-    /// `orchestrator.steps_per_message` steps).
-    pub prefetch: u16,
-    /// Largest handler result, in bytes of JSON: a larger one fails its step, permanently,
-    /// with `result_too_large`, instead of being sent.
-    pub max_result_bytes: usize,
-    /// Name reported with results; defaults to `<host>-<pid>`.
-    pub name: Option<String>,
-    /// The orchestrator API the worker registers its templates with when it starts.
-    pub orchestrator_url: String,
-    /// Register the templates at start-up (off: orchestrators' `--templates` must carry them).
-    pub register_templates: bool,
-    /// API token sent to the orchestrator (template registration, parent-result pages) when it
-    /// requires tokens: `write` scope. Best set through `TASKER_WORKER__API_TOKEN`.
-    pub api_token: Option<String>,
-    /// On SIGTERM (or stop), how long handlers already running may finish and have their
-    /// results published before the worker exits; steps not finished by then, and those not
-    /// started, go back to their queues. `--shutdown-timeout` (seconds) in every language.
-    pub shutdown_timeout_ms: u64,
-    /// How often the worker reports itself to the orchestrator (`GET /v1/workers`); it counts
-    /// as gone after three heartbeats missed.
-    pub heartbeat_ms: u64,
-    /// Steps a worker holds start high priority first, then normal, then low; a step goes
-    /// ahead of one a level above it once it has waited this much longer (aging), so
-    /// low-priority work never starves.
-    pub priority_aging_ms: u64,
-    /// Slots low-priority steps leave free for normal and high ones (default: an eighth of
-    /// `concurrency`): behind a backlog of low work, a normal or high step starts at once
-    /// instead of waiting for a low one to end. 0: low work may take every slot.
-    pub low_priority_reserve: Option<usize>,
-}
-
-impl WorkerConfig {
-    /// The most low-priority steps a worker runs at once, if fewer than `concurrency`.
-    pub fn low_priority_cap(&self) -> Option<usize> {
-        let reserve = self.low_priority_reserve.unwrap_or(self.concurrency / 8);
-        (reserve > 0).then(|| self.concurrency.saturating_sub(reserve).max(1))
-    }
-}
-
 impl Default for Config {
     fn default() -> Self {
         Self {
@@ -364,6 +267,17 @@ impl Default for OrchestratorConfig {
             max_event_streams: 1_024,
             max_event_streams_per_token: 64,
             max_wait_seconds: 300,
+            body_deadline_ms: 60_000,
+            body_min_bytes_per_second: 1_024,
+            max_connections_per_peer: 512,
+            max_requests_per_token: 256,
+            max_waits_per_token: 128,
+            template_parse_budget_ms: 2_000,
+            max_context_filter_bytes: 8_192,
+            list_timeout_ms: 5_000,
+            max_schedules_per_namespace: 1_000,
+            max_backfills_per_hour: 10,
+            max_signals_per_task: 1_000,
             max_message_bytes: 16 * 1024 * 1024,
             steps_per_message: 32,
             inline_max_bytes: 64 * 1024,
@@ -379,6 +293,7 @@ impl Default for OrchestratorConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             metrics_public: false,
+            audit_forwarded_for: false,
             tls_cert_file: None,
             tls_key_file: None,
         }
@@ -387,68 +302,6 @@ impl Default for OrchestratorConfig {
 
 /// How much longer a step must have waited to go ahead of one a priority level above it.
 pub const DEFAULT_PRIORITY_AGING_MS: u64 = 10_000;
-
-impl Default for WorkerConfig {
-    fn default() -> Self {
-        Self {
-            templates: None,
-            health_bind: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
-            health_port: 8100,
-            concurrency: 64,
-            prefetch: 128,
-            max_result_bytes: 4 * 1024 * 1024,
-            name: None,
-            orchestrator_url: "http://127.0.0.1:8080".into(),
-            register_templates: true,
-            api_token: None,
-            shutdown_timeout_ms: 30_000,
-            heartbeat_ms: 5_000,
-            priority_aging_ms: DEFAULT_PRIORITY_AGING_MS,
-            low_priority_reserve: None,
-        }
-    }
-}
-
-/// `<host>-<pid>`: how a process names itself in results and registrations unless configured.
-pub fn process_name() -> String {
-    format!("{}-{}", host_name(), std::process::id())
-}
-
-/// This machine's host name (`localhost` if it cannot be read).
-pub fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
-        .unwrap_or_else(|_| "localhost".into())
-}
-
-/// `url` with `sslmode=require` added when it names a database host that is not on this
-/// machine's loopback and says nothing of TLS itself: PostgreSQL's default (`prefer`) falls
-/// back to plaintext without a word. `sslmode=verify-full&sslrootcert=…` also checks the server
-/// (docs/tls.md); `sslmode=disable` says plaintext on purpose.
-pub fn require_tls_off_loopback(url: &str) -> String {
-    let (base, query) = url.split_once('?').unwrap_or((url, ""));
-    let says = query
-        .split('&')
-        .any(|p| p.starts_with("sslmode=") || p.starts_with("host="));
-    let authority = base
-        .split_once("://")
-        .map_or("", |(_, rest)| rest.split('/').next().unwrap_or(""));
-    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = match hostport.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => hostport.split(':').next().unwrap_or(""),
-    };
-    let local = host.is_empty()
-        || host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    if says || local {
-        return url.to_owned();
-    }
-    let joiner = if query.is_empty() { "?" } else { "&" };
-    format!("{url}{joiner}sslmode=require")
-}
 
 /// A configuration that failed to load or validate.
 #[derive(Debug, thiserror::Error)]
@@ -538,6 +391,7 @@ impl Config {
         }
         self.retention.policy()?;
         self.retention.tombstones()?;
+        self.retention.audit()?;
         if self.retention.batch == 0 || self.retention.batch > 10_000 {
             return invalid("retention.batch", "must be 1 to 10000");
         }
@@ -611,6 +465,7 @@ impl Config {
         if self.worker.prefetch == 0 || self.orchestrator.result_prefetch == 0 {
             return invalid("worker.prefetch", "prefetch values must be at least 1");
         }
+        bounds::validate(&self.orchestrator)?;
         let o = &self.orchestrator;
         match (&o.tls_cert_file, &o.tls_key_file) {
             (Some(_), None) => {

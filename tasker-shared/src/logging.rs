@@ -9,11 +9,20 @@ use std::io::IsTerminal;
 /// The variable that chooses the format: `text` (the default) or `json`.
 pub const FORMAT_VARIABLE: &str = "TASKER_LOG_FORMAT";
 
+/// The filter used when `RUST_LOG` is unset: `base` (say `info`) for everything, except the
+/// broker client's own "Channel closed" lines. The broker answers an expected refusal (a
+/// passive check of a queue not declared yet, a declare a worker's user may not make) by closing
+/// the channel, which that client logs as an error; Tasker reports every close that matters in
+/// its own words (a consumer ended, a connection lost, a queue missing).
+pub fn default_filter(base: &str) -> String {
+    format!("{base},lapin::channel=off")
+}
+
 /// Installs the process's log subscriber. Idempotent: if one is installed already (a second
 /// worker in the same Python, Ruby or Node process, or a host library's), that one is kept.
 pub fn init(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter(default)));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -18,11 +18,12 @@
 mod checks;
 mod compile;
 mod error;
-mod loading;
+pub(crate) mod loading;
 mod positions;
 mod types;
 
 pub mod bounds;
+pub mod child;
 #[cfg(test)]
 mod tests;
 
@@ -61,6 +62,21 @@ pub mod limits {
 impl TaskTemplate {
     /// Parses, validates and compiles a template (graph and context schema).
     pub fn load(src: &str, file: &str) -> Result<Loaded, Error> {
+        Self::precheck(src, file)?;
+        let template: TaskTemplate = serde_norway::from_str(src).map_err(|e| {
+            let at = e.location().map(|l| Position {
+                line: l.line(),
+                column: l.column(),
+            });
+            Error::at(file, at, ErrorKind::Syntax(e.to_string()))
+        })?;
+        template.compile(file, Some(src))
+    }
+
+    /// What is checked of a template's text before any parser reads it, in linear time: its
+    /// size, that it says something, and the pre-scan's bounds ([`bounds`]). Cheap enough to
+    /// run where the text arrives, before a parsing child is started for it.
+    pub fn precheck(src: &str, file: &str) -> Result<(), Error> {
         if src.len() > limits::MAX_SOURCE_BYTES {
             return Err(Error::of_file(
                 file,
@@ -84,15 +100,7 @@ impl TaskTemplate {
         bounds::check(src).map_err(|(line, kind)| Error {
             line: Some(line),
             ..Error::of_file(file, kind)
-        })?;
-        let template: TaskTemplate = serde_norway::from_str(src).map_err(|e| {
-            let at = e.location().map(|l| Position {
-                line: l.line(),
-                column: l.column(),
-            });
-            Error::at(file, at, ErrorKind::Syntax(e.to_string()))
-        })?;
-        template.compile(file, Some(src))
+        })
     }
 
     /// Validates an already-parsed template, e.g. one read back from storage.

@@ -507,25 +507,24 @@ pub fn pointer_path(pointer: &str) -> Option<Vec<String>> {
 pub fn load_schedules(
     dir: &std::path::Path,
 ) -> Result<Vec<(std::path::PathBuf, ScheduleSpec)>, crate::template::Error> {
-    use crate::template::{Error, ErrorKind};
-    let mut files = Vec::new();
-    crate::template::schedule_files(dir, &mut files)
-        .map_err(|e| Error::of_file(dir.display().to_string(), ErrorKind::Io(e.to_string())))?;
-    files.sort();
-    let mut out = Vec::with_capacity(files.len());
-    for file in files {
-        let label = file.display().to_string();
-        let src = std::fs::read_to_string(&file)
-            .map_err(|e| Error::of_file(label.clone(), ErrorKind::Io(e.to_string())))?;
-        out.push((file, parse_schedule(&src, &label)?));
+    use crate::template::{child, loading};
+    if dir.is_file() {
+        // A single template file has no `schedules/` folder below it.
+        return Ok(Vec::new());
     }
-    Ok(out)
+    let files = loading::yaml_files(dir, crate::template::schedule_files)?;
+    let texts = loading::read_all(&files)?;
+    files
+        .into_iter()
+        .zip(child::parse_schedules(texts, child::PARSE_BUDGET))
+        .map(|(file, spec)| spec.map(|s| (file, s)))
+        .collect()
 }
 
-/// One schedule's YAML (or JSON) text from `file` (a label for errors), checked; a problem with
-/// its line and column where known (the YAML parser's positions).
-pub fn parse_schedule(src: &str, file: &str) -> Result<ScheduleSpec, crate::template::Error> {
-    use crate::template::{Error, ErrorKind, Position};
+/// What is checked of a schedule's text before any parser reads it: its size and the
+/// pre-scan's bounds (`crate::template::bounds`).
+pub fn precheck_schedule(src: &str, file: &str) -> Result<(), crate::template::Error> {
+    use crate::template::{Error, ErrorKind};
     if src.len() > 64 * 1024 {
         return Err(Error::of_file(
             file,
@@ -538,7 +537,14 @@ pub fn parse_schedule(src: &str, file: &str) -> Result<ScheduleSpec, crate::temp
     crate::template::bounds::check(src).map_err(|(line, kind)| Error {
         line: Some(line),
         ..Error::of_file(file, kind)
-    })?;
+    })
+}
+
+/// One schedule's YAML (or JSON) text from `file` (a label for errors), checked; a problem with
+/// its line and column where known (the YAML parser's positions).
+pub fn parse_schedule(src: &str, file: &str) -> Result<ScheduleSpec, crate::template::Error> {
+    use crate::template::{Error, ErrorKind, Position};
+    precheck_schedule(src, file)?;
     let spec: ScheduleSpec = serde_norway::from_str(src).map_err(|e| {
         let at = e.location().map(|l| Position {
             line: l.line(),

@@ -91,6 +91,9 @@ pub enum Error {
 /// or Ctrl-C, then stops gracefully. Prints why it could not start (exit code 1; 2 for bad
 /// flags).
 pub fn run(registry: Registry) -> ExitCode {
+    // The templates are parsed in a child of this program, killed at its budget: call `run`
+    // first thing in `main`, since the child runs `main` up to here.
+    tasker_shared::template::child::serve_if_asked();
     let args = Args::parse();
     tasker_shared::logging::init("info");
     let served = tokio::runtime::Builder::new_multi_thread()

@@ -123,8 +123,11 @@ pub fn forward(default_filter: &str) -> &'static LogQueue {
     static QUEUE: OnceLock<&'static LogQueue> = OnceLock::new();
     QUEUE.get_or_init(|| {
         let queue: &'static LogQueue = Box::leak(Box::default());
-        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+            tracing_subscriber::EnvFilter::new(tasker_shared::logging::default_filter(
+                default_filter,
+            ))
+        });
         let _ = tracing_subscriber::registry()
             .with(filter)
             .with(Forward(queue))

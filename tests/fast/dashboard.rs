@@ -13,7 +13,10 @@
 //! parent and the step that started it, and the Workers page lists a live worker; with
 //! `tests/dashboard/flow.mjs`, a throttled step says which key holds it and until when, a
 //! high-priority task says so, and the Limits page lists the keys and pauses (after a
-//! confirmation) and resumes a rate key. Screenshots go to `target/dashboard-screenshots/`.
+//! confirmation) and resumes a rate key; with `tests/dashboard/audit.mjs`, the audit log lists
+//! every request that changed something (a refused one marked so), filters it by namespace and
+//! method, and shows an admin of one namespace only that namespace's rows. Screenshots go to
+//! `target/dashboard-screenshots/`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -569,20 +572,21 @@ async fn schedules_delays_and_signals_from_the_dashboard_in_a_real_browser() -> 
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
     assert_eq!(
-        rows.get(..5),
+        rows.get(..6),
         Some(
             &[
                 "Completed tasks kept 30d",
                 "Failed tasks kept 90d",
                 "Cancelled tasks kept 30d",
                 "Purged ids answer 410 for 90d",
+                "Audit log kept 90d",
                 "Pace 200 tasks a batch, at most 5% of the time, every 60 s",
             ][..]
         ),
         "{report}"
     );
     assert!(
-        rows.get(5)
+        rows.get(6)
             .is_some_and(|r| r.starts_with("Last purge ") && r.contains(" ago)")),
         "{report}"
     );
@@ -945,6 +949,137 @@ async fn throttled_steps_and_the_limits_page_in_a_real_browser() -> anyhow::Resu
         ],
     );
     worker.stop().await;
+    o.stop().await;
+    env.cleanup().await
+}
+
+/// A two-step template of `namespace` on the Rust fixture handlers.
+fn pair(namespace: &str) -> String {
+    format!(
+        "namespace: {namespace}\nname: pair\nversion: 1.0.0\nsteps:\n  - name: first\n    \
+         handler: double\n  - name: second\n    handler: add_ten\n    depends_on: [first]\n"
+    )
+}
+
+/// Eight requests that change something, audited: a template, a task and its cancel in each of
+/// `dash_a` and `dash_b` (as `root`), a purge without a token (401) and a revoke of no token
+/// (404). Returns the two tasks, once every row is written.
+async fn audited_requests(
+    o: &tasker::RunningOrchestrator,
+    root: &tasker_client::Client,
+    root_token: &str,
+) -> anyhow::Result<Vec<uuid::Uuid>> {
+    let mut tasks = Vec::new();
+    for ns in ["dash_a", "dash_b"] {
+        root.register_template(&pair(ns), None, None).await?;
+        let task = root
+            .create_task(&CreateTask::new(ns, "pair").context(json!({"value": 1})))
+            .await?;
+        root.cancel(task.id).await?;
+        tasks.push(task.id);
+    }
+    let http = reqwest::Client::new();
+    let purge = http.post(format!("{}/v1/purge", o.url())).send().await?;
+    assert_eq!(purge.status(), 401);
+    let revoke = http
+        .delete(format!("{}/v1/tokens/nobody", o.url()))
+        .bearer_auth(root_token)
+        .send()
+        .await?;
+    assert_eq!(revoke.status(), 404);
+    let mut written = o.shared.audit.written();
+    tokio::time::timeout(Duration::from_secs(10), written.wait_for(|n| *n >= 8)).await??;
+    Ok(tasks)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_log_page_in_a_real_browser() -> anyhow::Result<()> {
+    use tasker_orchestration::store::{NewToken, Scope, Store};
+    let (script, chromium) = browser_script("audit.mjs")?;
+    let mut env = TestEnv::new().await?;
+    env.config.orchestrator.auth = AuthMode::Tokens;
+    let store = Store::connect(&env.config.database_url, 2).await?;
+    let dash_a = tasker_shared::namespaces::Patterns::parse("dash_a")?;
+    let mut tokens = Vec::new();
+    for (name, namespaces) in [("root", None), ("admin-a", Some(&dash_a))] {
+        let new = NewToken {
+            name,
+            scope: Scope::Admin,
+            namespaces,
+            expires_at: None,
+            created_by: None,
+            minter: None,
+        };
+        tokens.push(store.create_token(&new).await?.token);
+    }
+    let o = env.orchestrator().await?;
+    let root = tasker_client::Client::with_token(&o.url(), Some(&tokens[0]));
+    let tasks = audited_requests(&o, &root, &tokens[0]).await?;
+
+    let shots = target_dir().join("dashboard-screenshots");
+    let (report, stderr) = run_browser(
+        &script,
+        &chromium,
+        &shots,
+        &[
+            ("TASKER_URL", o.url()),
+            ("ROOT_TOKEN", tokens[0].clone()),
+            ("SCOPED_TOKEN", tokens[1].clone()),
+            ("SCOPED_NAMESPACE", "dash_a".to_owned()),
+            ("OTHER_NAMESPACE", "dash_b".to_owned()),
+        ],
+    )
+    .await?;
+    assert_clean(&report, &stderr, &shots, true);
+    let rows = |key: &str| report[key].as_array().cloned().unwrap_or_default();
+    // Every row the API has, newest first, as the page shows them.
+    let api = root.audit(&tasker_client::AuditQuery::default()).await?;
+    let ids: Vec<i64> = rows("all")
+        .iter()
+        .filter_map(|r| r["id"].as_i64())
+        .collect();
+    assert_eq!(ids, api.entries.iter().map(|e| e.id).collect::<Vec<_>>());
+    assert_eq!(ids.len(), 8, "{report}");
+    let refused = rows("all")
+        .into_iter()
+        .find(|r| r["route"] == "/v1/purge")
+        .expect("the refused purge is listed");
+    assert_eq!(
+        (
+            &refused["status"],
+            &refused["refusedMark"],
+            &refused["token"]
+        ),
+        (&json!(401), &json!(true), &json!("none")),
+        "{report}"
+    );
+    let cancel_b = rows("all")
+        .into_iter()
+        .find(|r| r["route"] == "/v1/tasks/{id}/cancel" && r["namespaces"] == "dash_b")
+        .expect("b's cancel is listed");
+    assert_eq!(cancel_b["taskHref"], format!("#/tasks/{}", tasks[1]));
+    assert_eq!(cancel_b["token"], "root");
+    assert_eq!(report["navCurrent"], "page", "{report}");
+    // Filtered on b: its template, task and cancel; on DELETE: the revoke.
+    assert_eq!(rows("filtered").len(), 3, "{report}");
+    let deletes = rows("deletes");
+    assert_eq!(deletes.len(), 1, "{report}");
+    assert_eq!(deletes[0]["request"], "DELETE /v1/tokens/{name}");
+    assert!(
+        deletes[0]["targets"]
+            .as_str()
+            .is_some_and(|t| t.contains("token nobody")),
+        "{report}"
+    );
+    assert_eq!(report["retention"], "kept 90d", "{report}");
+    // The admin of dash_a: a's three rows only.
+    let scoped = rows("scoped");
+    assert_eq!(scoped.len(), 3, "{report}");
+    assert!(
+        scoped.iter().all(|r| r["namespaces"] == "dash_a"),
+        "{report}"
+    );
+    assert_screenshots(&shots, &["a1-audit", "a2-namespace", "a3-scoped"]);
     o.stop().await;
     env.cleanup().await
 }

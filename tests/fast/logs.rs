@@ -178,3 +178,50 @@ async fn rust_binaries_stop_on_sigterm_with_a_last_line_and_no_error() -> anyhow
     o.stop().await;
     env.cleanup().await
 }
+
+/// The orchestrator's stderr lines until it says `up`, started with `amqp_url` as its broker.
+async fn lines_until(env: &TestEnv, amqp_url: &str, up: &str) -> anyhow::Result<Vec<String>> {
+    let (mut child, mut lines) = spawn_logging(
+        env,
+        "tasker-orchestrator",
+        &["--bind", "127.0.0.1:0"],
+        &[("AMQP_URL", amqp_url)],
+    )?;
+    let seen = tokio::time::timeout(Duration::from_secs(60), async {
+        let mut seen = Vec::new();
+        while let Some(line) = lines.next_line().await? {
+            let done = line.contains(up);
+            seen.push(line);
+            if done {
+                return anyhow::Ok(seen);
+            }
+        }
+        anyhow::bail!("the orchestrator exited before {up:?}: {seen:#?}")
+    })
+    .await
+    .with_context(|| format!("the orchestrator did not log {up:?} within 60 s"))??;
+    child.start_kill()?;
+    child.wait().await?;
+    Ok(seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_orchestrator_warns_when_its_broker_user_is_guest() -> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    let warning = "the orchestrator's broker user is `guest`";
+    // The services' own URL logs in as guest.
+    assert_eq!(tasker_broker::user_of(&env.config.amqp_url), "guest");
+    let guest = lines_until(&env, &env.config.amqp_url, "connected to the broker").await?;
+    assert!(
+        guest
+            .iter()
+            .any(|l| l.contains(warning) && l.contains("WARN")),
+        "{guest:#?}"
+    );
+    // A user of its own, as the demo and cluster mode make it: no warning, and it may do all an
+    // orchestrator does at start (declare its queues, consume results and dead letters).
+    let (_, own) = env.orchestrator_user()?;
+    let lines = lines_until(&env, &own, "connected to the broker").await?;
+    assert!(!lines.iter().any(|l| l.contains(warning)), "{lines:#?}");
+    env.cleanup().await
+}

@@ -177,23 +177,42 @@ impl TestEnv {
     /// test's token for the role after it) and its AMQP URL.
     pub fn worker_user(&self, role: &str, namespaces: &[&str]) -> anyhow::Result<(String, String)> {
         let name = format!("{}-{role}", self.config.queue_prefix);
+        let spec = format!("{name}={}", namespaces.join(","));
+        self.broker_user("worker-users", &name, &spec)
+    }
+
+    /// The orchestrators' own broker user, as `cargo-make/services.sh orchestrator-user` makes
+    /// it for the demo and cluster mode (not `guest`): it may declare, read and write this
+    /// test's prefix's objects only. Returns its name and AMQP URL.
+    pub fn orchestrator_user(&self) -> anyhow::Result<(String, String)> {
+        let name = format!("{}-orchestrator", self.config.queue_prefix);
+        self.broker_user("orchestrator-user", &name, &name)
+    }
+
+    /// Runs `services.sh COMMAND PREFIX ARG` and reads the URL of user `name` it prints.
+    fn broker_user(
+        &self,
+        command: &str,
+        name: &str,
+        arg: &str,
+    ) -> anyhow::Result<(String, String)> {
         let made = std::process::Command::new(repo_root().join("cargo-make/services.sh"))
-            .arg("worker-users")
+            .arg(command)
             .arg(&self.config.queue_prefix)
-            .arg(format!("{name}={}", namespaces.join(",")))
+            .arg(arg)
             .output()?;
         anyhow::ensure!(
             made.status.success(),
-            "cargo-make/services.sh worker-users failed: {}",
+            "cargo-make/services.sh {command} failed: {}",
             String::from_utf8_lossy(&made.stderr)
         );
         let out = String::from_utf8(made.stdout)?;
         let url = out
             .lines()
             .find_map(|l| l.strip_prefix(&format!("{name} ")))
-            .context("worker-users printed no URL")?
+            .with_context(|| format!("{command} printed no URL"))?
             .to_owned();
-        Ok((name, url))
+        Ok((name.to_owned(), url))
     }
 
     /// Deletes this test's queues and database.

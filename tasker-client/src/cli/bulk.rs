@@ -129,6 +129,9 @@ pub(super) async fn retention(client: &Client, json: bool) -> anyhow::Result<Exi
         "tombstones  {} (a purged id answers 410 task_purged)",
         kept(&p.tombstones)
     );
+    if !p.audit.is_empty() {
+        out!("audit log   {} (docs/auth.md)", kept(&p.audit));
+    }
     out!(
         "pace        {} tasks a batch, at most {}% of the time, looking every {} s",
         p.batch,

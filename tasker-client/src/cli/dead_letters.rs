@@ -6,6 +6,8 @@ use clap::Subcommand;
 
 use tasker_client::Client;
 
+use super::pages::{self, Listed};
+
 #[derive(Debug, Subcommand)]
 pub(super) enum DeadLettersCommand {
     /// Newest first, a page at a time (`--all`: every page).
@@ -74,39 +76,27 @@ async fn list(
     all: bool,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let (mut before, mut every) = (before, Vec::new());
-    loop {
+    let fetch = |before| async move {
         let page = client.dead_letters(before, Some(limit)).await?;
-        if json && !all {
-            out!("{}", serde_json::to_string_pretty(&page)?);
-            return Ok(ExitCode::SUCCESS);
-        }
-        every.extend(page.dead_letters);
-        match page.next_before {
-            Some(next) if all => before = Some(next),
-            Some(next) => {
-                eprintln!("more: tasker dead-letters list --before {next}");
-                break;
-            }
-            None => break,
-        }
-    }
-    if json {
-        out!("{}", serde_json::to_string_pretty(&every)?);
-    } else {
-        super::table::print(
-            &[">ID", "FIRST SEEN", ">SEEN", "QUEUE", "REASON"],
-            every.iter().map(|d| {
-                vec![
-                    d.id.to_string(),
-                    d.first_seen.format("%Y-%m-%d %H:%M:%S").to_string(),
-                    d.times_seen.to_string(),
-                    d.queue.clone().unwrap_or_else(|| "?".into()),
-                    d.reason.clone(),
-                ]
-            }),
-        );
-    }
+        let (rows, next) = (page.dead_letters.clone(), page.next_before);
+        anyhow::Ok((page, rows, next))
+    };
+    let every = match pages::read(before, all, json, "tasker dead-letters list", fetch).await? {
+        Listed::Printed => return Ok(ExitCode::SUCCESS),
+        Listed::Rows(rows) => rows,
+    };
+    super::table::print(
+        &[">ID", "FIRST SEEN", ">SEEN", "QUEUE", "REASON"],
+        every.iter().map(|d| {
+            vec![
+                d.id.to_string(),
+                d.first_seen.format("%Y-%m-%d %H:%M:%S").to_string(),
+                d.times_seen.to_string(),
+                d.queue.clone().unwrap_or_else(|| "?".into()),
+                d.reason.clone(),
+            ]
+        }),
+    );
     Ok(ExitCode::SUCCESS)
 }
 

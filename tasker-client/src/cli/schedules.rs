@@ -169,8 +169,14 @@ async fn apply(client: &Client, paths: &[PathBuf], json: bool) -> anyhow::Result
         let label = path.display().to_string();
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("{label}: cannot read it: {e}"))?;
-        let spec = tasker_shared::time::parse_schedule(&text, &label)?;
-        specs.push((path.clone(), spec));
+        // Parsed in a child of this program, killed at its budget.
+        let parsed = tasker_shared::template::child::parse_schedules(
+            vec![(label, text)],
+            tasker_shared::template::child::PARSE_BUDGET,
+        );
+        for spec in parsed {
+            specs.push((path.clone(), spec?));
+        }
     }
     if specs.is_empty() {
         anyhow::bail!("no schedule files found");

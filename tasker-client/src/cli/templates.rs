@@ -32,11 +32,12 @@ pub(super) enum TemplatesCommand {
         #[arg(long)]
         by: Option<String>,
     },
-    /// Check every template below each DIR offline, exactly as an orchestrator would at
-    /// start-up, and the schedules of its `schedules/` folders; prints `file:line: problem`
-    /// and exits 1 on the first invalid one.
+    /// Check every template below each DIR (or each FILE) offline, exactly as an orchestrator
+    /// would at start-up, and the schedules of its `schedules/` folders; prints
+    /// `file:line: problem` and exits 1 on the first invalid one. Each file is parsed in a
+    /// child process stopped after 2 s.
     Validate {
-        /// Folders to search for template files (YAML), recursively.
+        /// Folders to search for template files (YAML), recursively, or template files.
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
     },

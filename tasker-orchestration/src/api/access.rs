@@ -11,16 +11,18 @@ use tasker_shared::namespaces::Patterns;
 use uuid::Uuid;
 
 use super::Error;
+use crate::audit::Note;
 use crate::shared::Shared;
 use crate::store::{Principal, Scope};
 
-/// The holder of the request's token; `None` when the orchestrator serves without tokens.
+/// The holder of the request's token (`None` when the orchestrator serves without tokens), and
+/// the request's audit note: every namespace a caller is checked against is recorded there.
 #[derive(Debug, Clone)]
-pub struct Caller(Option<Principal>);
+pub struct Caller(Option<Principal>, Note);
 
 impl From<Option<Principal>> for Caller {
     fn from(p: Option<Principal>) -> Self {
-        Caller(p)
+        Caller(p, Note::default())
     }
 }
 
@@ -28,13 +30,22 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Error> {
-        Ok(Caller(parts.extensions.get::<Principal>().cloned()))
+        Ok(Caller(
+            parts.extensions.get::<Principal>().cloned(),
+            parts.extensions.get::<Note>().cloned().unwrap_or_default(),
+        ))
     }
 }
 
 impl Caller {
     pub fn principal(&self) -> Option<&Principal> {
         self.0.as_ref()
+    }
+
+    /// The request's audit note (`crate::audit`): what a handler learns of its targets goes
+    /// there.
+    pub fn audit(&self) -> &Note {
+        &self.1
     }
 
     /// The namespaces the caller is limited to; `None`: every one.
@@ -55,8 +66,10 @@ impl Caller {
         self.patterns().is_none_or(|p| p.covers(namespace))
     }
 
-    /// Ok if the caller may touch `namespace`, else 403 naming it.
+    /// Ok if the caller may touch `namespace`, else 403 naming it. Either way the namespace
+    /// goes into the request's audit note.
     pub fn check(&self, namespace: &str) -> Result<(), Error> {
+        self.1.namespace(namespace);
         match self.patterns() {
             Some(p) if !p.covers(namespace) => Err(self
                 .forbidden(format!(

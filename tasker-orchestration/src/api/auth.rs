@@ -32,6 +32,8 @@ pub(super) fn needed(method: &Method, route: Option<&str>, metrics_public: bool)
         Some("/v1/dead-letters/{id}/replay" | "/v1/tokens" | "/v1/tokens/{name}" | "/v1/purge") => {
             Some(Scope::Admin)
         }
+        // Who did what, of every namespace the token covers.
+        Some("/v1/audit") => Some(Scope::Admin),
         Some("/v1/dead-letters/{id}") if method == Method::DELETE => Some(Scope::Admin),
         _ if method == Method::GET || method == Method::HEAD => Some(Scope::Read),
         _ => Some(Scope::Write),
@@ -71,6 +73,10 @@ pub(super) async fn require(
         Ok(None) => return unauthenticated("unknown, revoked or expired token"),
         Err(e) => return e.into_response(),
     };
+    // Who asked, for the audit row, refused for its scope or not.
+    if let Some(note) = req.extensions().get::<crate::audit::Note>() {
+        note.token(principal.id, &principal.name);
+    }
     if principal.scope < scope {
         return Error::new(
             StatusCode::FORBIDDEN,
@@ -149,6 +155,10 @@ pub(super) async fn create_token(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, Error> {
     let req: NewToken = json_body(&shared, body)?;
+    caller.audit().target("token", req.name.as_str());
+    for ns in req.namespaces.iter().flatten() {
+        caller.audit().namespace(ns);
+    }
     let scope = Scope::parse(&req.scope).ok_or_else(|| {
         Error::bad_request(
             "invalid_scope",
@@ -338,6 +348,7 @@ mod tests {
             (post, None, false, Some(Scope::Write)),
             (get, Some("/v1/tokens"), false, Some(Scope::Admin)),
             (delete, Some("/v1/tokens/{name}"), false, Some(Scope::Admin)),
+            (get, Some("/v1/audit"), false, Some(Scope::Admin)),
         ] {
             assert_eq!(
                 needed(method, route, public),

@@ -67,6 +67,18 @@ impl From<crate::store::Error> for Error {
             return Self::new(StatusCode::CONFLICT, "rate_key_owned", e.to_string())
                 .with_details(details);
         }
+        if let crate::store::Error::TimedOut(_) = e {
+            ::metrics::counter!(crate::metrics::BOUNDS_REFUSED.name,
+                "bound" => "orchestrator.list_timeout_ms")
+            .increment(1);
+            return Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "query_timeout",
+                "the query took longer than orchestrator.list_timeout_ms allows; narrow its \
+                 filters",
+            )
+            .with_details(json!({ "bound": "orchestrator.list_timeout_ms" }));
+        }
         if let crate::store::Error::Unavailable(_) = e {
             tracing::warn!(error = %e, "database unavailable while serving a request");
             Self::new(

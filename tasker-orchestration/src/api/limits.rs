@@ -15,11 +15,41 @@ use tasker_shared::api::{
 
 use super::access::Caller;
 use super::extract::{Path, Query};
-use super::{Error, json_body};
-use crate::shared::Shared;
+use super::{Error, json_body, page_limit};
 
-/// Most concurrency keys one list answers.
-const MAX_KEYS: i64 = 1000;
+/// The cursors of these lists: where a page ends in their order (when last used, key).
+mod page {
+    use chrono::{DateTime, SecondsFormat, Utc};
+
+    use super::Error;
+
+    fn bad() -> Error {
+        Error::bad_request("invalid_query", "`after` is the `next` of a previous page")
+    }
+
+    /// `<used at>|<key>`.
+    pub(super) fn next(at: DateTime<Utc>, key: &str) -> String {
+        format!("{}|{key}", at.to_rfc3339_opts(SecondsFormat::Micros, true))
+    }
+
+    pub(super) fn cursor(text: &str) -> Result<(DateTime<Utc>, &str), Error> {
+        let (at, key) = text.split_once('|').ok_or_else(bad)?;
+        let at = DateTime::parse_from_rfc3339(at).map_err(|_| bad())?;
+        Ok((at.with_timezone(&Utc), key))
+    }
+
+    /// `<1 in use, else 0>|<used at>|<key>`.
+    pub(super) fn busy_next(busy: bool, at: DateTime<Utc>, key: &str) -> String {
+        format!("{}|{}", u8::from(busy), next(at, key))
+    }
+
+    pub(super) fn busy_cursor(text: &str) -> Result<(bool, DateTime<Utc>, &str), Error> {
+        let (busy, rest) = text.split_once('|').ok_or_else(bad)?;
+        let (at, key) = cursor(rest)?;
+        Ok((busy == "1", at, key))
+    }
+}
+use crate::shared::Shared;
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -27,47 +57,83 @@ const MAX_KEYS: i64 = 1000;
 pub(super) struct KeyQuery {
     /// Only keys starting with this (`shop/charge:` for one template's).
     key: Option<String>,
+    /// Keys per page: 1 to 1,000, 500 by default.
+    limit: Option<i64>,
+    /// The previous page's `next`.
+    after: Option<String>,
 }
 
 /// The concurrency keys: those with slots in use or steps waiting first, then the most
-/// recently used (at most 1,000). A token scoped to namespaces sees its namespaces' keys.
+/// recently used, a page at a time (follow `next`). A token scoped to namespaces sees its
+/// namespaces' keys.
 #[utoipa::path(get, path = "/v1/concurrency-limits", tag = "limits",
     operation_id = "list_concurrency_limits", params(KeyQuery),
     responses(
         (status = 200, body = ConcurrencyLimitList),
-        (status = 400, description = "`invalid_query`", body = ErrorBody),
+        (status = 400, description = "`invalid_query`, `invalid_limit`", body = ErrorBody),
+        (status = 503, description = "`query_timeout`: the query ran past `orchestrator.list_timeout_ms`", body = ErrorBody),
     ))]
 pub(super) async fn concurrency(
     State(shared): State<Shared>,
     caller: Caller,
     Query(q): Query<KeyQuery>,
 ) -> Result<Json<ConcurrencyLimitList>, Error> {
-    let limits = shared
+    let limit = page_limit(q.limit)?;
+    let after = q.after.as_deref().map(page::busy_cursor).transpose()?;
+    let page = shared
         .store
-        .concurrency_limits(q.key.as_deref(), MAX_KEYS)
-        .await?
+        .concurrency_limits(q.key.as_deref(), after, limit)
+        .await?;
+    let next = (page.len() as i64 == limit)
+        .then(|| {
+            page.last()
+                .map(|l| page::busy_next(l.in_use > 0, l.used_at, &l.key))
+        })
+        .flatten();
+    let limits = page
         .into_iter()
         // A key starts with its template's namespace: `<namespace>/<template>…:<value>`.
         .filter(|l| caller.covers(l.key.split('/').next().unwrap_or_default()))
         .collect();
-    Ok(Json(ConcurrencyLimitList { limits }))
+    Ok(Json(ConcurrencyLimitList { limits, next }))
 }
 
-/// The rate keys, most recently used first, with their pauses. A token scoped to namespaces
-/// sees its namespaces' keys: those read from their tasks' contexts (`<namespace>/<value>`)
-/// and the named keys their templates name.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(super) struct RatePageQuery {
+    /// Keys per page: 1 to 1,000, 500 by default.
+    limit: Option<i64>,
+    /// The previous page's `next`.
+    after: Option<String>,
+}
+
+/// The rate keys, most recently used first, with their pauses, a page at a time (follow
+/// `next`). A token scoped to namespaces sees its namespaces' keys: those read from their
+/// tasks' contexts (`<namespace>/<value>`) and the named keys their templates name.
 #[utoipa::path(get, path = "/v1/rate-limits", tag = "limits", operation_id = "list_rate_limits",
-    responses((status = 200, body = RateLimitList)))]
+    params(RatePageQuery),
+    responses(
+        (status = 200, body = RateLimitList),
+        (status = 400, description = "`invalid_query`, `invalid_limit`", body = ErrorBody),
+        (status = 503, description = "`query_timeout`: the query ran past `orchestrator.list_timeout_ms`", body = ErrorBody),
+    ))]
 pub(super) async fn rates(
     State(shared): State<Shared>,
     caller: Caller,
+    Query(q): Query<RatePageQuery>,
 ) -> Result<Json<RateLimitList>, Error> {
-    Ok(Json(RateLimitList {
-        limits: shared
-            .store
-            .rate_limits(caller.namespace_regex().as_deref())
-            .await?,
-    }))
+    let limit = page_limit(q.limit)?;
+    let after = q.after.as_deref().map(page::cursor).transpose()?;
+    let namespaces = caller.namespace_regex();
+    let limits = shared
+        .store
+        .rate_limits(namespaces.as_deref(), after, limit)
+        .await?;
+    let next = (limits.len() as i64 == limit)
+        .then(|| limits.last().map(|l| page::next(l.used_at, &l.key)))
+        .flatten();
+    Ok(Json(RateLimitList { limits, next }))
 }
 
 /// Ok if the caller may pause or resume rate key `key`: one covering the namespace the key

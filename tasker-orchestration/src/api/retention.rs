@@ -34,6 +34,7 @@ pub(super) async fn policy(State(shared): State<Shared>) -> Result<Json<Retentio
         error: r.error.clone(),
         cancelled: r.cancelled.clone(),
         tombstones: r.tombstones.clone(),
+        audit: r.audit.clone(),
         interval_ms: r.interval_ms,
         batch: r.batch as u64,
         busy_percent: r.busy_percent,

@@ -18,7 +18,9 @@ use tasker_shared::time::{Cron, FieldError, ScheduleSpec};
 
 use super::access::Caller;
 use super::extract::{Path, Query};
-use super::{Error, check_filter, fetch_task, json_body, optional_json_body, unknown_template};
+use super::{
+    Error, check_filter, fetch_task, json_body, optional_json_body, page_limit, unknown_template,
+};
 use crate::executor;
 use crate::scheduler;
 use crate::shared::Shared;
@@ -34,6 +36,7 @@ use crate::store::ScheduleRow;
         (status = 400, description = "`invalid_json`, `invalid_schedule`, `invalid_cron`, `invalid_timezone`, `invalid_catch_up` (details: field, problem)", body = ErrorBody),
         (status = 403, description = "`forbidden`: the token does not cover the namespace, or one the template's tasks reach", body = ErrorBody),
         (status = 404, description = "`unknown_template`", body = ErrorBody),
+        (status = 409, description = "`too_many_schedules`: the namespace has `orchestrator.max_schedules_per_namespace` schedules", body = ErrorBody),
         (status = 422, description = "`context_schema_violation`: the context does not match the template's schema", body = ErrorBody),
     ))]
 pub(super) async fn put(
@@ -42,6 +45,9 @@ pub(super) async fn put(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, Error> {
     let spec: ScheduleSpec = json_body(&shared, body)?;
+    caller
+        .audit()
+        .target("schedule", format!("{}/{}", spec.namespace, spec.name));
     caller.check(&spec.namespace)?;
     let (row, created) = save(&shared, &caller, &spec).await?;
     let status = if created {
@@ -58,14 +64,20 @@ pub(super) async fn put(
 #[into_params(parameter_in = Query)]
 pub(super) struct ListQuery {
     namespace: Option<String>,
+    /// Schedules per page: 1 to 1,000, 500 by default.
+    limit: Option<i64>,
+    /// The previous page's `next` (`namespace/name` of its last schedule).
+    after: Option<String>,
 }
 
-/// Schedules by namespace and name (a token scoped to namespaces sees those).
+/// Schedules by namespace and name, a page at a time (a token scoped to namespaces sees
+/// those): follow `next` while it is set.
 #[utoipa::path(get, path = "/v1/schedules", operation_id = "list_schedules", tag = "schedules", params(ListQuery),
     responses(
         (status = 200, body = ScheduleList),
-        (status = 400, description = "`invalid_query`", body = ErrorBody),
+        (status = 400, description = "`invalid_query`, `invalid_limit`", body = ErrorBody),
         (status = 403, description = "`forbidden`: `namespace` is one the token does not cover", body = ErrorBody),
+        (status = 503, description = "`query_timeout`: the query ran past `orchestrator.list_timeout_ms`", body = ErrorBody),
     ))]
 pub(super) async fn list(
     State(shared): State<Shared>,
@@ -76,12 +88,31 @@ pub(super) async fn list(
     if let Some(ns) = &q.namespace {
         caller.check(ns)?;
     }
+    let limit = page_limit(q.limit)?;
+    let after = q
+        .after
+        .as_deref()
+        .map(|a| {
+            a.split_once('/').ok_or_else(|| {
+                Error::bad_request("invalid_query", "`after` is the `next` of a previous page")
+            })
+        })
+        .transpose()?;
     let rows = shared
         .store
-        .schedules(q.namespace.as_deref(), caller.namespace_regex().as_deref())
+        .schedules(
+            q.namespace.as_deref(),
+            caller.namespace_regex().as_deref(),
+            after,
+            limit,
+        )
         .await?;
+    let next = (rows.len() as i64 == limit)
+        .then(|| rows.last().map(|r| format!("{}/{}", r.namespace, r.name)))
+        .flatten();
     Ok(Json(ScheduleList {
         schedules: rows.into_iter().map(Schedule::from).collect(),
+        next,
     }))
 }
 
@@ -279,6 +310,7 @@ pub(super) async fn trigger(
         (status = 400, description = "`invalid_json`, `invalid_range` (`to` before `from`), `backfill_too_large` (over 1,000 fire times)", body = ErrorBody),
         (status = 403, description = "`forbidden`: the token does not cover the namespace", body = ErrorBody),
         (status = 404, description = "`schedule_not_found`, `unknown_template`", body = ErrorBody),
+        (status = 429, description = "`too_many_backfills`: the schedule was backfilled `orchestrator.max_backfills_per_hour` times in the last hour", body = ErrorBody),
     ))]
 pub(super) async fn backfill(
     State(shared): State<Shared>,
@@ -320,7 +352,32 @@ pub(super) async fn backfill(
             &row.template,
             row.version.as_deref(),
         )),
+        scheduler::Backfill::TooMany => {
+            let max = shared.config.orchestrator.max_backfills_per_hour;
+            Err(bounded(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_backfills",
+                "orchestrator.max_backfills_per_hour",
+                max as usize,
+                format!(
+                    "schedule {namespace}/{name} was backfilled {max} times in the last hour, \
+                     the most a schedule may (orchestrator.max_backfills_per_hour); try later"
+                ),
+            ))
+        }
     }
+}
+
+/// A refusal by a bound: its configuration key and value in the details, and counted.
+fn bounded(
+    status: StatusCode,
+    code: &'static str,
+    bound: &'static str,
+    limit: usize,
+    message: String,
+) -> Error {
+    ::metrics::counter!(crate::metrics::BOUNDS_REFUSED.name, "bound" => bound).increment(1);
+    Error::new(status, code, message).with_details(json!({ "bound": bound, "limit": limit }))
 }
 
 /// Checks a definition against the templates and saves it.
@@ -353,7 +410,8 @@ async fn save(
     // Its fires are judged with this token: it must reach what they do.
     caller.check_template(shared, &entry.loaded).await?;
     let next = cron.next_after(shared.store.now().await?);
-    Ok(shared
+    let max = shared.config.orchestrator.max_schedules_per_namespace;
+    shared
         .store
         .put_schedule(
             spec,
@@ -361,8 +419,22 @@ async fn save(
             next,
             actor(caller).as_deref(),
             caller.token_id(),
+            max,
         )
-        .await?)
+        .await?
+        .ok_or_else(|| {
+            bounded(
+                StatusCode::CONFLICT,
+                "too_many_schedules",
+                "orchestrator.max_schedules_per_namespace",
+                max,
+                format!(
+                    "namespace {:?} has {max} schedules, the most a namespace may \
+                     (orchestrator.max_schedules_per_namespace); delete one first",
+                    spec.namespace
+                ),
+            )
+        })
 }
 
 /// Ok if the caller reaches every namespace a task of the schedule's template reaches (when the

@@ -34,7 +34,7 @@ const MAX_PAYLOAD_BYTES: usize = 64 * 1024;
         (status = 400, description = "`invalid_id`, `invalid_signal_name`, `invalid_signal_id`, `invalid_json`", body = ErrorBody),
         (status = 403, description = "`forbidden`: the token does not cover the task's namespace", body = ErrorBody),
         (status = 404, description = "`task_not_found`", body = ErrorBody),
-        (status = 409, description = "`signal_conflict`: the `signal_id` was sent with another name or payload; `task_finished`: the task has ended", body = ErrorBody),
+        (status = 409, description = "`signal_conflict`: the `signal_id` was sent with another name or payload; `task_finished`: the task has ended; `too_many_signals`: the task holds `orchestrator.max_signals_per_task` signals", body = ErrorBody),
         (status = 413, description = "`signal_too_large`: a payload over 64 KiB", body = ErrorBody),
     ))]
 pub(super) async fn send(
@@ -80,7 +80,12 @@ pub(super) async fn send(
         ));
     }
     caller.check_task(&shared, id).await?;
-    match shared.store.signal(id, &name, &signal_id, &payload).await? {
+    let max = shared.config.orchestrator.max_signals_per_task;
+    match shared
+        .store
+        .signal(id, &name, &signal_id, &payload, max)
+        .await?
+    {
         Signalled::Created { signal, wake } => {
             ::metrics::counter!(m::SIGNALS_RECEIVED.name).increment(1);
             if !wake.is_empty() {
@@ -102,10 +107,27 @@ pub(super) async fn send(
             format!("task {id} is {state}: it takes no more signals"),
         )),
         Signalled::NoTask => Err(Error::not_found("task_not_found", format!("no task {id}"))),
+        Signalled::TooMany => {
+            ::metrics::counter!(m::BOUNDS_REFUSED.name,
+                "bound" => "orchestrator.max_signals_per_task")
+            .increment(1);
+            Err(Error::new(
+                StatusCode::CONFLICT,
+                "too_many_signals",
+                format!(
+                    "task {id} holds {max} signals, the most a task may \
+                     (orchestrator.max_signals_per_task)"
+                ),
+            )
+            .with_details(
+                serde_json::json!({ "bound": "orchestrator.max_signals_per_task", "limit": max }),
+            ))
+        }
     }
 }
 
-/// A task's signals, oldest first, with the step that consumed each.
+/// A task's signals, oldest first, with the step that consumed each (all of them: a task holds
+/// at most `orchestrator.max_signals_per_task`).
 #[utoipa::path(get, path = "/v1/tasks/{id}/signals", operation_id = "list_signals", tag = "tasks",
     params(("id" = Uuid, Path, description = "The task's id")),
     responses(
@@ -123,6 +145,9 @@ pub(super) async fn list(
     caller.check_task(&shared, id).await?;
     fetch_task(&shared, id).await?;
     Ok(Json(SignalList {
-        signals: shared.store.signals(id).await?,
+        signals: shared
+            .store
+            .signals(id, shared.config.orchestrator.max_signals_per_task)
+            .await?,
     }))
 }

@@ -1,14 +1,15 @@
 //! Task routes: create (with its checks), list, read (and wait), steps, parent results,
 //! history, cancel.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -25,6 +26,7 @@ use tasker_shared::json_check;
 
 use super::access::Caller;
 use super::extract::{Path, Query};
+use super::per_token::PerToken;
 use super::{
     Error, check_filter, check_limit, fetch_task, is_terminal, parse_id, request_body,
     unknown_template,
@@ -63,6 +65,9 @@ pub(super) async fn create_task(
         children,
         priority,
     } = check_request(&shared, &caller, req, body.len()).await?;
+    caller
+        .audit()
+        .target("template", entry.loaded.template.key());
     // The task's trace (tracing on): a child of the caller's, if the request carries one.
     let span = tasker_telemetry::Span::start(
         "tasker.task.create",
@@ -86,6 +91,7 @@ pub(super) async fn create_task(
             token_id: caller.token_id(),
         })
         .await?;
+    caller.audit().task(created.task_id);
     if let Some(span) = &span
         && created.created
     {
@@ -288,10 +294,19 @@ pub(super) async fn create_tasks(
     }
     let results: Vec<BatchItem> = results.into_iter().flatten().collect();
     let count = |s: BatchStatus| results.iter().filter(|r| r.status == s).count();
+    let (created, existing, refused) = (
+        count(BatchStatus::Created),
+        count(BatchStatus::Existing),
+        count(BatchStatus::Refused),
+    );
+    caller.audit().target(
+        "tasks",
+        json!({ "created": created, "existing": existing, "refused": refused }),
+    );
     Ok(Json(BatchCreated {
-        created: count(BatchStatus::Created),
-        existing: count(BatchStatus::Existing),
-        refused: count(BatchStatus::Refused),
+        created,
+        existing,
+        refused,
         results,
     }))
 }
@@ -387,7 +402,7 @@ pub(super) struct ListQuery {
 }
 
 /// `created_after` or `created_before` as a time, or 400 `invalid_time`.
-fn parse_time(field: &str, value: Option<&str>) -> Result<Option<DateTime<Utc>>, Error> {
+pub(super) fn parse_time(field: &str, value: Option<&str>) -> Result<Option<DateTime<Utc>>, Error> {
     value
         .map(|v| {
             DateTime::parse_from_rfc3339(v)
@@ -404,9 +419,24 @@ fn parse_time(field: &str, value: Option<&str>) -> Result<Option<DateTime<Utc>>,
         .transpose()
 }
 
-/// The `context` filter as a JSON object, or 400 `invalid_context_filter`.
-fn parse_context_filter(value: Option<&str>) -> Result<Option<Value>, Error> {
+/// The `context` filter as a JSON object, or 400 `invalid_context_filter`; one longer than
+/// `max` bytes is 400 `context_filter_too_large` before it is read.
+fn parse_context_filter(value: Option<&str>, max: usize) -> Result<Option<Value>, Error> {
     let Some(text) = value else { return Ok(None) };
+    if text.len() > max {
+        ::metrics::counter!(crate::metrics::BOUNDS_REFUSED.name,
+            "bound" => "orchestrator.max_context_filter_bytes")
+        .increment(1);
+        return Err(Error::bad_request(
+            "context_filter_too_large",
+            format!(
+                "the `context` filter is {} bytes; at most {max} \
+                 (orchestrator.max_context_filter_bytes)",
+                text.len()
+            ),
+        )
+        .with_details(json!({ "bound": "orchestrator.max_context_filter_bytes", "limit": max })));
+    }
     match serde_json::from_str::<Value>(text) {
         Ok(v @ Value::Object(_)) => Ok(Some(v)),
         Ok(_) => Err(Error::bad_request(
@@ -425,8 +455,9 @@ fn parse_context_filter(value: Option<&str>) -> Result<Option<Value>, Error> {
 #[utoipa::path(get, path = "/v1/tasks", tag = "tasks", params(ListQuery),
     responses(
         (status = 200, body = TaskPage),
-        (status = 400, description = "`invalid_state`, `invalid_limit`, `invalid_id`, `invalid_time`, `invalid_context_filter`, `invalid_query`", body = ErrorBody),
+        (status = 400, description = "`invalid_state`, `invalid_limit`, `invalid_id`, `invalid_time`, `invalid_context_filter`, `context_filter_too_large` (over `orchestrator.max_context_filter_bytes`), `invalid_query`", body = ErrorBody),
         (status = 403, description = "`forbidden`: `namespace` is one the token does not cover", body = ErrorBody),
+        (status = 503, description = "`query_timeout`: the query ran past `orchestrator.list_timeout_ms`", body = ErrorBody),
     ))]
 pub(super) async fn list_tasks(
     State(shared): State<Shared>,
@@ -453,7 +484,10 @@ pub(super) async fn list_tasks(
     let parent = q.parent.as_deref().map(parse_id).transpose()?;
     let created_after = parse_time("created_after", q.created_after.as_deref())?;
     let created_before = parse_time("created_before", q.created_before.as_deref())?;
-    let context = parse_context_filter(q.context.as_deref())?;
+    let context = parse_context_filter(
+        q.context.as_deref(),
+        shared.config.orchestrator.max_context_filter_bytes,
+    )?;
     let tasks = shared
         .store
         .tasks(&TaskFilter {
@@ -494,9 +528,11 @@ pub(super) struct GetQuery {
         (status = 400, description = "`invalid_id`, `invalid_wait` (beyond the server's cap)", body = ErrorBody),
         (status = 403, description = "`forbidden`: the token covers neither the task's namespace nor that of one of its steps", body = ErrorBody),
         (status = 404, description = "`task_not_found`", body = ErrorBody),
+        (status = 429, description = "`too_many_waits`: the token holds `orchestrator.max_waits_per_token` long polls", body = ErrorBody),
     ))]
 pub(super) async fn get_task(
     State(shared): State<Shared>,
+    Extension(per_token): Extension<Arc<PerToken>>,
     caller: Caller,
     Path(id): Path<String>,
     Query(q): Query<GetQuery>,
@@ -523,6 +559,8 @@ pub(super) async fn get_task(
     if is_terminal(&task) {
         return Ok(Json(task));
     }
+    // Held until the answer: a token's long polls are bounded, as its requests are.
+    let _waiting = per_token.wait(&caller)?;
     let deadline = tokio::time::Instant::now() + wait;
     loop {
         match tokio::time::timeout_at(deadline, events.recv()).await {

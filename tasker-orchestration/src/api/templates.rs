@@ -1,7 +1,7 @@
 //! Template routes: register a version (workers do it when they start), list versions, show one.
 //!
 //! A registration is validated exactly as an orchestrator validates its `--templates` files at
-//! start-up ([`TaskTemplate::load`]): the same limits and the same `file:line: problem`
+//! start-up ([`tasker_shared::TaskTemplate::load`]): the same limits and the same `file:line: problem`
 //! messages, pointing into the submitted text. Nothing is stored unless it is valid.
 
 use axum::Json;
@@ -13,8 +13,10 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use tasker_shared::TaskTemplate;
+use std::time::Duration;
+
 use tasker_shared::api::{ErrorBody, RegisteredTemplate, TemplateList};
+use tasker_shared::template::{ErrorKind, child};
 
 use super::access::Caller;
 use super::extract::{Path, Query};
@@ -25,8 +27,8 @@ use crate::store::{Registration, TemplateFilter, TemplateView};
 /// Longest `registered_by` and `source` label, in characters.
 const MAX_LABEL_CHARS: usize = 256;
 
-/// Longest a registration's template may take to parse and validate.
-const PARSE_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
+/// How much longer than its budget a parse in this process (no child to kill) is waited for.
+const PARSE_GRACE: Duration = Duration::from_millis(250);
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -69,15 +71,23 @@ pub(super) async fn register(
             None,
         )
     })?;
-    // Parsed off the server's async threads, within a time budget: the text was bounded before
-    // any parser sees it (tasker_shared::template::bounds), so this is a second guard.
+    // Parsed off the server's async threads, in a child process killed when its budget ends
+    // (tasker_shared::template::child): the text was bounded before any parser sees it
+    // (tasker_shared::template::bounds), so this is a second guard. An orchestrator embedded
+    // in another program parses in its own process; a timeout answers then, and the parse
+    // goes on in the background.
+    let budget = Duration::from_millis(shared.config.orchestrator.template_parse_budget_ms);
     let label = source.clone();
-    let parsing = tokio::task::spawn_blocking(move || TaskTemplate::load(&text, &label));
-    let loaded = match tokio::time::timeout(PARSE_BUDGET, parsing).await {
-        Ok(Ok(loaded)) => loaded.map_err(|e| {
-            let details = json!({ "file": e.file, "line": e.line, "column": e.column, "problem": e.kind.to_string() });
-            invalid_template(e.to_string(), Some(details))
-        })?,
+    let parsing = tokio::task::spawn_blocking(move || child::load_template(&text, &label, budget));
+    // In a child, the parse is over (answered or killed) when the call returns: wait for it,
+    // so that no answer comes before the kill.
+    let parsed = if child::isolated() {
+        Ok(parsing.await)
+    } else {
+        tokio::time::timeout(budget + PARSE_GRACE, parsing).await
+    };
+    let loaded = match parsed {
+        Ok(Ok(loaded)) => loaded.map_err(refused)?,
         Ok(Err(e)) => {
             tracing::error!(error = %e, "parsing a template failed");
             return Err(Error::new(
@@ -87,15 +97,13 @@ pub(super) async fn register(
             ));
         }
         Err(_) => {
-            return Err(invalid_template(
-                format!(
-                    "{source}: the template took longer than {} s to read; simplify it",
-                    PARSE_BUDGET.as_secs()
-                ),
-                Some(json!({ "file": source, "problem": "too_slow_to_parse" })),
-            ));
+            return Err(refused(tasker_shared::template::Error::of_file(
+                &source,
+                ErrorKind::TooSlow(budget.as_millis() as u64),
+            )));
         }
     };
+    caller.audit().target("template", loaded.template.key());
     // Every namespace its tasks can put work into — its own, each step's, each child's and
     // what the child templates reach — needs the caller's token.
     caller.check(&loaded.template.namespace)?;
@@ -130,6 +138,16 @@ pub(super) async fn register(
             "registered_by": v.registered_by,
         }))),
     }
+}
+
+/// A template the parser refused, with where and why; one that took too long names the bound.
+fn refused(e: tasker_shared::template::Error) -> Error {
+    let mut details = json!({ "file": e.file, "line": e.line, "column": e.column, "problem": e.kind.to_string() });
+    if let ErrorKind::TooSlow(_) = e.kind {
+        details["problem"] = json!("too_slow_to_parse");
+        details["bound"] = json!("orchestrator.template_parse_budget_ms");
+    }
+    invalid_template(e.to_string(), Some(details))
 }
 
 fn invalid_template(message: String, details: Option<Value>) -> Error {

@@ -45,6 +45,7 @@ pub(super) async fn script() -> Response {
             include_str!("../../ui/app/core.js"),
             include_str!("../../ui/app/tasks.js"),
             include_str!("../../ui/app/dag.js"),
+            include_str!("../../ui/app/audit.js"),
             include_str!("../../ui/app/pages.js"),
         ),
     )

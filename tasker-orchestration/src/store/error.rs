@@ -11,6 +11,9 @@ pub enum Error {
     /// The database answered with an error: a bug or bad data, not worth retrying as is.
     #[error("database: {0}")]
     Query(#[source] sqlx::Error),
+    /// A statement ran past its timeout (a list query past `orchestrator.list_timeout_ms`).
+    #[error("database statement timed out: {0}")]
+    TimedOut(#[source] sqlx::Error),
     #[error("migrations: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("creating SQL function {name}: {source}")]
@@ -75,8 +78,12 @@ impl Error {
             }),
             _ => false,
         };
+        let canceled =
+            matches!(&e, sqlx::Error::Database(db) if db.code().as_deref() == Some("57014"));
         if unavailable {
             Error::Unavailable(e)
+        } else if canceled {
+            Error::TimedOut(e)
         } else {
             Error::Query(e)
         }

@@ -61,38 +61,60 @@ impl Store {
     }
 
     /// Concurrency keys whose name starts with `prefix` (all by default): those in use or with
-    /// steps waiting first, then the most recently used; at most `limit`.
+    /// steps waiting first, then the most recently used; a page of at most `limit` after
+    /// `after` (the last row of the previous page: in use, used at, key).
     pub async fn concurrency_limits(
         &self,
         prefix: Option<&str>,
+        after: Option<(bool, DateTime<Utc>, &str)>,
         limit: i64,
     ) -> Result<Vec<ConcurrencyLimit>> {
-        Ok(sqlx::query_as(
-            "SELECT c.key, c.lim AS limit, c.in_use, c.used_at,
+        self.list(
+            sqlx::query_as(
+                "SELECT c.key, c.lim AS limit, c.in_use, c.used_at,
                     (SELECT count(*) FROM steps s
                      WHERE s.state = 'throttled' AND s.throttled_on = c.key) AS throttled
              FROM concurrency_slots c
-             WHERE $1::text IS NULL OR starts_with(c.key, $1)
-             ORDER BY c.in_use > 0 DESC, c.used_at DESC, c.key LIMIT $2",
+             WHERE ($1::text IS NULL OR starts_with(c.key, $1))
+               AND ($2::boolean IS NULL OR (c.in_use > 0) < $2
+                    OR ((c.in_use > 0) = $2
+                        AND (c.used_at < $3 OR (c.used_at = $3 AND c.key > $4))))
+             ORDER BY c.in_use > 0 DESC, c.used_at DESC, c.key LIMIT $5",
+            )
+            .bind(prefix)
+            .bind(after.map(|a| a.0))
+            .bind(after.map(|a| a.1))
+            .bind(after.map(|a| a.2))
+            .bind(limit),
         )
-        .bind(prefix)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?)
+        .await
     }
 
-    /// Every rate key, most recently used first.
-    pub async fn rate_limits(&self, namespaces: Option<&str>) -> Result<Vec<RateLimit>> {
-        Ok(sqlx::query_as(&format!(
-            "SELECT {RATE_COLUMNS} FROM rate_limits r
-             WHERE $1::text IS NULL
-                OR (strpos(r.key, '/') > 0 AND split_part(r.key, '/', 1) ~ $1)
-                OR EXISTS (SELECT FROM rate_key_users u WHERE u.key = r.key AND u.namespace ~ $1)
-             ORDER BY r.used_at DESC, r.key LIMIT 1000"
-        ))
-        .bind(namespaces)
-        .fetch_all(&self.pool)
-        .await?)
+    /// Rate keys, most recently used first: a page of at most `limit` after `after` (the last
+    /// row of the previous page: used at, key). With `namespaces` (a regex of whole names),
+    /// only the keys of those namespaces: read from their contexts or named by their templates.
+    pub async fn rate_limits(
+        &self,
+        namespaces: Option<&str>,
+        after: Option<(DateTime<Utc>, &str)>,
+        limit: i64,
+    ) -> Result<Vec<RateLimit>> {
+        self.list(
+            sqlx::query_as(&format!(
+                "SELECT {RATE_COLUMNS} FROM rate_limits r
+             WHERE ($1::text IS NULL
+                    OR (strpos(r.key, '/') > 0 AND split_part(r.key, '/', 1) ~ $1)
+                    OR EXISTS (SELECT FROM rate_key_users u
+                               WHERE u.key = r.key AND u.namespace ~ $1))
+               AND ($2::timestamptz IS NULL OR r.used_at < $2 OR (r.used_at = $2 AND r.key > $3))
+             ORDER BY r.used_at DESC, r.key LIMIT $4"
+            ))
+            .bind(namespaces)
+            .bind(after.map(|a| a.0))
+            .bind(after.map(|a| a.1))
+            .bind(limit),
+        )
+        .await
     }
 
     /// The namespace a rate key belongs to: a key read from a context, its template's (before

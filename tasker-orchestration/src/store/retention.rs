@@ -76,6 +76,35 @@ impl PurgeSession {
         decode("tasker_purge_tasks", answer)
     }
 
+    /// Deletes up to `limit` audit rows older than `keep` (oldest first), in one transaction
+    /// that declares its cut-off to the audit log's trigger, which refuses any other delete;
+    /// returns how many. The cut-off is reckoned by the database's clock.
+    pub async fn audit(&mut self, keep: std::time::Duration, limit: u32) -> Result<u64> {
+        let conn = self
+            .conn
+            .as_mut()
+            .expect("a session has its connection until it ends");
+        let mut tx = sqlx::Connection::begin(&mut **conn).await?;
+        sqlx::query(
+            "SELECT set_config('tasker.audit_purge_before',
+                               (now() - make_interval(secs => $1))::text, true)",
+        )
+        .bind(keep.as_secs_f64())
+        .execute(&mut *tx)
+        .await?;
+        let done = sqlx::query(
+            "DELETE FROM audit_log WHERE id IN
+               (SELECT id FROM audit_log
+                WHERE at < current_setting('tasker.audit_purge_before')::timestamptz
+                ORDER BY at LIMIT $1)",
+        )
+        .bind(i64::from(limit))
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(done.rows_affected())
+    }
+
     /// Releases the lock and returns the connection to the pool.
     pub async fn end(mut self) {
         if let Some(mut conn) = self.conn.take() {

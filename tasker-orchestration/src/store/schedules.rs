@@ -117,6 +117,29 @@ pub struct ScheduleTx {
 }
 
 impl ScheduleTx {
+    /// Claims one of the `max` backfills its schedule may start in an hour (under its row's
+    /// lock, held by this transaction): false when they are all taken. The hour starts with
+    /// its first backfill.
+    pub async fn claim_backfill(&mut self, max: u32) -> Result<bool> {
+        let claimed: Option<i32> = sqlx::query_scalar(
+            "UPDATE schedules SET
+                 backfills = CASE WHEN backfills_since > clock_timestamp() - interval '1 hour'
+                                  THEN backfills + 1 ELSE 1 END,
+                 backfills_since = CASE WHEN backfills_since > clock_timestamp() - interval '1 hour'
+                                        THEN backfills_since ELSE clock_timestamp() END
+             WHERE id = $1
+               AND (backfills_since IS NULL
+                    OR backfills_since <= clock_timestamp() - interval '1 hour'
+                    OR backfills < $2)
+             RETURNING backfills",
+        )
+        .bind(self.row.id)
+        .bind(max as i32)
+        .fetch_optional(&mut *self.tx)
+        .await?;
+        Ok(claimed.is_some())
+    }
+
     /// Whether task `id` is still open (scheduled or running).
     pub async fn task_open(&mut self, id: Uuid) -> Result<bool> {
         let state: Option<String> = sqlx::query_scalar("SELECT state FROM tasks WHERE id = $1")
@@ -173,7 +196,9 @@ impl Store {
     /// Creates the schedule `spec` names, or updates its definition (its pause, counters and
     /// last fire stay; its next fire moves only if its cron or time zone changed).
     /// `next_fire_at` is the first fire from now by the new definition. Returns it and whether
-    /// it was created.
+    /// it was created; `None` when it would be new and its namespace holds `max` schedules
+    /// already (counted under a lock on the namespace's schedules, so concurrent creations
+    /// never pass the bound together).
     pub async fn put_schedule(
         &self,
         spec: &ScheduleSpec,
@@ -181,12 +206,29 @@ impl Store {
         next_fire_at: Option<DateTime<Utc>>,
         by: Option<&str>,
         token_id: Option<i64>,
-    ) -> Result<(ScheduleRow, bool)> {
+        max: usize,
+    ) -> Result<Option<(ScheduleRow, bool)>> {
         #[derive(FromRow)]
         struct Row {
             #[sqlx(flatten)]
             row: ScheduleRow,
             created: bool,
+        }
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+            .bind(format!("tasker.schedules:{}", spec.namespace))
+            .execute(&mut *tx)
+            .await?;
+        let (held, exists): (i64, bool) = sqlx::query_as(
+            "SELECT count(*), COALESCE(bool_or(name = $2), false)
+             FROM schedules WHERE namespace = $1",
+        )
+        .bind(&spec.namespace)
+        .bind(&spec.name)
+        .fetch_one(&mut *tx)
+        .await?;
+        if !exists && held >= max as i64 {
+            return Ok(None);
         }
         let r: Row = sqlx::query_as(&format!(
             "INSERT INTO schedules AS s (id, namespace, name, template, version, cron, timezone,
@@ -220,27 +262,36 @@ impl Store {
         .bind(next_fire_at)
         .bind(by)
         .bind(token_id)
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *tx)
         .await?;
-        Ok((r.row, r.created))
+        tx.commit().await?;
+        Ok(Some((r.row, r.created)))
     }
 
-    /// Schedules, by namespace and name; `namespaces` limits them to the namespaces matching
-    /// that regular expression (a scoped token's).
+    /// A page of schedules, by namespace and name, after `after` (the last of the previous
+    /// page), at most `limit`; `namespaces` limits them to the namespaces matching that regular
+    /// expression (a scoped token's).
     pub async fn schedules(
         &self,
         namespace: Option<&str>,
         namespaces: Option<&str>,
+        after: Option<(&str, &str)>,
+        limit: i64,
     ) -> Result<Vec<ScheduleRow>> {
-        Ok(sqlx::query_as(&format!(
-            "SELECT {COLUMNS} FROM schedules
+        self.list(
+            sqlx::query_as(&format!(
+                "SELECT {COLUMNS} FROM schedules
              WHERE ($1::text IS NULL OR namespace = $1) AND ($2::text IS NULL OR namespace ~ $2)
-             ORDER BY namespace, name LIMIT 1000"
-        ))
-        .bind(namespace)
-        .bind(namespaces)
-        .fetch_all(&self.pool)
-        .await?)
+               AND ($3::text IS NULL OR (namespace, name) > ($3, $4))
+             ORDER BY namespace, name LIMIT $5"
+            ))
+            .bind(namespace)
+            .bind(namespaces)
+            .bind(after.map(|a| a.0))
+            .bind(after.map(|a| a.1))
+            .bind(limit),
+        )
+        .await
     }
 
     pub async fn schedule(&self, namespace: &str, name: &str) -> Result<Option<ScheduleRow>> {

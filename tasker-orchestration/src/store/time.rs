@@ -30,6 +30,8 @@ pub enum Signalled {
     /// The task has ended (its state).
     Finished(String),
     NoTask,
+    /// The task holds its most signals already (`orchestrator.max_signals_per_task`).
+    TooMany,
 }
 
 #[derive(serde::Deserialize)]
@@ -151,29 +153,55 @@ impl Store {
         Ok((started.dispatch.into(), started.started.len()))
     }
 
-    /// Sends signal `signal_id` named `name` with `payload` to `task`.
+    /// Sends signal `signal_id` named `name` with `payload` to `task`, which may hold at most
+    /// `max` signals: a new one past that is [`Signalled::TooMany`] (the same one again is
+    /// still answered as it was). The count is taken under a lock on the task's signals, so
+    /// concurrent senders never pass the bound together.
     pub async fn signal(
         &self,
         task: Uuid,
         name: &str,
         signal_id: &str,
         payload: &Value,
+        max: usize,
     ) -> Result<Signalled> {
         let mut conn = self.pool.acquire().await?;
-        let answer: Value = retry_deadlocks(&mut conn, |conn| {
+        let answer: Option<Value> = retry_deadlocks(&mut conn, |conn| {
             let (name, signal_id, payload) =
                 (name.to_owned(), signal_id.to_owned(), payload.clone());
             Box::pin(async move {
-                Ok(sqlx::query_scalar("SELECT tasker_signal($1, $2, $3, $4)")
+                let mut tx = sqlx::Connection::begin(conn).await?;
+                // Its own statement: the count after it reads what committed while it waited.
+                sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+                    .bind(format!("tasker.signals:{task}"))
+                    .execute(&mut *tx)
+                    .await?;
+                let (held, again): (i64, bool) = sqlx::query_as(
+                    "SELECT count(*), COALESCE(bool_or(signal_id = $2), false)
+                     FROM signals WHERE task_id = $1",
+                )
+                .bind(task)
+                .bind(&signal_id)
+                .fetch_one(&mut *tx)
+                .await?;
+                if !again && held >= max as i64 {
+                    return Ok(None);
+                }
+                let answer: Value = sqlx::query_scalar("SELECT tasker_signal($1, $2, $3, $4)")
                     .bind(task)
                     .bind(name)
                     .bind(signal_id)
                     .bind(payload)
-                    .fetch_one(conn)
-                    .await?)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(Some(answer))
             })
         })
         .await?;
+        let Some(answer) = answer else {
+            return Ok(Signalled::TooMany);
+        };
         let a: SignalAnswer = decode("tasker_signal", answer)?;
         let signal = a.signal.map(Signal::from);
         Ok(match (a.outcome.as_str(), signal) {
@@ -188,17 +216,20 @@ impl Store {
         })
     }
 
-    /// A task's signals, oldest first, with the step that consumed each.
-    pub async fn signals(&self, task: Uuid) -> Result<Vec<Signal>> {
-        Ok(sqlx::query_as(
-            "SELECT g.task_id, g.name, g.signal_id, g.payload, g.received_at,
+    /// A task's signals, oldest first, with the step that consumed each: at most `max` (a
+    /// task holds no more than `orchestrator.max_signals_per_task`).
+    pub async fn signals(&self, task: Uuid, max: usize) -> Result<Vec<Signal>> {
+        self.list(
+            sqlx::query_as(
+                "SELECT g.task_id, g.name, g.signal_id, g.payload, g.received_at,
                     s.name AS consumed_by, g.consumed_at
              FROM signals g LEFT JOIN steps s ON s.id = g.consumed_by
-             WHERE g.task_id = $1 ORDER BY g.received_at, g.signal_id LIMIT 1000",
+             WHERE g.task_id = $1 ORDER BY g.received_at, g.signal_id LIMIT $2",
+            )
+            .bind(task)
+            .bind(max as i64),
         )
-        .bind(task)
-        .fetch_all(&self.pool)
-        .await?)
+        .await
     }
 
     /// Steps waiting, and tasks scheduled, right now (for the gauges).

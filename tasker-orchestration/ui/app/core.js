@@ -268,6 +268,7 @@ const VIEWS = {
   'workers/0': workersView,
   'limits/0': limitsView,
   'retention/0': retentionView,
+  'audit/0': auditView,
 };
 let current = null; // the AbortController of the view on screen: aborted when leaving it
 

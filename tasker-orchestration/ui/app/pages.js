@@ -204,6 +204,9 @@ function scheduleControls(s, panel, holder, done) {
   ];
 }
 
+// A list the API answers a page at a time shows its first page; a note says when there is more.
+const more = (page, id, text) => page.next ? h('p', { id, class: 'muted hint', text }) : '';
+
 // After a pause or resume: the same page again, with a notice.
 const reloadWith = (notice) => { flash = notice; route(); };
 
@@ -238,7 +241,8 @@ async function schedulesView(root, signal) {
         h('td', { class: 'paused-state' }, pausedBadge(s), s.paused && s.note && h('span', { class: 'note', text: ` ${s.note}` })),
         h('td', { class: 'row-actions' }, scheduleControls(s, panel, holder, reloadWith)));
       return [row, holder];
-    }), scheduleFilter.namespace ? `No schedules in ${scheduleFilter.namespace}.` : 'No schedules.'));
+    }), scheduleFilter.namespace ? `No schedules in ${scheduleFilter.namespace}.` : 'No schedules.'),
+    more(data, 'schedules-more', `The first ${data.schedules.length} schedules; filter by namespace to see the others.`));
   };
   const apply = () => {
     scheduleFilter.namespace = nsInput.value.trim();
@@ -536,8 +540,10 @@ async function limitsView(root, signal) {
     const cs = conc.limits || [];
     const rs = rate.limits || [];
     concurrencyBox.replaceChildren(table({ id: 'concurrency-limits' }, ['key', 'in use / limit', 'throttled'], cs.map(concurrencyRow),
-      limitFilter.key ? `No concurrency key starting with ${limitFilter.key} in use.` : 'No concurrency key in use.'));
-    if (!formOpen) rateBox.replaceChildren(table({ id: 'rate-limits' }, rateHeads, rs.flatMap(rateRows), 'No rate limit used yet.'));
+      limitFilter.key ? `No concurrency key starting with ${limitFilter.key} in use.` : 'No concurrency key in use.'),
+    more(conc, 'concurrency-more', `The first ${cs.length} keys; narrow them with a key prefix to see the others.`));
+    if (!formOpen) rateBox.replaceChildren(table({ id: 'rate-limits' }, rateHeads, rs.flatMap(rateRows), 'No rate limit used yet.'),
+      more(rate, 'rate-more', `The ${rs.length} rate keys used most recently; the others are older.`));
     status.textContent = `${cs.length} concurrency ${cs.length === 1 ? 'key' : 'keys'} · ${rs.length} rate ${rs.length === 1 ? 'key' : 'keys'}` +
       ` · updated ${fmtShort(new Date().toISOString())}`;
   };
@@ -584,6 +590,7 @@ async function retentionView(root, signal) {
       ['Cancelled tasks', kept('cancelled')],
       ['Purged ids', h('span', { id: 'retention-tombstones', 'data-kept': r.tombstones,
         text: isNever(r.tombstones) ? 'answer 410 forever' : `answer 410 for ${r.tombstones}` })],
+      ['Audit log', r.audit ? h('span', { id: 'retention-audit', 'data-kept': r.audit, text: keptFor(r.audit) }) : null],
       ['Pace', h('span', { id: 'retention-pace',
         text: `${r.batch} ${r.batch === 1 ? 'task' : 'tasks'} a batch, at most ${r.busy_percent}% of the time, every ${fmtEvery(r.interval_ms)}` })],
       ['Last purge', h('span', { id: 'retention-last', 'data-purged-at': r.last_purged_at },

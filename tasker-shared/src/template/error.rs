@@ -2,8 +2,10 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
+
 /// A template that could not be loaded: where, and why.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 pub struct Error {
     /// The file (or a label such as `<request>` for templates that came from elsewhere).
     pub file: String,
@@ -49,7 +51,7 @@ impl fmt::Display for Error {
 }
 
 /// The ways a template can be wrong.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 pub enum ErrorKind {
     #[error("the template is empty")]
     Empty,
@@ -57,6 +59,12 @@ pub enum ErrorKind {
     Syntax(String),
     #[error("could not read the file: {0}")]
     Io(String),
+    /// Its parse took longer than its budget (milliseconds) and was stopped.
+    #[error("the text took longer than {} to read and its parse was stopped; simplify it", budget(*.0))]
+    TooSlow(u64),
+    /// The process parsing it failed (started, crashed, or answered nonsense).
+    #[error("the parser failed: {0}")]
+    ParserFailed(String),
     #[error("the template has no steps")]
     NoSteps,
     #[error("`{field}` {problem}")]
@@ -85,4 +93,13 @@ pub enum ErrorKind {
     BatchableChildren { step: String, found: usize },
     #[error("step `{step}`: on_failure: continue is only allowed on batch_worker steps")]
     FailurePolicyOnNonBatch { step: String },
+}
+
+/// A budget in milliseconds as people say it: `2 s`, `250 ms`.
+fn budget(ms: u64) -> String {
+    if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{ms} ms")
+    }
 }

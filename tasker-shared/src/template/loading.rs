@@ -3,33 +3,60 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::{Error, ErrorKind, Loaded, TaskTemplate};
+use super::{Error, ErrorKind, Loaded};
 
-/// Loads every `*.yaml` / `*.yml` template below `dir`, sorted by path. The first invalid file
-/// fails the whole load, as does the same `namespace/name@version` in two files.
+/// Loads every `*.yaml` / `*.yml` template below `dir` (or `dir` itself, a file), sorted by
+/// path, each parsed within [`super::child::PARSE_BUDGET`] (in a child process when this
+/// program can run one). The first invalid file fails the whole load, as does the same
+/// `namespace/name@version` in two files.
 pub fn load_dir(dir: &Path) -> Result<Vec<Loaded>, Error> {
-    let mut files = Vec::new();
-    collect_yaml(dir, &mut files)
-        .map_err(|e| Error::of_file(dir.display().to_string(), ErrorKind::Io(e.to_string())))?;
-    files.sort();
+    let files = if dir.is_file() {
+        vec![dir.to_path_buf()]
+    } else {
+        yaml_files(dir, collect_yaml)?
+    };
+    let texts = read_all(&files)?;
+    let parsed = super::child::load_templates(texts, super::child::PARSE_BUDGET);
     let mut loaded: Vec<Loaded> = Vec::with_capacity(files.len());
     let mut seen: HashMap<String, PathBuf> = HashMap::new();
-    for file in files {
-        let label = file.display().to_string();
-        let src = std::fs::read_to_string(&file)
-            .map_err(|e| Error::of_file(label.clone(), ErrorKind::Io(e.to_string())))?;
-        let mut t = TaskTemplate::load(&src, &label)?;
+    for (file, t) in files.into_iter().zip(parsed) {
+        let mut t = t?;
         t.source = file.clone();
         let key = t.template.key();
-        if let Some(first) = seen.insert(key.clone(), file) {
+        if let Some(first) = seen.insert(key.clone(), file.clone()) {
             return Err(Error::of_file(
-                label,
+                file.display().to_string(),
                 ErrorKind::DuplicateTemplate(format!("{key} (also in {})", first.display())),
             ));
         }
         loaded.push(t);
     }
     Ok(loaded)
+}
+
+/// The `*.yaml` / `*.yml` files `collect` finds below `dir`, sorted by path.
+pub(crate) fn yaml_files(
+    dir: &Path,
+    collect: fn(&Path, &mut Vec<PathBuf>) -> std::io::Result<()>,
+) -> Result<Vec<PathBuf>, Error> {
+    let mut files = Vec::new();
+    collect(dir, &mut files)
+        .map_err(|e| Error::of_file(dir.display().to_string(), ErrorKind::Io(e.to_string())))?;
+    files.sort();
+    Ok(files)
+}
+
+/// Each file's label (its path) and text.
+pub(crate) fn read_all(files: &[PathBuf]) -> Result<Vec<(String, String)>, Error> {
+    files
+        .iter()
+        .map(|file| {
+            let label = file.display().to_string();
+            std::fs::read_to_string(file)
+                .map(|text| (label.clone(), text))
+                .map_err(|e| Error::of_file(label, ErrorKind::Io(e.to_string())))
+        })
+        .collect()
 }
 
 /// The distinct namespaces of `templates`, sorted: the step queues a worker for them consumes.

@@ -28,7 +28,8 @@ pub async fn token(
     make_token(&o.shared.store, name, scope, namespaces).await
 }
 
-async fn make_token(
+/// A token made directly in the store (no minter).
+pub async fn make_token(
     store: &Store,
     name: &str,
     scope: Scope,

@@ -4,9 +4,8 @@
 // by the transport (transport.ts), and each answer is read by the document's schema
 // (client_wire.ts). What is written here is Tasker's own: the arguments as the client takes them,
 // waiting through restarts, paging. Semantics follow the Rust client (tasker-client/src/lib.rs).
-import { readFileSync } from "node:fs";
-
-import { ApiError, TaskerClientError } from "./client_errors";
+import { auditQuery, type AuditPage, type AuditQuery } from "./audit";
+import { ApiError } from "./client_errors";
 import type {
   ClientOptions,
   CreateTaskOptions,
@@ -20,6 +19,7 @@ import type {
   TaskRef,
 } from "./client_options";
 import { Backoff, isTransient, pause } from "./client_retry";
+import { createBody, readCa, scheduleBody, taskId, taskQuery, timestamp } from "./client_requests";
 import { answer, type SchemaName } from "./client_wire";
 import { createClient, type Client as Generated } from "./generated/client";
 import * as api from "./generated/sdk.gen";
@@ -96,6 +96,25 @@ export class Client {
   /** The answer of a generated request function, read as the document's schema `name`. */
   async #read<T>(name: SchemaName, pending: Promise<{ data: unknown }>): Promise<T> {
     return answer<T>((await pending).data, name);
+  }
+
+  /**
+   * Every item of a list the API answers a page at a time (schedules, concurrency and rate
+   * keys), following each page's `next` as the following one's `after`.
+   */
+  async #everyPage<T>(
+    name: SchemaName,
+    key: string,
+    request: (after: string | undefined) => Promise<{ data: unknown }>,
+  ): Promise<T[]> {
+    const found: T[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.#read<Record<string, unknown>>(name, request(after));
+      found.push(...(page[key] as T[]));
+      if (typeof page.next !== "string") return found;
+      after = page.next;
+    }
   }
 
   /** The orchestrator's base URL. */
@@ -308,8 +327,9 @@ export class Client {
 
   /** Every schedule, or those of a `namespace`. */
   async listSchedules(query: { namespace?: string } = {}): Promise<Schedule[]> {
-    const schedules = api.listSchedules({ ...this.#send, query: { ...query } });
-    return (await this.#read<{ schedules: Schedule[] }>("ScheduleList", schedules)).schedules;
+    return this.#everyPage<Schedule>("ScheduleList", "schedules", (after) =>
+      api.listSchedules({ ...this.#send, query: { ...query, after } }),
+    );
   }
 
   /** A schedule with its `upcoming` fire times (`404 schedule_not_found`). */
@@ -384,19 +404,21 @@ export class Client {
   }
 
   /**
-   * The concurrency keys with a slot in use or a step throttled, and the ones used most recently
-   * (at most 1,000): each one's `limit`, slots `inUse` and steps `throttled`. `keyPrefix` keeps
-   * the keys that start with it (`"shop/charge_customer:"`).
+   * The concurrency keys, those with a slot in use or a step throttled first, then the ones used
+   * most recently (every page): each one's `limit`, slots `inUse` and steps `throttled`.
+   * `keyPrefix` keeps the keys that start with it (`"shop/charge_customer:"`).
    */
   async concurrencyLimits(keyPrefix?: string): Promise<ConcurrencyLimit[]> {
-    const limits = api.listConcurrencyLimits({ ...this.#send, query: { key: keyPrefix } });
-    return (await this.#read<{ limits: ConcurrencyLimit[] }>("ConcurrencyLimitList", limits)).limits;
+    return this.#everyPage<ConcurrencyLimit>("ConcurrencyLimitList", "limits", (after) =>
+      api.listConcurrencyLimits({ ...this.#send, query: { key: keyPrefix, after } }),
+    );
   }
 
-  /** The rate keys: each one's `limit` per `perMs`, `burst`, steps `throttled` and pause. */
+  /** The rate keys (every page): each one's `limit` per `perMs`, `burst`, steps `throttled` and pause. */
   async rateLimits(): Promise<RateLimit[]> {
-    const limits = api.listRateLimits({ ...this.#send });
-    return (await this.#read<{ limits: RateLimit[] }>("RateLimitList", limits)).limits;
+    return this.#everyPage<RateLimit>("RateLimitList", "limits", (after) =>
+      api.listRateLimits({ ...this.#send, query: { after } }),
+    );
   }
 
   /**
@@ -445,67 +467,15 @@ export class Client {
   async retention(): Promise<RetentionPolicy> {
     return this.#read("RetentionPolicy", api.retentionPolicy({ ...this.#send }));
   }
-}
 
-/** A task to create as the API takes it (`POST /v1/tasks`, an item of `POST /v1/tasks:batch`). */
-function createBody(task: CreateTaskRequest<unknown>): wire.CreateTask {
-  return {
-    namespace: task.namespace,
-    name: task.name,
-    context: task.context,
-    version: task.version,
-    idempotency_key: task.idempotencyKey,
-    run_at: task.runAt === undefined ? undefined : timestamp(task.runAt),
-    delay: task.delay === undefined ? undefined : duration(task.delay),
-    priority: task.priority,
-  };
-}
-
-/** A task list's filter and page as the API takes them (`GET /v1/tasks`). */
-function taskQuery(query: TaskQuery): NonNullable<wire.ListTasksData["query"]> {
-  const { createdAfter, createdBefore, context, ...same } = query;
-  return {
-    ...same,
-    created_after: createdAfter === undefined ? undefined : timestamp(createdAfter),
-    created_before: createdBefore === undefined ? undefined : timestamp(createdBefore),
-    context: context === undefined ? undefined : stringifyApiJson(context),
-  };
-}
-
-function taskId(task: TaskRef<unknown, unknown>): string {
-  return typeof task === "string" ? task : task.id;
-}
-
-/** A schedule definition's fields as the API names them. */
-function scheduleBody(definition: Partial<ScheduleDefinition<unknown>>): Record<string, unknown> {
-  const { catchUp, ...fields } = definition;
-  return { ...fields, catch_up: catchUp };
-}
-
-/**
- * A time as the API takes it, RFC 3339: a `Date` in UTC, a string as it is (the server judges
- * it). Typed as the generated `Date` it stands for: requests are sent as JSON text or a query
- * string, where both are that text.
- */
-function timestamp(value: Date | string): Date {
-  return (typeof value === "string" ? value : value.toISOString()) as unknown as Date;
-}
-
-/** A duration as the API takes it: seconds become `"600s"` (`"1500ms"` with a fraction). */
-function duration(value: string | number): string {
-  if (typeof value === "string") return value;
-  return Number.isInteger(value) ? `${value}s` : `${Math.round(value * 1000)}ms`;
-}
-
-function readCa(file: string): string {
-  let pem: string;
-  try {
-    pem = readFileSync(file, "utf8");
-  } catch (err) {
-    throw new TaskerClientError(`TLS: cannot read the CA file ${file}`, { cause: err });
+  /**
+   * One page of the audit log, newest first (`GET /v1/audit`): the requests that asked to change
+   * something (every route but `GET`), refused ones included, filtered by `namespace`, `token`
+   * (its name), `route` (its pattern) and `method`, `since` and `until`; `limit` rows older than
+   * `before` (the previous page's `nextBefore`). It takes an `admin` token (`403 forbidden`
+   * otherwise); one scoped to namespaces reads the rows of its namespaces.
+   */
+  async audit(query: AuditQuery = {}): Promise<AuditPage> {
+    return this.#read("AuditPage", api.listAudit({ ...this.#send, query: auditQuery(query) }));
   }
-  if (!pem.includes("-----BEGIN CERTIFICATE-----")) {
-    throw new TaskerClientError(`TLS: ${file} holds no PEM certificate`);
-  }
-  return pem;
 }

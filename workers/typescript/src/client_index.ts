@@ -4,6 +4,7 @@
  * loader or the native library: `workers/typescript/package.sh --client` compiles this file and
  * what it imports, and fails if that includes either.
  */
+export type { AuditEntry, AuditPage, AuditQuery } from "./audit";
 export { Client } from "./client";
 export type {
   ClientOptions,

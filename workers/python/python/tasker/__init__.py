@@ -19,6 +19,8 @@ from ._native import ReferenceUnavailable, WorkerError
 from .client import (
     ApiError,
     AsyncClient,
+    AuditEntry,
+    AuditPage,
     AuthError,
     Backfill,
     BatchCreated,
@@ -62,6 +64,8 @@ from ._worker import Worker
 __all__ = [
     "ApiError",
     "AsyncClient",
+    "AuditEntry",
+    "AuditPage",
     "AuthError",
     "Backfill",
     "BatchCreated",

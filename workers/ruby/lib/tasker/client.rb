@@ -19,15 +19,16 @@ require_relative "client/worker_info"
 require_relative "client/limits"
 require_relative "client/batch"
 require_relative "client/purge"
+require_relative "client/audit"
 require_relative "client/retry"
 
 module Tasker
   # A client of the orchestrator's REST API: submit tasks (now or later, one or many at once),
   # wait for them, list, cancel, read their steps and history, repair them, signal them, manage
   # schedules, list the workers serving them, read the concurrency and rate limits (pausing a
-  # rate key), purge finished tasks and read the retention policy. Pure Ruby (net/http); it does
-  # not load the worker's native extension, so an app that only submits work needs
-  # `require "tasker/client"` alone.
+  # rate key), purge finished tasks, read the retention policy and the audit log. Pure Ruby
+  # (net/http); it does not load the worker's native extension, so an app that only submits work
+  # needs `require "tasker/client"` alone.
   #
   #   client = Tasker::Client.new(url: "http://127.0.0.1:8080")
   #   task = client.create_task("ruby_examples", "linear", { "value" => 6 })
@@ -265,9 +266,9 @@ module Tasker
       @http.get(path("v1", "tasks", id, "signals")).fetch("signals").map { |s| Signal.from_json(s) }
     end
 
-    # Every Schedule, or those of +namespace+.
+    # Every Schedule (every page), or those of +namespace+.
     def list_schedules(namespace: nil)
-      @http.get("/v1/schedules", { namespace: namespace }).fetch("schedules").map { |s| Schedule.from_json(s) }
+      @http.every_page("/v1/schedules", { namespace: namespace }, "schedules").map { |s| Schedule.from_json(s) }
     end
 
     # The Schedule +namespace+/+name+, with its `upcoming` fire times. NotFoundError
@@ -329,18 +330,18 @@ module Tasker
       @http.get("/v1/workers", all ? { all: "true" } : {}).fetch("workers").map { |w| WorkerInfo.from_json(w) }
     end
 
-    # The concurrency keys with a slot in use or a step throttled, and the ones used most
-    # recently (at most 1,000), as ConcurrencyLimit records: each one's `limit`, slots `in_use`
-    # and steps `throttled`. +key_prefix+ keeps the keys that start with it
+    # The concurrency keys, those with a slot in use or a step throttled first, then the ones
+    # used most recently (every page), as ConcurrencyLimit records: each one's `limit`, slots
+    # `in_use` and steps `throttled`. +key_prefix+ keeps the keys that start with it
     # ("shop/charge_customer:").
     def concurrency_limits(key_prefix: nil)
-      @http.get("/v1/concurrency-limits", { key: key_prefix }).fetch("limits").map { |l| ConcurrencyLimit.from_json(l) }
+      @http.every_page("/v1/concurrency-limits", { key: key_prefix }, "limits").map { |l| ConcurrencyLimit.from_json(l) }
     end
 
-    # The rate keys, as RateLimit records: each one's `limit` per `per_ms`, `burst`, steps
-    # `throttled` and pause (`paused_until`, `pause_note`).
+    # The rate keys (every page), as RateLimit records: each one's `limit` per `per_ms`,
+    # `burst`, steps `throttled` and pause (`paused_until`, `pause_note`).
     def rate_limits
-      @http.get("/v1/rate-limits").fetch("limits").map { |l| RateLimit.from_json(l) }
+      @http.every_page("/v1/rate-limits", {}, "limits").map { |l| RateLimit.from_json(l) }
     end
 
     # Pauses the rate key +key+: no step of it starts before +until_time+ (a Time or an RFC 3339
@@ -383,6 +384,20 @@ module Tasker
     # none is). Any valid token may read it.
     def retention
       RetentionPolicy.from_json(@http.get("/v1/retention"))
+    end
+
+    # One page of the audit log, newest first (`GET /v1/audit`), as an AuditPage: the requests
+    # that asked to change something (every route but GET), refused ones included. Filters: a
+    # +namespace+ the request named, the +token+ (name) it came with, its +route+ pattern
+    # ("/v1/tasks/{id}/cancel") and +method+, +since+ and +until+ (Times or RFC 3339 Strings: at
+    # or after, strictly before); +limit+ rows (1–500, default 50) older than +before+ (the
+    # previous page's `next_before`). It takes an admin token (AuthError otherwise); one scoped to
+    # namespaces reads the rows of its namespaces.
+    def audit(namespace: nil, token: nil, route: nil, method: nil, since: nil, until: nil, limit: nil, before: nil)
+      until_time = binding.local_variable_get(:until) # `until` is a keyword: read it so
+      query = { namespace: namespace, token: token, route: route, method: method, limit: limit, before: before,
+                since: since && timestamp(since), until: until_time && timestamp(until_time) }
+      AuditPage.from_json(@http.get("/v1/audit", query))
     end
 
     # Closes the connections kept open for the next calls.

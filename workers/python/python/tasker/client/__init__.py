@@ -11,7 +11,7 @@
 Answers (:class:`Task`, :class:`Step`, :class:`Transition`, :class:`TaskPage`,
 :class:`StepPage`, :class:`Signal`, :class:`Schedule`, :class:`WorkerInfo`,
 :class:`ConcurrencyLimit`, :class:`RateLimit`, :class:`BatchCreated`, :class:`PurgeResult`,
-:class:`RetentionPolicy`, ...) are the classes generated from the API's OpenAPI document (the
+:class:`RetentionPolicy`, :class:`AuditPage`, ...) are the classes generated from the API's OpenAPI document (the
 repository's openapi.json), with ``datetime`` timestamps, ``UUID`` ids and ``Literal`` states;
 failures are :class:`ClientError` subclasses carrying the API's stable error code.
 """
@@ -35,6 +35,8 @@ from .values import (
     PURGE_STATES,
     TASK_STATES,
     UNSET,
+    AuditEntry,
+    AuditPage,
     Backfill,
     BatchCreated,
     BatchItemError,
@@ -75,6 +77,8 @@ __all__ = [
     "UNSET",
     "ApiError",
     "AsyncClient",
+    "AuditEntry",
+    "AuditPage",
     "AuthError",
     "Backfill",
     "BatchCreated",

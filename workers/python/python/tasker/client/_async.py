@@ -16,6 +16,7 @@ from . import _calls
 from ._calls import Call, Duration, Id, Time
 from ._retry import Pause
 from ._transport import DEFAULT_TIMEOUT, Settings
+from .audit import AsyncAuditMethods
 from .errors import ConnectionFailed
 from .values import (
     JSON,
@@ -41,7 +42,7 @@ from .values import (
 T = TypeVar("T")
 
 
-class AsyncClient:
+class AsyncClient(AsyncAuditMethods):
     """The ``async`` twin of :class:`Client`: the same constructor and methods, awaited, and
     :meth:`iter_tasks` an async iterator. Use it as an async context manager, or ``await
     aclose()``."""

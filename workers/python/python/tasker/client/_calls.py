@@ -370,10 +370,31 @@ def signals(id: Id) -> Call[list[Signal]]:
     )
 
 
+def _every_page(
+    request: Callable[[str | Unset], dict[str, Any]],
+    page: Callable[[Any], tuple[list[T], str | None | Unset]],
+) -> Call[list[T]]:
+    """Every item of a list the API answers a page at a time, following each page's ``next``
+    as the following one's ``after``: ``request`` builds the request of a page, ``page``
+    reads its items and its ``next``."""
+    found: list[T] = []
+    after: str | Unset = UNSET
+    while True:
+        items, next_ = yield from _call(request(after), page)
+        found.extend(items)
+        if not isinstance(next_, str):
+            return found
+        after = next_
+
+
 def list_schedules(namespace: str | None) -> Call[list[Schedule]]:
-    return _call(
-        list_schedules_op._get_kwargs(namespace=_given(namespace)),
-        lambda data: ScheduleList.from_dict(data).schedules,
+    def page(data: Any) -> tuple[list[Schedule], str | None | Unset]:
+        answer = ScheduleList.from_dict(data)
+        return answer.schedules, answer.next_
+
+    return _every_page(
+        lambda after: list_schedules_op._get_kwargs(namespace=_given(namespace), after=after),
+        page,
     )
 
 
@@ -422,16 +443,22 @@ def workers(all: bool = False) -> Call[list[WorkerInfo]]:
 
 
 def concurrency_limits(key_prefix: str | None = None) -> Call[list[ConcurrencyLimit]]:
-    return _call(
-        list_concurrency_limits._get_kwargs(key=_given(key_prefix)),
-        lambda data: ConcurrencyLimitList.from_dict(data).limits,
+    def page(data: Any) -> tuple[list[ConcurrencyLimit], str | None | Unset]:
+        answer = ConcurrencyLimitList.from_dict(data)
+        return answer.limits, answer.next_
+
+    return _every_page(
+        lambda after: list_concurrency_limits._get_kwargs(key=_given(key_prefix), after=after),
+        page,
     )
 
 
 def rate_limits() -> Call[list[RateLimit]]:
-    return _call(
-        list_rate_limits._get_kwargs(), lambda data: RateLimitList.from_dict(data).limits
-    )
+    def page(data: Any) -> tuple[list[RateLimit], str | None | Unset]:
+        answer = RateLimitList.from_dict(data)
+        return answer.limits, answer.next_
+
+    return _every_page(lambda after: list_rate_limits._get_kwargs(after=after), page)
 
 
 def pause_rate_limit(key: str, until: Time, note: str | None = None) -> Call[RateLimit]:

@@ -15,6 +15,7 @@ from . import _calls
 from ._calls import Call, Duration, Id, Time
 from ._retry import Pause
 from ._transport import DEFAULT_TIMEOUT, Settings
+from .audit import AsyncAuditMethods, AuditMethods
 from .errors import ConnectionFailed
 from .values import (
     JSON,
@@ -40,7 +41,7 @@ from .values import (
 T = TypeVar("T")
 
 
-class Client:
+class Client(AuditMethods):
     """A blocking client of one orchestrator's REST API.
 
     ``base_url`` defaults to ``TASKER_URL``, else ``http://127.0.0.1:8080``; ``token`` (sent as
@@ -179,7 +180,7 @@ class Client:
 
     def wait(self, id: Id, timeout: float) -> Task:
         """Waits up to ``timeout`` seconds for the task to become terminal and returns it as it
-        is then: check ``task.is_terminal`` (or ``task.state``) to tell whether the timeout ran
+        is then: check ``tasker.is_terminal(task)`` (or ``task.state``) to tell whether the timeout ran
         out. Any timeout works: it long polls 25 s at a time, less for a server with a lower
         cap. It rides through restarts: a poll the connection drops or refuses (or a gateway's
         502, 503, 504) is sent again with backoff (0.1 s doubling to 2 s) until ``timeout``

@@ -15,6 +15,8 @@ from __future__ import annotations
 from typing import Any, Literal, get_args
 
 from ._api.models import (
+    AuditEntry,
+    AuditPage,
     Backfilled,
     BatchCreated,
     BatchItem,
@@ -96,6 +98,8 @@ __all__ = [
     "TASK_STATES",
     "UNKNOWN",
     "UNSET",
+    "AuditEntry",
+    "AuditPage",
     "Backfill",
     "Backfilled",
     "BatchCreated",

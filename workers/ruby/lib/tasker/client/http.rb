@@ -52,6 +52,19 @@ module Tasker
         call(Net::HTTP::Get.new(@prefix + path, @headers), timeout || @timeout)
       end
 
+      # Every item under +key+ of a list the API answers a page at a time (schedules,
+      # concurrency and rate keys), following each page's `next` as the following one's `after`.
+      def every_page(path, query, key)
+        items = []
+        after = nil
+        loop do
+          page = get(path, query.merge(after: after))
+          items.concat(page.fetch(key))
+          after = page["next"]
+          return items if after.nil?
+        end
+      end
+
       # POST +body+ as JSON (none when nil) → the answer's JSON.
       def post(path, body = nil)
         request = Net::HTTP::Post.new(@prefix + path, @headers.merge("content-type" => "application/json"))
