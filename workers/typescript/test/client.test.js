@@ -826,6 +826,7 @@ describe("Client and the composition API's wire", () => {
     namespaces: [ns],
     handlers: ["double", "score"],
     concurrency: 8,
+    heartbeat_ms: 5000,
     started_at: "2026-11-26T08:00:00Z",
     last_seen_at: "2026-11-26T09:00:00Z",
     live: true,
@@ -869,9 +870,10 @@ describe("Client and the composition API's wire", () => {
     const iterated = [];
     for await (const t of client.iterateTasks({ state: "running", parent: parentId })) iterated.push(t.id);
     assert.deepEqual(iterated, [childId]);
-    // A task and a step from a server before composition.
+    // A task and a step from a server before composition: what it leaves out reads as null (the
+    // answer types follow the document, with no default of the client's own).
     const older = await client.getTask(childId);
-    assert.deepEqual([older.parentTaskId, older.parentStepId, older.depth, older.children], [null, null, 0, null]);
+    assert.deepEqual([older.parentTaskId, older.parentStepId, older.depth, older.children], [null, null, null, null]);
     const [olderStep] = await client.steps(childId);
     assert.deepEqual([olderStep.namespace, olderStep.child], [null, null]);
 
@@ -897,6 +899,7 @@ describe("Client and the composition API's wire", () => {
       namespaces: [ns],
       handlers: ["double", "score"],
       concurrency: 8,
+      heartbeatMs: 5000,
       startedAt: new Date("2026-11-26T08:00:00Z"),
       lastSeenAt: new Date("2026-11-26T09:00:00Z"),
       live: true,
@@ -990,7 +993,8 @@ describe("Client and the flow API's wire", () => {
   };
   // A step from a server before limits.
   const older = { ...step, id: "019a0000-0000-7000-8000-000000000032", throttle: undefined, limits: undefined };
-  const concurrencyLimit = { key: `${ns}/charge_customer:c-1`, limit: 2, in_use: 2, throttled: 1 };
+  const usedAt = "2026-11-26T09:00:00.000Z";
+  const concurrencyLimit = { key: `${ns}/charge_customer:c-1`, limit: 2, in_use: 2, throttled: 1, used_at: usedAt };
   const rateLimit = {
     key: "stripe",
     limit: 100,
@@ -998,7 +1002,9 @@ describe("Client and the flow API's wire", () => {
     burst: 20,
     paused_until: null,
     pause_note: null,
+    paused_by: null,
     throttled: 3,
+    used_at: usedAt,
   };
   const pausedUntil = "2026-11-26T10:00:00.000Z";
   const paused = { ...rateLimit, paused_until: pausedUntil, pause_note: "incident" };
@@ -1039,8 +1045,8 @@ describe("Client and the flow API's wire", () => {
     const got = await client.createTask(ns, "linear", { value: 6 }, { priority: "high" });
     assert.equal(got.priority, "high");
     await client.createTask(ns, "linear", { value: 6 });
-    // A task from a server before priorities: normal.
-    assert.equal((await client.getTask(taskId)).priority, "normal");
+    // A task from a server before priorities: no priority (null, as every field it leaves out).
+    assert.equal((await client.getTask(taskId)).priority, null);
 
     const [throttled, concurrencyWait, olderStep] = await client.steps(taskId);
     assert.equal(throttled.state, "throttled");
@@ -1060,7 +1066,7 @@ describe("Client and the flow API's wire", () => {
     assert.deepEqual([olderStep.throttle, olderStep.limits], [null, null]);
 
     assert.deepEqual(await client.concurrencyLimits(), [
-      { key: `${ns}/charge_customer:c-1`, limit: 2, inUse: 2, throttled: 1 },
+      { key: `${ns}/charge_customer:c-1`, limit: 2, inUse: 2, throttled: 1, usedAt: new Date(usedAt) },
     ]);
     assert.equal((await client.concurrencyLimits(`${ns}/charge_customer:`)).length, 1);
     const [, rate] = await client.rateLimits();
@@ -1071,7 +1077,9 @@ describe("Client and the flow API's wire", () => {
       burst: 20,
       pausedUntil: null,
       pauseNote: null,
+      pausedBy: null,
       throttled: 3,
+      usedAt: new Date(usedAt),
     });
     const pausedRate = await client.pauseRateLimit("stripe", new Date(pausedUntil), "incident");
     assert.deepEqual([pausedRate.pausedUntil, pausedRate.pauseNote], [new Date(pausedUntil), "incident"]);
@@ -1351,6 +1359,8 @@ describe("Client and the scale API's wire", () => {
       batch: 200,
       busyPercent: 5,
       lastPurgedAt: new Date("2026-11-27T10:02:03.123Z"),
+      // Absent from this (older) answer.
+      audit: null,
     });
     assert.deepEqual(await client.retention(), {
       complete: "never",
@@ -1361,6 +1371,7 @@ describe("Client and the scale API's wire", () => {
       batch: 200,
       busyPercent: 100,
       lastPurgedAt: null,
+      audit: null,
     });
     await assert.rejects(client.retention(), apiError(AuthError, 401, "unauthorized"));
     // A plain GET, no query, no body.
