@@ -101,10 +101,14 @@ def submit(client: tasker.client.Client) -> None:
         print("never")
     client.create_task("shop", "ship", {}, priority="high")
     client.list_tasks(state="complete")
+
+
+def handle(error: tasker.client.ApiError) -> bool:
+    return error.code == "task_vanished" or error.code == "task_not_found"
 '''
 
 
-def test_mypy_strict_refuses_a_state_or_priority_the_contract_does_not_have(
+def test_mypy_strict_refuses_a_state_priority_or_code_the_contract_does_not_have(
     tmp_path: Path,
 ) -> None:
     program = tmp_path / "unknown_values.py"
@@ -115,7 +119,9 @@ def test_mypy_strict_refuses_a_state_or_priority_the_contract_does_not_have(
         env=env, capture_output=True, text=True, cwd=tmp_path,
     )
     errors = [line for line in checked.stdout.splitlines() if ": error:" in line]
-    # One error for each unknown value (lines 5 to 9), none for the known ones.
-    assert [int(line.split(":")[1]) for line in errors] == [5, 6, 7, 9], checked.stdout
+    # One error for each unknown value (lines 5 to 9, and the unknown error code on 16), none for
+    # the known ones.
+    assert [int(line.split(":")[1]) for line in errors] == [5, 6, 7, 9, 16], checked.stdout
     assert "'urgent'" in errors[0] and "'high', 'low', 'normal'" in errors[0]
     assert "'finished'" in errors[1] and "'running'" in errors[2] and "'done'" in errors[3]
+    assert "'task_vanished'" in errors[4]

@@ -86,8 +86,8 @@ describe("the contract", () => {
     }
   });
 
-  it("tsc --strict refuses a state or priority the contract does not have", () => {
-    const uses = `import { Client } from "${path.join(pkg, "src/client_index").replaceAll("\\", "/")}";
+  it("tsc --strict refuses a state, priority or error code the contract does not have", () => {
+    const uses = `import { ApiError, Client } from "${path.join(pkg, "src/client_index").replaceAll("\\", "/")}";
 export async function submit(client: Client): Promise<void> {
   await client.createTask("shop", "ship", {}, { priority: "urgent" });
   await client.listTasks({ state: "finished" });
@@ -97,21 +97,26 @@ export async function submit(client: Client): Promise<void> {
   await client.createTask("shop", "ship", {}, { priority: "high" });
   await client.listTasks({ state: "complete" });
 }
+export function handle(err: ApiError): boolean {
+  return err.code === "task_vanished" || err.code === "task_not_found";
+}
 `;
     const dir = project({ "uses.ts": uses }, {});
     try {
       const compiled = spawnSync(tsc, ["-p", dir, "--noEmit"], { encoding: "utf8" });
       const errors = compiled.stdout.split("\n").filter((line) => /uses\.ts\(\d+,/.test(line));
-      // One error for each unknown value (lines 3 to 7), none for the known ones.
+      // One error for each unknown value (lines 3 to 7, and the unknown error code on 12), none
+      // for the known ones.
       assert.deepEqual(
         errors.map((line) => Number(/uses\.ts\((\d+),/.exec(line)[1])),
-        [3, 4, 5, 7],
+        [3, 4, 5, 7, 12],
         compiled.stdout,
       );
       assert.match(errors[0], /"urgent"/);
       assert.match(errors[1], /"finished"/);
       assert.match(errors[2], /"running"/);
       assert.match(errors[3], /"done"/);
+      assert.match(errors[4], /"task_vanished"/);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
