@@ -12,7 +12,7 @@ import pytest
 
 import tasker
 import tasker.client
-from test_client import Recorder, recorder  # noqa: F401 (the fixture)
+from client_stand_in import Recorder, recorder  # noqa: F401 (the fixture)
 
 TASK_ID = "019a0000-0000-7000-8000-0000000000a1"
 ENTRY = {
