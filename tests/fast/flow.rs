@@ -279,16 +279,17 @@ async fn a_paused_rate_key_holds_every_start_and_then_paces_them() -> anyhow::Re
         starts.push(o.client.steps(*id).await?[0].dispatched_at.unwrap());
     }
     starts.sort();
-    // None before the pause's end; then 20 at once and one every 10 ms: the k-th (from 0)
-    // no earlier than (k - 19) × 10 ms after the tokens were counted, which is up to the time
-    // the first claims took (say 25 ms) before the first start was recorded.
+    // None before the pause's end; then 20 at once and one every 10 ms. The bucket's clock
+    // starts at the first claim after the pause, itself no earlier than the pause's end (both
+    // the database's clock), and a step's start is recorded after its claim: the k-th (from 0)
+    // starts no earlier than (k - 19) × 10 ms after the pause's end, however slow the machine.
     assert!(starts[0] >= pause_end, "{} before {pause_end}", starts[0]);
     for (k, at) in starts.iter().enumerate().skip(20) {
-        let least = chrono::Duration::milliseconds((k as i64 - 19) * 10 - 25);
+        let least = chrono::Duration::milliseconds((k as i64 - 19) * 10);
         assert!(
-            *at - starts[0] >= least,
-            "start {k} came {} after the first",
-            *at - starts[0]
+            *at - pause_end >= least,
+            "start {k} came {} after the pause's end",
+            *at - pause_end
         );
     }
     // Pausing again, then resuming, lets the next start at once.
