@@ -83,8 +83,8 @@ use common::{
     check_filter, check_limit, fetch_task, is_terminal, json_body, optional_json_body, page_limit,
     parse_id, request_body, unknown_template,
 };
-pub use document::openapi;
 use document::{ApiDoc, common_responses};
+pub use document::{openapi, openapi_json};
 use middleware::{http_metrics, matched_route, run_to_completion};
 
 use crate::shared::Shared;

@@ -38,6 +38,9 @@ enum Command {
         #[command(subcommand)]
         action: TokenCommand,
     },
+    /// Print the OpenAPI document of the REST API (what `GET /openapi.json` serves) and exit:
+    /// the repository's openapi.json, from which the Python and TypeScript clients are generated.
+    Openapi,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -91,6 +94,11 @@ fn main() -> anyhow::Result<()> {
 async fn serve() -> anyhow::Result<()> {
     tasker_shared::logging::init("info,sqlx=warn");
     let args = Args::parse();
+    if matches!(args.command, Some(Command::Openapi)) {
+        // Before the configuration: the document depends on no setting.
+        println!("{}", tasker_orchestration::api::openapi_json());
+        return Ok(());
+    }
     let figment = Config::figment(args.config.as_deref()).merge(Serialized::defaults(Overrides {
         orchestrator: OrchestratorOverrides {
             bind: args.bind,

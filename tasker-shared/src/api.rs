@@ -13,6 +13,8 @@ mod audit;
 mod templates;
 pub use audit::{AuditEntry, AuditPage};
 pub use templates::RegisteredTemplate;
+#[cfg(feature = "openapi")]
+pub mod schema_only;
 
 /// A task's state as the API names it: the document's enum for `state` (a string on the wire).
 #[cfg(feature = "openapi")]
@@ -60,38 +62,49 @@ pub struct Task {
     pub state: String,
     /// The task's input.
     pub context: Value,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub idempotency_key: Option<String>,
     /// Steps not yet completed, failed, skipped or cancelled.
     pub open_steps: i32,
     /// Once complete: the results of the steps no other step depends on, by step name. Lists
     /// leave it out (`null`); a single task has it.
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub result: Option<Value>,
     /// Why it ended in `error`.
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub error: Option<Value>,
     pub created_at: DateTime<Utc>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub completed_at: Option<DateTime<Utc>>,
     /// Milliseconds from creation to completion.
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub duration_ms: Option<f64>,
     /// When a task created to start later (`run_at` or `delay`) starts or started.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub run_at: Option<DateTime<Utc>>,
     /// For a child task: the task whose child step started it.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub parent_task_id: Option<Uuid>,
     /// For a child task: the step that started it.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub parent_step_id: Option<Uuid>,
     /// How deep it nests: 0 for a task nobody started, its parent's + 1 for a child.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub depth: i32,
     /// The tasks its child steps started, oldest first. A single task has it; lists leave it
     /// out (`null`).
     #[serde(default)]
     #[cfg_attr(feature = "sqlx", sqlx(skip))]
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub children: Option<Vec<ChildLink>>,
     /// `high`, `normal` or `low`: how soon its steps start when workers have more to do than
     /// they can start at once.
     #[serde(default = "normal")]
+    #[cfg_attr(feature = "openapi", schema(required, value_type = crate::flow::Priority))]
     pub priority: String,
 }
 
@@ -145,48 +158,52 @@ pub struct Step {
     /// The current attempt, 1-based (0 before its first dispatch).
     pub attempt: i32,
     pub max_attempts: i32,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub result: Option<Value>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub error: Option<Value>,
     /// The worker that reported its last result.
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub worker: Option<String>,
     pub created_at: DateTime<Utc>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub dispatched_at: Option<DateTime<Utc>>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub started_at: Option<DateTime<Utc>>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub finished_at: Option<DateTime<Utc>>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub processed_at: Option<DateTime<Utc>>,
     /// When a step `waiting_retry` is dispatched again.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub next_attempt_at: Option<DateTime<Utc>>,
-    /// A wait step's wait: `{"kind": "sleep" | "until" | "signal", "signal": name | null,
-    /// "until": when it wakes or times out (while it waits) | null, "on_timeout": "fail" |
-    /// "skip" | "continue" | null}`; `null` for other steps.
+    /// A wait step's wait (`StepWait`); `null` for other steps.
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    #[cfg_attr(feature = "openapi", schema(required, value_type = Option<schema_only::StepWait>))]
     pub wait: Option<Value>,
     /// The namespace whose workers run it: its own (`namespace:` in the template) or its
     /// task's.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub namespace: String,
-    /// A child step's child: `{"namespace", "name", "version", "task_id": the child task once
-    /// started | null, "on_parent_cancel": "cancel" | "abandon"}`; `null` for other steps.
+    /// A child step's child (`StepChild`); `null` for other steps.
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    #[cfg_attr(feature = "openapi", schema(required, value_type = Option<schema_only::StepChild>))]
     pub child: Option<Value>,
     /// It waits for a worker, and no live worker serves its namespace and handler
     /// (`GET /v1/workers`).
     #[serde(default)]
     #[cfg_attr(feature = "sqlx", sqlx(skip))]
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub unserved: bool,
-    /// While `throttled`, what holds it: `{"kind": "concurrency" | "rate" | "paused", "key",
-    /// "limit", "since", "until": when it may start (a rate token reserved, a pause's end) |
-    /// null (a concurrency slot: when one frees)}`; `null` otherwise.
+    /// While `throttled`, what holds it (`StepThrottle`); `null` otherwise.
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    #[cfg_attr(feature = "openapi", schema(required, value_type = Option<schema_only::StepThrottle>))]
     pub throttle: Option<Value>,
-    /// The limits it claims before it starts: `{"concurrency": {"key", "limit"}, "rate":
-    /// {"key", "limit", "per_ms", "burst"}}` (either absent); `null` for a step with none.
+    /// The limits it claims before it starts (`StepLimits`); `null` for a step with none.
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    #[cfg_attr(feature = "openapi", schema(required, value_type = Option<schema_only::StepLimits>))]
     pub limits: Option<Value>,
 }
 
@@ -196,12 +213,17 @@ pub struct Step {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Transition {
     /// The step's name; `null` for the task's own transitions.
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub step: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub from: Option<String>,
     pub to: String,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub attempt: Option<i32>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub reason: Option<String>,
     /// Who asked for a transition made by hand (a repair); `null` for the engine's own.
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub by: Option<String>,
     pub at: DateTime<Utc>,
 }
@@ -290,6 +312,7 @@ impl CreateTask {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskPage {
     pub tasks: Vec<Task>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub next_before: Option<Uuid>,
 }
 
@@ -299,6 +322,7 @@ pub struct TaskPage {
 pub struct StepPage {
     pub task_id: Uuid,
     pub steps: Vec<Step>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub next: Option<Uuid>,
 }
 
@@ -347,6 +371,7 @@ pub struct ParentResults<R = serde_json::Map<String, Value>> {
     pub step_id: Uuid,
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub parent_results: R,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub next: Option<Uuid>,
 }
 
@@ -357,9 +382,12 @@ pub struct ParentResults<R = serde_json::Map<String, Value>> {
 pub struct DeadLetterInfo {
     pub id: i64,
     /// The queue it was taken from, if known.
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub queue: Option<String>,
     pub reason: String,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub task_id: Option<Uuid>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub step_id: Option<Uuid>,
     pub first_seen: DateTime<Utc>,
     pub last_seen: DateTime<Utc>,
@@ -370,10 +398,12 @@ pub struct DeadLetterInfo {
     /// The broker user that sent it, as RabbitMQ validated it (`null`: none, so replaying it
     /// can move nothing).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub sender: Option<String>,
     /// The namespaces of the tasks its entries name (`null`: one names no task; then only a
     /// token of every namespace sees it).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub namespaces: Option<Vec<String>>,
 }
 
@@ -382,6 +412,7 @@ pub struct DeadLetterInfo {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeadLetterPage {
     pub dead_letters: Vec<DeadLetterInfo>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub next_before: Option<i64>,
 }
 
@@ -406,6 +437,7 @@ pub struct DeadLetter {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Replayed {
     pub replayed: i64,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub queue: Option<String>,
 }
 
@@ -426,6 +458,7 @@ pub struct TokenInfo {
     /// `read`, `write` or `admin`.
     pub scope: String,
     pub created_at: DateTime<Utc>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub created_by: Option<String>,
     /// The namespace patterns it covers (`shop`, `shop_*`); absent: every namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -575,23 +608,13 @@ pub const ERROR_CODES: &[&str] = &[
     "worker_not_found",
 ];
 
-/// The schema of [`ErrorDetail::code`]: one of [`ERROR_CODES`].
-#[cfg(feature = "openapi")]
-pub fn error_code_schema() -> utoipa::openapi::schema::Object {
-    utoipa::openapi::schema::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::schema::Type::String)
-        .title(Some("ErrorCode"))
-        .enum_values(Some(ERROR_CODES.iter().copied()))
-        .build()
-}
-
 /// What went wrong: a stable `code` to match on, a message for people, sometimes details.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorDetail {
     /// Stable: `task_not_found`, `invalid_context`, `idempotency_key_reused`, … (the enum of
     /// every code; a client should still expect codes a newer server adds).
-    #[cfg_attr(feature = "openapi", schema(schema_with = error_code_schema))]
+    #[cfg_attr(feature = "openapi", schema(value_type = schema_only::ErrorCode))]
     pub code: String,
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -621,7 +644,9 @@ pub struct Signal {
     pub payload: Value,
     pub received_at: DateTime<Utc>,
     /// The step that consumed it (its result is the payload); `null` while it waits for one.
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub consumed_by: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub consumed_at: Option<DateTime<Utc>>,
 }
 
@@ -655,22 +680,29 @@ pub struct Schedule {
     /// The template's name, in the same namespace.
     pub template: String,
     /// The template version; `null`: the newest at each fire.
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub version: Option<String>,
     pub cron: String,
     pub timezone: String,
     pub context: Value,
     /// `skip`, `allow`, `buffer_one` or `cancel_previous`.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::time::Overlap))]
     pub overlap: String,
     /// Fires missed longer ago than this are skipped (`"1h"`).
     pub catch_up: String,
     pub paused: bool,
     /// Why it was paused.
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub note: Option<String>,
     /// The nominal time of its next fire (`null` when paused or when none comes).
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub next_fire_at: Option<DateTime<Utc>>,
     /// Under `buffer_one`: the nominal time of a fire waiting for the open task to end.
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub buffered_at: Option<DateTime<Utc>>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub last_fire_at: Option<DateTime<Utc>>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub last_task_id: Option<Uuid>,
     /// Tasks it started.
     pub fires: i64,
@@ -679,6 +711,7 @@ pub struct Schedule {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     /// The token that created or last changed it.
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub updated_by: Option<String>,
     /// The next fires (up to 5), on `GET /v1/schedules/{namespace}/{name}` only.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -847,9 +880,12 @@ pub struct RateLimit {
     pub per_ms: i64,
     pub burst: i32,
     /// No step of this key starts before this time (an operator's pause).
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub paused_until: Option<DateTime<Utc>>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub pause_note: Option<String>,
     /// Who paused it (the token's name).
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub paused_by: Option<String>,
     /// Steps waiting for a token of it (or for its pause to end).
     pub throttled: i64,
@@ -933,6 +969,7 @@ pub struct PurgeRequest {
     pub older_than: String,
     /// Of these finished states (`complete`, `error`, `cancelled`; all three by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<schema_only::PurgeState>>))]
     pub states: Option<Vec<String>>,
     /// Count what would go; delete nothing.
     #[serde(default)]
@@ -966,6 +1003,7 @@ pub struct RetentionPolicy {
     pub busy_percent: u8,
     /// When the most recently purged task still remembered (its tombstone kept) was purged,
     /// by the policy or on request; `null` if none is.
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub last_purged_at: Option<DateTime<Utc>>,
 }
 
@@ -977,13 +1015,16 @@ pub struct Purged {
     pub older_than: String,
     /// The completion-time cut-off: tasks that finished before it.
     pub before: DateTime<Utc>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<schema_only::PurgeState>))]
     pub states: Vec<String>,
     /// Tasks purged (or purgeable).
     pub tasks: u64,
     pub by_state: std::collections::BTreeMap<String, u64>,
     /// Rows deleted, every table together (`null` in a dry run).
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub rows: Option<u64>,
     /// Bytes of row data deleted (`null` in a dry run).
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub bytes: Option<u64>,
     /// `limit` stopped it with more to purge: call again.
     pub more: bool,

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Builds the TypeScript worker: Node + npm if missing (cargo-make/ensure-deps.sh), npm
-# dependencies, the native binding in release mode (CARGO_TARGET_DIR honoured, default the repo's
-# target/), then the TypeScript.
+# dependencies (the client's generator, @hey-api/openapi-ts, among them), the client's generated
+# modules (src/generated, from the repository's openapi.json: client/generate.mjs, only when the
+# document changed), the native binding in release mode (CARGO_TARGET_DIR honoured, default the
+# repo's target/), then the TypeScript.
 # Idempotent, quiet when everything is in place; runnable from any directory.
-# `build.sh --deps` stops after Node and the npm dependencies, without Rust (what
-# `package.sh --client` needs: it compiles the client modules itself).
+# `build.sh --deps` stops after Node, the npm dependencies and the generated modules, without
+# Rust (what `package.sh --client` needs: it compiles the client modules itself).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -37,6 +39,8 @@ if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules
   log "npm install (from package-lock.json)"
   npm install --no-audit --no-fund --loglevel=error
 fi
+# src/generated from ../../openapi.json (not committed; nothing to do when it is current).
+node client/generate.mjs
 $deps_only && exit 0
 
 # The native library is built by cargo for the host, like the Python and Ruby bindings and the

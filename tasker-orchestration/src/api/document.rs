@@ -14,6 +14,14 @@ pub fn openapi() -> Document {
     document
 }
 
+/// [`openapi`] as the repository keeps it in `openapi.json` (what `tasker-orchestrator openapi`
+/// prints): pretty-printed JSON, keys in the document's order, no trailing newline. The Python
+/// and TypeScript clients are generated from that file; `tests/fast/openapi.rs` fails when it
+/// is not this text.
+pub fn openapi_json() -> String {
+    serde_json::to_string_pretty(&openapi()).expect("the OpenAPI document serializes")
+}
+
 /// The answers any operation may give besides its own, with their error codes: the layers in
 /// front of every handler (`guard`, `auth`) and a failure of the server. An operation that lists
 /// one of these statuses itself keeps its own description.

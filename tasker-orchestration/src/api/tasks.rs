@@ -30,6 +30,7 @@ use crate::store::{TaskFilter, TaskView};
 #[into_params(parameter_in = Query)]
 pub(super) struct ListQuery {
     /// `scheduled`, `running`, `complete`, `error` or `cancelled`.
+    #[param(value_type = Option<tasker_shared::api::TaskStateName>)]
     state: Option<String>,
     namespace: Option<String>,
     /// The template's name.

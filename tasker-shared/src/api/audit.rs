@@ -48,5 +48,6 @@ pub struct AuditEntry {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditPage {
     pub entries: Vec<AuditEntry>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub next_before: Option<i64>,
 }

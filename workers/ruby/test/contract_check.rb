@@ -8,7 +8,8 @@
 #     ruby workers/ruby/test/contract_check.rb path/to/openapi.json
 #
 # Prints nothing and exits 0 when the client agrees with the document; otherwise prints each
-# disagreement and exits 1. The same check as workers/python/tests/contract_check.py, over
+# disagreement and exits 1. The Python and TypeScript clients need no such check (they are
+# generated from the document); this one works over
 # RubyVM::AbstractSyntaxTree:
 # - A record type (`Task = Record.struct(:id, ...)`, lib/tasker/client/*.rb) reads each member
 #   as `object["id"]`, nil when missing: each must exist in its schema. Its schema is the one of

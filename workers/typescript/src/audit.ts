@@ -1,9 +1,9 @@
 // The audit log (`GET /v1/audit`), as Client.audit reads it: who asked to change what, when,
-// from where, and what they were answered.
+// from where, and what they were answered. The answer's types are the document's
+// (src/generated/types.gen.ts) in camelCase (`Camel`, client_wire.ts); the query is Tasker's own.
+import type { Camel } from "./client_wire";
+import type * as wire from "./generated/types.gen";
 import type { JsonObject } from "./json";
-
-// The answer's JSON as it arrives (each reader below names the fields it reads).
-type Wire = Record<string, any>;
 
 /**
  * One request that asked to change something: the token it came with (`tokenId`, `tokenName`;
@@ -12,26 +12,10 @@ type Wire = Record<string, any>;
  * (and its X-Forwarded-For when the orchestrator keeps it), the `namespaces` it named, the task
  * it acted on and its other targets by kind (`template`, `schedule`, `token`, `dead_letter`, …).
  */
-export interface AuditEntry {
-  id: number;
-  at: Date;
-  tokenId: number | null;
-  tokenName: string | null;
-  method: string;
-  route: string;
-  status: number;
-  peer: string | null;
-  forwardedFor: string | null;
-  namespaces: string[];
-  taskId: string | null;
-  target: JsonObject;
-}
+export type AuditEntry = Omit<Camel<wire.AuditEntry>, "target"> & { target: JsonObject };
 
 /** One page of the audit log, newest first; `nextBefore` is the `before` of the next page. */
-export interface AuditPage {
-  entries: AuditEntry[];
-  nextBefore: number | null;
-}
+export type AuditPage = Omit<Camel<wire.AuditPage>, "entries"> & { entries: AuditEntry[] };
 
 /** Filter and page of {@link Client.audit}; every field is optional. */
 export interface AuditQuery {
@@ -54,33 +38,8 @@ export interface AuditQuery {
 }
 
 /** The query string of {@link AuditQuery}, as the API takes it. */
-export function auditQuery(query: AuditQuery): Record<string, string | number | undefined> {
+export function auditQuery(query: AuditQuery): { [key: string]: string | number | undefined } {
   const { since, until, ...same } = query;
   const time = (t: Date | string | undefined) => (t === undefined || typeof t === "string" ? t : t.toISOString());
   return { ...same, since: time(since), until: time(until) };
-}
-
-/** A page of the audit log from the API's JSON. */
-export function auditPageFromJson(json: unknown): AuditPage {
-  const p = json as Wire;
-  return { entries: p.entries.map(auditEntryFromJson), nextBefore: p.next_before ?? null };
-}
-
-/** An audit row from the API's JSON. */
-export function auditEntryFromJson(json: unknown): AuditEntry {
-  const e = json as Wire;
-  return {
-    id: e.id,
-    at: new Date(e.at),
-    tokenId: e.token_id ?? null,
-    tokenName: e.token_name ?? null,
-    method: e.method,
-    route: e.route,
-    status: e.status,
-    peer: e.peer ?? null,
-    forwardedFor: e.forwarded_for ?? null,
-    namespaces: e.namespaces,
-    taskId: e.task_id ?? null,
-    target: e.target,
-  };
 }

@@ -1,31 +1,36 @@
 // A client of the orchestrator's REST API, for apps that submit, wait for and repair tasks.
-// Semantics follow the Rust client (tasker-client/src/lib.rs).
-import { readFileSync } from "node:fs";
-
-import { auditPageFromJson, auditQuery, type AuditPage, type AuditQuery } from "./audit";
-import { ApiError, TaskerClientError } from "./client_errors";
+// Each request is one of the functions @hey-api/openapi-ts generated from the API's OpenAPI
+// document (src/generated/sdk.gen.ts: paths, parameters and bodies typed by the document), sent
+// by the transport (transport.ts), and each answer is read by the document's schema
+// (client_wire.ts). What is written here is Tasker's own: the arguments as the client takes them,
+// waiting through restarts, paging. Semantics follow the Rust client (tasker-client/src/lib.rs).
+import { auditQuery, type AuditPage, type AuditQuery } from "./audit";
+import { ApiError } from "./client_errors";
+import type {
+  ClientOptions,
+  CreateTaskOptions,
+  CreateTaskRequest,
+  PurgeOptions,
+  RepairNote,
+  RetryOptions,
+  ScheduleDefinition,
+  SignalOptions,
+  TaskQuery,
+  TaskRef,
+} from "./client_options";
 import { Backoff, isTransient, pause } from "./client_retry";
+import { createBody, readCa, scheduleBody, taskId, taskQuery, timestamp } from "./client_requests";
+import { answer, type SchemaName } from "./client_wire";
+import { createClient, type Client as Generated } from "./generated/client";
+import * as api from "./generated/sdk.gen";
+import type * as wire from "./generated/types.gen";
 import { stringifyApiJson, type JsonObject, type JsonValue } from "./json";
 import {
-  backfillFromJson,
-  batchCreatedFromJson,
-  concurrencyLimitFromJson,
   isTerminal,
-  purgeResultFromJson,
-  rateLimitFromJson,
-  retentionPolicyFromJson,
-  scheduleFromJson,
-  signalFromJson,
-  stepFromJson,
-  taskFromJson,
-  transitionFromJson,
-  workerFromJson,
   type BackfillResult,
   type BatchCreated,
   type ConcurrencyLimit,
-  type OverlapPolicy,
   type PurgeResult,
-  type PurgeState,
   type RateLimit,
   type RetentionPolicy,
   type Schedule,
@@ -34,150 +39,10 @@ import {
   type StepPage,
   type Task,
   type TaskPage,
-  type TaskPriority,
-  type TaskState,
   type Transition,
   type WorkerInfo,
 } from "./task";
-import { Transport, everyPage } from "./transport";
-
-/** How a {@link Client} reaches the orchestrator; each falls back to its `TASKER_*` variable. */
-export interface ClientOptions {
-  /** Sent as `Authorization: Bearer <token>` (an orchestrator that requires tokens). `TASKER_TOKEN`. */
-  token?: string;
-  /**
-   * PEM file of CA certificates trusted beside Node's built-in roots, for an `https://`
-   * orchestrator whose certificate a private CA signed. Read once, by the constructor.
-   * `TASKER_TLS_CA_FILE`.
-   */
-  tlsCaFile?: string;
-  /**
-   * How long one request may take, in ms (default 30,000). A long poll gets the time it asked
-   * the server to wait on top.
-   */
-  timeoutMs?: number;
-}
-
-/** A task, or its id. A `Task` passes its context and result types on. */
-export type TaskRef<Ctx = JsonObject, Res = JsonObject> = string | Task<Ctx, Res>;
-
-/** Options of {@link Client.createTask}. */
-export interface CreateTaskOptions {
-  /** The template version; the newest registered one by default. */
-  version?: string;
-  /**
-   * Creating again with the same key returns the task the key created (the same template and
-   * context), or fails with `409 idempotency_key_reused` (a different one).
-   */
-  idempotencyKey?: string;
-  /**
-   * Starts the task then (a `Date`, or an RFC 3339 string), at most a year ahead; a past time
-   * starts it at once. It is `scheduled` until then. Not with `delay` (`400 invalid_run_at`).
-   */
-  runAt?: Date | string;
-  /**
-   * Starts the task this much later: a duration such as `"10m"` or `"1h30m"`, or seconds
-   * (`600` is sent as `"600s"`); at most a year (`400 invalid_delay`).
-   */
-  delay?: string | number;
-  /**
-   * The task's priority; by default its template's (`priority:`), else `normal` (`task.priority`
-   * says which it got).
-   */
-  priority?: TaskPriority;
-}
-
-/**
- * One item of {@link Client.createTasks}: what {@link Client.createTask} takes, its template,
- * `context` (`{}` by default) and options in one object.
- */
-export interface CreateTaskRequest<Ctx = JsonObject> extends CreateTaskOptions {
-  namespace: string;
-  /** The template's name. */
-  name: string;
-  context?: Ctx;
-}
-
-/** What {@link Client.purge} removes. */
-export interface PurgeOptions {
-  /** Tasks finished longer ago than this: a duration such as `"90m"`, `"36h"` or `"30d"`, at least an hour. */
-  olderThan: string;
-  /** Of these finished states; all three by default. */
-  states?: PurgeState[];
-  /** Count what would go, delete nothing (`rows` and `bytes` are then `null`). `false` by default. */
-  dryRun?: boolean;
-  /** Most tasks this call purges, 1–100,000 (the server's default 10,000): call again while `more`. */
-  limit?: number;
-}
-
-/** Options of {@link Client.signal}. */
-export interface SignalOptions {
-  /**
-   * 1–128 characters. Sending the same id with the same payload again returns the signal sent
-   * first and changes nothing (a retried request is safe); another payload fails with `409
-   * signal_conflict`. Without one, the server makes one and each call is a new signal.
-   */
-  signalId?: string;
-}
-
-/** A schedule's definition, as {@link Client.applySchedule} takes it (a schedule YAML file's fields). */
-export interface ScheduleDefinition<Ctx = JsonObject> {
-  namespace: string;
-  name: string;
-  /** A template of the same namespace. */
-  template: string;
-  /** The template version; the newest when it fires by default. */
-  version?: string | null;
-  /** 5 fields (`"30 2 * * *"`), or 6 with seconds first. */
-  cron: string;
-  /** An IANA time zone; `UTC` by default. */
-  timezone?: string;
-  /** The context of each task; `{}` by default. */
-  context?: Ctx;
-  /** What a fire does while the previous task still runs; `skip` by default. */
-  overlap?: OverlapPolicy;
-  /** Fires missed longer ago than this are skipped (and counted); `"1h"` by default. */
-  catchUp?: string;
-}
-
-/** Filter and page of {@link Client.listTasks}. */
-export interface TaskQuery {
-  state?: TaskState;
-  namespace?: string;
-  /** The template's name. */
-  name?: string;
-  /** Tasks per page: 1–500, default 50. */
-  limit?: number;
-  /** The previous page's `nextBefore`: tasks older than this one. */
-  before?: string;
-  /** A task's id: its child tasks (the ones its child steps started). */
-  parent?: string;
-  /** Tasks created at or after this time (a `Date`, or an RFC 3339 string). */
-  createdAfter?: Date | string;
-  /** Tasks created strictly before this time (a `Date`, or an RFC 3339 string). */
-  createdBefore?: Date | string;
-  /**
-   * Tasks whose context contains this JSON object (sent as JSON text; a `bigint` exactly):
-   * `{ order_id: 42 }` matches `{ order_id: 42, rush: true }`; nested objects match by subset,
-   * arrays by containment.
-   */
-  context?: object;
-}
-
-/** Who asks for a repair and why; both are recorded in the task's history. */
-export interface RepairNote {
-  by?: string;
-  reason?: string;
-}
-
-/** Options of {@link Client.retry}. */
-export interface RetryOptions extends RepairNote {
-  /**
-   * The failed step, by id or name (`409 step_not_failed` for another); by default the step
-   * that failed the task.
-   */
-  step?: string;
-}
+import { Transport } from "./transport";
 
 /** The longest poll `wait` asks for, below the server's default cap (300 s) and most proxies' idle timeouts. */
 const MAX_POLL_MS = 25_000;
@@ -201,6 +66,8 @@ const STEPS_PAGE = 1_000;
  */
 export class Client {
   readonly #http: Transport;
+  /** The generated functions' client: this one's transport, JSON with exact big integers. */
+  readonly #api: Generated;
 
   /**
    * A client of the orchestrator at `baseUrl` (default `TASKER_URL`, else
@@ -215,6 +82,39 @@ export class Client {
       caPem: caFile === undefined ? undefined : readCa(caFile),
       timeoutMs: options.timeoutMs ?? 30_000,
     });
+    this.#api = createClient({ baseUrl: this.#http.baseUrl, fetch: this.#http.fetch, bodySerializer: stringifyApiJson });
+  }
+
+  /**
+   * What every generated request function is given: this client, errors thrown (the
+   * transport's), the answer as text (read by {@link answer}, which keeps big integers exact).
+   */
+  get #send() {
+    return { client: this.#api, throwOnError: true as const, parseAs: "text" as const };
+  }
+
+  /** The answer of a generated request function, read as the document's schema `name`. */
+  async #read<T>(name: SchemaName, pending: Promise<{ data: unknown }>): Promise<T> {
+    return answer<T>((await pending).data, name);
+  }
+
+  /**
+   * Every item of a list the API answers a page at a time (schedules, concurrency and rate
+   * keys), following each page's `next` as the following one's `after`.
+   */
+  async #everyPage<T>(
+    name: SchemaName,
+    key: string,
+    request: (after: string | undefined) => Promise<{ data: unknown }>,
+  ): Promise<T[]> {
+    const found: T[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.#read<Record<string, unknown>>(name, request(after));
+      found.push(...(page[key] as T[]));
+      if (typeof page.next !== "string") return found;
+      after = page.next;
+    }
   }
 
   /** The orchestrator's base URL. */
@@ -239,7 +139,7 @@ export class Client {
     options: CreateTaskOptions = {},
   ): Promise<Task<Ctx, Res>> {
     const body = createBody({ ...options, namespace, name, context });
-    return taskFromJson(await this.#http.send("POST", "/v1/tasks", { body }));
+    return this.#read("Task", api.createTask({ ...this.#send, body }));
   }
 
   /**
@@ -254,7 +154,7 @@ export class Client {
    */
   async createTasks<Ctx = JsonObject>(tasks: CreateTaskRequest<Ctx>[]): Promise<BatchCreated> {
     const body = { tasks: tasks.map(createBody) };
-    return batchCreatedFromJson(await this.#http.send("POST", "/v1/tasks:batch", { body }));
+    return this.#read("BatchCreated", api.createTasks({ ...this.#send, body }));
   }
 
   /**
@@ -262,7 +162,7 @@ export class Client {
    * {@link TaskPurgedError} (`410 task_purged`), as every call on a task id does.
    */
   async getTask<Ctx = JsonObject, Res = JsonObject>(task: TaskRef<Ctx, Res>): Promise<Task<Ctx, Res>> {
-    return taskFromJson(await this.#http.send("GET", taskPath(task)));
+    return this.#read("Task", api.getTask({ ...this.#send, path: { id: taskId(task) } }));
   }
 
   /**
@@ -282,7 +182,7 @@ export class Client {
     options: { signal?: AbortSignal } = {},
   ): Promise<Task<Ctx, Res>> {
     if (Number.isNaN(timeoutMs)) throw new TypeError("wait: timeoutMs is NaN");
-    const path = taskPath(task);
+    const id = taskId(task);
     const deadline = performance.now() + timeoutMs;
     let poll = MAX_POLL_MS;
     const backoff = new Backoff();
@@ -290,12 +190,10 @@ export class Client {
       const left = Math.max(0, deadline - performance.now());
       const waitMs = Math.min(left, poll);
       try {
-        const answer = await this.#http.send("GET", path, {
-          query: { wait: (waitMs / 1000).toFixed(3) },
-          waitMs,
-          signal: options.signal,
-        });
-        const current = taskFromJson<Ctx, Res>(answer);
+        // Seconds, to the millisecond (the transport gives the request that much more time).
+        const query = { wait: (waitMs / 1000).toFixed(3) as unknown as number };
+        const pending = api.getTask({ ...this.#send, path: { id }, query, signal: options.signal });
+        const current = await this.#read<Task<Ctx, Res>>("Task", pending);
         if (isTerminal(current) || left <= poll) return current;
         backoff.reset();
       } catch (err) {
@@ -317,11 +215,7 @@ export class Client {
    * is not RFC 3339, `400 invalid_context_filter` for a `context` that is not an object.
    */
   async listTasks<Ctx = JsonObject, Res = JsonObject>(query: TaskQuery = {}): Promise<TaskPage<Ctx, Res>> {
-    const answer = (await this.#http.send("GET", "/v1/tasks", { query: taskQuery(query) })) as {
-      tasks: unknown[];
-      next_before: string | null;
-    };
-    return { tasks: answer.tasks.map((t) => taskFromJson<Ctx, Res>(t)), nextBefore: answer.next_before ?? null };
+    return this.#read("TaskPage", api.listTasks({ ...this.#send, query: taskQuery(query) }));
   }
 
   /**
@@ -343,7 +237,7 @@ export class Client {
    * if it is terminal.
    */
   async cancel<Ctx = JsonObject, Res = JsonObject>(task: TaskRef<Ctx, Res>): Promise<Task<Ctx, Res>> {
-    return taskFromJson(await this.#http.send("POST", `${taskPath(task)}/cancel`));
+    return this.#read("Task", api.cancelTask({ ...this.#send, path: { id: taskId(task) } }));
   }
 
   /** Every step of a task, in id order, read page by page. */
@@ -364,17 +258,14 @@ export class Client {
    * results, so follow `next` rather than counting.
    */
   async stepsPage(task: TaskRef<unknown, unknown>, page: { after?: string; limit?: number } = {}): Promise<StepPage> {
-    const answer = (await this.#http.send("GET", `${taskPath(task)}/steps`, { query: { ...page } })) as {
-      steps: unknown[];
-      next: string | null;
-    };
-    return { steps: answer.steps.map(stepFromJson), next: answer.next ?? null };
+    const request = { ...this.#send, path: { id: taskId(task) }, query: { ...page } };
+    return this.#read("StepPage", api.taskSteps(request));
   }
 
   /** A task's transitions and its steps', oldest first. */
   async history(task: TaskRef<unknown, unknown>): Promise<Transition[]> {
-    const answer = (await this.#http.send("GET", `${taskPath(task)}/history`)) as { transitions: unknown[] };
-    return answer.transitions.map(transitionFromJson);
+    const history = api.taskHistory({ ...this.#send, path: { id: taskId(task) } });
+    return (await this.#read<{ transitions: Transition[] }>("History", history)).transitions;
   }
 
   /**
@@ -387,9 +278,13 @@ export class Client {
     task: TaskRef<Ctx, Res>,
     options: RetryOptions = {},
   ): Promise<Task<Ctx, Res>> {
-    const { step, ...note } = options;
-    const path = step === undefined ? `${taskPath(task)}/retry` : `${stepPath(task, step)}/retry`;
-    return taskFromJson(await this.#http.send("POST", path, { body: note }));
+    const { step, ...body } = options;
+    const id = taskId(task);
+    const retried =
+      step === undefined
+        ? api.retryTask({ ...this.#send, path: { id }, body })
+        : api.retryStep({ ...this.#send, path: { id, step }, body });
+    return this.#read("Task", retried);
   }
 
   /**
@@ -404,7 +299,7 @@ export class Client {
     note: RepairNote = {},
   ): Promise<Task<Ctx, Res>> {
     const body = { result, by: note.by, reason: note.reason };
-    return taskFromJson(await this.#http.send("POST", `${stepPath(task, step)}/resolve`, { body }));
+    return this.#read("Task", api.resolveStep({ ...this.#send, path: { id: taskId(task), step }, body }));
   }
 
   /**
@@ -421,24 +316,25 @@ export class Client {
     options: SignalOptions = {},
   ): Promise<Signal> {
     const body = { signal_id: options.signalId, payload };
-    const path = `${taskPath(task)}/signals/${encodeURIComponent(name)}`;
-    return signalFromJson(await this.#http.send("POST", path, { body }));
+    return this.#read("Signal", api.sendSignal({ ...this.#send, path: { id: taskId(task), name }, body }));
   }
 
   /** Every signal sent to a task, oldest first. */
   async signals(task: TaskRef<unknown, unknown>): Promise<Signal[]> {
-    const answer = (await this.#http.send("GET", `${taskPath(task)}/signals`)) as { signals: unknown[] };
-    return answer.signals.map(signalFromJson);
+    const signals = api.listSignals({ ...this.#send, path: { id: taskId(task) } });
+    return (await this.#read<{ signals: Signal[] }>("SignalList", signals)).signals;
   }
 
   /** Every schedule, or those of a `namespace`. */
   async listSchedules(query: { namespace?: string } = {}): Promise<Schedule[]> {
-    return everyPage(this.#http, "/v1/schedules", { ...query }, "schedules", scheduleFromJson);
+    return this.#everyPage<Schedule>("ScheduleList", "schedules", (after) =>
+      api.listSchedules({ ...this.#send, query: { ...query, after } }),
+    );
   }
 
   /** A schedule with its `upcoming` fire times (`404 schedule_not_found`). */
   async getSchedule(namespace: string, name: string): Promise<Schedule> {
-    return scheduleFromJson(await this.#http.send("GET", schedulePath(namespace, name)));
+    return this.#read("Schedule", api.getSchedule({ ...this.#send, path: { namespace, name } }));
   }
 
   /**
@@ -447,7 +343,8 @@ export class Client {
    * for a definition the API refuses; `404 unknown_template`.
    */
   async applySchedule<Ctx = JsonObject>(definition: ScheduleDefinition<Ctx>): Promise<Schedule> {
-    return scheduleFromJson(await this.#http.send("POST", "/v1/schedules", { body: scheduleBody(definition) }));
+    const body = scheduleBody(definition) as wire.ScheduleSpec;
+    return this.#read("Schedule", api.putSchedule({ ...this.#send, body }));
   }
 
   /** Changes some fields of a schedule's definition (`{ cron: "0 3 * * *" }`). */
@@ -456,29 +353,29 @@ export class Client {
     name: string,
     changes: Partial<Omit<ScheduleDefinition<Ctx>, "namespace" | "name">>,
   ): Promise<Schedule> {
-    const body = scheduleBody(changes);
-    return scheduleFromJson(await this.#http.send("PATCH", schedulePath(namespace, name), { body }));
+    const body = scheduleBody(changes) as wire.ScheduleChanges;
+    return this.#read("Schedule", api.updateSchedule({ ...this.#send, path: { namespace, name }, body }));
   }
 
   /** Deletes a schedule; the tasks it created are left as they are. */
   async deleteSchedule(namespace: string, name: string): Promise<void> {
-    await this.#http.send("DELETE", schedulePath(namespace, name));
+    await api.deleteSchedule({ ...this.#send, path: { namespace, name } });
   }
 
   /** Pauses a schedule (it fires no more until {@link Client.resumeSchedule}), with a `note` saying why. */
   async pauseSchedule(namespace: string, name: string, options: { note?: string } = {}): Promise<Schedule> {
     const body = { note: options.note };
-    return scheduleFromJson(await this.#http.send("POST", `${schedulePath(namespace, name)}/pause`, { body }));
+    return this.#read("Schedule", api.pauseSchedule({ ...this.#send, path: { namespace, name }, body }));
   }
 
   /** Resumes a paused schedule: its next fire is computed from now (the paused time is not caught up). */
   async resumeSchedule(namespace: string, name: string): Promise<Schedule> {
-    return scheduleFromJson(await this.#http.send("POST", `${schedulePath(namespace, name)}/resume`));
+    return this.#read("Schedule", api.resumeSchedule({ ...this.#send, path: { namespace, name } }));
   }
 
   /** Creates a task of the schedule now, whatever its overlap policy. */
   async triggerSchedule<Ctx = JsonObject, Res = JsonObject>(namespace: string, name: string): Promise<Task<Ctx, Res>> {
-    return taskFromJson(await this.#http.send("POST", `${schedulePath(namespace, name)}/trigger`));
+    return this.#read("Task", api.triggerSchedule({ ...this.#send, path: { namespace, name } }));
   }
 
   /**
@@ -492,7 +389,7 @@ export class Client {
     to: Date | string,
   ): Promise<BackfillResult> {
     const body = { from: timestamp(from), to: timestamp(to) };
-    return backfillFromJson(await this.#http.send("POST", `${schedulePath(namespace, name)}/backfill`, { body }));
+    return this.#read("Backfilled", api.backfillSchedule({ ...this.#send, path: { namespace, name }, body }));
   }
 
   /**
@@ -501,9 +398,9 @@ export class Client {
    * handlers each serves.
    */
   async workers(options: { all?: boolean } = {}): Promise<WorkerInfo[]> {
-    const query = options.all ? { all: "true" } : {};
-    const answer = (await this.#http.send("GET", "/v1/workers", { query })) as { workers: unknown[] };
-    return answer.workers.map(workerFromJson);
+    const query = options.all ? { all: true } : {};
+    const workers = api.listWorkers({ ...this.#send, query });
+    return (await this.#read<{ workers: WorkerInfo[] }>("WorkerList", workers)).workers;
   }
 
   /**
@@ -512,12 +409,16 @@ export class Client {
    * `keyPrefix` keeps the keys that start with it (`"shop/charge_customer:"`).
    */
   async concurrencyLimits(keyPrefix?: string): Promise<ConcurrencyLimit[]> {
-    return everyPage(this.#http, "/v1/concurrency-limits", { key: keyPrefix }, "limits", concurrencyLimitFromJson);
+    return this.#everyPage<ConcurrencyLimit>("ConcurrencyLimitList", "limits", (after) =>
+      api.listConcurrencyLimits({ ...this.#send, query: { key: keyPrefix, after } }),
+    );
   }
 
   /** The rate keys (every page): each one's `limit` per `perMs`, `burst`, steps `throttled` and pause. */
   async rateLimits(): Promise<RateLimit[]> {
-    return everyPage(this.#http, "/v1/rate-limits", {}, "limits", rateLimitFromJson);
+    return this.#everyPage<RateLimit>("RateLimitList", "limits", (after) =>
+      api.listRateLimits({ ...this.#send, query: { after } }),
+    );
   }
 
   /**
@@ -528,12 +429,12 @@ export class Client {
    */
   async pauseRateLimit(key: string, until: Date | string, note?: string): Promise<RateLimit> {
     const body = { until: timestamp(until), note };
-    return rateLimitFromJson(await this.#http.send("POST", rateLimitPausePath(key), { body }));
+    return this.#read("RateLimit", api.pauseRateLimit({ ...this.#send, path: { key }, body }));
   }
 
   /** Ends the pause of the rate key `key` now; the same errors and scope as {@link Client.pauseRateLimit}. */
   async resumeRateLimit(key: string): Promise<RateLimit> {
-    return rateLimitFromJson(await this.#http.send("DELETE", rateLimitPausePath(key)));
+    return this.#read("RateLimit", api.resumeRateLimit({ ...this.#send, path: { key } }));
   }
 
   /**
@@ -553,7 +454,7 @@ export class Client {
       dry_run: options.dryRun ?? false,
       limit: options.limit,
     };
-    return purgeResultFromJson(await this.#http.send("POST", "/v1/purge", { body }));
+    return this.#read("Purged", api.purgeTasks({ ...this.#send, body }));
   }
 
   /**
@@ -564,7 +465,7 @@ export class Client {
    * none is). Any valid token may read it.
    */
   async retention(): Promise<RetentionPolicy> {
-    return retentionPolicyFromJson(await this.#http.send("GET", "/v1/retention"));
+    return this.#read("RetentionPolicy", api.retentionPolicy({ ...this.#send }));
   }
 
   /**
@@ -575,78 +476,6 @@ export class Client {
    * otherwise); one scoped to namespaces reads the rows of its namespaces.
    */
   async audit(query: AuditQuery = {}): Promise<AuditPage> {
-    return auditPageFromJson(await this.#http.send("GET", "/v1/audit", { query: auditQuery(query) }));
+    return this.#read("AuditPage", api.listAudit({ ...this.#send, query: auditQuery(query) }));
   }
-}
-
-/** A task to create as the API takes it (`POST /v1/tasks`, an item of `POST /v1/tasks:batch`). */
-function createBody(task: CreateTaskRequest<unknown>): Record<string, unknown> {
-  return {
-    namespace: task.namespace,
-    name: task.name,
-    context: task.context,
-    version: task.version,
-    idempotency_key: task.idempotencyKey,
-    run_at: task.runAt === undefined ? undefined : timestamp(task.runAt),
-    delay: task.delay === undefined ? undefined : duration(task.delay),
-    priority: task.priority,
-  };
-}
-
-/** A task list's filter and page as the API takes them (`GET /v1/tasks`). */
-function taskQuery(query: TaskQuery): Record<string, string | number | undefined> {
-  const { createdAfter, createdBefore, context, ...same } = query;
-  return {
-    ...same,
-    created_after: createdAfter === undefined ? undefined : timestamp(createdAfter),
-    created_before: createdBefore === undefined ? undefined : timestamp(createdBefore),
-    context: context === undefined ? undefined : stringifyApiJson(context),
-  };
-}
-
-function taskPath(task: TaskRef<unknown, unknown>): string {
-  return `/v1/tasks/${encodeURIComponent(typeof task === "string" ? task : task.id)}`;
-}
-
-/** A step's path: its id or name as one segment (a batch's name has a `#`). */
-function stepPath(task: TaskRef<unknown, unknown>, step: string): string {
-  return `${taskPath(task)}/steps/${encodeURIComponent(step)}`;
-}
-
-function rateLimitPausePath(key: string): string {
-  return `/v1/rate-limits/${encodeURIComponent(key)}/pause`;
-}
-
-function schedulePath(namespace: string, name: string): string {
-  return `/v1/schedules/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`;
-}
-
-/** A schedule definition's fields as the API names them. */
-function scheduleBody(definition: Partial<ScheduleDefinition<unknown>>): Record<string, unknown> {
-  const { catchUp, ...fields } = definition;
-  return { ...fields, catch_up: catchUp };
-}
-
-/** A time as the API takes it: RFC 3339 (a `Date` in UTC). */
-function timestamp(value: Date | string): string {
-  return typeof value === "string" ? value : value.toISOString();
-}
-
-/** A duration as the API takes it: seconds become `"600s"` (`"1500ms"` with a fraction). */
-function duration(value: string | number): string {
-  if (typeof value === "string") return value;
-  return Number.isInteger(value) ? `${value}s` : `${Math.round(value * 1000)}ms`;
-}
-
-function readCa(file: string): string {
-  let pem: string;
-  try {
-    pem = readFileSync(file, "utf8");
-  } catch (err) {
-    throw new TaskerClientError(`TLS: cannot read the CA file ${file}`, { cause: err });
-  }
-  if (!pem.includes("-----BEGIN CERTIFICATE-----")) {
-    throw new TaskerClientError(`TLS: ${file} holds no PEM certificate`);
-  }
-  return pem;
 }

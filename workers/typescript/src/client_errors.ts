@@ -1,6 +1,7 @@
 // The errors of {@link Client}: one base class, the API's refusals by status with its stable
 // error code, and "no answer at all".
 import { parseApiJson, type JsonValue } from "./json";
+import type { ErrorCode } from "./task";
 
 /** Every error a {@link Client} call rejects with (but a caller's own abort signal's reason). */
 export class TaskerClientError extends Error {
@@ -19,12 +20,12 @@ export class TaskerClientError extends Error {
 export class ApiError extends TaskerClientError {
   /** The HTTP status. */
   readonly status: number;
-  /** The API's stable error code. */
-  readonly code: string;
+  /** The API's stable error code (a newer server may add codes: then that string all the same). */
+  readonly code: ErrorCode | "unknown";
   /** What some errors add (e.g. the problems of a `context_schema_violation`). */
   readonly details: JsonValue | undefined;
 
-  constructor(status: number, code: string, message: string, details?: JsonValue) {
+  constructor(status: number, code: ErrorCode | "unknown", message: string, details?: JsonValue) {
     super(message);
     this.status = status;
     this.code = code;
@@ -33,13 +34,13 @@ export class ApiError extends TaskerClientError {
 
   /** The error for an answer with a non-2xx `status` and body `text`, as its status's subclass. */
   static fromAnswer(status: number, text: string): ApiError {
-    let code = "unknown";
+    let code: ErrorCode | "unknown" = "unknown";
     let message = text.trim().slice(0, 200) || `HTTP ${status}`;
     let details: JsonValue | undefined;
     try {
       const error = (parseApiJson(text) as { error?: Record<string, JsonValue> } | null)?.error;
       if (typeof error?.code === "string") {
-        code = error.code;
+        code = error.code as ErrorCode;
         message = typeof error.message === "string" ? error.message : message;
         details = error.details;
       }

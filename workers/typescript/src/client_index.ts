@@ -4,20 +4,20 @@
  * loader or the native library: `workers/typescript/package.sh --client` compiles this file and
  * what it imports, and fails if that includes either.
  */
-export { type AuditEntry, type AuditPage, type AuditQuery } from "./audit";
-export {
-  Client,
-  type ClientOptions,
-  type CreateTaskOptions,
-  type CreateTaskRequest,
-  type PurgeOptions,
-  type RepairNote,
-  type RetryOptions,
-  type ScheduleDefinition,
-  type SignalOptions,
-  type TaskQuery,
-  type TaskRef,
-} from "./client";
+export type { AuditEntry, AuditPage, AuditQuery } from "./audit";
+export { Client } from "./client";
+export type {
+  ClientOptions,
+  CreateTaskOptions,
+  CreateTaskRequest,
+  PurgeOptions,
+  RepairNote,
+  RetryOptions,
+  ScheduleDefinition,
+  SignalOptions,
+  TaskQuery,
+  TaskRef,
+} from "./client_options";
 export {
   ApiError,
   AuthError,
@@ -38,6 +38,7 @@ export {
   type BatchItemResult,
   type BatchItemStatus,
   type ConcurrencyLimit,
+  type ErrorCode,
   type OverlapPolicy,
   type PurgeResult,
   type PurgeState,

@@ -1,12 +1,14 @@
-// JSON over HTTP(S) for the client, on node:http / node:https: fetch cannot be given a CA to
-// trust, https.Agent can, and one code path serves both schemes.
+// HTTP(S) for the client, on node:http / node:https: Node's fetch cannot be given a CA to trust,
+// https.Agent can, and one code path serves both schemes. It is the `fetch` of the generated
+// request functions (src/generated): it adds the token, bounds each request in time (a long poll,
+// `?wait=`, by its wait on top) and turns an answer that is not a success, or no answer, into the
+// client's errors.
 import * as http from "node:http";
 import * as https from "node:https";
 import { text } from "node:stream/consumers";
 import { rootCertificates } from "node:tls";
 
 import { ApiError, ConnectionError, TaskerClientError } from "./client_errors";
-import { parseApiJson, stringifyApiJson } from "./json";
 
 /** How a {@link Transport} reaches the orchestrator. */
 export interface TransportOptions {
@@ -18,18 +20,7 @@ export interface TransportOptions {
   timeoutMs: number;
 }
 
-/** One request: query values left `undefined` are not sent. */
-export interface Request {
-  query?: Record<string, string | number | undefined>;
-  /** Sent as JSON; a `bigint` as an exact integer. */
-  body?: unknown;
-  /** Time the server was asked to hold the answer (a long poll), added to the timeout (ms). */
-  waitMs?: number;
-  /** The caller's: aborting it rejects the call with the signal's reason. */
-  signal?: AbortSignal;
-}
-
-/** Sends requests to one orchestrator and decodes their answers. */
+/** Sends the requests of one orchestrator's client. */
 export class Transport {
   readonly #base: string;
   readonly #request: typeof http.request;
@@ -72,55 +63,48 @@ export class Transport {
   }
 
   /**
-   * Sends `method path` and resolves with the answer's JSON (`undefined` for an empty one);
-   * integers beyond ±(2^53 − 1) in it are `bigint`s.
-   * Rejects with an {@link ApiError} subclass for a non-2xx answer and a {@link ConnectionError}
-   * when there is none.
+   * `fetch` for one request to the orchestrator: resolves with its successful answer, the body
+   * as text; rejects with an {@link ApiError} subclass for a non-2xx answer, a
+   * {@link ConnectionError} when there is none, and the reason of `request.signal` once it aborts.
    */
-  async send(method: string, path: string, req: Request = {}): Promise<unknown> {
-    const url = new URL(this.#base + path);
-    for (const [key, value] of Object.entries(req.query ?? {})) {
-      if (value !== undefined) url.searchParams.set(key, String(value));
-    }
-    const headers = { ...this.#headers };
-    let body: Buffer | undefined;
-    if (req.body !== undefined) {
-      body = Buffer.from(stringifyApiJson(req.body));
-      headers["content-type"] = "application/json";
+  readonly fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const request = input instanceof Request ? input : new Request(input, init);
+    const url = new URL(request.url);
+    const headers: Record<string, string> = { ...this.#headers };
+    const type = request.headers.get("content-type");
+    const text = request.body === null ? "" : await request.text();
+    const body = text === "" ? undefined : Buffer.from(text);
+    if (body !== undefined) {
+      headers["content-type"] = type ?? "application/json";
       headers["content-length"] = String(body.length);
     }
-    const timeoutMs = this.#timeoutMs + (req.waitMs ?? 0);
+    // A long poll answers after up to its wait: the usual timeout starts after it.
+    const waitMs = 1000 * Number(url.searchParams.get("wait") ?? 0);
+    const timeoutMs = this.#timeoutMs + (Number.isFinite(waitMs) ? waitMs : 0);
     // One signal for the request: the timeout or the caller's abort, whichever comes first.
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), timeoutMs);
     const onAbort = () => abort.abort();
-    req.signal?.addEventListener("abort", onAbort, { once: true });
+    request.signal.addEventListener("abort", onAbort, { once: true });
     let status: number;
     let answer: string;
     try {
-      req.signal?.throwIfAborted();
-      [status, answer] = await this.#exchange(url, method, headers, body, abort.signal);
+      request.signal.throwIfAborted();
+      [status, answer] = await this.#exchange(url, request.method, headers, body, abort.signal);
     } catch (err) {
-      if (req.signal?.aborted) throw req.signal.reason;
-      const target = `${method} ${url.origin}${url.pathname}`;
+      if (request.signal.aborted) throw request.signal.reason;
+      const target = `${request.method} ${url.origin}${url.pathname}`;
       if (abort.signal.aborted) {
         throw new ConnectionError(`no answer from the Tasker API within ${timeoutMs} ms (${target})`, { cause: err });
       }
       throw new ConnectionError(`cannot reach the Tasker API (${target}): ${describe(err)}`, { cause: err });
     } finally {
       clearTimeout(timer);
-      req.signal?.removeEventListener("abort", onAbort);
+      request.signal.removeEventListener("abort", onAbort);
     }
-    if (status < 200 || status > 299) {
-      throw ApiError.fromAnswer(status, answer);
-    }
-    if (answer === "") return undefined;
-    try {
-      return parseApiJson(answer);
-    } catch (err) {
-      throw new TaskerClientError(`${method} ${url.pathname}: the answer is not JSON`, { cause: err });
-    }
-  }
+    if (status < 200 || status > 299) throw ApiError.fromAnswer(status, answer);
+    return new Response(status === 204 || answer === "" ? null : answer, { status });
+  };
 
   /** Status and body text of one request. */
   #exchange(
@@ -138,28 +122,6 @@ export class Transport {
       request.on("error", reject);
       request.end(body);
     });
-  }
-}
-
-/**
- * Every item of a list the API answers a page at a time (schedules, concurrency and rate keys),
- * following each page's `next` as the following one's `after`.
- */
-export async function everyPage<T>(
-  http: Transport,
-  path: string,
-  query: Record<string, string | undefined>,
-  key: string,
-  parse: (item: unknown) => T,
-): Promise<T[]> {
-  const found: T[] = [];
-  let after: string | undefined;
-  for (;;) {
-    const page = (await http.send("GET", path, { query: { ...query, after } })) as Record<string, unknown>;
-    found.push(...(page[key] as unknown[]).map(parse));
-    const next = page.next;
-    if (typeof next !== "string") return found;
-    after = next;
   }
 }
 

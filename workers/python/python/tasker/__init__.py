@@ -53,6 +53,7 @@ from .client import (
     TaskPurged,
     Transition,
     WorkerInfo,
+    is_terminal,
 )
 from .context import StepContext
 from .errors import PermanentError, RetryableError
@@ -105,6 +106,7 @@ __all__ = [
     "Transition",
     "Worker",
     "WorkerInfo",
+    "is_terminal",
     "WorkerError",
     "default_registry",
     "handler",

@@ -8,16 +8,17 @@
         done = client.wait(task.id, timeout=60)
         print(done.state, done.result)            # complete {'halve': {'value': 242}}
 
-Answers are frozen dataclasses (:class:`Task`, :class:`Step`, :class:`Transition`,
-:class:`TaskPage`, :class:`StepPage`, :class:`Signal`, :class:`Schedule`, :class:`WorkerInfo`,
+Answers (:class:`Task`, :class:`Step`, :class:`Transition`, :class:`TaskPage`,
+:class:`StepPage`, :class:`Signal`, :class:`Schedule`, :class:`WorkerInfo`,
 :class:`ConcurrencyLimit`, :class:`RateLimit`, :class:`BatchCreated`, :class:`PurgeResult`,
-:class:`RetentionPolicy`, :class:`AuditPage`, ...) with ``datetime`` timestamps; failures are
-:class:`ClientError` subclasses carrying the API's stable error code.
+:class:`RetentionPolicy`, :class:`AuditPage`, ...) are the classes generated from the API's OpenAPI document (the
+repository's openapi.json), with ``datetime`` timestamps, ``UUID`` ids and ``Literal`` states;
+failures are :class:`ClientError` subclasses carrying the API's stable error code.
 """
 
-from ._clients import AsyncClient, Client
+from ._async import AsyncClient
+from ._clients import Client
 from ._transport import DEFAULT_URL
-from .audit import AuditEntry, AuditPage
 from .errors import (
     ApiError,
     AuthError,
@@ -33,11 +34,18 @@ from .values import (
     PRIORITIES,
     PURGE_STATES,
     TASK_STATES,
+    UNSET,
+    AuditEntry,
+    AuditPage,
     Backfill,
     BatchCreated,
     BatchItemError,
     BatchItemResult,
+    ChildLink,
     ConcurrencyLimit,
+    ErrorCode,
+    Priority,
+    PurgeState,
     PurgeResult,
     RateLimit,
     RetentionPolicy,
@@ -54,8 +62,11 @@ from .values import (
     Task,
     TaskChild,
     TaskPage,
+    TaskStateName,
     Transition,
+    Unset,
     WorkerInfo,
+    is_terminal,
 )
 
 __all__ = [
@@ -63,6 +74,7 @@ __all__ = [
     "PRIORITIES",
     "PURGE_STATES",
     "TASK_STATES",
+    "UNSET",
     "ApiError",
     "AsyncClient",
     "AuditEntry",
@@ -72,13 +84,17 @@ __all__ = [
     "BatchCreated",
     "BatchItemError",
     "BatchItemResult",
+    "ChildLink",
     "Client",
     "ClientError",
     "ConcurrencyLimit",
     "Conflict",
     "ConnectionFailed",
+    "ErrorCode",
     "InvalidRequest",
     "NotFound",
+    "Priority",
+    "PurgeState",
     "PurgeResult",
     "RateLimit",
     "RetentionPolicy",
@@ -97,6 +113,9 @@ __all__ = [
     "TaskChild",
     "TaskPage",
     "TaskPurged",
+    "TaskStateName",
     "Transition",
+    "Unset",
     "WorkerInfo",
+    "is_terminal",
 ]

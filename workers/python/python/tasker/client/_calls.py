@@ -1,9 +1,15 @@
 """The API's calls, written once for the sync and the async client.
 
-A call is a generator: it yields each :class:`Request` it needs, is sent the
-``httpx.Response`` back, and returns its decoded value (raising the client's errors). Each
-client only drives it, sending the requests with its own ``httpx`` client, so the paths, the
-decoding, the error mapping, the paging and the wait loop exist once.
+Each request is built by the request builder that openapi-python-client generated from the API's
+OpenAPI document (``_api.api.<tag>.<operation>._get_kwargs``: path, query and typed body), and
+each answer is read by the generated answer type's ``from_dict``. What is left here is Tasker's
+own: the arguments as the client takes them (ids as strings or UUIDs, times as aware datetimes or
+RFC 3339 text, durations as seconds), the wait loop and the paging.
+
+A call is a generator: it yields each :class:`Send` it needs, is sent the ``httpx.Response``
+back, and returns its decoded value (raising the client's errors); between the attempts of a wait
+it yields a :class:`Pause`. Each client only drives it, sending the requests with its own
+``httpx`` client.
 """
 
 from __future__ import annotations
@@ -13,30 +19,83 @@ import time
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, TypeAlias, TypeVar
-from urllib.parse import quote
+from typing import Any, TypeAlias, TypeVar, cast
 from uuid import UUID
 
 import httpx
 
+from ._api.api.limits import (
+    list_concurrency_limits,
+    list_rate_limits,
+    pause_rate_limit as pause_rate_limit_op,
+    resume_rate_limit as resume_rate_limit_op,
+)
+from ._api.api.repair import resolve_step, retry_step, retry_task
+from ._api.api.retention import purge_tasks, retention_policy
+from ._api.api.schedules import (
+    backfill_schedule as backfill_op,
+    delete_schedule as delete_schedule_op,
+    get_schedule as get_schedule_op,
+    list_schedules as list_schedules_op,
+    pause_schedule as pause_schedule_op,
+    put_schedule,
+    resume_schedule as resume_schedule_op,
+    trigger_schedule as trigger_schedule_op,
+    update_schedule as update_schedule_op,
+)
+from ._api.api.tasks import (
+    cancel_task,
+    create_task as create_task_op,
+    create_tasks as create_tasks_op,
+    get_task as get_task_op,
+    list_signals,
+    list_tasks as list_tasks_op,
+    send_signal,
+    task_history,
+    task_steps,
+)
+from ._api.api.workers import list_workers
+from ._api.models import (
+    Backfill,
+    CreateTask,
+    PauseRateLimit,
+    PauseSchedule,
+    PurgeRequest,
+    RepairNote,
+    Resolve,
+    ScheduleChanges,
+    ScheduleSpec,
+    SendSignal,
+)
+from ._api.types import UNSET, Unset
 from ._retry import Backoff, Pause, transient
 from .errors import ClientError, InvalidRequest, api_error
 from .values import (
     JSON,
-    Backfill,
+    Backfilled,
     BatchCreated,
     ConcurrencyLimit,
-    PurgeResult,
+    ConcurrencyLimitList,
+    History,
+    Priority,
+    PurgeState,
+    Purged,
     RateLimit,
+    RateLimitList,
     RetentionPolicy,
     Schedule,
+    ScheduleList,
     Signal,
+    SignalList,
     Step,
     StepPage,
     Task,
     TaskPage,
+    TaskStateName,
     Transition,
     WorkerInfo,
+    WorkerList,
+    is_terminal,
 )
 
 T = TypeVar("T")
@@ -57,25 +116,18 @@ Duration: TypeAlias = str | int | float | timedelta
 
 
 @dataclass(frozen=True)
-class Request:
-    """One HTTP request of a call. ``wait`` marks a long poll of that many seconds: its read
-    timeout is extended by as much."""
+class Send:
+    """One HTTP request of a call: the keyword arguments of ``httpx.Client.request`` a generated
+    builder made. ``wait`` marks a long poll of that many seconds: its read timeout is extended
+    by as much."""
 
-    method: str
-    path: str
-    params: Mapping[str, str] | None = None
-    json: JSON = None
+    request: dict[str, Any]
     wait: float | None = None
 
 
 #: A call returning ``T``: it yields its requests (sent the answer of each) and, when it
 #: retries, the :class:`Pause` before the next attempt (sent ``None``).
-Call = Generator[Request | Pause, Any, T]
-
-
-def segment(value: Id) -> str:
-    """An id or a step name as one path segment (a batch instance's name has a ``#``)."""
-    return quote(str(value), safe="")
+Call = Generator[Send | Pause, Any, T]
 
 
 def _decode(response: httpx.Response, parse: Callable[[Any], T]) -> T:
@@ -110,23 +162,34 @@ def _error(response: httpx.Response) -> ClientError:
     return api_error(response.status_code, "unknown", message)
 
 
-def _call(request: Request, parse: Callable[[Any], T]) -> Call[T]:
-    response = yield request
+def _call(request: dict[str, Any], parse: Callable[[Any], T], wait: float | None = None) -> Call[T]:
+    response = yield Send(request, wait)
     return _decode(response, parse)
 
 
-def _drop_none(**params: Any) -> dict[str, str]:
-    return {k: str(v) for k, v in params.items() if v is not None}
+def _id(value: Id) -> UUID:
+    """An id as the builders take it. A string is passed on as it is (the builders only ``str()``
+    it into the path or query): a malformed one is the server's to refuse, ``invalid_id``."""
+    return cast(UUID, value)
 
 
-def timestamp(value: Time) -> str:
-    """A time as the API takes it: RFC 3339, in UTC for a ``datetime`` (which must say its
-    timezone: a naive one is ambiguous)."""
+class _Text(str):
+    """A time the builders put into a request (with ``isoformat()``) as this very text."""
+
+    def isoformat(self) -> str:
+        return str(self)
+
+
+def timestamp(value: Time) -> datetime:
+    """A time as the API takes it: RFC 3339, in UTC (``Z``) for a ``datetime``, which must say
+    its timezone (a naive one is ambiguous); a string is sent as it is, for the server to judge.
+    """
     if isinstance(value, str):
-        return value
+        return cast(datetime, _Text(value))
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError(f"a naive datetime is ambiguous, give it a timezone: {value!r}")
-    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+    text = value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+    return cast(datetime, _Text(text))
 
 
 def duration(value: Duration) -> str:
@@ -142,6 +205,29 @@ def duration(value: Duration) -> str:
     return f"{round(seconds * 1000)}ms"
 
 
+def _given(value: T | None) -> T | Unset:
+    return UNSET if value is None else value
+
+
+class _AsGiven(dict[str, Any]):
+    """A request body sent as the caller wrote it, for the server to judge (a schedule's
+    definition, an item of a bulk create): the builders call ``to_dict()``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self)
+
+
+def _task_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    """One task to create as the API takes it: its fields as given (``None`` left out),
+    ``run_at`` and ``delay`` converted as :func:`create_task` converts them."""
+    body = {k: v for k, v in item.items() if v is not None}
+    if "run_at" in body:
+        body["run_at"] = str(timestamp(body["run_at"]))
+    if "delay" in body:
+        body["delay"] = duration(body["delay"])
+    return body
+
+
 def create_task(
     namespace: str,
     name: str,
@@ -150,47 +236,33 @@ def create_task(
     idempotency_key: str | None,
     run_at: Time | None = None,
     delay: Duration | None = None,
-    priority: str | None = None,
+    priority: Priority | None = None,
 ) -> Call[Task]:
-    body: dict[str, Any] = {
-        "namespace": namespace,
-        "name": name,
-        "context": {} if context is None else context,
-    }
-    if version is not None:
-        body["version"] = version
-    if idempotency_key is not None:
-        body["idempotency_key"] = idempotency_key
-    if run_at is not None:
-        body["run_at"] = timestamp(run_at)
-    if delay is not None:
-        body["delay"] = duration(delay)
-    if priority is not None:
-        body["priority"] = priority
-    return _call(Request("POST", "/v1/tasks", json=body), Task.from_json)
-
-
-def _batch_item(item: Mapping[str, Any]) -> dict[str, Any]:
-    """One item of a bulk create as the API takes it: its fields as given (``None`` left out),
-    ``run_at`` and ``delay`` converted as :func:`create_task` converts them."""
-    body = {k: v for k, v in item.items() if v is not None}
-    if "run_at" in body:
-        body["run_at"] = timestamp(body["run_at"])
-    if "delay" in body:
-        body["delay"] = duration(body["delay"])
-    return body
+    body = CreateTask(
+        namespace=namespace,
+        name=name,
+        context={} if context is None else context,
+        version=_given(version),
+        idempotency_key=_given(idempotency_key),
+        run_at=UNSET if run_at is None else timestamp(run_at),
+        delay=UNSET if delay is None else duration(delay),
+        priority=_given(priority),
+    )
+    return _call(create_task_op._get_kwargs(body=body), Task.from_dict)
 
 
 def create_tasks(tasks: list[Mapping[str, Any]]) -> Call[BatchCreated]:
-    body = {"tasks": [_batch_item(item) for item in tasks]}
-    return _call(Request("POST", "/v1/tasks:batch", json=body), BatchCreated.from_json)
+    body = _AsGiven(tasks=[_task_item(item) for item in tasks])
+    request = create_tasks_op._get_kwargs(body=cast(Any, body))
+    return _call(request, BatchCreated.from_dict)
 
 
 def get_task(id: Id, wait: float | None = None) -> Call[Task]:
     if wait is None:
-        return _call(Request("GET", f"/v1/tasks/{segment(id)}"), Task.from_json)
-    request = Request("GET", f"/v1/tasks/{segment(id)}", {"wait": f"{wait:.3f}"}, wait=wait)
-    return _call(request, Task.from_json)
+        return _call(get_task_op._get_kwargs(_id(id)), Task.from_dict)
+    # Milliseconds are enough, and keep the query short.
+    request = get_task_op._get_kwargs(_id(id), wait=cast(float, f"{wait:.3f}"))
+    return _call(request, Task.from_dict, wait)
 
 
 def wait(id: Id, timeout: float) -> Call[Task]:
@@ -219,12 +291,12 @@ def wait(id: Id, timeout: float) -> Call[Task]:
             yield Pause(min(backoff.next(), left))
             continue
         backoff.reset()
-        if task.is_terminal or left <= poll:
+        if is_terminal(task) or left <= poll:
             return task
 
 
 def list_tasks(
-    state: str | None,
+    state: TaskStateName | None,
     namespace: str | None,
     name: str | None,
     limit: int | None,
@@ -234,183 +306,181 @@ def list_tasks(
     created_before: Time | None = None,
     context: Mapping[str, JSON] | None = None,
 ) -> Call[TaskPage]:
-    params = _drop_none(
-        state=state, namespace=namespace, name=name, limit=limit, before=before, parent=parent,
-        created_after=None if created_after is None else timestamp(created_after),
-        created_before=None if created_before is None else timestamp(created_before),
+    request = list_tasks_op._get_kwargs(
+        state=_given(state), namespace=_given(namespace), name=_given(name),
+        parent=UNSET if parent is None else _id(parent), limit=_given(limit),
+        before=UNSET if before is None else _id(before),
+        created_after=UNSET if created_after is None else timestamp(created_after),
+        created_before=UNSET if created_before is None else timestamp(created_before),
         # JSON text, URL-encoded in the query string like every parameter.
-        context=None if context is None else json.dumps(context, separators=(",", ":")),
+        context=UNSET if context is None else json.dumps(context, separators=(",", ":")),
     )
-    return _call(Request("GET", "/v1/tasks", params), TaskPage.from_json)
+    return _call(request, TaskPage.from_dict)
 
 
 def cancel(id: Id) -> Call[Task]:
-    return _call(Request("POST", f"/v1/tasks/{segment(id)}/cancel"), Task.from_json)
+    return _call(cancel_task._get_kwargs(_id(id)), Task.from_dict)
 
 
 def steps_page(id: Id, after: Id | None, limit: int | None) -> Call[StepPage]:
-    params = _drop_none(after=after, limit=limit)
-    return _call(Request("GET", f"/v1/tasks/{segment(id)}/steps", params), StepPage.from_json)
+    request = task_steps._get_kwargs(
+        _id(id), after=UNSET if after is None else _id(after), limit=_given(limit)
+    )
+    return _call(request, StepPage.from_dict)
 
 
 def steps(id: Id) -> Call[list[Step]]:
     """Every step, page by page."""
     found: list[Step] = []
-    after: str | None = None
+    after: UUID | None = None
     while True:
         page = yield from steps_page(id, after, STEPS_PAGE)
         found.extend(page.steps)
-        if page.next is None:
+        if page.next_ is None:
             return found
-        after = page.next
+        after = page.next_
 
 
 def history(id: Id) -> Call[list[Transition]]:
     return _call(
-        Request("GET", f"/v1/tasks/{segment(id)}/history"),
-        lambda data: [Transition.from_json(t) for t in data["transitions"]],
+        task_history._get_kwargs(_id(id)), lambda data: History.from_dict(data).transitions
     )
 
 
 def retry(id: Id, step: str | None, by: str | None, reason: str | None) -> Call[Task]:
-    path = f"/v1/tasks/{segment(id)}"
-    if step is not None:
-        path += f"/steps/{segment(step)}"
-    body = _drop_none(by=by, reason=reason)
-    return _call(Request("POST", f"{path}/retry", json=body), Task.from_json)
+    note = RepairNote(by=_given(by), reason=_given(reason))
+    if step is None:
+        return _call(retry_task._get_kwargs(_id(id), body=note), Task.from_dict)
+    return _call(retry_step._get_kwargs(_id(id), step, body=note), Task.from_dict)
 
 
 def resolve(id: Id, step: str, result: JSON, by: str | None, reason: str | None) -> Call[Task]:
-    body: dict[str, Any] = {"result": result, **_drop_none(by=by, reason=reason)}
-    path = f"/v1/tasks/{segment(id)}/steps/{segment(step)}/resolve"
-    return _call(Request("POST", path, json=body), Task.from_json)
+    body = Resolve(result=result, by=_given(by), reason=_given(reason))
+    return _call(resolve_step._get_kwargs(_id(id), step, body=body), Task.from_dict)
 
 
 def signal(id: Id, name: str, payload: JSON, signal_id: str | None) -> Call[Signal]:
-    body: dict[str, Any] = {}
-    if signal_id is not None:
-        body["signal_id"] = signal_id
-    if payload is not None:
-        body["payload"] = payload
-    path = f"/v1/tasks/{segment(id)}/signals/{segment(name)}"
-    return _call(Request("POST", path, json=body), Signal.from_json)
+    body = SendSignal(signal_id=_given(signal_id), payload=_given(payload))
+    return _call(send_signal._get_kwargs(_id(id), name, body=body), Signal.from_dict)
 
 
 def signals(id: Id) -> Call[list[Signal]]:
     return _call(
-        Request("GET", f"/v1/tasks/{segment(id)}/signals"),
-        lambda data: [Signal.from_json(s) for s in data["signals"]],
+        list_signals._get_kwargs(_id(id)), lambda data: SignalList.from_dict(data).signals
     )
 
 
-def _schedule_path(namespace: str, name: str) -> str:
-    return f"/v1/schedules/{segment(namespace)}/{segment(name)}"
-
-
 def _every_page(
-    path: str, params: dict[str, str], key: str, parse: Callable[[Any], T]
+    request: Callable[[str | Unset], dict[str, Any]],
+    page: Callable[[Any], tuple[list[T], str | None | Unset]],
 ) -> Call[list[T]]:
-    """Every item of a list the API answers a page at a time, following each page's
-    ``next`` as the following one's ``after``."""
+    """Every item of a list the API answers a page at a time, following each page's ``next``
+    as the following one's ``after``: ``request`` builds the request of a page, ``page``
+    reads its items and its ``next``."""
     found: list[T] = []
-    after: str | None = None
+    after: str | Unset = UNSET
     while True:
-        response = yield Request("GET", path, {**params, **_drop_none(after=after)})
-        data = _decode(response, lambda d: d)
-        found.extend(parse(item) for item in data[key])
-        after = data.get("next")
-        if after is None:
+        items, next_ = yield from _call(request(after), page)
+        found.extend(items)
+        if not isinstance(next_, str):
             return found
+        after = next_
 
 
 def list_schedules(namespace: str | None) -> Call[list[Schedule]]:
-    params = _drop_none(namespace=namespace)
-    return _every_page("/v1/schedules", params, "schedules", Schedule.from_json)
+    def page(data: Any) -> tuple[list[Schedule], str | None | Unset]:
+        answer = ScheduleList.from_dict(data)
+        return answer.schedules, answer.next_
+
+    return _every_page(
+        lambda after: list_schedules_op._get_kwargs(namespace=_given(namespace), after=after),
+        page,
+    )
 
 
 def get_schedule(namespace: str, name: str) -> Call[Schedule]:
-    return _call(Request("GET", _schedule_path(namespace, name)), Schedule.from_json)
+    return _call(get_schedule_op._get_kwargs(namespace, name), Schedule.from_dict)
 
 
 def apply_schedule(definition: Mapping[str, JSON]) -> Call[Schedule]:
-    return _call(Request("POST", "/v1/schedules", json=dict(definition)), Schedule.from_json)
+    body = cast(ScheduleSpec, _AsGiven(definition))
+    return _call(put_schedule._get_kwargs(body=body), Schedule.from_dict)
 
 
 def update_schedule(namespace: str, name: str, changes: Mapping[str, JSON]) -> Call[Schedule]:
-    request = Request("PATCH", _schedule_path(namespace, name), json=dict(changes))
-    return _call(request, Schedule.from_json)
+    body = cast(ScheduleChanges, _AsGiven(changes))
+    return _call(update_schedule_op._get_kwargs(namespace, name, body=body), Schedule.from_dict)
 
 
 def delete_schedule(namespace: str, name: str) -> Call[None]:
     # 204: no body to decode.
-    response = yield Request("DELETE", _schedule_path(namespace, name))
+    response = yield Send(delete_schedule_op._get_kwargs(namespace, name))
     if not response.is_success:
         raise _error(response)
 
 
 def pause_schedule(namespace: str, name: str, note: str | None) -> Call[Schedule]:
-    path = f"{_schedule_path(namespace, name)}/pause"
-    return _call(Request("POST", path, json=_drop_none(note=note)), Schedule.from_json)
+    body = PauseSchedule(note=_given(note))
+    return _call(pause_schedule_op._get_kwargs(namespace, name, body=body), Schedule.from_dict)
 
 
 def resume_schedule(namespace: str, name: str) -> Call[Schedule]:
-    path = f"{_schedule_path(namespace, name)}/resume"
-    return _call(Request("POST", path), Schedule.from_json)
+    return _call(resume_schedule_op._get_kwargs(namespace, name), Schedule.from_dict)
 
 
 def trigger_schedule(namespace: str, name: str) -> Call[Task]:
-    path = f"{_schedule_path(namespace, name)}/trigger"
-    return _call(Request("POST", path), Task.from_json)
+    return _call(trigger_schedule_op._get_kwargs(namespace, name), Task.from_dict)
 
 
-def backfill_schedule(namespace: str, name: str, from_: Time, to: Time) -> Call[Backfill]:
-    body = {"from": timestamp(from_), "to": timestamp(to)}
-    path = f"{_schedule_path(namespace, name)}/backfill"
-    return _call(Request("POST", path, json=body), Backfill.from_json)
+def backfill_schedule(namespace: str, name: str, from_: Time, to: Time) -> Call[Backfilled]:
+    body = Backfill(from_=timestamp(from_), to=timestamp(to))
+    return _call(backfill_op._get_kwargs(namespace, name, body=body), Backfilled.from_dict)
 
 
 def workers(all: bool = False) -> Call[list[WorkerInfo]]:
-    params = {"all": "true"} if all else None
-    return _call(
-        Request("GET", "/v1/workers", params),
-        lambda data: [WorkerInfo.from_json(w) for w in data["workers"]],
-    )
+    request = list_workers._get_kwargs(all_=True if all else UNSET)
+    return _call(request, lambda data: WorkerList.from_dict(data).workers)
 
 
 def concurrency_limits(key_prefix: str | None = None) -> Call[list[ConcurrencyLimit]]:
-    params = _drop_none(key=key_prefix)
-    return _every_page("/v1/concurrency-limits", params, "limits", ConcurrencyLimit.from_json)
+    def page(data: Any) -> tuple[list[ConcurrencyLimit], str | None | Unset]:
+        answer = ConcurrencyLimitList.from_dict(data)
+        return answer.limits, answer.next_
+
+    return _every_page(
+        lambda after: list_concurrency_limits._get_kwargs(key=_given(key_prefix), after=after),
+        page,
+    )
 
 
 def rate_limits() -> Call[list[RateLimit]]:
-    return _every_page("/v1/rate-limits", {}, "limits", RateLimit.from_json)
+    def page(data: Any) -> tuple[list[RateLimit], str | None | Unset]:
+        answer = RateLimitList.from_dict(data)
+        return answer.limits, answer.next_
 
-
-def _rate_limit_pause_path(key: str) -> str:
-    return f"/v1/rate-limits/{segment(key)}/pause"
+    return _every_page(lambda after: list_rate_limits._get_kwargs(after=after), page)
 
 
 def pause_rate_limit(key: str, until: Time, note: str | None = None) -> Call[RateLimit]:
-    body = {"until": timestamp(until), **_drop_none(note=note)}
-    request = Request("POST", _rate_limit_pause_path(key), json=body)
-    return _call(request, RateLimit.from_json)
+    body = PauseRateLimit(until=timestamp(until), note=_given(note))
+    return _call(pause_rate_limit_op._get_kwargs(key, body=body), RateLimit.from_dict)
 
 
 def resume_rate_limit(key: str) -> Call[RateLimit]:
-    return _call(Request("DELETE", _rate_limit_pause_path(key)), RateLimit.from_json)
+    return _call(resume_rate_limit_op._get_kwargs(key), RateLimit.from_dict)
 
 
 def purge(
-    older_than: str, states: list[str] | None, dry_run: bool, limit: int | None
-) -> Call[PurgeResult]:
-    body: dict[str, Any] = {"older_than": older_than}
-    if states is not None:
-        body["states"] = list(states)
-    body["dry_run"] = dry_run
-    if limit is not None:
-        body["limit"] = limit
-    return _call(Request("POST", "/v1/purge", json=body), PurgeResult.from_json)
+    older_than: str, states: list[PurgeState] | None, dry_run: bool, limit: int | None
+) -> Call[Purged]:
+    body = PurgeRequest(
+        older_than=older_than,
+        states=UNSET if states is None else list(states),
+        dry_run=dry_run,
+        limit=_given(limit),
+    )
+    return _call(purge_tasks._get_kwargs(body=body), Purged.from_dict)
 
 
 def retention() -> Call[RetentionPolicy]:
-    return _call(Request("GET", "/v1/retention"), RetentionPolicy.from_json)
+    return _call(retention_policy._get_kwargs(), RetentionPolicy.from_dict)

@@ -1,12 +1,11 @@
-"""``Client`` and ``AsyncClient``: the same methods, one blocking, one ``async``. Both only
-send the requests of the calls in ``_calls`` and hand back their answers."""
+"""``Client``: the blocking client. It only sends the requests of the calls in ``_calls`` and
+hands back their answers; ``AsyncClient`` (``_async``) is its ``async`` twin."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TypeVar, cast
 
@@ -20,10 +19,12 @@ from .audit import AsyncAuditMethods, AuditMethods
 from .errors import ConnectionFailed
 from .values import (
     JSON,
-    Backfill,
+    Backfilled,
     BatchCreated,
     ConcurrencyLimit,
-    PurgeResult,
+    Priority,
+    PurgeState,
+    Purged,
     RateLimit,
     RetentionPolicy,
     Schedule,
@@ -32,6 +33,7 @@ from .values import (
     StepPage,
     Task,
     TaskPage,
+    TaskStateName,
     Transition,
     WorkerInfo,
 )
@@ -119,7 +121,7 @@ class Client(AuditMethods):
         idempotency_key: str | None = None,
         run_at: Time | None = None,
         delay: Duration | None = None,
-        priority: str | None = None,
+        priority: Priority | None = None,
     ) -> Task:
         """Creates a task of the template ``namespace``/``name`` (its newest version unless
         ``version`` names one) with the input ``context`` (``None``: ``{}``).
@@ -178,7 +180,7 @@ class Client(AuditMethods):
 
     def wait(self, id: Id, timeout: float) -> Task:
         """Waits up to ``timeout`` seconds for the task to become terminal and returns it as it
-        is then: check ``task.is_terminal`` (or ``task.state``) to tell whether the timeout ran
+        is then: check ``tasker.is_terminal(task)`` (or ``task.state``) to tell whether the timeout ran
         out. Any timeout works: it long polls 25 s at a time, less for a server with a lower
         cap. It rides through restarts: a poll the connection drops or refuses (or a gateway's
         502, 503, 504) is sent again with backoff (0.1 s doubling to 2 s) until ``timeout``
@@ -190,7 +192,7 @@ class Client(AuditMethods):
     def list_tasks(
         self,
         *,
-        state: str | None = None,
+        state: TaskStateName | None = None,
         namespace: str | None = None,
         name: str | None = None,
         limit: int | None = None,
@@ -219,7 +221,7 @@ class Client(AuditMethods):
     def iter_tasks(
         self,
         *,
-        state: str | None = None,
+        state: TaskStateName | None = None,
         namespace: str | None = None,
         name: str | None = None,
         page_size: int | None = None,
@@ -348,7 +350,7 @@ class Client(AuditMethods):
         """Creates a task of the schedule now, whatever its overlap policy, and returns it."""
         return self._run(_calls.trigger_schedule(namespace, name))
 
-    def backfill_schedule(self, namespace: str, name: str, from_: Time, to: Time) -> Backfill:
+    def backfill_schedule(self, namespace: str, name: str, from_: Time, to: Time) -> Backfilled:
         """Creates the tasks of the schedule's fire times from ``from_`` to ``to`` (aware
         ``datetime`` values or RFC 3339 strings) that have none yet: repeating a backfill
         creates nothing new. More than 1,000 fire times raise :class:`~tasker.InvalidRequest`
@@ -390,10 +392,10 @@ class Client(AuditMethods):
         self,
         older_than: str,
         *,
-        states: list[str] | None = None,
+        states: list[PurgeState] | None = None,
         dry_run: bool = False,
         limit: int | None = None,
-    ) -> PurgeResult:
+    ) -> Purged:
         """Purges finished tasks whose ``completed_at`` is older than ``older_than`` (a duration
         such as ``"90m"``, ``"36h"`` or ``"30d"``, at least an hour), with their steps,
         transitions, signals and dead letters (``POST /v1/purge``). ``states``: of those
@@ -416,270 +418,3 @@ class Client(AuditMethods):
         pace, and ``last_purged_at``, when the most recently purged task still remembered was
         purged (``None`` when none is). Any valid token may read it."""
         return self._run(_calls.retention())
-
-
-class AsyncClient(AsyncAuditMethods):
-    """The ``async`` twin of :class:`Client`: the same constructor and methods, awaited, and
-    :meth:`iter_tasks` an async iterator. Use it as an async context manager, or ``await
-    aclose()``."""
-
-    def __init__(
-        self,
-        base_url: str | None = None,
-        *,
-        token: str | None = None,
-        tls_ca_file: str | os.PathLike[str] | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
-    ) -> None:
-        self._settings = Settings.resolve(base_url, token, tls_ca_file, timeout)
-        self._http = httpx.AsyncClient(**self._settings.client_options())
-
-    @property
-    def base_url(self) -> str:
-        """The orchestrator's URL."""
-        return self._settings.base_url
-
-    async def aclose(self) -> None:
-        """Closes the client's connections."""
-        await self._http.aclose()
-
-    async def __aenter__(self) -> AsyncClient:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    def __repr__(self) -> str:
-        return f"AsyncClient({self.base_url!r})"
-
-    async def _run(self, call: Call[T]) -> T:
-        try:
-            step = next(call)
-            while True:
-                if isinstance(step, Pause):
-                    await asyncio.sleep(step.seconds)
-                    step = call.send(None)
-                    continue
-                try:
-                    with self._settings.errors(step):
-                        response = await self._http.request(
-                            **self._settings.request_options(step)
-                        )
-                except ConnectionFailed as e:
-                    step = call.throw(e)
-                    continue
-                step = call.send(response)
-        except StopIteration as done:
-            return cast(T, done.value)
-        finally:
-            call.close()
-
-    async def create_task(
-        self,
-        namespace: str,
-        name: str,
-        context: JSON = None,
-        *,
-        version: str | None = None,
-        idempotency_key: str | None = None,
-        run_at: Time | None = None,
-        delay: Duration | None = None,
-        priority: str | None = None,
-    ) -> Task:
-        """See :meth:`Client.create_task`."""
-        return await self._run(
-            _calls.create_task(
-                namespace, name, context, version, idempotency_key, run_at, delay, priority
-            )
-        )
-
-    async def create_tasks(self, tasks: Sequence[Mapping[str, JSON]]) -> BatchCreated:
-        """See :meth:`Client.create_tasks`."""
-        return await self._run(_calls.create_tasks(list(tasks)))
-
-    async def get_task(self, id: Id, *, wait: float | None = None) -> Task:
-        """See :meth:`Client.get_task`."""
-        return await self._run(_calls.get_task(id, wait))
-
-    async def wait(self, id: Id, timeout: float) -> Task:
-        """See :meth:`Client.wait`."""
-        return await self._run(_calls.wait(id, timeout))
-
-    async def list_tasks(
-        self,
-        *,
-        state: str | None = None,
-        namespace: str | None = None,
-        name: str | None = None,
-        limit: int | None = None,
-        before: Id | None = None,
-        parent: Id | None = None,
-        created_after: Time | None = None,
-        created_before: Time | None = None,
-        context: Mapping[str, JSON] | None = None,
-    ) -> TaskPage:
-        """See :meth:`Client.list_tasks`."""
-        return await self._run(_calls.list_tasks(
-            state, namespace, name, limit, before, parent, created_after, created_before, context
-        ))
-
-    async def iter_tasks(
-        self,
-        *,
-        state: str | None = None,
-        namespace: str | None = None,
-        name: str | None = None,
-        page_size: int | None = None,
-        before: Id | None = None,
-        parent: Id | None = None,
-        created_after: Time | None = None,
-        created_before: Time | None = None,
-        context: Mapping[str, JSON] | None = None,
-    ) -> AsyncIterator[Task]:
-        """See :meth:`Client.iter_tasks`; ``async for task in client.iter_tasks()``."""
-        while True:
-            page = await self.list_tasks(
-                state=state, namespace=namespace, name=name, limit=page_size, before=before,
-                parent=parent, created_after=created_after, created_before=created_before,
-                context=context,
-            )
-            for task in page.tasks:
-                yield task
-            if page.next_before is None:
-                return
-            before = page.next_before
-
-    async def cancel(self, id: Id) -> Task:
-        """See :meth:`Client.cancel`."""
-        return await self._run(_calls.cancel(id))
-
-    async def steps(self, id: Id) -> list[Step]:
-        """See :meth:`Client.steps`."""
-        return await self._run(_calls.steps(id))
-
-    async def steps_page(
-        self, id: Id, *, after: Id | None = None, limit: int | None = None
-    ) -> StepPage:
-        """See :meth:`Client.steps_page`."""
-        return await self._run(_calls.steps_page(id, after, limit))
-
-    async def history(self, id: Id) -> list[Transition]:
-        """See :meth:`Client.history`."""
-        return await self._run(_calls.history(id))
-
-    async def retry(
-        self,
-        id: Id,
-        *,
-        step: str | None = None,
-        by: str | None = None,
-        reason: str | None = None,
-    ) -> Task:
-        """See :meth:`Client.retry`."""
-        return await self._run(_calls.retry(id, step, by, reason))
-
-    async def resolve(
-        self,
-        id: Id,
-        step: str,
-        result: JSON,
-        *,
-        by: str | None = None,
-        reason: str | None = None,
-    ) -> Task:
-        """See :meth:`Client.resolve`."""
-        return await self._run(_calls.resolve(id, step, result, by, reason))
-
-    async def signal(
-        self, id: Id, name: str, payload: JSON = None, *, signal_id: str | None = None
-    ) -> Signal:
-        """See :meth:`Client.signal`."""
-        return await self._run(_calls.signal(id, name, payload, signal_id))
-
-    async def signals(self, id: Id) -> list[Signal]:
-        """See :meth:`Client.signals`."""
-        return await self._run(_calls.signals(id))
-
-    async def list_schedules(self, namespace: str | None = None) -> list[Schedule]:
-        """See :meth:`Client.list_schedules`."""
-        return await self._run(_calls.list_schedules(namespace))
-
-    async def get_schedule(self, namespace: str, name: str) -> Schedule:
-        """See :meth:`Client.get_schedule`."""
-        return await self._run(_calls.get_schedule(namespace, name))
-
-    async def apply_schedule(self, definition: Mapping[str, JSON]) -> Schedule:
-        """See :meth:`Client.apply_schedule`."""
-        return await self._run(_calls.apply_schedule(definition))
-
-    async def update_schedule(
-        self, namespace: str, name: str, changes: Mapping[str, JSON]
-    ) -> Schedule:
-        """See :meth:`Client.update_schedule`."""
-        return await self._run(_calls.update_schedule(namespace, name, changes))
-
-    async def delete_schedule(self, namespace: str, name: str) -> None:
-        """See :meth:`Client.delete_schedule`."""
-        await self._run(_calls.delete_schedule(namespace, name))
-
-    async def pause_schedule(
-        self, namespace: str, name: str, *, note: str | None = None
-    ) -> Schedule:
-        """See :meth:`Client.pause_schedule`."""
-        return await self._run(_calls.pause_schedule(namespace, name, note))
-
-    async def resume_schedule(self, namespace: str, name: str) -> Schedule:
-        """See :meth:`Client.resume_schedule`."""
-        return await self._run(_calls.resume_schedule(namespace, name))
-
-    async def trigger_schedule(self, namespace: str, name: str) -> Task:
-        """See :meth:`Client.trigger_schedule`."""
-        return await self._run(_calls.trigger_schedule(namespace, name))
-
-    async def backfill_schedule(
-        self, namespace: str, name: str, from_: Time, to: Time
-    ) -> Backfill:
-        """See :meth:`Client.backfill_schedule`."""
-        return await self._run(_calls.backfill_schedule(namespace, name, from_, to))
-
-    async def workers(self, all: bool = False) -> list[WorkerInfo]:
-        """See :meth:`Client.workers`."""
-        return await self._run(_calls.workers(all))
-
-    async def concurrency_limits(self, key_prefix: str | None = None) -> list[ConcurrencyLimit]:
-        """See :meth:`Client.concurrency_limits`."""
-        return await self._run(_calls.concurrency_limits(key_prefix))
-
-    async def rate_limits(self) -> list[RateLimit]:
-        """See :meth:`Client.rate_limits`."""
-        return await self._run(_calls.rate_limits())
-
-    async def pause_rate_limit(
-        self, key: str, until: Time, *, note: str | None = None
-    ) -> RateLimit:
-        """See :meth:`Client.pause_rate_limit`."""
-        return await self._run(_calls.pause_rate_limit(key, until, note))
-
-    async def resume_rate_limit(self, key: str) -> RateLimit:
-        """See :meth:`Client.resume_rate_limit`."""
-        return await self._run(_calls.resume_rate_limit(key))
-
-    async def purge(
-        self,
-        older_than: str,
-        *,
-        states: list[str] | None = None,
-        dry_run: bool = False,
-        limit: int | None = None,
-    ) -> PurgeResult:
-        """See :meth:`Client.purge`."""
-        return await self._run(_calls.purge(older_than, states, dry_run, limit))
-
-    async def retention(self) -> RetentionPolicy:
-        """See :meth:`Client.retention`."""
-        return await self._run(_calls.retention())

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from ._calls import Request
+from ._calls import Send
 from .errors import ClientError, ConnectionFailed
 
 #: Where the orchestrator is when neither the argument nor ``TASKER_URL`` says.
@@ -88,30 +88,22 @@ class Settings:
             read += wait
         return httpx.Timeout(self.timeout, connect=connect, read=read)
 
-    def request_options(self, request: Request) -> dict[str, Any]:
-        """Keyword arguments of ``httpx.Client.request`` for ``request``."""
-        options: dict[str, Any] = {
-            "method": request.method,
-            "url": request.path,
-            "params": request.params,
-        }
-        if request.json is not None:
-            options["json"] = request.json
-        if request.wait is not None:
-            options["timeout"] = self._timeout(request.wait)
+    def request_options(self, send: Send) -> dict[str, Any]:
+        """Keyword arguments of ``httpx.Client.request`` for ``send``."""
+        options = dict(send.request)
+        if send.wait is not None:
+            options["timeout"] = self._timeout(send.wait)
         return options
 
     @contextmanager
-    def errors(self, request: Request) -> Iterator[None]:
-        """Turns ``httpx``'s errors while sending ``request`` into the client's."""
+    def errors(self, send: Send) -> Iterator[None]:
+        """Turns ``httpx``'s errors while sending ``send`` into the client's."""
+        target = f"{str(send.request['method']).upper()} {self.base_url}{send.request['url']}"
         try:
             yield
         except httpx.TransportError as e:
             raise ConnectionFailed(
-                f"cannot reach the Tasker API ({request.method} {self.base_url}{request.path}): "
-                f"{type(e).__name__}: {e}"
+                f"cannot reach the Tasker API ({target}): {type(e).__name__}: {e}"
             ) from e
         except (httpx.HTTPError, httpx.InvalidURL) as e:
-            raise ClientError(
-                f"{request.method} {self.base_url}{request.path}: {type(e).__name__}: {e}"
-            ) from e
+            raise ClientError(f"{target}: {type(e).__name__}: {e}") from e

@@ -1,78 +1,18 @@
 """The audit log (``GET /v1/audit``): who asked to change what, when, from where, and what
-they were answered. Its answer types, its call, and the method both clients carry."""
+they were answered. Its call, and the method both clients carry; its answer types,
+:class:`AuditEntry` and :class:`AuditPage`, are generated from the API's document."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Mapping, TypeVar
+from typing import Any, TypeVar
 
-from ._calls import Call, Request, Time, _call, _drop_none, timestamp
-from .values import JSON, _optional_str, _time
+from ._api.api.audit import list_audit
+from ._api.types import UNSET
+from ._calls import Call, Time, _call, _given, timestamp
+from .values import AuditPage
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class AuditEntry:
-    """One request that asked to change something: ``token_id`` and ``token_name`` of the
-    token it came with (``None`` with tokens off or without a valid token), ``method`` and
-    ``route`` (the pattern, ``/v1/tasks/{id}/cancel``), the answer's ``status`` (refusals
-    included), ``peer`` (the address it came from), ``forwarded_for`` (its X-Forwarded-For,
-    when the orchestrator keeps it), the ``namespaces`` it named, the ``task_id`` it acted on
-    and its other targets by kind (``template``, ``schedule``, ``token``, ``dead_letter``,
-    ...)."""
-
-    id: int
-    at: datetime
-    token_id: int | None
-    token_name: str | None
-    method: str
-    route: str
-    status: int
-    peer: str | None
-    forwarded_for: str | None
-    namespaces: list[str]
-    task_id: str | None
-    target: dict[str, JSON]
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> AuditEntry:
-        """An entry from its JSON object."""
-        token_id = data.get("token_id")
-        return cls(
-            id=int(data["id"]),
-            at=_time(data["at"]),
-            token_id=None if token_id is None else int(token_id),
-            token_name=_optional_str(data.get("token_name")),
-            method=str(data["method"]),
-            route=str(data["route"]),
-            status=int(data["status"]),
-            peer=_optional_str(data.get("peer")),
-            forwarded_for=_optional_str(data.get("forwarded_for")),
-            namespaces=[str(n) for n in data["namespaces"]],
-            task_id=_optional_str(data.get("task_id")),
-            target=dict(data["target"]),
-        )
-
-
-@dataclass(frozen=True)
-class AuditPage:
-    """One page of the audit log, newest first; ``next_before`` is the ``before`` of the next
-    page (``None`` after the last)."""
-
-    entries: list[AuditEntry]
-    next_before: int | None
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> AuditPage:
-        """A page from its JSON object."""
-        next_before = data.get("next_before")
-        return cls(
-            entries=[AuditEntry.from_json(e) for e in data["entries"]],
-            next_before=None if next_before is None else int(next_before),
-        )
 
 
 def audit(
@@ -85,12 +25,14 @@ def audit(
     limit: int | None,
     before: int | None,
 ) -> Call[AuditPage]:
-    params = _drop_none(
-        namespace=namespace, token=token, route=route, method=method, limit=limit, before=before,
-        since=None if since is None else timestamp(since),
-        until=None if until is None else timestamp(until),
+    request = list_audit._get_kwargs(
+        namespace=_given(namespace), token=_given(token), route=_given(route),
+        method=_given(method), limit=_given(limit), before=_given(before),
+        # RFC 3339 text: the document gives these as strings.
+        since=UNSET if since is None else str(timestamp(since)),
+        until=UNSET if until is None else str(timestamp(until)),
     )
-    return _call(Request("GET", "/v1/audit", params), AuditPage.from_json)
+    return _call(request, AuditPage.from_dict)
 
 
 _DOC = """One page of the audit log, newest first: the requests that asked to change something

@@ -8,7 +8,14 @@ Every failure is a :class:`ClientError`. The API refused the request: an :class:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, TypeAlias, cast
+
+from ._api.models import ErrorCode
+
+#: An error's code: one of the API's (the document's ``ErrorCode``), or ``"unknown"`` for an
+#: answer that was not the API's JSON error. A newer server may add codes: the value is then
+#: that string all the same.
+Code: TypeAlias = ErrorCode | Literal["unknown"]
 
 
 class ClientError(Exception):
@@ -27,10 +34,10 @@ class ApiError(ClientError):
     the answer was not the API's JSON error, e.g. from a proxy), a human ``message`` and the
     optional ``details``."""
 
-    def __init__(self, status: int, code: str, message: str, details: Any = None) -> None:
+    def __init__(self, status: int, code: Code, message: str, details: Any = None) -> None:
         super().__init__(status, code, message, details)
         self.status = status
-        self.code = code
+        self.code: Code = code
         self.message = message
         self.details = details
 
@@ -82,6 +89,7 @@ _BY_STATUS: dict[int, type[ApiError]] = {
 
 
 def api_error(status: int, code: str, message: str, details: Any = None) -> ApiError:
-    """The :class:`ApiError` subclass for ``status``, with these fields."""
+    """The :class:`ApiError` subclass for ``status``, with these fields (``code`` as the answer
+    gave it)."""
     cls = ServerError if status >= 500 else _BY_STATUS.get(status, ApiError)
-    return cls(status, code, message, details)
+    return cls(status, cast(Code, code), message, details)
