@@ -5,7 +5,9 @@
 #   make_identities DIR
 #     - an admin token for the CLI and you, in DIR/admin.token and DIR/env
 #       (`source DIR/env` sets TASKER_TOKEN and TASKER_URL for `tasker`, and
-#       TASKER_WORKER__API_TOKEN for a worker of your own);
+#       TASKER_WORKER__API_TOKEN and TASKER_AMQP_URL for a worker of your own: the broker
+#       user `admin`, bound to the admin token, which may read every namespace's steps queue
+#       and write results only);
 #     - for each language L of rust ruby python typescript: a `write` token named worker-L for
 #       the namespace L_examples, and the broker user of the same name, which may read only
 #       that namespace's steps queue and write only results (services.sh worker-users): the
@@ -42,17 +44,18 @@ make_identities() {
   chmod 700 "$dir"
   admin="$(identity_token admin admin)" || return 1
   (umask 077 && printf '%s\n' "$admin" >"$dir/admin.token")
-  # The CLI's token, and a worker of the user's own (README "Your first workflow") gets it too.
-  (umask 077 && printf 'export TASKER_URL=%q\nexport TASKER_TOKEN=%q\nexport TASKER_WORKER__API_TOKEN=%q\n' \
-    "$ORCH_URL" "$admin" "$admin" >"$dir/env")
   for lang in rust ruby python typescript; do
     IDENTITY_TOKEN[$lang]="$(identity_token "worker-$lang" write "${lang}_examples")" || return 1
     users+=("worker-$lang=${lang}_examples")
   done
-  local urls prefix="${TASKER_QUEUE_PREFIX:-tasker}"
+  # A worker of the user's own (README "Your first workflow") speaks as the admin token's broker
+  # user, `admin`: it may read any namespace's steps queue and write results, and the
+  # orchestrator trusts its results as far as that token reaches (every namespace).
+  users+=("admin=*")
+  local urls prefix="${TASKER_QUEUE_PREFIX:-tasker}" own_amqp="${AMQP_URL:-}"
   if urls="$(cargo-make/services.sh worker-users "$prefix" "${users[@]}" 2>&1)"; then
     while read -r name url; do
-      IDENTITY_AMQP[${name#worker-}]="$url"
+      if [[ "$name" == admin ]]; then own_amqp="$url"; else IDENTITY_AMQP[${name#worker-}]="$url"; fi
     done <<<"$urls"
     urls="$(cargo-make/services.sh orchestrator-user "$prefix" tasker-orchestrator)" || return 1
     ORCHESTRATOR_AMQP="${urls#* }"
@@ -62,6 +65,9 @@ make_identities() {
     for lang in rust ruby python typescript; do IDENTITY_AMQP[$lang]="$AMQP_URL"; done
     ORCHESTRATOR_AMQP="$AMQP_URL"
   fi
+  # The CLI's token; a worker of the user's own gets it too, with the broker user above.
+  (umask 077 && printf 'export TASKER_URL=%q\nexport TASKER_TOKEN=%q\nexport TASKER_WORKER__API_TOKEN=%q\nexport TASKER_AMQP_URL=%q\n' \
+    "$ORCH_URL" "$admin" "$admin" "$own_amqp" >"$dir/env")
 }
 
 worker_env() {
