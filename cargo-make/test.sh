@@ -5,6 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 suite_start=$SECONDS
+
+# The suite runs as itself: the credentials `source .tasker/demo/env` hands a user's CLI and
+# workers would otherwise reach every process a test starts (a worker of a test speaking as the
+# demo's `admin` broker user to queues it may not read).
+unset TASKER_AMQP_URL TASKER_TOKEN TASKER_URL TASKER_WORKER__API_TOKEN
 step() { printf '\n==> %s   [%s, +%ds]\n' "$*" "$(date +%H:%M:%S)" $((SECONDS - suite_start)); }
 
 # Everything the suite needs (cargo-make/dependencies.txt), checked with dpkg-query and installed
