@@ -27,9 +27,11 @@ use tokio::process::Command;
 
 /// The type checker the Python tests install beside the wheels (from PyPI).
 const MYPY: &str = "mypy==2.4.1";
-/// The client's one dependency (workers/python/client/pyproject.toml), installed from PyPI before
-/// Tasker's packages, which then come from the packages folder alone (`--no-index`).
+/// The client's dependencies (workers/python/client/pyproject.toml: httpx, and attrs for its
+/// generated wire types), installed from PyPI before Tasker's packages, which then come from the
+/// packages folder alone (`--no-index`).
 const HTTPX: &str = "httpx>=0.28,<1";
+const ATTRS: &str = "attrs>=23.2";
 
 /// What `cargo-make/package.sh` built: the folder and the paths it printed.
 #[derive(Debug)]
@@ -367,7 +369,11 @@ async fn venv_with(dir: &Path, name: &str) -> anyhow::Result<PathBuf> {
         .args(args);
         cmd
     };
-    run(&mut pip(&[MYPY, HTTPX]), "pip install mypy httpx").await?;
+    run(
+        &mut pip(&[MYPY, HTTPX, ATTRS]),
+        "pip install mypy httpx attrs",
+    )
+    .await?;
     let mut ours = pip(&["--no-index", "--find-links"]);
     ours.arg(&packages.dir).arg(name);
     run(&mut ours, &format!("pip install {name}")).await?;
