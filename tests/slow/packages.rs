@@ -336,7 +336,7 @@ def main() -> int:
     with tasker.Client() as client:  # TASKER_URL
         task = client.create_task("pkg_python", "greet", {"name": "Ada"})
         done: tasker.Task = client.wait(task.id, timeout=60)
-    report = {"id": done.id, "state": done.state, "result": done.result, "package": tasker.__file__}
+    report = {"id": str(done.id), "state": done.state, "result": done.result, "package": tasker.__file__}
     print(json.dumps(report))
     return 0 if done.state == "complete" else 1
 
@@ -441,7 +441,7 @@ def main() -> int:
         task = client.create_task("rust_examples", "linear", {"value": 6})
         done: tasker.client.Task = client.wait(task.id, timeout=60)
     report = {
-        "id": done.id,
+        "id": str(done.id),
         "state": done.state,
         "result": done.result,
         "package": tasker.client.__file__,
