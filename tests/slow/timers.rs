@@ -142,6 +142,8 @@ async fn every_second_schedules_fire_once_per_time_across_three_orchestrators_an
     let client = orchestrators[1].client.clone();
     // A step for a worker that is not there: each fire is one task created and one message.
     register(&client, "job", "  - name: job\n    handler: noop\n").await?;
+    // When each schedule was saved and when it was paused: it fires from the one to the other.
+    let mut saved = Vec::new();
     for i in 0..schedules {
         client
             .put_schedule(&every_second(
@@ -151,19 +153,21 @@ async fn every_second_schedules_fire_once_per_time_across_three_orchestrators_an
                 "30s",
             ))
             .await?;
+        saved.push(Utc::now());
     }
-    let started = Utc::now();
     tokio::time::sleep(run / 2).await;
     orchestrators[0].child.start_kill()?;
     orchestrators[0].child.wait().await?;
     eprintln!("orchestrator 0 killed after {:?}", run / 2);
     tokio::time::sleep(run / 2).await;
+    let mut paused = Vec::new();
     for i in 0..schedules {
+        let before = Utc::now();
         client
             .pause_schedule("timed", &format!("s{i:03}"), None)
             .await?;
+        paused.push(before);
     }
-    let stopped = Utc::now();
     let pool = sqlx::PgPool::connect(&env.config.database_url).await?;
     let (mut total, mut late) = (0usize, Vec::new());
     for i in 0..schedules {
@@ -188,8 +192,11 @@ async fn every_second_schedules_fire_once_per_time_across_three_orchestrators_an
             "{name} skipped fires inside its catch-up window"
         );
         assert!(
-            *first < started + chrono::Duration::seconds(5)
-                && *last > stopped - chrono::Duration::seconds(5)
+            *first < saved[i] + chrono::Duration::seconds(5)
+                && *last > paused[i] - chrono::Duration::seconds(5),
+            "{name}: saved at {}, first fire {first}; paused at {}, last fire {last}",
+            saved[i],
+            paused[i]
         );
         total += fired.len();
         late.extend(fired.iter().map(|(n, at)| (*at - *n).num_milliseconds()));
