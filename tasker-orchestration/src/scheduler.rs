@@ -59,6 +59,16 @@ pub async fn fire_due(shared: &Shared) -> Result<Effects, store::Error> {
     Ok(effects)
 }
 
+/// How long a schedule that is behind (its next fire already due) waits before its next fire:
+/// what is left of the pace since its last fire's task was created; `None` when it may fire.
+fn catch_up_wait(tx: &ScheduleTx) -> Option<chrono::Duration> {
+    let last = tx.last_fired?;
+    let pace = chrono::Duration::from_std(CATCH_UP_PACE).ok()?;
+    let behind = tx.row.next_fire_at.is_some_and(|n| n <= tx.now);
+    let since = tx.now - last;
+    (behind && since < pace).then(|| pace - since.max(chrono::Duration::zero()))
+}
+
 /// One pass over one schedule: skips what is outside its catch-up window, fires at most one
 /// nominal time (and a buffered one whose task ended), and advances it. Returns what that left
 /// to do, the schedule's next fire time and the database's clock.
@@ -71,6 +81,11 @@ async fn fire_one(
     };
     let row = tx.row.clone();
     let now = tx.now;
+    if let Some(wait) = catch_up_wait(&tx) {
+        // Behind, and fired moments ago: whatever rang the timer (a sweep, a freed slot, another
+        // orchestrator's pass), the next missed time comes at the pace.
+        return Ok((Effects::default(), Some(now + wait), now));
+    }
     let mut fire = Fire {
         next_fire_at: row.next_fire_at,
         buffered_at: row.buffered_at,

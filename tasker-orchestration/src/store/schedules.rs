@@ -114,6 +114,8 @@ pub struct ScheduleTx {
     pub row: ScheduleRow,
     /// The database's clock when the row was locked: every orchestrator judges by one clock.
     pub now: DateTime<Utc>,
+    /// When the task of its last fire was created (`None`: no fire yet, or that task is gone).
+    pub last_fired: Option<DateTime<Utc>>,
 }
 
 impl ScheduleTx {
@@ -382,10 +384,14 @@ impl Store {
             #[sqlx(flatten)]
             row: ScheduleRow,
             now: DateTime<Utc>,
+            last_fired: Option<DateTime<Utc>>,
         }
         let mut tx = self.pool.begin().await?;
         let row: Option<Row> = sqlx::query_as(&format!(
-            "SELECT {COLUMNS}, clock_timestamp() AS now FROM schedules WHERE id = $1 {lock}"
+            "SELECT {COLUMNS}, clock_timestamp() AS now,
+                    (SELECT t.created_at FROM tasks t WHERE t.id = schedules.last_task_id)
+                        AS last_fired
+             FROM schedules WHERE id = $1 {lock}"
         ))
         .bind(id)
         .fetch_optional(&mut *tx)
@@ -394,6 +400,7 @@ impl Store {
             tx,
             row: r.row,
             now: r.now,
+            last_fired: r.last_fired,
         }))
     }
 
