@@ -125,7 +125,7 @@ pub enum PurgeState {
     Cancelled,
 }
 
-/// An error's stable `code`: one of [`super::ERROR_CODES`] (a client should still expect codes
+/// An error's stable `code`: one of [`super::errors::ERROR_CODES`] (a client should still expect codes
 /// a newer server adds).
 #[derive(Debug)]
 pub struct ErrorCode;
@@ -138,7 +138,7 @@ impl utoipa::PartialSchema for ErrorCode {
                 "Every error code the API answers with; each operation's responses say which \
                  of them it may give.",
             ))
-            .enum_values(Some(super::ERROR_CODES.iter().copied()))
+            .enum_values(Some(super::errors::ERROR_CODES.iter().copied()))
             .into()
     }
 }

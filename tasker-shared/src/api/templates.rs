@@ -26,7 +26,7 @@ pub struct RegisteredTemplate {
     /// lists leave it out (`null`).
     #[serde(default)]
     #[cfg_attr(feature = "sqlx", sqlx(skip))]
-    pub unserved_steps: Option<Vec<super::UnservedStep>>,
+    pub unserved_steps: Option<Vec<super::workers::UnservedStep>>,
 }
 
 impl RegisteredTemplate {
@@ -39,4 +39,11 @@ impl RegisteredTemplate {
     pub fn template(&self) -> Result<TaskTemplate, serde_json::Error> {
         serde_json::from_value(self.definition.clone())
     }
+}
+
+/// Registered template versions.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TemplateList {
+    pub templates: Vec<RegisteredTemplate>,
 }

@@ -1,0 +1,118 @@
+//! Errors: the body every refusal answers, and every code it may carry.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::task_state::TaskState;
+
+/// Every error answer: `{"error": {"code", "message", "details"?}}`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+/// Every error `code` the API answers with (the OpenAPI document's `ErrorCode` enum; each
+/// operation's responses say which of them it may give). The orchestrator refuses, in debug
+/// builds, to answer with a code missing here.
+pub const ERROR_CODES: &[&str] = &[
+    "backfill_too_large",
+    "bad_body",
+    "batch_too_large",
+    "body_too_large",
+    "body_too_slow",
+    "broker_unavailable",
+    "concurrency_key_missing",
+    "concurrency_key_too_long",
+    "context_filter_too_large",
+    "context_schema_violation",
+    "context_too_large",
+    "cross_origin",
+    "dead_letter_not_found",
+    "duplicate_idempotency_key",
+    "empty_batch",
+    "forbidden",
+    "host_not_allowed",
+    "idempotency_key_reused",
+    "internal",
+    "invalid_catch_up",
+    "invalid_context",
+    "invalid_context_filter",
+    "invalid_cron",
+    "invalid_delay",
+    "invalid_expiry",
+    "invalid_id",
+    "invalid_idempotency_key",
+    "invalid_json",
+    "invalid_limit",
+    "invalid_name",
+    "invalid_namespaces",
+    "invalid_note",
+    "invalid_older_than",
+    "invalid_path",
+    "invalid_query",
+    "invalid_range",
+    "invalid_result",
+    "invalid_run_at",
+    "invalid_schedule",
+    "invalid_scope",
+    "invalid_signal_id",
+    "invalid_signal_name",
+    "invalid_state",
+    "invalid_template",
+    "invalid_time",
+    "invalid_timezone",
+    "invalid_until",
+    "invalid_wait",
+    "invalid_worker",
+    "method_not_allowed",
+    "missing_result",
+    "no_such_route",
+    "not_replayable",
+    "query_timeout",
+    "rate_key_owned",
+    "rate_limit_key_missing",
+    "rate_limit_key_too_long",
+    "rate_limited",
+    "schedule_not_found",
+    "signal_conflict",
+    "signal_too_large",
+    "step_not_failed",
+    "step_not_found",
+    "task_finished",
+    "task_not_failed",
+    "task_not_found",
+    "task_not_running",
+    "task_purged",
+    "template_version_conflict",
+    "token_name_taken",
+    "token_not_found",
+    "too_many_backfills",
+    "too_many_connections",
+    "too_many_requests",
+    "too_many_schedules",
+    "too_many_signals",
+    "too_many_streams",
+    "too_many_waits",
+    "unauthenticated",
+    "unknown_child_template",
+    "unknown_rate_limit",
+    "unknown_template",
+    "unsupported_media_type",
+    "worker_not_found",
+];
+
+/// What went wrong: a stable `code` to match on, a message for people, sometimes details.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    /// Stable: `task_not_found`, `invalid_context`, `idempotency_key_reused`, … (the enum of
+    /// every code; a client should still expect codes a newer server adds).
+    #[cfg_attr(feature = "openapi", schema(value_type = schema_only::ErrorCode))]
+    pub code: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}

@@ -1,0 +1,367 @@
+//! The task routes' wire types: tasks, their steps, history, creation and repair.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::task_state::TaskState;
+
+/// A task's state as the API names it: the document's enum for `state` (a string on the wire).
+#[cfg(feature = "openapi")]
+#[derive(Debug, utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum TaskStateName {
+    Scheduled,
+    Running,
+    Complete,
+    Error,
+    Cancelled,
+}
+
+/// A step's state as the API names it: the document's enum for `state` (a string on the wire).
+#[cfg(feature = "openapi")]
+#[derive(Debug, utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum StepStateName {
+    Pending,
+    Throttled,
+    Enqueued,
+    Waiting,
+    WaitingRetry,
+    Completed,
+    Failed,
+    Skipped,
+    Cancelled,
+}
+
+/// A task as the API shows it.
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    pub id: Uuid,
+    pub namespace: String,
+    /// The template's name.
+    pub name: String,
+    /// The template version it runs.
+    pub version: String,
+    /// `scheduled` (to start at `run_at`), `running`, `complete`, `error` or `cancelled`.
+    #[cfg_attr(feature = "openapi", schema(value_type = TaskStateName))]
+    pub state: String,
+    /// The task's input.
+    pub context: Value,
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub idempotency_key: Option<String>,
+    /// Steps not yet completed, failed, skipped or cancelled.
+    pub open_steps: i32,
+    /// Once complete: the results of the steps no other step depends on, by step name. Lists
+    /// leave it out (`null`); a single task has it.
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub result: Option<Value>,
+    /// Why it ended in `error`.
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub error: Option<Value>,
+    pub created_at: DateTime<Utc>,
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub completed_at: Option<DateTime<Utc>>,
+    /// Milliseconds from creation to completion.
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub duration_ms: Option<f64>,
+    /// When a task created to start later (`run_at` or `delay`) starts or started.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub run_at: Option<DateTime<Utc>>,
+    /// For a child task: the task whose child step started it.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub parent_task_id: Option<Uuid>,
+    /// For a child task: the step that started it.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub parent_step_id: Option<Uuid>,
+    /// How deep it nests: 0 for a task nobody started, its parent's + 1 for a child.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub depth: i32,
+    /// The tasks its child steps started, oldest first. A single task has it; lists leave it
+    /// out (`null`).
+    #[serde(default)]
+    #[cfg_attr(feature = "sqlx", sqlx(skip))]
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub children: Option<Vec<ChildLink>>,
+    /// `high`, `normal` or `low`: how soon its steps start when workers have more to do than
+    /// they can start at once.
+    #[serde(default = "normal")]
+    #[cfg_attr(feature = "openapi", schema(required, value_type = crate::flow::Priority))]
+    pub priority: String,
+}
+
+fn normal() -> String {
+    crate::flow::Priority::Normal.as_str().to_owned()
+}
+
+/// A task a child step started.
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChildLink {
+    pub task_id: Uuid,
+    /// The parent's step that started it.
+    pub step_id: Uuid,
+    pub step_name: String,
+    /// The attempt of that step that started it (a retry starts a new child).
+    pub attempt: i32,
+    /// The child task's state.
+    #[cfg_attr(feature = "openapi", schema(value_type = TaskStateName))]
+    pub state: String,
+    pub namespace: String,
+    pub name: String,
+    pub version: String,
+}
+
+impl Task {
+    /// Whether it has ended (`complete`, `error` or `cancelled`; a state this version does not
+    /// know counts as ended too, so a wait never outlasts a newer server's new state).
+    pub fn is_terminal(&self) -> bool {
+        TaskState::parse(&self.state).is_none_or(|s| s.is_terminal())
+    }
+}
+
+/// A step with its result, error and per-hop timings.
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    pub id: Uuid,
+    pub name: String,
+    pub handler: String,
+    /// `standard`, `decision`, `convergence`, `batchable`, `batch_worker`, `wait` or `child`.
+    pub step_type: String,
+    /// `pending`, `throttled` (ready, waiting for a concurrency slot or a rate token, see
+    /// `throttle`), `enqueued`, `waiting` (a wait step waiting, see `wait`; a child step whose
+    /// child runs, see `child`), `waiting_retry`, `completed`, `failed`, `skipped` or
+    /// `cancelled`.
+    #[cfg_attr(feature = "openapi", schema(value_type = StepStateName))]
+    pub state: String,
+    /// The current attempt, 1-based (0 before its first dispatch).
+    pub attempt: i32,
+    pub max_attempts: i32,
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub result: Option<Value>,
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub error: Option<Value>,
+    /// The worker that reported its last result.
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub worker: Option<String>,
+    pub created_at: DateTime<Utc>,
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub dispatched_at: Option<DateTime<Utc>>,
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub started_at: Option<DateTime<Utc>>,
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub finished_at: Option<DateTime<Utc>>,
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub processed_at: Option<DateTime<Utc>>,
+    /// When a step `waiting_retry` is dispatched again.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    /// A wait step's wait (`StepWait`); `null` for other steps.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required, value_type = Option<schema_only::StepWait>))]
+    pub wait: Option<Value>,
+    /// The namespace whose workers run it: its own (`namespace:` in the template) or its
+    /// task's.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub namespace: String,
+    /// A child step's child (`StepChild`); `null` for other steps.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required, value_type = Option<schema_only::StepChild>))]
+    pub child: Option<Value>,
+    /// It waits for a worker, and no live worker serves its namespace and handler
+    /// (`GET /v1/workers`).
+    #[serde(default)]
+    #[cfg_attr(feature = "sqlx", sqlx(skip))]
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub unserved: bool,
+    /// While `throttled`, what holds it (`StepThrottle`); `null` otherwise.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required, value_type = Option<schema_only::StepThrottle>))]
+    pub throttle: Option<Value>,
+    /// The limits it claims before it starts (`StepLimits`); `null` for a step with none.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required, value_type = Option<schema_only::StepLimits>))]
+    pub limits: Option<Value>,
+}
+
+/// One entry of a task's history: a task transition (`step` is `null`) or a step transition.
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Transition {
+    /// The step's name; `null` for the task's own transitions.
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub step: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub from: Option<String>,
+    pub to: String,
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub attempt: Option<i32>,
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub reason: Option<String>,
+    /// Who asked for a transition made by hand (a repair); `null` for the engine's own.
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub by: Option<String>,
+    pub at: DateTime<Utc>,
+}
+
+/// `POST /v1/tasks`: a task from a registered template.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTask {
+    pub namespace: String,
+    /// The template's name.
+    pub name: String,
+    /// The template version; the newest registered one by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The task's input: a JSON object the template's `context_schema` accepts (`{}` by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Value>,
+    /// Creating again with the same key returns the task it created (200), or 409
+    /// `idempotency_key_reused` for another template or context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+    /// Start the task at this time (at most a year ahead; a past time starts it now): until
+    /// then it is `scheduled` and no step runs. Not with `delay`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_at: Option<DateTime<Utc>>,
+    /// Start the task after this long (`"10m"`, `"1h30m"`; at most `"365d"`). Not with `run_at`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<String>,
+    /// How soon its steps start when workers are busy: the template's `priority` by default,
+    /// else `normal`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<crate::flow::Priority>,
+}
+
+impl CreateTask {
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+            version: None,
+            context: None,
+            idempotency_key: None,
+            run_at: None,
+            delay: None,
+            priority: None,
+        }
+    }
+
+    /// How soon its steps start when workers are busy.
+    pub fn priority(mut self, p: crate::flow::Priority) -> Self {
+        self.priority = Some(p);
+        self
+    }
+
+    /// Starts the task at `at`.
+    pub fn run_at(mut self, at: DateTime<Utc>) -> Self {
+        self.run_at = Some(at);
+        self
+    }
+
+    /// Starts the task after `delay` (`"10m"`).
+    pub fn delay(mut self, delay: impl Into<String>) -> Self {
+        self.delay = Some(delay.into());
+        self
+    }
+
+    pub fn version(mut self, v: impl Into<String>) -> Self {
+        self.version = Some(v.into());
+        self
+    }
+
+    pub fn context(mut self, c: Value) -> Self {
+        self.context = Some(c);
+        self
+    }
+
+    pub fn idempotency_key(mut self, k: impl Into<String>) -> Self {
+        self.idempotency_key = Some(k.into());
+        self
+    }
+}
+
+/// One page of tasks, newest first; `next_before` is the `before` of the next page.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskPage {
+    pub tasks: Vec<Task>,
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub next_before: Option<Uuid>,
+}
+
+/// One page of a task's steps in id order; `next` is the `after` of the next page.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepPage {
+    pub task_id: Uuid,
+    pub steps: Vec<Step>,
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub next: Option<Uuid>,
+}
+
+/// A task's transitions, oldest first.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct History {
+    pub task_id: Uuid,
+    pub transitions: Vec<Transition>,
+}
+
+/// Who asks for a repair and why; both are recorded in the task's history. The body of the
+/// retry routes (optional).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RepairNote {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `POST /v1/tasks/{id}/steps/{step}/resolve`: complete the failed step with `result`, as if
+/// its handler had returned it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Resolve {
+    /// Required (400 `missing_result` without it); a decision's must name its branches, a
+    /// batchable step's list its batches (422 `invalid_result`).
+    #[serde(default)]
+    pub result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// A step's parent results, one page: by step name (`R` is a map, or the JSON text as the
+/// orchestrator wrote it); `next` is the `after` of the next page.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(bound = ""))]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ParentResults<R = serde_json::Map<String, Value>> {
+    pub task_id: Uuid,
+    pub step_id: Uuid,
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub parent_results: R,
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub next: Option<Uuid>,
+}

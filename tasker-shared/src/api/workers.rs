@@ -1,0 +1,69 @@
+//! The workers registry: what a worker reports and what is listed.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::task_state::TaskState;
+
+/// A worker as it reports itself (`PUT /v1/workers/{id}`, at start and every heartbeat).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerReport {
+    /// The worker's name (`worker.name`, else `<host>-<pid>`).
+    pub name: String,
+    /// `rust`, `python`, `ruby`, `typescript`, …
+    pub language: String,
+    /// The Tasker version of its core.
+    pub version: String,
+    pub host: String,
+    pub pid: i64,
+    /// The namespaces whose step queues it consumes.
+    pub namespaces: Vec<String>,
+    /// The handlers it runs.
+    pub handlers: Vec<String>,
+    /// Steps it runs at once.
+    pub concurrency: i32,
+    /// How often it reports; it counts as gone after three reports missed.
+    pub heartbeat_ms: i32,
+    pub started_at: DateTime<Utc>,
+}
+
+/// A worker as the registry knows it (`GET /v1/workers`).
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerInfo {
+    pub id: Uuid,
+    pub name: String,
+    pub language: String,
+    pub version: String,
+    pub host: String,
+    pub pid: i64,
+    pub namespaces: Vec<String>,
+    pub handlers: Vec<String>,
+    pub concurrency: i32,
+    pub heartbeat_ms: i32,
+    pub started_at: DateTime<Utc>,
+    pub last_seen_at: DateTime<Utc>,
+    /// Whether it reported within its last three heartbeats (and did not leave).
+    pub live: bool,
+}
+
+/// `GET /v1/workers`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerList {
+    pub workers: Vec<WorkerInfo>,
+}
+
+/// A template step no live worker serves.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnservedStep {
+    pub step: String,
+    pub namespace: String,
+    pub handler: String,
+}
