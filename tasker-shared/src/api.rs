@@ -20,20 +20,22 @@ mod tokens;
 mod workers;
 
 pub use audit::{AuditEntry, AuditPage};
-pub use batch::{CreateTasks, BatchCreated, BatchItem, BatchStatus};
-pub use dead_letters::{DeadLetterInfo, DeadLetterPage, DeadLetter, Replayed};
-pub use errors::{ErrorBody, ERROR_CODES, ErrorDetail};
-pub use limits::{ConcurrencyLimit, ConcurrencyLimitList, RateLimit, RateLimitList, PauseRateLimit};
+pub use batch::{BatchCreated, BatchItem, BatchStatus, CreateTasks};
+pub use dead_letters::{DeadLetter, DeadLetterInfo, DeadLetterPage, Replayed};
+pub use errors::{ERROR_CODES, ErrorBody, ErrorDetail};
+pub use limits::{
+    ConcurrencyLimit, ConcurrencyLimitList, PauseRateLimit, RateLimit, RateLimitList,
+};
 pub use ops::Readiness;
-pub use retention::{PurgeRequest, RetentionPolicy, Purged};
-pub use schedules::{Schedule, ScheduleList, ScheduleChanges, PauseSchedule, Backfill, Backfilled};
-pub use signals::{Signal, SendSignal, SignalList};
-#[cfg(feature = "openapi")]
-pub use tasks::{StepStateName, TaskStateName};
+pub use retention::{PurgeRequest, Purged, RetentionPolicy};
+pub use schedules::{Backfill, Backfilled, PauseSchedule, Schedule, ScheduleChanges, ScheduleList};
+pub use signals::{SendSignal, Signal, SignalList};
 pub use tasks::{
     ChildLink, CreateTask, History, ParentResults, RepairNote, Resolve, Step, StepPage, Task,
     TaskPage, Transition,
 };
+#[cfg(feature = "openapi")]
+pub use tasks::{StepStateName, TaskStateName};
 pub use templates::{RegisteredTemplate, TemplateList};
-pub use tokens::{TokenInfo, TokenList, NewToken, CreatedToken};
-pub use workers::{WorkerReport, WorkerInfo, WorkerList, UnservedStep};
+pub use tokens::{CreatedToken, NewToken, TokenInfo, TokenList};
+pub use workers::{UnservedStep, WorkerInfo, WorkerList, WorkerReport};

@@ -1,11 +1,9 @@
 //! Creating tasks in bulk.
 
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use uuid::Uuid;
 
-use crate::task_state::TaskState;
+use super::{CreateTask, ErrorDetail};
 
 /// `POST /v1/tasks:batch`: many tasks in one request and one transaction.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -5,8 +5,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::task_state::TaskState;
-
 /// A message no one could process, as listed: everything but its body and headers.
 #[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -1,11 +1,7 @@
 //! Errors: the body every refusal answers, and every code it may carry.
 
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use uuid::Uuid;
-
-use crate::task_state::TaskState;
 
 /// Every error answer: `{"error": {"code", "message", "details"?}}`.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -110,9 +106,32 @@ pub const ERROR_CODES: &[&str] = &[
 pub struct ErrorDetail {
     /// Stable: `task_not_found`, `invalid_context`, `idempotency_key_reused`, … (the enum of
     /// every code; a client should still expect codes a newer server adds).
-    #[cfg_attr(feature = "openapi", schema(value_type = schema_only::ErrorCode))]
+    #[cfg_attr(feature = "openapi", schema(value_type = ErrorCode))]
     pub code: String,
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
 }
+
+/// An error's stable `code`: one of [`ERROR_CODES`] (a client should still expect codes
+/// a newer server adds).
+#[cfg(feature = "openapi")]
+#[derive(Debug)]
+pub struct ErrorCode;
+
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for ErrorCode {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .description(Some(
+                "Every error code the API answers with; each operation's responses say which \
+                 of them it may give.",
+            ))
+            .enum_values(Some(ERROR_CODES.iter().copied()))
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for ErrorCode {}

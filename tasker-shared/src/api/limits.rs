@@ -2,10 +2,6 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use uuid::Uuid;
-
-use crate::task_state::TaskState;
 
 /// A concurrency key: at most `limit` steps holding its slots at once.
 #[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]

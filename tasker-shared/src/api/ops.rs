@@ -1,11 +1,6 @@
 //! Operations: readiness.
 
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use uuid::Uuid;
-
-use crate::task_state::TaskState;
 
 /// `GET /ready`: whether this orchestrator reaches PostgreSQL and RabbitMQ.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -2,10 +2,6 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use uuid::Uuid;
-
-use crate::task_state::TaskState;
 
 /// `POST /v1/purge`: remove finished tasks now, as the retention policy does on its own.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -16,7 +12,7 @@ pub struct PurgeRequest {
     pub older_than: String,
     /// Of these finished states (`complete`, `error`, `cancelled`; all three by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<schema_only::PurgeState>>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<super::schema_only::PurgeState>>))]
     pub states: Option<Vec<String>>,
     /// Count what would go; delete nothing.
     #[serde(default)]
@@ -62,7 +58,7 @@ pub struct Purged {
     pub older_than: String,
     /// The completion-time cut-off: tasks that finished before it.
     pub before: DateTime<Utc>,
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<schema_only::PurgeState>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<super::schema_only::PurgeState>))]
     pub states: Vec<String>,
     /// Tasks purged (or purgeable).
     pub tasks: u64,

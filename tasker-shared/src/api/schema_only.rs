@@ -1,7 +1,8 @@
 //! Types that exist only to describe, in the OpenAPI document, JSON the API sends as a
 //! `serde_json::Value` or a `String`: a step's `wait`, `child`, `throttle` and `limits` (built by
-//! the store), the finished states a purge takes, and the error codes. The clients generated from
-//! the document (workers/python, workers/typescript) get them as types; nothing serializes them.
+//! the store) and the finished states a purge takes. The clients generated from the document
+//! (workers/python, workers/typescript) get them as types; nothing serializes them. The error
+//! codes' schema is `errors::ErrorCode`.
 
 #![allow(dead_code)]
 
@@ -124,23 +125,3 @@ pub enum PurgeState {
     Error,
     Cancelled,
 }
-
-/// An error's stable `code`: one of [`super::errors::ERROR_CODES`] (a client should still expect codes
-/// a newer server adds).
-#[derive(Debug)]
-pub struct ErrorCode;
-
-impl utoipa::PartialSchema for ErrorCode {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        utoipa::openapi::schema::ObjectBuilder::new()
-            .schema_type(utoipa::openapi::schema::Type::String)
-            .description(Some(
-                "Every error code the API answers with; each operation's responses say which \
-                 of them it may give.",
-            ))
-            .enum_values(Some(super::errors::ERROR_CODES.iter().copied()))
-            .into()
-    }
-}
-
-impl utoipa::ToSchema for ErrorCode {}

@@ -5,8 +5,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::task_state::TaskState;
-
 /// A signal sent to a task (`POST /v1/tasks/{id}/signals/{name}`): stored until a wait step
 /// waiting for its name consumes it.
 #[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]

@@ -171,7 +171,7 @@ pub struct Step {
     pub next_attempt_at: Option<DateTime<Utc>>,
     /// A wait step's wait (`StepWait`); `null` for other steps.
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(required, value_type = Option<schema_only::StepWait>))]
+    #[cfg_attr(feature = "openapi", schema(required, value_type = Option<super::schema_only::StepWait>))]
     pub wait: Option<Value>,
     /// The namespace whose workers run it: its own (`namespace:` in the template) or its
     /// task's.
@@ -180,7 +180,7 @@ pub struct Step {
     pub namespace: String,
     /// A child step's child (`StepChild`); `null` for other steps.
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(required, value_type = Option<schema_only::StepChild>))]
+    #[cfg_attr(feature = "openapi", schema(required, value_type = Option<super::schema_only::StepChild>))]
     pub child: Option<Value>,
     /// It waits for a worker, and no live worker serves its namespace and handler
     /// (`GET /v1/workers`).
@@ -190,11 +190,11 @@ pub struct Step {
     pub unserved: bool,
     /// While `throttled`, what holds it (`StepThrottle`); `null` otherwise.
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(required, value_type = Option<schema_only::StepThrottle>))]
+    #[cfg_attr(feature = "openapi", schema(required, value_type = Option<super::schema_only::StepThrottle>))]
     pub throttle: Option<Value>,
     /// The limits it claims before it starts (`StepLimits`); `null` for a step with none.
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(required, value_type = Option<schema_only::StepLimits>))]
+    #[cfg_attr(feature = "openapi", schema(required, value_type = Option<super::schema_only::StepLimits>))]
     pub limits: Option<Value>,
 }
 

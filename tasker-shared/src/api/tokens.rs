@@ -2,10 +2,6 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use uuid::Uuid;
-
-use crate::task_state::TaskState;
 
 /// An API token as listed: never the token itself.
 #[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]

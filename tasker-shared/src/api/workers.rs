@@ -2,10 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use uuid::Uuid;
-
-use crate::task_state::TaskState;
 
 /// A worker as it reports itself (`PUT /v1/workers/{id}`, at start and every heartbeat).
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
