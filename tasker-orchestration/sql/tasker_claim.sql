@@ -1,5 +1,5 @@
--- Claims the limits of steps about to be dispatched (`steps.limits`: a concurrency slot, a rate
--- token), in priority then id order. Returns the steps that got everything they need
+-- Claims the limits of steps about to be dispatched (`steps.limits`: a concurrency slot,
+-- tasker_claim_slot; a rate token, tasker_claim_rate), in priority then id order. Returns the steps that got everything they need
 -- (`granted`, to enqueue now; a granted step holds its slot in `slot`) and leaves the others
 -- `throttled`, saying what holds them (`throttle`):
 --   concurrency — no free slot, or other steps already wait for one (they go first): it waits
@@ -17,16 +17,9 @@ CREATE OR REPLACE FUNCTION tasker_claim(ids uuid[], OUT granted uuid[], OUT thro
 LANGUAGE plpgsql AS $$
 DECLARE
     s record;
-    rl record;
-    c jsonb;
-    r jsonb;
-    k text;
+    slot record;
     held text;
     why jsonb;
-    paused timestamptz;
-    emission interval;
-    base timestamptz;
-    allowed timestamptz;
     now_ timestamptz := clock_timestamp();
     aging interval := make_interval(secs => COALESCE(
         NULLIF(current_setting('tasker.priority_aging_ms', true), '')::float8, 10000) / 1000);
@@ -46,61 +39,13 @@ BEGIN
     LOOP
         why := NULL;
         held := s.slot;
-        c := s.limits->'concurrency';
-        r := s.limits->'rate';
-        IF c IS NOT NULL AND held IS NULL THEN
-            k := c->>'key';
-            -- The key's row, locked (created at its first use; the limit follows the template).
-            INSERT INTO concurrency_slots AS cs (key, lim) VALUES (k, (c->>'limit')::int)
-            ON CONFLICT (key) DO UPDATE SET lim = EXCLUDED.lim, used_at = now_;
-            IF s.throttled_on IS DISTINCT FROM k
-               AND EXISTS (SELECT 1 FROM steps w
-                           WHERE w.state = 'throttled' AND w.throttled_on = k) THEN
-                -- Others wait for this key already: they go first, in their order.
-                why := jsonb_build_object('kind', 'concurrency', 'key', k, 'limit', c->'limit');
-            ELSE
-                UPDATE concurrency_slots SET in_use = in_use + 1, used_at = now_
-                WHERE key = k AND in_use < lim;
-                IF FOUND THEN
-                    held := k;
-                ELSE
-                    why := jsonb_build_object('kind', 'concurrency', 'key', k,
-                                              'limit', c->'limit');
-                END IF;
-            END IF;
+        IF s.limits ? 'concurrency' AND held IS NULL THEN
+            SELECT * INTO slot FROM tasker_claim_slot(s.limits->'concurrency', s.throttled_on, now_);
+            held := slot.held;
+            why := slot.why;
         END IF;
-        IF why IS NULL AND r IS NOT NULL THEN
-            IF s.state = 'throttled' AND s.throttle->>'kind' = 'rate' THEN
-                -- Its token was reserved for its time: only a pause since holds it back.
-                SELECT paused_until INTO paused FROM rate_limits WHERE key = r->>'key';
-                IF paused > now_ THEN
-                    why := jsonb_build_object('kind', 'paused', 'key', r->>'key',
-                                              'limit', r->'limit', 'until', paused);
-                ELSIF (s.throttle->>'until')::timestamptz > now_ THEN
-                    why := s.throttle - 'since';
-                END IF;
-            ELSE
-                INSERT INTO rate_limits AS x (key, lim, per_ms, burst, tat)
-                VALUES (r->>'key', (r->>'limit')::int, (r->>'per_ms')::bigint,
-                        (r->>'burst')::int, now_)
-                ON CONFLICT (key) DO UPDATE
-                    SET lim = EXCLUDED.lim, per_ms = EXCLUDED.per_ms, burst = EXCLUDED.burst,
-                        used_at = now_
-                RETURNING * INTO rl;
-                IF rl.paused_until > now_ THEN
-                    why := jsonb_build_object('kind', 'paused', 'key', rl.key, 'limit', rl.lim,
-                                              'until', rl.paused_until);
-                ELSE
-                    emission := make_interval(secs => rl.per_ms::float8 / rl.lim / 1000);
-                    base := greatest(rl.tat, now_);
-                    allowed := base - emission * (rl.burst - 1);
-                    UPDATE rate_limits SET tat = base + emission WHERE key = rl.key;
-                    IF allowed > now_ THEN
-                        why := jsonb_build_object('kind', 'rate', 'key', rl.key, 'limit', rl.lim,
-                                                  'until', allowed);
-                    END IF;
-                END IF;
-            END IF;
+        IF why IS NULL AND s.limits ? 'rate' THEN
+            why := tasker_claim_rate(s.limits->'rate', s.state, s.throttle, now_);
         END IF;
 
         IF why IS NULL THEN
