@@ -8,7 +8,7 @@ use super::{Error, Result};
 
 /// In dependency order: a function is created after the functions it calls in SQL-language
 /// bodies (PL/pgSQL bodies are resolved at call time, but keeping one order is simplest).
-pub(super) const FUNCTIONS: [(&str, &str); 40] = [
+pub(super) const FUNCTIONS: [(&str, &str); 48] = [
     (
         "tasker_retry_delay_ms",
         include_str!("../../sql/tasker_retry_delay_ms.sql"),
@@ -28,6 +28,14 @@ pub(super) const FUNCTIONS: [(&str, &str); 40] = [
     (
         "tasker_step_messages",
         include_str!("../../sql/tasker_step_messages.sql"),
+    ),
+    (
+        "tasker_claim_slot",
+        include_str!("../../sql/tasker_claim_slot.sql"),
+    ),
+    (
+        "tasker_claim_rate",
+        include_str!("../../sql/tasker_claim_rate.sql"),
     ),
     ("tasker_claim", include_str!("../../sql/tasker_claim.sql")),
     (
@@ -100,6 +108,14 @@ pub(super) const FUNCTIONS: [(&str, &str); 40] = [
         include_str!("../../sql/tasker_apply_results.sql"),
     ),
     (
+        "tasker_new_tasks",
+        include_str!("../../sql/tasker_new_tasks.sql"),
+    ),
+    (
+        "tasker_create_steps",
+        include_str!("../../sql/tasker_create_steps.sql"),
+    ),
+    (
         "tasker_create_tasks",
         include_str!("../../sql/tasker_create_tasks.sql"),
     ),
@@ -119,6 +135,22 @@ pub(super) const FUNCTIONS: [(&str, &str); 40] = [
     (
         "tasker_begin_waits",
         include_str!("../../sql/tasker_begin_waits.sql"),
+    ),
+    (
+        "tasker_child_outcome",
+        include_str!("../../sql/tasker_child_outcome.sql"),
+    ),
+    (
+        "tasker_until_outcome",
+        include_str!("../../sql/tasker_until_outcome.sql"),
+    ),
+    (
+        "tasker_signal_outcome",
+        include_str!("../../sql/tasker_signal_outcome.sql"),
+    ),
+    (
+        "tasker_skip_timed_out",
+        include_str!("../../sql/tasker_skip_timed_out.sql"),
     ),
     ("tasker_wake", include_str!("../../sql/tasker_wake.sql")),
     (

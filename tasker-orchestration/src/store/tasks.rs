@@ -179,46 +179,55 @@ pub(super) async fn create_task_on(
     })
 }
 
-/// Tasks to create in one `tasker_create_tasks` call: each task's columns, and its steps' and
-/// edges' with the position of their task.
-#[derive(Debug, Default)]
+/// Tasks to create in one `tasker_create_tasks` call, its one argument: each task's row, and
+/// its steps' and edges' with the position of their task.
+#[derive(Debug, Default, serde::Serialize)]
 pub struct CreateBatch {
-    id: Vec<Uuid>,
-    template_id: Vec<Uuid>,
-    namespace: Vec<String>,
-    name: Vec<String>,
-    version: Vec<String>,
-    context: Vec<Value>,
-    idempotency_key: Vec<Option<String>>,
-    run_at: Vec<Option<chrono::DateTime<chrono::Utc>>>,
-    parent_task: Vec<Option<Uuid>>,
-    parent_step: Vec<Option<Uuid>>,
-    parent_attempt: Vec<Option<i32>>,
-    depth: Vec<Option<i32>>,
-    on_parent_cancel: Vec<Option<&'static str>>,
-    priority: Vec<i16>,
-    steps: Vec<i32>,
-    /// What else each task records (`tasker_create_tasks`'s `t_meta`).
-    meta: Vec<Value>,
-    step_columns: StepColumns,
-    edge_task: Vec<i32>,
-    edge_parent: Vec<Uuid>,
-    edge_child: Vec<Uuid>,
+    tasks: Vec<TaskRow>,
+    steps: Vec<StepRow>,
+    edges: Vec<EdgeRow>,
 }
 
-/// A `tasker_create_tasks` call being built: its parameters are bound group by group, in the
-/// function's order (the tasks', then their steps', then their edges' columns).
-type CreateCall<'q> =
-    sqlx::query::QueryScalar<'q, sqlx::Postgres, Value, sqlx::postgres::PgArguments>;
+/// A task's row (`tasker_new_tasks`): `n` its position in the batch (1-based).
+#[derive(Debug, serde::Serialize)]
+struct TaskRow {
+    n: i32,
+    id: Uuid,
+    template_id: Uuid,
+    namespace: String,
+    name: String,
+    version: String,
+    context: Value,
+    key: Option<String>,
+    run_at: Option<chrono::DateTime<chrono::Utc>>,
+    parent_task: Option<Uuid>,
+    parent_step: Option<Uuid>,
+    parent_attempt: Option<i32>,
+    depth: Option<i32>,
+    on_parent_cancel: Option<&'static str>,
+    priority: i16,
+    steps: i32,
+    /// The API token that created it, or its root's.
+    token_id: Option<i64>,
+    root_task_id: Option<Uuid>,
+}
+
+/// An edge between two steps of task `task` (its `n`).
+#[derive(Debug, serde::Serialize)]
+struct EdgeRow {
+    task: i32,
+    parent: Uuid,
+    child: Uuid,
+}
 
 impl CreateBatch {
     /// Tasks added so far.
     pub fn len(&self) -> usize {
-        self.id.len()
+        self.tasks.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.id.is_empty()
+        self.tasks.is_empty()
     }
 
     /// Plans `new` into the batch; refused, with nothing added, when its context lacks a key
@@ -235,7 +244,7 @@ impl CreateBatch {
             .map(|s| tasker_shared::template::resolve_limits(t, s, &new.context))
             .collect::<std::result::Result<Vec<_>, _>>()?;
         let ids: Vec<Uuid> = t.steps.iter().map(|_| Uuid::now_v7()).collect();
-        let position = self.id.len() as i32 + 1;
+        let n = self.tasks.len() as i32 + 1;
         for &i in &plan.steps {
             // A batchable step's spec carries its batch worker's limits, for the batches it makes.
             let batch_spec = Plan::batch_spec(new.template, i).map(|mut spec| {
@@ -249,8 +258,8 @@ impl CreateBatch {
                 }
                 spec
             });
-            self.step_columns.task.push(position);
-            self.step_columns.push(
+            self.steps.push(StepRow::new(
+                n,
                 ids[i],
                 &t.steps[i],
                 &t.namespace,
@@ -260,90 +269,62 @@ impl CreateBatch {
                     child: new.children.get(i).cloned().flatten(),
                     limits: limits[i].clone(),
                 },
-            );
+            ));
         }
-        for &(p, c) in &plan.edges {
-            self.edge_task.push(position);
-            self.edge_parent.push(ids[p]);
-            self.edge_child.push(ids[c]);
-        }
-        self.id.push(Uuid::now_v7());
-        self.template_id.push(new.template_id);
-        self.namespace.push(t.namespace.clone());
-        self.name.push(t.name.clone());
-        self.version.push(t.version.clone());
-        self.context.push(new.context);
-        self.idempotency_key.push(new.idempotency_key);
-        self.run_at.push(new.run_at);
-        let parent = new.parent;
-        self.parent_task.push(parent.map(|p| p.task_id));
-        self.parent_step.push(parent.map(|p| p.step_id));
-        self.parent_attempt.push(parent.map(|p| p.attempt));
-        self.depth.push(parent.map(|p| p.depth));
-        self.on_parent_cancel
-            .push(parent.map(|p| p.on_parent_cancel.as_str()));
-        self.priority.push(new.priority.rank());
-        self.steps.push(plan.steps.len() as i32);
-        self.meta.push(json!({
-            "token_id": new.token_id,
-            "root_task_id": parent.map(|p| p.root),
+        self.edges.extend(plan.edges.iter().map(|&(p, c)| EdgeRow {
+            task: n,
+            parent: ids[p],
+            child: ids[c],
         }));
+        let parent = new.parent;
+        self.tasks.push(TaskRow {
+            n,
+            id: Uuid::now_v7(),
+            template_id: new.template_id,
+            namespace: t.namespace.clone(),
+            name: t.name.clone(),
+            version: t.version.clone(),
+            context: new.context,
+            key: new.idempotency_key,
+            run_at: new.run_at,
+            parent_task: parent.map(|p| p.task_id),
+            parent_step: parent.map(|p| p.step_id),
+            parent_attempt: parent.map(|p| p.attempt),
+            depth: parent.map(|p| p.depth),
+            on_parent_cancel: parent.map(|p| p.on_parent_cancel.as_str()),
+            priority: new.priority.rank(),
+            steps: plan.steps.len() as i32,
+            token_id: new.token_id,
+            root_task_id: parent.map(|p| p.root),
+        });
         Ok(())
-    }
-
-    fn bind<'q>(&'q self, query: CreateCall<'q>) -> CreateCall<'q> {
-        let query = query
-            .bind(&self.id)
-            .bind(&self.template_id)
-            .bind(&self.namespace)
-            .bind(&self.name)
-            .bind(&self.version)
-            .bind(&self.context)
-            .bind(&self.idempotency_key)
-            .bind(&self.run_at)
-            .bind(&self.parent_task)
-            .bind(&self.parent_step)
-            .bind(&self.parent_attempt)
-            .bind(&self.depth)
-            .bind(&self.on_parent_cancel)
-            .bind(&self.priority)
-            .bind(&self.steps);
-        self.step_columns
-            .bind(query)
-            .bind(&self.edge_task)
-            .bind(&self.edge_parent)
-            .bind(&self.edge_child)
-            .bind(&self.meta)
     }
 
     /// Creates the batch's tasks in one statement on `conn`.
     async fn run(self, conn: &mut sqlx::PgConnection) -> Result<(Vec<BatchAnswer>, Effects)> {
-        let query = sqlx::query_scalar(
-            "SELECT tasker_create_tasks($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-                                        $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24,
-                                        $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35,
-                                        $36, $37, $38)",
-        );
-        let answer: Value = self.bind(query).fetch_one(conn).await?;
+        let answer: Value = sqlx::query_scalar("SELECT tasker_create_tasks($1)")
+            .bind(sqlx::types::Json(&self))
+            .fetch_one(conn)
+            .await?;
         let rows: CreatedRows = decode("tasker_create_tasks", answer)?;
-        if rows.tasks.len() != self.id.len() {
+        if rows.tasks.len() != self.tasks.len() {
             return Err(Error::Answer {
                 function: "tasker_create_tasks",
                 source: serde::de::Error::custom(format!(
                     "{} tasks answered for {}",
                     rows.tasks.len(),
-                    self.id.len()
+                    self.tasks.len()
                 )),
             });
         }
         let now = chrono::Utc::now();
         let mut created = Vec::new();
         let mut wakes = Vec::new();
-        for (i, a) in rows.tasks.iter().enumerate() {
+        for (a, task) in rows.tasks.iter().zip(self.tasks) {
             if a.created {
-                created.push(self.namespace[i].clone());
                 // A task that starts later: look at the timers when its time comes.
-                wakes.extend(self.run_at[i].and_then(|at| (at - now).to_std().ok()));
+                wakes.extend(task.run_at.and_then(|at| (at - now).to_std().ok()));
+                created.push(task.namespace);
             }
         }
         // And when throttled roots may start.
@@ -368,92 +349,69 @@ struct Made {
     limits: Option<Value>,
 }
 
-/// Column vectors for the bulk `unnest` insert of the steps: `tasker_create_tasks`' `$16`
-/// to `$34` (the edges' three follow).
-#[derive(Debug, Default)]
-struct StepColumns {
-    /// The position of each step's task in the batch (1-based).
-    task: Vec<i32>,
-    id: Vec<Uuid>,
-    name: Vec<String>,
-    handler: Vec<String>,
-    step_type: Vec<String>,
-    branches: Vec<Value>,
-    max_attempts: Vec<i32>,
-    backoff: Vec<String>,
-    base_ms: Vec<i64>,
-    max_ms: Vec<i64>,
-    timeout_ms: Vec<i64>,
-    queue_timeout_ms: Vec<Option<i64>>,
-    parents: Vec<i32>,
-    batch_spec: Vec<Option<Value>>,
-    on_failure: Vec<String>,
-    wait: Vec<Option<Value>>,
-    namespace: Vec<Option<String>>,
-    child: Vec<Option<Value>>,
-    limits: Vec<Option<Value>>,
+/// A step's row (`tasker_create_steps`), of task `task` (its `n`).
+#[derive(Debug, serde::Serialize)]
+struct StepRow {
+    task: i32,
+    id: Uuid,
+    name: String,
+    handler: String,
+    step_type: String,
+    branches: Value,
+    max_attempts: i32,
+    backoff: String,
+    base_ms: i64,
+    max_ms: i64,
+    timeout_ms: i64,
+    queue_timeout_ms: Option<i64>,
+    parents: i32,
+    batch_spec: Option<Value>,
+    on_failure: String,
+    wait: Option<Value>,
+    namespace: Option<String>,
+    child: Option<Value>,
+    limits: Option<Value>,
 }
 
-impl StepColumns {
-    fn bind<'q>(&'q self, query: CreateCall<'q>) -> CreateCall<'q> {
-        query
-            .bind(&self.task)
-            .bind(&self.id)
-            .bind(&self.name)
-            .bind(&self.handler)
-            .bind(&self.step_type)
-            .bind(&self.branches)
-            .bind(&self.max_attempts)
-            .bind(&self.backoff)
-            .bind(&self.base_ms)
-            .bind(&self.max_ms)
-            .bind(&self.timeout_ms)
-            .bind(&self.queue_timeout_ms)
-            .bind(&self.parents)
-            .bind(&self.batch_spec)
-            .bind(&self.on_failure)
-            .bind(&self.wait)
-            .bind(&self.namespace)
-            .bind(&self.child)
-            .bind(&self.limits)
-    }
-
-    fn push(
-        &mut self,
+impl StepRow {
+    fn new(
+        task: i32,
         id: Uuid,
         s: &tasker_shared::StepTemplate,
         template_namespace: &str,
         parents: i32,
         made: Made,
-    ) {
-        self.id.push(id);
-        self.name.push(s.name.clone());
-        self.handler.push(s.engine_handler().to_owned());
-        self.step_type.push(s.engine_type().as_str().to_owned());
-        self.branches.push(json!(s.branches));
-        // A child step's failure is its child's, for good: one attempt (a repair starts another).
-        let attempts = if s.child.is_some() {
-            1
-        } else {
-            s.retry.max_attempts
-        };
-        self.max_attempts.push(attempts as i32);
-        self.backoff.push(s.retry.backoff.as_str().to_owned());
-        self.base_ms.push(s.retry.base_ms as i64);
-        self.max_ms.push(s.retry.max_ms as i64);
+    ) -> StepRow {
         // Bounded by template validation (30 days); saturating all the same.
         let ms = |seconds: u64| seconds.saturating_mul(1000).min(i64::MAX as u64) as i64;
-        self.timeout_ms.push(ms(s.timeout_seconds));
-        self.queue_timeout_ms
-            .push(tasker_shared::template::queue_timeout_seconds(s, template_namespace).map(ms));
-        self.parents.push(parents);
-        self.batch_spec.push(made.batch_spec);
-        self.on_failure.push(s.on_failure.as_str().to_owned());
-        self.wait.push(s.engine_wait());
-        // The task's own namespace is stored as none, so most steps store nothing.
-        self.namespace
-            .push(s.namespace.clone().filter(|ns| ns != template_namespace));
-        self.child.push(made.child);
-        self.limits.push(made.limits);
+        StepRow {
+            task,
+            id,
+            name: s.name.clone(),
+            handler: s.engine_handler().to_owned(),
+            step_type: s.engine_type().as_str().to_owned(),
+            branches: json!(s.branches),
+            // A child step's failure is its child's, for good: one attempt (a repair starts
+            // another).
+            max_attempts: if s.child.is_some() {
+                1
+            } else {
+                s.retry.max_attempts as i32
+            },
+            backoff: s.retry.backoff.as_str().to_owned(),
+            base_ms: s.retry.base_ms as i64,
+            max_ms: s.retry.max_ms as i64,
+            timeout_ms: ms(s.timeout_seconds),
+            queue_timeout_ms: tasker_shared::template::queue_timeout_seconds(s, template_namespace)
+                .map(ms),
+            parents,
+            batch_spec: made.batch_spec,
+            on_failure: s.on_failure.as_str().to_owned(),
+            wait: s.engine_wait(),
+            // The task's own namespace is stored as none, so most steps store nothing.
+            namespace: s.namespace.clone().filter(|ns| ns != template_namespace),
+            child: made.child,
+            limits: made.limits,
+        }
     }
 }
