@@ -173,7 +173,9 @@ async fn a_template_that_would_cost_minutes_is_refused_at_once_and_costs_nothing
     }
     took.sort();
     println!("1 MiB stray-quote template refused in {took:?}");
-    assert!(took[2] < Duration::from_millis(100), "median {:?}", took[2]);
+    // At once, where parsing it would take minutes: the bound is wide for a loaded machine (the
+    // figure is what this prints; ~50 ms on an idle one).
+    assert!(took[2] < Duration::from_secs(1), "median {:?}", took[2]);
     // One the scan passes but its parse outlives the budget (20 ms): its child is killed.
     let (status, answer) = call(
         reqwest::Method::POST,
