@@ -112,8 +112,8 @@ pub(super) const FUNCTIONS: [(&str, &str); 48] = [
         include_str!("../../sql/tasker_new_tasks.sql"),
     ),
     (
-        "tasker_create_steps",
-        include_str!("../../sql/tasker_create_steps.sql"),
+        "tasker_insert_tasks",
+        include_str!("../../sql/tasker_insert_tasks.sql"),
     ),
     (
         "tasker_create_tasks",

@@ -179,16 +179,20 @@ pub(super) async fn create_task_on(
     })
 }
 
-/// Tasks to create in one `tasker_create_tasks` call, its one argument: each task's row, and
-/// its steps' and edges' with the position of their task.
+/// Tasks to create in one `tasker_create_tasks` call, its one argument: each template's plan
+/// once (its steps' columns and edges), and each task's row with its steps' ids and what its
+/// creation made of them.
 #[derive(Debug, Default, serde::Serialize)]
 pub struct CreateBatch {
     tasks: Vec<TaskRow>,
-    steps: Vec<StepRow>,
-    edges: Vec<EdgeRow>,
+    plans: Vec<PlanRow>,
+    /// The template of each plan, and its number of steps created.
+    #[serde(skip)]
+    planned: Vec<(Uuid, i32)>,
 }
 
-/// A task's row (`tasker_new_tasks`): `n` its position in the batch (1-based).
+/// A task's row (`tasker_new_tasks`): `n` its position in the batch (1-based), `plan` its
+/// template's plan (0-based).
 #[derive(Debug, serde::Serialize)]
 struct TaskRow {
     n: i32,
@@ -198,26 +202,58 @@ struct TaskRow {
     name: String,
     version: String,
     context: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
     key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     run_at: Option<chrono::DateTime<chrono::Utc>>,
-    parent_task: Option<Uuid>,
-    parent_step: Option<Uuid>,
-    parent_attempt: Option<i32>,
-    depth: Option<i32>,
-    on_parent_cancel: Option<&'static str>,
+    #[serde(flatten)]
+    parent: Option<ParentRow>,
     priority: i16,
     steps: i32,
     /// The API token that created it, or its root's.
+    #[serde(skip_serializing_if = "Option::is_none")]
     token_id: Option<i64>,
-    root_task_id: Option<Uuid>,
+    plan: usize,
+    /// Its steps' ids, by template step.
+    step_ids: Vec<Uuid>,
+    /// By template step, what the creation made of it beyond its template (none: nothing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    limits: Option<Vec<Option<Value>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    batch_specs: Option<Vec<Option<Value>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    children: Option<Vec<Option<Value>>>,
 }
 
-/// An edge between two steps of task `task` (its `n`).
+/// A child task's link to the step attempt that starts it.
+#[derive(Debug, serde::Serialize)]
+struct ParentRow {
+    parent_task: Uuid,
+    parent_step: Uuid,
+    parent_attempt: i32,
+    depth: i32,
+    on_parent_cancel: &'static str,
+    root_task_id: Uuid,
+}
+
+/// What a template's tasks are made of: its created steps' columns and their edges
+/// (`tasker_insert_tasks`), by template step index.
+#[derive(Debug, serde::Serialize)]
+struct PlanRow {
+    steps: Vec<StepRow>,
+    edges: Vec<EdgeRow>,
+}
+
+/// An edge between two template steps.
 #[derive(Debug, serde::Serialize)]
 struct EdgeRow {
-    task: i32,
-    parent: Uuid,
-    child: Uuid,
+    p: usize,
+    c: usize,
+}
+
+/// `Some(values)` when any is something.
+fn any(values: Vec<Option<Value>>) -> Option<Vec<Option<Value>>> {
+    values.iter().any(Option::is_some).then_some(values)
 }
 
 impl CreateBatch {
@@ -230,6 +266,24 @@ impl CreateBatch {
         self.tasks.is_empty()
     }
 
+    /// The plan of template `id`, made at its first task in the batch; and its steps created.
+    fn plan(&mut self, id: Uuid, loaded: &Loaded) -> (usize, i32) {
+        if let Some(i) = self.planned.iter().position(|(t, _)| *t == id) {
+            return (i, self.planned[i].1);
+        }
+        let t = &loaded.template;
+        let plan = Plan::new(loaded);
+        let steps = plan
+            .steps
+            .iter()
+            .map(|&i| StepRow::new(i, &t.steps[i], &t.namespace, plan.parent_count(i) as i32))
+            .collect();
+        let edges = plan.edges.iter().map(|&(p, c)| EdgeRow { p, c }).collect();
+        self.plans.push(PlanRow { steps, edges });
+        self.planned.push((id, plan.steps.len() as i32));
+        (self.plans.len() - 1, plan.steps.len() as i32)
+    }
+
     /// Plans `new` into the batch; refused, with nothing added, when its context lacks a key
     /// its limits read (or has one too long).
     pub fn add(
@@ -237,48 +291,38 @@ impl CreateBatch {
         new: NewTask<'_>,
     ) -> std::result::Result<(), tasker_shared::flow::KeyError> {
         let t = &new.template.template;
-        let plan = Plan::new(new.template);
         let limits = t
             .steps
             .iter()
             .map(|s| tasker_shared::template::resolve_limits(t, s, &new.context))
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        let ids: Vec<Uuid> = t.steps.iter().map(|_| Uuid::now_v7()).collect();
-        let n = self.tasks.len() as i32 + 1;
-        for &i in &plan.steps {
-            // A batchable step's spec carries its batch worker's limits, for the batches it makes.
-            let batch_spec = Plan::batch_spec(new.template, i).map(|mut spec| {
-                if let Some(l) = t
-                    .steps
-                    .iter()
-                    .position(|w| Some(w.name.as_str()) == spec["name"].as_str())
-                    .and_then(|w| limits[w].clone())
-                {
-                    spec["limits"] = l;
-                }
-                spec
-            });
-            self.steps.push(StepRow::new(
-                n,
-                ids[i],
-                &t.steps[i],
-                &t.namespace,
-                plan.parent_count(i) as i32,
-                Made {
-                    batch_spec,
-                    child: new.children.get(i).cloned().flatten(),
-                    limits: limits[i].clone(),
-                },
-            ));
-        }
-        self.edges.extend(plan.edges.iter().map(|&(p, c)| EdgeRow {
-            task: n,
-            parent: ids[p],
-            child: ids[c],
-        }));
-        let parent = new.parent;
+        let (plan, steps) = self.plan(new.template_id, new.template);
+        // A batchable step's spec carries its batch worker's limits, for the batches it makes.
+        let batch_specs = (0..t.steps.len())
+            .map(|i| {
+                Plan::batch_spec(new.template, i).map(|mut spec| {
+                    if let Some(l) = t
+                        .steps
+                        .iter()
+                        .position(|w| Some(w.name.as_str()) == spec["name"].as_str())
+                        .and_then(|w| limits[w].clone())
+                    {
+                        spec["limits"] = l;
+                    }
+                    spec
+                })
+            })
+            .collect();
+        let parent = new.parent.map(|p| ParentRow {
+            parent_task: p.task_id,
+            parent_step: p.step_id,
+            parent_attempt: p.attempt,
+            depth: p.depth,
+            on_parent_cancel: p.on_parent_cancel.as_str(),
+            root_task_id: p.root,
+        });
         self.tasks.push(TaskRow {
-            n,
+            n: self.tasks.len() as i32 + 1,
             id: Uuid::now_v7(),
             template_id: new.template_id,
             namespace: t.namespace.clone(),
@@ -287,15 +331,15 @@ impl CreateBatch {
             context: new.context,
             key: new.idempotency_key,
             run_at: new.run_at,
-            parent_task: parent.map(|p| p.task_id),
-            parent_step: parent.map(|p| p.step_id),
-            parent_attempt: parent.map(|p| p.attempt),
-            depth: parent.map(|p| p.depth),
-            on_parent_cancel: parent.map(|p| p.on_parent_cancel.as_str()),
+            parent,
             priority: new.priority.rank(),
-            steps: plan.steps.len() as i32,
+            steps,
             token_id: new.token_id,
-            root_task_id: parent.map(|p| p.root),
+            plan,
+            step_ids: t.steps.iter().map(|_| Uuid::now_v7()).collect(),
+            limits: any(limits),
+            batch_specs: any(batch_specs),
+            children: any(new.children),
         });
         Ok(())
     }
@@ -341,19 +385,10 @@ impl CreateBatch {
     }
 }
 
-/// What the task's creation made of a step beyond its template: a batchable step's batch spec,
-/// a child step's pinned child, the limits its keys resolved to.
-struct Made {
-    batch_spec: Option<Value>,
-    child: Option<Value>,
-    limits: Option<Value>,
-}
-
-/// A step's row (`tasker_create_steps`), of task `task` (its `n`).
+/// A step's columns from its template (`tasker_insert_tasks`): `i` its template index.
 #[derive(Debug, serde::Serialize)]
 struct StepRow {
-    task: i32,
-    id: Uuid,
+    i: usize,
     name: String,
     handler: String,
     step_type: String,
@@ -365,28 +400,24 @@ struct StepRow {
     timeout_ms: i64,
     queue_timeout_ms: Option<i64>,
     parents: i32,
-    batch_spec: Option<Value>,
     on_failure: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     wait: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     namespace: Option<String>,
-    child: Option<Value>,
-    limits: Option<Value>,
 }
 
 impl StepRow {
     fn new(
-        task: i32,
-        id: Uuid,
+        i: usize,
         s: &tasker_shared::StepTemplate,
         template_namespace: &str,
         parents: i32,
-        made: Made,
     ) -> StepRow {
         // Bounded by template validation (30 days); saturating all the same.
         let ms = |seconds: u64| seconds.saturating_mul(1000).min(i64::MAX as u64) as i64;
         StepRow {
-            task,
-            id,
+            i,
             name: s.name.clone(),
             handler: s.engine_handler().to_owned(),
             step_type: s.engine_type().as_str().to_owned(),
@@ -405,13 +436,10 @@ impl StepRow {
             queue_timeout_ms: tasker_shared::template::queue_timeout_seconds(s, template_namespace)
                 .map(ms),
             parents,
-            batch_spec: made.batch_spec,
             on_failure: s.on_failure.as_str().to_owned(),
             wait: s.engine_wait(),
             // The task's own namespace is stored as none, so most steps store nothing.
             namespace: s.namespace.clone().filter(|ns| ns != template_namespace),
-            child: made.child,
-            limits: made.limits,
         }
     }
 }

@@ -48,8 +48,7 @@ async fn trickle(server: SocketAddr) -> anyhow::Result<Ended> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_thousand_slow_bodies_leave_health_answering_every_probe()
--> anyhow::Result<()> {
+async fn two_thousand_slow_bodies_leave_health_answering_every_probe() -> anyhow::Result<()> {
     let mut env = TestEnv::new().await?;
     let (o, url) = orchestrator(&env, &[]).await?;
     let server: SocketAddr = url.trim_start_matches("http://").parse()?;
@@ -113,9 +112,7 @@ async fn two_thousand_slow_bodies_leave_health_answering_every_probe()
     assert!(too_slow >= 1 && too_slow <= ATTACKERS - per_peer);
     assert!(per_peer >= 1, "no connection was refused for its address");
     assert!(
-        probes
-            .iter()
-            .all(|(s, _)| *s == StatusCode::OK),
+        probes.iter().all(|(s, _)| *s == StatusCode::OK),
         "{probes:?}"
     );
     a_healthy_task_completes(&mut env, &url).await?;
