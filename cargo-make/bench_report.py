@@ -3,10 +3,9 @@
 
 Reads target/e2e_latency/summary.json (per-sample p50/p95 and per-hop times recorded by the
 bench) and Criterion's estimates (target/criterion/e2e/<scenario>/new/estimates.json), and adds
-the machine, the date and the commit. When target/throughput/summary.json exists it also writes
-docs/benchmarks/throughput.md (throughput_report.py); it fails only if neither summary exists.
-A summary of a run filtered with TASKER_BENCH_FILTER writes nothing: part of a run never
-replaces a published report.
+the machine, the date and the commit; throughput_report.py takes its helpers, and report.py
+(`cargo make bench-report`) runs both. A summary of a run filtered with TASKER_BENCH_FILTER
+writes nothing: part of a run never replaces a published report.
 """
 import json
 import os
@@ -145,13 +144,10 @@ def whole_run(path):
 
 
 def main():
-    if not SUMMARY.exists() and not THROUGHPUT.exists():
+    if not SUMMARY.exists():
         sys.exit(f"{SUMMARY} not found: run `cargo make bench` first")
-    if SUMMARY.exists() and whole_run(SUMMARY):
+    if whole_run(SUMMARY):
         readme()
-    if THROUGHPUT.exists() and whole_run(THROUGHPUT):
-        import throughput_report
-        throughput_report.main()
 
 
 def readme():
