@@ -1,7 +1,9 @@
 //! The README's "Your first workflow", executed as written for Python, Ruby and TypeScript: its
 //! template and handler files are written to a fresh folder, its worker command starts a worker
 //! against an orchestrator that was started with no templates, and its submit command runs the
-//! first task to completion. The Rust worker does the same with a template of its own in a
+//! first task to completion, all with the identities of the demo (`source .tasker/demo/env`:
+//! the admin token and its broker user; the orchestrator requires tokens and has a broker user
+//! of its own). The Rust worker does the same with a template of its own in a
 //! brand-new namespace. Nothing restarts the orchestrator. The commands run as written while the
 //! demo's ports are held (by the demo, or by listeners of this test standing in for it): a
 //! worker whose default health port is taken still starts.
@@ -97,17 +99,43 @@ fn hold_demo_ports() {
     });
 }
 
+/// What `source .tasker/demo/env` gives a user of the demo (cargo-make/lib/identities.sh): the
+/// admin token, for the CLI and a worker of their own, and the broker user bound to it, which
+/// may read every namespace's steps and write results only.
+struct DemoEnv {
+    token: String,
+    amqp_url: String,
+}
+
+/// Sets `env` up as the demo runs: its orchestrators require tokens and speak to the broker as
+/// their own user, not `guest` (its URL is returned); a user has [`DemoEnv`].
+async fn as_the_demo(env: &mut TestEnv) -> anyhow::Result<(DemoEnv, String)> {
+    let (admin, amqp_url) = env.worker_user("admin", &["*"])?;
+    let token = env.require_tokens(&admin).await?;
+    let (_, orchestrator) = env.orchestrator_user()?;
+    Ok((DemoEnv { token, amqp_url }, orchestrator))
+}
+
 /// The README's `line` in `dir`, in the environment `source .tasker/demo/env` gives a user of
-/// the demo: the orchestrator's URL (here the test's) for the CLI and the worker. Nothing else:
-/// the worker's health port is its default, which the demo holds.
-fn shell(env: &TestEnv, orchestrator: &RunningOrchestrator, dir: &Path, line: &str) -> Command {
+/// the demo: the orchestrator's URL (here the test's), the admin token and its broker user for
+/// the CLI and the worker. Nothing else: the worker's health port is its default, which the
+/// demo holds.
+fn shell(
+    env: &TestEnv,
+    demo: &DemoEnv,
+    orchestrator: &RunningOrchestrator,
+    dir: &Path,
+    line: &str,
+) -> Command {
     let cfg = &env.config;
     let mut cmd = Command::new("bash");
     cmd.arg("-c")
         .arg(format!("exec {line}"))
         .current_dir(dir)
-        .env("DATABASE_URL", &cfg.database_url)
-        .env("AMQP_URL", &cfg.amqp_url)
+        .env_remove("AMQP_URL")
+        .env("TASKER_AMQP_URL", &demo.amqp_url)
+        .env("TASKER_TOKEN", &demo.token)
+        .env("TASKER_WORKER__API_TOKEN", &demo.token)
         .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
         .env("TASKER_WORKER__ORCHESTRATOR_URL", orchestrator.url())
         .env("TASKER_URL", orchestrator.url())
@@ -128,7 +156,10 @@ async fn readme_path(language: &str, heading: &str) -> anyhow::Result<()> {
     hold_demo_ports();
     let mut env = TestEnv::new().await?;
     env.config.orchestrator.templates = Vec::new();
+    let (demo, own) = as_the_demo(&mut env).await?;
+    let services = std::mem::replace(&mut env.config.amqp_url, own);
     let o = env.orchestrator().await?;
+    env.config.amqp_url = services;
     let unknown = o
         .client
         .create_task(&tasker_client::CreateTask::new("hello", "greet"))
@@ -144,14 +175,15 @@ async fn readme_path(language: &str, heading: &str) -> anyhow::Result<()> {
     let mut steps = commands(&shell_blocks, heading)?;
     let worker_line = steps.pop().context("no worker command")?;
     for line in steps {
-        let status = shell(&env, &o, &dir, &line)
+        let status = shell(&env, &demo, &o, &dir, &line)
             .stdout(Stdio::null())
             .status()
             .await?;
         anyhow::ensure!(status.success(), "`{line}` failed: {status}");
     }
     let mut worker =
-        tasker::start_until_ready(&mut shell(&env, &o, &dir, &worker_line), language).await?;
+        tasker::start_until_ready(&mut shell(&env, &demo, &o, &dir, &worker_line), language)
+            .await?;
 
     // The README's submit line, with this build's CLI for target/release/tasker.
     let submit = shell_blocks
@@ -163,7 +195,7 @@ async fn readme_path(language: &str, heading: &str) -> anyhow::Result<()> {
             "target/release/tasker",
             &workspace_binary("tasker")?.display().to_string(),
         );
-    let out = shell(&env, &o, &dir, &submit).output().await?;
+    let out = shell(&env, &demo, &o, &dir, &submit).output().await?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{submit}: {stdout}{out:?}");
     assert!(stdout.contains("state    complete"), "{stdout}");
@@ -172,8 +204,15 @@ async fn readme_path(language: &str, heading: &str) -> anyhow::Result<()> {
         "{stdout}"
     );
     let registered = o.client.template("hello", "greet", None).await?;
+    // By the worker, on the token `source .tasker/demo/env` gave it.
     let by = registered.registered_by.unwrap_or_default();
-    assert!(by.starts_with(&format!("worker:{language}:")), "{by}");
+    assert!(
+        by.starts_with(&format!(
+            "token:{}-admin (as worker:{language}:",
+            env.config.queue_prefix
+        )),
+        "{by}"
+    );
 
     worker.kill().await?;
     o.stop().await;

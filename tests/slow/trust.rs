@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
+use tasker::tokens::{call, token};
 use tasker::{RunningOrchestrator, RunningWorker, TestEnv, workspace_binary};
 use tasker_broker::{Broker, Outgoing, topology};
 use tasker_client::CreateTask;
@@ -34,30 +35,6 @@ async fn register_pairs(o: &RunningOrchestrator) -> anyhow::Result<()> {
             .await?;
     }
     Ok(())
-}
-
-/// A token named `name` of `scope` for `namespaces`, made in the test's database.
-async fn token(
-    o: &RunningOrchestrator,
-    name: &str,
-    scope: Scope,
-    namespaces: &str,
-) -> anyhow::Result<String> {
-    let patterns = Patterns::parse(namespaces)?;
-    let token = o
-        .shared
-        .store
-        .create_token(&NewToken {
-            name,
-            scope,
-            namespaces: Some(&patterns),
-            expires_at: None,
-            created_by: Some("test"),
-            minter: None,
-        })
-        .await?
-        .token;
-    Ok(token)
 }
 
 /// The first step of a task, as the API shows it.
@@ -115,8 +92,8 @@ async fn forged_results_change_nothing_and_are_dead_lettered_with_their_reason()
     // same name that says which namespaces its results may move.
     let (user_a, url_a) = env.worker_user("a", &["trust_a"])?;
     let (user_b, url_b) = env.worker_user("b", &["trust_b"])?;
-    token(&o, &user_a, Scope::Write, "trust_a").await?;
-    token(&o, &user_b, Scope::Write, "trust_b").await?;
+    token(&o, &user_a, Scope::Write, Some("trust_a")).await?;
+    token(&o, &user_b, Scope::Write, Some("trust_b")).await?;
 
     // No worker yet: each task's first step waits in flight, enqueued at attempt 1.
     let create = |ns: &str| CreateTask::new(ns, "pair").context(json!({"value": 3}));
@@ -273,45 +250,11 @@ async fn a_worker_user_reads_only_its_own_namespaces_and_writes_only_results() -
     env.cleanup().await
 }
 
-/// Status and error code of a request with `token`.
-async fn call(
-    o: &RunningOrchestrator,
-    method: Method,
-    path: &str,
-    token: &str,
-    body: Option<Value>,
-) -> (StatusCode, String, Value) {
-    let mut req = reqwest::Client::new()
-        .request(method, format!("{}{path}", o.url()))
-        .bearer_auth(token);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await.expect("orchestrator reachable");
-    let status = resp.status();
-    let text = resp.text().await.unwrap_or_default();
-    let body: Value = serde_json::from_str(&text).unwrap_or(json!({ "text": text }));
-    let code = body["error"]["code"].as_str().unwrap_or("").to_owned();
-    (status, code, body)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_of_one_namespace_gets_403_on_every_route_touching_another() -> anyhow::Result<()> {
     let mut env = TestEnv::new().await?;
-    env.config.orchestrator.auth = AuthMode::Tokens;
     // The first token, made before the orchestrator starts (it refuses to start without one).
-    let store = tasker_orchestration::store::Store::connect(&env.config.database_url, 2).await?;
-    let root = store
-        .create_token(&NewToken {
-            name: "root",
-            scope: Scope::Admin,
-            namespaces: None,
-            expires_at: None,
-            created_by: None,
-            minter: None,
-        })
-        .await?
-        .token;
+    let root = env.require_tokens("root").await?;
     let o = &env.orchestrator().await?;
     let admin = tasker_client::Client::with_token(&o.url(), Some(&root));
     for ns in ["trust_a", "trust_b"] {
@@ -320,7 +263,7 @@ async fn a_token_of_one_namespace_gets_403_on_every_route_touching_another() -> 
             .await?;
     }
     // An operator of team a: every scope, namespace trust_a only.
-    let ops_a = token(o, "ops-a", Scope::Admin, "trust_a").await?;
+    let ops_a = token(o, "ops-a", Scope::Admin, Some("trust_a")).await?;
     let create = |ns: &str| CreateTask::new(ns, "pair").context(json!({"value": 1}));
     let task_a = admin.create_task(&create("trust_a")).await?.id;
     let task_b = admin.create_task(&create("trust_b")).await?.id;

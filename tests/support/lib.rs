@@ -666,10 +666,11 @@ pub fn worker_report(name: &str, handlers: &[&str]) -> tasker_shared::api::Worke
     }
 }
 
+pub mod proxy;
+pub mod tokens;
+
 /// The polyglot pipeline's oracle (`tests/fixtures/task_templates/polyglot/pipeline.yaml`,
 /// `benches/pipeline_oracle.py`): the same events and aggregates computed in one process.
-pub mod proxy;
-
 pub mod pipeline {
     use std::collections::BTreeMap;
 
