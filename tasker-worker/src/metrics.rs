@@ -7,6 +7,11 @@ pub const STEPS_RECEIVED: Metric = counter(
     "tasker_worker_steps_received_total",
     "Steps received from the broker.",
 );
+pub const STEPS_DUPLICATE: Metric = counter(
+    "tasker_worker_steps_duplicate_total",
+    "Deliveries of a step attempt already running in this worker (a re-send after its \
+     orchestrator died): acknowledged, not run again.",
+);
 pub const STEPS_SUCCEEDED: Metric = counter(
     "tasker_worker_steps_succeeded_total",
     "Steps whose handler succeeded.",
@@ -56,8 +61,9 @@ pub const RESULT_MESSAGE_BATCH_SIZE: Metric = batch_size(
 );
 
 /// Every metric above.
-pub const ALL: [Metric; 12] = [
+pub const ALL: [Metric; 13] = [
     STEPS_RECEIVED,
+    STEPS_DUPLICATE,
     STEP_QUEUE,
     REFERENCES_FETCHED,
     STEPS_SUCCEEDED,

@@ -2,7 +2,7 @@
 //! event of the session's loop — steps delivered, a handler started or finished or left a step
 //! unstarted, a deadline passed, stopping began.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -30,6 +30,9 @@ pub(super) struct Consumption<'w> {
     /// Finished results, to the publisher.
     results: mpsc::UnboundedSender<Publish>,
     in_flight: HashMap<u64, InFlight>,
+    /// The step attempts in flight here: a second delivery of one (a re-send after its
+    /// orchestrator died, while the first still runs) is not run beside it.
+    attempts: HashSet<(uuid::Uuid, u32)>,
     /// Each started job's run deadline.
     pub deadlines: DelayQueue<u64>,
     next_job: u64,
@@ -51,6 +54,7 @@ impl<'w> Consumption<'w> {
             dead,
             results,
             in_flight: HashMap::new(),
+            attempts: HashSet::new(),
             deadlines: DelayQueue::new(),
             next_job: 0,
             draining: None,
@@ -107,11 +111,12 @@ impl<'w> Consumption<'w> {
             Report::Unstarted(job) => {
                 // Its message is never acknowledged: the broker gives it to another worker once
                 // this connection closes.
-                if let Some(f) = self.in_flight.remove(&job)
-                    && let Some(key) = &f.deadline
-                {
-                    self.deadlines.try_remove(key);
-                    stats.running.fetch_sub(1, Ordering::Relaxed);
+                if let Some(f) = self.in_flight.remove(&job) {
+                    self.attempts.remove(&(f.step.step_id, f.step.attempt));
+                    if let Some(key) = &f.deadline {
+                        self.deadlines.try_remove(key);
+                        stats.running.fetch_sub(1, Ordering::Relaxed);
+                    }
                 }
                 stats
                     .in_flight
@@ -167,6 +172,15 @@ impl<'w> Consumption<'w> {
                 open: AtomicUsize::new(messages.len()),
             });
             for message in messages {
+                if !self.attempts.insert((message.step_id, message.attempt)) {
+                    // Already running here: its result answers for this delivery too, and two
+                    // runs of one attempt at once would exceed the step's concurrency limit.
+                    tracing::debug!(step = %message.step_id, attempt = message.attempt,
+                        "a second delivery of an attempt running here; not run again");
+                    ::metrics::counter!(m::STEPS_DUPLICATE.name).increment(1);
+                    carrier.settle().await?;
+                    continue;
+                }
                 if let Some(job) = self.accept(&carrier, message) {
                     jobs.push(job);
                 }
@@ -287,6 +301,7 @@ impl<'w> Consumption<'w> {
         let Some(f) = self.in_flight.remove(&c.job) else {
             return;
         };
+        self.attempts.remove(&(f.step.step_id, f.step.attempt));
         if let Some(key) = &f.deadline {
             self.deadlines.try_remove(key);
             stats.running.fetch_sub(1, Ordering::Relaxed);

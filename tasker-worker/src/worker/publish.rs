@@ -26,8 +26,9 @@ pub(super) struct Carrier {
 }
 
 impl Carrier {
-    /// Records one confirmed result; acks the message when it was the last.
-    async fn settle(&self) -> Result<(), tasker_broker::Error> {
+    /// Records one confirmed result (or one step it carried that needs none); acks the message
+    /// when it was the last.
+    pub(super) async fn settle(&self) -> Result<(), tasker_broker::Error> {
         if self.open.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.delivery.ack(BasicAckOptions::default()).await?;
         }
