@@ -20,7 +20,7 @@ BEGIN
         SELECT s.id, s.task_id, s.wait, s.dispatched_at
         FROM unnest(ids, attempts) AS x(id, attempt)
         JOIN steps s ON s.id = x.id AND s.attempt = x.attempt
-        WHERE s.state = 'enqueued' AND s.step_type = 'wait' AND s.wake_at IS NULL
+        WHERE tasker_sent(s) AND s.step_type = 'wait'
         ORDER BY s.id FOR UPDATE OF s
     LOOP
         CASE w.wait->>'kind'

@@ -7,7 +7,8 @@
 -- [{steps, edges}] (tasker_insert_tasks), one per template: a thousand tasks of one template
 -- carry their steps' columns once}.
 --
--- Root steps start `enqueued` and their messages are returned for publishing — unless their
+-- Root steps start `enqueued` and their messages are returned for publishing (the roots the
+-- orchestrator holds, waits and children, are sorted out by tasker_hold) — unless their
 -- task starts later (its run_at in the future): then it is `scheduled`, every step waits
 -- `pending`, and tasker_start_tasks starts it when its time comes. A root with limits waits
 -- `pending` and claims them here (tasker_dispatch). A repeated idempotency key creates nothing
@@ -21,7 +22,7 @@
 --
 -- Returns {tasks: [one per task, in order: {created: true, task_id} | {created: false,
 -- task_id, template_id, context} (its key's task) | {created: false, parent_gone: true}],
--- dispatch: [StepMessage], deferred?, throttled?, waited?}.
+-- dispatch: [StepMessage], deferred?, throttled?, waited?, waits?, children?}.
 CREATE OR REPLACE FUNCTION tasker_create_tasks(batch jsonb)
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
@@ -30,6 +31,8 @@ DECLARE
     live uuid[] := '{}';
     children boolean := jsonb_path_exists(batch, '$.tasks[*] ? (@.parent_step != null)');
     made record;
+    held record;
+    out jsonb;
     claimed jsonb;
     answer jsonb;
 BEGIN
@@ -74,14 +77,23 @@ BEGIN
           AND NOT has_children;
     END IF;
 
+    SELECT * INTO held FROM tasker_hold(made.roots);
+    out := jsonb_build_object('tasks', answer, 'dispatch', tasker_step_messages(held.sent));
     IF cardinality(made.limited) > 0 THEN
         claimed := tasker_dispatch(made.limited);
-        RETURN jsonb_build_object('tasks', answer,
-                                  'dispatch', tasker_step_messages(made.roots)
-                                              || (claimed->'messages'),
-                                  'deferred', claimed->'deferred',
-                                  'throttled', claimed->'throttled', 'waited', claimed->'waited');
+        out := out || jsonb_build_object('deferred', claimed->'deferred',
+                                         'throttled', claimed->'throttled',
+                                         'waited', claimed->'waited')
+               || jsonb_build_object('dispatch', (out->'dispatch') || (claimed->'messages'));
+        held.waits := held.waits || COALESCE(claimed->'waits', '[]');
+        held.children := held.children || COALESCE(claimed->'children', '[]');
     END IF;
-    RETURN jsonb_build_object('tasks', answer, 'dispatch', tasker_step_messages(made.roots));
+    IF held.waits <> '[]' THEN
+        out := out || jsonb_build_object('waits', held.waits);
+    END IF;
+    IF held.children <> '[]' THEN
+        out := out || jsonb_build_object('children', held.children);
+    END IF;
+    RETURN out;
 END
 $$;

@@ -43,9 +43,9 @@ BEGIN
             'signal', to_jsonb(sig), 'wake', '[]'::jsonb);
     END IF;
     WITH first AS (
-        SELECT id FROM steps
-        WHERE task_id = v_task AND step_type = 'wait' AND state = 'enqueued'
-          AND wake_at IS NOT NULL AND wait->>'signal' = v_name
+        SELECT id FROM steps w
+        WHERE task_id = v_task AND step_type = 'wait' AND tasker_held(w)
+          AND wait->>'signal' = v_name
         ORDER BY dispatched_at, id LIMIT 1
     )
     UPDATE steps s SET wake_at = LEAST(s.wake_at, clock_timestamp())

@@ -1,4 +1,5 @@
--- Self-contained step messages (the JSON form of tasker_shared::StepMessage) for enqueued steps.
+-- Self-contained step messages (the JSON form of tasker_shared::StepMessage) for enqueued steps
+-- sent to workers.
 -- A context larger than the session's `tasker.inline_max_bytes` (as JSON text), and parent
 -- results more numerous than `tasker.inline_max_parents` or larger than that, are left
 -- out and flagged: the worker core fetches them from the orchestrator, so no message grows
@@ -53,6 +54,8 @@ BEGIN
                      END AS results
               OFFSET 0) q
     ) r
-    WHERE s.state = 'enqueued');
+    -- Never a step the orchestrator holds (tasker_hold sorts them out before): no worker's
+    -- queue ever gets a wait or a child step.
+    WHERE s.state = 'enqueued' AND s.step_type NOT IN ('wait', 'child'));
 END
 $$;

@@ -24,7 +24,7 @@ BEGIN
         SELECT s.id, s.task_id, s.attempt, s.wait, s.dispatched_at, s.child_task_id,
                CASE WHEN s.step_type = 'child' THEN 'child' ELSE s.wait->>'kind' END AS kind
         FROM steps s
-        WHERE s.state = 'enqueued' AND s.wake_at IS NOT NULL AND s.wake_at <= now_
+        WHERE tasker_held(s) AND s.wake_at <= now_
         ORDER BY s.wake_at LIMIT lim
         FOR UPDATE OF s SKIP LOCKED
     LOOP

@@ -1,19 +1,20 @@
-//! Child workflows: the "publication" of a child step is the start of its child task. The
-//! executor hands this module the child steps a commit dispatched; each child is created with
-//! the idempotency key `child:<step>:<attempt>` and linked to its step in one transaction
-//! (`tasker_create_task`), so a crash before that commit leaves the step to the sweeper, which
-//! re-publishes it and so starts it again, and a crash after it finds the same child: exactly
-//! one child per attempt. The child's end wakes the step (`tasker_task_ended`), and the timer
+//! Child workflows: the orchestrator holds a child step (`tasker_hold`) and starts its child
+//! task instead of sending it to a worker. The executor hands this module the child steps a
+//! commit dispatched ([`ChildStep`]); each child is created with the idempotency key
+//! `child:<step>:<attempt>` and linked to its step in one transaction (`tasker_create_tasks`),
+//! so a crash before that commit leaves the step to the sweeper, which dispatches it again and
+//! so starts it again, and a crash after it finds the same child: exactly one child per
+//! attempt. The child's end wakes the step (`tasker_task_ended`), and the timer
 //! completes or fails it (`tasker_wake`).
 
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use tasker_shared::StepResult;
 use tasker_shared::compose::ParentCancel;
 use tasker_shared::flow::Priority;
-use tasker_shared::{StepMessage, StepResult};
 
-use crate::effects::Effects;
+use crate::effects::{ChildStep, Effects};
 use crate::metrics as m;
 use crate::reach::Reach;
 use crate::shared::Shared;
@@ -31,10 +32,10 @@ fn refuse<T>(code: &'static str, message: String) -> Result<T, Refusal> {
 
 /// Starts the children of child steps just dispatched. Returns what those starts left to do
 /// (the children's root steps) and the steps that cannot start a child, failed for good.
-pub async fn start(shared: &Shared, steps: &[&StepMessage]) -> (Effects, Vec<StepResult>) {
+pub async fn start(shared: &Shared, steps: &[ChildStep]) -> (Effects, Vec<StepResult>) {
     let ids: Vec<(Uuid, i32)> = steps
         .iter()
-        .map(|m| (m.step_id, m.attempt as i32))
+        .map(|c| (c.step_id, c.attempt as i32))
         .collect();
     let mut effects = Effects::default();
     let mut failures = Vec::new();

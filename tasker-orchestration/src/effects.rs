@@ -23,10 +23,14 @@ pub struct Effects {
     pub retries: Vec<(Uuid, Duration)>,
     /// Throttled steps now enqueued: how long each waited (seconds), by what held it.
     pub throttle_waits: Vec<(String, f64)>,
-    /// Timers kept in the database (a wait step's wake, a task's start, a signal that
-    /// arrived, a throttled step's reserved start) that come due after these delays: look at
-    /// them then.
-    pub wakes: Vec<Duration>,
+    /// Timers kept in the database (a task's start, a signal that arrived, a throttled step's
+    /// reserved start) that come due after these delays: ring the alarm then.
+    pub alarms: Vec<Duration>,
+    /// Wait steps whose wait began in this commit: when each one's wake comes (the alarm is
+    /// rung then, and `tasker_wake` resolves the step).
+    pub waits: Vec<Duration>,
+    /// Child steps dispatched in this commit, held by the orchestrator: start their children.
+    pub children: Vec<ChildStep>,
     /// Tasks that reached a terminal state, to announce.
     pub finished: Vec<(Uuid, TaskState)>,
     /// Results applied by this operation, if it applied any.
@@ -37,6 +41,13 @@ pub struct Effects {
     pub timed_out: usize,
     /// Steps the sweeper published again.
     pub republished: usize,
+}
+
+/// A child step to start its child task for: the attempt it was dispatched at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+pub struct ChildStep {
+    pub step_id: Uuid,
+    pub attempt: u32,
 }
 
 /// Results of one applied batch.
@@ -69,7 +80,9 @@ impl Effects {
         self.deferred.extend(other.deferred);
         self.retries.extend(other.retries);
         self.throttle_waits.extend(other.throttle_waits);
-        self.wakes.extend(other.wakes);
+        self.alarms.extend(other.alarms);
+        self.waits.extend(other.waits);
+        self.children.extend(other.children);
         self.finished.extend(other.finished);
         if let Some(r) = other.results {
             let mine = self.results.get_or_insert_with(ResultCounts::default);

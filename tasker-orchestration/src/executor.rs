@@ -1,7 +1,8 @@
 //! The one place that carries out what a committed operation left to do ([`Effects`]):
-//! publishes the steps it made ready, arms retry timers, announces finished tasks and counts
-//! metrics. Nothing else publishes, arms or announces, so the after-commit path cannot drift
-//! between callers (the API, the result processor, the sweeper, retry timers).
+//! publishes the steps it made ready, starts the children of child steps, rings the alarm for
+//! waits, arms retry timers, announces finished tasks and counts metrics. Nothing else
+//! publishes, arms or announces, so the after-commit path cannot drift between callers (the
+//! API, the result processor, the sweeper, retry timers).
 
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use uuid::Uuid;
 use tasker_shared::{StepMessage, StepResult};
 
 use crate::dispatcher::Refused;
-use crate::effects::{Effects, ResultCounts};
+use crate::effects::{ChildStep, Effects, ResultCounts};
 use crate::events::Event;
 use crate::metrics as m;
 use crate::shared::Shared;
@@ -23,18 +24,20 @@ pub async fn execute(shared: &Shared, effects: Effects) {
         deferred,
         retries,
         throttle_waits,
-        wakes,
+        alarms,
+        waits,
+        children,
         finished,
         results,
         created,
         timed_out,
         republished,
     } = effects;
-    publish(shared, &dispatch).await;
+    send(shared, &dispatch).await;
     drop(dispatch);
     for (i, page) in deferred.chunks(DEFERRED_PAGE).enumerate() {
         match shared.store.step_messages(page).await {
-            Ok(messages) => publish(shared, &messages).await,
+            Ok(messages) => send(shared, &messages).await,
             Err(e) => {
                 let rest = &deferred[i * DEFERRED_PAGE..];
                 tracing::warn!(error = %e, steps = rest.len(),
@@ -49,7 +52,8 @@ pub async fn execute(shared: &Shared, effects: Effects) {
     for (step_id, delay) in retries {
         schedule_retry(shared, step_id, delay);
     }
-    for delay in wakes {
+    hold(shared, waits, children).await;
+    for delay in alarms {
         shared.alarm.arm(delay);
     }
     for (kind, seconds) in throttle_waits {
@@ -105,35 +109,6 @@ pub async fn execute(shared: &Shared, effects: Effects) {
 /// Steps whose messages are built per query when a dispatch is deferred.
 const DEFERRED_PAGE: usize = 512;
 
-/// Publishes step messages; those too large to send fail their steps. The steps the
-/// orchestrator holds itself are not sent: a wait step's wait begins in the database and the
-/// alarm is armed for its wake; a child step starts its child task.
-async fn publish(shared: &Shared, messages: &[StepMessage]) {
-    use tasker_shared::{compose::CHILD_HANDLER, time::WAIT_HANDLER};
-    let held = |m: &StepMessage| m.handler == WAIT_HANDLER || m.handler == CHILD_HANDLER;
-    if messages.iter().any(held) {
-        let (waits, children): (Vec<&StepMessage>, Vec<&StepMessage>) = messages
-            .iter()
-            .filter(|m| held(m))
-            .partition(|m| m.handler == WAIT_HANDLER);
-        if !waits.is_empty() {
-            begin_waits(shared, &waits).await;
-        }
-        if !children.is_empty() {
-            // Boxed: a child's own root steps are published by the same path.
-            let (effects, failures) = crate::children::start(shared, &children).await;
-            Box::pin(execute(shared, effects)).await;
-            Box::pin(fail_steps(shared, failures)).await;
-        }
-        let sends: Vec<StepMessage> = messages.iter().filter(|m| !held(m)).cloned().collect();
-        if !sends.is_empty() {
-            Box::pin(send(shared, &sends)).await;
-        }
-        return;
-    }
-    send(shared, messages).await;
-}
-
 /// Sends step messages to the workers' queues; those too large to send fail their steps.
 async fn send(shared: &Shared, messages: &[StepMessage]) {
     let refused = shared.dispatcher.publish(messages).await;
@@ -144,24 +119,21 @@ async fn send(shared: &Shared, messages: &[StepMessage]) {
     }
 }
 
-/// Begins the waits of wait steps just dispatched and arms the alarm for their wakes. If the
-/// database cannot be reached, the steps go to the sweeper, which dispatches them again.
-async fn begin_waits(shared: &Shared, waits: &[&StepMessage]) {
-    let steps: Vec<(Uuid, u32)> = waits.iter().map(|m| (m.step_id, m.attempt)).collect();
-    match shared.store.begin_waits(&steps).await {
-        Ok(begun) => {
-            ::metrics::counter!(m::WAITS_STARTED.name).increment(begun.len() as u64);
-            for (_, delay) in begun {
-                shared.alarm.arm(delay);
-            }
+/// The steps the orchestrator holds itself (`tasker_hold`): a wait began with its commit, so
+/// only its wake is left to ring; a child step starts its child task, whose own root steps go
+/// out by this same path.
+async fn hold(shared: &Shared, waits: Vec<Duration>, children: Vec<ChildStep>) {
+    if !waits.is_empty() {
+        ::metrics::counter!(m::WAITS_STARTED.name).increment(waits.len() as u64);
+        for delay in waits {
+            shared.alarm.arm(delay);
         }
-        Err(e) => {
-            tracing::warn!(error = %e, steps = steps.len(), "cannot begin waits; handing them to the sweeper");
-            let ids: Vec<Uuid> = steps.iter().map(|s| s.0).collect();
-            if let Err(e) = shared.store.release_steps(&ids).await {
-                tracing::error!(error = %e, "cannot hand wait steps to the sweeper");
-            }
-        }
+    }
+    if !children.is_empty() {
+        // Boxed: starting children has effects of its own.
+        let (effects, failures) = crate::children::start(shared, &children).await;
+        Box::pin(execute(shared, effects)).await;
+        Box::pin(fail_steps(shared, failures)).await;
     }
 }
 

@@ -53,7 +53,7 @@ pub async fn fire_due(shared: &Shared) -> Result<Effects, store::Error> {
     if let Some((next, now)) = soonest {
         // A fire still behind (catching up) comes at the pace, not at once.
         effects
-            .wakes
+            .alarms
             .push((next - now).to_std().unwrap_or(CATCH_UP_PACE));
     }
     Ok(effects)

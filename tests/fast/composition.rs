@@ -311,8 +311,8 @@ async fn a_failed_child_fails_its_step_with_its_id_and_a_retry_starts_a_new_one(
 
 /// The crash points of a child's start, replayed in process: the orchestrator that dispatched
 /// the child step stopped before starting the child (its effects are dropped), and — once the
-/// sweeper started it — the step is published again as after a crash past the commit, and its
-/// start is repeated with the same key. One child either way.
+/// sweeper started it — the step is handed to the executor again as after a crash past the
+/// commit, and its start is repeated with the same key. One child either way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_start_repeated_before_or_after_its_commit_makes_one_child() -> anyhow::Result<()> {
     let mut env = env().await?;
@@ -355,11 +355,14 @@ async fn a_start_repeated_before_or_after_its_commit_makes_one_child() -> anyhow
     // The sweeper publishes the step again past the visibility timeout: the child starts.
     let parent_task = o.wait(parent).await?;
     assert_eq!(parent_task.state, "complete", "{parent_task:?}");
-    // After the commit: the step's message published again, and the start itself repeated.
+    // After the commit: the step handed to the executor again, and the start itself repeated.
     tasker_orchestration::executor::execute(
         shared,
         tasker_orchestration::effects::Effects {
-            deferred: vec![step.id],
+            children: vec![tasker_orchestration::effects::ChildStep {
+                step_id: step.id,
+                attempt: 1,
+            }],
             ..Default::default()
         },
     )

@@ -1,7 +1,11 @@
 //! Storage functions checked against their Rust reference.
 
-use tasker::TestEnv;
-use tasker_orchestration::store::Store;
+use std::time::Duration;
+
+use serde_json::json;
+
+use tasker::{TestEnv, repo_root, templates};
+use tasker_orchestration::store::{NewTask, Store};
 use tasker_shared::{Backoff, RetryPolicy};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -123,5 +127,104 @@ async fn the_engine_sql_is_applied_once_per_change_and_never_downgraded() -> any
         "downgraded by an older release"
     );
     store.pool().close().await;
+    env.cleanup().await
+}
+
+/// A root wait, a root child step and a root step for a worker.
+const HELD: &str = "namespace: rust_examples
+name: held
+version: '1'
+steps:
+  - name: nap
+    wait: {sleep: 1h}
+  - name: kid
+    child: {template: family_grandchild}
+  - name: work
+    handler: held_work
+";
+
+/// The steps the orchestrator holds are sorted out in the transaction that dispatches them
+/// (`tasker_hold`): when the creation commits, the wait step's wait has begun and the child
+/// step comes back as a child to start; neither is ever a message for a worker's queue.
+/// Starting the child then holds its step too (`tasker_held`: in flight, with a wake time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_steps_are_sorted_out_in_the_transaction_that_dispatches_them() -> anyhow::Result<()> {
+    let mut env = TestEnv::new().await?;
+    env.config.orchestrator.templates = vec![
+        templates("rust"),
+        repo_root().join("tests/fixtures/task_templates/composition"),
+    ];
+    let o = env.orchestrator().await?;
+    o.client
+        .register_template(HELD, Some("held.yaml"), None)
+        .await?;
+    let shared = &o.shared;
+    let entry = shared
+        .catalog
+        .get("rust_examples", "held", None)
+        .await?
+        .expect("held");
+    let created = shared
+        .store
+        .create_task(NewTask {
+            template_id: entry.id,
+            template: &entry.loaded,
+            // What the child's template requires (its context is its parent's).
+            context: json!({"value": 5, "sleep_ms": 0}),
+            idempotency_key: None,
+            run_at: None,
+            children: shared.catalog.pin_children(&entry.loaded).await?,
+            parent: None,
+            priority: Default::default(),
+            token_id: None,
+        })
+        .await?;
+    let task = created.task_id;
+    let e = &created.effects;
+    let sent: Vec<&str> = e.dispatch.iter().map(|m| m.step_name.as_str()).collect();
+    assert_eq!(sent, ["work"], "only the worker's step is a message");
+    assert!(e.deferred.is_empty());
+    assert_eq!(e.waits.len(), 1, "{:?}", e.waits);
+    assert!(
+        e.waits[0] > Duration::from_secs(3500),
+        "the nap wakes in an hour: {:?}",
+        e.waits[0]
+    );
+    let rows = |db: sqlx::PgPool| async move {
+        let rows: Vec<(String, bool, bool)> = sqlx::query_as(
+            "SELECT name, tasker_held(s), tasker_sent(s) FROM steps s
+             WHERE task_id = $1 ORDER BY name",
+        )
+        .bind(task)
+        .fetch_all(&db)
+        .await?;
+        anyhow::Ok(rows)
+    };
+    let db = shared.store.pool().clone();
+    let own = |name: &str, held: bool| (name.to_owned(), held, !held);
+    assert_eq!(
+        rows(db.clone()).await?,
+        [own("kid", false), own("nap", true), own("work", false)],
+        "the wait began with the commit; the child step waits for its start"
+    );
+    let kid: uuid::Uuid =
+        sqlx::query_scalar("SELECT id FROM steps WHERE task_id = $1 AND name = 'kid'")
+            .bind(task)
+            .fetch_one(&db)
+            .await?;
+    assert_eq!(
+        e.children,
+        [tasker_orchestration::effects::ChildStep {
+            step_id: kid,
+            attempt: 1
+        }]
+    );
+    tasker_orchestration::executor::execute(shared, created.effects).await;
+    assert_eq!(
+        rows(db.clone()).await?,
+        [own("kid", true), own("nap", true), own("work", false)],
+        "the child started: its step is held until the child ends"
+    );
+    o.stop().await;
     env.cleanup().await
 }

@@ -391,11 +391,9 @@ async fn ten_thousand_sleeping_tasks_cost_an_idle_orchestrator_one_indexed_query
             .create_task(&CreateTask::new("timed", "hour"))
             .await?;
     }
-    let sleeping: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM steps WHERE state = 'enqueued' AND wake_at IS NOT NULL",
-    )
-    .fetch_one(&pool)
-    .await?;
+    let sleeping: i64 = sqlx::query_scalar("SELECT count(*) FROM steps s WHERE tasker_held(s)")
+        .fetch_one(&pool)
+        .await?;
     assert_eq!(sleeping, 10_000);
     sqlx::query("ANALYZE steps").execute(&pool).await?;
     // Rows read from the steps table by sequential scans, and from each partial index of
@@ -427,7 +425,7 @@ async fn ten_thousand_sleeping_tasks_cost_an_idle_orchestrator_one_indexed_query
     let after = read(pool.clone()).await?;
     let plan: Vec<String> = sqlx::query_scalar(
         "EXPLAIN (ANALYZE, COSTS OFF)
-         SELECT id FROM steps WHERE state = 'enqueued' AND wake_at IS NOT NULL
+         SELECT id FROM steps s WHERE tasker_held(s)
            AND wake_at <= now() ORDER BY wake_at LIMIT 500",
     )
     .fetch_all(&pool)

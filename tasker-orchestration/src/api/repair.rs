@@ -190,7 +190,7 @@ async fn repair(
             // after, a fast worker could have finished them already. Publishing happens either
             // way, even if the read fails.
             let task = fetch_task(shared, id).await;
-            executor::execute(shared, effects).await;
+            executor::execute(shared, *effects).await;
             Ok(Json(task?))
         }
         Repaired::Refused { code, message } => Err(refusal(&code, message)),

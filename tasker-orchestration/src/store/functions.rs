@@ -8,11 +8,12 @@ use super::{Error, Result};
 
 /// In dependency order: a function is created after the functions it calls in SQL-language
 /// bodies (PL/pgSQL bodies are resolved at call time, but keeping one order is simplest).
-pub(super) const FUNCTIONS: [(&str, &str); 48] = [
+pub(super) const FUNCTIONS: [(&str, &str); 50] = [
     (
         "tasker_retry_delay_ms",
         include_str!("../../sql/tasker_retry_delay_ms.sql"),
     ),
+    ("tasker_held", include_str!("../../sql/tasker_held.sql")),
     (
         "tasker_runnable",
         include_str!("../../sql/tasker_runnable.sql"),
@@ -38,6 +39,7 @@ pub(super) const FUNCTIONS: [(&str, &str); 48] = [
         include_str!("../../sql/tasker_claim_rate.sql"),
     ),
     ("tasker_claim", include_str!("../../sql/tasker_claim.sql")),
+    ("tasker_hold", include_str!("../../sql/tasker_hold.sql")),
     (
         "tasker_dispatched",
         include_str!("../../sql/tasker_dispatched.sql"),

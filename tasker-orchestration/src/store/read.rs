@@ -153,8 +153,7 @@ impl Store {
         let rows: Vec<Row> = sqlx::query_as(
             "WITH page AS (
                  SELECT id, name, handler, step_type,
-                        CASE WHEN wake_at IS NOT NULL AND state = 'enqueued' THEN 'waiting'
-                             ELSE state END AS state,
+                        CASE WHEN tasker_held(s) THEN 'waiting' ELSE state END AS state,
                         attempt,
                         attempt_base + max_attempts AS max_attempts, result, error,
                         worker, created_at, dispatched_at, started_at, finished_at, processed_at,
@@ -172,7 +171,7 @@ impl Store {
                         CASE WHEN state = 'throttled' THEN throttle END AS throttle, limits,
                         octet_length(COALESCE(result::text, '')) + octet_length(COALESCE(error::text, ''))
                             AS bytes
-                 FROM steps WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3
+                 FROM steps s WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3
              ), sized AS (
                  SELECT *, row_number() OVER w AS n, count(*) OVER () AS read,
                         COALESCE(sum(bytes) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING

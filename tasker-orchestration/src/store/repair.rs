@@ -24,7 +24,7 @@ pub struct Repair {
 #[derive(Debug)]
 pub enum Repaired {
     /// Committed: the steps to publish and the tasks that finished.
-    Done(Effects),
+    Done(Box<Effects>),
     /// Refused with a stable code (`task_not_found`, `task_not_failed`, `step_not_found`,
     /// `step_not_failed`, `invalid_result`); nothing changed.
     Refused { code: String, message: String },
@@ -69,10 +69,10 @@ impl Store {
                 code: refused,
                 message,
             },
-            Row::Done { dispatch, finished } => Repaired::Done(Effects {
+            Row::Done { dispatch, finished } => Repaired::Done(Box::new(Effects {
                 finished: finished.into_iter().map(|f| (f.task_id, f.state)).collect(),
                 ..dispatch.into()
-            }),
+            })),
         })
     }
 }

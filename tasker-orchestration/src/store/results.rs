@@ -12,16 +12,39 @@ use uuid::Uuid;
 use tasker_shared::{StepMessage, TaskState};
 
 use super::{Error, Result, Store, decode, retry_deadlocks};
-use crate::effects::{Effects, Rejected, ResultCounts};
+use crate::effects::{ChildStep, Effects, Rejected, ResultCounts};
 
-/// The JSON answer of `tasker_dispatch`: the first messages, and the steps whose messages are
-/// built page by page after the commit.
+/// The JSON answer of `tasker_dispatch` (`tasker_dispatched`): the first messages, the steps
+/// whose messages are built page by page after the commit, and the steps the orchestrator
+/// holds itself (`tasker_hold`).
 #[derive(serde::Deserialize)]
 pub(super) struct Dispatched {
     messages: Vec<StepMessage>,
     deferred: Vec<Uuid>,
     #[serde(flatten)]
     claimed: Claimed,
+    #[serde(flatten)]
+    pub(super) held: HeldSteps,
+}
+
+/// The steps of a dispatch that the orchestrator holds instead of sending (`tasker_hold`):
+/// waits begun in the dispatching transaction, and child steps whose children to start.
+#[derive(serde::Deserialize, Default)]
+pub(super) struct HeldSteps {
+    #[serde(default)]
+    waits: Vec<RetryRow>,
+    #[serde(default)]
+    children: Vec<ChildStep>,
+}
+
+impl HeldSteps {
+    /// Adds the held steps to `effects`: the waits' wakes and the children to start.
+    pub(super) fn into_effects(self, effects: &mut Effects) {
+        effects
+            .waits
+            .extend(self.waits.iter().map(|r| Duration::from_millis(r.delay_ms)));
+        effects.children.extend(self.children);
+    }
 }
 
 /// What claiming limits left (`tasker_claim`, through `tasker_dispatch`): the throttled steps
@@ -44,7 +67,7 @@ struct Waited {
 impl Claimed {
     /// The timed waits, as alarms to arm (the timers dispatch every throttled step due at
     /// once, `tasker_wake_throttled`).
-    pub(super) fn wakes(&self) -> Vec<Duration> {
+    pub(super) fn alarms(&self) -> Vec<Duration> {
         self.throttled
             .iter()
             .map(|r| Duration::from_millis(r.delay_ms))
@@ -62,13 +85,15 @@ impl Claimed {
 
 impl From<Dispatched> for Effects {
     fn from(d: Dispatched) -> Self {
-        Effects {
-            wakes: d.claimed.wakes(),
+        let mut effects = Effects {
+            alarms: d.claimed.alarms(),
             throttle_waits: d.claimed.waits(),
             dispatch: d.messages,
             deferred: d.deferred,
             ..Effects::default()
-        }
+        };
+        d.held.into_effects(&mut effects);
+        effects
     }
 }
 
@@ -228,34 +253,29 @@ pub(super) fn parse_applied(text: &str) -> Result<Effects> {
         function: "tasker_apply_results",
         source,
     })?;
-    Ok(Effects {
-        throttle_waits: row.dispatch.claimed.waits(),
-        retries: row
-            .retries
+    let mut effects = Effects::from(row.dispatch);
+    effects.retries = row
+        .retries
+        .into_iter()
+        .map(|r| (r.step_id, Duration::from_millis(r.delay_ms)))
+        .collect();
+    effects.finished = row
+        .finished
+        .into_iter()
+        .map(|f| (f.task_id, f.state))
+        .collect();
+    effects.results = Some(ResultCounts {
+        accepted: row.accepted,
+        ignored: row.ignored,
+        rejected: row
+            .rejected
             .into_iter()
-            .map(|r| (r.step_id, Duration::from_millis(r.delay_ms)))
+            .map(|r| Rejected {
+                index: r.i.saturating_sub(1),
+                code: r.code,
+                detail: r.detail,
+            })
             .collect(),
-        wakes: row.dispatch.claimed.wakes(),
-        dispatch: row.dispatch.messages,
-        deferred: row.dispatch.deferred,
-        finished: row
-            .finished
-            .into_iter()
-            .map(|f| (f.task_id, f.state))
-            .collect(),
-        results: Some(ResultCounts {
-            accepted: row.accepted,
-            ignored: row.ignored,
-            rejected: row
-                .rejected
-                .into_iter()
-                .map(|r| Rejected {
-                    index: r.i.saturating_sub(1),
-                    code: r.code,
-                    detail: r.detail,
-                })
-                .collect(),
-        }),
-        ..Effects::default()
-    })
+    });
+    Ok(effects)
 }

@@ -8,8 +8,9 @@ use serde_json::Value;
 use sqlx::FromRow;
 use uuid::Uuid;
 
-use tasker_shared::{StepMessage, StepResult};
+use tasker_shared::StepResult;
 
+use super::results::Dispatched;
 use super::{Result, Store, decode};
 use crate::effects::Effects;
 
@@ -30,8 +31,8 @@ impl Store {
     /// and the broker redelivers the steps of a worker that vanished.
     pub async fn overdue(&self, grace: Duration, limit: i64) -> Result<Vec<StepResult>> {
         let rows: Vec<OverdueRow> = sqlx::query_as(
-            "SELECT id, task_id, attempt, dispatched_at, queue_timeout_ms FROM steps
-             WHERE state = 'enqueued' AND wake_at IS NULL AND queue_timeout_ms IS NOT NULL
+            "SELECT id, task_id, attempt, dispatched_at, queue_timeout_ms FROM steps s
+             WHERE tasker_sent(s) AND queue_timeout_ms IS NOT NULL
                -- LEAST: a stored timeout beyond what templates allow (60 days in all) must not
                -- overflow the timestamp arithmetic and fail the sweep for everyone.
                AND dispatched_at < clock_timestamp() - make_interval(
@@ -88,9 +89,9 @@ impl Store {
             "UPDATE steps SET publish_count = publish_count + 1,
                               dispatched_by = tasker_orchestrator()
              WHERE id IN (SELECT s.id FROM steps s
-                          WHERE s.state = 'enqueued' AND s.publish_count = 1
-                            -- A wait step whose wait began is the orchestrators', not lost.
-                            AND s.wake_at IS NULL
+                          WHERE s.publish_count = 1
+                            -- A step held by the orchestrators (tasker_held) is not lost.
+                            AND tasker_sent(s)
                             -- now(): a bound the index can range over (clock_timestamp()
                             -- is volatile, so it would filter every step in flight instead).
                             AND s.dispatched_at < now() - make_interval(secs => $1)
@@ -106,17 +107,16 @@ impl Store {
         .bind(limit)
         .fetch_all(&mut *tx)
         .await?;
-        let messages: Value = sqlx::query_scalar("SELECT tasker_step_messages($1)")
+        // The steps it holds go where they belong (a wait begins, a child starts): what an
+        // older build dispatched without holding them, or a child whose start failed.
+        let dispatched: Value = sqlx::query_scalar("SELECT tasker_dispatched($1)")
             .bind(&ids)
             .fetch_one(&mut *tx)
             .await?;
         tx.commit().await?;
-        let dispatch: Vec<StepMessage> = decode("tasker_step_messages", messages)?;
-        Ok(Effects {
-            republished: dispatch.len(),
-            dispatch,
-            ..Effects::default()
-        })
+        let mut effects: Effects = decode::<Dispatched>("tasker_dispatched", dispatched)?.into();
+        effects.republished = ids.len();
+        Ok(effects)
     }
 
     /// Steps whose backoff has elapsed (the orchestrator that scheduled them may have died).

@@ -87,6 +87,9 @@ struct CreatedRows {
     claimed: super::results::Claimed,
     #[serde(default)]
     deferred: Vec<Uuid>,
+    /// Roots the orchestrator holds: waits begun, children to start.
+    #[serde(flatten)]
+    held: super::results::HeldSteps,
 }
 
 impl Store {
@@ -363,24 +366,25 @@ impl CreateBatch {
         }
         let now = chrono::Utc::now();
         let mut created = Vec::new();
-        let mut wakes = Vec::new();
+        let mut alarms = Vec::new();
         for (a, task) in rows.tasks.iter().zip(self.tasks) {
             if a.created {
                 // A task that starts later: look at the timers when its time comes.
-                wakes.extend(task.run_at.and_then(|at| (at - now).to_std().ok()));
+                alarms.extend(task.run_at.and_then(|at| (at - now).to_std().ok()));
                 created.push(task.namespace);
             }
         }
         // And when throttled roots may start.
-        wakes.extend(rows.claimed.wakes());
-        let effects = Effects {
+        alarms.extend(rows.claimed.alarms());
+        let mut effects = Effects {
             dispatch: rows.dispatch,
             deferred: rows.deferred,
             throttle_waits: rows.claimed.waits(),
             created,
-            wakes,
+            alarms,
             ..Effects::default()
         };
+        rows.held.into_effects(&mut effects);
         Ok((rows.tasks, effects))
     }
 }

@@ -3,8 +3,6 @@
 //! (`steps.wake_at`, `tasks.run_at`), so reading what is due is one indexed query however many
 //! steps sleep.
 
-use std::time::Duration;
-
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use uuid::Uuid;
@@ -81,36 +79,7 @@ struct Started {
     dispatch: Dispatched,
 }
 
-#[derive(serde::Deserialize)]
-struct Begun {
-    step_id: Uuid,
-    delay_ms: u64,
-}
-
 impl Store {
-    /// Starts the waits of wait steps just dispatched (`(step, attempt)`): the timers to arm.
-    pub async fn begin_waits(&self, steps: &[(Uuid, u32)]) -> Result<Vec<(Uuid, Duration)>> {
-        let (ids, attempts): (Vec<Uuid>, Vec<i32>) =
-            steps.iter().map(|&(id, a)| (id, a as i32)).unzip();
-        let mut conn = self.pool.acquire().await?;
-        let answer: Value = retry_deadlocks(&mut conn, |conn| {
-            let (ids, attempts) = (ids.clone(), attempts.clone());
-            Box::pin(async move {
-                Ok(sqlx::query_scalar("SELECT tasker_begin_waits($1, $2)")
-                    .bind(ids)
-                    .bind(attempts)
-                    .fetch_one(conn)
-                    .await?)
-            })
-        })
-        .await?;
-        let begun: Vec<Begun> = decode("tasker_begin_waits", answer)?;
-        Ok(begun
-            .into_iter()
-            .map(|b| (b.step_id, Duration::from_millis(b.delay_ms)))
-            .collect())
-    }
-
     /// Resolves up to `limit` wait steps whose time has come; returns what that leaves to do
     /// and how many were resolved.
     pub async fn wake(&self, limit: i64) -> Result<(Effects, usize)> {
@@ -235,7 +204,7 @@ impl Store {
     /// Steps waiting, and tasks scheduled, right now (for the gauges).
     pub async fn waiting_counts(&self) -> Result<(i64, i64)> {
         Ok(sqlx::query_as(
-            "SELECT (SELECT count(*) FROM steps WHERE state = 'enqueued' AND wake_at IS NOT NULL),
+            "SELECT (SELECT count(*) FROM steps s WHERE tasker_held(s)),
                     (SELECT count(*) FROM tasks WHERE state = 'scheduled')",
         )
         .fetch_one(&self.pool)
@@ -248,8 +217,7 @@ impl Store {
         Ok(sqlx::query_as(
             "SELECT COALESCE(s.namespace, t.namespace), s.handler, count(*)
              FROM steps s JOIN tasks t ON t.id = s.task_id
-             WHERE s.state = 'enqueued' AND s.wake_at IS NULL
-               AND s.step_type NOT IN ('wait', 'child')
+             WHERE tasker_sent(s) AND s.step_type NOT IN ('wait', 'child')
              GROUP BY 1, 2",
         )
         .fetch_all(&self.pool)
