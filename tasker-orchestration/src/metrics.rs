@@ -307,6 +307,20 @@ pub const ALL: [Metric; 50] = [
     SWEEPER_REPUBLISHED,
 ];
 
+/// The gauges counted from the database, whose values are the cluster's, not one
+/// orchestrator's: only the longest-running live orchestrator reports them (the others leave
+/// them out of `/metrics`), so a sum over every orchestrator's scrape reads the true value.
+pub const CLUSTER_GAUGES: [&str; 8] = [
+    STEPS_WAITING.name,
+    TASKS_SCHEDULED.name,
+    WORKERS_LIVE.name,
+    STEPS_ENQUEUED.name,
+    STEPS_UNSERVED.name,
+    TASKS_OPEN.name,
+    STEPS_THROTTLED.name,
+    SLOTS_IN_USE.name,
+];
+
 /// The process-wide handle; installs the recorder and describes every metric.
 pub fn handle() -> &'static PrometheusHandle {
     tasker_shared::metric::recorder(&ALL)

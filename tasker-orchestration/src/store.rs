@@ -159,6 +159,20 @@ impl Store {
         Ok(())
     }
 
+    /// Whether this orchestrator is the longest-running of those that heartbeat within `live`
+    /// (the one that reports the cluster's gauges).
+    pub async fn is_eldest(&self, live: Duration) -> Result<bool> {
+        Ok(sqlx::query_scalar(
+            "SELECT COALESCE((SELECT id FROM orchestrators
+                              WHERE heartbeat_at > clock_timestamp() - make_interval(secs => $2)
+                              ORDER BY started_at, id LIMIT 1) = $1, false)",
+        )
+        .bind(self.instance)
+        .bind(live.as_secs_f64())
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
     pub fn pool(&self) -> &PgPool {
         &self.pool
     }

@@ -1,10 +1,13 @@
 //! Two orchestrators and two workers on one database and broker: many tasks, submitted to both,
-//! each completes exactly once with the right result, and both orchestrators apply results.
+//! each completes exactly once with the right result, and both orchestrators apply results; the
+//! gauges counted from the database are reported by one of them.
 
 use std::time::Duration;
 
 use serde_json::json;
 use tasker::TestEnv;
+use tasker::scrape::sample;
+use tasker_client::CreateTask;
 use tasker_orchestration::events::Event;
 use tokio::sync::broadcast;
 
@@ -79,5 +82,61 @@ async fn two_orchestrators_complete_every_task_exactly_once() -> anyhow::Result<
     }
     a.stop().await;
     b.stop().await;
+    env.cleanup().await
+}
+
+/// With two orchestrators on one database, the gauges counted from it are reported by one of
+/// them only — the one that started first — so summing every orchestrator's scrape, as the
+/// Grafana dashboard's `sum by (…)` queries do, reads the true count, not twice it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cluster_gauges_are_reported_once_by_two_orchestrators() -> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    let first = env.orchestrator().await?;
+    let second = env.orchestrator().await?;
+    // No worker: each task's first step waits enqueued, each task stays running.
+    for i in 0..3 {
+        first
+            .client
+            .create_task(&CreateTask::new("rust_examples", "linear").context(json!({"value": i})))
+            .await?;
+    }
+    let mut pages = Vec::new();
+    for o in [&first, &second] {
+        pages.push(
+            reqwest::get(format!("{}/metrics", o.url()))
+                .await?
+                .text()
+                .await?,
+        );
+    }
+    let open = r#"tasker_tasks_open{namespace="rust_examples",state="running"}"#;
+    let enqueued = r#"tasker_steps_enqueued{namespace="rust_examples"}"#;
+    for series in [open, enqueued] {
+        let summed: f64 = pages.iter().filter_map(|p| sample(p, series)).sum();
+        assert_eq!(summed, 3.0, "{series}, summed over both scrapes");
+    }
+    for family in tasker_orchestration::metrics::CLUSTER_GAUGES {
+        assert!(!pages[1].contains(family), "the second leaves {family} out");
+    }
+    // Those with a series whatever the database holds (workers and slots have none here).
+    for family in [
+        "tasker_tasks_open",
+        "tasker_steps_enqueued",
+        "tasker_steps_unserved",
+        "tasker_steps_waiting",
+        "tasker_tasks_scheduled",
+        "tasker_steps_throttled",
+    ] {
+        let typed = format!("# TYPE {family} gauge");
+        assert!(pages[0].contains(&typed), "the first reports {family}");
+    }
+    // Everything else each reports for itself.
+    assert!(
+        pages[1].contains("tasker_tasks_created_total"),
+        "{}",
+        pages[1]
+    );
+    second.stop().await;
+    first.stop().await;
     env.cleanup().await
 }

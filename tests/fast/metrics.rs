@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use tasker::TestEnv;
+use tasker::scrape::sample;
 use tasker_client::CreateTask;
 
 #[test]
@@ -58,12 +59,6 @@ fn the_grafana_dashboard_queries_declared_metrics() -> anyhow::Result<()> {
         assert!(queried.contains(latency), "the dashboard shows {latency}");
     }
     Ok(())
-}
-
-/// The value of the sample `series` (`name{labels}`) in a Prometheus text `page`, if there.
-fn sample(page: &str, series: &str) -> Option<f64> {
-    page.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
 
 /// A completed task moves the end-to-end latency histogram of its template; its steps move the

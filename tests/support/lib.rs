@@ -667,6 +667,7 @@ pub fn worker_report(name: &str, handlers: &[&str]) -> tasker_shared::api::Worke
 }
 
 pub mod proxy;
+pub mod scrape;
 pub mod tokens;
 
 /// The polyglot pipeline's oracle (`tests/fixtures/task_templates/polyglot/pipeline.yaml`,

@@ -56,10 +56,32 @@ pub(super) async fn ready(State(shared): State<Shared>) -> (StatusCode, Json<Rea
     )
 }
 
+// The gauges counted from the database (`metrics::CLUSTER_GAUGES`) are reported by the
+// longest-running live orchestrator only, so the cluster's sum is their true value.
 /// Prometheus metrics (the text exposition format); open when `orchestrator.metrics_public`.
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain", body = String)))]
 pub(super) async fn metrics(State(shared): State<Shared>) -> String {
+    let live = std::time::Duration::from_millis(shared.config.orchestrator.visibility_timeout_ms);
+    let reports = match shared.store.is_eldest(live).await {
+        Ok(eldest) => eldest,
+        Err(e) => {
+            tracing::warn!(error = %e, "metrics: cannot tell which orchestrator reports the cluster's gauges");
+            false
+        }
+    };
+    if !reports {
+        return without_families(
+            &crate::metrics::handle().render(),
+            &crate::metrics::CLUSTER_GAUGES,
+        );
+    }
+    cluster_gauges(&shared).await;
+    crate::metrics::handle().render()
+}
+
+/// Counts the cluster's gauges from the database.
+async fn cluster_gauges(shared: &Shared) {
     // Gauges of timers read at the scrape (two counts on partial indexes), not at every tick.
     match shared.store.waiting_counts().await {
         Ok((waiting, scheduled)) => {
@@ -68,16 +90,35 @@ pub(super) async fn metrics(State(shared): State<Shared>) -> String {
         }
         Err(e) => tracing::warn!(error = %e, "metrics: cannot count waiting steps"),
     }
-    if let Err(e) = worker_gauges(&shared).await {
+    if let Err(e) = worker_gauges(shared).await {
         tracing::warn!(error = %e, "metrics: cannot count workers and unserved steps");
     }
-    if let Err(e) = task_gauges(&shared).await {
+    if let Err(e) = task_gauges(shared).await {
         tracing::warn!(error = %e, "metrics: cannot count open tasks");
     }
-    if let Err(e) = flow_gauges(&shared).await {
+    if let Err(e) = flow_gauges(shared).await {
         tracing::warn!(error = %e, "metrics: cannot count concurrency slots and throttled steps");
     }
-    crate::metrics::handle().render()
+}
+
+/// A Prometheus text page without the metric families named (their help, type and samples).
+fn without_families(page: &str, families: &[&str]) -> String {
+    let named = |line: &str| {
+        let name = line
+            .strip_prefix("# HELP ")
+            .or_else(|| line.strip_prefix("# TYPE "))
+            .unwrap_or(line);
+        families.iter().any(|f| {
+            name.strip_prefix(f)
+                .is_some_and(|rest| rest.starts_with([' ', '{']))
+        })
+    };
+    let mut out = String::with_capacity(page.len());
+    for line in page.lines().filter(|l| !named(l)) {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 /// One gauge's label values: (label name, value) pairs.
@@ -174,4 +215,21 @@ async fn flow_gauges(shared: &Shared) -> Result<(), crate::store::Error> {
             .collect(),
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_families;
+
+    #[test]
+    fn a_page_without_families_keeps_every_other_line() {
+        let page = "# HELP tasker_tasks_open Tasks.\n# TYPE tasker_tasks_open gauge\n\
+                    tasker_tasks_open{namespace=\"a\",state=\"running\"} 3\n\
+                    # HELP tasker_tasks_opened_total Other.\n\
+                    tasker_tasks_opened_total 1\ntasker_steps_waiting 2\n";
+        assert_eq!(
+            without_families(page, &["tasker_tasks_open", "tasker_steps_waiting"]),
+            "# HELP tasker_tasks_opened_total Other.\ntasker_tasks_opened_total 1\n"
+        );
+    }
 }
