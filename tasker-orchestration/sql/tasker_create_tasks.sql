@@ -88,12 +88,6 @@ BEGIN
         held.waits := held.waits || COALESCE(claimed->'waits', '[]');
         held.children := held.children || COALESCE(claimed->'children', '[]');
     END IF;
-    IF held.waits <> '[]' THEN
-        out := out || jsonb_build_object('waits', held.waits);
-    END IF;
-    IF held.children <> '[]' THEN
-        out := out || jsonb_build_object('children', held.children);
-    END IF;
-    RETURN out;
+    RETURN out || tasker_held_answer(held.waits, held.children);
 END
 $$;

@@ -17,12 +17,6 @@ BEGIN
     SELECT * INTO h FROM tasker_hold(enqueued);
     out := jsonb_build_object('messages', tasker_step_messages(h.sent[1:page]),
                               'deferred', COALESCE(to_jsonb(h.sent[page + 1:]), '[]'::jsonb));
-    IF h.waits <> '[]' THEN
-        out := out || jsonb_build_object('waits', h.waits);
-    END IF;
-    IF h.children <> '[]' THEN
-        out := out || jsonb_build_object('children', h.children);
-    END IF;
-    RETURN out;
+    RETURN out || tasker_held_answer(h.waits, h.children);
 END
 $$;

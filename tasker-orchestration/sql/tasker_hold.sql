@@ -37,3 +37,13 @@ BEGIN
     END IF;
 END
 $$;
+
+-- The held part of a dispatch's answer: `waits` and `children`, each only when not empty (most
+-- dispatches hold nothing, and their answers carry no more bytes for it).
+CREATE OR REPLACE FUNCTION tasker_held_answer(waits jsonb, children jsonb) RETURNS jsonb
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN COALESCE(jsonb_array_length(waits), 0) = 0 THEN '{}'::jsonb
+                ELSE jsonb_build_object('waits', waits) END
+           || CASE WHEN COALESCE(jsonb_array_length(children), 0) = 0 THEN '{}'::jsonb
+                   ELSE jsonb_build_object('children', children) END
+$$;
