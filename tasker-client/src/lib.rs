@@ -19,6 +19,7 @@ mod dead_letters;
 mod error;
 mod events;
 mod limits;
+mod operations;
 mod pages;
 mod retention;
 mod templates;
@@ -35,8 +36,9 @@ pub use client::{Client, ClientOptions, Registered, TaskQuery, install_crypto_pr
 pub use tasker_shared::api::{AuditEntry, AuditPage};
 pub use tasker_shared::api::{
     Backfilled, BatchCreated, BatchItem, BatchStatus, ConcurrencyLimit, CreateTask, DeadLetter,
-    DeadLetterInfo, DeadLetterPage, ParentResults, PurgeRequest, Purged, RateLimit, RepairNote,
-    RetentionPolicy, Schedule, ScheduleChanges, Signal, Step, StepPage, Task, TaskPage, Transition,
+    DeadLetterInfo, DeadLetterPage, Operation, OperationCount, OperationFilter, OperationList,
+    ParentResults, PurgeRequest, Purged, RateLimit, RepairNote, RetentionPolicy, Schedule,
+    ScheduleChanges, Signal, StartOperation, Step, StepPage, Task, TaskPage, Transition,
 };
 pub use tasker_shared::flow::Priority;
 pub use tasker_shared::time::{Overlap, ScheduleSpec};

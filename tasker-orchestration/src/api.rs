@@ -14,6 +14,9 @@
 //! | POST | /v1/tasks/{id}/retry | a task in error: run its failed step again |
 //! | POST | /v1/tasks/{id}/steps/{step}/retry | the same, naming the step (id or name) |
 //! | POST | /v1/tasks/{id}/steps/{step}/resolve | complete the failed step with a given `result` |
+//! | POST, GET | /v1/operations | retry, resolve or cancel every task a filter matches (`dry_run`: count them); list operations |
+//! | GET | /v1/operations/{id} | one, with its progress |
+//! | POST | /v1/operations/{id}/cancel | stop it: the tasks not reached yet are left as they are |
 //! | GET | /v1/dead-letters | messages no one could process, newest first (`limit`, `before`) |
 //! | GET | /v1/dead-letters/{id} | one, with its reason, headers and body |
 //! | POST | /v1/dead-letters/{id}/replay | publish it again to the queue it came from |
@@ -54,6 +57,7 @@ mod guard;
 mod limits;
 mod live;
 mod middleware;
+mod operations;
 mod ops;
 mod per_token;
 mod repair;
@@ -161,6 +165,9 @@ fn routes() -> OpenApiRouter<Shared> {
         .routes(routes!(repair::retry_task))
         .routes(routes!(repair::retry_step))
         .routes(routes!(repair::resolve_step))
+        .routes(routes!(operations::start, operations::list))
+        .routes(routes!(operations::show))
+        .routes(routes!(operations::cancel))
         .routes(routes!(templates::register, templates::list))
         .routes(routes!(templates::show))
         .routes(routes!(dead_letters::list))

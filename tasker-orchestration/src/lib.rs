@@ -20,6 +20,7 @@ pub mod executor;
 mod latency;
 pub mod live;
 pub mod metrics;
+mod operations;
 pub mod reach;
 mod recent;
 mod results;
@@ -172,6 +173,7 @@ impl Orchestrator {
         tasks.spawn(sweeper::run(shared.clone(), cancel.clone()));
         tasks.spawn(timers::run(shared.clone(), cancel.clone()));
         tasks.spawn(retention::run(shared.clone(), cancel.clone()));
+        tasks.spawn(operations::run(shared.clone(), cancel.clone()));
         tasks.spawn(shared.live.clone().run(
             shared.store.clone(),
             shared.events.clone(),

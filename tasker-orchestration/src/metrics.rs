@@ -221,6 +221,16 @@ pub const PURGE_BATCH: Metric = seconds(
     "tasker_purge_batch_seconds",
     "How long one purge transaction took (a batch of at most retention.batch tasks).",
 );
+pub const OPERATION_TASKS: Metric = counter(
+    "tasker_operation_tasks_total",
+    "Tasks operations by filter (POST /v1/operations) reached, by action and outcome: acted \
+     (retried, resolved, cancelled) or skipped (no longer in a state the action takes, purged, \
+     or outside the token's namespaces).",
+);
+pub const OPERATION_BATCH: Metric = seconds(
+    "tasker_operation_batch_seconds",
+    "How long one batch of an operation by filter took (at most operations.batch tasks).",
+);
 pub const TASKS_BATCH_CREATED: Metric = batch_size(
     "tasker_task_batch_size",
     "Items per bulk creation request (POST /v1/tasks:batch).",
@@ -254,7 +264,7 @@ pub const AUDIT_DROPPED: Metric = counter(
 );
 
 /// Every metric above, described to the recorder at start-up.
-pub const ALL: [Metric; 50] = [
+pub const ALL: [Metric; 52] = [
     BOUNDS_REFUSED,
     AUDIT_ROWS,
     AUDIT_DROPPED,
@@ -267,6 +277,8 @@ pub const ALL: [Metric; 50] = [
     PURGED_ROWS,
     PURGED_BYTES,
     PURGE_BATCH,
+    OPERATION_TASKS,
+    OPERATION_BATCH,
     TASKS_BATCH_CREATED,
     THROTTLED_WOKEN,
     THROTTLE_WAIT,

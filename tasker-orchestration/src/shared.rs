@@ -43,6 +43,8 @@ pub struct Shared {
     pub latency: TaskLatency,
     /// Writes the audit log (`crate::audit`).
     pub audit: Audit,
+    /// Wakes this orchestrator's operations loop (`crate::operations`): one was started.
+    pub operations: Arc<tokio::sync::Notify>,
     broker_up: Arc<watch::Sender<bool>>,
 }
 
@@ -53,6 +55,7 @@ impl Shared {
             alarm: Alarm::new(shutdown.clone()),
             latency: TaskLatency::start(store.clone(), shutdown.clone()),
             audit: Audit::start(store.clone()),
+            operations: Arc::new(tokio::sync::Notify::new()),
             dispatcher: Dispatcher::new(&config.queue_prefix, &config.orchestrator),
             senders: Arc::new(Senders::new(&tasker_broker::user_of(&config.amqp_url))),
             live: Arc::new(Live::new(&config.orchestrator)),

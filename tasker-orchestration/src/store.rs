@@ -21,6 +21,7 @@ mod flow;
 mod functions;
 #[cfg(test)]
 mod migrations_lock;
+mod operations;
 mod read;
 mod repair;
 mod results;
@@ -39,6 +40,7 @@ pub use dead_letters::{DeadLetter, DeadLetterView, NewDeadLetter};
 pub use error::{Error, Result};
 pub use flow::Drift;
 pub use functions::{Applied, apply_engine, engine};
+pub use operations::{Batch, Claimed, NewOperation, Started};
 pub use read::{StepView, TaskFilter, TaskView};
 pub use repair::{Repair, Repaired};
 pub use results::Held;

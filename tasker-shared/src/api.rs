@@ -10,6 +10,7 @@ mod batch;
 mod dead_letters;
 mod errors;
 mod limits;
+mod operations;
 mod ops;
 mod retention;
 mod schedules;
@@ -26,6 +27,7 @@ pub use errors::{ERROR_CODES, ErrorBody, ErrorDetail};
 pub use limits::{
     ConcurrencyLimit, ConcurrencyLimitList, PauseRateLimit, RateLimit, RateLimitList,
 };
+pub use operations::{Operation, OperationCount, OperationFilter, OperationList, StartOperation};
 pub use ops::Readiness;
 pub use retention::{PurgeRequest, Purged, RetentionPolicy};
 pub use schedules::{Backfill, Backfilled, PauseSchedule, Schedule, ScheduleChanges, ScheduleList};

@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 
 mod bounds;
 mod host;
+mod operations;
 mod retention;
 mod worker;
 
 pub use host::{host_name, process_name, require_tls_off_loopback};
+pub use operations::OperationsConfig;
 pub use retention::{MIN_RETENTION, RetentionConfig};
 pub use worker::WorkerConfig;
 
@@ -35,6 +37,7 @@ pub struct Config {
     pub worker: WorkerConfig,
     pub telemetry: TelemetryConfig,
     pub retention: RetentionConfig,
+    pub operations: OperationsConfig,
     pub broker: BrokerConfig,
 }
 
@@ -243,6 +246,7 @@ impl Default for Config {
             worker: WorkerConfig::default(),
             telemetry: TelemetryConfig::default(),
             retention: RetentionConfig::default(),
+            operations: OperationsConfig::default(),
             broker: BrokerConfig::default(),
         }
     }
@@ -338,6 +342,7 @@ impl Config {
                             || key.starts_with("worker__")
                             || key.starts_with("telemetry__")
                             || key.starts_with("retention__")
+                            || key.starts_with("operations__")
                             || key.starts_with("broker__")
                     })
                     .split("__"),
@@ -390,6 +395,7 @@ impl Config {
             );
         }
         self.retention.validate()?;
+        self.operations.validate()?;
         if self.queue_prefix.is_empty()
             || !self
                 .queue_prefix

@@ -455,3 +455,6 @@ async fn the_cli_retries_resolves_and_shows_the_history() -> anyhow::Result<()> 
         && h.reason.as_deref() == Some("resolved")));
     cluster.shutdown().await
 }
+
+#[path = "repair/operations.rs"]
+mod operations;

@@ -412,6 +412,13 @@ impl RunningOrchestrator {
         KeptDeadLetters(self.shared.events.subscribe())
     }
 
+    /// Stops it as a SIGKILL would, without a graceful shutdown: its work is dropped where it
+    /// stands (open transactions roll back as their connections close).
+    pub async fn kill(self) {
+        self.handle.abort();
+        let _ = self.handle.await;
+    }
+
     /// Stops it and waits until it has.
     pub async fn stop(self) {
         self.cancel.cancel();

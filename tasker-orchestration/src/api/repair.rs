@@ -143,7 +143,14 @@ fn parse_retry(shared: &Shared, body: Result<Bytes, BytesRejection>) -> Result<R
 /// The body, which may be empty; `by` and `reason` bounded and free of control characters.
 fn parse(shared: &Shared, body: Result<Bytes, BytesRejection>) -> Result<RepairBody, Error> {
     let body: RepairBody = optional_json_body(shared, body)?;
-    for (field, value, max) in [("by", &body.by, 256), ("reason", &body.reason, 1_000)] {
+    check_note(body.by.as_deref(), body.reason.as_deref())?;
+    Ok(body)
+}
+
+/// Who asks (`by`, 1 to 256 characters) and why (`reason`, 1 to 1,000), none of them control
+/// characters; else 400 `invalid_json`.
+pub(super) fn check_note(by: Option<&str>, reason: Option<&str>) -> Result<(), Error> {
+    for (field, value, max) in [("by", by, 256), ("reason", reason, 1_000)] {
         if let Some(v) = value
             && (v.is_empty() || v.chars().count() > max || v.chars().any(char::is_control))
         {
@@ -153,7 +160,7 @@ fn parse(shared: &Shared, body: Result<Bytes, BytesRejection>) -> Result<RepairB
             ));
         }
     }
-    Ok(body)
+    Ok(())
 }
 
 /// A step named by id or by name; `404 task_not_found` / `step_not_found`.
@@ -199,7 +206,7 @@ async fn repair(
 
 /// Who repairs, as recorded: with tokens required, the token's name, after the `by` the
 /// request gave (`user:alice (token ci)`); without, the `by` given. At most 256 characters.
-fn actor(by: Option<String>, principal: Option<Principal>) -> Option<String> {
+pub(super) fn actor(by: Option<String>, principal: Option<Principal>) -> Option<String> {
     let actor = match (by, principal) {
         (Some(by), Some(p)) => format!("{by} (token {})", p.name),
         (None, Some(p)) => format!("token:{}", p.name),

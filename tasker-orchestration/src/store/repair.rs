@@ -36,18 +36,6 @@ impl Store {
     /// parents again. Returns what the repair leaves to do, or why it was refused (having
     /// changed nothing).
     pub async fn repair(&self, task_id: Uuid, repair: &Repair) -> Result<Repaired> {
-        #[derive(serde::Deserialize)]
-        #[serde(untagged)]
-        enum Row {
-            Refused {
-                refused: String,
-                message: String,
-            },
-            Done {
-                dispatch: Dispatched,
-                finished: Vec<FinishedRow>,
-            },
-        }
         let v: Value = retry_deadlocks(&mut *self.pool.acquire().await?, |conn| {
             let repair = repair.clone();
             Box::pin(async move {
@@ -64,15 +52,35 @@ impl Store {
             })
         })
         .await?;
-        Ok(match decode::<Row>("tasker_repair", v)? {
-            Row::Refused { refused, message } => Repaired::Refused {
+        Ok(decode::<Answer>("tasker_repair", v)?.into())
+    }
+}
+
+/// `tasker_repair`'s answer.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+pub(super) enum Answer {
+    Refused {
+        refused: String,
+        message: String,
+    },
+    Done {
+        dispatch: Dispatched,
+        finished: Vec<FinishedRow>,
+    },
+}
+
+impl From<Answer> for Repaired {
+    fn from(a: Answer) -> Self {
+        match a {
+            Answer::Refused { refused, message } => Repaired::Refused {
                 code: refused,
                 message,
             },
-            Row::Done { dispatch, finished } => Repaired::Done(Box::new(Effects {
+            Answer::Done { dispatch, finished } => Repaired::Done(Box::new(Effects {
                 finished: finished.into_iter().map(|f| (f.task_id, f.state)).collect(),
                 ..dispatch.into()
             })),
-        })
+        }
     }
 }

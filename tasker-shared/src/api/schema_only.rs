@@ -125,3 +125,22 @@ pub enum PurgeState {
     Error,
     Cancelled,
 }
+
+/// What an operation by filter does to each task it matched.
+#[derive(Debug, utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum OperationAction {
+    Retry,
+    Resolve,
+    Cancel,
+}
+
+/// Where an operation by filter stands.
+#[derive(Debug, utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum OperationState {
+    Running,
+    Complete,
+    Cancelled,
+    Failed,
+}

@@ -1,0 +1,220 @@
+//! Operations by filter: every failed task of a filter retried once, with the operation named in
+//! its history; a dry run's exact count; the tasks outside the filter untouched; an operation
+//! whose orchestrator is killed goes on elsewhere and still acts on each task once.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tasker::{RunningOrchestrator, TestEnv};
+use tasker_client::{CreateTask, OperationFilter, StartOperation};
+use uuid::Uuid;
+
+/// `n` tasks of `repairable` that end in error (their retry then completes them), with
+/// `marker` in their context; their ids, once all have failed.
+async fn failed(o: &RunningOrchestrator, n: usize, marker: &str) -> anyhow::Result<Vec<Uuid>> {
+    let tasks: Vec<CreateTask> = (0..n)
+        .map(|i| {
+            CreateTask::new("rust_examples", "repairable")
+                .context(json!({"value": i, "succeed_on_attempt": 3, "marker": marker}))
+        })
+        .collect();
+    let created = o.client.create_tasks(&tasks).await?;
+    let ids: Vec<Uuid> = created.results.iter().filter_map(|r| r.task_id).collect();
+    anyhow::ensure!(ids.len() == n, "not all created: {created:?}");
+    for id in &ids {
+        let task = o.wait(*id).await?;
+        anyhow::ensure!(task.state == "error", "{id} did not fail: {task:?}");
+    }
+    Ok(ids)
+}
+
+fn retry(marker: &str, reason: &str) -> StartOperation {
+    StartOperation {
+        action: "retry".into(),
+        filter: OperationFilter {
+            name: Some("repairable".into()),
+            context: Some(json!({"marker": marker})),
+            ..OperationFilter::default()
+        },
+        reason: Some(reason.into()),
+        by: Some("user:oncall".into()),
+        result: None,
+        dry_run: false,
+    }
+}
+
+/// How many of task `id`'s transitions name operation `op`, at the task's level.
+async fn named(o: &RunningOrchestrator, id: Uuid, op: Uuid) -> anyhow::Result<usize> {
+    let history = o.client.history(id).await?;
+    Ok(history
+        .iter()
+        .filter(|t| {
+            t.step.is_none()
+                && t.reason
+                    .as_deref()
+                    .is_some_and(|r| r.contains(&format!("operation {op}")))
+        })
+        .count())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operation_retries_every_failed_task_its_filter_matches_once() -> anyhow::Result<()> {
+    let cluster = tasker::Cluster::start().await?;
+    let o = &cluster.orchestrator;
+    let mine = failed(o, 12, "mine").await?;
+    let others = failed(o, 3, "others").await?;
+
+    let count = o.client.count_operation(&retry("mine", "dry")).await?;
+    assert_eq!(count.matched, 12);
+    assert_eq!(count.sample.len(), 10);
+    assert!(count.sample.iter().all(|id| mine.contains(id)));
+    assert_eq!(count.filter.state.as_deref(), Some("error"));
+    // A dry run starts nothing.
+    assert!(o.client.operations(None, None).await?.operations.is_empty());
+
+    let op = o
+        .client
+        .start_operation(&retry("mine", "upstream fixed"))
+        .await?;
+    assert_eq!((op.matched, op.action.as_str()), (12, "retry"));
+    let done = o
+        .client
+        .wait_operation(op.id, Duration::from_secs(30), |_| {})
+        .await?;
+    assert_eq!(
+        (done.state.as_str(), done.acted, done.skipped),
+        ("complete", 12, 0),
+        "{done:?}"
+    );
+    assert!(done.finished_at.is_some());
+    for id in &mine {
+        assert_eq!(o.wait(*id).await?.state, "complete", "{id}");
+        assert_eq!(named(o, *id, op.id).await?, 1, "{id}");
+        let history = o.client.history(*id).await?;
+        let by = history.iter().find_map(|t| t.by.clone());
+        assert_eq!(by.as_deref(), Some("user:oncall"), "{history:?}");
+        let reason = format!("retried: operation {}: upstream fixed", op.id);
+        assert!(
+            history.iter().any(|t| t.reason.as_deref() == Some(&reason)),
+            "{history:?}"
+        );
+    }
+    for id in &others {
+        assert_eq!(o.client.task(*id, None).await?.state, "error", "{id}");
+    }
+    // Nothing left to match: a second operation matches none and is complete at once.
+    let again = o.client.start_operation(&retry("mine", "again")).await?;
+    assert_eq!((again.matched, again.state.as_str()), (0, "complete"));
+    let listed = o.client.operations(None, None).await?.operations;
+    assert_eq!(
+        listed.iter().map(|o| o.id).collect::<Vec<_>>(),
+        [again.id, op.id]
+    );
+    cluster.shutdown().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_operations_are_refused_with_a_code_and_start_nothing() -> anyhow::Result<()> {
+    let cluster = tasker::Cluster::start().await?;
+    let o = &cluster.orchestrator;
+    for (body, code) in [
+        (json!({"action": "delete"}), "invalid_action"),
+        (
+            json!({"action": "retry", "filter": {"state": "running"}}),
+            "invalid_filter",
+        ),
+        (
+            json!({"action": "cancel", "filter": {"state": "error"}}),
+            "invalid_filter",
+        ),
+        (
+            json!({"action": "retry", "filter": {"context": [1]}}),
+            "invalid_filter",
+        ),
+        (
+            json!({"action": "retry", "filter": {"name": ""}}),
+            "invalid_filter",
+        ),
+        (
+            json!({"action": "retry", "filter": {"created_after": "2026-01-02T00:00:00Z",
+                                              "created_before": "2026-01-01T00:00:00Z"}}),
+            "invalid_filter",
+        ),
+        (json!({"action": "resolve"}), "missing_result"),
+        (json!({"action": "retry", "result": 1}), "invalid_json"),
+        (
+            json!({"action": "retry", "filter": {"colour": "red"}}),
+            "invalid_json",
+        ),
+        (json!({"action": "retry", "reason": ""}), "invalid_json"),
+    ] {
+        let resp = reqwest::Client::new()
+            .post(format!("{}/v1/operations", o.url()))
+            .json(&body)
+            .send()
+            .await?;
+        let status = resp.status();
+        let answer: Value = resp.json().await?;
+        assert_eq!(status, 400, "{body}: {answer}");
+        assert_eq!(answer["error"]["code"], code, "{body}: {answer}");
+    }
+    assert!(o.client.operations(None, None).await?.operations.is_empty());
+    let unknown = o.client.operation(Uuid::now_v7()).await.unwrap_err();
+    assert!(
+        matches!(&unknown, tasker_client::Error::Api { status: 404, code, .. }
+                 if code == "operation_not_found"),
+        "{unknown}"
+    );
+    cluster.shutdown().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operation_whose_orchestrator_is_killed_goes_on_elsewhere_acting_on_each_task_once()
+-> anyhow::Result<()> {
+    let mut env = TestEnv::new().await?;
+    // Two tasks a batch, resting 99 times as long as each batch took: slow enough to kill it
+    // half way.
+    env.config.operations.batch = 2;
+    env.config.operations.busy_percent = 1;
+    let first = env.orchestrator().await?;
+    env.config.worker.orchestrator_url = first.url();
+    let worker = env.rust_worker();
+    let ids = failed(&first, 10, "killed").await?;
+    let op = first
+        .client
+        .start_operation(&retry("killed", "after the outage"))
+        .await?;
+    assert_eq!(op.matched, 10);
+    let client = first.client.clone();
+    let halfway = first
+        .until(Duration::from_secs(30), "the first batches", || async {
+            let op = client.operation(op.id).await?;
+            Ok((op.acted >= 2).then_some(op))
+        })
+        .await?;
+    assert_eq!(halfway.state, "running", "{halfway:?}");
+    first.kill().await;
+
+    // Its lease runs out (made to at once here), and another orchestrator goes on.
+    sqlx::query("UPDATE operations SET lease_until = clock_timestamp() WHERE id = $1")
+        .bind(op.id)
+        .execute(&sqlx::PgPool::connect(&env.config.database_url).await?)
+        .await?;
+    let second = env.orchestrator().await?;
+    let done = second
+        .client
+        .wait_operation(op.id, Duration::from_secs(60), |_| {})
+        .await?;
+    assert_eq!(
+        (done.state.as_str(), done.acted, done.skipped),
+        ("complete", 10, 0),
+        "{done:?}"
+    );
+    for id in &ids {
+        assert_eq!(second.wait(*id).await?.state, "complete", "{id}");
+        assert_eq!(named(&second, *id, op.id).await?, 1, "{id} acted on twice");
+    }
+    worker.stop().await;
+    second.stop().await;
+    env.cleanup().await
+}
