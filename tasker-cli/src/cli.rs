@@ -12,6 +12,7 @@ mod bulk;
 mod command;
 mod dead_letters;
 mod limits;
+mod operations;
 mod pages;
 mod schedules;
 mod table;
@@ -78,6 +79,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Submit(args) => submit(&client, args, json).await,
         Command::Retention => bulk::retention(&client, json).await,
+        Command::Bulk { action } => operations::bulk(&client, action, json).await,
+        Command::Operations { action } => operations::run(&client, action, json).await,
         Command::Purge(args) => bulk::purge(&client, purge_request(args), json).await,
         Command::Show { id } => tasks::show(&client, id, json).await,
         Command::Wait { id, timeout } => tasks::finish(&client, id, timeout, false, json).await,

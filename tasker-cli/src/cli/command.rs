@@ -11,6 +11,7 @@ use super::args::{current_user, json_object};
 use super::audit::AuditArgs;
 use super::dead_letters::DeadLettersCommand;
 use super::limits::LimitsCommand;
+use super::operations::{BulkCommand, OperationsCommand};
 use super::schedules::SchedulesCommand;
 use super::templates::TemplatesCommand;
 
@@ -75,6 +76,18 @@ pub(super) enum Command {
     /// given states that finished longer ago than --older-than, with their steps and history.
     /// Needs an admin token of every namespace.
     Purge(PurgeArgs),
+    /// Retry, resolve or cancel every task a filter matches, as one operation: the exact count
+    /// first (`--dry-run`: only that), then its progress until every task was acted on.
+    Bulk {
+        #[command(subcommand)]
+        action: BulkCommand,
+    },
+    /// Operations by filter (`tasker bulk`): list, show, wait, cancel (`tasker operations`
+    /// lists them).
+    Operations {
+        #[command(subcommand)]
+        action: Option<OperationsCommand>,
+    },
     /// Show the retention policy the orchestrator runs: how long finished tasks of each state
     /// are kept, the purge's pace, and when a task was last purged.
     Retention,

@@ -218,3 +218,63 @@ async fn an_operation_whose_orchestrator_is_killed_goes_on_elsewhere_acting_on_e
     second.stop().await;
     env.cleanup().await
 }
+
+/// `tasker` with `args` against `url`: exit code and stdout.
+fn cli(url: &str, args: &[&str]) -> anyhow::Result<(Option<i32>, String)> {
+    let out = std::process::Command::new(tasker::workspace_binary("tasker")?)
+        .args(["--url", url])
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    anyhow::ensure!(out.status.success(), "tasker {args:?}: {stderr}");
+    Ok((out.status.code(), String::from_utf8(out.stdout)?))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_counts_then_retries_by_filter_and_lists_the_operation() -> anyhow::Result<()> {
+    let cluster = tasker::Cluster::start().await?;
+    let o = &cluster.orchestrator;
+    let ids = failed(o, 4, "cli").await?;
+    let url = o.url();
+    let filter = [
+        "--name",
+        "repairable",
+        "--since",
+        "1h",
+        "--context",
+        r#"{"marker": "cli"}"#,
+    ];
+    let dry = [&["bulk", "retry"][..], &filter, &["--dry-run"]].concat();
+    let (_, out) = cli(&url, &dry)?;
+    assert!(out.starts_with("would retry 4 tasks\n"), "{out}");
+    assert!(ids.iter().all(|id| out.contains(&id.to_string())), "{out}");
+
+    let run = [
+        &["--json", "bulk", "retry"][..],
+        &filter,
+        &["--reason", "from the cli"],
+    ]
+    .concat();
+    let (code, out) = cli(&url, &run)?;
+    assert_eq!(code, Some(0));
+    let op: Value = serde_json::from_str(&out)?;
+    assert_eq!(
+        (&op["state"], &op["matched"], &op["acted"]),
+        (&json!("complete"), &json!(4), &json!(4)),
+        "{op}"
+    );
+    let id: Uuid = op["id"].as_str().unwrap_or_default().parse()?;
+    for task in &ids {
+        assert_eq!(o.wait(*task).await?.state, "complete");
+        assert_eq!(named(o, *task, id).await?, 1);
+    }
+    let (_, listed) = cli(&url, &["operations"])?;
+    assert!(listed.contains(&id.to_string()), "{listed}");
+    let (_, shown) = cli(&url, &["operations", "show", &id.to_string()])?;
+    assert!(
+        shown.contains("4 matched, 4 acted, 0 skipped, 0 left"),
+        "{shown}"
+    );
+    cluster.shutdown().await
+}
