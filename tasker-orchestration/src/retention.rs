@@ -139,9 +139,9 @@ pub(crate) async fn purge(
 /// one small row, a task about eighteen.
 const AUDIT_ROWS_PER_TASK: u32 = 10;
 
-/// Deletes the audit rows older than `keep`, at `pace` (batches of ten times its tasks), one
-/// pass at a time cluster-wide like the tasks' (a pass under way elsewhere: nothing now).
-/// Returns how many.
+/// Deletes the audit rows older than `keep`, and the operations by filter that ended as long
+/// ago, at `pace` (batches of ten times its tasks), one pass at a time cluster-wide like the
+/// tasks' (a pass under way elsewhere: nothing now). Returns how many rows.
 pub(crate) async fn purge_audit(
     store: &Store,
     keep: Duration,
@@ -162,9 +162,15 @@ pub(crate) async fn purge_audit(
             Ok(done) => done,
             Err(e) => break Err(e),
         };
+        // Operations by filter that ended as long ago go with them.
+        let operations = match session.operations(keep, batch).await {
+            Ok(done) => done,
+            Err(e) => break Err(e),
+        };
         ::metrics::counter!(m::PURGED_ROWS.name, "table" => "audit_log").increment(done);
-        total += done;
-        if done < u64::from(batch) {
+        ::metrics::counter!(m::PURGED_ROWS.name, "table" => "operations").increment(operations);
+        total += done + operations;
+        if done < u64::from(batch) && operations < u64::from(batch) {
             break Ok(total);
         }
         tokio::select! {

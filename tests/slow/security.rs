@@ -11,6 +11,8 @@ mod bounds;
 mod common;
 #[path = "security/keys.rs"]
 mod keys;
+#[path = "security/operations.rs"]
+mod operations;
 #[path = "security/reach.rs"]
 mod reach;
 #[path = "security/results.rs"]

@@ -105,6 +105,37 @@ impl PurgeSession {
         Ok(done.rows_affected())
     }
 
+    /// Deletes up to `limit` rows of operations by filter that ended longer ago than `keep`
+    /// (the tasks each matched, then the operations left with none); returns how many.
+    pub async fn operations(&mut self, keep: std::time::Duration, limit: u32) -> Result<u64> {
+        let conn = self
+            .conn
+            .as_mut()
+            .expect("a session has its connection until it ends");
+        let done = sqlx::query_scalar::<_, i64>(
+            "WITH old AS (
+                 SELECT id FROM operations
+                 WHERE finished_at < now() - make_interval(secs => $1)
+             ), matched AS (
+                 DELETE FROM operation_tasks WHERE (operation_id, task_id) IN
+                   (SELECT operation_id, task_id FROM operation_tasks
+                    WHERE operation_id IN (SELECT id FROM old) LIMIT $2)
+                 RETURNING operation_id
+             ), ops AS (
+                 DELETE FROM operations o USING old
+                 WHERE o.id = old.id
+                   AND NOT EXISTS (SELECT 1 FROM operation_tasks t WHERE t.operation_id = o.id)
+                 RETURNING o.id
+             )
+             SELECT (SELECT count(*) FROM matched) + (SELECT count(*) FROM ops)",
+        )
+        .bind(keep.as_secs_f64())
+        .bind(i64::from(limit))
+        .fetch_one(&mut **conn)
+        .await?;
+        Ok(u64::try_from(done).unwrap_or(0))
+    }
+
     /// Releases the lock and returns the connection to the pool.
     pub async fn end(mut self) {
         if let Some(mut conn) = self.conn.take() {

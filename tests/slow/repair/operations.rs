@@ -278,3 +278,56 @@ async fn the_cli_counts_then_retries_by_filter_and_lists_the_operation() -> anyh
     );
     cluster.shutdown().await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operations_that_ended_longer_ago_than_retention_audit_are_purged_in_batches()
+-> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    let store = tasker_orchestration::store::Store::connect(&env.config.database_url, 2).await?;
+    let mut ids = Vec::new();
+    for (days, tasks) in [(40, 3), (20, 1)] {
+        let id = Uuid::now_v7();
+        sqlx::query(
+            "INSERT INTO operations (id, action, filter, state, matched, finished_at)
+             VALUES ($1, 'cancel', '{}', 'complete', $2, now() - make_interval(days => $3))",
+        )
+        .bind(id)
+        .bind(i64::from(tasks))
+        .bind(days)
+        .execute(store.pool())
+        .await?;
+        sqlx::query(
+            "INSERT INTO operation_tasks (operation_id, task_id, outcome)
+             SELECT $1, gen_random_uuid(), 'done' FROM generate_series(1, $2)",
+        )
+        .bind(id)
+        .bind(tasks)
+        .execute(store.pool())
+        .await?;
+        ids.push(id);
+    }
+    let month = Duration::from_secs(30 * 86_400);
+    let mut session = store
+        .purge_session(true)
+        .await?
+        .expect("waits for the lock");
+    let mut passes = Vec::new();
+    loop {
+        let done = session.operations(month, 2).await?;
+        if done == 0 {
+            break;
+        }
+        passes.push(done);
+    }
+    session.end().await;
+    // Two of the old operation's tasks, its last one, then the operation itself.
+    assert_eq!(passes, [2, 1, 1]);
+    let left: Vec<(Uuid, i64)> = sqlx::query_as(
+        "SELECT o.id, (SELECT count(*) FROM operation_tasks t WHERE t.operation_id = o.id)
+         FROM operations o",
+    )
+    .fetch_all(store.pool())
+    .await?;
+    assert_eq!(left, [(ids[1], 1)], "the recent operation stays whole");
+    env.cleanup().await
+}
