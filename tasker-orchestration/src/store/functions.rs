@@ -8,7 +8,7 @@ use super::{Error, Result};
 
 /// In dependency order: a function is created after the functions it calls in SQL-language
 /// bodies (PL/pgSQL bodies are resolved at call time, but keeping one order is simplest).
-pub(super) const FUNCTIONS: [(&str, &str); 51] = [
+pub(super) const FUNCTIONS: [(&str, &str); 53] = [
     (
         "tasker_retry_delay_ms",
         include_str!("../../sql/tasker_retry_delay_ms.sql"),
@@ -130,6 +130,14 @@ pub(super) const FUNCTIONS: [(&str, &str); 51] = [
         include_str!("../../sql/tasker_repair_resume.sql"),
     ),
     ("tasker_repair", include_str!("../../sql/tasker_repair.sql")),
+    (
+        "tasker_repair_many",
+        include_str!("../../sql/tasker_repair_many.sql"),
+    ),
+    (
+        "tasker_end_tasks",
+        include_str!("../../sql/tasker_end_tasks.sql"),
+    ),
     (
         "tasker_operate",
         include_str!("../../sql/tasker_operate.sql"),

@@ -331,3 +331,68 @@ async fn operations_that_ended_longer_ago_than_retention_audit_are_purged_in_bat
     assert_eq!(left, [(ids[1], 1)], "the recent operation stays whole");
     env.cleanup().await
 }
+
+/// A task's transitions as (step, from, to), in order: what a repair did, whatever its words.
+async fn shape(
+    o: &RunningOrchestrator,
+    id: Uuid,
+) -> anyhow::Result<Vec<(Option<String>, Option<String>, String)>> {
+    let history = o.client.history(id).await?;
+    let mut shape: Vec<_> = history
+        .into_iter()
+        .map(|t| (t.step, t.from, t.to))
+        .collect();
+    // Transitions of one commit share their time: order within it is not history.
+    shape.sort();
+    Ok(shape)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_retry_and_resolve_leave_each_task_as_one_repair_by_hand_does() -> anyhow::Result<()>
+{
+    let cluster = tasker::Cluster::start().await?;
+    let o = &cluster.orchestrator;
+    let by_hand = failed(o, 2, "same").await?;
+    let batched = failed(o, 3, "batched").await?;
+    let resolved = failed(o, 2, "resolved").await?;
+    o.client
+        .retry(by_hand[0], &tasker_client::RepairNote::default())
+        .await?;
+    let op = o.client.start_operation(&retry("batched", "x")).await?;
+    let ended = o
+        .client
+        .wait_operation(op.id, Duration::from_secs(30), |_| {})
+        .await?;
+    assert_eq!((ended.acted, ended.skipped), (3, 0), "{ended:?}");
+    let expected = {
+        o.wait(by_hand[0]).await?;
+        shape(o, by_hand[0]).await?
+    };
+    for id in &batched {
+        assert_eq!(o.wait(*id).await?.state, "complete");
+        assert_eq!(shape(o, *id).await?, expected, "{id}");
+    }
+
+    // resolve: the failed step completes with the given result, the task goes on from there.
+    let resolve = StartOperation {
+        action: "resolve".into(),
+        result: Some(json!({"attempts": 99})),
+        ..retry("resolved", "by hand")
+    };
+    let op = o.client.start_operation(&resolve).await?;
+    let ended = o
+        .client
+        .wait_operation(op.id, Duration::from_secs(30), |_| {})
+        .await?;
+    assert_eq!((ended.acted, ended.skipped), (2, 0), "{ended:?}");
+    for id in &resolved {
+        let task = o.wait(*id).await?;
+        assert_eq!(task.state, "complete");
+        let parents = &task.result.as_ref().unwrap()["after"]["parents"];
+        assert_eq!(parents["flaky"], json!({"attempts": 99}), "{task:?}");
+    }
+    // The task retried by hand is not the operations': they matched it neither time.
+    assert_eq!(named(o, by_hand[0], op.id).await?, 0);
+    assert_eq!(o.client.task(by_hand[1], None).await?.state, "error");
+    cluster.shutdown().await
+}
