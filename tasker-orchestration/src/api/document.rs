@@ -108,6 +108,7 @@ pub(super) fn common_responses(document: &mut Document) {
     tags(
         (name = "tasks", description = "Create, wait for, read and cancel tasks"),
         (name = "repair", description = "Retry or resolve a task that failed"),
+        (name = "bulk", description = "Operations by filter: retry, resolve or cancel every task a filter matches"),
         (name = "templates", description = "Registered task templates"),
         (name = "schedules", description = "Cron schedules that start tasks"),
         (name = "dead-letters", description = "Messages no one could process"),

@@ -35,7 +35,7 @@ const MAX_IDS: usize = 10_000;
 /// acted on in batches at `operations.busy_percent` of the time, each once, whichever
 /// orchestrator goes on with it. Each task's history names the operation, its reason and who
 /// asked.
-#[utoipa::path(post, path = "/v1/operations", tag = "operations",
+#[utoipa::path(post, path = "/v1/operations", operation_id = "start_operation", tag = "bulk",
     request_body = StartOperation,
     responses(
         (status = 201, description = "Started", body = Operation),
@@ -220,7 +220,7 @@ pub(super) struct ListQuery {
 }
 
 /// Operations, newest first; a token scoped to namespaces sees the ones it started.
-#[utoipa::path(get, path = "/v1/operations", tag = "operations", params(ListQuery),
+#[utoipa::path(get, path = "/v1/operations", operation_id = "list_operations", tag = "bulk", params(ListQuery),
     responses(
         (status = 200, body = OperationList),
         (status = 400, description = "`invalid_limit`, `invalid_id`", body = ErrorBody),
@@ -263,7 +263,7 @@ async fn visible(shared: &Shared, caller: &Caller, id: Uuid) -> Result<Operation
 }
 
 /// An operation and its progress.
-#[utoipa::path(get, path = "/v1/operations/{id}", tag = "operations",
+#[utoipa::path(get, path = "/v1/operations/{id}", operation_id = "get_operation", tag = "bulk",
     params(("id" = Uuid, Path, description = "The operation's id")),
     responses(
         (status = 200, body = Operation),
@@ -281,7 +281,7 @@ pub(super) async fn show(
 
 /// Cancels a running operation: the tasks it has not reached are left as they are (those it
 /// acted on stay acted on).
-#[utoipa::path(post, path = "/v1/operations/{id}/cancel", tag = "operations",
+#[utoipa::path(post, path = "/v1/operations/{id}/cancel", operation_id = "cancel_operation", tag = "bulk",
     params(("id" = Uuid, Path, description = "The operation's id")),
     responses(
         (status = 200, description = "The operation, cancelled", body = Operation),

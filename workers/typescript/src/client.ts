@@ -25,6 +25,7 @@ import { createClient, type Client as Generated } from "./generated/client";
 import * as api from "./generated/sdk.gen";
 import type * as wire from "./generated/types.gen";
 import { stringifyApiJson, type JsonObject, type JsonValue } from "./json";
+import { OperationMethods, type Send } from "./operations";
 import {
   isTerminal,
   type BackfillResult,
@@ -50,11 +51,12 @@ const MAX_POLL_MS = 25_000;
 const STEPS_PAGE = 1_000;
 
 /**
- * A client of one orchestrator. Every call returns a Promise; failures reject with a
- * {@link TaskerClientError}: an {@link ApiError} subclass carrying the API's stable error code,
- * or a {@link ConnectionError} when no answer came. Integers beyond ±(2^53 − 1) in contexts,
- * results, payloads and error details come back as `bigint`s, exactly, and a `bigint` in a
- * context, result or payload is sent as an exact JSON integer (see {@link JsonValue}).
+ * A client of one orchestrator (operations by filter: {@link OperationMethods}). Every call
+ * returns a Promise; failures reject with a {@link TaskerClientError}: an {@link ApiError}
+ * subclass carrying the API's stable error code, or a {@link ConnectionError} when no answer
+ * came. Integers beyond ±(2^53 − 1) in contexts, results, payloads and error details come back
+ * as `bigint`s, exactly, and a `bigint` in a context, result or payload is sent as an exact JSON
+ * integer (see {@link JsonValue}).
  *
  * ```ts
  * const client = new Client(); // TASKER_URL or http://127.0.0.1:8080
@@ -64,7 +66,7 @@ const STEPS_PAGE = 1_000;
  * done.result?.halve.value; // 242
  * ```
  */
-export class Client {
+export class Client extends OperationMethods {
   readonly #http: Transport;
   /** The generated functions' client: this one's transport, JSON with exact big integers. */
   readonly #api: Generated;
@@ -75,6 +77,7 @@ export class Client {
    * http(s):// or a CA file that cannot be read or holds no certificate.
    */
   constructor(baseUrl?: string, options: ClientOptions = {}) {
+    super();
     const env = (name: string) => process.env[name] || undefined;
     const caFile = options.tlsCaFile ?? env("TASKER_TLS_CA_FILE");
     this.#http = new Transport(baseUrl ?? env("TASKER_URL") ?? "http://127.0.0.1:8080", {
@@ -96,6 +99,11 @@ export class Client {
   /** The answer of a generated request function, read as the document's schema `name`. */
   async #read<T>(name: SchemaName, pending: Promise<{ data: unknown }>): Promise<T> {
     return answer<T>((await pending).data, name);
+  }
+
+  /** {@link OperationMethods}' requests, sent as this client's. */
+  protected request<T>(name: SchemaName, send: (options: Send) => Promise<{ data: unknown }>): Promise<T> {
+    return this.#read<T>(name, send(this.#send));
   }
 
   /**

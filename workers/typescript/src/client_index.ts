@@ -31,6 +31,18 @@ export {
 } from "./client_errors";
 export type { JsonObject, JsonValue } from "./json";
 export {
+  OperationMethods,
+  isFinished,
+  type Operation,
+  type OperationAction,
+  type OperationCount,
+  type OperationFilter,
+  type OperationList,
+  type OperationRef,
+  type OperationState,
+  type StartOperationRequest,
+} from "./operations";
+export {
   isTerminal,
   type BackfillResult,
   type BatchCreated,

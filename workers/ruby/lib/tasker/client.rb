@@ -20,15 +20,17 @@ require_relative "client/limits"
 require_relative "client/batch"
 require_relative "client/purge"
 require_relative "client/audit"
+require_relative "client/operations"
 require_relative "client/retry"
 
 module Tasker
   # A client of the orchestrator's REST API: submit tasks (now or later, one or many at once),
   # wait for them, list, cancel, read their steps and history, repair them, signal them, manage
   # schedules, list the workers serving them, read the concurrency and rate limits (pausing a
-  # rate key), purge finished tasks, read the retention policy and the audit log. Pure Ruby
-  # (net/http); it does not load the worker's native extension, so an app that only submits work
-  # needs `require "tasker/client"` alone.
+  # rate key), purge finished tasks, read the retention policy and the audit log, and retry,
+  # resolve or cancel every task a filter matches as one operation (Client::Operations). Pure
+  # Ruby (net/http); it does not load the worker's native extension, so an app that only submits
+  # work needs `require "tasker/client"` alone.
   #
   #   client = Tasker::Client.new(url: "http://127.0.0.1:8080")
   #   task = client.create_task("ruby_examples", "linear", { "value" => 6 })
@@ -37,14 +39,17 @@ module Tasker
   #   task.result # => {"halve"=>{"value"=>242}}
   #
   # Values are Task, Step, Transition, TaskPage, StepPage, Signal, Schedule, Backfill,
-  # WorkerInfo, ConcurrencyLimit, RateLimit, BatchCreated, PurgeResult and RetentionPolicy
-  # structs (TaskChild, StepChild, StepThrottle and StepLimits inside tasks and steps,
-  # BatchItemResult and BatchItemError inside a BatchCreated); JSON inside them
-  # (context, results, errors) has string keys; timestamps are Times.
+  # WorkerInfo, ConcurrencyLimit, RateLimit, BatchCreated, PurgeResult, RetentionPolicy,
+  # AuditPage, Operation, OperationCount and OperationList structs (TaskChild, StepChild,
+  # StepThrottle and StepLimits inside tasks and steps, BatchItemResult and BatchItemError inside
+  # a BatchCreated, an OperationFilter inside an operation); JSON inside them (context, results,
+  # errors) has string keys; timestamps are Times.
   # Failures raise a Client::Error: an ApiError subclass (NotFoundError, ConflictError,
   # TaskPurgedError, ...) carrying the API's stable #code, or a ConnectionError. A client is safe
   # to share between threads.
   class Client
+    include Operations
+
     # Where the orchestrator is when neither +url:+ nor TASKER_URL says.
     DEFAULT_URL = "http://127.0.0.1:8080"
 

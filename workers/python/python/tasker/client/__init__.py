@@ -11,7 +11,7 @@
 Answers (:class:`Task`, :class:`Step`, :class:`Transition`, :class:`TaskPage`,
 :class:`StepPage`, :class:`Signal`, :class:`Schedule`, :class:`WorkerInfo`,
 :class:`ConcurrencyLimit`, :class:`RateLimit`, :class:`BatchCreated`, :class:`PurgeResult`,
-:class:`RetentionPolicy`, :class:`AuditPage`, ...) are the classes generated from the API's OpenAPI document (the
+:class:`RetentionPolicy`, :class:`AuditPage`, :class:`Operation`, ...) are the classes generated from the API's OpenAPI document (the
 repository's openapi.json), with ``datetime`` timestamps, ``UUID`` ids and ``Literal`` states;
 failures are :class:`ClientError` subclasses carrying the API's stable error code.
 """
@@ -31,6 +31,8 @@ from .errors import (
     TaskPurged,
 )
 from .values import (
+    OPERATION_ACTIONS,
+    OPERATION_STATES,
     PRIORITIES,
     PURGE_STATES,
     TASK_STATES,
@@ -44,6 +46,12 @@ from .values import (
     ChildLink,
     ConcurrencyLimit,
     ErrorCode,
+    Operation,
+    OperationAction,
+    OperationCount,
+    OperationFilter,
+    OperationList,
+    OperationState,
     Priority,
     PurgeState,
     PurgeResult,
@@ -66,11 +74,14 @@ from .values import (
     Transition,
     Unset,
     WorkerInfo,
+    is_finished,
     is_terminal,
 )
 
 __all__ = [
     "DEFAULT_URL",
+    "OPERATION_ACTIONS",
+    "OPERATION_STATES",
     "PRIORITIES",
     "PURGE_STATES",
     "TASK_STATES",
@@ -93,6 +104,12 @@ __all__ = [
     "ErrorCode",
     "InvalidRequest",
     "NotFound",
+    "Operation",
+    "OperationAction",
+    "OperationCount",
+    "OperationFilter",
+    "OperationList",
+    "OperationState",
     "Priority",
     "PurgeState",
     "PurgeResult",
@@ -117,5 +134,6 @@ __all__ = [
     "Transition",
     "Unset",
     "WorkerInfo",
+    "is_finished",
     "is_terminal",
 ]

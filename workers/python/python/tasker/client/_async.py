@@ -18,6 +18,7 @@ from ._retry import Pause
 from ._transport import DEFAULT_TIMEOUT, Settings
 from .audit import AsyncAuditMethods
 from .errors import ConnectionFailed
+from .operations import AsyncOperationMethods
 from .values import (
     JSON,
     Backfilled,
@@ -42,7 +43,7 @@ from .values import (
 T = TypeVar("T")
 
 
-class AsyncClient(AsyncAuditMethods):
+class AsyncClient(AsyncAuditMethods, AsyncOperationMethods):
     """The ``async`` twin of :class:`Client`: the same constructor and methods, awaited, and
     :meth:`iter_tasks` an async iterator. Use it as an async context manager, or ``await
     aclose()``."""

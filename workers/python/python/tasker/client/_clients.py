@@ -17,6 +17,7 @@ from ._retry import Pause
 from ._transport import DEFAULT_TIMEOUT, Settings
 from .audit import AsyncAuditMethods, AuditMethods
 from .errors import ConnectionFailed
+from .operations import OperationMethods
 from .values import (
     JSON,
     Backfilled,
@@ -41,7 +42,7 @@ from .values import (
 T = TypeVar("T")
 
 
-class Client(AuditMethods):
+class Client(AuditMethods, OperationMethods):
     """A blocking client of one orchestrator's REST API.
 
     ``base_url`` defaults to ``TASKER_URL``, else ``http://127.0.0.1:8080``; ``token`` (sent as

@@ -28,6 +28,12 @@ from ._api.models import (
     ErrorDetail,
     History,
     OnTimeout,
+    Operation,
+    OperationAction,
+    OperationCount,
+    OperationFilter,
+    OperationList,
+    OperationState,
     Overlap,
     ParentCancel,
     Priority,
@@ -82,6 +88,10 @@ TASK_STATES: tuple[TaskStateName, ...] = get_args(TaskStateName)
 PRIORITIES: tuple[Priority, ...] = get_args(Priority)
 #: The finished states a purge removes tasks of (``purge(states=...)``; all three by default).
 PURGE_STATES: tuple[PurgeState, ...] = get_args(PurgeState)
+#: What an operation by filter does to each task it matched (``start_operation(action, ...)``).
+OPERATION_ACTIONS: tuple[OperationAction, ...] = get_args(OperationAction)
+#: Where an operation by filter stands: ``running`` until it has finished, then one of the others.
+OPERATION_STATES: tuple[OperationState, ...] = get_args(OperationState)
 #: A code the client gives an error answer that is not the API's own (a proxy's, say).
 UNKNOWN: Literal["unknown"] = "unknown"
 
@@ -91,8 +101,15 @@ def is_terminal(task: Task | ChildLink) -> bool:
     return task.state not in ("scheduled", "running")
 
 
+def is_finished(operation: Operation) -> bool:
+    """Whether the operation has ended (``complete``, ``cancelled`` or ``failed``)."""
+    return operation.state != "running"
+
+
 __all__ = [
     "JSON",
+    "OPERATION_ACTIONS",
+    "OPERATION_STATES",
     "PRIORITIES",
     "PURGE_STATES",
     "TASK_STATES",
@@ -114,6 +131,12 @@ __all__ = [
     "ErrorDetail",
     "History",
     "OnTimeout",
+    "Operation",
+    "OperationAction",
+    "OperationCount",
+    "OperationFilter",
+    "OperationList",
+    "OperationState",
     "Overlap",
     "ParentCancel",
     "Priority",
@@ -146,5 +169,6 @@ __all__ = [
     "WaitKind",
     "WorkerInfo",
     "WorkerList",
+    "is_finished",
     "is_terminal",
 ]
