@@ -15,7 +15,9 @@
 //! high-priority task says so, and the Limits page lists the keys and pauses (after a
 //! confirmation) and resumes a rate key; with `tests/dashboard/audit.mjs`, the audit log lists
 //! every request that changed something (a refused one marked so), filters it by namespace and
-//! method, and shows an admin of one namespace only that namespace's rows. Screenshots go to
+//! method, and shows an admin of one namespace only that namespace's rows; with
+//! `tests/dashboard/operations.mjs` (`dashboard/operations.rs`), every failed task of a template is
+//! retried from the task list as one operation. Screenshots go to
 //! `target/dashboard-screenshots/`.
 
 use std::path::{Path, PathBuf};
@@ -25,6 +27,9 @@ use serde_json::{Value, json};
 use tasker::{TestEnv, post_json, repo_root, steps_by_name, target_dir, workspace_binary};
 use tasker_client::CreateTask;
 use tasker_shared::config::AuthMode;
+
+#[path = "dashboard/operations.rs"]
+mod operations;
 
 /// Reads Server-Sent Events from a streaming response: `(event, data)` frames.
 struct Frames {

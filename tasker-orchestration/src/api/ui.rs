@@ -54,6 +54,7 @@ pub(super) async fn script() -> Response {
             include_str!("../../ui/app/task_children.js"),
             include_str!("../../ui/app/task_signals.js"),
             include_str!("../../ui/app/task_view.js"),
+            include_str!("../../ui/app/operations.js"),
             include_str!("../../ui/app/templates.js"),
             include_str!("../../ui/app/schedules.js"),
             include_str!("../../ui/app/dead_letters.js"),

@@ -258,6 +258,8 @@ function showTokenForm() {
 const VIEWS = {
   'tasks/0': tasksView,
   'tasks/1': taskView,
+  'operations/0': operationsView,
+  'operations/1': operationView,
   'templates/0': templatesView,
   'templates/2': templateView,
   'templates/3': templateView,

@@ -33,6 +33,7 @@ async function tasksView(root, signal) {
     placeholder: 'context {"order_id": 42}', title: 'tasks whose context contains this JSON object', 'aria-label': 'Context contains (a JSON object)' });
   const [liveEl, setLive] = liveIndicator('tasks-live', `the first page is fetched again every ${TASKS_EVERY / 1000} s`, 'not live');
   const box = h('div');
+  const bulk = h('div', { id: 'bulk' }, bulkBar());
   const list = pagedList(box, signal, {
     id: 'tasks', key: 'tasks', empty: 'No tasks.',
     heads: ['id', 'template', 'state', 'created', 'duration'],
@@ -57,6 +58,7 @@ async function tasksView(root, signal) {
       state: stateSel.value, namespace: nsInput.value.trim(), name: nameInput.value.trim(),
       after: afterInput.value, before: beforeInput.value, context,
     });
+    bulk.replaceChildren(bulkBar());
     list.show(null);
   };
   for (const input of [stateSel, nsInput, nameInput, afterInput, beforeInput, contextInput]) input.addEventListener('change', apply);
@@ -72,6 +74,6 @@ async function tasksView(root, signal) {
       stateSel, nsInput, nameInput,
       h('label', {}, 'created after ', afterInput), h('label', {}, 'before ', beforeInput), contextInput,
       h('button', { type: 'submit', text: 'Apply' })),
-    search), box);
+    search), bulk, box);
   await list.start();
 }

@@ -1,0 +1,98 @@
+//! The dashboard's operations by filter (`tests/dashboard/operations.mjs`): every failed task
+//! of a template retried from the task list, the count shown before, the operation followed to
+//! its end, and each task complete with the operation in its history.
+
+use serde_json::json;
+use tasker::{TestEnv, target_dir, workspace_binary};
+use tasker_client::CreateTask;
+use tasker_shared::config::AuthMode;
+
+use super::{browser_script, run_browser};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_task_list_retries_every_failed_task_of_its_filter() -> anyhow::Result<()> {
+    let (script, chromium) = browser_script("operations.mjs")?;
+    let mut env = TestEnv::new().await?;
+    env.config.orchestrator.auth = AuthMode::Tokens;
+    let created = std::process::Command::new(workspace_binary("tasker-orchestrator")?)
+        .args(["token", "create", "dashboard-ops", "--scope", "write"])
+        .env("TASKER_DATABASE_URL", &env.config.database_url)
+        .output()?;
+    anyhow::ensure!(created.status.success(), "token create: {created:?}");
+    let token = String::from_utf8(created.stdout)?.trim().to_owned();
+    env.config.worker.api_token = Some(token.clone());
+    let o = env.orchestrator().await?;
+    let worker = env.rust_worker();
+    let tasks: Vec<CreateTask> = (0..5)
+        .map(|i| {
+            CreateTask::new("rust_examples", "repairable")
+                .context(json!({"value": i, "succeed_on_attempt": 3}))
+        })
+        .collect();
+    let ids: Vec<_> = o
+        .client
+        .create_tasks(&tasks)
+        .await?
+        .results
+        .iter()
+        .filter_map(|r| r.task_id)
+        .collect();
+    for id in &ids {
+        assert_eq!(o.wait(*id).await?.state, "error");
+    }
+    // A task of another template beside them, failed too: outside the filter.
+    let other = o
+        .run_task(
+            "rust_examples",
+            "retry_then_succeed",
+            json!({"succeed_on_attempt": 9}),
+        )
+        .await?;
+
+    let shots = target_dir().join("dashboard-screenshots");
+    let (report, stderr) = run_browser(
+        &script,
+        &chromium,
+        &shots,
+        &[
+            ("TASKER_URL", o.url()),
+            ("TASKER_TOKEN", token),
+            ("NAME", "repairable".into()),
+        ],
+    )
+    .await?;
+    assert_eq!(report["ok"], true, "{report}\n{stderr}");
+    assert_eq!(report["pageErrors"], json!([]), "{report}");
+    assert_eq!(report["consoleErrors"], json!([]), "{report}");
+    assert_eq!(report["hintWithoutState"], true, "{report}");
+    assert_eq!(report["cancelOffered"], false, "{report}");
+    assert_eq!(report["matched"], 5, "{report}");
+    assert_eq!(report["okLabel"], "Retry 5 tasks", "{report}");
+    assert_eq!(
+        (&report["acted"], &report["skipped"]),
+        (&json!(5), &json!(0)),
+        "{report}"
+    );
+    assert_eq!(report["progress"], json!([5, 5]), "{report}");
+    assert_eq!(report["cancelShownWhenDone"], false, "{report}");
+    assert_eq!(report["listed"], true, "{report}");
+    let op = report["operationId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    for id in &ids {
+        assert_eq!(o.wait(*id).await?.state, "complete", "{id}");
+        let history = o.client.history(*id).await?;
+        assert!(
+            history.iter().any(|t| t
+                .reason
+                .as_deref()
+                .is_some_and(|r| r.contains(&op) && r.contains("upstream fixed (browser)"))),
+            "{history:?}"
+        );
+    }
+    assert_eq!(o.client.task(other.id, None).await?.state, other.state);
+    worker.stop().await;
+    o.stop().await;
+    env.cleanup().await
+}
