@@ -37,6 +37,8 @@
 //! - **fair sharing** (`fair`): a high-priority task's first step behind a low-priority backlog
 //!   against idle, a concurrency limit per customer, a rate limit after a pause
 //!   (`throughput/fair.rs`);
+//! - **operations by filter** (`operations`): a dry run's count, a retry of 100,000 failed tasks
+//!   across a SIGKILL of the orchestrator, and a cancel of them (`throughput/operations.rs`);
 //! - **scale** (`scale`): 10,000 tasks in one bulk request, and the latency of a 1,000 steps/s
 //!   load while 100,000 old finished tasks are purged (`throughput/scale.rs`).
 //!
@@ -64,6 +66,8 @@ use tasker::{TestEnv, repo_root, target_dir, templates, workspace_binary, write_
 
 #[path = "throughput/fair.rs"]
 mod fair;
+#[path = "throughput/operations.rs"]
+mod operations;
 #[path = "throughput/scale.rs"]
 mod scale;
 use tasker_broker::{BasicAckOptions, Broker, Outgoing, next_batch, topology};
@@ -1204,6 +1208,12 @@ async fn run() -> anyhow::Result<()> {
     if wanted("fair") {
         summary_fair = Some(fair::run(&mut stack).await);
     }
+    // Kills and restarts the orchestrator: before the stack is shared too.
+    let summary_operations = if wanted("operations") {
+        Some(operations::run(&mut stack).await)
+    } else {
+        None
+    };
     let stack = Arc::new(stack);
     println!(
         "{:<34} {:>7} {:>9} {:>10} {:>9} {:>9} {:>9} {:>6}",
@@ -1316,6 +1326,9 @@ async fn run() -> anyhow::Result<()> {
 
     if let Some(fair) = summary_fair {
         summary.insert("fair_sharing".into(), fair);
+    }
+    if let Some(operations) = summary_operations {
+        summary.insert("operations".into(), operations);
     }
 
     if wanted("celery") {

@@ -174,6 +174,10 @@ echo "task $repair_id is ${repair_state:-unknown} (on purpose)"
 # Time: a schedule that starts the linear workflow every minute, and a task waiting for a signal.
 say "a schedule, and a task waiting for a signal"
 "$BIN_DIR/tasker" --url "$ORCH_URL" schedules apply tests/fixtures/schedules/linear_every_minute.yaml
+# Applying a definition never resumes a paused schedule; an earlier demo's schedule was paused by
+# the orchestrator once this run's identities replaced the token that saved it. Resumed with this
+# run's token, it fires every minute as said below.
+"$BIN_DIR/tasker" --url "$ORCH_URL" schedules resume rust_examples/linear_every_minute >/dev/null
 signal_id="$("$BIN_DIR/tasker" --url "$ORCH_URL" --json submit python_examples signal_wait \
   --context '{"value": 21}' | sed -n 's/^  "id": "\([0-9a-f-]*\)",$/\1/p')"
 "$BIN_DIR/tasker" --url "$ORCH_URL" show "$signal_id"
