@@ -10,6 +10,7 @@ mod args;
 mod audit;
 mod bulk;
 mod command;
+mod count;
 mod dead_letters;
 mod limits;
 mod operations;
@@ -79,6 +80,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Submit(args) => submit(&client, args, json).await,
         Command::Retention => bulk::retention(&client, json).await,
+        Command::Count(args) => count::run(&client, args, json).await,
         Command::Bulk { action } => operations::bulk(&client, action, json).await,
         Command::Operations { action } => operations::run(&client, action, json).await,
         Command::Purge(args) => bulk::purge(&client, purge_request(args), json).await,
@@ -182,6 +184,7 @@ fn task_query(a: ListArgs) -> TaskQuery {
         created_after: a.created_after,
         created_before: a.created_before,
         context: a.context,
+        counts: false,
     }
 }
 

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tasker_shared::api::{
     CreateTask, History, ParentResults, RegisteredTemplate as TemplateInfo, RepairNote, Resolve,
-    Step, StepPage, Task, TaskPage, Transition,
+    Step, StepPage, Task, TaskCounts, TaskPage, Transition,
 };
 
 use crate::error::Error;
@@ -52,6 +52,9 @@ pub struct TaskQuery {
     /// Only tasks whose context contains this JSON object (sent as its text).
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "json_text")]
     pub context: Option<Value>,
+    /// Also count the tasks of each state the filter matches (`TaskPage::counts`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub counts: bool,
 }
 
 /// A JSON value as a query parameter: its text.
@@ -251,6 +254,16 @@ impl Client {
             .send()
             .await?;
         decode(resp).await
+    }
+
+    /// How many tasks of each state `q` matches (its `state`, `before` and `limit` left out).
+    pub async fn task_counts(&self, q: &TaskQuery) -> Result<TaskCounts, Error> {
+        let q = TaskQuery {
+            counts: true,
+            limit: Some(1),
+            ..q.clone()
+        };
+        Ok(self.tasks(&q).await?.counts.unwrap_or_default())
     }
 
     pub async fn cancel(&self, id: Uuid) -> Result<Task, Error> {

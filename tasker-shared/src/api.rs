@@ -34,7 +34,7 @@ pub use schedules::{Backfill, Backfilled, PauseSchedule, Schedule, ScheduleChang
 pub use signals::{SendSignal, Signal, SignalList};
 pub use tasks::{
     ChildLink, CreateTask, History, ParentResults, RepairNote, Resolve, Step, StepPage, Task,
-    TaskPage, Transition,
+    TaskCounts, TaskPage, Transition,
 };
 #[cfg(feature = "openapi")]
 pub use tasks::{StepStateName, TaskStateName};

@@ -1,5 +1,5 @@
 // Retries every failed task of one template from the task list, as an on-call engineer would:
-// filter on state error and the template, "Retry all matching…", the count in the confirmation,
+// the counts by state of the template's tasks, a click on the error count to filter on it, "Retry all matching…", the count in the confirmation,
 // a reason, then the operation's page until it completes; and the Operations page lists it.
 // Run by tests/fast/dashboard/operations.rs, which reads the JSON report this prints on its last
 // line and asserts on it.
@@ -25,9 +25,13 @@ await tour(opened, async () => {
   // No state filter: no bulk action, a hint instead.
   report.hintWithoutState = await page.isVisible('#bulk-hint');
 
-  await page.selectOption('#filter-state', 'error');
+  // Counts by state for the filter; a count's link filters on its state.
   await page.fill('#filter-name', name);
   await page.click('form.filters button[type="submit"]');
+  await page.waitForSelector('#task-counts a.count[data-state="error"]');
+  report.counts = await page.$$eval('#task-counts a.count',
+    (as) => Object.fromEntries(as.map((a) => [a.dataset.state, Number(a.dataset.count)])));
+  await page.click('#task-counts a.count[data-state="error"]');
   await page.waitForSelector('#bulk-bar button.bulk-retry');
   report.cancelOffered = await page.isVisible('#bulk-bar button.bulk-cancel');
   await page.click('#bulk-bar button.bulk-retry');

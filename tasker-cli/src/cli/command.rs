@@ -9,6 +9,7 @@ use tasker_client::RepairNote;
 
 use super::args::{current_user, json_object};
 use super::audit::AuditArgs;
+use super::count::CountArgs;
 use super::dead_letters::DeadLettersCommand;
 use super::limits::LimitsCommand;
 use super::operations::{BulkCommand, OperationsCommand};
@@ -60,6 +61,8 @@ pub(super) enum Command {
     },
     /// List tasks, newest first, a page at a time (`--all`: every page).
     List(ListArgs),
+    /// Count the tasks of each state a filter matches.
+    Count(CountArgs),
     /// List the live workers: who they are, the namespaces and handlers they serve
     /// (`--all`: also those gone in the last day).
     Workers {

@@ -14,7 +14,7 @@ use tokio::sync::broadcast::error::RecvError;
 use utoipa::IntoParams;
 use uuid::Uuid;
 
-use tasker_shared::api::{ErrorBody, History, ParentResults, StepPage, TaskPage};
+use tasker_shared::api::{ErrorBody, History, ParentResults, StepPage, TaskCounts, TaskPage};
 
 use super::access::Caller;
 use super::extract::{Path, Query};
@@ -53,6 +53,9 @@ pub(super) struct ListQuery {
     /// context with `order.id` 42 among other fields; an array matches the arrays holding its
     /// items).
     context: Option<String>,
+    /// Also count the tasks of each state the filter matches (`counts` in the answer; `state`,
+    /// `before` and `limit` do not narrow it).
+    counts: Option<bool>,
 }
 
 /// `created_after` or `created_before` as a time, or 400 `invalid_time`.
@@ -142,27 +145,39 @@ pub(super) async fn list_tasks(
         q.context.as_deref(),
         shared.config.orchestrator.max_context_filter_bytes,
     )?;
-    let tasks = shared
-        .store
-        .tasks(&TaskFilter {
-            state: q.state,
-            namespace: q.namespace,
-            namespaces: caller.namespace_regex(),
-            name: q.name,
-            parent,
-            before,
-            limit,
-            created_after,
-            created_before,
-            context,
-        })
-        .await?;
+    let filter = TaskFilter {
+        state: q.state,
+        namespace: q.namespace,
+        namespaces: caller.namespace_regex(),
+        name: q.name,
+        parent,
+        before,
+        limit,
+        created_after,
+        created_before,
+        context,
+    };
+    let tasks = shared.store.tasks(&filter).await?;
     let next_before = if tasks.len() as i64 == limit {
         tasks.last().map(|t| t.id)
     } else {
         None
     };
-    Ok(Json(TaskPage { tasks, next_before }))
+    let counts = match q.counts {
+        Some(true) => {
+            let mut counts = TaskCounts::default();
+            for (state, n) in shared.store.task_counts(&filter).await? {
+                counts.add(&state, u64::try_from(n).unwrap_or(0));
+            }
+            Some(counts)
+        }
+        _ => None,
+    };
+    Ok(Json(TaskPage {
+        tasks,
+        next_before,
+        counts,
+    }))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

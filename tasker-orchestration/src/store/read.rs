@@ -40,6 +40,42 @@ const TASK_COLUMNS: &str = "t.id, t.namespace, t.name, t.version, t.state, t.con
     (ARRAY['high', 'normal', 'low'])[t.priority + 1] AS priority,
     EXTRACT(EPOCH FROM (t.completed_at - t.created_at))::float8 * 1000 AS duration_ms";
 
+/// The `WHERE` of a list of tasks, its arguments `$1` to `$9` ([`bind_filter`]).
+fn task_where(f: &TaskFilter) -> String {
+    let context = if f.context.is_some() {
+        "t.context @> $9"
+    } else {
+        "$9::jsonb IS NULL"
+    };
+    format!(
+        "($1::text IS NULL OR t.state = $1)
+           AND ($2::text IS NULL OR t.namespace = $2)
+           AND ($3::uuid IS NULL OR t.id < $3)
+           AND ($4::text IS NULL OR t.name = $4)
+           AND ($5::text IS NULL OR t.namespace ~ $5)
+           AND ($6::uuid IS NULL OR t.parent_task_id = $6)
+           AND ($7::timestamptz IS NULL OR t.created_at >= $7)
+           AND ($8::timestamptz IS NULL OR t.created_at < $8)
+           AND {context}"
+    )
+}
+
+/// Binds the arguments of [`task_where`].
+fn bind_filter<'q, T>(
+    q: sqlx::query::QueryAs<'q, sqlx::Postgres, T, sqlx::postgres::PgArguments>,
+    f: &TaskFilter,
+) -> sqlx::query::QueryAs<'q, sqlx::Postgres, T, sqlx::postgres::PgArguments> {
+    q.bind(f.state.clone())
+        .bind(f.namespace.clone())
+        .bind(f.before)
+        .bind(f.name.clone())
+        .bind(f.namespaces.clone())
+        .bind(f.parent)
+        .bind(f.created_after)
+        .bind(f.created_before)
+        .bind(f.context.clone())
+}
+
 impl Store {
     /// A task with its result (once complete) and the children its child steps started, in one
     /// query (a task has children only if `has_children`, so others cost no lookup).
@@ -78,38 +114,28 @@ impl Store {
     /// statement only when given, so that its plan (generic: `plan_cache_mode`) can use the
     /// GIN index of `tasks.context` (migration 0020).
     pub async fn tasks(&self, f: &TaskFilter) -> Result<Vec<TaskView>> {
-        let context = if f.context.is_some() {
-            "t.context @> $10"
-        } else {
-            "$10::jsonb IS NULL"
+        let sql = format!(
+            "SELECT {TASK_COLUMNS}, NULL::jsonb AS result FROM tasks t WHERE {}
+             ORDER BY t.id DESC LIMIT $10",
+            task_where(f)
+        );
+        self.list(bind_filter(sqlx::query_as(&sql), f).bind(f.limit))
+            .await
+    }
+
+    /// How many tasks of each state the filter matches, its `state`, `before` and `limit` left
+    /// out (what the list's pages hold in all), within the list timeout.
+    pub async fn task_counts(&self, f: &TaskFilter) -> Result<Vec<(String, i64)>> {
+        let all = TaskFilter {
+            state: None,
+            before: None,
+            ..f.clone()
         };
         let sql = format!(
-            "SELECT {TASK_COLUMNS}, NULL::jsonb AS result FROM tasks t
-             WHERE ($1::text IS NULL OR t.state = $1)
-               AND ($2::text IS NULL OR t.namespace = $2)
-               AND ($3::uuid IS NULL OR t.id < $3)
-               AND ($5::text IS NULL OR t.name = $5)
-               AND ($6::text IS NULL OR t.namespace ~ $6)
-               AND ($7::uuid IS NULL OR t.parent_task_id = $7)
-               AND ($8::timestamptz IS NULL OR t.created_at >= $8)
-               AND ($9::timestamptz IS NULL OR t.created_at < $9)
-               AND {context}
-             ORDER BY t.id DESC LIMIT $4"
+            "SELECT t.state, count(*) FROM tasks t WHERE {} GROUP BY t.state",
+            task_where(&all)
         );
-        self.list(
-            sqlx::query_as(&sql)
-                .bind(&f.state)
-                .bind(&f.namespace)
-                .bind(f.before)
-                .bind(f.limit)
-                .bind(&f.name)
-                .bind(&f.namespaces)
-                .bind(f.parent)
-                .bind(f.created_after)
-                .bind(f.created_before)
-                .bind(&f.context),
-        )
-        .await
+        self.list(bind_filter(sqlx::query_as(&sql), &all)).await
     }
 
     /// Whether task `id` has a step routed to a namespace matching `regex` (a scoped token's).

@@ -4,6 +4,7 @@
 const NO_TASK_FILTER = { state: '', namespace: '', name: '', after: '', before: '', context: '' };
 const taskFilter = Object.assign({}, NO_TASK_FILTER);
 const TASKS_EVERY = 2000; // the first page of the list is fetched again this often while shown
+const COUNTS_EVERY = 10000; // the counts by state of the list's filter are fetched again this often
 
 // The task list filtered on one template's tasks (from its page, or a schedule's).
 function showTasksOf(namespace, name) {
@@ -22,6 +23,28 @@ function tasksQuery(before) {
   return `/v1/tasks?${q}`;
 }
 
+// The counts by state of the list's filter (its state left out), each a link that filters on
+// its state; fetched with the filter and again every COUNTS_EVERY ms.
+function stateCounts(signal, onState) {
+  const el = h('p', { id: 'task-counts', class: 'counts muted' });
+  const load = async (current) => {
+    const q = new URL(tasksQuery(null), location.origin).searchParams;
+    q.delete('state');
+    q.set('limit', '1');
+    q.set('counts', 'true');
+    const { counts } = await api('GET', `/v1/tasks?${q}`, undefined, signal);
+    if (!current() || !counts) return;
+    el.dataset.total = counts.total;
+    el.replaceChildren(...TASK_STATES.flatMap((state) => [
+      h('a', { href: '#/tasks', class: 'count', 'data-state': state, 'data-count': counts[state],
+        'aria-current': state === taskFilter.state ? 'true' : null,
+        onclick: (e) => { e.preventDefault(); onState(state); } }, badge(state), ` ${counts[state]}`), ' ']),
+    h('span', { text: `${counts.total} in all` }));
+  };
+  const { again, start } = refreshing(signal, load, () => COUNTS_EVERY);
+  return { el, again, start };
+}
+
 async function tasksView(root, signal) {
   const stateSel = h('select', { id: 'filter-state', 'aria-label': 'State' },
     ['', ...TASK_STATES].map((s) => h('option', { value: s, text: s || 'all states', selected: s === taskFilter.state })));
@@ -34,6 +57,7 @@ async function tasksView(root, signal) {
   const [liveEl, setLive] = liveIndicator('tasks-live', `the first page is fetched again every ${TASKS_EVERY / 1000} s`, 'not live');
   const box = h('div');
   const bulk = h('div', { id: 'bulk' }, bulkBar());
+  const counts = stateCounts(signal, (state) => { stateSel.value = state; apply(); });
   const list = pagedList(box, signal, {
     id: 'tasks', key: 'tasks', empty: 'No tasks.',
     heads: ['id', 'template', 'state', 'created', 'duration'],
@@ -59,6 +83,7 @@ async function tasksView(root, signal) {
       after: afterInput.value, before: beforeInput.value, context,
     });
     bulk.replaceChildren(bulkBar());
+    counts.again();
     list.show(null);
   };
   for (const input of [stateSel, nsInput, nameInput, afterInput, beforeInput, contextInput]) input.addEventListener('change', apply);
@@ -74,6 +99,7 @@ async function tasksView(root, signal) {
       stateSel, nsInput, nameInput,
       h('label', {}, 'created after ', afterInput), h('label', {}, 'before ', beforeInput), contextInput,
       h('button', { type: 'submit', text: 'Apply' })),
-    search), bulk, box);
+    search), counts.el, bulk, box);
+  counts.start().catch(showError);
   await list.start();
 }

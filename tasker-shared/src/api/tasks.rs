@@ -305,6 +305,38 @@ pub struct TaskPage {
     pub tasks: Vec<Task>,
     #[cfg_attr(feature = "openapi", schema(required))]
     pub next_before: Option<Uuid>,
+    /// With `counts=true`: how many tasks of each state the filter matches, its `state` left
+    /// out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<TaskCounts>,
+}
+
+/// How many tasks of each state a filter matches.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskCounts {
+    pub scheduled: u64,
+    pub running: u64,
+    pub complete: u64,
+    pub error: u64,
+    pub cancelled: u64,
+    /// All of them.
+    pub total: u64,
+}
+
+impl TaskCounts {
+    /// Adds `n` tasks of `state` (a state this version does not know counts in `total` only).
+    pub fn add(&mut self, state: &str, n: u64) {
+        match state {
+            "scheduled" => self.scheduled += n,
+            "running" => self.running += n,
+            "complete" => self.complete += n,
+            "error" => self.error += n,
+            "cancelled" => self.cancelled += n,
+            _ => {}
+        }
+        self.total += n;
+    }
 }
 
 /// One page of a task's steps in id order; `next` is the `after` of the next page.

@@ -1,5 +1,6 @@
 //! The dashboard's operations by filter (`tests/dashboard/operations.mjs`): every failed task
-//! of a template retried from the task list, the count shown before, the operation followed to
+//! of a template retried from the task list (its counts by state, the error count's link), the
+//! count shown before, the operation followed to
 //! its end, and each task complete with the operation in its history.
 
 use serde_json::json;
@@ -65,6 +66,11 @@ async fn the_task_list_retries_every_failed_task_of_its_filter() -> anyhow::Resu
     assert_eq!(report["pageErrors"], json!([]), "{report}");
     assert_eq!(report["consoleErrors"], json!([]), "{report}");
     assert_eq!(report["hintWithoutState"], true, "{report}");
+    assert_eq!(
+        report["counts"],
+        json!({"scheduled": 0, "running": 0, "complete": 0, "error": 5, "cancelled": 0}),
+        "{report}"
+    );
     assert_eq!(report["cancelOffered"], false, "{report}");
     assert_eq!(report["matched"], 5, "{report}");
     assert_eq!(report["okLabel"], "Retry 5 tasks", "{report}");

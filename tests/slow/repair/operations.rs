@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tasker::{RunningOrchestrator, TestEnv};
-use tasker_client::{CreateTask, OperationFilter, StartOperation};
+use tasker_client::{CreateTask, OperationFilter, StartOperation, TaskQuery};
 use uuid::Uuid;
 
 /// `n` tasks of `repairable` that end in error (their retry then completes them), with
@@ -394,5 +394,47 @@ async fn a_batch_retry_and_resolve_leave_each_task_as_one_repair_by_hand_does() 
     // The task retried by hand is not the operations': they matched it neither time.
     assert_eq!(named(o, by_hand[0], op.id).await?, 0);
     assert_eq!(o.client.task(by_hand[1], None).await?.state, "error");
+    cluster.shutdown().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_counts_of_a_filter_say_how_many_tasks_of_each_state_it_matches() -> anyhow::Result<()>
+{
+    let cluster = tasker::Cluster::start().await?;
+    let o = &cluster.orchestrator;
+    failed(o, 3, "counted").await?;
+    for value in [1, 2] {
+        let done = o
+            .run_task("rust_examples", "linear", json!({"value": value}))
+            .await?;
+        assert_eq!(done.state, "complete");
+    }
+    let all = o.client.task_counts(&TaskQuery::default()).await?;
+    assert_eq!(
+        (all.error, all.complete, all.running, all.total),
+        (3, 2, 0, 5),
+        "{all:?}"
+    );
+    // The list's state filter narrows its page, not its counts.
+    let page = o
+        .client
+        .tasks(&TaskQuery {
+            state: Some("complete".into()),
+            counts: true,
+            ..TaskQuery::default()
+        })
+        .await?;
+    assert_eq!(page.tasks.len(), 2);
+    assert_eq!(page.counts.as_ref(), Some(&all));
+    assert_eq!(o.client.tasks(&TaskQuery::default()).await?.counts, None);
+    let (_, out) = cli(&o.url(), &["--json", "count", "--name", "repairable"])?;
+    let counted: Value = serde_json::from_str(&out)?;
+    assert_eq!(
+        (&counted["error"], &counted["total"]),
+        (&json!(3), &json!(3)),
+        "{counted}"
+    );
+    let (_, table) = cli(&o.url(), &["count", "--since", "1h"])?;
+    assert!(table.contains("total") && table.contains('5'), "{table}");
     cluster.shutdown().await
 }

@@ -1,0 +1,78 @@
+//! `tasker count`: how many tasks of each state a filter matches.
+
+use std::process::ExitCode;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use uuid::Uuid;
+
+use tasker_client::{Client, TaskQuery};
+
+use super::args::json_object;
+
+#[derive(Debug, clap::Args)]
+pub(super) struct CountArgs {
+    /// Only tasks of this namespace.
+    #[arg(long)]
+    namespace: Option<String>,
+    /// Only tasks of this template (its name).
+    #[arg(long)]
+    name: Option<String>,
+    /// Only the tasks this task's child steps started.
+    #[arg(long)]
+    parent: Option<Uuid>,
+    /// Only tasks created within this long (`1h`, `30m`, `7d`).
+    #[arg(long, value_name = "DURATION", conflicts_with = "created_after")]
+    since: Option<String>,
+    /// Only tasks created at or after this time (RFC 3339).
+    #[arg(long)]
+    created_after: Option<DateTime<Utc>>,
+    /// Only tasks created before this time (RFC 3339).
+    #[arg(long)]
+    created_before: Option<DateTime<Utc>>,
+    /// Only tasks whose context contains this JSON object, e.g. '{"order_id": 42}'.
+    #[arg(long, value_parser = json_object)]
+    context: Option<Value>,
+}
+
+/// Prints the count of each state (`--json`: `{scheduled, running, complete, error, cancelled,
+/// total}`).
+pub(super) async fn run(client: &Client, a: CountArgs, json: bool) -> anyhow::Result<ExitCode> {
+    let created_after = match &a.since {
+        Some(since) => {
+            let d = tasker_shared::time::parse_duration("--since", since)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            Some(Utc::now() - chrono::Duration::from_std(d)?)
+        }
+        None => a.created_after,
+    };
+    let counts = client
+        .task_counts(&TaskQuery {
+            namespace: a.namespace,
+            name: a.name,
+            parent: a.parent,
+            created_after,
+            created_before: a.created_before,
+            context: a.context,
+            ..TaskQuery::default()
+        })
+        .await?;
+    if json {
+        out!("{}", serde_json::to_string_pretty(&counts)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    super::table::print(
+        &["STATE", ">TASKS"],
+        [
+            ("scheduled", counts.scheduled),
+            ("running", counts.running),
+            ("complete", counts.complete),
+            ("error", counts.error),
+            ("cancelled", counts.cancelled),
+            ("total", counts.total),
+        ]
+        .iter()
+        .map(|(state, n)| vec![(*state).to_owned(), n.to_string()]),
+    );
+    Ok(ExitCode::SUCCESS)
+}
