@@ -103,6 +103,21 @@ fn browser_script(script: &str) -> anyhow::Result<(PathBuf, String)> {
     Ok((script, chromium))
 }
 
+/// A test environment whose orchestrator requires tokens, with a write token `name` made by
+/// `tasker-orchestrator token create` (as an operator would), which its workers use too.
+async fn with_write_token(name: &str) -> anyhow::Result<(TestEnv, String)> {
+    let mut env = TestEnv::new().await?;
+    env.config.orchestrator.auth = AuthMode::Tokens;
+    let created = std::process::Command::new(workspace_binary("tasker-orchestrator")?)
+        .args(["token", "create", name, "--scope", "write"])
+        .env("TASKER_DATABASE_URL", &env.config.database_url)
+        .output()?;
+    anyhow::ensure!(created.status.success(), "token create: {created:?}");
+    let token = String::from_utf8(created.stdout)?.trim().to_owned();
+    env.config.worker.api_token = Some(token.clone());
+    Ok((env, token))
+}
+
 /// Runs a browser script (at most 120 s) with `vars`, `SCREENSHOTS` (`shots`) and `CHROMIUM` in
 /// its environment: its report (the JSON of its last line) and its stderr (the browser's
 /// console).
@@ -259,15 +274,7 @@ async fn the_dashboard_serves_its_embedded_assets() -> anyhow::Result<()> {
 async fn a_failed_task_is_retried_from_the_dashboard_in_a_real_browser() -> anyhow::Result<()> {
     let (script, chromium) = browser_script("repair.mjs")?;
     // Tokens required, as off loopback: the page must ask for one before it shows anything.
-    let mut env = TestEnv::new().await?;
-    env.config.orchestrator.auth = AuthMode::Tokens;
-    let created = std::process::Command::new(workspace_binary("tasker-orchestrator")?)
-        .args(["token", "create", "dashboard-test", "--scope", "write"])
-        .env("TASKER_DATABASE_URL", &env.config.database_url)
-        .output()?;
-    anyhow::ensure!(created.status.success(), "token create: {created:?}");
-    let token = String::from_utf8(created.stdout)?.trim().to_owned();
-    env.config.worker.api_token = Some(token.clone());
+    let (env, token) = with_write_token("dashboard-test").await?;
     let o = env.orchestrator().await?;
     let worker = env.rust_worker();
     let failed = o

@@ -1,6 +1,7 @@
 //! What several commands read the same way: JSON arguments, and who runs the command.
 
 use anyhow::Context;
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 /// `user:$USER` (or `$LOGNAME`): who runs this command, as recorded by repairs and
@@ -38,4 +39,20 @@ pub(super) fn json_arg(flag: &str, value: &str) -> anyhow::Result<Value> {
         (value.to_owned(), flag.to_owned())
     };
     serde_json::from_str(&text).with_context(|| format!("{from} is not valid JSON ({flag})"))
+}
+
+/// The creation time a filter starts at: `--since DURATION` ago (`1h`, `7d`), else
+/// `--created-after`.
+pub(super) fn created_after(
+    since: Option<&str>,
+    created_after: Option<DateTime<Utc>>,
+) -> anyhow::Result<Option<DateTime<Utc>>> {
+    match since {
+        Some(since) => {
+            let d = tasker_shared::time::parse_duration("--since", since)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            Ok(Some(Utc::now() - chrono::Duration::from_std(d)?))
+        }
+        None => Ok(created_after),
+    }
 }

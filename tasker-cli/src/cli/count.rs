@@ -38,14 +38,7 @@ pub(super) struct CountArgs {
 /// Prints the count of each state (`--json`: `{scheduled, running, complete, error, cancelled,
 /// total}`).
 pub(super) async fn run(client: &Client, a: CountArgs, json: bool) -> anyhow::Result<ExitCode> {
-    let created_after = match &a.since {
-        Some(since) => {
-            let d = tasker_shared::time::parse_duration("--since", since)
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-            Some(Utc::now() - chrono::Duration::from_std(d)?)
-        }
-        None => a.created_after,
-    };
+    let created_after = super::args::created_after(a.since.as_deref(), a.created_after)?;
     let counts = client
         .task_counts(&TaskQuery {
             namespace: a.namespace,

@@ -86,14 +86,7 @@ pub(super) struct FilterArgs {
 
 impl FilterArgs {
     fn filter(self) -> anyhow::Result<OperationFilter> {
-        let created_after = match &self.since {
-            Some(since) => {
-                let d = tasker_shared::time::parse_duration("--since", since)
-                    .map_err(|e| anyhow::anyhow!("{e}"))?;
-                Some(Utc::now() - chrono::Duration::from_std(d)?)
-            }
-            None => self.created_after,
-        };
+        let created_after = super::args::created_after(self.since.as_deref(), self.created_after)?;
         Ok(OperationFilter {
             namespace: self.namespace,
             name: self.name,

@@ -4,24 +4,15 @@
 //! its end, and each task complete with the operation in its history.
 
 use serde_json::json;
-use tasker::{TestEnv, target_dir, workspace_binary};
+use tasker::target_dir;
 use tasker_client::CreateTask;
-use tasker_shared::config::AuthMode;
 
-use super::{browser_script, run_browser};
+use super::{browser_script, run_browser, with_write_token};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_task_list_retries_every_failed_task_of_its_filter() -> anyhow::Result<()> {
     let (script, chromium) = browser_script("operations.mjs")?;
-    let mut env = TestEnv::new().await?;
-    env.config.orchestrator.auth = AuthMode::Tokens;
-    let created = std::process::Command::new(workspace_binary("tasker-orchestrator")?)
-        .args(["token", "create", "dashboard-ops", "--scope", "write"])
-        .env("TASKER_DATABASE_URL", &env.config.database_url)
-        .output()?;
-    anyhow::ensure!(created.status.success(), "token create: {created:?}");
-    let token = String::from_utf8(created.stdout)?.trim().to_owned();
-    env.config.worker.api_token = Some(token.clone());
+    let (env, token) = with_write_token("dashboard-ops").await?;
     let o = env.orchestrator().await?;
     let worker = env.rust_worker();
     let tasks: Vec<CreateTask> = (0..5)
