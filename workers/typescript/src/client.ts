@@ -25,7 +25,8 @@ import { createClient, type Client as Generated } from "./generated/client";
 import * as api from "./generated/sdk.gen";
 import type * as wire from "./generated/types.gen";
 import { stringifyApiJson, type JsonObject, type JsonValue } from "./json";
-import { OperationMethods, type Send } from "./operations";
+import { TaskCountMethods } from "./counts";
+import type { Send } from "./operations";
 import {
   isTerminal,
   type BackfillResult,
@@ -51,10 +52,10 @@ const MAX_POLL_MS = 25_000;
 const STEPS_PAGE = 1_000;
 
 /**
- * A client of one orchestrator (operations by filter: {@link OperationMethods}). Every call
- * returns a Promise; failures reject with a {@link TaskerClientError}: an {@link ApiError}
- * subclass carrying the API's stable error code, or a {@link ConnectionError} when no answer
- * came. Integers beyond ±(2^53 − 1) in contexts, results, payloads and error details come back
+ * A client of one orchestrator (operations by filter: {@link OperationMethods}; counts by state:
+ * {@link TaskCountMethods}). Every call returns a Promise; failures reject with a
+ * {@link TaskerClientError}: an {@link ApiError} subclass carrying the API's stable error code,
+ * or a {@link ConnectionError} when no answer came. Integers beyond ±(2^53 − 1) in contexts, results, payloads and error details come back
  * as `bigint`s, exactly, and a `bigint` in a context, result or payload is sent as an exact JSON
  * integer (see {@link JsonValue}).
  *
@@ -66,7 +67,7 @@ const STEPS_PAGE = 1_000;
  * done.result?.halve.value; // 242
  * ```
  */
-export class Client extends OperationMethods {
+export class Client extends TaskCountMethods {
   readonly #http: Transport;
   /** The generated functions' client: this one's transport, JSON with exact big integers. */
   readonly #api: Generated;
@@ -221,6 +222,7 @@ export class Client extends OperationMethods {
    * One page of tasks, newest first (`GET /v1/tasks`). Tasks in a list have no `result`
    * (`getTask` has it). `400 invalid_time` for a `createdAfter` or `createdBefore` string that
    * is not RFC 3339, `400 invalid_context_filter` for a `context` that is not an object.
+   * With `counts: true` the page's `counts` are the filter's counts by state.
    */
   async listTasks<Ctx = JsonObject, Res = JsonObject>(query: TaskQuery = {}): Promise<TaskPage<Ctx, Res>> {
     return this.#read("TaskPage", api.listTasks({ ...this.#send, query: taskQuery(query) }));

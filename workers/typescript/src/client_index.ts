@@ -30,6 +30,7 @@ export {
   TaskerClientError,
 } from "./client_errors";
 export type { JsonObject, JsonValue } from "./json";
+export { TaskCountMethods, type TaskCountQuery } from "./counts";
 export {
   OperationMethods,
   isFinished,
@@ -69,6 +70,7 @@ export {
   type StepWait,
   type Task,
   type TaskChild,
+  type TaskCounts,
   type TaskFailure,
   type TaskPage,
   type TaskPriority,

@@ -124,6 +124,11 @@ export interface TaskQuery {
    * arrays by containment.
    */
   context?: object;
+  /**
+   * Also count the tasks of each state the filter matches: the page's `counts` ({@link
+   * Client.taskCounts}); `state`, `before` and `limit` do not narrow them. `null` without it.
+   */
+  counts?: boolean;
 }
 
 /** Who asks for a repair and why; both are recorded in the task's history. */

@@ -89,6 +89,8 @@ export type BatchCreated = Omit<Camel<wire.BatchCreated>, "results"> & { results
 export type PurgeResult = Camel<wire.Purged>;
 /** The retention policy the orchestrator runs, as {@link Client.retention} reads it. */
 export type RetentionPolicy = Camel<wire.RetentionPolicy>;
+/** How many tasks of each state a filter matches, and their `total` ({@link Client.taskCounts}). */
+export type TaskCounts = Camel<wire.TaskCounts>;
 /** One page of tasks, newest first: `nextBefore` is the next page's `before` (`null` on the last). */
 export type TaskPage<Ctx = JsonObject, Res = JsonObject> = Omit<Camel<wire.TaskPage>, "tasks"> & {
   tasks: Task<Ctx, Res>[];

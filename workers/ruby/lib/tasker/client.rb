@@ -21,6 +21,7 @@ require_relative "client/batch"
 require_relative "client/purge"
 require_relative "client/audit"
 require_relative "client/operations"
+require_relative "client/counts"
 require_relative "client/retry"
 
 module Tasker
@@ -40,7 +41,7 @@ module Tasker
   #
   # Values are Task, Step, Transition, TaskPage, StepPage, Signal, Schedule, Backfill,
   # WorkerInfo, ConcurrencyLimit, RateLimit, BatchCreated, PurgeResult, RetentionPolicy,
-  # AuditPage, Operation, OperationCount and OperationList structs (TaskChild, StepChild,
+  # AuditPage, Operation, OperationCount, OperationList and TaskCounts structs (TaskChild, StepChild,
   # StepThrottle and StepLimits inside tasks and steps, BatchItemResult and BatchItemError inside
   # a BatchCreated, an OperationFilter inside an operation); JSON inside them (context, results,
   # errors) has string keys; timestamps are Times.
@@ -49,6 +50,7 @@ module Tasker
   # to share between threads.
   class Client
     include Operations
+    include Counts
 
     # Where the orchestrator is when neither +url:+ nor TASKER_URL says.
     DEFAULT_URL = "http://127.0.0.1:8080"
@@ -180,13 +182,14 @@ module Tasker
     # whose context contains it: `{ "order_id" => 42 }` matches `{ "order_id" => 42, "rush" =>
     # true }`, nested objects by subset, arrays by containment. InvalidRequestError
     # `invalid_time` for a String that is not RFC 3339, `invalid_context_filter` for a +context+
-    # that is not an object.
+    # that is not an object. +counts: true+ also counts the tasks of each state the filter
+    # matches (TaskPage#counts; see #task_counts).
     def list_tasks(state: nil, namespace: nil, name: nil, limit: nil, before: nil, parent: nil,
-                   created_after: nil, created_before: nil, context: nil)
+                   created_after: nil, created_before: nil, context: nil, counts: false)
       query = { state: state, namespace: namespace, name: name, limit: limit, before: before, parent: parent,
                 created_after: created_after && timestamp(created_after),
                 created_before: created_before && timestamp(created_before),
-                context: context && JSON.generate(context) }
+                context: context && JSON.generate(context), counts: counts ? true : nil }
       TaskPage.from_json(@http.get("/v1/tasks", query))
     end
 

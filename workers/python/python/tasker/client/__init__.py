@@ -11,7 +11,7 @@
 Answers (:class:`Task`, :class:`Step`, :class:`Transition`, :class:`TaskPage`,
 :class:`StepPage`, :class:`Signal`, :class:`Schedule`, :class:`WorkerInfo`,
 :class:`ConcurrencyLimit`, :class:`RateLimit`, :class:`BatchCreated`, :class:`PurgeResult`,
-:class:`RetentionPolicy`, :class:`AuditPage`, :class:`Operation`, ...) are the classes generated from the API's OpenAPI document (the
+:class:`RetentionPolicy`, :class:`AuditPage`, :class:`Operation`, :class:`TaskCounts`, ...) are the classes generated from the API's OpenAPI document (the
 repository's openapi.json), with ``datetime`` timestamps, ``UUID`` ids and ``Literal`` states;
 failures are :class:`ClientError` subclasses carrying the API's stable error code.
 """
@@ -69,6 +69,7 @@ from .values import (
     StepWait,
     Task,
     TaskChild,
+    TaskCounts,
     TaskPage,
     TaskStateName,
     Transition,
@@ -128,6 +129,7 @@ __all__ = [
     "StepWait",
     "Task",
     "TaskChild",
+    "TaskCounts",
     "TaskPage",
     "TaskPurged",
     "TaskStateName",

@@ -17,6 +17,7 @@ from ._calls import Call, Duration, Id, Time
 from ._retry import Pause
 from ._transport import DEFAULT_TIMEOUT, Settings
 from .audit import AsyncAuditMethods
+from .counts import AsyncTaskCountMethods
 from .errors import ConnectionFailed
 from .operations import AsyncOperationMethods
 from .values import (
@@ -43,7 +44,7 @@ from .values import (
 T = TypeVar("T")
 
 
-class AsyncClient(AsyncAuditMethods, AsyncOperationMethods):
+class AsyncClient(AsyncAuditMethods, AsyncOperationMethods, AsyncTaskCountMethods):
     """The ``async`` twin of :class:`Client`: the same constructor and methods, awaited, and
     :meth:`iter_tasks` an async iterator. Use it as an async context manager, or ``await
     aclose()``."""
@@ -147,10 +148,12 @@ class AsyncClient(AsyncAuditMethods, AsyncOperationMethods):
         created_after: Time | None = None,
         created_before: Time | None = None,
         context: Mapping[str, JSON] | None = None,
+        counts: bool = False,
     ) -> TaskPage:
         """See :meth:`Client.list_tasks`."""
         return await self._run(_calls.list_tasks(
-            state, namespace, name, limit, before, parent, created_after, created_before, context
+            state, namespace, name, limit, before, parent, created_after, created_before, context,
+            counts,
         ))
 
     async def iter_tasks(

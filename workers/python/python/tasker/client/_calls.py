@@ -305,6 +305,7 @@ def list_tasks(
     created_after: Time | None = None,
     created_before: Time | None = None,
     context: Mapping[str, JSON] | None = None,
+    counts: bool = False,
 ) -> Call[TaskPage]:
     request = list_tasks_op._get_kwargs(
         state=_given(state), namespace=_given(namespace), name=_given(name),
@@ -314,6 +315,7 @@ def list_tasks(
         created_before=UNSET if created_before is None else timestamp(created_before),
         # JSON text, URL-encoded in the query string like every parameter.
         context=UNSET if context is None else json.dumps(context, separators=(",", ":")),
+        counts=True if counts else UNSET,
     )
     return _call(request, TaskPage.from_dict)
 

@@ -16,6 +16,7 @@ from ._calls import Call, Duration, Id, Time
 from ._retry import Pause
 from ._transport import DEFAULT_TIMEOUT, Settings
 from .audit import AsyncAuditMethods, AuditMethods
+from .counts import TaskCountMethods
 from .errors import ConnectionFailed
 from .operations import OperationMethods
 from .values import (
@@ -42,7 +43,7 @@ from .values import (
 T = TypeVar("T")
 
 
-class Client(AuditMethods, OperationMethods):
+class Client(AuditMethods, OperationMethods, TaskCountMethods):
     """A blocking client of one orchestrator's REST API.
 
     ``base_url`` defaults to ``TASKER_URL``, else ``http://127.0.0.1:8080``; ``token`` (sent as
@@ -202,6 +203,7 @@ class Client(AuditMethods, OperationMethods):
         created_after: Time | None = None,
         created_before: Time | None = None,
         context: Mapping[str, JSON] | None = None,
+        counts: bool = False,
     ) -> TaskPage:
         """One page of tasks, newest first: of a ``state`` (``scheduled``, ``running``,
         ``complete``, ``error``, ``cancelled``), a ``namespace``, a template ``name``, the child
@@ -214,9 +216,12 @@ class Client(AuditMethods, OperationMethods):
         ``{"order_id": 42, "rush": True}``, nested objects by subset, lists by containment.
         :class:`~tasker.InvalidRequest` ``invalid_time`` for a time that is not RFC 3339 (a
         naive ``datetime`` raises ``ValueError``), ``invalid_context_filter`` for a ``context``
-        that is not an object."""
+        that is not an object. With ``counts=True`` the page's ``counts`` is a
+        :class:`~tasker.TaskCounts`: how many tasks of each state the filters match, ``state``,
+        ``before`` and ``limit`` left out (see :meth:`task_counts`)."""
         return self._run(_calls.list_tasks(
-            state, namespace, name, limit, before, parent, created_after, created_before, context
+            state, namespace, name, limit, before, parent, created_after, created_before, context,
+            counts,
         ))
 
     def iter_tasks(

@@ -41,11 +41,18 @@ module Tasker
       end
     end
 
+    # How many tasks of each state a filter matches (Client#task_counts, TaskPage#counts):
+    # `scheduled`, `running`, `complete`, `error`, `cancelled`, and their `total`.
+    TaskCounts = Record.struct(:scheduled, :running, :complete, :error, :cancelled, :total)
+
     # One page of Client#list_tasks, newest first. `next_before` is the `before:` of the next
-    # page, nil on the last one.
-    TaskPage = Struct.new(:tasks, :next_before, keyword_init: true) do
+    # page, nil on the last one. `counts` (with +counts: true+) is the TaskCounts of the filter,
+    # its +state+, +before+ and +limit+ left out; nil without it.
+    TaskPage = Struct.new(:tasks, :next_before, :counts, keyword_init: true) do
       def self.from_json(object)
-        new(tasks: object.fetch("tasks").map { |t| Task.from_json(t) }, next_before: object["next_before"])
+        counts = object["counts"]
+        new(tasks: object.fetch("tasks").map { |t| Task.from_json(t) }, next_before: object["next_before"],
+            counts: counts && TaskCounts.from_json(counts))
       end
     end
   end
