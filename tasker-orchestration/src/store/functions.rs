@@ -1,5 +1,6 @@
 //! The engine's SQL functions, one file each in `tasker-orchestration/sql/`, compiled into the
-//! binary and applied with `CREATE OR REPLACE` after the migrations on every start. Migrations
+//! binary and applied with `CREATE OR REPLACE` after the migrations at a start that finds them
+//! changed (`apply_engine`). Migrations
 //! change the schema; these files are where the step and task transitions are written.
 
 use sqlx::PgPool;
