@@ -89,16 +89,17 @@ use common::{
 };
 use document::{ApiDoc, common_responses};
 pub use document::{openapi, openapi_json};
-use middleware::{http_metrics, matched_route, run_to_completion};
+use middleware::{access_log, http_metrics, matched_route, run_to_completion};
 
 use crate::shared::Shared;
 
 /// The whole HTTP application, `/openapi.json` included.
 pub fn router(shared: Shared) -> Router {
     let limit = shared.config.orchestrator.max_body_bytes;
+    let access = shared.config.orchestrator.access_log;
     let (router, mut document) = routes().split_for_parts();
     common_responses(&mut document);
-    router
+    let router = router
         .route_layer(axum::middleware::from_fn(per_token::gate))
         .route_layer(axum::middleware::from_fn_with_state(
             shared.clone(),
@@ -134,8 +135,14 @@ pub fn router(shared: Shared) -> Router {
             shared.clone(),
             guard::check,
         ))
-        .layer(axum::middleware::from_fn(http_metrics))
-        .with_state(shared)
+        .layer(axum::middleware::from_fn(http_metrics));
+    if access {
+        router
+            .layer(axum::middleware::from_fn(access_log))
+            .with_state(shared)
+    } else {
+        router.with_state(shared)
+    }
 }
 
 /// Every route with its OpenAPI operation. `routes!` takes the path and method from each

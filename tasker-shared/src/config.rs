@@ -194,6 +194,8 @@ pub struct OrchestratorConfig {
     /// Keep each audited request's `X-Forwarded-For` header beside its peer address. Only
     /// behind a proxy that sets it (anyone else can write anything in it).
     pub audit_forwarded_for: bool,
+    /// Log one line per answer (method, path, route, status, milliseconds, peer).
+    pub access_log: bool,
     /// Serve the API over TLS (`https://`) with this PEM certificate chain; needs
     /// `tls_key_file`. Unset: plain HTTP.
     pub tls_cert_file: Option<PathBuf>,
@@ -298,6 +300,7 @@ impl Default for OrchestratorConfig {
             allowed_origins: Vec::new(),
             metrics_public: false,
             audit_forwarded_for: false,
+            access_log: false,
             tls_cert_file: None,
             tls_key_file: None,
         }

@@ -225,3 +225,68 @@ async fn the_orchestrator_warns_when_its_broker_user_is_guest() -> anyhow::Resul
     assert!(!lines.iter().any(|l| l.contains(warning)), "{lines:#?}");
     env.cleanup().await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_access_log_has_a_line_per_answer_when_asked() -> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    let rust = templates("rust");
+    let args = [
+        "--bind",
+        "127.0.0.1:0",
+        "--templates",
+        rust.to_str().context("a UTF-8 path")?,
+    ];
+    let (mut child, mut lines) = spawn_logging(
+        &env,
+        "tasker-orchestrator",
+        &args,
+        &[
+            ("TASKER_LOG_FORMAT", "json"),
+            ("TASKER_ORCHESTRATOR__ACCESS_LOG", "true"),
+        ],
+    )?;
+    let listening = tasker::line_containing(
+        &mut lines,
+        "tasker-orchestrator listening",
+        Duration::from_secs(60),
+        "the orchestrator",
+    )
+    .await?;
+    let bind: Value = serde_json::from_str(&listening)?;
+    let url = format!("http://{}", bind["bind"].as_str().unwrap_or_default());
+    let answer = reqwest::get(format!("{url}/v1/tasks/not-an-id?wait=1")).await?;
+    assert_eq!(answer.status(), 400);
+    let line = tasker::line_containing(
+        &mut lines,
+        "tasker_orchestration::access",
+        Duration::from_secs(10),
+        "the access log",
+    )
+    .await?;
+    let event: Value = serde_json::from_str(&line)?;
+    assert_eq!(
+        (
+            &event["method"],
+            &event["path"],
+            &event["route"],
+            &event["status"]
+        ),
+        (
+            &Value::from("GET"),
+            &Value::from("/v1/tasks/not-an-id"),
+            &Value::from("/v1/tasks/{id}"),
+            &Value::from(400)
+        ),
+        "{event}"
+    );
+    assert!(
+        event["peer"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("127.0.0.1:")),
+        "{event}"
+    );
+    assert!(event["ms"].as_f64().is_some_and(|ms| ms >= 0.0), "{event}");
+    child.start_kill()?;
+    child.wait().await?;
+    env.cleanup().await
+}

@@ -59,6 +59,31 @@ pub(super) async fn http_metrics(
     response
 }
 
+/// With `orchestrator.access_log`: one line per answer, outside every other layer (so a refusal
+/// of the guard is logged too), with its method, path (never its query), route pattern, status,
+/// time and peer address.
+pub(super) async fn access_log(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let peer = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0.to_string());
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    let route = response
+        .extensions()
+        .get::<Route>()
+        .map_or("unmatched", |r| r.0.as_str());
+    tracing::info!(target: "tasker_orchestration::access", method = %method, path, route,
+        status = response.status().as_u16(), ms = started.elapsed().as_secs_f64() * 1000.0,
+        peer = peer.as_deref().unwrap_or("unknown"), "request");
+    response
+}
+
 /// A request that changes state runs to its end even if its client goes away. Hyper drops the
 /// handler of a connection that closed; dropped between its commit and its publishing, a
 /// created task's first steps (or what a cancel or repair made ready) would stay `enqueued`
