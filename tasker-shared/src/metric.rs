@@ -64,8 +64,22 @@ const BATCH_BUCKETS: [f64; 13] = [
     1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0,
 ];
 
+/// What every process that traces exports, whichever it is (`tasker-telemetry`'s OTLP
+/// exporter counts them): described by [`recorder`] for all.
+pub const SHARED: [Metric; 2] = [
+    counter(
+        "tasker_otlp_export_errors_total",
+        "Exports of spans over OTLP that failed (the collector unreachable or refusing); each is \
+         also logged as a warning.",
+    ),
+    counter(
+        "tasker_otlp_spans_dropped_total",
+        "Spans those failed exports dropped.",
+    ),
+];
+
 /// The process's Prometheus handle: installs the recorder on first use, and describes
-/// `metrics` (each caller its own) every time.
+/// `metrics` (each caller its own) and [`SHARED`] every time.
 pub fn recorder(metrics: &[Metric]) -> &'static PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
     let handle = HANDLE.get_or_init(|| {
@@ -81,7 +95,7 @@ pub fn recorder(metrics: &[Metric]) -> &'static PrometheusHandle {
         }
         handle
     });
-    for m in metrics {
+    for m in metrics.iter().chain(&SHARED) {
         match m.kind {
             Kind::Counter => metrics::describe_counter!(m.name, m.unit, m.help),
             Kind::Gauge => metrics::describe_gauge!(m.name, m.unit, m.help),

@@ -23,6 +23,10 @@ use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 
+mod counted;
+
+pub use counted::{EXPORT_ERRORS, SPANS_DROPPED};
+
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
 /// Tracing could not be set up.
@@ -55,7 +59,7 @@ pub fn init(endpoint: Option<&str>, service: &str) -> Result<Telemetry, Error> {
         .with_service_name(service.to_owned())
         .build();
     let provider = SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
+        .with_batch_exporter(counted::Counted(exporter))
         .with_resource(resource)
         .build();
     install(provider.clone());

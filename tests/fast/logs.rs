@@ -1,6 +1,7 @@
 //! The Rust binaries' logs: text lines by default, one JSON object a line with
 //! `TASKER_LOG_FORMAT=json` (the event's fields at the top level, for a log collector).
-//! A graceful stop (SIGTERM) ends with its own line and logs no error.
+//! A graceful stop (SIGTERM) ends with its own line and logs no error; an access log when asked;
+//! an unreachable OTLP collector is a warning and a counter, not silence.
 //! (Workers embedded in Ruby, Python and Node hand their records to the host's logger instead;
 //! each binding's suite checks that.)
 
@@ -286,6 +287,67 @@ async fn the_access_log_has_a_line_per_answer_when_asked() -> anyhow::Result<()>
         "{event}"
     );
     assert!(event["ms"].as_f64().is_some_and(|ms| ms >= 0.0), "{event}");
+    child.start_kill()?;
+    child.wait().await?;
+    env.cleanup().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_otlp_collector_is_logged_and_counted() -> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    // A port nothing listens on: bound, then let go.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+    let endpoint = format!("http://{dead}");
+    let rust = templates("rust");
+    let args = [
+        "--bind",
+        "127.0.0.1:0",
+        "--templates",
+        rust.to_str().context("a UTF-8 path")?,
+    ];
+    let (mut child, mut lines) = spawn_logging(
+        &env,
+        "tasker-orchestrator",
+        &args,
+        &[
+            ("TASKER_LOG_FORMAT", "json"),
+            ("TASKER_TELEMETRY__OTLP_ENDPOINT", &endpoint),
+        ],
+    )?;
+    let listening = tasker::line_containing(
+        &mut lines,
+        "tasker-orchestrator listening",
+        Duration::from_secs(60),
+        "the orchestrator",
+    )
+    .await?;
+    let bind: Value = serde_json::from_str(&listening)?;
+    let url = format!("http://{}", bind["bind"].as_str().unwrap_or_default());
+    // A task's creation is a span to export.
+    let client = tasker_client::Client::new(&url);
+    client
+        .create_task(
+            &tasker_client::CreateTask::new("rust_examples", "linear")
+                .context(serde_json::json!({"value": 1})),
+        )
+        .await?;
+    let warning = tasker::line_containing(
+        &mut lines,
+        "exporting spans over OTLP failed",
+        Duration::from_secs(30),
+        "the orchestrator",
+    )
+    .await?;
+    let event: Value = serde_json::from_str(&warning)?;
+    assert_eq!(event["level"], "WARN", "{event}");
+    assert!(event["spans"].as_u64().is_some_and(|n| n >= 1), "{event}");
+    let page = reqwest::get(format!("{url}/metrics")).await?.text().await?;
+    let errors = tasker::scrape::sample(&page, "tasker_otlp_export_errors_total");
+    assert!(errors.is_some_and(|n| n >= 1.0), "{page}");
+    assert!(
+        page.contains("# HELP tasker_otlp_spans_dropped_total"),
+        "described: {page}"
+    );
     child.start_kill()?;
     child.wait().await?;
     env.cleanup().await

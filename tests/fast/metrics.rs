@@ -14,7 +14,20 @@ use tasker_client::CreateTask;
 fn every_declared_metric_follows_the_conventions() {
     let mut all = tasker_orchestration::metrics::ALL.to_vec();
     all.extend(tasker_worker::metrics::ALL);
+    all.extend(tasker_shared::metric::SHARED);
     tasker_shared::metric::check(&all).unwrap();
+    // The OTLP exporter counts under the names SHARED describes.
+    let shared: Vec<&str> = tasker_shared::metric::SHARED
+        .iter()
+        .map(|m| m.name)
+        .collect();
+    assert_eq!(
+        shared,
+        [
+            tasker_telemetry::EXPORT_ERRORS,
+            tasker_telemetry::SPANS_DROPPED
+        ]
+    );
 }
 
 /// Every metric family the Grafana dashboard in docs/ queries is one the orchestrator or the
