@@ -29,8 +29,9 @@ pub struct Config {
     pub amqp_url: String,
     /// Prefix of every queue name; lets several clusters or test runs share a broker.
     pub queue_prefix: String,
-    /// PEM file of CA certificates trusted, beside the built-in web roots, for `amqps://`
-    /// (orchestrators and workers) and an `https://` orchestrator (workers and clients).
+    /// PEM file of CA certificates trusted for `amqps://` (orchestrators and workers; beside the
+    /// built-in web roots) and an `https://` orchestrator (workers and clients; beside the
+    /// system's roots).
     /// PostgreSQL reads its own from `database_url` (`sslmode=verify-full&sslrootcert=FILE`).
     pub tls_ca_file: Option<PathBuf>,
     pub orchestrator: OrchestratorConfig,
@@ -104,12 +105,12 @@ pub struct OrchestratorConfig {
     /// Largest accepted `POST /v1/tasks:batch` body.
     pub max_batch_body_bytes: usize,
     /// Most connections to the API at once (keep it below the process's open-file limit);
-    /// further clients wait to be accepted.
+    /// one more is answered 503 `too_many_connections` and closed.
     pub max_connections: usize,
     /// A request's headers must arrive within this, and an idle keep-alive connection is closed
     /// after it.
     pub header_timeout_ms: u64,
-    /// A request's body must arrive within this (400 `bad_body` otherwise).
+    /// A request's body must arrive within this (408 `body_too_slow` otherwise).
     pub body_timeout_ms: u64,
     /// Live event streams (`GET /v1/tasks/{id}/events`) open at once, in all.
     pub max_event_streams: usize,
