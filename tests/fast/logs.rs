@@ -227,9 +227,12 @@ async fn the_orchestrator_warns_when_its_broker_user_is_guest() -> anyhow::Resul
     env.cleanup().await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_access_log_has_a_line_per_answer_when_asked() -> anyhow::Result<()> {
-    let env = TestEnv::new().await?;
+/// An orchestrator logging JSON lines with `envs` added, once it listens: it, its stderr lines
+/// and its URL.
+async fn json_orchestrator(
+    env: &TestEnv,
+    envs: &[(&str, &str)],
+) -> anyhow::Result<(Child, Lines<BufReader<ChildStderr>>, String)> {
     let rust = templates("rust");
     let args = [
         "--bind",
@@ -237,15 +240,9 @@ async fn the_access_log_has_a_line_per_answer_when_asked() -> anyhow::Result<()>
         "--templates",
         rust.to_str().context("a UTF-8 path")?,
     ];
-    let (mut child, mut lines) = spawn_logging(
-        &env,
-        "tasker-orchestrator",
-        &args,
-        &[
-            ("TASKER_LOG_FORMAT", "json"),
-            ("TASKER_ORCHESTRATOR__ACCESS_LOG", "true"),
-        ],
-    )?;
+    let mut all = vec![("TASKER_LOG_FORMAT", "json")];
+    all.extend_from_slice(envs);
+    let (child, mut lines) = spawn_logging(env, "tasker-orchestrator", &args, &all)?;
     let listening = tasker::line_containing(
         &mut lines,
         "tasker-orchestrator listening",
@@ -255,6 +252,14 @@ async fn the_access_log_has_a_line_per_answer_when_asked() -> anyhow::Result<()>
     .await?;
     let bind: Value = serde_json::from_str(&listening)?;
     let url = format!("http://{}", bind["bind"].as_str().unwrap_or_default());
+    Ok((child, lines, url))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_access_log_has_a_line_per_answer_when_asked() -> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    let (mut child, mut lines, url) =
+        json_orchestrator(&env, &[("TASKER_ORCHESTRATOR__ACCESS_LOG", "true")]).await?;
     let answer = reqwest::get(format!("{url}/v1/tasks/not-an-id?wait=1")).await?;
     assert_eq!(answer.status(), 400);
     let line = tasker::line_containing(
@@ -298,31 +303,8 @@ async fn an_unreachable_otlp_collector_is_logged_and_counted() -> anyhow::Result
     // A port nothing listens on: bound, then let go.
     let dead = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
     let endpoint = format!("http://{dead}");
-    let rust = templates("rust");
-    let args = [
-        "--bind",
-        "127.0.0.1:0",
-        "--templates",
-        rust.to_str().context("a UTF-8 path")?,
-    ];
-    let (mut child, mut lines) = spawn_logging(
-        &env,
-        "tasker-orchestrator",
-        &args,
-        &[
-            ("TASKER_LOG_FORMAT", "json"),
-            ("TASKER_TELEMETRY__OTLP_ENDPOINT", &endpoint),
-        ],
-    )?;
-    let listening = tasker::line_containing(
-        &mut lines,
-        "tasker-orchestrator listening",
-        Duration::from_secs(60),
-        "the orchestrator",
-    )
-    .await?;
-    let bind: Value = serde_json::from_str(&listening)?;
-    let url = format!("http://{}", bind["bind"].as_str().unwrap_or_default());
+    let (mut child, mut lines, url) =
+        json_orchestrator(&env, &[("TASKER_TELEMETRY__OTLP_ENDPOINT", &endpoint)]).await?;
     // A task's creation is a span to export.
     let client = tasker_client::Client::new(&url);
     client

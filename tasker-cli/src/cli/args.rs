@@ -41,18 +41,35 @@ pub(super) fn json_arg(flag: &str, value: &str) -> anyhow::Result<Value> {
     serde_json::from_str(&text).with_context(|| format!("{from} is not valid JSON ({flag})"))
 }
 
-/// The creation time a filter starts at: `--since DURATION` ago (`1h`, `7d`), else
-/// `--created-after`.
-pub(super) fn created_after(
-    since: Option<&str>,
+/// A range of creation times: from, to (either open).
+pub(super) type Range = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+
+/// When the tasks a filter takes were created.
+#[derive(Debug, clap::Args)]
+pub(super) struct CreatedArgs {
+    /// Only tasks created within this long (`1h`, `30m`, `7d`).
+    #[arg(long, value_name = "DURATION", conflicts_with = "created_after")]
+    since: Option<String>,
+    /// Only tasks created at or after this time (RFC 3339).
+    #[arg(long)]
     created_after: Option<DateTime<Utc>>,
-) -> anyhow::Result<Option<DateTime<Utc>>> {
-    match since {
-        Some(since) => {
-            let d = tasker_shared::time::parse_duration("--since", since)
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-            Ok(Some(Utc::now() - chrono::Duration::from_std(d)?))
-        }
-        None => Ok(created_after),
+    /// Only tasks created before this time (RFC 3339).
+    #[arg(long)]
+    created_before: Option<DateTime<Utc>>,
+}
+
+impl CreatedArgs {
+    /// `(created_after, created_before)`: `--since DURATION` ago (`1h`, `7d`), else
+    /// `--created-after`; and `--created-before`.
+    pub(super) fn range(&self) -> anyhow::Result<Range> {
+        let after = match &self.since {
+            Some(since) => {
+                let d = tasker_shared::time::parse_duration("--since", since)
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+                Some(Utc::now() - chrono::Duration::from_std(d)?)
+            }
+            None => self.created_after,
+        };
+        Ok((after, self.created_before))
     }
 }

@@ -2,13 +2,12 @@
 
 use std::process::ExitCode;
 
-use chrono::{DateTime, Utc};
 use serde_json::Value;
 use uuid::Uuid;
 
 use tasker_client::{Client, TaskQuery};
 
-use super::args::json_object;
+use super::args::{CreatedArgs, json_object};
 
 #[derive(Debug, clap::Args)]
 pub(super) struct CountArgs {
@@ -21,15 +20,8 @@ pub(super) struct CountArgs {
     /// Only the tasks this task's child steps started.
     #[arg(long)]
     parent: Option<Uuid>,
-    /// Only tasks created within this long (`1h`, `30m`, `7d`).
-    #[arg(long, value_name = "DURATION", conflicts_with = "created_after")]
-    since: Option<String>,
-    /// Only tasks created at or after this time (RFC 3339).
-    #[arg(long)]
-    created_after: Option<DateTime<Utc>>,
-    /// Only tasks created before this time (RFC 3339).
-    #[arg(long)]
-    created_before: Option<DateTime<Utc>>,
+    #[command(flatten)]
+    created: CreatedArgs,
     /// Only tasks whose context contains this JSON object, e.g. '{"order_id": 42}'.
     #[arg(long, value_parser = json_object)]
     context: Option<Value>,
@@ -38,14 +30,14 @@ pub(super) struct CountArgs {
 /// Prints the count of each state (`--json`: `{scheduled, running, complete, error, cancelled,
 /// total}`).
 pub(super) async fn run(client: &Client, a: CountArgs, json: bool) -> anyhow::Result<ExitCode> {
-    let created_after = super::args::created_after(a.since.as_deref(), a.created_after)?;
+    let (created_after, created_before) = a.created.range()?;
     let counts = client
         .task_counts(&TaskQuery {
             namespace: a.namespace,
             name: a.name,
             parent: a.parent,
             created_after,
-            created_before: a.created_before,
+            created_before,
             context: a.context,
             ..TaskQuery::default()
         })

@@ -4,7 +4,6 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
@@ -12,7 +11,7 @@ use uuid::Uuid;
 
 use tasker_client::{Client, Operation, OperationFilter, StartOperation};
 
-use super::args::{current_user, json_arg, json_object};
+use super::args::{CreatedArgs, current_user, json_arg, json_object};
 
 #[derive(Debug, Subcommand)]
 pub(super) enum BulkCommand {
@@ -67,15 +66,8 @@ pub(super) struct FilterArgs {
     /// Only tasks whose failure was an error of this kind (`TimeoutError`, ...).
     #[arg(long)]
     error_kind: Option<String>,
-    /// Only tasks created within this long (`1h`, `30m`, `7d`).
-    #[arg(long, value_name = "DURATION", conflicts_with = "created_after")]
-    since: Option<String>,
-    /// Only tasks created at or after this time (RFC 3339).
-    #[arg(long)]
-    created_after: Option<DateTime<Utc>>,
-    /// Only tasks created before this time (RFC 3339).
-    #[arg(long)]
-    created_before: Option<DateTime<Utc>>,
+    #[command(flatten)]
+    created: CreatedArgs,
     /// Only tasks whose context contains this JSON object, e.g. '{"order_id": 42}'.
     #[arg(long, value_parser = json_object)]
     context: Option<Value>,
@@ -86,7 +78,7 @@ pub(super) struct FilterArgs {
 
 impl FilterArgs {
     fn filter(self) -> anyhow::Result<OperationFilter> {
-        let created_after = super::args::created_after(self.since.as_deref(), self.created_after)?;
+        let (created_after, created_before) = self.created.range()?;
         Ok(OperationFilter {
             namespace: self.namespace,
             name: self.name,
@@ -95,7 +87,7 @@ impl FilterArgs {
             step: self.step,
             error_kind: self.error_kind,
             created_after,
-            created_before: self.created_before,
+            created_before,
             context: self.context,
             ids: (!self.ids.is_empty()).then_some(self.ids),
         })
