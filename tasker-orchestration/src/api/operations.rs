@@ -248,18 +248,12 @@ pub(super) async fn list(
 /// Operation `id`, if the caller may see it: a token scoped to namespaces sees the ones it
 /// started (404 for the others, as if there were none).
 async fn visible(shared: &Shared, caller: &Caller, id: Uuid) -> Result<Operation, Error> {
-    let not_found = || Error::not_found("operation_not_found", format!("no operation {id}"));
-    if caller.namespace_regex().is_some() {
-        let token = shared
-            .store
-            .operation_token(id)
-            .await?
-            .ok_or_else(not_found)?;
-        if token != caller.token_id() {
-            return Err(not_found());
-        }
-    }
-    shared.store.operation(id).await?.ok_or_else(not_found)
+    let mine = caller.namespace_regex().and(caller.token_id());
+    shared
+        .store
+        .operation(id, mine)
+        .await?
+        .ok_or_else(|| Error::not_found("operation_not_found", format!("no operation {id}")))
 }
 
 /// An operation and its progress.

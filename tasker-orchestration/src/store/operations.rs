@@ -240,24 +240,17 @@ impl Store {
         Ok(Started::Created(Box::new(row.into())))
     }
 
-    /// One operation.
-    pub async fn operation(&self, id: Uuid) -> Result<Option<Operation>> {
-        let row: Option<Row> =
-            sqlx::query_as(&format!("SELECT {COLUMNS} FROM operations WHERE id = $1"))
-                .bind(id)
-                .fetch_optional(self.pool())
-                .await?;
+    /// One operation; only if token `token` started it, if given.
+    pub async fn operation(&self, id: Uuid, token: Option<i64>) -> Result<Option<Operation>> {
+        let row: Option<Row> = sqlx::query_as(&format!(
+            "SELECT {COLUMNS} FROM operations
+             WHERE id = $1 AND ($2::bigint IS NULL OR token_id = $2)"
+        ))
+        .bind(id)
+        .bind(token)
+        .fetch_optional(self.pool())
+        .await?;
         Ok(row.map(Into::into))
-    }
-
-    /// The token that started operation `id` (`Some(None)`: none, tokens were off).
-    pub async fn operation_token(&self, id: Uuid) -> Result<Option<Option<i64>>> {
-        Ok(
-            sqlx::query_scalar("SELECT token_id FROM operations WHERE id = $1")
-                .bind(id)
-                .fetch_optional(self.pool())
-                .await?,
-        )
     }
 
     /// Operations newest first, before `before`; only token `token`'s if given.
@@ -302,7 +295,7 @@ impl Store {
         .bind(note)
         .execute(self.pool())
         .await?;
-        self.operation(id).await
+        self.operation(id, None).await
     }
 
     /// Takes the running operations no live orchestrator holds (or this one does) for `lease`.
