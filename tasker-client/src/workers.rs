@@ -2,7 +2,7 @@
 
 use uuid::Uuid;
 
-use tasker_shared::api::{WorkerInfo, WorkerList, WorkerReport};
+use tasker_shared::api::{RunningRecorded, RunningReport, WorkerInfo, WorkerList, WorkerReport};
 
 use crate::client::{Client, decode};
 use crate::error::Error;
@@ -26,6 +26,22 @@ impl Client {
         let resp = self
             .http
             .put(format!("{}/v1/workers/{id}", self.base))
+            .json(report)
+            .send()
+            .await?;
+        decode(resp).await
+    }
+
+    /// Reports the step attempts this worker's handlers are running (the worker core does it),
+    /// so they show `running` with this worker.
+    pub async fn report_running(
+        &self,
+        id: Uuid,
+        report: &RunningReport,
+    ) -> Result<RunningRecorded, Error> {
+        let resp = self
+            .http
+            .post(format!("{}/v1/workers/{id}/running", self.base))
             .json(report)
             .send()
             .await?;

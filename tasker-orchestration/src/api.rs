@@ -187,6 +187,7 @@ fn routes() -> OpenApiRouter<Shared> {
         .routes(routes!(retention::purge))
         .routes(routes!(workers::list))
         .routes(routes!(workers::report, workers::leave))
+        .routes(routes!(workers::running))
         .routes(routes!(auth::list_tokens, auth::create_token))
         .routes(routes!(auth::revoke_token))
         .routes(routes!(audit::list))

@@ -32,6 +32,17 @@ pub const STEPS_ENQUEUED: Metric = Metric {
     help: "Steps dispatched to workers and not yet finished (queued or running), by the \
            namespace whose workers run them, as of the last scrape.",
 };
+pub const STEPS_RUNNING: Metric = Metric {
+    name: "tasker_steps_running",
+    kind: Kind::Gauge,
+    unit: Unit::Count,
+    help: "Steps of tasker_steps_enqueued a worker reported its handler runs (those running for \
+           worker.running_report_ms or longer), by namespace, as of the last scrape.",
+};
+pub const STEPS_RUNNING_REPORTED: Metric = counter(
+    "tasker_steps_running_reported_total",
+    "Step attempts workers reported running that were marked so (POST /v1/workers/{id}/running).",
+);
 pub const RESULTS_APPLIED: Metric = counter(
     "tasker_results_applied_total",
     "Step results that changed a step's state.",
@@ -264,13 +275,15 @@ pub const AUDIT_DROPPED: Metric = counter(
 );
 
 /// Every metric above, described to the recorder at start-up.
-pub const ALL: [Metric; 52] = [
+pub const ALL: [Metric; 54] = [
     BOUNDS_REFUSED,
     AUDIT_ROWS,
     AUDIT_DROPPED,
     TASK_SECONDS,
     TASKS_OPEN,
     STEPS_ENQUEUED,
+    STEPS_RUNNING,
+    STEPS_RUNNING_REPORTED,
     HTTP_REQUESTS,
     HTTP_SECONDS,
     PURGED_TASKS,
@@ -322,11 +335,12 @@ pub const ALL: [Metric; 52] = [
 /// The gauges counted from the database, whose values are the cluster's, not one
 /// orchestrator's: only the longest-running live orchestrator reports them (the others leave
 /// them out of `/metrics`), so a sum over every orchestrator's scrape reads the true value.
-pub const CLUSTER_GAUGES: [&str; 8] = [
+pub const CLUSTER_GAUGES: [&str; 9] = [
     STEPS_WAITING.name,
     TASKS_SCHEDULED.name,
     WORKERS_LIVE.name,
     STEPS_ENQUEUED.name,
+    STEPS_RUNNING.name,
     STEPS_UNSERVED.name,
     TASKS_OPEN.name,
     STEPS_THROTTLED.name,

@@ -40,4 +40,6 @@ pub use tasks::{
 pub use tasks::{StepStateName, TaskStateName};
 pub use templates::{RegisteredTemplate, TemplateList};
 pub use tokens::{CreatedToken, NewToken, TokenInfo, TokenList};
-pub use workers::{UnservedStep, WorkerInfo, WorkerList, WorkerReport};
+pub use workers::{
+    RunningRecorded, RunningReport, RunningStep, UnservedStep, WorkerInfo, WorkerList, WorkerReport,
+};

@@ -6,17 +6,15 @@
 
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-use uuid::Uuid;
-
 use tasker_shared::api::WorkerReport;
+use tokio_util::sync::CancellationToken;
 
 use crate::setup::Setup;
 
 /// Reports the worker until `stop` fires, then says it leaves. Runs on the current runtime.
 pub fn spawn(setup: &Setup, language: &str, concurrency: usize, stop: &CancellationToken) {
     let client = setup.options.orchestrator_client();
-    let id = Uuid::now_v7();
+    let id = setup.options.id;
     let every = Duration::from_millis(setup.config.worker.heartbeat_ms);
     let report = WorkerReport {
         name: setup.options.name.clone(),

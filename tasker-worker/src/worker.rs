@@ -20,6 +20,7 @@ use tasker_shared::Config;
 mod consumption;
 mod outcome;
 mod publish;
+mod running;
 
 use consumption::Consumption;
 pub(crate) use outcome::run_deadline;
@@ -62,6 +63,11 @@ pub struct WorkerOptions {
     pub tls_ca_file: Option<std::path::PathBuf>,
     /// On stop, how long running handlers may finish and have their results published.
     pub shutdown_timeout: Duration,
+    /// Its id in the orchestrator's workers registry (chosen at start).
+    pub id: uuid::Uuid,
+    /// Handlers running this long are reported to the orchestrator (`worker.running_report_ms`;
+    /// `None`: never).
+    pub running_report: Option<Duration>,
 }
 
 impl WorkerOptions {
@@ -84,6 +90,9 @@ impl WorkerOptions {
             max_result_bytes: config.worker.max_result_bytes,
             tls_ca_file: config.tls_ca_file.clone(),
             shutdown_timeout: Duration::from_millis(config.worker.shutdown_timeout_ms),
+            id: uuid::Uuid::now_v7(),
+            running_report: (config.worker.running_report_ms > 0)
+                .then(|| Duration::from_millis(config.worker.running_report_ms)),
         }
     }
 
@@ -281,7 +290,20 @@ impl Worker {
         let (results_tx, results_rx) = mpsc::unbounded_channel();
         let results_queue = topology::results_queue(&o.queue_prefix);
         let mut publishing = tokio::spawn(publish_results(publisher, results_queue, results_rx));
-        let mut c = Consumption::new(self, sink, DeadLetters::new(broker.clone()), results_tx);
+        let running = o
+            .running_report
+            .map(|_| running::spawn(o.orchestrator_client(), o.id));
+        // Twice a round: a handler is reported 1 to 1.5 rounds after it started.
+        let mut report_every =
+            tokio::time::interval(o.running_report.unwrap_or(Duration::from_secs(3600)) / 2);
+        report_every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut c = Consumption::new(
+            self,
+            sink,
+            DeadLetters::new(broker.clone()),
+            results_tx,
+            running,
+        );
         self.stats.connected.store(true, Ordering::Relaxed);
         tracing::info!(namespaces = %o.namespaces.join(","), "worker consuming");
         while !c.drained() {
@@ -307,6 +329,7 @@ impl Worker {
                     }
                 }
                 Some(expired) = c.deadlines.next() => c.expire(expired.into_inner()),
+                _ = report_every.tick(), if o.running_report.is_some() => c.report_running(),
                 batch = next_batch(&mut deliveries, BATCH_MAX), if !ended => match batch {
                     Some(batch) => c.take(batch).await?,
                     // A consumer ended: stopped by us (draining: the steps still running

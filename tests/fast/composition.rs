@@ -13,6 +13,8 @@ use uuid::Uuid;
 use tasker::{RunningOrchestrator, TestEnv, repo_root, steps_by_name, templates};
 use tasker_client::{CreateTask, Error, Task};
 
+mod running;
+
 /// An environment whose orchestrator knows the Rust fixtures and the composition templates.
 async fn env() -> anyhow::Result<TestEnv> {
     let mut env = TestEnv::new().await?;

@@ -17,7 +17,9 @@
 //! every request that changed something (a refused one marked so), filters it by namespace and
 //! method, and shows an admin of one namespace only that namespace's rows; with
 //! `tests/dashboard/operations.mjs` (`dashboard/operations.rs`), every failed task of a template is
-//! retried from the task list as one operation. Screenshots go to
+//! retried from the task list as one operation; with `tests/dashboard/running.mjs`
+//! (`dashboard/running.rs`), a step whose handler sleeps is shown running on its worker with a
+//! growing timeline bar, then completed live. Screenshots go to
 //! `target/dashboard-screenshots/`.
 
 use std::path::{Path, PathBuf};
@@ -30,6 +32,8 @@ use tasker_shared::config::AuthMode;
 
 #[path = "dashboard/operations.rs"]
 mod operations;
+#[path = "dashboard/running.rs"]
+mod running;
 
 /// Reads Server-Sent Events from a streaming response: `(event, data)` frames.
 struct Frames {

@@ -264,8 +264,13 @@ fn states_are_enums_of_the_engines_states() {
             .unwrap_or_else(|e| panic!("{s}: {e}"));
     }
     let steps = values("StepStateName");
-    assert_eq!(steps.len(), 9, "{steps:?}");
-    for s in steps.iter().filter(|s| *s != "waiting") {
+    assert_eq!(steps.len(), 10, "{steps:?}");
+    // `waiting` (a step the orchestrator holds) and `running` (one a worker reported) are how
+    // the API names an engine state, not engine states.
+    for s in steps
+        .iter()
+        .filter(|s| !matches!(s.as_str(), "waiting" | "running"))
+    {
         serde_json::from_value::<tasker_shared::StepState>(serde_json::json!(s))
             .unwrap_or_else(|e| panic!("{s}: {e}"));
     }

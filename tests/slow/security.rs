@@ -17,5 +17,7 @@ mod operations;
 mod reach;
 #[path = "security/results.rs"]
 mod results;
+#[path = "security/running.rs"]
+mod running;
 #[path = "security/tokens.rs"]
 mod tokens;

@@ -139,6 +139,9 @@ impl TestEnv {
         config.orchestrator.auth = tasker_shared::config::AuthMode::Off;
         config.orchestrator.db_max_connections = 8;
         config.worker.health_port = 0;
+        // Never another process's orchestrator (the demo's on 8080): a test whose worker talks
+        // to its orchestrator sets this to it (as `Cluster::start` does); others reach nothing.
+        config.worker.orchestrator_url = "http://127.0.0.1:9".into();
         Ok(TestEnv {
             config,
             admin_url,
@@ -475,6 +478,10 @@ impl Completions {
 #[derive(Debug)]
 pub struct RunningWorker {
     pub stats: Arc<Stats>,
+    /// Its id and name in the workers registry (an in-process worker does not report itself:
+    /// [`RunningWorker::register`]).
+    pub id: Uuid,
+    pub name: String,
     cancel: CancellationToken,
     handle: JoinHandle<()>,
 }
@@ -483,13 +490,25 @@ impl RunningWorker {
     pub fn start(worker: Worker) -> RunningWorker {
         let cancel = CancellationToken::new();
         let stats = worker.stats();
+        let (id, name) = (worker.options().id, worker.options().name.clone());
         let token = cancel.clone();
         let handle = tokio::spawn(async move { worker.run(token).await });
         RunningWorker {
             stats,
+            id,
+            name,
             cancel,
             handle,
         }
+    }
+
+    /// Reports it in the workers registry, serving `handlers` of `rust_examples`, as a worker
+    /// process does at start (what its running reports need).
+    pub async fn register(&self, client: &Client, handlers: &[&str]) -> anyhow::Result<()> {
+        client
+            .report_worker(self.id, &worker_report(&self.name, handlers))
+            .await?;
+        Ok(())
     }
 
     pub async fn stop(self) {

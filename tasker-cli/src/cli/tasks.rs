@@ -260,10 +260,20 @@ fn print_task_and_steps(task: &Task, steps: &[Step], json: bool) -> anyhow::Resu
 fn print_steps(steps: &[Step], task_namespace: &str) {
     let rows = steps.iter().map(|s| {
         let queue = ms_between(s.dispatched_at, s.started_at);
-        let run = ms_between(s.started_at, s.finished_at);
+        // A running step's run so far.
+        let ended = match s.state.as_str() {
+            "running" => Some(chrono::Utc::now()),
+            _ => s.finished_at,
+        };
+        let run = ms_between(s.started_at, ended);
         let shown = s.result.as_ref().or(s.error.as_ref());
         let shown = match (&s.wait, &s.child, s.state.as_str()) {
             (_, _, "throttled") => s.throttle.as_ref().map(throttled).unwrap_or_default(),
+            (_, _, "running") => format!(
+                "running on {} since {}",
+                s.worker.as_deref().unwrap_or("?"),
+                s.started_at.map(|t| t.to_rfc3339()).unwrap_or_default()
+            ),
             (Some(w), _, "waiting") => waiting(w),
             (_, Some(c), "waiting" | "enqueued") => format!(
                 "child {} ({}/{}@{})",

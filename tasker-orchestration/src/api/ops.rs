@@ -149,8 +149,8 @@ fn set_gauges(name: &'static str, values: HashMap<Labels, i64>) {
     }
 }
 
-/// Live workers by language; steps waiting for a worker by namespace, and those of them no
-/// live worker serves.
+/// Live workers by language; steps waiting for a worker by namespace, those of them a worker
+/// reported running, and those no live worker serves.
 async fn worker_gauges(shared: &Shared) -> Result<(), crate::store::Error> {
     let workers = shared.store.workers(false).await?;
     let served = crate::store::Served::new(&workers);
@@ -168,9 +168,11 @@ async fn worker_gauges(shared: &Shared) -> Result<(), crate::store::Error> {
     }
     let mut enqueued: HashMap<Labels, i64> = HashMap::new();
     let mut unserved: HashMap<Labels, i64> = HashMap::new();
-    for (namespace, handler, n) in shared.store.waiting_for_workers().await? {
+    let mut running: HashMap<Labels, i64> = HashMap::new();
+    for (namespace, handler, n, on_workers) in shared.store.waiting_for_workers().await? {
         let labels = vec![("namespace", namespace.clone())];
         *enqueued.entry(labels.clone()).or_default() += n;
+        *running.entry(labels.clone()).or_default() += on_workers;
         let count = unserved.entry(labels).or_default();
         if !served.serves(&namespace, &handler) {
             *count += n;
@@ -179,6 +181,7 @@ async fn worker_gauges(shared: &Shared) -> Result<(), crate::store::Error> {
     set_gauges(crate::metrics::WORKERS_LIVE.name, live);
     set_gauges(crate::metrics::STEPS_ENQUEUED.name, enqueued);
     set_gauges(crate::metrics::STEPS_UNSERVED.name, unserved);
+    set_gauges(crate::metrics::STEPS_RUNNING.name, running);
     Ok(())
 }
 

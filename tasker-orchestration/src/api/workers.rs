@@ -9,7 +9,9 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use tasker_shared::api::{ErrorBody, WorkerInfo, WorkerList, WorkerReport};
+use tasker_shared::api::{
+    ErrorBody, RunningRecorded, RunningReport, WorkerInfo, WorkerList, WorkerReport,
+};
 
 use super::access::Caller;
 use super::extract::{Path, Query};
@@ -101,6 +103,51 @@ pub(super) async fn leave(
             "worker_not_found",
             format!("no worker {id} of this token's"),
         ))
+    }
+}
+
+/// Most attempts in one running report.
+const RUNNING_MAX: usize = 10_000;
+
+/// A worker reports the step attempts its handlers have been running for a while (the worker
+/// core does it every `worker.running_report_ms`): each is shown `running` with the worker's
+/// name, and gets a `running` transition in its task's history.
+#[utoipa::path(post, path = "/v1/workers/{id}/running", tag = "workers", operation_id = "report_running",
+    params(("id" = Uuid, Path, description = "The worker's id (as reported with `PUT /v1/workers/{id}`)")),
+    request_body = RunningReport,
+    responses(
+        (status = 200, body = RunningRecorded),
+        (status = 400, description = "`invalid_id`, `invalid_json`, `invalid_report`", body = ErrorBody),
+        (status = 404, description = "`worker_not_found` (not reported yet, or reported with another token)", body = ErrorBody),
+    ))]
+pub(super) async fn running(
+    State(shared): State<Shared>,
+    caller: Caller,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<RunningRecorded>, Error> {
+    let id = parse_id(&id)?;
+    let report: RunningReport = json_body(&shared, body)?;
+    if report.steps.len() > RUNNING_MAX {
+        return Err(Error::bad_request(
+            "invalid_report",
+            format!("at most {RUNNING_MAX} steps per report"),
+        ));
+    }
+    let covers = caller.namespace_regex();
+    match shared
+        .store
+        .record_running(id, caller.principal(), covers.as_deref(), &report.steps)
+        .await?
+    {
+        Some(recorded) => {
+            ::metrics::counter!(crate::metrics::STEPS_RUNNING_REPORTED.name).increment(recorded);
+            Ok(Json(RunningRecorded { recorded }))
+        }
+        None => Err(Error::not_found(
+            "worker_not_found",
+            format!("no worker {id} of this token's: report it first (PUT /v1/workers/{id})"),
+        )),
     }
 }
 

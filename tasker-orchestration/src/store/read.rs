@@ -35,7 +35,10 @@ pub struct TaskFilter {
 }
 
 const TASK_COLUMNS: &str = "t.id, t.namespace, t.name, t.version, t.state, t.context,
-    t.idempotency_key, t.open_steps, t.error, t.created_at, t.completed_at, t.run_at,
+    t.idempotency_key,
+    CASE WHEN t.state IN ('scheduled', 'running') THEN t.open_steps
+         ELSE (SELECT count(*)::int FROM steps x WHERE x.task_id = t.id AND x.state = 'enqueued')
+    END AS open_steps, t.error, t.created_at, t.completed_at, t.run_at,
     t.parent_task_id, t.parent_step_id, t.depth,
     (ARRAY['high', 'normal', 'low'])[t.priority + 1] AS priority,
     EXTRACT(EPOCH FROM (t.completed_at - t.created_at))::float8 * 1000 AS duration_ms";
@@ -179,7 +182,9 @@ impl Store {
         let rows: Vec<Row> = sqlx::query_as(
             "WITH page AS (
                  SELECT id, name, handler, step_type,
-                        CASE WHEN tasker_held(s) THEN 'waiting' ELSE state END AS state,
+                        CASE WHEN tasker_held(s) THEN 'waiting'
+                             WHEN state = 'enqueued' AND running_attempt = attempt THEN 'running'
+                             ELSE state END AS state,
                         attempt,
                         attempt_base + max_attempts AS max_attempts, result, error,
                         worker, created_at, dispatched_at, started_at, finished_at, processed_at,

@@ -212,10 +212,12 @@ impl Store {
     }
 
     /// Steps waiting for a worker (in flight, not held by the orchestrator) by namespace and
-    /// handler: what `/metrics` compares with the live workers.
-    pub async fn waiting_for_workers(&self) -> Result<Vec<(String, String, i64)>> {
+    /// handler: what `/metrics` compares with the live workers; and how many of them a worker
+    /// reported running.
+    pub async fn waiting_for_workers(&self) -> Result<Vec<(String, String, i64, i64)>> {
         Ok(sqlx::query_as(
-            "SELECT COALESCE(s.namespace, t.namespace), s.handler, count(*)
+            "SELECT COALESCE(s.namespace, t.namespace), s.handler, count(*),
+                    count(*) FILTER (WHERE s.running_attempt = s.attempt)
              FROM steps s JOIN tasks t ON t.id = s.task_id
              WHERE tasker_sent(s) AND s.step_type NOT IN ('wait', 'child')
              GROUP BY 1, 2",

@@ -2,9 +2,10 @@
 //! heartbeat, and says when it leaves. A worker is live while it reported within its last three
 //! heartbeats; rows not seen for a day are deleted when another report comes.
 
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use tasker_shared::api::{UnservedStep, WorkerInfo, WorkerReport};
+use tasker_shared::api::{RunningStep, UnservedStep, WorkerInfo, WorkerReport};
 
 use super::{Principal, Result, Store};
 
@@ -81,6 +82,65 @@ impl Store {
         .execute(self.pool())
         .await?;
         Ok(done.rows_affected() == 1)
+    }
+
+    /// Records that worker `id` (of `by`'s) runs these step attempts: each still `enqueued` at
+    /// that attempt, of a namespace the worker serves and `covers` matches (`None`: every
+    /// namespace), is marked running on it since when it says, with a `running` transition in
+    /// its history. Returns how many were marked; the others are left as they are.
+    pub async fn record_running(
+        &self,
+        id: Uuid,
+        by: Option<&Principal>,
+        covers: Option<&str>,
+        steps: &[RunningStep],
+    ) -> Result<Option<u64>> {
+        let own = OWN_ROW
+            .replace("workers.", "w.")
+            .replace("EXCLUDED.reported_by_token", "$3")
+            .replace("EXCLUDED.reported_by", "$2");
+        let found: Option<String> = sqlx::query_scalar(&format!(
+            "SELECT name FROM workers w WHERE id = $1 AND {own}"
+        ))
+        .bind(id)
+        .bind(by.map(|p| p.name.as_str()))
+        .bind(by.map(|p| p.id))
+        .fetch_optional(self.pool())
+        .await?;
+        if found.is_none() {
+            return Ok(None);
+        }
+        let ids: Vec<Uuid> = steps.iter().map(|s| s.step_id).collect();
+        let attempts: Vec<i32> = steps.iter().map(|s| s.attempt).collect();
+        let since: Vec<DateTime<Utc>> = steps.iter().map(|s| s.started_at).collect();
+        let marked: i64 = sqlx::query_scalar(
+            "WITH marked AS (
+                 UPDATE steps s SET running_attempt = x.attempt, started_at = x.started_at,
+                                    worker = w.name
+                 FROM unnest($2::uuid[], $3::int[], $4::timestamptz[]) AS x(id, attempt, started_at),
+                      workers w, tasks t
+                 WHERE w.id = $1 AND s.id = x.id AND s.attempt = x.attempt
+                   AND s.state = 'enqueued' AND t.id = s.task_id
+                   AND COALESCE(s.namespace, t.namespace) = ANY (w.namespaces)
+                   AND ($5::text IS NULL OR COALESCE(s.namespace, t.namespace) ~ $5)
+                   AND (s.running_attempt IS DISTINCT FROM x.attempt
+                        OR s.worker IS DISTINCT FROM w.name)
+                 RETURNING s.task_id, s.id, s.attempt, w.name
+             ), noted AS (
+                 INSERT INTO transitions (task_id, step_id, from_state, to_state, attempt, reason)
+                 SELECT task_id, id, 'enqueued', 'running', attempt, 'on worker ' || name
+                 FROM marked
+             )
+             SELECT count(*) FROM marked",
+        )
+        .bind(id)
+        .bind(&ids)
+        .bind(&attempts)
+        .bind(&since)
+        .bind(covers)
+        .fetch_one(self.pool())
+        .await?;
+        Ok(Some(u64::try_from(marked).unwrap_or(0)))
     }
 
     /// Marks the steps waiting for a worker that no live worker serves (`Step::unserved`).

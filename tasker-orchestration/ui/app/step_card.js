@@ -71,7 +71,9 @@ function stepCard(st, unfolded, namespace) {
         h('span', { class: 'tag step-namespace', title: `runs in namespace ${st.namespace} (the task's is ${namespace})`, text: st.namespace }),
       st.unserved && unservedBadge(st.namespace || namespace, st.handler),
       h('span', { class: 'muted', text: `attempt ${st.attempt}/${st.max_attempts}` }),
-      st.worker && h('span', { class: 'muted', text: `worker ${st.worker}` }),
+      st.state === 'running' && st.started_at
+        ? h('span', { class: 'muted step-running' }, `running on ${st.worker || '?'} since `, timeEl(st.started_at))
+        : st.worker && h('span', { class: 'muted', text: `worker ${st.worker}` }),
       st.state === 'waiting_retry' && st.next_attempt_at && h('span', { class: 'muted' }, 'next attempt ', timeEl(st.next_attempt_at))),
     st.state === 'waiting' && st.wait && waitInfo(st.wait),
     st.state === 'throttled' && st.throttle && throttleInfo(st.throttle, st.limits),

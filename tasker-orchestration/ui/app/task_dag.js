@@ -65,7 +65,7 @@ function stepStates(steps, taskState, namespace) {
 // failed, else in progress, else held back (throttled, waiting), else pending, else completed if
 // all are, else the most common.
 function worstState(states) {
-  for (const s of ['failed', 'enqueued', 'throttled', 'waiting_retry', 'waiting', 'pending']) if (states.includes(s)) return s;
+  for (const s of ['failed', 'running', 'enqueued', 'throttled', 'waiting_retry', 'waiting', 'pending']) if (states.includes(s)) return s;
   if (states.every((s) => s === 'completed')) return 'completed';
   const counts = new Map();
   for (const s of states) counts.set(s, (counts.get(s) || 0) + 1);

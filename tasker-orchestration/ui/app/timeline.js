@@ -13,6 +13,8 @@ function attemptsOf(history) {
     if (!t.step || t.attempt == null) continue;
     if (!byStep.has(t.step)) byStep.set(t.step, []);
     const list = byStep.get(t.step);
+    // A worker's report that the attempt runs (`running`) does not end it.
+    if (t.to === 'running') continue;
     if (t.to === 'enqueued') list.push({ attempt: t.attempt, from: us(t.at), to: NaN, end: null, reason: null });
     else if (t.from === 'enqueued') {
       const open = list.find((x) => x.attempt === t.attempt && x.end == null);
@@ -45,6 +47,7 @@ function timeline() {
   let win = null;  // [from, to], µs from the task's creation; null: all of it
   let span = 1;    // the task's span, µs
   let last = null; // the arguments of the last draw
+  let growing = null; // while a step runs: the timer that draws its bar on to now
   const redraw = () => { if (last) draw(...last); };
   const view = () => win || [0, span];
   // [from, to] kept inside the span (null when it covers it), at least MIN_WINDOW_US wide.
@@ -70,7 +73,11 @@ function timeline() {
     const t0 = us(task.created_at);
     const times = [task.completed_at, ...history.map((t) => t.at), ...steps.flatMap((st) => STEP_TIMES.map((f) => st[f]))]
       .map(us).filter(isFinite);
-    const t1 = Math.max(t0, ...times);
+    // A running step's handler bar grows to now: drawn again every second while on the page.
+    const running = steps.some((st) => st.state === 'running');
+    const t1 = Math.max(t0, ...times, running && !task.completed_at ? Date.now() * 1000 : -Infinity);
+    clearTimeout(growing);
+    growing = running ? setTimeout(() => { if (box.isConnected && !document.hidden) redraw(); }, 1000) : null;
     span = Math.max(1, t1 - t0);
     const [from, to] = view();
     const pct = (t) => ((t - t0 - from) / (to - from)) * 100;
@@ -112,18 +119,24 @@ function timelineRow(st, tries, t0, t1, bar, zoomTo) {
   // again keeps the times of the attempt before until this one reports).
   const ran = isFinite(s) && !(s < d);
   const failed = ran && FAILED_ENDS.includes(st.state);
+  // Running: its handler bar ends at t1 (now), with no result yet.
+  const running = ran && st.state === 'running';
   const bars = [
     tries.filter((x) => !(ran && x.attempt === st.attempt)).map((x) => {
       const end = x.end == null ? t1 : x.to;
       return bar(`attempt${x.end == null ? ' open' : ''}`, x.from, end, x.attempt, attemptTitle(x, end), FAILED_ENDS.includes(x.end));
     }),
-    ran && [
+    running && [
+      bar('queue', d, s, st.attempt, `queue ${fmtDuration(s - d)} (attempt ${st.attempt})`),
+      bar('handler open', s, t1, st.attempt, `running on ${st.worker || '?'} for ${fmtDuration(t1 - s)} (attempt ${st.attempt})`),
+    ],
+    ran && !running && [
       bar('queue', d, s, st.attempt, `queue ${fmtDuration(s - d)} (attempt ${st.attempt})`),
       bar('handler', s, f, st.attempt, `handler ${fmtDuration(f - s)} (attempt ${st.attempt}${failed ? ', failed' : ''})`, failed),
       bar('result', f, p, st.attempt, `result ${fmtDuration(p - f)} (attempt ${st.attempt})`),
     ],
   ];
-  const ends = [...tries.flatMap((x) => [x.from, x.end == null ? t1 : x.to]), ...(ran ? [d, p, f] : [])].filter(isFinite);
+  const ends = [...tries.flatMap((x) => [x.from, x.end == null ? t1 : x.to]), ...(running ? [d, t1] : ran ? [d, p, f] : [])].filter(isFinite);
   const first = ends.length ? Math.min(...ends) : Infinity;
   return {
     st, first,

@@ -51,6 +51,7 @@ pub const ERROR_CODES: &[&str] = &[
     "invalid_older_than",
     "invalid_path",
     "invalid_query",
+    "invalid_report",
     "invalid_range",
     "invalid_result",
     "invalid_run_at",

@@ -29,6 +29,7 @@ pub enum StepStateName {
     Pending,
     Throttled,
     Enqueued,
+    Running,
     Waiting,
     WaitingRetry,
     Completed,
@@ -55,7 +56,8 @@ pub struct Task {
     pub context: Value,
     #[cfg_attr(feature = "openapi", schema(required))]
     pub idempotency_key: Option<String>,
-    /// Steps not yet completed, failed, skipped or cancelled.
+    /// Steps not yet completed, failed, skipped or cancelled; once the task ended, those still
+    /// at a worker (steps a failure left pending run only if the task is retried).
     pub open_steps: i32,
     /// Once complete: the results of the steps no other step depends on, by step name. Lists
     /// leave it out (`null`); a single task has it.
@@ -141,7 +143,8 @@ pub struct Step {
     /// `standard`, `decision`, `convergence`, `batchable`, `batch_worker`, `wait` or `child`.
     pub step_type: String,
     /// `pending`, `throttled` (ready, waiting for a concurrency slot or a rate token, see
-    /// `throttle`), `enqueued`, `waiting` (a wait step waiting, see `wait`; a child step whose
+    /// `throttle`), `enqueued` (sent to its workers), `running` (a worker reported its handler
+    /// runs this attempt, see `worker` and `started_at`), `waiting` (a wait step waiting, see `wait`; a child step whose
     /// child runs, see `child`), `waiting_retry`, `completed`, `failed`, `skipped` or
     /// `cancelled`.
     #[cfg_attr(feature = "openapi", schema(value_type = StepStateName))]
@@ -153,7 +156,7 @@ pub struct Step {
     pub result: Option<Value>,
     #[cfg_attr(feature = "openapi", schema(required))]
     pub error: Option<Value>,
-    /// The worker that reported its last result.
+    /// The worker running it (`running`), else the one that reported its last result.
     #[cfg_attr(feature = "openapi", schema(required))]
     pub worker: Option<String>,
     pub created_at: DateTime<Utc>,

@@ -64,3 +64,33 @@ pub struct UnservedStep {
     pub namespace: String,
     pub handler: String,
 }
+
+/// Step attempts a worker's handlers are running (`POST /v1/workers/{id}/running`): the worker
+/// core reports those running for `worker.running_report_ms`, so a step that runs long is shown
+/// `running` with its worker, not `enqueued`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunningReport {
+    pub steps: Vec<RunningStep>,
+}
+
+/// One attempt a handler runs, since when (the worker's clock).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunningStep {
+    pub step_id: Uuid,
+    pub attempt: i32,
+    pub started_at: DateTime<Utc>,
+}
+
+/// What a running report changed.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunningRecorded {
+    /// Steps now shown `running`. The others of the report had moved on (a result applied, a
+    /// retry, an ending), were already shown running, or are of namespaces this worker (or its
+    /// token) does not serve; they are left as they are.
+    pub recorded: u64,
+}

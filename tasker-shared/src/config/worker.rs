@@ -41,6 +41,11 @@ pub struct WorkerConfig {
     /// How often the worker reports itself to the orchestrator (`GET /v1/workers`); it counts
     /// as gone after three heartbeats missed.
     pub heartbeat_ms: u64,
+    /// A handler that has run this long is reported to the orchestrator (batched, off the
+    /// results path), so its step shows `running` with this worker, not `enqueued`: within
+    /// 1.5× this of its start. Shorter steps finish before they would be reported and cost
+    /// nothing. 0: never reported.
+    pub running_report_ms: u64,
     /// Steps a worker holds start high priority first, then normal, then low; a step goes
     /// ahead of one a level above it once it has waited this much longer (aging), so
     /// low-priority work never starves.
@@ -75,6 +80,9 @@ impl WorkerConfig {
         if self.heartbeat_ms < 100 {
             return invalid("worker.heartbeat_ms", "must be at least 100");
         }
+        if self.running_report_ms != 0 && self.running_report_ms < 50 {
+            return invalid("worker.running_report_ms", "must be 0 (off) or at least 50");
+        }
         if !self.orchestrator_url.starts_with("http://")
             && !self.orchestrator_url.starts_with("https://")
         {
@@ -108,6 +116,7 @@ impl Default for WorkerConfig {
             api_token: None,
             shutdown_timeout_ms: 30_000,
             heartbeat_ms: 5_000,
+            running_report_ms: 500,
             priority_aging_ms: DEFAULT_PRIORITY_AGING_MS,
             low_priority_reserve: None,
         }

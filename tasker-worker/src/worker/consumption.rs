@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 use tokio_util::time::{DelayQueue, delay_queue};
 
 use tasker_broker::{BasicAckOptions, BasicNackOptions, DeadLetters, Delivery, Stopper};
+use tasker_shared::api::RunningStep;
 use tasker_shared::message::decode_batch;
 use tasker_shared::{Outcome, StepError, StepMessage, StepResult};
 use tasker_telemetry::{Span, attr};
@@ -29,6 +30,8 @@ pub(super) struct Consumption<'w> {
     dead: DeadLetters,
     /// Finished results, to the publisher.
     results: mpsc::UnboundedSender<Publish>,
+    /// Attempts running for `running_report` or longer, to the running reporter.
+    running: Option<mpsc::UnboundedSender<Vec<RunningStep>>>,
     in_flight: HashMap<u64, InFlight>,
     /// The step attempts in flight here: a second delivery of one (a re-send after its
     /// orchestrator died, while the first still runs) is not run beside it.
@@ -47,12 +50,14 @@ impl<'w> Consumption<'w> {
         sink: CompletionSink,
         dead: DeadLetters,
         results: mpsc::UnboundedSender<Publish>,
+        running: Option<mpsc::UnboundedSender<Vec<RunningStep>>>,
     ) -> Self {
         Self {
             worker,
             sink,
             dead,
             results,
+            running,
             in_flight: HashMap::new(),
             attempts: HashSet::new(),
             deadlines: DelayQueue::new(),
@@ -98,6 +103,7 @@ impl<'w> Consumption<'w> {
                     && f.deadline.is_none()
                 {
                     f.deadline = Some(self.deadlines.insert(job, run_deadline(f.step.timeout_ms)));
+                    f.started = Some((Utc::now(), tokio::time::Instant::now()));
                     f.span = f.step.span("tasker.step.handler", None);
                     let queued = (Utc::now() - f.step.dispatched_at)
                         .to_std()
@@ -122,6 +128,32 @@ impl<'w> Consumption<'w> {
                     .in_flight
                     .store(self.in_flight.len() as u64, Ordering::Relaxed);
             }
+        }
+    }
+
+    /// Hands the attempts whose handlers have run for `running_report` or longer, and were not
+    /// reported yet, to the running reporter (a step that finishes sooner is never reported).
+    pub fn report_running(&mut self) {
+        let (Some(tx), Some(after)) = (&self.running, self.worker.options.running_report) else {
+            return;
+        };
+        let now = tokio::time::Instant::now();
+        let mut round = Vec::new();
+        for f in self.in_flight.values_mut() {
+            if let Some((at, since)) = f.started
+                && !f.reported
+                && now.duration_since(since) >= after
+            {
+                f.reported = true;
+                round.push(RunningStep {
+                    step_id: f.step.step_id,
+                    attempt: i32::try_from(f.step.attempt).unwrap_or(i32::MAX),
+                    started_at: at,
+                });
+            }
+        }
+        if !round.is_empty() {
+            let _ = tx.send(round);
         }
     }
 
@@ -239,6 +271,8 @@ impl<'w> Consumption<'w> {
                 step: Attempt::from(&message),
                 deadline: None,
                 span: None,
+                started: None,
+                reported: false,
             },
         );
         if let Some(outcome) = late {
@@ -365,6 +399,10 @@ struct InFlight {
     deadline: Option<delay_queue::Key>,
     /// The handler's span, from its start (tracing on).
     span: Option<Span>,
+    /// When a handler started it (the wall clock reported, the instant measured).
+    started: Option<(chrono::DateTime<Utc>, tokio::time::Instant)>,
+    /// Reported to the orchestrator as running.
+    reported: bool,
 }
 
 /// What the core keeps of a job while a handler has it (the message itself went to the host).

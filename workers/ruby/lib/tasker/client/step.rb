@@ -53,8 +53,9 @@ module Tasker
     # its child task runs; its result is the child task's result. `unserved` is true while the
     # step waits for a worker and no live worker serves its namespace and handler.
     #
-    # `state` is "pending", "throttled", "enqueued", "waiting", "waiting_retry", "completed",
-    # "failed", "skipped" or "cancelled". `limits` are the concurrency and rate limits that apply
+    # `state` is "pending", "throttled", "enqueued", "running" (a worker reported its handler
+    # runs the attempt; `worker` and `started_at` say where and since when), "waiting",
+    # "waiting_retry", "completed", "failed", "skipped" or "cancelled". `limits` are the concurrency and rate limits that apply
     # to the step, a StepLimits (nil for a step without any). A step ready to start but held by
     # one of them is "throttled" (not in flight, its attempt not yet counted) and its `throttle`,
     # a StepThrottle (nil otherwise), says which key holds it and until when.

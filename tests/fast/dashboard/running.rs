@@ -1,0 +1,61 @@
+//! A running step in the dashboard (`tests/dashboard/running.mjs`): shown `running` on its worker
+//! while its handler sleeps, its timeline bar growing, then `completed` live.
+
+use serde_json::json;
+use tasker::{TestEnv, target_dir};
+use tasker_client::CreateTask;
+
+use super::{browser_script, run_browser};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_step_shows_its_worker_and_a_growing_bar() -> anyhow::Result<()> {
+    let (script, chromium) = browser_script("running.mjs")?;
+    let mut env = TestEnv::new().await?;
+    env.config
+        .orchestrator
+        .templates
+        .push(tasker::repo_root().join("tests/fixtures/task_templates/composition"));
+    let o = env.orchestrator().await?;
+    env.config.worker.orchestrator_url = o.url();
+    let worker = env.rust_worker();
+    worker.register(&o.client, &["double", "sleep"]).await?;
+    let task = o
+        .client
+        .create_task(
+            &CreateTask::new("rust_examples", "family_grandchild")
+                .context(json!({"value": 1, "sleep_ms": 6_000})),
+        )
+        .await?;
+    let shots = target_dir().join("dashboard-screenshots");
+    let (report, stderr) = run_browser(
+        &script,
+        &chromium,
+        &shots,
+        &[
+            ("TASKER_URL", o.url()),
+            ("TASK_ID", task.id.to_string()),
+            ("STEP", "nap".into()),
+            ("WORKER", worker.name.clone()),
+        ],
+    )
+    .await?;
+    assert_eq!(report["ok"], true, "{report}\n{stderr}");
+    assert_eq!(report["pageErrors"], json!([]), "{report}");
+    assert_eq!(report["consoleErrors"], json!([]), "{report}");
+    assert_eq!(report["nodeState"], "running", "{report}");
+    assert_eq!(report["barGrew"], true, "{report}");
+    assert_eq!(report["openBarsAfter"], 0, "{report}");
+    let title = report["barTitle"].as_str().unwrap_or_default();
+    assert!(
+        title.starts_with(&format!("running on {} for ", worker.name)),
+        "{report}"
+    );
+    println!(
+        "shown running {} ms after the page opened",
+        report["runningAfterMs"]
+    );
+    assert_eq!(o.wait(task.id).await?.state, "complete");
+    worker.stop().await;
+    o.stop().await;
+    env.cleanup().await
+}
