@@ -24,7 +24,7 @@ pub const DEFAULT_MAX_CHILD_TASKS: u32 = 1000;
 pub const CROSS_NAMESPACE_QUEUE_TIMEOUT_SECONDS: u64 = 300;
 
 /// A child-workflow step's `child:` in a template.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChildSpec {
     /// The child template's name.
@@ -47,7 +47,7 @@ pub struct ChildSpec {
 }
 
 /// How a child's context is made from its parent's.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum ContextMapping {
     /// One pointer: the value it reads is the child's whole context.
@@ -57,7 +57,9 @@ pub enum ContextMapping {
 }
 
 /// What a parent's end (cancelled or failed) does to a child that still runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ParentCancel {
     /// The child is cancelled too, with its own open children (in the parent's transaction).

@@ -19,7 +19,18 @@ pub const MAX_RATE_PERIOD: Duration = Duration::from_secs(24 * 3600);
 /// How soon a task's steps run when workers have more work than they can start at once.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    Default,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Priority {
@@ -68,7 +79,7 @@ impl Priority {
 
 /// `concurrency:` — at most `limit` steps with the same key value in flight at once, across
 /// the cluster.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConcurrencySpec {
     /// A JSON pointer into the task's context; its value is the key.
@@ -77,7 +88,7 @@ pub struct ConcurrencySpec {
 }
 
 /// `rate_limit:` — at most `limit` step starts per `per` for one key, `burst` of them at once.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RateLimitSpec {
     /// A name shared cluster-wide, or a JSON pointer into the context whose value names it.

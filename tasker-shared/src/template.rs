@@ -23,6 +23,7 @@ pub(crate) mod loading;
 mod positions;
 mod reach;
 mod schedules;
+mod schema;
 mod types;
 
 pub mod bounds;
@@ -39,6 +40,7 @@ pub use flow::{named_rate_keys, resolve as resolve_limits};
 pub use loading::{SCHEDULES_DIR, load_dir, namespaces, schedule_files, served_namespaces};
 pub use reach::{queue_timeout_seconds, reach, step_namespace};
 pub use schedules::{load_schedules, parse_schedule, precheck_schedule};
+pub use schema::{SchemaKind, json_schema};
 pub use types::{FailurePolicy, Loaded, StepTemplate, StepType, TaskTemplate};
 
 /// Default `timeout_seconds` of a step.

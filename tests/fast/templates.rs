@@ -11,6 +11,8 @@ use tasker::{RunningOrchestrator, TestEnv, workspace_binary};
 use tasker_client::CreateTask;
 use tasker_orchestration::events::Event;
 
+mod template_schema;
+
 /// A one-step template in the brand-new namespace `shop` whose step runs `handler`.
 fn order(version: &str, handler: &str) -> String {
     format!(

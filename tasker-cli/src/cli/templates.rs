@@ -1,4 +1,5 @@
-//! `tasker templates`: list, validate offline, register and show task templates.
+//! `tasker templates`: list, validate offline, register and show task templates; the JSON Schema
+//! of their format.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -41,6 +42,13 @@ pub(super) enum TemplatesCommand {
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
     },
+    /// Print the JSON Schema of the template file format (or, with --schedule, of a schedule
+    /// file), for an editor that checks YAML as you type (docs/templates.md).
+    Schema {
+        /// The schedule file format instead.
+        #[arg(long)]
+        schedule: bool,
+    },
     /// Show one template version (the newest unless --version) and its DAG.
     Show {
         /// The template's namespace.
@@ -64,6 +72,16 @@ pub(super) async fn run(
     }) {
         TemplatesCommand::List { namespace, name } => list(client, namespace, name, json).await,
         TemplatesCommand::Validate { dirs } => validate(&dirs, json),
+        TemplatesCommand::Schema { schedule } => {
+            use tasker_shared::template::{SchemaKind, json_schema};
+            let kind = if schedule {
+                SchemaKind::Schedule
+            } else {
+                SchemaKind::Template
+            };
+            out!("{}", serde_json::to_string_pretty(&json_schema(kind))?);
+            Ok(ExitCode::SUCCESS)
+        }
         TemplatesCommand::Register { dirs, by } => register(client, &dirs, by, json).await,
         TemplatesCommand::Show {
             namespace,

@@ -12,7 +12,7 @@ use crate::dag::Dag;
 use crate::retry::RetryPolicy;
 
 /// A workflow definition: named steps, their dependencies, handlers and policies.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskTemplate {
     pub namespace: String,
@@ -37,7 +37,7 @@ pub struct TaskTemplate {
 }
 
 /// One step of a template.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StepTemplate {
     pub name: String,
@@ -124,7 +124,9 @@ impl StepTemplate {
 }
 
 /// What a failed batch does to its task.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum FailurePolicy {
     /// The task ends in `error` (like any other step).
@@ -155,7 +157,9 @@ fn default_timeout() -> u64 {
 }
 
 /// How a step takes part in the graph.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum StepType {
     /// Runs when all its parents completed; skipped if any parent was skipped.

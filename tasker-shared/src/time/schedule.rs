@@ -11,7 +11,9 @@ use super::{Cron, FieldError, parse_duration};
 pub const DEFAULT_CATCH_UP: Duration = Duration::from_secs(3600);
 
 /// What a schedule does when a fire comes while the task of its last fire is still open.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Overlap {
@@ -51,7 +53,7 @@ impl Overlap {
 /// A schedule as declared: in `schedules/*.yaml` next to templates, or the body of
 /// `POST /v1/schedules`.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleSpec {
     pub namespace: String,

@@ -16,7 +16,7 @@ pub const DEFAULT_SIGNAL_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
 pub const WAIT_HANDLER: &str = "tasker:wait";
 
 /// What a wait step waits for: its `wait:` in a template.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WaitSpec {
     /// A duration to sleep from when the step becomes ready (`"24h"`).
@@ -37,7 +37,9 @@ pub struct WaitSpec {
 }
 
 /// What a signal wait that timed out does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum OnTimeout {
     /// The step fails for good (`wait_timed_out`), and with it the task.
