@@ -156,6 +156,7 @@ fn routes() -> OpenApiRouter<Shared> {
         .routes(routes!(tasks::parent_results))
         .routes(routes!(tasks::task_history))
         .routes(routes!(live::task_events))
+        .routes(routes!(live::watch_tasks))
         .routes(routes!(tasks::cancel_task))
         .routes(routes!(signals::send))
         .routes(routes!(signals::list))

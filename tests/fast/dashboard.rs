@@ -19,7 +19,9 @@
 //! `tests/dashboard/operations.mjs` (`dashboard/operations.rs`), every failed task of a template is
 //! retried from the task list as one operation; with `tests/dashboard/running.mjs`
 //! (`dashboard/running.rs`), a step whose handler sleeps is shown running on its worker with a
-//! growing timeline bar, then completed live. Screenshots go to
+//! growing timeline bar, then completed live; with `tests/dashboard/tabs.mjs` (`dashboard/live.rs`),
+//! ten task tabs share one connection and all stay live, and the assets are served gzipped with
+//! an ETag. Screenshots go to
 //! `target/dashboard-screenshots/`.
 
 use std::path::{Path, PathBuf};
@@ -30,6 +32,8 @@ use tasker::{TestEnv, post_json, repo_root, steps_by_name, target_dir, workspace
 use tasker_client::CreateTask;
 use tasker_shared::config::AuthMode;
 
+#[path = "dashboard/live.rs"]
+mod live;
 #[path = "dashboard/operations.rs"]
 mod operations;
 #[path = "dashboard/running.rs"]

@@ -19,5 +19,7 @@ mod reach;
 mod results;
 #[path = "security/running.rs"]
 mod running;
+#[path = "security/streams.rs"]
+mod streams;
 #[path = "security/tokens.rs"]
 mod tokens;

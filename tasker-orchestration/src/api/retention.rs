@@ -161,19 +161,9 @@ pub(super) async fn gone(
     let Some(id) = id.filter(|_| response.status() == StatusCode::NOT_FOUND) else {
         return response;
     };
-    match shared.store.tombstone(id).await {
-        Ok(Some(t)) => {
-            let mut gone = Error::new(
-                StatusCode::GONE,
-                "task_purged",
-                format!(
-                    "task {id} ({}) was purged at {} by the retention policy; its record is gone",
-                    t.state,
-                    t.purged_at.to_rfc3339()
-                ),
-            )
-            .with_details(json!({ "task_id": id, "state": t.state, "purged_at": t.purged_at }))
-            .into_response();
+    match purged(&shared, id).await {
+        Some(gone) => {
+            let mut gone = gone.into_response();
             // The route it took, for the request metrics.
             if let Some(route) = response
                 .extensions()
@@ -184,6 +174,24 @@ pub(super) async fn gone(
             }
             gone
         }
-        _ => response,
+        None => response,
     }
+}
+
+/// `410 task_purged` for a task id the retention policy purged (its tombstone lives on); `None`
+/// for one never seen, or when the tombstone cannot be read.
+pub(super) async fn purged(shared: &Shared, id: Uuid) -> Option<Error> {
+    let t = shared.store.tombstone(id).await.ok()??;
+    Some(
+        Error::new(
+            StatusCode::GONE,
+            "task_purged",
+            format!(
+                "task {id} ({}) was purged at {} by the retention policy; its record is gone",
+                t.state,
+                t.purged_at.to_rfc3339()
+            ),
+        )
+        .with_details(json!({ "task_id": id, "state": t.state, "purged_at": t.purged_at })),
+    )
 }

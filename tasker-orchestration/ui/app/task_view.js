@@ -67,8 +67,18 @@ async function taskView(root, signal, id) {
   };
 
   signals.load();
-  await eventStream(`/v1/tasks/${enc(id)}/events`, signal,
-    (event, text) => { if (event === 'snapshot') onSnapshot(text); },
+  // One connection for every tab of the dashboard (live_share.js).
+  await watchTask(id, signal,
+    (event, text) => {
+      if (event === 'snapshot') onSnapshot(text);
+      else if (event === 'missing') {
+        let m = null;
+        try { m = JSON.parse(text); } catch (_) { return; }
+        const e = (m && m.error) || {};
+        const status = { forbidden: 403, task_purged: 410 }[e.code] || 404;
+        showError(new ApiError(status, e.code, e.message, e.details));
+      }
+    },
     head.setLive);
 }
 
