@@ -14,7 +14,7 @@ const { TASKER_URL: url, TASKER_TOKEN: token, NAME: name } = process.env;
 const opened = await openPage({
   consoleErrors: true, ignored: (t) => t.includes('status of 401'),
 });
-const { page, report, shot } = opened;
+const { browser, page, report, shot } = opened;
 
 await tour(opened, async () => {
   await page.goto(`${url}/ui/#/tasks`);
@@ -33,6 +33,22 @@ await tour(opened, async () => {
     (as) => Object.fromEntries(as.map((a) => [a.dataset.state, Number(a.dataset.count)])));
   await page.click('#task-counts a.count[data-state="error"]');
   await page.waitForSelector('#bulk-bar button.bulk-retry');
+  // The address says the filter: opened in a new tab (a new browser context, the token kept as
+  // a user's browser keeps it), it shows the same view.
+  report.address = decodeURIComponent(new URL(page.url()).hash);
+  const other = await browser.newContext();
+  await other.addInitScript((t) => localStorage.setItem('tasker.token', t), token);
+  const tab = await other.newPage();
+  await tab.goto(page.url());
+  await tab.waitForSelector('#tasks tr[data-task-id]');
+  await tab.waitForSelector('#task-counts a.count[aria-current="true"]');
+  report.newTab = {
+    state: await tab.inputValue('#filter-state'),
+    name: await tab.inputValue('#filter-name'),
+    rows: await tab.locator('#tasks tr[data-task-id]').count(),
+    current: await tab.getAttribute('#task-counts a.count[aria-current="true"]', 'data-state'),
+  };
+  await other.close();
   report.cancelOffered = await page.isVisible('#bulk-bar button.bulk-cancel');
   await page.click('#bulk-bar button.bulk-retry');
   const count = page.locator('#bulk-count');

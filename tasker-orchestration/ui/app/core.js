@@ -281,7 +281,8 @@ function route() {
   clearError();
   showNotice(flash);
   flash = null;
-  const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map((p) => {
+  // `#/tasks?state=error`: the path names the view; the query (routeQuery()) its filters.
+  const parts = location.hash.replace(/^#\/?/, '').split('?')[0].split('/').filter(Boolean).map((p) => {
     try { return decodeURIComponent(p); } catch (_) { return p; }
   });
   const [sectionName = 'tasks', ...rest] = parts;
@@ -298,6 +299,10 @@ function route() {
   }
   view(root, signal, ...rest).catch((e) => { if (!signal.aborted) showError(e); });
 }
+
+// The query of the page's address (`#/tasks?state=error` → state=error): a view's filters, so
+// the address reproduces the view (a reload, a link, a new tab).
+const routeQuery = () => new URLSearchParams(location.hash.split('?').slice(1).join('?'));
 
 // After a change (a pause, a resume): the same page again, with a notice.
 const reloadWith = (notice) => { flash = notice; route(); };

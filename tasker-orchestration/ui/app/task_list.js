@@ -6,10 +6,26 @@ const taskFilter = Object.assign({}, NO_TASK_FILTER);
 const TASKS_EVERY = 2000; // the first page of the list is fetched again this often while shown
 const COUNTS_EVERY = 10000; // the counts by state of the list's filter are fetched again this often
 
+// The address of the task list with `filter` (keys of NO_TASK_FILTER; empty ones left out).
+function tasksHref(filter) {
+  const q = new URLSearchParams();
+  for (const k of Object.keys(NO_TASK_FILTER)) if (filter[k]) q.set(k, filter[k]);
+  const text = q.toString();
+  return text ? `#/tasks?${text}` : '#/tasks';
+}
+
+// The filter the address names, if it names one (else the one kept from the last visit).
+function filterFromAddress() {
+  const q = routeQuery();
+  if (![...q.keys()].some((k) => k in NO_TASK_FILTER)) return;
+  const named = {};
+  for (const k of Object.keys(NO_TASK_FILTER)) named[k] = q.get(k) || '';
+  Object.assign(taskFilter, named);
+}
+
 // The task list filtered on one template's tasks (from its page, or a schedule's).
 function showTasksOf(namespace, name) {
-  Object.assign(taskFilter, NO_TASK_FILTER, { namespace, name });
-  location.hash = '#/tasks';
+  location.hash = tasksHref(Object.assign({}, NO_TASK_FILTER, { namespace, name }));
 }
 
 // The list's query: the filters (times as RFC 3339 UTC), 50 tasks a page, before `before`.
@@ -36,7 +52,7 @@ function stateCounts(signal, onState) {
     if (!current() || !counts) return;
     el.dataset.total = counts.total;
     el.replaceChildren(...TASK_STATES.flatMap((state) => [
-      h('a', { href: '#/tasks', class: 'count', 'data-state': state, 'data-count': counts[state],
+      h('a', { href: tasksHref(Object.assign({}, taskFilter, { state })), class: 'count', 'data-state': state, 'data-count': counts[state],
         'aria-current': state === taskFilter.state ? 'true' : null,
         onclick: (e) => { e.preventDefault(); onState(state); } }, badge(state), ` ${counts[state]}`), ' ']),
     h('span', { text: `${counts.total} in all` }));
@@ -46,6 +62,10 @@ function stateCounts(signal, onState) {
 }
 
 async function tasksView(root, signal) {
+  filterFromAddress();
+  // The address always says the filter shown: a reload, a copied link or a new tab shows it.
+  const showAddress = () => history.replaceState(null, '', tasksHref(taskFilter));
+  showAddress();
   const stateSel = h('select', { id: 'filter-state', 'aria-label': 'State' },
     ['', ...TASK_STATES].map((s) => h('option', { value: s, text: s || 'all states', selected: s === taskFilter.state })));
   const nsInput = h('input', { id: 'filter-namespace', type: 'text', placeholder: 'namespace', 'aria-label': 'Namespace', value: taskFilter.namespace });
@@ -82,6 +102,7 @@ async function tasksView(root, signal) {
       state: stateSel.value, namespace: nsInput.value.trim(), name: nameInput.value.trim(),
       after: afterInput.value, before: beforeInput.value, context,
     });
+    showAddress();
     bulk.replaceChildren(bulkBar());
     counts.again();
     list.show(null);

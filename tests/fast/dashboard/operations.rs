@@ -62,6 +62,16 @@ async fn the_task_list_retries_every_failed_task_of_its_filter() -> anyhow::Resu
         json!({"scheduled": 0, "running": 0, "complete": 0, "error": 5, "cancelled": 0}),
         "{report}"
     );
+    assert_eq!(
+        report["address"],
+        "#/tasks?state=error&name=repairable",
+        "{report}"
+    );
+    assert_eq!(
+        report["newTab"],
+        json!({"state": "error", "name": "repairable", "rows": 5, "current": "error"}),
+        "{report}"
+    );
     assert_eq!(report["cancelOffered"], false, "{report}");
     assert_eq!(report["matched"], 5, "{report}");
     assert_eq!(report["okLabel"], "Retry 5 tasks", "{report}");
