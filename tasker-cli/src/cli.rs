@@ -12,8 +12,10 @@ mod bulk;
 mod command;
 mod count;
 mod dead_letters;
+mod display;
 mod limits;
 mod operations;
+mod order;
 mod pages;
 mod schedules;
 mod table;
@@ -56,6 +58,10 @@ pub struct Cli {
     /// Print raw JSON instead of a summary; a failure too, as `{"error": {…}}` on stderr.
     #[arg(long, global = true)]
     json: bool,
+    /// Show long values (results, errors, contexts) whole instead of cut to 160 characters.
+    /// On a terminal, tables are as wide as it is and states coloured (not with NO_COLOR).
+    #[arg(long, global = true)]
+    full: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -77,6 +83,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         },
     )?;
     let json = cli.json;
+    display::init(cli.full);
     match cli.command {
         Command::Submit(args) => submit(&client, args, json).await,
         Command::Retention => bulk::retention(&client, json).await,

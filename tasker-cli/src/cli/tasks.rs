@@ -11,7 +11,16 @@ use super::table;
 /// `tasker show`: a task and its steps.
 pub(super) async fn show(client: &Client, id: Uuid, json: bool) -> anyhow::Result<ExitCode> {
     let task = client.task(id, None).await?;
-    print_task_and_steps(&task, &client.steps(id).await?, json)?;
+    let mut steps = client.steps(id).await?;
+    // In graph order when the template can be read (else as the API lists them).
+    if let Ok(t) = client
+        .template(&task.namespace, &task.name, Some(&task.version))
+        .await
+        && let Ok(template) = serde_json::from_value::<tasker_shared::TaskTemplate>(t.definition)
+    {
+        super::order::graph_order(&template, &mut steps);
+    }
+    print_task_and_steps(&task, &steps, json)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -220,10 +229,10 @@ fn print_task(t: &Task, json: bool) -> anyhow::Result<()> {
         out!("took     {d:.1} ms");
     }
     if let Some(r) = &t.result {
-        out!("result   {r}");
+        out!("result   {}", super::display::clip(&r.to_string()));
     }
     if let Some(e) = &t.error {
-        out!("error    {e}");
+        out!("error    {}", super::display::clip(&e.to_string()));
     }
     if let (Some(parent), Some(step)) = (t.parent_task_id, t.parent_step_id) {
         out!("parent   {parent} (step {step}, depth {})", t.depth);
@@ -286,7 +295,9 @@ fn print_steps(steps: &[Step], task_namespace: &str) {
                 "UNSERVED: no live worker serves namespace {} / handler {} (tasker workers)",
                 s.namespace, s.handler
             ),
-            _ => shown.map(Value::to_string).unwrap_or_default(),
+            _ => shown
+                .map(|v| super::display::clip(&v.to_string()))
+                .unwrap_or_default(),
         };
         // A step routed to another namespace than its task's says where.
         let name = if s.namespace.is_empty() || s.namespace == task_namespace {

@@ -63,8 +63,7 @@ async fn the_task_list_retries_every_failed_task_of_its_filter() -> anyhow::Resu
         "{report}"
     );
     assert_eq!(
-        report["address"],
-        "#/tasks?state=error&name=repairable",
+        report["address"], "#/tasks?state=error&name=repairable",
         "{report}"
     );
     assert_eq!(
