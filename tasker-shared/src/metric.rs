@@ -105,6 +105,21 @@ pub fn recorder(metrics: &[Metric]) -> &'static PrometheusHandle {
     handle
 }
 
+/// The Prometheus page of this process: its metrics, and its own `process_*` families (CPU
+/// seconds, resident and virtual memory, open and maximum file descriptors, threads, start
+/// time), read at each scrape.
+pub fn render(handle: &PrometheusHandle) -> String {
+    static PROCESS: OnceLock<metrics_process::Collector> = OnceLock::new();
+    PROCESS
+        .get_or_init(|| {
+            let collector = metrics_process::Collector::default();
+            collector.describe();
+            collector
+        })
+        .collect();
+    handle.render()
+}
+
 /// Checks a crate's metric declarations: unique names, a `tasker_` prefix, counters (and only
 /// counters) ending in `_total`, histograms of batch sizes ending in `_batch_size`.
 pub fn check(all: &[Metric]) -> Result<(), String> {

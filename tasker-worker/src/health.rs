@@ -82,7 +82,7 @@ pub async fn serve(
         .route("/health", get(health))
         .route(
             "/metrics",
-            get(|| async { crate::metrics::handle().render() }),
+            get(|| async { tasker_shared::metric::render(crate::metrics::handle()) }),
         )
         .with_state(Health {
             stats,

@@ -64,6 +64,14 @@ async fn health_listens_on_loopback_unless_told_otherwise_in_every_language() ->
         assert_eq!(health["language"], language, "{health}");
         let metrics = reqwest::get(format!("http://{ip}:{port}/metrics")).await?;
         assert!(metrics.status().is_success(), "{language}: /metrics");
+        // The process's own families: its memory and CPU, whatever the language.
+        let page = metrics.text().await?;
+        let resident = tasker::scrape::sample(&page, "process_resident_memory_bytes");
+        assert!(resident.is_some_and(|b| b > 1e6), "{language}: {page}");
+        assert!(
+            tasker::scrape::sample(&page, "process_cpu_seconds_total").is_some(),
+            "{language}: {page}"
+        );
     }
 
     // Not an address: the worker refuses to start and names the setting.

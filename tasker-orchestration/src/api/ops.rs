@@ -75,12 +75,12 @@ pub(super) async fn metrics(State(shared): State<Shared>) -> String {
     };
     if !reports {
         return without_families(
-            &crate::metrics::handle().render(),
+            &tasker_shared::metric::render(crate::metrics::handle()),
             &crate::metrics::CLUSTER_GAUGES,
         );
     }
     cluster_gauges(&shared).await;
-    crate::metrics::handle().render()
+    tasker_shared::metric::render(crate::metrics::handle())
 }
 
 /// Counts the cluster's gauges from the database.
