@@ -13,6 +13,7 @@ use uuid::Uuid;
 use tasker::{RunningOrchestrator, TestEnv, repo_root, steps_by_name, templates};
 use tasker_client::{CreateTask, Error, Task};
 
+#[path = "composition/running.rs"]
 mod running;
 
 /// An environment whose orchestrator knows the Rust fixtures and the composition templates.

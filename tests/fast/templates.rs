@@ -11,6 +11,7 @@ use tasker::{RunningOrchestrator, TestEnv, workspace_binary};
 use tasker_client::CreateTask;
 use tasker_orchestration::events::Event;
 
+#[path = "templates/schema.rs"]
 mod template_schema;
 
 /// A one-step template in the brand-new namespace `shop` whose step runs `handler`.
