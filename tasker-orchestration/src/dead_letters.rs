@@ -11,6 +11,8 @@ use tasker_shared::message::decode_batch;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+pub(crate) mod replay;
+
 use crate::events::Event;
 use crate::metrics as m;
 use crate::shared::Shared;

@@ -234,9 +234,9 @@ pub const PURGE_BATCH: Metric = seconds(
 );
 pub const OPERATION_TASKS: Metric = counter(
     "tasker_operation_tasks_total",
-    "Tasks operations by filter (POST /v1/operations) reached, by action and outcome: acted \
-     (retried, resolved, cancelled) or skipped (no longer in a state the action takes, purged, \
-     or outside the token's namespaces).",
+    "Tasks (and dead letters) operations by filter (POST /v1/operations) reached, by action and \
+     outcome: acted (retried, resolved, cancelled, replayed, discarded) or skipped (no longer in \
+     a state the action takes, purged, not replayable, or outside the token's namespaces).",
 );
 pub const OPERATION_BATCH: Metric = seconds(
     "tasker_operation_batch_seconds",

@@ -10,6 +10,8 @@
 
 use std::time::{Duration, Instant};
 
+mod letters;
+
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -52,15 +54,19 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
 async fn drive(shared: &Shared, op: &Claimed, cancel: &CancellationToken) {
     let (id, config) = (op.id, &shared.config.operations);
     while !cancel.is_cancelled() {
-        let Some(covers) = judge(shared, id, op.token_id).await else {
+        let Some(covers) = judge(shared, op).await else {
             return;
         };
         let started = Instant::now();
-        let batch = match shared
-            .store
-            .operate(id, config.batch, covers.as_deref(), LEASE)
-            .await
-        {
+        let batch = if tasker_shared::api::OperationFilter::of_dead_letters(&op.action) {
+            letters::batch(shared, id, &op.action, config.batch, covers.as_deref()).await
+        } else {
+            shared
+                .store
+                .operate(id, config.batch, covers.as_deref(), LEASE)
+                .await
+        };
+        let batch = match batch {
             Ok(batch) => batch,
             Err(e) => {
                 tracing::warn!(operation = %id, error = %e,
@@ -90,13 +96,21 @@ async fn drive(shared: &Shared, op: &Claimed, cancel: &CancellationToken) {
 /// The namespaces the operation's token covers now, as a regular expression (`Some(None)`: every
 /// one); `None` when it may go on no more (the operation is ended as failed) or the token could
 /// not be read.
-async fn judge(shared: &Shared, id: Uuid, token: Option<i64>) -> Option<Option<String>> {
-    let Some(token) = token else {
+async fn judge(shared: &Shared, op: &Claimed) -> Option<Option<String>> {
+    let (id, action) = (op.id, op.action.as_str());
+    let Some(token) = op.token_id else {
         return Some(None);
     };
+    let letters = tasker_shared::api::OperationFilter::of_dead_letters(action);
     match shared.store.principal_by_id(token).await {
-        Ok(Some(p)) => Some(p.namespaces.as_ref().map(|n| n.to_regex())),
-        Ok(None) => {
+        Ok(Some(p)) if !letters || p.scope >= crate::store::Scope::Admin => {
+            Some(p.namespaces.as_ref().map(|n| n.to_regex()))
+        }
+        found => {
+            if let Err(e) = found {
+                tracing::warn!(operation = %id, error = %e, "could not read the operation's token");
+                return None;
+            }
             let why = format!(
                 "the API token that started it (id {token}) has been revoked or has expired"
             );
@@ -104,10 +118,6 @@ async fn judge(shared: &Shared, id: Uuid, token: Option<i64>) -> Option<Option<S
             if let Err(e) = shared.store.end_operation(id, "failed", &why).await {
                 tracing::warn!(operation = %id, error = %e, "could not end the operation");
             }
-            None
-        }
-        Err(e) => {
-            tracing::warn!(operation = %id, error = %e, "could not read the operation's token");
             None
         }
     }

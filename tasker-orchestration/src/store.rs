@@ -21,6 +21,7 @@ mod flow;
 mod functions;
 #[cfg(test)]
 mod migrations_lock;
+mod letter_operations;
 mod operations;
 mod read;
 mod repair;
@@ -40,6 +41,7 @@ pub use dead_letters::{DeadLetter, DeadLetterView, NewDeadLetter};
 pub use error::{Error, Result};
 pub use flow::Drift;
 pub use functions::{Applied, apply_engine, engine};
+pub use letter_operations::Replay;
 pub use operations::{Batch, Claimed, NewOperation, Started};
 pub use read::{StepView, TaskFilter, TaskView};
 pub use repair::{Repair, Repaired};

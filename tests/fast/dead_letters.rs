@@ -15,6 +15,9 @@ use tasker_shared::{Outcome, StepResult};
 
 const WAIT: Duration = Duration::from_secs(20);
 
+#[path = "dead_letters/operations.rs"]
+mod operations;
+
 async fn api_error(
     o: &RunningOrchestrator,
     method: reqwest::Method,

@@ -11,6 +11,8 @@ mod bounds;
 mod common;
 #[path = "security/keys.rs"]
 mod keys;
+#[path = "security/letter_operations.rs"]
+mod letter_operations;
 #[path = "security/operations.rs"]
 mod operations;
 #[path = "security/reach.rs"]

@@ -692,6 +692,7 @@ pub fn worker_report(name: &str, handlers: &[&str]) -> tasker_shared::api::Worke
     }
 }
 
+pub mod letters;
 pub mod proxy;
 pub mod scrape;
 pub mod tokens;

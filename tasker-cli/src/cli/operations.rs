@@ -1,5 +1,5 @@
-//! `tasker bulk retry|resolve|cancel`: an operation by filter, with its progress; and
-//! `tasker operations`: list, show, wait for and cancel them.
+//! `tasker bulk retry|resolve|cancel|replay|discard`: an operation by filter, with its progress;
+//! and `tasker operations`: list, show, wait for and cancel them.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -41,6 +41,56 @@ pub(super) enum BulkCommand {
         #[command(flatten)]
         run: RunArgs,
     },
+    /// Replay every dead letter the filter matches to the queue it came from (an admin
+    /// token; one that may never be replayed is left, and counted skipped).
+    Replay {
+        #[command(flatten)]
+        filter: LetterArgs,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Discard every dead letter the filter matches (an admin token).
+    Discard {
+        #[command(flatten)]
+        filter: LetterArgs,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+}
+
+/// Which dead letters: every option given must match.
+#[derive(Debug, clap::Args)]
+pub(super) struct LetterArgs {
+    /// Only dead letters whose every entry names a task of this namespace.
+    #[arg(long)]
+    namespace: Option<String>,
+    /// Only dead letters from this queue (`<prefix>.results`, `<prefix>.steps.<namespace>`).
+    #[arg(long)]
+    queue: Option<String>,
+    /// Only dead letters whose reason starts with this (`result_mismatch`, `malformed`, …).
+    #[arg(long)]
+    reason_prefix: Option<String>,
+    /// When they were first seen (`--since 1h`, `--created-after`, `--created-before`).
+    #[command(flatten)]
+    created: CreatedArgs,
+    /// Only this dead letter (repeat for several).
+    #[arg(long = "id")]
+    ids: Vec<i64>,
+}
+
+impl LetterArgs {
+    fn filter(self) -> anyhow::Result<OperationFilter> {
+        let (created_after, created_before) = self.created.range()?;
+        Ok(OperationFilter {
+            namespace: self.namespace,
+            queue: self.queue,
+            reason: self.reason_prefix,
+            created_after,
+            created_before,
+            dead_letters: (!self.ids.is_empty()).then_some(self.ids),
+            ..OperationFilter::default()
+        })
+    }
 }
 
 /// Which tasks: every option given must match.
@@ -90,6 +140,7 @@ impl FilterArgs {
             created_before,
             context: self.context,
             ids: (!self.ids.is_empty()).then_some(self.ids),
+            ..OperationFilter::default()
         })
     }
 }
@@ -152,17 +203,25 @@ pub(super) async fn bulk(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let (action, result, filter, run) = match command {
-        BulkCommand::Retry { filter, run } => ("retry", None, filter, run),
+        BulkCommand::Retry { filter, run } => ("retry", None, filter.filter()?, run),
         BulkCommand::Resolve {
             result,
             filter,
             run,
-        } => ("resolve", Some(json_arg("--result", &result)?), filter, run),
-        BulkCommand::Cancel { filter, run } => ("cancel", None, filter, run),
+        } => (
+            "resolve",
+            Some(json_arg("--result", &result)?),
+            filter.filter()?,
+            run,
+        ),
+        BulkCommand::Cancel { filter, run } => ("cancel", None, filter.filter()?, run),
+        BulkCommand::Replay { filter, run } => ("replay", None, filter.filter()?, run),
+        BulkCommand::Discard { filter, run } => ("discard", None, filter.filter()?, run),
     };
+    let what = noun(action);
     let req = StartOperation {
         action: action.into(),
-        filter: filter.filter()?,
+        filter,
         reason: run.reason,
         by: Some(run.by.unwrap_or_else(current_user)),
         result,
@@ -173,12 +232,18 @@ pub(super) async fn bulk(
         if json {
             out!("{}", serde_json::to_string_pretty(&count)?);
         } else {
-            out!("would {action} {} tasks", count.matched);
-            for id in &count.sample {
+            out!("would {action} {} {what}", count.matched);
+            let sample: Vec<String> = count
+                .sample
+                .iter()
+                .map(ToString::to_string)
+                .chain(count.dead_letter_sample.iter().map(ToString::to_string))
+                .collect();
+            for id in &sample {
                 out!("  {id}");
             }
-            if count.matched > count.sample.len() as u64 {
-                out!("  … and {} more", count.matched - count.sample.len() as u64);
+            if count.matched > sample.len() as u64 {
+                out!("  … and {} more", count.matched - sample.len() as u64);
             }
         }
         return Ok(ExitCode::SUCCESS);
@@ -186,7 +251,7 @@ pub(super) async fn bulk(
     let op = client.start_operation(&req).await?;
     if !json {
         eprintln!(
-            "operation {}: {action} {} tasks (stop it with `tasker operations cancel {}`)",
+            "operation {}: {action} {} {what} (stop it with `tasker operations cancel {}`)",
             op.id, op.matched, op.id
         );
     }
@@ -218,14 +283,18 @@ pub(super) async fn run(
 async fn follow(client: &Client, id: Uuid, timeout: f64, json: bool) -> anyhow::Result<ExitCode> {
     let timeout = Duration::try_from_secs_f64(timeout)
         .map_err(|_| anyhow::anyhow!("--timeout must be a number of seconds"))?;
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} tasks {msg} ({elapsed})")?,
-    );
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+        .with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} ({elapsed})")?);
     let op = client
         .wait_operation(id, timeout, |op| {
             bar.set_length(op.matched);
             bar.set_position(op.acted + op.skipped);
-            bar.set_message(format!("{} acted, {} skipped", op.acted, op.skipped));
+            bar.set_message(format!(
+                "{}: {} acted, {} skipped",
+                noun(&op.action),
+                op.acted,
+                op.skipped
+            ));
         })
         .await?;
     bar.finish_and_clear();
@@ -250,7 +319,8 @@ fn print(op: &Operation, json: bool) -> anyhow::Result<ExitCode> {
     out!("action    {}", op.action);
     out!("state     {}", op.state);
     out!(
-        "tasks     {} matched, {} acted, {} skipped, {} left",
+        "{:<9} {} matched, {} acted, {} skipped, {} left",
+        noun(&op.action),
         op.matched,
         op.acted,
         op.skipped,
@@ -274,6 +344,15 @@ fn print(op: &Operation, json: bool) -> anyhow::Result<ExitCode> {
         out!("finished  {}", at.format("%Y-%m-%d %H:%M:%S UTC"));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What an action acts on.
+fn noun(action: &str) -> &'static str {
+    if OperationFilter::of_dead_letters(action) {
+        "dead letters"
+    } else {
+        "tasks"
+    }
 }
 
 async fn list(

@@ -8,7 +8,6 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::Value;
 
-use tasker_broker::{AMQPValue, FieldTable, Outgoing, dead, topology};
 use tasker_shared::api::{DeadLetter as Shown, DeadLetterPage, ErrorBody, Replayed};
 
 use super::access::Caller;
@@ -16,6 +15,7 @@ use super::extract::{Path, Query};
 use super::{Error, check_limit};
 use crate::metrics as m;
 use crate::shared::Shared;
+use crate::dead_letters::replay::{SendBack, send_back};
 use crate::store::DeadLetter;
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -27,9 +27,14 @@ pub(super) struct ListQuery {
     /// The previous page's `next_before`.
     #[param(value_type = Option<i64>)]
     before: Option<String>,
+    /// Only those from this queue.
+    queue: Option<String>,
+    /// Only those whose reason starts with this.
+    reason: Option<String>,
 }
 
-/// `GET /v1/dead-letters`: newest first, `?limit=` (1–500, default 50) `&before=ID`; a token
+/// `GET /v1/dead-letters`: newest first, `?limit=` (1–500, default 50) `&before=ID`, `&queue=`,
+/// `&reason=` (a prefix); a token
 /// scoped to namespaces lists the dead letters that name a task of those namespaces.
 #[utoipa::path(get, path = "/v1/dead-letters", operation_id = "list_dead_letters", tag = "dead-letters", params(ListQuery),
     responses(
@@ -45,7 +50,12 @@ pub(super) async fn list(
     let before = q.before.as_deref().map(parse_id).transpose()?;
     let dead_letters = shared
         .store
-        .dead_letters(before, limit, caller.namespace_regex().as_deref())
+        .dead_letters(
+            before,
+            limit,
+            caller.namespace_regex().as_deref(),
+            (q.queue.as_deref(), q.reason.as_deref()),
+        )
         .await?;
     let next_before = (dead_letters.len() as i64 == limit)
         .then(|| dead_letters.last().map(|l| l.id))
@@ -103,32 +113,17 @@ pub(super) async fn replay(
     let sent = shared
         .store
         .replay_dead_letter(id, |letter| async {
-            let (queue, sender) = replayable(&shared, &letter)?;
-            // Who first sent it travels with it, as the orchestrator recorded it: a result
-            // replayed by this orchestrator may move only the steps its first sender may serve.
-            let mut headers = FieldTable::default();
-            headers.insert(
-                dead::SENDER_HEADER.into(),
-                AMQPValue::LongString(sender.as_str().into()),
-            );
-            shared
-                .dispatcher
-                .send_now(
-                    Outgoing {
-                        queue: queue.clone(),
-                        payload: letter.body.clone(),
-                    },
-                    headers,
-                )
-                .await
-                .map_err(|e| {
-                    Error::new(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "broker_unavailable",
-                        format!("could not publish to {queue}: {e}; try again"),
-                    )
-                })?;
-            Ok::<_, Error>(letter)
+            match send_back(&shared, &letter).await {
+                Ok(_) => Ok(letter),
+                Err(SendBack::Refused(why)) => {
+                    Err(Error::new(StatusCode::CONFLICT, "not_replayable", why))
+                }
+                Err(SendBack::Broker(why)) => Err(Error::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "broker_unavailable",
+                    why,
+                )),
+            }
         })
         .await?
         .ok_or_else(|| not_found(id))??;
@@ -165,46 +160,6 @@ pub(super) async fn discard(
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(not_found(id))
-    }
-}
-
-/// Where a dead letter may be replayed to, and as whom: only back to the queue it really came
-/// from (as the orchestrator recorded it, never as a header said) — the results queue, as the
-/// sender it came from, or a namespace's steps queue, for a step message the orchestrators'
-/// own broker user sent. Anything else is 409 `not_replayable`, saying why.
-fn replayable(shared: &Shared, letter: &DeadLetter) -> Result<(String, String), Error> {
-    let prefix = &shared.config.queue_prefix;
-    let refuse = |why: String| {
-        Error::new(
-            StatusCode::CONFLICT,
-            "not_replayable",
-            format!(
-                "dead letter {} {why}; only discarding it is possible",
-                letter.view.id
-            ),
-        )
-    };
-    let own = tasker_broker::user_of(&shared.config.amqp_url);
-    let sender = letter.view.sender.as_deref();
-    match letter.view.queue.as_deref() {
-        Some(q) if q == topology::results_queue(prefix) => match sender {
-            Some(s) => Ok((q.to_owned(), s.to_owned())),
-            None => Err(refuse(
-                "is a result message that named no sender: replayed, it could move nothing".into(),
-            )),
-        },
-        Some(q) if q.starts_with(&format!("{prefix}.steps.")) => match sender {
-            Some(s) if s == own => Ok((q.to_owned(), s.to_owned())),
-            other => Err(refuse(format!(
-                "was sent to {q:?} by {}, not by the orchestrators' broker user: a step message \
-                 is only ever the orchestrators'",
-                other.map_or("no one named".to_owned(), |s| format!("{s:?}"))
-            ))),
-        },
-        other => Err(refuse(format!(
-            "came from {}, not from one of this cluster's results or steps queues",
-            other.map_or("an unknown queue".into(), |q| format!("{q:?}"))
-        ))),
     }
 }
 

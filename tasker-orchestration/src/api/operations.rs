@@ -1,5 +1,5 @@
-//! Operations by filter: retry, resolve or cancel every task a filter matches. Starting one
-//! writes down the tasks it matched, within the namespaces the caller's token covers, and
+//! Operations by filter: retry, resolve or cancel every task a filter matches, replay or discard
+//! every dead letter one matches. Starting one writes down the tasks (dead letters) it matched, within the namespaces the caller's token covers, and
 //! answers at once with the exact count; the orchestrators' operations loops
 //! (`crate::operations`) act on them in batches, judging the token again before each one.
 
@@ -25,7 +25,7 @@ use super::extract::Path;
 use super::repair::{actor, check_note};
 use super::{Error, check_limit, json_body, parse_id};
 use crate::shared::Shared;
-use crate::store::{NewOperation, Started};
+use crate::store::{NewOperation, Scope, Started};
 
 /// The most ids a filter may list.
 const MAX_IDS: usize = 10_000;
@@ -41,7 +41,7 @@ const MAX_IDS: usize = 10_000;
         (status = 201, description = "Started", body = Operation),
         (status = 200, description = "A dry run: what it would act on", body = OperationCount),
         (status = 400, description = "`invalid_json`, `invalid_action`, `invalid_filter`, `missing_result`, `invalid_result`", body = ErrorBody),
-        (status = 403, description = "`forbidden`: `filter.namespace` is one the token does not cover", body = ErrorBody),
+        (status = 403, description = "`forbidden`: `filter.namespace` is one the token does not cover; replay and discard need an admin token", body = ErrorBody),
         (status = 422, description = "`too_many_tasks`: the filter matches more than `operations.max_tasks`", body = ErrorBody),
     ))]
 pub(super) async fn start(
@@ -53,15 +53,30 @@ pub(super) async fn start(
     let filter = check(&shared, &caller, &body)?;
     let covers = caller.namespace_regex();
     if body.dry_run {
-        let (matched, sample) = shared
-            .store
-            .count_operation(&body.action, &filter, covers.as_deref())
-            .await?;
-        let count = OperationCount {
-            action: body.action,
-            filter,
-            matched,
-            sample,
+        let count = if OperationFilter::of_dead_letters(&body.action) {
+            let (matched, dead_letter_sample) = shared
+                .store
+                .count_dead_letters(&filter, covers.as_deref())
+                .await?;
+            OperationCount {
+                action: body.action,
+                filter,
+                matched,
+                sample: Vec::new(),
+                dead_letter_sample,
+            }
+        } else {
+            let (matched, sample) = shared
+                .store
+                .count_operation(&body.action, &filter, covers.as_deref())
+                .await?;
+            OperationCount {
+                action: body.action,
+                filter,
+                matched,
+                sample,
+                dead_letter_sample: Vec::new(),
+            }
         };
         return Ok(Json(count).into_response());
     }
@@ -101,13 +116,22 @@ fn check(
     body: &StartOperation,
 ) -> Result<OperationFilter, Error> {
     let action = body.action.as_str();
-    if !matches!(action, "retry" | "resolve" | "cancel") {
+    if !matches!(action, "retry" | "resolve" | "cancel" | "replay" | "discard") {
         return Err(Error::bad_request(
             "invalid_action",
-            format!("unknown action {action:?}; use retry, resolve or cancel"),
+            format!("unknown action {action:?}; use retry, resolve, cancel, replay or discard"),
         ));
     }
     check_note(body.by.as_deref(), body.reason.as_deref())?;
+    if OperationFilter::of_dead_letters(action) {
+        return check_dead_letters(shared, caller, body);
+    }
+    if let Some(field) = dead_letter_field(&body.filter) {
+        return Err(Error::bad_request(
+            "invalid_filter",
+            format!("`filter.{field}` selects dead letters; {action} acts on tasks"),
+        ));
+    }
     match (&body.result, action) {
         (None, "resolve") => {
             return Err(Error::bad_request(
@@ -144,6 +168,61 @@ fn check(
     Ok(f)
 }
 
+/// A replay or discard: an admin token's (as one dead letter's are), no `result`, and a filter
+/// of dead letters.
+fn check_dead_letters(
+    shared: &Shared,
+    caller: &Caller,
+    body: &StartOperation,
+) -> Result<OperationFilter, Error> {
+    let action = body.action.as_str();
+    if caller.principal().is_some_and(|p| p.scope < Scope::Admin) {
+        return Err(caller.forbidden(format!(
+            "{action} acts on dead letters: it needs an admin token"
+        )));
+    }
+    if body.result.is_some() {
+        return Err(Error::bad_request(
+            "invalid_json",
+            format!("{action} takes no `result`; only resolve does"),
+        ));
+    }
+    let f = &body.filter;
+    let task_field = [
+        ("name", f.name.is_some()),
+        ("version", f.version.is_some()),
+        ("state", f.state.is_some()),
+        ("step", f.step.is_some()),
+        ("error_kind", f.error_kind.is_some()),
+        ("context", f.context.is_some()),
+        ("ids", f.ids.is_some()),
+    ]
+    .into_iter()
+    .find_map(|(field, given)| given.then_some(field));
+    if let Some(field) = task_field {
+        return Err(Error::bad_request(
+            "invalid_filter",
+            format!("`filter.{field}` selects tasks; {action} acts on dead letters"),
+        ));
+    }
+    check_filter(shared, f)?;
+    if let Some(ns) = &f.namespace {
+        caller.check(ns)?;
+    }
+    Ok(f.clone())
+}
+
+/// The first field of `f` that selects dead letters, if any.
+fn dead_letter_field(f: &OperationFilter) -> Option<&'static str> {
+    [
+        ("queue", f.queue.is_some()),
+        ("reason", f.reason.is_some()),
+        ("dead_letters", f.dead_letters.is_some()),
+    ]
+    .into_iter()
+    .find_map(|(field, given)| given.then_some(field))
+}
+
 /// Text fields bounded and free of control characters, at most [`MAX_IDS`] ids, a context
 /// object within `orchestrator.max_context_filter_bytes`, a time range in order.
 fn check_filter(shared: &Shared, f: &OperationFilter) -> Result<(), Error> {
@@ -154,6 +233,8 @@ fn check_filter(shared: &Shared, f: &OperationFilter) -> Result<(), Error> {
         ("version", &f.version),
         ("step", &f.step),
         ("error_kind", &f.error_kind),
+        ("queue", &f.queue),
+        ("reason", &f.reason),
     ] {
         if let Some(v) = value
             && (v.is_empty() || v.len() > 128 || v.chars().any(char::is_control))
@@ -163,8 +244,12 @@ fn check_filter(shared: &Shared, f: &OperationFilter) -> Result<(), Error> {
             )));
         }
     }
-    if f.ids.as_ref().is_some_and(|ids| ids.len() > MAX_IDS) {
-        return Err(invalid(format!("`filter.ids` lists at most {MAX_IDS} ids")));
+    if f.ids.as_ref().is_some_and(|ids| ids.len() > MAX_IDS)
+        || f.dead_letters.as_ref().is_some_and(|ids| ids.len() > MAX_IDS)
+    {
+        return Err(invalid(format!(
+            "`filter.ids` and `filter.dead_letters` list at most {MAX_IDS} ids"
+        )));
     }
     if let Some(context) = &f.context {
         let max = shared.config.orchestrator.max_context_filter_bytes;

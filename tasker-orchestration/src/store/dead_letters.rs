@@ -37,7 +37,7 @@ pub struct DeadLetter {
     pub headers: Value,
 }
 
-const COLUMNS: &str = "id, queue, reason, task_id, step_id, first_seen, last_seen, times_seen,
+pub(super) const COLUMNS: &str = "id, queue, reason, task_id, step_id, first_seen, last_seen, times_seen,
     octet_length(body) AS bytes, sender, namespaces";
 
 impl Store {
@@ -72,16 +72,20 @@ impl Store {
 
     /// Dead letters newest first, `limit` of them with an id below `before`; with
     /// `namespaces` (a PostgreSQL regular expression), only those whose every entry names a
-    /// task of a matching namespace.
+    /// task of a matching namespace; with `queue` and `reason`, only those from that queue and
+    /// whose reason starts with that.
     pub async fn dead_letters(
         &self,
         before: Option<i64>,
         limit: i64,
         namespaces: Option<&str>,
+        (queue, reason): (Option<&str>, Option<&str>),
     ) -> Result<Vec<DeadLetterView>> {
         Ok(sqlx::query_as(&format!(
             "SELECT {COLUMNS} FROM dead_letters d
              WHERE ($1::bigint IS NULL OR d.id < $1)
+               AND ($4::text IS NULL OR d.queue = $4)
+               AND ($5::text IS NULL OR starts_with(d.reason, $5))
                AND ($3::text IS NULL
                     OR (d.namespaces IS NOT NULL
                         AND NOT EXISTS (SELECT FROM unnest(d.namespaces) AS n(ns)
@@ -91,6 +95,8 @@ impl Store {
         .bind(before)
         .bind(limit)
         .bind(namespaces)
+        .bind(queue)
+        .bind(reason)
         .fetch_all(&self.pool)
         .await?)
     }

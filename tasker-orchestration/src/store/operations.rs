@@ -113,7 +113,7 @@ fn matching(action: &str, f: &OperationFilter, covers: Option<&str>) -> (String,
 }
 
 /// Adds `value` to `args`: values of these types always encode.
-fn bind<'q, T>(args: &mut PgArguments, value: T)
+pub(super) fn bind<'q, T>(args: &mut PgArguments, value: T)
 where
     T: 'q + sqlx::Encode<'q, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
 {
@@ -204,7 +204,23 @@ impl Store {
         .bind(new.token_id)
         .execute(&mut *tx)
         .await?;
-        let (from, mut args) = matching(&new.action, &new.filter, new.covers.as_deref());
+        let covers = new.covers.as_deref();
+        // The tasks (or dead letters) matched, written down: at most one more than the most.
+        let (insert, mut args) = if OperationFilter::of_dead_letters(&new.action) {
+            let (from, args) = super::letter_operations::matching(&new.filter, covers);
+            let insert = format!(
+                "INSERT INTO operation_dead_letters (operation_id, dead_letter_id)
+                 SELECT $8, d.id {from} LIMIT $9"
+            );
+            (insert, args)
+        } else {
+            let (from, args) = matching(&new.action, &new.filter, covers);
+            let insert = format!(
+                "INSERT INTO operation_tasks (operation_id, task_id)
+                 SELECT $12, t.id {from} LIMIT $13"
+            );
+            (insert, args)
+        };
         bind(&mut args, id);
         bind(
             &mut args,
@@ -212,16 +228,10 @@ impl Store {
                 .unwrap_or(i64::MAX)
                 .saturating_add(1),
         );
-        let matched = sqlx::query_with(
-            &format!(
-                "INSERT INTO operation_tasks (operation_id, task_id)
-                 SELECT $12, t.id {from} LIMIT $13"
-            ),
-            args,
-        )
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
+        let matched = sqlx::query_with(&insert, args)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
         if matched > max_tasks {
             tx.rollback().await?;
             return Ok(Started::TooMany);

@@ -1,12 +1,39 @@
 // The dead letters page (#/dead-letters) and one dead letter's page: replay or discard it.
 
+// The list's filter, from the page's address (#/dead-letters?queue=…&reason=…).
+function letterFilter() {
+  const q = routeQuery();
+  const f = {};
+  for (const k of ['queue', 'reason']) if (q.get(k)) f[k] = q.get(k);
+  return f;
+}
+
 async function deadLettersView(root, signal) {
   const box = h('div');
-  put(root, h('h1', { text: 'Dead letters' }), box);
+  const f = letterFilter();
+  const queue = h('input', { id: 'letters-queue', type: 'text', placeholder: 'queue', 'aria-label': 'Queue', value: f.queue || '' });
+  const reason = h('input', { id: 'letters-reason', type: 'text', placeholder: 'reason starts with', 'aria-label': 'Reason starts with', value: f.reason || '' });
+  const apply = (e) => {
+    e.preventDefault();
+    const q = new URLSearchParams();
+    if (queue.value.trim()) q.set('queue', queue.value.trim());
+    if (reason.value.trim()) q.set('reason', reason.value.trim());
+    location.hash = q.toString() ? `#/dead-letters?${q}` : '#/dead-letters';
+  };
+  const panel = h('div', { id: 'bulk-confirm', class: 'confirm', hidden: true });
+  const bulk = h('div', { id: 'bulk-bar', class: 'bulk-bar' },
+    ['replay', 'discard'].map((action) => h('button', { type: 'button', class: `bulk-${action}`, 'data-action': action,
+      text: `${capitalized(action)} all matching…`, onclick: () => askBulk(panel, action, letterFilter(), 'dead letters') })),
+    panel);
+  put(root, h('h1', { text: 'Dead letters' }),
+    h('div', { class: 'toolbar' }, h('form', { class: 'filters', onsubmit: apply }, queue, reason,
+      h('button', { type: 'submit', text: 'Apply' }))),
+    bulk, box);
+  const listed = new URLSearchParams(f).toString();
   await pagedList(box, signal, {
     id: 'dead-letters', key: 'dead_letters', empty: 'No dead letters.',
     heads: ['id', 'queue', 'reason', 'task', 'first seen', 'last seen', 'times', 'bytes'],
-    url: (before) => `/v1/dead-letters?limit=50${before != null ? `&before=${enc(before)}` : ''}`,
+    url: (before) => `/v1/dead-letters?limit=50${listed ? `&${listed}` : ''}${before != null ? `&before=${enc(before)}` : ''}`,
     row: (d) => h('tr', { 'data-dead-letter-id': d.id },
       h('td', {}, h('a', { href: `#/dead-letters/${enc(d.id)}`, text: String(d.id) })),
       h('td', { class: 'mono', text: d.queue || '—' }),

@@ -27,22 +27,21 @@ function bulkBar() {
   const panel = h('div', { id: 'bulk-confirm', class: 'confirm', hidden: true });
   return h('div', { id: 'bulk-bar', class: 'bulk-bar' },
     actions.map((action) => h('button', { type: 'button', class: `bulk-${action}`, 'data-action': action,
-      text: `${capitalized(action)} all matching…`, onclick: () => askBulk(panel, action) })),
+      text: `${capitalized(action)} all matching…`, onclick: () => askBulk(panel, action, operationFilter(), 'tasks') })),
     panel);
 }
 
-// Counts the tasks the filter matches (a dry run), then asks with the count and a reason; the
-// operation it starts opens on its page.
-async function askBulk(panel, action) {
-  const filter = operationFilter();
+// Counts the tasks (or dead letters: `noun`) the filter matches (a dry run), then asks with the
+// count and a reason; the operation it starts opens on its page.
+async function askBulk(panel, action, filter, noun) {
   let count;
   try {
     count = await api('POST', '/v1/operations', { action, filter, dry_run: true });
   } catch (e) { return showError(e); }
-  const reason = h('input', { id: 'bulk-reason', type: 'text', placeholder: 'reason, kept in each task’s history',
+  const reason = h('input', { id: 'bulk-reason', type: 'text', placeholder: 'reason, kept with the operation',
     'aria-label': 'Reason' });
-  const ok = h('button', { type: 'button', id: 'bulk-ok', class: action === 'cancel' ? 'danger' : '',
-    text: `${capitalized(action)} ${count.matched} tasks`, disabled: count.matched === 0,
+  const ok = h('button', { type: 'button', id: 'bulk-ok', class: ['cancel', 'discard'].includes(action) ? 'danger' : '',
+    text: `${capitalized(action)} ${count.matched} ${noun}`, disabled: count.matched === 0,
     onclick: async () => {
       ok.disabled = true;
       try {
@@ -51,7 +50,7 @@ async function askBulk(panel, action) {
       } catch (e) { ok.disabled = false; showError(e); }
     } });
   confirmIn(panel, [h('span', { id: 'bulk-count', 'data-matched': count.matched,
-    text: `${count.matched} tasks match this filter. ` }), reason], ok);
+    text: `${count.matched} ${noun} match this filter. ` }), reason], ok);
 }
 
 // An operation's progress: counts, a bar, what it was asked, and Cancel while it runs.
@@ -68,7 +67,8 @@ function operationPanel(op, box) {
     h('span', { class: 'muted', text: ` ${reached} of ${op.matched}` })),
   dl([
     ['action', op.action],
-    ['tasks', `${op.matched} matched, ${op.acted} acted on, ${op.skipped} skipped, ${op.matched - reached} left`],
+    [['replay', 'discard'].includes(op.action) ? 'dead letters' : 'tasks',
+      `${op.matched} matched, ${op.acted} acted on, ${op.skipped} skipped, ${op.matched - reached} left`],
     ['filter', h('code', { class: 'mono', text: JSON.stringify(op.filter) })],
     ['by', op.by], ['reason', op.reason], ['note', op.note],
     ['created', timeEl(op.created_at)], ['finished', op.finished_at ? timeEl(op.finished_at) : null],

@@ -1,13 +1,18 @@
-//! Operations by filter: retry, resolve or cancel every task a filter matches, as one operation
-//! with an id, an exact count and progress.
+//! Operations by filter: retry, resolve or cancel every task a filter matches, or replay or
+//! discard every dead letter one matches, as one operation with an id, an exact count and
+//! progress.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-/// Which tasks an operation acts on: every field given must match (none given: every task of
-/// the states the action acts on, in the namespaces the token covers).
+/// Which tasks (retry, resolve, cancel) or dead letters (replay, discard) an operation acts on:
+/// every field given must match (none given: every task of the states the action acts on, or
+/// every dead letter, in the namespaces the token covers). `namespace`, `created_after` and
+/// `created_before` apply to both (a dead letter's namespaces are those of the tasks its entries
+/// name; its time is when it was first seen); `queue`, `reason` and `dead_letters` to dead
+/// letters only; the others to tasks only.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -44,6 +49,22 @@ pub struct OperationFilter {
     /// Only these tasks (at most 10,000 ids).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ids: Option<Vec<Uuid>>,
+    /// Dead letters from this queue (`<prefix>.results`, `<prefix>.steps.<namespace>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    /// Dead letters whose reason starts with this (a code: `result_mismatch`, `malformed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Only these dead letters (at most 10,000 ids).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dead_letters: Option<Vec<i64>>,
+}
+
+impl OperationFilter {
+    /// Whether `action` acts on dead letters (`replay`, `discard`) rather than tasks.
+    pub fn of_dead_letters(action: &str) -> bool {
+        matches!(action, "replay" | "discard")
+    }
 }
 
 /// `POST /v1/operations`: act on every task `filter` matches.
@@ -52,7 +73,9 @@ pub struct OperationFilter {
 #[serde(deny_unknown_fields)]
 pub struct StartOperation {
     /// `retry` (a task in error: its failed step runs again), `resolve` (its failed step is
-    /// completed with `result`) or `cancel` (a running or scheduled task).
+    /// completed with `result`), `cancel` (a running or scheduled task), `replay` (a dead letter
+    /// goes back to the queue it came from) or `discard` (a dead letter is deleted); the last two
+    /// need an admin token.
     #[cfg_attr(feature = "openapi", schema(value_type = super::schema_only::OperationAction))]
     pub action: String,
     #[serde(default)]
@@ -122,10 +145,13 @@ pub struct OperationCount {
     pub action: String,
     /// The filter as it would be applied.
     pub filter: OperationFilter,
-    /// The exact number of tasks matched.
+    /// The exact number of tasks (or dead letters) matched.
     pub matched: u64,
-    /// Up to 10 of them, newest first.
+    /// Up to 10 of the tasks, newest first (none for dead letters).
     pub sample: Vec<Uuid>,
+    /// Up to 10 of the dead letters, newest first (replay, discard).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dead_letter_sample: Vec<i64>,
 }
 
 /// Operations, newest first; `next_before` is the `before` of the next page.

@@ -133,6 +133,8 @@ pub enum OperationAction {
     Retry,
     Resolve,
     Cancel,
+    Replay,
+    Discard,
 }
 
 /// Where an operation by filter stands.

@@ -141,7 +141,8 @@ OP_ID = "019a0000-0000-7000-8000-0000000000c1"
 TASK_ID = "019a0000-0000-7000-8000-0000000000c2"
 FILTER = {"namespace": NS, "name": "linear", "version": None, "state": "error", "step": None,
           "error_kind": "TimeoutError", "created_after": "2026-11-27T10:00:00Z",
-          "created_before": None, "context": {"order": 42}, "ids": None}
+          "created_before": None, "context": {"order": 42}, "ids": None, "queue": None,
+          "reason": None, "dead_letters": None}
 OPERATION = {
     "id": OP_ID, "action": "resolve", "filter": FILTER, "reason": "by hand", "by": "user:ops",
     "state": "running", "matched": 3, "acted": 1, "skipped": 0, "note": None,

@@ -117,7 +117,7 @@ class OperationsWireTest < Minitest::Test
   FILTER = {
     "namespace" => "ruby_examples", "name" => "linear", "version" => nil, "state" => "error", "step" => nil,
     "error_kind" => "TimeoutError", "created_after" => "2026-11-27T10:00:00Z", "created_before" => nil,
-    "context" => { "order_id" => 42 }, "ids" => nil
+    "context" => { "order_id" => 42 }, "ids" => nil, "queue" => nil, "reason" => nil, "dead_letters" => nil
   }.freeze
   OPERATION = {
     "id" => OP_ID, "action" => "resolve", "filter" => FILTER, "reason" => "by hand", "by" => "user:ops",
@@ -146,7 +146,7 @@ class OperationsWireTest < Minitest::Test
                created_after: Time.new(2026, 11, 27, 11, 0, 0, "+01:00"), context: { "order_id" => 42 },
                ids: [TASK_ID] }
     count = client.count_operation("resolve", filter, result: { "value" => 1 })
-    assert_equal [TASK_ID], count.sample
+    assert_equal [[TASK_ID], []], [count.sample, count.dead_letter_sample]
     assert_equal [Time.utc(2026, 11, 27, 10), "TimeoutError"], [count.filter.created_after, count.filter.error_kind]
     # The filter read back goes out again.
     op = client.start_operation("resolve", count.filter, result: { "value" => 1 }, reason: "by hand")

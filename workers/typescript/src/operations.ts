@@ -1,9 +1,9 @@
 // Operations by filter (`/v1/operations`): retry, resolve or cancel every task a filter matches,
-// and follow the operation's progress. {@link Client} has these calls (it extends
-// OperationMethods, which only needs it to send a generated request and read the answer); the
-// answers' types are the document's (src/generated/types.gen.ts) in camelCase (`Camel`,
-// client_wire.ts), the request is Tasker's own. Semantics follow the Rust client
-// (tasker-client/src/operations.rs).
+// or replay or discard every dead letter one matches, and follow the operation's progress.
+// {@link Client} has these calls (it extends OperationMethods, which only needs it to send a
+// generated request and read the answer); the answers' types are the document's
+// (src/generated/types.gen.ts) in camelCase (`Camel`, client_wire.ts), the request is Tasker's
+// own. Semantics follow the Rust client (tasker-client/src/operations.rs).
 import { timestamp } from "./client_requests";
 import { pause } from "./client_retry";
 import type { Camel, SchemaName } from "./client_wire";
@@ -16,7 +16,7 @@ import type { TaskState } from "./task";
 /** How often {@link OperationMethods.waitOperation} reads the operation's progress. */
 const POLL_MS = 250;
 
-/** What an operation does to each task it matched. */
+/** What an operation does to each task (retry, resolve, cancel) or dead letter (replay, discard) it matched. */
 export type OperationAction = wire.OperationAction;
 /** Where an operation stands: `running` until it has finished, then one of the others. */
 export type OperationState = wire.OperationState;
@@ -25,6 +25,9 @@ export type OperationState = wire.OperationState;
  * Which tasks an operation acts on: every field given must match; none given, every task of the
  * states the action acts on (retry and resolve: `error`; cancel: `running` and `scheduled`) in
  * the namespaces the token covers. An operation's `filter` is one, to act on the same tasks again.
+ * Replay and discard act on dead letters instead: `namespace`, `createdAfter` and `createdBefore`
+ * (when it was first seen) apply to them too, `queue`, `reason` and `deadLetters` to them only,
+ * the others to tasks only (`400 invalid_filter` for a field of the other kind).
  */
 export interface OperationFilter {
   namespace?: string | null;
@@ -46,11 +49,21 @@ export interface OperationFilter {
   context?: JsonObject | null;
   /** Only these tasks (at most 10,000 ids). */
   ids?: string[] | null;
+  /** Dead letters from this queue (`<prefix>.results`, `<prefix>.steps.<namespace>`). */
+  queue?: string | null;
+  /** Dead letters whose reason starts with this (a code: `result_mismatch`, `malformed`, …). */
+  reason?: string | null;
+  /** Only these dead letters (at most 10,000 ids). */
+  deadLetters?: number[] | null;
 }
 
 /** What {@link OperationMethods.startOperation} and {@link OperationMethods.countOperation} take. */
 export interface StartOperationRequest {
-  /** `retry` (its failed step runs again), `resolve` (completed with `result`) or `cancel`. */
+  /**
+   * `retry` (its failed step runs again), `resolve` (completed with `result`) or `cancel`; or, with
+   * an admin token, `replay` (a dead letter goes back to the queue it came from) or `discard`
+   * (it is deleted).
+   */
   action: OperationAction;
   filter?: OperationFilter;
   /** Why; recorded in each task's history, with the operation's id. */
@@ -65,12 +78,17 @@ export interface StartOperationRequest {
 type AppliedFilter = Omit<Camel<wire.OperationFilter>, "context"> & { context: JsonObject | null };
 
 /**
- * An operation and its progress: of its `matched` tasks, `acted` were acted on and `skipped` left
- * (no longer in a state the action takes, purged, or outside the token's namespaces); `note` says
- * why it `failed`, or who `cancelled` it. `filter` is the one applied (the action's states filled in).
+ * An operation and its progress: of its `matched` tasks (or dead letters), `acted` were acted on
+ * and `skipped` left (no longer in a state the action takes, purged, or outside the token's
+ * namespaces; a dead letter that may never be replayed); `note` says why it `failed`, or who
+ * `cancelled` it. `filter` is the one applied (the action's states filled in).
  */
 export type Operation = Omit<Camel<wire.Operation>, "filter"> & { filter: AppliedFilter };
-/** What a dry run found: the exact count `matched` and a `sample` of up to 10 task ids, newest first. */
+/**
+ * What a dry run found: the exact count `matched` and a `sample` of up to 10 task ids, newest
+ * first; for replay and discard, `deadLetterSample` of up to 10 dead letter ids instead (`null`
+ * when the server left it out: a count of tasks, or of none).
+ */
 export type OperationCount = Omit<Camel<wire.OperationCount>, "filter"> & { filter: AppliedFilter };
 /** One page of operations, newest first: `nextBefore` is the next page's `before` (`null` on the last). */
 export type OperationList = Omit<Camel<wire.OperationList>, "operations"> & { operations: Operation[] };
@@ -84,9 +102,15 @@ export function isFinished(operation: Pick<Operation, "state">): boolean {
 
 /** A filter as the API takes it: snake_case, times as RFC 3339. */
 function filterBody(filter: OperationFilter): wire.OperationFilter {
-  const { errorKind, createdAfter, createdBefore, ...same } = filter;
+  const { errorKind, createdAfter, createdBefore, deadLetters, ...same } = filter;
   const time = (t: Date | string | null | undefined) => (t === null || t === undefined ? t : timestamp(t));
-  return { ...same, error_kind: errorKind, created_after: time(createdAfter), created_before: time(createdBefore) };
+  return {
+    ...same,
+    error_kind: errorKind,
+    created_after: time(createdAfter),
+    created_before: time(createdBefore),
+    dead_letters: deadLetters,
+  };
 }
 
 function startBody(request: StartOperationRequest, dryRun: boolean): wire.StartOperation {
@@ -114,10 +138,13 @@ export abstract class OperationMethods {
    * Starts an operation on every task `request.filter` matches in the namespaces the token covers
    * (`POST /v1/operations`), `reason` and `by` recorded in each task's history. Resolves at once
    * with the operation, `running`, and the exact count `matched`; the tasks are acted on in the
-   * background, each once (follow it with {@link OperationMethods.waitOperation}). `400
-   * invalid_action`, `invalid_filter`, `missing_result` (resolve without `result`),
-   * `invalid_result`; `403 forbidden` for a namespace the token does not cover; `422
-   * too_many_tasks` beyond the server's `operations.max_tasks` (narrow it by creation time).
+   * background, each once (follow it with {@link OperationMethods.waitOperation}). `replay` and
+   * `discard` act so on every dead letter the filter matches (`queue`, `reason`, `deadLetters`,
+   * …), counted in `matched`, `acted` and `skipped`. `400 invalid_action`, `invalid_filter` (also
+   * a field of the other kind), `missing_result` (resolve without `result`), `invalid_result`;
+   * `403 forbidden` for a namespace the token does not cover (or a replay or discard without an
+   * admin token); `422 too_many_tasks` beyond the server's `operations.max_tasks` (narrow it by
+   * creation time).
    */
   async startOperation(request: StartOperationRequest): Promise<Operation> {
     return this.request("Operation", (send) => api.startOperation({ ...send, body: startBody(request, false) }));
@@ -125,7 +152,8 @@ export abstract class OperationMethods {
 
   /**
    * What {@link OperationMethods.startOperation} would act on, acting on none (a dry run): the
-   * exact count and a sample of the tasks, with the filter as it would be applied. The same errors.
+   * exact count and a sample of the tasks (or dead letters), with the filter as it would be
+   * applied. The same errors.
    */
   async countOperation(request: StartOperationRequest): Promise<OperationCount> {
     return this.request("OperationCount", (send) => api.startOperation({ ...send, body: startBody(request, true) }));

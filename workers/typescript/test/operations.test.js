@@ -144,7 +144,8 @@ describe("Client's operations by filter, on the wire", () => {
   const taskId = "019a0000-0000-7000-8000-0000000000c2";
   const filter = {
     namespace: ns, name: "linear", version: null, state: "error", step: null, error_kind: "TimeoutError",
-    created_after: "2026-11-27T10:00:00Z", created_before: null, context: { order_id: 42 }, ids: null,
+    created_after: "2026-11-27T10:00:00Z", created_before: null, context: { order_id: 42 }, ids: null, queue: null,
+    reason: null, dead_letters: null,
   };
   const operation = {
     id: opId, action: "resolve", filter, reason: "by hand", by: "user:ops", state: "running", matched: 3,
@@ -180,7 +181,7 @@ describe("Client's operations by filter, on the wire", () => {
       result: { value: 1 },
     };
     const count = await client.countOperation(request);
-    assert.deepEqual(count.sample, [taskId]);
+    assert.deepEqual([count.sample, count.deadLetterSample], [[taskId], null]);
     assert.deepEqual(count.filter.createdAfter, new Date("2026-11-27T10:00:00Z"));
     assert.equal(count.filter.errorKind, "TimeoutError");
     // The filter read back goes out again as it came.

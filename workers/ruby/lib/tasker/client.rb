@@ -29,9 +29,10 @@ module Tasker
   # wait for them, list, cancel, read their steps and history, repair them, signal them, manage
   # schedules, list the workers serving them, read the concurrency and rate limits (pausing a
   # rate key), purge finished tasks, read the retention policy and the audit log, and retry,
-  # resolve or cancel every task a filter matches as one operation (Client::Operations). Pure
-  # Ruby (net/http); it does not load the worker's native extension, so an app that only submits
-  # work needs `require "tasker/client"` alone.
+  # resolve or cancel every task a filter matches (replay or discard every dead letter one
+  # matches) as one operation (Client::Operations). Pure Ruby (net/http); it does not load the
+  # worker's native extension, so an app that only submits work needs `require "tasker/client"`
+  # alone.
   #
   #   client = Tasker::Client.new(url: "http://127.0.0.1:8080")
   #   task = client.create_task("ruby_examples", "linear", { "value" => 6 })

@@ -1,7 +1,7 @@
 """Operations by filter (``/v1/operations``): retry, resolve or cancel every task a filter
-matches, and follow the operation's progress. Their calls, and the methods both clients carry;
-the answer types, :class:`Operation`, :class:`OperationCount` and :class:`OperationList`, are
-generated from the API's document."""
+matches, or replay or discard every dead letter one matches, and follow the operation's progress.
+Their calls, and the methods both clients carry; the answer types, :class:`Operation`,
+:class:`OperationCount` and :class:`OperationList`, are generated from the API's document."""
 
 from __future__ import annotations
 
@@ -22,10 +22,12 @@ from .values import JSON, Operation, OperationAction, OperationCount, OperationL
 #: How often :meth:`~tasker.Client.wait_operation` reads the operation's progress, in seconds.
 POLL = 0.25
 
-#: Which tasks an operation acts on: a ``dict`` of the API's filter fields (``namespace``,
-#: ``name``, ``version``, ``state``, ``step``, ``error_kind``, ``created_after``,
-#: ``created_before``, ``context``, ``ids``; ``None`` values left out), or the filter of an
-#: :class:`Operation` or :class:`OperationCount` (``op.filter_``) to act on the same tasks again.
+#: Which tasks (or dead letters) an operation acts on: a ``dict`` of the API's filter fields
+#: (``namespace``, ``name``, ``version``, ``state``, ``step``, ``error_kind``, ``created_after``,
+#: ``created_before``, ``context``, ``ids``; for dead letters ``namespace``, ``queue``,
+#: ``reason``, ``created_after``, ``created_before``, ``dead_letters``; ``None`` values left
+#: out), or the filter of an :class:`Operation` or :class:`OperationCount` (``op.filter_``) to
+#: act on the same tasks again.
 Filter: TypeAlias = Mapping[str, JSON] | OperationFilter
 #: What :meth:`~tasker.Client.wait_operation` calls with each reading of the operation.
 Progress: TypeAlias = Callable[[Operation], object]
@@ -129,12 +131,20 @@ class OperationMethods:
         ``error``; cancel: ``running`` and ``scheduled``). ``reason`` and ``by`` go into each
         task's history, with the operation's id.
 
+        ``action`` ``"replay"`` (a dead letter goes back to the queue it came from) or
+        ``"discard"`` (it is deleted), with an admin token, acts on dead letters instead, of the
+        filter fields ``namespace``, ``queue``, ``reason`` (a prefix of the dead letter's reason:
+        ``result_mismatch``, ...), ``created_after`` and ``created_before`` (when it was first
+        seen) and ``dead_letters`` (their ids, at most 10,000); ``matched``, ``acted`` and
+        ``skipped`` then count dead letters.
+
         The answer comes at once, ``running``, with the exact count ``matched``; the tasks are
         acted on in the background: follow it with :meth:`wait_operation`. Raises
-        :class:`~tasker.InvalidRequest` ``invalid_action``, ``invalid_filter``,
-        ``missing_result``, ``invalid_result`` (400) or ``too_many_tasks`` (422: narrow the
-        filter, e.g. by creation time, and start several), :class:`~tasker.AuthError`
-        ``forbidden`` for a namespace the token does not cover."""
+        :class:`~tasker.InvalidRequest` ``invalid_action``, ``invalid_filter`` (also a field of
+        the other kind: ``queue`` for a retry, ``step`` for a replay, ...), ``missing_result``,
+        ``invalid_result`` (400) or ``too_many_tasks`` (422: narrow the filter, e.g. by creation
+        time, and start several), :class:`~tasker.AuthError` ``forbidden`` for a namespace the
+        token does not cover (or a replay or discard without an admin token)."""
         op: Operation = self._run(start_operation(action, filter, reason, by, result))
         return op
 
@@ -142,18 +152,21 @@ class OperationMethods:
         self, action: OperationAction, filter: Filter | None = None, *, result: JSON = None
     ) -> OperationCount:
         """What :meth:`start_operation` would act on, acting on none (a dry run): the exact
-        count ``matched`` and a ``sample`` of up to 10 task ids, newest first, with the filter
-        as it would be applied (``filter_``). The same arguments and errors (``result`` for a
-        resolve)."""
+        count ``matched`` and a ``sample`` of up to 10 task ids, newest first (for replay and
+        discard, ``sample`` is empty and ``dead_letter_sample`` holds up to 10 dead letter ids,
+        newest first; ``UNSET`` when the server left it out: a count of tasks, or of none), with
+        the filter as it would be applied (``filter_``). The same arguments and errors
+        (``result`` for a resolve)."""
         count: OperationCount = self._run(count_operation(action, filter, result))
         return count
 
     def operation(self, id: Id) -> Operation:
-        """The operation ``id`` and its progress: of its ``matched`` tasks, ``acted`` were acted
-        on and ``skipped`` left (no longer in a state the action takes, purged, or outside the
-        token's namespaces). ``state`` is ``running`` until it is ``complete``, ``cancelled``
-        or ``failed`` (``note`` says why). :class:`~tasker.NotFound` ``operation_not_found``
-        for an unknown id (or one another namespace-scoped token started)."""
+        """The operation ``id`` and its progress: of its ``matched`` tasks (or dead letters),
+        ``acted`` were acted on and ``skipped`` left (no longer in a state the action takes,
+        purged, or outside the token's namespaces; a dead letter that may never be replayed).
+        ``state`` is ``running`` until it is ``complete``, ``cancelled`` or ``failed`` (``note``
+        says why). :class:`~tasker.NotFound` ``operation_not_found`` for an unknown id (or one
+        another namespace-scoped token started)."""
         op: Operation = self._run(operation(id))
         return op
 

@@ -89,7 +89,8 @@ TASK_STATES: tuple[TaskStateName, ...] = get_args(TaskStateName)
 PRIORITIES: tuple[Priority, ...] = get_args(Priority)
 #: The finished states a purge removes tasks of (``purge(states=...)``; all three by default).
 PURGE_STATES: tuple[PurgeState, ...] = get_args(PurgeState)
-#: What an operation by filter does to each task it matched (``start_operation(action, ...)``).
+#: What an operation by filter does to each task (``retry``, ``resolve``, ``cancel``) or dead
+#: letter (``replay``, ``discard``) it matched (``start_operation(action, ...)``).
 OPERATION_ACTIONS: tuple[OperationAction, ...] = get_args(OperationAction)
 #: Where an operation by filter stands: ``running`` until it has finished, then one of the others.
 OPERATION_STATES: tuple[OperationState, ...] = get_args(OperationState)

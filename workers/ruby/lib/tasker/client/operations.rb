@@ -4,26 +4,32 @@ require_relative "record"
 
 module Tasker
   class Client
-    # What an operation by filter does to each task it matched (Client#start_operation's +action+).
-    OPERATION_ACTIONS = %w[retry resolve cancel].freeze
+    # What an operation by filter does to each task (retry, resolve, cancel) or dead letter
+    # (replay, discard) it matched (Client#start_operation's +action+).
+    OPERATION_ACTIONS = %w[retry resolve cancel replay discard].freeze
 
     # Where an operation stands: "running" until it has finished, then one of the others.
     OPERATION_STATES = %w[running complete cancelled failed].freeze
 
-    # Which tasks an operation acts on, as the API gives it back (Operation#filter): every field
-    # given must match, nil when not given. `namespace`, `name` and `version` (the template's),
-    # `state`, `step` (the step that failed the task), `error_kind`, `created_after` and
-    # `created_before` (Times), `context` (tasks whose context contains it), `ids`.
-    # Client#start_operation takes it again (to act on the same tasks), or a Hash of its fields.
+    # Which tasks (or dead letters) an operation acts on, as the API gives it back
+    # (Operation#filter): every field given must match, nil when not given. `namespace`, `name`
+    # and `version` (the template's), `state`, `step` (the step that failed the task),
+    # `error_kind`, `created_after` and `created_before` (Times), `context` (tasks whose context
+    # contains it), `ids`; for dead letters `namespace`, `queue` (the one it came from), `reason`
+    # (a prefix of its reason), `created_after` and `created_before` (when it was first seen),
+    # `dead_letters` (their ids). Client#start_operation takes it again (to act on the same tasks
+    # or dead letters), or a Hash of its fields.
     OperationFilter = Record.struct(
       :namespace, :name, :version, :state, :step, :error_kind, :created_after, :created_before, :context, :ids,
+      :queue, :reason, :dead_letters,
       times: %i[created_after created_before]
     )
 
     # An operation by filter and its progress (Client#start_operation, #operation): of its
-    # `matched` tasks, `acted` were acted on and `skipped` left (no longer in a state the action
-    # takes, purged, or outside the token's namespaces); the rest are still to come. `state` is
-    # one of OPERATION_STATES; `note` says why it failed, or who cancelled it. `filter` is the
+    # `matched` tasks (or dead letters, for replay and discard), `acted` were acted on and
+    # `skipped` left (no longer in a state the action takes, purged, or outside the token's
+    # namespaces; a dead letter that may never be replayed); the rest are still to come. `state`
+    # is one of OPERATION_STATES; `note` says why it failed, or who cancelled it. `filter` is the
     # OperationFilter as applied (the action's states filled in). `created_at`, `updated_at` and
     # `finished_at` (nil while running) are Times.
     Operation = Record.struct(
@@ -39,8 +45,13 @@ module Tasker
     end
 
     # What Client#count_operation found, acting on none: the exact count `matched`, a `sample` of
-    # up to 10 task ids (newest first) and the OperationFilter as it would be applied.
-    OperationCount = Record.struct(:action, :filter, :matched, :sample, records: { filter: OperationFilter })
+    # up to 10 task ids (newest first; empty for dead letters), a `dead_letter_sample` of up to 10
+    # dead letter ids (newest first; replay and discard, else empty) and the OperationFilter as it
+    # would be applied.
+    OperationCount = Record.struct(
+      :action, :filter, :matched, :sample, :dead_letter_sample,
+      records: { filter: OperationFilter }, defaults: { dead_letter_sample: [].freeze }
+    )
 
     # One page of Client#operations, newest first. `next_before` is the `before:` of the next
     # page, nil on the last one.
@@ -52,8 +63,8 @@ module Tasker
     end
 
     # Operations by filter (`/v1/operations`), Client's calls: retry, resolve or cancel every
-    # task a filter matches, and follow the operation's progress. Semantics follow the Rust
-    # client (tasker-client/src/operations.rs).
+    # task a filter matches, or replay or discard every dead letter one matches, and follow the
+    # operation's progress. Semantics follow the Rust client (tasker-client/src/operations.rs).
     module Operations
       # Seconds between the readings of #wait_operation.
       POLL = 0.25
@@ -70,10 +81,17 @@ module Tasker
       # running and scheduled). +reason+ and +by+ are recorded in each task's history, with the
       # operation's id.
       #
-      # InvalidRequestError `invalid_action`, `invalid_filter`, `missing_result`,
-      # `invalid_result` (400) or `too_many_tasks` (422: over the server's
-      # `operations.max_tasks`; narrow it, e.g. by creation time); AuthError `forbidden` for a
-      # namespace the token does not cover.
+      # +action+ "replay" (a dead letter goes back to the queue it came from) or "discard" (it is
+      # deleted), with an admin token, acts on dead letters instead: +filter+ of `namespace`,
+      # `queue`, `reason` (a prefix of the dead letter's reason: `result_mismatch`, ...),
+      # `created_after` and `created_before` (when it was first seen), `dead_letters` (their ids,
+      # at most 10,000); `matched`, `acted` and `skipped` count dead letters.
+      #
+      # InvalidRequestError `invalid_action`, `invalid_filter` (also a field of the other kind:
+      # `queue` for a retry, `step` for a replay, ...), `missing_result`, `invalid_result` (400)
+      # or `too_many_tasks` (422: over the server's `operations.max_tasks`; narrow it, e.g. by
+      # creation time); AuthError `forbidden` for a namespace the token does not cover (or a
+      # replay or discard without an admin token).
       def start_operation(action, filter = {}, reason: nil, by: nil, result: nil)
         body = operation_body(action, filter, result, reason: reason, by: by, dry_run: false)
         Operation.from_json(@http.post("/v1/operations", body))
