@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 mod letters;
 
 use tokio_util::sync::CancellationToken;
-use uuid::Uuid;
 
 use crate::executor;
 use crate::metrics as m;

@@ -19,9 +19,9 @@ mod dead_letters;
 mod error;
 mod flow;
 mod functions;
+mod letter_operations;
 #[cfg(test)]
 mod migrations_lock;
-mod letter_operations;
 mod operations;
 mod read;
 mod repair;

@@ -4,7 +4,8 @@
 // whose step waits for a signal says so, a refused signal shows the API's error and the signal
 // sent from the form completes the step; a purged task's page says it was purged; the retention
 // page shows the policy and the last purge; the scheduled task is cancelled from its page after
-// a confirmation, and a dead letter discarded from its page after one. Run by tests/fast/dashboard.rs, which reads the JSON
+// a confirmation, a dead letter discarded from its page after one, and the others discarded by
+// filter as one operation. Run by tests/fast/dashboard.rs, which reads the JSON
 // report this prints on its last line and asserts on it (and on what the API then says).
 //
 // Environment: TASKER_URL (the orchestrator, tokens off), SCHEDULE ("namespace/name" of a
@@ -187,4 +188,22 @@ await tour(opened, async () => {
   await page.waitForSelector('table#dead-letters');
   report.discard.notice = await text(page.locator('#notice'));
   report.discard.listed = await page.$$eval('tr[data-dead-letter-id]', (rs) => rs.map((r) => r.dataset.deadLetterId));
+
+  // The rest, by filter: their reason typed in (the address keeps it), every one discarded as
+  // one operation after the count is shown.
+  await page.fill('#letters-reason', 'junk');
+  await page.click('form.filters button[type="submit"]');
+  await page.waitForFunction(() => location.hash === '#/dead-letters?reason=junk');
+  await page.waitForSelector('tr[data-dead-letter-id]');
+  report.bulk = { filtered: await page.locator('tr[data-dead-letter-id]').count() };
+  await page.click('#bulk-bar button.bulk-discard');
+  await page.locator('#bulk-count').waitFor();
+  report.bulk.matched = Number(await page.getAttribute('#bulk-count', 'data-matched'));
+  report.bulk.okLabel = await page.textContent('#bulk-ok');
+  await page.fill('#bulk-reason', 'unreadable junk');
+  await page.click('#bulk-ok');
+  const done = page.locator('#operation[data-state="complete"]');
+  await done.waitFor({ timeout: 30_000 });
+  report.bulk.acted = Number(await done.getAttribute('data-acted'));
+  report.bulk.after = (await (await fetch(`${url}/v1/dead-letters`)).json()).dead_letters.length;
 });

@@ -555,6 +555,19 @@ async fn schedules_delays_and_signals_from_the_dashboard_in_a_real_browser() -> 
         }])
         .await?;
     let dead_letter = kept.take(1, Duration::from_secs(20)).await?[0];
+    // And two more, for the page to discard by filter (their reason) as one operation.
+    for n in 0..2 {
+        let body = format!("junk {n}");
+        tasker::letters::park(
+            &env.config,
+            body.as_bytes(),
+            "junk: unreadable",
+            Some("elsewhere"),
+        )
+        .await?;
+    }
+    let mut junk = kept.take(2, Duration::from_secs(20)).await?;
+    junk.sort_unstable();
 
     let shots = target_dir().join("dashboard-screenshots");
     let note = "maintenance window until Monday";
@@ -749,7 +762,22 @@ async fn schedules_delays_and_signals_from_the_dashboard_in_a_real_browser() -> 
         ),
         "{report}"
     );
-    assert_eq!(discard["listed"], json!([]), "{report}");
+    let mut listed: Vec<i64> = discard["listed"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_str()?.parse().ok()).collect())
+        .unwrap_or_default();
+    listed.sort_unstable();
+    assert_eq!(listed, junk, "{report}");
+    // The other two, by filter: counted, confirmed, discarded as one operation.
+    let bulk = &report["bulk"];
+    assert_eq!(bulk["filtered"], 2, "{report}");
+    assert_eq!(bulk["matched"], 2, "{report}");
+    assert_eq!(bulk["okLabel"], "Discard 2 dead letters", "{report}");
+    assert_eq!(
+        (&bulk["acted"], &bulk["after"]),
+        (&json!(2), &json!(0)),
+        "{report}"
+    );
     let gone = reqwest::get(format!("{url}/v1/dead-letters/{dead_letter}")).await?;
     assert_eq!(gone.status(), 404);
     assert_screenshots(

@@ -283,8 +283,9 @@ pub(super) async fn run(
 async fn follow(client: &Client, id: Uuid, timeout: f64, json: bool) -> anyhow::Result<ExitCode> {
     let timeout = Duration::try_from_secs_f64(timeout)
         .map_err(|_| anyhow::anyhow!("--timeout must be a number of seconds"))?;
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
-        .with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} ({elapsed})")?);
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} ({elapsed})")?,
+    );
     let op = client
         .wait_operation(id, timeout, |op| {
             bar.set_length(op.matched);

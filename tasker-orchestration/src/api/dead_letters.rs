@@ -13,9 +13,9 @@ use tasker_shared::api::{DeadLetter as Shown, DeadLetterPage, ErrorBody, Replaye
 use super::access::Caller;
 use super::extract::{Path, Query};
 use super::{Error, check_limit};
+use crate::dead_letters::replay::{SendBack, send_back};
 use crate::metrics as m;
 use crate::shared::Shared;
-use crate::dead_letters::replay::{SendBack, send_back};
 use crate::store::DeadLetter;
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

@@ -116,7 +116,10 @@ fn check(
     body: &StartOperation,
 ) -> Result<OperationFilter, Error> {
     let action = body.action.as_str();
-    if !matches!(action, "retry" | "resolve" | "cancel" | "replay" | "discard") {
+    if !matches!(
+        action,
+        "retry" | "resolve" | "cancel" | "replay" | "discard"
+    ) {
         return Err(Error::bad_request(
             "invalid_action",
             format!("unknown action {action:?}; use retry, resolve, cancel, replay or discard"),
@@ -245,7 +248,9 @@ fn check_filter(shared: &Shared, f: &OperationFilter) -> Result<(), Error> {
         }
     }
     if f.ids.as_ref().is_some_and(|ids| ids.len() > MAX_IDS)
-        || f.dead_letters.as_ref().is_some_and(|ids| ids.len() > MAX_IDS)
+        || f.dead_letters
+            .as_ref()
+            .is_some_and(|ids| ids.len() > MAX_IDS)
     {
         return Err(invalid(format!(
             "`filter.ids` and `filter.dead_letters` list at most {MAX_IDS} ids"

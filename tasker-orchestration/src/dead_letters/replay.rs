@@ -18,7 +18,10 @@ pub(crate) enum SendBack {
 }
 
 /// Where dead letter `letter` may be replayed to, and as whom.
-pub(crate) fn destination(shared: &Shared, letter: &DeadLetter) -> Result<(String, String), String> {
+pub(crate) fn destination(
+    shared: &Shared,
+    letter: &DeadLetter,
+) -> Result<(String, String), String> {
     let prefix = &shared.config.queue_prefix;
     let own = tasker_broker::user_of(&shared.config.amqp_url);
     let sender = letter.view.sender.as_deref();

@@ -37,7 +37,8 @@ pub struct DeadLetter {
     pub headers: Value,
 }
 
-pub(super) const COLUMNS: &str = "id, queue, reason, task_id, step_id, first_seen, last_seen, times_seen,
+pub(super) const COLUMNS: &str =
+    "id, queue, reason, task_id, step_id, first_seen, last_seen, times_seen,
     octet_length(body) AS bytes, sender, namespaces";
 
 impl Store {

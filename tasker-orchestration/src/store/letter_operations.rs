@@ -10,8 +10,8 @@ use uuid::Uuid;
 
 use tasker_shared::api::OperationFilter;
 
-use super::operations::{Batch, bind};
 use super::dead_letters::COLUMNS;
+use super::operations::{Batch, bind};
 use super::{DeadLetter, Result, Store};
 
 /// The `FROM … WHERE` of the dead letters `f` matches within `covers` (a token's namespaces as

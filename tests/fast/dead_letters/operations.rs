@@ -52,7 +52,13 @@ async fn dead_letters_are_replayed_and_discarded_by_filter() -> anyhow::Result<(
     // Two from nowhere this cluster knows: they may never be replayed.
     for n in 0..2 {
         let body = format!("junk {n}");
-        park(&env.config, body.as_bytes(), "junk: unreadable", Some("elsewhere")).await?;
+        park(
+            &env.config,
+            body.as_bytes(),
+            "junk: unreadable",
+            Some("elsewhere"),
+        )
+        .await?;
     }
     kept.take(5, WAIT).await?;
 
@@ -102,11 +108,21 @@ async fn dead_letters_are_replayed_and_discarded_by_filter() -> anyhow::Result<(
         .await?;
     let op = ended(&o, &op).await?;
     assert_eq!((op.acted, op.skipped), (0, 2), "{op:?}");
-    assert_eq!(o.client.dead_letters(None, None).await?.dead_letters.len(), 2);
+    assert_eq!(
+        o.client.dead_letters(None, None).await?.dead_letters.len(),
+        2
+    );
     // `tasker bulk discard`, a dry run first.
     let tasker = |args: &[&str]| {
         std::process::Command::new(workspace_binary("tasker").expect("the CLI"))
-            .args(["--url", &o.url(), "bulk", "discard", "--reason-prefix", "junk"])
+            .args([
+                "--url",
+                &o.url(),
+                "bulk",
+                "discard",
+                "--reason-prefix",
+                "junk",
+            ])
             .args(args)
             .stdin(std::process::Stdio::null())
             .output()
@@ -115,14 +131,24 @@ async fn dead_letters_are_replayed_and_discarded_by_filter() -> anyhow::Result<(
     let said = String::from_utf8(dry.stdout)?;
     assert!(said.starts_with("would discard 2 dead letters"), "{said}");
     let done = tasker(&["--reason", "noise", "--json"])?;
-    assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
     let op: Value = serde_json::from_slice(&done.stdout)?;
     assert_eq!(
         (&op["state"], &op["acted"], &op["skipped"]),
         (&json!("complete"), &json!(2), &json!(0)),
         "{op}"
     );
-    assert!(o.client.dead_letters(None, None).await?.dead_letters.is_empty());
+    assert!(
+        o.client
+            .dead_letters(None, None)
+            .await?
+            .dead_letters
+            .is_empty()
+    );
 
     // A filter of the other kind is refused whole.
     for (action, filter) in [

@@ -23,33 +23,70 @@ async fn a_dead_letter_operation_reaches_only_its_tokens_namespaces() -> anyhow:
         let (status, _, task) = call(&o, Method::POST, "/v1/tasks", &root, Some(req)).await;
         assert_eq!(status, StatusCode::CREATED, "{task}");
         let task_id: uuid::Uuid = task["id"].as_str().unwrap_or_default().parse()?;
-        let step: uuid::Uuid = sqlx::query_scalar(
-            "SELECT id FROM steps WHERE task_id = $1 AND name = 'first'",
+        let step: uuid::Uuid =
+            sqlx::query_scalar("SELECT id FROM steps WHERE task_id = $1 AND name = 'first'")
+                .bind(task_id)
+                .fetch_one(o.shared.store.pool())
+                .await?;
+        park(
+            &env.config,
+            &result_of(task_id, step, json!({"v": 1})),
+            "parked",
+            None,
         )
-        .bind(task_id)
-        .fetch_one(o.shared.store.pool())
         .await?;
-        park(&env.config, &result_of(task_id, step, json!({"v": 1})), "parked", None).await?;
     }
     kept.take(2, Duration::from_secs(20)).await?;
     let writer = token(&o, "a-writer", Scope::Write, Some("sec_a")).await?;
     let admin_a = token(&o, "a-admin", Scope::Admin, Some("sec_a")).await?;
-    let discard = |filter: Value, dry_run: bool| {
-        json!({"action": "discard", "filter": filter, "dry_run": dry_run, "reason": "cleanup"})
-    };
+    let discard = |filter: Value, dry_run: bool| json!({"action": "discard", "filter": filter, "dry_run": dry_run, "reason": "cleanup"});
 
-    let (status, code, _) = call(&o, Method::POST, "/v1/operations", &writer,
-        Some(discard(json!({}), true))).await;
-    assert_eq!((status, code.as_str()), (StatusCode::FORBIDDEN, "forbidden"));
-    let (status, code, _) = call(&o, Method::POST, "/v1/operations", &admin_a,
-        Some(discard(json!({"namespace": "sec_b"}), true))).await;
-    assert_eq!((status, code.as_str()), (StatusCode::FORBIDDEN, "forbidden"));
-    let (status, _, count) = call(&o, Method::POST, "/v1/operations", &admin_a,
-        Some(discard(json!({}), true))).await;
-    assert_eq!((status, &count["matched"]), (StatusCode::OK, &json!(1)), "{count}");
+    let (status, code, _) = call(
+        &o,
+        Method::POST,
+        "/v1/operations",
+        &writer,
+        Some(discard(json!({}), true)),
+    )
+    .await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::FORBIDDEN, "forbidden")
+    );
+    let (status, code, _) = call(
+        &o,
+        Method::POST,
+        "/v1/operations",
+        &admin_a,
+        Some(discard(json!({"namespace": "sec_b"}), true)),
+    )
+    .await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::FORBIDDEN, "forbidden")
+    );
+    let (status, _, count) = call(
+        &o,
+        Method::POST,
+        "/v1/operations",
+        &admin_a,
+        Some(discard(json!({}), true)),
+    )
+    .await;
+    assert_eq!(
+        (status, &count["matched"]),
+        (StatusCode::OK, &json!(1)),
+        "{count}"
+    );
 
-    let (status, _, op) = call(&o, Method::POST, "/v1/operations", &admin_a,
-        Some(discard(json!({}), false))).await;
+    let (status, _, op) = call(
+        &o,
+        Method::POST,
+        "/v1/operations",
+        &admin_a,
+        Some(discard(json!({}), false)),
+    )
+    .await;
     assert_eq!(status, StatusCode::CREATED, "{op}");
     let path = format!("/v1/operations/{}", op["id"].as_str().unwrap_or_default());
     let done = o
@@ -58,7 +95,11 @@ async fn a_dead_letter_operation_reaches_only_its_tokens_namespaces() -> anyhow:
             anyhow::Ok(Some(op).filter(|op| op["state"] == "complete"))
         })
         .await?;
-    assert_eq!((&done["acted"], &done["skipped"]), (&json!(1), &json!(0)), "{done}");
+    assert_eq!(
+        (&done["acted"], &done["skipped"]),
+        (&json!(1), &json!(0)),
+        "{done}"
+    );
     // Another team's dead letter is still there.
     let (_, _, left) = call(&o, Method::GET, "/v1/dead-letters", &root, None).await;
     let left = left["dead_letters"].as_array().cloned().unwrap_or_default();
