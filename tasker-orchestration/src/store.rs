@@ -14,6 +14,7 @@ use sqlx::postgres::{PgPool, PgPoolOptions};
 use uuid::Uuid;
 
 mod audit;
+mod batch;
 mod children;
 mod dead_letters;
 mod error;
@@ -36,13 +37,14 @@ mod tokens;
 mod workers;
 
 pub use audit::{AuditEntry, AuditFilter, NewAuditEntry};
+pub use batch::Batch;
 pub use children::ChildStart;
 pub use dead_letters::{DeadLetter, DeadLetterView, NewDeadLetter};
 pub use error::{Error, Result};
 pub use flow::Drift;
 pub use functions::{Applied, apply_engine, engine};
 pub use letter_operations::Replay;
-pub use operations::{Batch, Claimed, NewOperation, Started};
+pub use operations::{Claimed, NewOperation, Started};
 pub use read::{StepView, TaskFilter, TaskView};
 pub use repair::{Repair, Repaired};
 pub use results::Held;

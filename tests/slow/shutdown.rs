@@ -41,7 +41,8 @@ async fn until_running(addr: &str, within: Duration) -> anyhow::Result<()> {
     }
 }
 
-/// Step `name` of `task` once it is no longer `enqueued`. A worker exits once the broker has
+/// Step `name` of `task` once it is no longer in flight (`enqueued`, or `running` as its worker
+/// reported it). A worker exits once the broker has
 /// confirmed its last results; the orchestrator applies them a moment later, announcing each
 /// applied batch on `applied` (subscribed before the worker was signalled, so none is missed).
 async fn once_applied(
@@ -56,7 +57,7 @@ async fn once_applied(
             .await?
             .remove(name)
             .context("no such step")?;
-        if step.state != "enqueued" {
+        if !matches!(step.state.as_str(), "enqueued" | "running") {
             return Ok(step);
         }
         loop {

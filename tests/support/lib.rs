@@ -553,6 +553,27 @@ pub fn workspace_binary(name: &str) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
+/// A task whose `nap` step sleeps `sleep_ms` on a Rust worker that reports the steps it runs
+/// to `o` (as a worker process does): `family_grandchild` of the composition fixtures, which
+/// `o` must know. The worker serves `double` and `sleep`.
+pub async fn napping(
+    env: &mut TestEnv,
+    o: &RunningOrchestrator,
+    sleep_ms: u64,
+) -> anyhow::Result<(RunningWorker, Task)> {
+    env.config.worker.orchestrator_url = o.url();
+    let worker = env.rust_worker();
+    worker.register(&o.client, &["double", "sleep"]).await?;
+    let task = o
+        .client
+        .create_task(
+            &CreateTask::new("rust_examples", "family_grandchild")
+                .context(serde_json::json!({"value": 2, "sleep_ms": sleep_ms})),
+        )
+        .await?;
+    Ok((worker, task))
+}
+
 /// A test's orchestrator and Rust worker on an isolated environment.
 #[derive(Debug)]
 pub struct Cluster {

@@ -10,8 +10,8 @@ use uuid::Uuid;
 
 use tasker_shared::api::OperationFilter;
 
+use super::batch::{Batch, bind};
 use super::dead_letters::COLUMNS;
-use super::operations::{Batch, bind};
 use super::{DeadLetter, Result, Store};
 
 /// The `FROM … WHERE` of the dead letters `f` matches within `covers` (a token's namespaces as
@@ -100,12 +100,7 @@ impl Store {
     /// one's outcome (`discarded`, `gone`, `forbidden`) with it, in one transaction.
     pub async fn discard_batch(&self, id: Uuid, n: usize, covers: Option<&str>) -> Result<Batch> {
         let mut tx = self.pool.begin().await?;
-        let state: Option<String> =
-            sqlx::query_scalar("SELECT state FROM operations WHERE id = $1 FOR UPDATE")
-                .bind(id)
-                .fetch_optional(&mut *tx)
-                .await?;
-        let state = state.unwrap_or_else(|| "failed".into());
+        let state = lock(&mut tx, id).await?;
         if state != "running" {
             return Ok(Batch {
                 state,
@@ -165,12 +160,7 @@ impl Store {
         Fut: Future<Output = std::result::Result<(), Option<String>>>,
     {
         let mut tx = self.pool.begin().await?;
-        let state: Option<String> =
-            sqlx::query_scalar("SELECT state FROM operations WHERE id = $1 FOR UPDATE")
-                .bind(id)
-                .fetch_optional(&mut *tx)
-                .await?;
-        let state = state.unwrap_or_else(|| "failed".into());
+        let state = lock(&mut tx, id).await?;
         if state != "running" {
             return Ok(Ok(Replay::Stopped(state)));
         }
@@ -253,6 +243,17 @@ struct LetterRow {
     #[sqlx(flatten)]
     letter: DeadLetter,
     covered: bool,
+}
+
+/// Locks operation `id` for this transaction (a cancel waits for it); its state (`failed` if it
+/// is gone).
+async fn lock(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, id: Uuid) -> Result<String> {
+    let state: Option<String> =
+        sqlx::query_scalar("SELECT state FROM operations WHERE id = $1 FOR UPDATE")
+            .bind(id)
+            .fetch_optional(&mut **tx)
+            .await?;
+    Ok(state.unwrap_or_else(|| "failed".into()))
 }
 
 /// Adds a batch's counts to operation `id` and completes it when nothing is left; its state.

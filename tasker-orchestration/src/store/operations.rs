@@ -6,12 +6,13 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use sqlx::FromRow;
 use sqlx::postgres::PgArguments;
-use sqlx::{Arguments, FromRow};
 use uuid::Uuid;
 
 use tasker_shared::api::{Operation, OperationFilter};
 
+use super::batch::{Batch, bind};
 use super::repair::Answer;
 use super::results::FinishedRow;
 use super::{Repaired, Result, Store, decode, retry_deadlocks};
@@ -49,18 +50,6 @@ pub struct Claimed {
     /// The token that started it.
     pub token_id: Option<i64>,
     pub action: String,
-}
-
-/// What one batch did ([`Store::operate`]).
-#[derive(Debug, Default)]
-pub struct Batch {
-    /// The operation's state after it: `running`, `complete`, `cancelled`, `failed`, or `busy`
-    /// (another transaction held it; nothing done).
-    pub state: String,
-    pub acted: u64,
-    pub skipped: u64,
-    /// What the tasks acted on leave to do.
-    pub effects: Effects,
 }
 
 /// The task states an action takes when the filter names none.
@@ -110,15 +99,6 @@ fn matching(action: &str, f: &OperationFilter, covers: Option<&str>) -> (String,
            AND {context}"
     );
     (sql, args)
-}
-
-/// Adds `value` to `args`: values of these types always encode.
-pub(super) fn bind<'q, T>(args: &mut PgArguments, value: T)
-where
-    T: 'q + sqlx::Encode<'q, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
-{
-    args.add(value)
-        .expect("a text, time, uuid or JSON value always encodes");
 }
 
 /// An `operations` row as the API shows it.

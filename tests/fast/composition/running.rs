@@ -17,16 +17,7 @@ async fn a_long_handler_is_shown_running_on_its_worker_while_it_runs() -> anyhow
     let mut env = super::env().await?;
     env.config.worker.running_report_ms = 200;
     let o = env.orchestrator().await?;
-    env.config.worker.orchestrator_url = o.url();
-    let worker = env.rust_worker();
-    worker.register(&o.client, &["double", "sleep"]).await?;
-    let task = o
-        .client
-        .create_task(
-            &CreateTask::new("rust_examples", "family_grandchild")
-                .context(json!({"value": 2, "sleep_ms": 4_000})),
-        )
-        .await?;
+    let (worker, task) = tasker::napping(&mut env, &o, 4_000).await?;
     let nap = o
         .until(Duration::from_secs(10), "the nap shown running", || async {
             let steps = steps_by_name(&o.client, task.id).await?;

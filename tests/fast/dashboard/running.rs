@@ -3,7 +3,6 @@
 
 use serde_json::json;
 use tasker::{TestEnv, target_dir};
-use tasker_client::CreateTask;
 
 use super::{browser_script, run_browser};
 
@@ -16,16 +15,7 @@ async fn a_running_step_shows_its_worker_and_a_growing_bar() -> anyhow::Result<(
         .templates
         .push(tasker::repo_root().join("tests/fixtures/task_templates/composition"));
     let o = env.orchestrator().await?;
-    env.config.worker.orchestrator_url = o.url();
-    let worker = env.rust_worker();
-    worker.register(&o.client, &["double", "sleep"]).await?;
-    let task = o
-        .client
-        .create_task(
-            &CreateTask::new("rust_examples", "family_grandchild")
-                .context(json!({"value": 1, "sleep_ms": 6_000})),
-        )
-        .await?;
+    let (worker, task) = tasker::napping(&mut env, &o, 6_000).await?;
     let shots = target_dir().join("dashboard-screenshots");
     let (report, stderr) = run_browser(
         &script,
