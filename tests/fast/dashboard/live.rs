@@ -10,7 +10,7 @@ use tasker::{TestEnv, target_dir};
 use tasker_client::CreateTask;
 use uuid::Uuid;
 
-use super::{browser_script, run_browser};
+use super::{assert_clean, browser_script, run_browser};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_task_tabs_share_one_connection_and_all_stay_live() -> anyhow::Result<()> {
@@ -41,9 +41,7 @@ async fn ten_task_tabs_share_one_connection_and_all_stay_live() -> anyhow::Resul
         ],
     )
     .await?;
-    assert_eq!(report["ok"], true, "{report}\n{stderr}");
-    assert_eq!(report["pageErrors"], json!([]), "{report}");
-    assert_eq!(report["consoleErrors"], json!([]), "{report}");
+    assert_clean(&report, &stderr, &shots, true);
     assert_eq!(report["complete"], 10, "{report}");
     assert_eq!(
         report["tabsStreaming"], 1,

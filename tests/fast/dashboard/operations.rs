@@ -7,7 +7,7 @@ use serde_json::json;
 use tasker::target_dir;
 use tasker_client::CreateTask;
 
-use super::{browser_script, run_browser, with_write_token};
+use super::{assert_clean, browser_script, run_browser, with_write_token};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_task_list_retries_every_failed_task_of_its_filter() -> anyhow::Result<()> {
@@ -53,9 +53,7 @@ async fn the_task_list_retries_every_failed_task_of_its_filter() -> anyhow::Resu
         ],
     )
     .await?;
-    assert_eq!(report["ok"], true, "{report}\n{stderr}");
-    assert_eq!(report["pageErrors"], json!([]), "{report}");
-    assert_eq!(report["consoleErrors"], json!([]), "{report}");
+    assert_clean(&report, &stderr, &shots, true);
     assert_eq!(report["hintWithoutState"], true, "{report}");
     assert_eq!(
         report["counts"],

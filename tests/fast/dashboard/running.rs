@@ -1,10 +1,9 @@
 //! A running step in the dashboard (`tests/dashboard/running.mjs`): shown `running` on its worker
 //! while its handler sleeps, its timeline bar growing, then `completed` live.
 
-use serde_json::json;
 use tasker::{TestEnv, target_dir};
 
-use super::{browser_script, run_browser};
+use super::{assert_clean, browser_script, run_browser};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_running_step_shows_its_worker_and_a_growing_bar() -> anyhow::Result<()> {
@@ -29,9 +28,7 @@ async fn a_running_step_shows_its_worker_and_a_growing_bar() -> anyhow::Result<(
         ],
     )
     .await?;
-    assert_eq!(report["ok"], true, "{report}\n{stderr}");
-    assert_eq!(report["pageErrors"], json!([]), "{report}");
-    assert_eq!(report["consoleErrors"], json!([]), "{report}");
+    assert_clean(&report, &stderr, &shots, true);
     assert_eq!(report["nodeState"], "running", "{report}");
     assert_eq!(report["barGrew"], true, "{report}");
     assert_eq!(report["openBarsAfter"], 0, "{report}");
