@@ -28,7 +28,8 @@ await tour(opened, async () => {
   // Counts by state for the filter; a count's link filters on its state.
   await page.fill('#filter-name', name);
   await page.click('form.filters button[type="submit"]');
-  await page.waitForSelector('#task-counts a.count[data-state="error"]');
+  // The counts of this filter (not those of the unfiltered list, which may still be on screen).
+  await page.waitForSelector(`#task-counts[data-query*="name=${name}"] a.count[data-state="error"]`);
   report.counts = await page.$$eval('#task-counts a.count',
     (as) => Object.fromEntries(as.map((a) => [a.dataset.state, Number(a.dataset.count)])));
   await page.click('#task-counts a.count[data-state="error"]');

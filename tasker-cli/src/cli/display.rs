@@ -10,8 +10,12 @@ use comfy_table::Color;
 struct Display {
     full: bool,
     colour: bool,
-    terminal: bool,
+    /// The terminal's width when stdout is one that says it (and is not absurdly narrow).
+    width: Option<u16>,
 }
+
+/// Narrower than this, a terminal's width is not trusted (a pseudo-terminal that reports 0).
+const MIN_WIDTH: u16 = 40;
 
 static DISPLAY: OnceLock<Display> = OnceLock::new();
 
@@ -21,10 +25,16 @@ const CLIP: usize = 160;
 /// Decides once, from `--full` and the terminal.
 pub(super) fn init(full: bool) {
     let term = console::Term::stdout();
+    let width = term
+        .is_term()
+        .then(|| term.size_checked())
+        .flatten()
+        .map(|(_, cols)| cols)
+        .filter(|cols| *cols >= MIN_WIDTH);
     let _ = DISPLAY.set(Display {
         full,
         colour: console::colors_enabled() && term.is_term(),
-        terminal: term.is_term(),
+        width,
     });
 }
 
@@ -32,13 +42,13 @@ fn get() -> Display {
     *DISPLAY.get_or_init(|| Display {
         full: false,
         colour: false,
-        terminal: false,
+        width: None,
     })
 }
 
-/// Whether stdout is a terminal (tables fit its width).
-pub(super) fn terminal() -> bool {
-    get().terminal
+/// The width tables fit in: a terminal's, when it says one; `None`: as wide as they are.
+pub(super) fn width() -> Option<u16> {
+    get().width
 }
 
 /// Whether states are coloured.

@@ -12,19 +12,23 @@ pub(super) fn print(heads: &[&str], rows: impl IntoIterator<Item = Vec<String>>)
     let mut table = Table::new();
     let state = heads.iter().position(|h| *h == "STATE");
     let colour = display::colour();
-    table
-        .load_style(presets::NOTHING)
-        .set_content_arrangement(if display::terminal() {
-            ContentArrangement::Dynamic
-        } else {
-            ContentArrangement::Disabled
-        })
-        .set_header(
-            heads
-                .iter()
-                .map(|h| h.trim_start_matches('>'))
-                .collect::<Vec<_>>(),
-        );
+    table.load_style(presets::NOTHING);
+    match display::width() {
+        Some(width) => {
+            table
+                .set_content_arrangement(ContentArrangement::Dynamic)
+                .set_width(width);
+        }
+        None => {
+            table.set_content_arrangement(ContentArrangement::Disabled);
+        }
+    }
+    table.set_header(
+        heads
+            .iter()
+            .map(|h| h.trim_start_matches('>'))
+            .collect::<Vec<_>>(),
+    );
     if colour {
         table.enforce_styling();
     } else {

@@ -51,6 +51,7 @@ function stateCounts(signal, onState) {
     const { counts } = await api('GET', `/v1/tasks?${q}`, undefined, signal);
     if (!current() || !counts) return;
     el.dataset.total = counts.total;
+    el.dataset.query = q.toString(); // the filter these counts are of
     el.replaceChildren(...TASK_STATES.flatMap((state) => [
       h('a', { href: tasksHref(Object.assign({}, taskFilter, { state })), class: 'count', 'data-state': state, 'data-count': counts[state],
         'aria-current': state === taskFilter.state ? 'true' : null,
