@@ -9,6 +9,7 @@ use tasker_client::{Client, ClientOptions, CreateTask, TaskQuery};
 mod args;
 mod audit;
 mod bulk;
+mod clock;
 mod command;
 mod count;
 mod dead_letters;
@@ -16,6 +17,7 @@ mod display;
 mod limits;
 mod operations;
 mod order;
+mod output;
 mod pages;
 mod schedules;
 mod table;
@@ -25,6 +27,7 @@ mod wait;
 
 use args::json_arg;
 use command::{Command, ListArgs, PurgeArgs, SubmitArgs};
+pub use output::Output;
 pub use templates::Invalid;
 
 /// Exit codes, one per class of failure (listed in `tasker --help`).
@@ -55,21 +58,35 @@ pub struct Cli {
     /// PEM file of CA certificates to trust for an https:// orchestrator (a private CA).
     #[arg(long, env = "TASKER_TLS_CA_FILE", global = true)]
     tls_ca_file: Option<std::path::PathBuf>,
-    /// Print raw JSON instead of a summary; a failure too, as `{"error": {…}}` on stderr.
+    /// Print raw JSON instead of a summary (the same as `--output json`); a failure too, as
+    /// `{"error": {…}}` on stderr.
     #[arg(long, global = true)]
     json: bool,
+    /// How answers are printed: `table` (for a person), `json` (every list as
+    /// `{"items": [...], "next": ...}`) or `jsonl` (a list's items one per line).
+    #[arg(long, global = true, value_enum, default_value_t = Output::Table)]
+    output: Output,
     /// Show long values (results, errors, contexts) whole instead of cut to 160 characters.
     /// On a terminal, tables are as wide as it is and states coloured (not with NO_COLOR).
     #[arg(long, global = true)]
     full: bool,
+    /// How times are written: `default` (`2026-11-30 14:05:09.123 CET`), `rfc3339` or a
+    /// strftime pattern; in the zone `TZ` names (an IANA name; unset: UTC).
+    #[arg(
+        long,
+        global = true,
+        env = "TASKER_TIME_FORMAT",
+        default_value = "default"
+    )]
+    time_format: String,
     #[command(subcommand)]
     command: Command,
 }
 
 impl Cli {
-    /// Whether answers, and failures, are printed as JSON (`--json`).
+    /// Whether answers, and failures, are printed as JSON (`--json`, `--output json|jsonl`).
     pub fn json(&self) -> bool {
-        self.json
+        self.json || self.output != Output::Table
     }
 }
 
@@ -82,8 +99,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             tls_ca_file: cli.tls_ca_file.clone(),
         },
     )?;
-    let json = cli.json;
+    let json = cli.json();
+    output::init(if cli.json { Output::Json } else { cli.output });
     display::init(cli.full);
+    clock::init(&cli.time_format)?;
     match cli.command {
         Command::Submit(args) => submit(&client, args, json).await,
         Command::Retention => bulk::retention(&client, json).await,
@@ -191,6 +210,8 @@ fn task_query(a: ListArgs) -> TaskQuery {
         created_after: a.created_after,
         created_before: a.created_before,
         context: a.context,
+        id_prefix: a.id_prefix,
+        idempotency_key: a.idempotency_key,
         counts: false,
     }
 }

@@ -40,7 +40,10 @@ async fn run() -> ExitCode {
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         // A usage error under --json is JSON too; --help and --version print as they do.
-        Err(e) if e.use_stderr() && std::env::args_os().any(|a| a == "--json") => {
+        Err(e)
+            if e.use_stderr()
+                && asks_for_json(std::env::args_os().map(|a| a.to_string_lossy().into_owned())) =>
+        {
             let rendered = e.render().to_string();
             let first = rendered.lines().next().unwrap_or_default();
             let message = first.strip_prefix("error: ").unwrap_or(first);
@@ -73,6 +76,19 @@ async fn run() -> ExitCode {
             ExitCode::from(code)
         }
     }
+}
+
+/// Whether the arguments ask for JSON (`--json`, `--output json|jsonl`), read before clap has
+/// parsed them (a usage error is then JSON too).
+fn asks_for_json(args: impl Iterator<Item = String>) -> bool {
+    let mut previous = String::new();
+    args.into_iter().any(|arg| {
+        let json = arg == "--json"
+            || arg.starts_with("--output=json")
+            || (previous == "--output" && arg.starts_with("json"));
+        previous = arg;
+        json
+    })
 }
 
 /// A failure as `--json` prints it: `{"error": {"code", "status"?, "message", "exit_code"}}`,

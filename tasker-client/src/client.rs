@@ -52,6 +52,12 @@ pub struct TaskQuery {
     /// Only tasks whose context contains this JSON object (sent as its text).
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "json_text")]
     pub context: Option<Value>,
+    /// Only tasks whose id begins with these hexadecimal digits (4 to 32, hyphens allowed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id_prefix: Option<String>,
+    /// Only the task started with this idempotency key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
     /// Also count the tasks of each state the filter matches (`TaskPage::counts`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub counts: bool,

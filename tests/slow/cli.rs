@@ -139,7 +139,8 @@ async fn the_cli_reads_json_pages_waits_past_the_cap_and_exits_by_failure_class(
     assert!(hint.starts_with("more: tasker list --before "), "{hint}");
     let all = tasker(&url, &["--json", "list", "--limit", "2", "--all"], None)?;
     let all: Value = serde_json::from_str(&all.stdout)?;
-    let ids: Vec<&str> = all["tasks"]
+    assert_eq!(all["next"], Value::Null, "--all reads every page: {all}");
+    let ids: Vec<&str> = all["items"]
         .as_array()
         .map(|t| t.iter().filter_map(|t| t["id"].as_str()).collect())
         .unwrap_or_default();
@@ -556,3 +557,6 @@ async fn the_cli_submits_json_lines_in_bulk_and_purges_with_a_dry_run_first() ->
     o.stop().await;
     env.cleanup().await
 }
+
+#[path = "cli/triage.rs"]
+mod triage;

@@ -448,7 +448,11 @@ async fn the_cli_retries_resolves_and_shows_the_history() -> anyhow::Result<()> 
     );
     let (code, stdout, _) = cli(&["--json", "history", &id]);
     assert_eq!(code, Some(0));
-    let history: Vec<Transition> = serde_json::from_str(&stdout)?;
+    #[derive(serde::Deserialize)]
+    struct Listed {
+        items: Vec<Transition>,
+    }
+    let history = serde_json::from_str::<Listed>(&stdout)?.items;
     assert!(history.iter().any(|h| h.step.as_deref() == Some("doomed")
         && h.to == "completed"
         && h.by.as_deref() == Some("user:ada")

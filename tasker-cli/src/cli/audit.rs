@@ -60,8 +60,7 @@ pub(super) async fn run(client: &Client, args: AuditArgs, json: bool) -> anyhow:
         };
         async move {
             let page = client.audit(&query).await?;
-            let (rows, next) = (page.entries.clone(), page.next_before);
-            anyhow::Ok((page, rows, next))
+            anyhow::Ok((page.entries, page.next_before))
         }
     };
     if let Listed::Rows(every) =
@@ -78,7 +77,7 @@ pub(super) async fn run(client: &Client, args: AuditArgs, json: bool) -> anyhow:
 fn row(e: &AuditEntry) -> Vec<String> {
     vec![
         e.id.to_string(),
-        e.at.format("%Y-%m-%d %H:%M:%S").to_string(),
+        super::clock::time(e.at),
         e.token_name.clone().unwrap_or_else(|| "-".into()),
         format!("{} {}", e.method, e.route),
         e.status.to_string(),

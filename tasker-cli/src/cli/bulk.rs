@@ -1,6 +1,7 @@
 //! `tasker submit --from FILE` (many tasks from JSON lines, sent in bulk requests) and
 //! `tasker purge` (finished tasks, now).
 
+use super::output;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -112,7 +113,7 @@ pub(super) async fn submit(
 pub(super) async fn retention(client: &Client, json: bool) -> anyhow::Result<ExitCode> {
     let p = client.retention().await?;
     if json {
-        out!("{}", serde_json::to_string_pretty(&p)?);
+        output::one(&p)?;
         return Ok(ExitCode::SUCCESS);
     }
     let kept = |d: &str| {
@@ -139,10 +140,7 @@ pub(super) async fn retention(client: &Client, json: bool) -> anyhow::Result<Exi
         p.interval_ms / 1000
     );
     match p.last_purged_at {
-        Some(at) => out!(
-            "last purge  {}",
-            at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-        ),
+        Some(at) => out!("last purge  {}", super::clock::time(at)),
         None => out!("last purge  none remembered"),
     }
     Ok(ExitCode::SUCCESS)
@@ -181,7 +179,7 @@ pub(super) async fn purge(
         return Ok(ExitCode::SUCCESS);
     };
     if json {
-        out!("{}", serde_json::to_string_pretty(&t)?);
+        output::one(&t)?;
         return Ok(ExitCode::SUCCESS);
     }
     let states: Vec<String> = t.by_state.iter().map(|(s, n)| format!("{s} {n}")).collect();
@@ -190,7 +188,7 @@ pub(super) async fn purge(
     } else {
         format!(" ({})", states.join(", "))
     };
-    let before = t.before.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let before = super::clock::time(t.before);
     if t.dry_run {
         out!(
             "would purge {}{} tasks{states} finished before {before}",

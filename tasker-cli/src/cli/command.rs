@@ -207,6 +207,13 @@ pub(super) struct ListArgs {
     /// Only tasks of this template (its name).
     #[arg(long)]
     pub name: Option<String>,
+    /// Only tasks whose id begins with these hexadecimal digits (at least 4; hyphens allowed),
+    /// such as the first characters of an id copied from a log.
+    #[arg(long)]
+    pub id_prefix: Option<String>,
+    /// Only the task started with this idempotency key.
+    #[arg(long)]
+    pub idempotency_key: Option<String>,
     /// Tasks per page (1 to 500).
     #[arg(long, default_value_t = 20)]
     pub limit: i64,

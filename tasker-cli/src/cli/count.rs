@@ -1,5 +1,6 @@
 //! `tasker count`: how many tasks of each state a filter matches.
 
+use super::output;
 use std::process::ExitCode;
 
 use serde_json::Value;
@@ -43,7 +44,7 @@ pub(super) async fn run(client: &Client, a: CountArgs, json: bool) -> anyhow::Re
         })
         .await?;
     if json {
-        out!("{}", serde_json::to_string_pretty(&counts)?);
+        output::one(&counts)?;
         return Ok(ExitCode::SUCCESS);
     }
     super::table::print(

@@ -1,5 +1,6 @@
 //! `tasker dead-letters`: list, show, replay and discard dead letters.
 
+use super::output;
 use std::process::ExitCode;
 
 use clap::Subcommand;
@@ -78,8 +79,7 @@ async fn list(
 ) -> anyhow::Result<ExitCode> {
     let fetch = |before| async move {
         let page = client.dead_letters(before, Some(limit)).await?;
-        let (rows, next) = (page.dead_letters.clone(), page.next_before);
-        anyhow::Ok((page, rows, next))
+        anyhow::Ok((page.dead_letters, page.next_before))
     };
     let every = match pages::read(before, all, json, "tasker dead-letters list", fetch).await? {
         Listed::Printed => return Ok(ExitCode::SUCCESS),
@@ -90,7 +90,7 @@ async fn list(
         every.iter().map(|d| {
             vec![
                 d.id.to_string(),
-                d.first_seen.format("%Y-%m-%d %H:%M:%S").to_string(),
+                super::clock::time(d.first_seen),
                 d.times_seen.to_string(),
                 d.queue.clone().unwrap_or_else(|| "?".into()),
                 d.reason.clone(),
@@ -104,7 +104,7 @@ async fn list(
 async fn show(client: &Client, id: i64, json: bool) -> anyhow::Result<ExitCode> {
     let d = client.dead_letter(id).await?;
     if json {
-        out!("{}", serde_json::to_string_pretty(&d)?);
+        output::one(&d)?;
         return Ok(ExitCode::SUCCESS);
     }
     let i = &d.info;
@@ -126,8 +126,8 @@ async fn show(client: &Client, id: i64, json: bool) -> anyhow::Result<ExitCode> 
     out!(
         "seen        {} time(s), first {}, last {}",
         i.times_seen,
-        i.first_seen.format("%Y-%m-%d %H:%M:%S UTC"),
-        i.last_seen.format("%Y-%m-%d %H:%M:%S UTC")
+        super::clock::time(i.first_seen),
+        super::clock::time(i.last_seen)
     );
     out!("headers     {}", d.headers);
     match (&d.body, &d.body_text, &d.body_base64) {

@@ -1,8 +1,9 @@
 //! `tasker limits`: the concurrency keys and rate keys, and pausing or resuming a rate key.
 
+use super::output;
 use std::process::ExitCode;
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use clap::Subcommand;
 
 use tasker_client::Client;
@@ -109,7 +110,7 @@ pub(super) async fn run(
 
 fn print_one(r: &tasker_client::RateLimit, json: bool) -> anyhow::Result<()> {
     if json {
-        out!("{}", serde_json::to_string_pretty(r)?);
+        output::one(r)?;
     } else {
         out!(
             "{}: {} per {}, burst {}; {}",
@@ -136,7 +137,7 @@ fn paused(until: Option<DateTime<Utc>>, note: Option<&str>) -> String {
     match until {
         Some(t) if t > Utc::now() => format!(
             "paused until {}{}",
-            t.to_rfc3339_opts(SecondsFormat::Secs, true),
+            super::clock::time(t),
             note.map(|n| format!(" ({n})")).unwrap_or_default()
         ),
         _ => "not paused".into(),

@@ -1,6 +1,7 @@
 //! `tasker bulk retry|resolve|cancel|replay|discard`: an operation by filter, with its progress;
 //! and `tasker operations`: list, show, wait for and cancel them.
 
+use super::output;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -230,7 +231,7 @@ pub(super) async fn bulk(
     if run.dry_run {
         let count = client.count_operation(&req).await?;
         if json {
-            out!("{}", serde_json::to_string_pretty(&count)?);
+            output::one(&count)?;
         } else {
             out!("would {action} {} {what}", count.matched);
             let sample: Vec<String> = count
@@ -313,7 +314,7 @@ async fn follow(client: &Client, id: Uuid, timeout: f64, json: bool) -> anyhow::
 /// An operation, as JSON or a few lines.
 fn print(op: &Operation, json: bool) -> anyhow::Result<ExitCode> {
     if json {
-        out!("{}", serde_json::to_string_pretty(op)?);
+        output::one(op)?;
         return Ok(ExitCode::SUCCESS);
     }
     out!("operation {}", op.id);
@@ -337,12 +338,9 @@ fn print(op: &Operation, json: bool) -> anyhow::Result<ExitCode> {
     if let Some(note) = &op.note {
         out!("note      {note}");
     }
-    out!(
-        "created   {}",
-        op.created_at.format("%Y-%m-%d %H:%M:%S UTC")
-    );
+    out!("created   {}", super::clock::time(op.created_at));
     if let Some(at) = op.finished_at {
-        out!("finished  {}", at.format("%Y-%m-%d %H:%M:%S UTC"));
+        out!("finished  {}", super::clock::time(at));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -364,7 +362,10 @@ async fn list(
 ) -> anyhow::Result<ExitCode> {
     let page = client.operations(Some(limit), before).await?;
     if json {
-        out!("{}", serde_json::to_string_pretty(&page)?);
+        if let Some(next) = page.next_before {
+            eprintln!("more: tasker operations list --before {next}");
+        }
+        output::list(&page.operations, page.next_before)?;
         return Ok(ExitCode::SUCCESS);
     }
     super::table::print(
@@ -374,7 +375,7 @@ async fn list(
         page.operations.iter().map(|o| {
             vec![
                 o.id.to_string(),
-                o.created_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                super::clock::time(o.created_at),
                 o.action.clone(),
                 o.state.clone(),
                 o.matched.to_string(),

@@ -11,11 +11,11 @@ pub(super) enum Listed<T> {
     Rows(Vec<T>),
 }
 
-/// Reads pages from `before` on with `fetch` (which returns a page, its rows and the
-/// `next_before`): the first page, or with `all` every one. With `json`, prints the first page
-/// as the API answered it (or, with `all`, every row as one array); without, returns the rows.
-/// When a page was left unread, says on stderr how to read on: `more: {command} --before N`.
-pub(super) async fn read<P, T, F, Fut>(
+/// Reads pages from `before` on with `fetch` (which returns a page's rows and its
+/// `next_before`): the first page, or with `all` every one. With `json`, prints the rows read as
+/// one list (`--output`: `{"items", "next"}` or JSON lines); without, returns them. When a page
+/// was left unread, says on stderr how to read on: `more: {command} --before N`.
+pub(super) async fn read<T, F, Fut>(
     mut before: Option<i64>,
     all: bool,
     json: bool,
@@ -23,30 +23,27 @@ pub(super) async fn read<P, T, F, Fut>(
     mut fetch: F,
 ) -> anyhow::Result<Listed<T>>
 where
-    P: Serialize,
     T: Serialize,
     F: FnMut(Option<i64>) -> Fut,
-    Fut: Future<Output = anyhow::Result<(P, Vec<T>, Option<i64>)>>,
+    Fut: Future<Output = anyhow::Result<(Vec<T>, Option<i64>)>>,
 {
     let mut every = Vec::new();
+    let mut more = None;
     loop {
-        let (page, rows, next) = fetch(before).await?;
-        if json && !all {
-            out!("{}", serde_json::to_string_pretty(&page)?);
-            return Ok(Listed::Printed);
-        }
+        let (rows, next) = fetch(before).await?;
         every.extend(rows);
         match next {
             Some(next) if all => before = Some(next),
             Some(next) => {
                 eprintln!("more: {command} --before {next}");
+                more = Some(next);
                 break;
             }
             None => break,
         }
     }
     if json {
-        out!("{}", serde_json::to_string_pretty(&every)?);
+        super::output::list(&every, more)?;
         return Ok(Listed::Printed);
     }
     Ok(Listed::Rows(every))

@@ -1,10 +1,11 @@
 //! `tasker schedules` (list, show, apply, pause, resume, trigger, backfill, delete) and
 //! `tasker signal` / `tasker signals`.
 
+use super::output;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use clap::Subcommand;
 use serde_json::Value;
 use uuid::Uuid;
@@ -87,7 +88,7 @@ pub(super) async fn run(
         SchedulesCommand::List { namespace } => {
             let all = client.schedules(namespace.as_deref()).await?;
             if json {
-                out!("{}", serde_json::to_string_pretty(&all)?);
+                output::list(&all, None::<()>)?;
             } else {
                 print_list(&all);
             }
@@ -109,7 +110,7 @@ pub(super) async fn run(
             let (ns, name) = key(&schedule)?;
             let task = client.trigger_schedule(ns, name).await?;
             if json {
-                out!("{}", serde_json::to_string_pretty(&task)?);
+                output::one(&task)?;
             } else {
                 out!("started task {} ({})", task.id, task.state);
             }
@@ -118,7 +119,7 @@ pub(super) async fn run(
             let (ns, name) = key(&schedule)?;
             let done = client.backfill_schedule(ns, name, from, to).await?;
             if json {
-                out!("{}", serde_json::to_string_pretty(&done)?);
+                output::one(&done)?;
             } else {
                 out!(
                     "{} tasks started, {} fire times had theirs already",
@@ -211,8 +212,7 @@ async fn apply(client: &Client, paths: &[PathBuf], json: bool) -> anyhow::Result
 }
 
 fn time(t: Option<DateTime<Utc>>) -> String {
-    t.map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true))
-        .unwrap_or_else(|| "-".into())
+    super::clock::maybe(t)
 }
 
 fn print_list(all: &[Schedule]) {
@@ -247,7 +247,7 @@ fn print_list(all: &[Schedule]) {
 
 fn print_one(s: &Schedule, json: bool) -> anyhow::Result<()> {
     if json {
-        out!("{}", serde_json::to_string_pretty(s)?);
+        output::one(s)?;
         return Ok(());
     }
     out!("schedule  {}/{}", s.namespace, s.name);
@@ -292,7 +292,7 @@ pub(super) async fn signal(
 ) -> anyhow::Result<ExitCode> {
     let sent = client.signal(id, name, payload, signal_id).await?;
     if json {
-        out!("{}", serde_json::to_string_pretty(&sent.signal)?);
+        output::one(&sent.signal)?;
     } else if sent.created {
         out!(
             "signal {} ({}) sent to task {id}",
@@ -313,7 +313,7 @@ pub(super) async fn signal(
 pub(super) async fn signals(client: &Client, id: Uuid, json: bool) -> anyhow::Result<ExitCode> {
     let all = client.signals(id).await?;
     if json {
-        out!("{}", serde_json::to_string_pretty(&all)?);
+        output::list(&all, None::<()>)?;
         return Ok(ExitCode::SUCCESS);
     }
     super::table::print(

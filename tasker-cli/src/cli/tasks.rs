@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use tasker_client::{Client, RepairNote, Step, Task, TaskQuery, Transition};
 
-use super::table;
+use super::{output, table};
 
 /// `tasker show`: a task and its steps.
 pub(super) async fn show(client: &Client, id: Uuid, json: bool) -> anyhow::Result<ExitCode> {
@@ -52,8 +52,9 @@ pub(super) async fn history(client: &Client, id: Uuid, json: bool) -> anyhow::Re
     Ok(ExitCode::SUCCESS)
 }
 
-/// Lists tasks a page at a time; with `all`, every page. `--json`: one JSON document per page
-/// (`{"tasks": […], "next_before": …}`), or with `all` one document of every task.
+/// Lists tasks a page at a time; with `all`, every page. `--output json`: one page as
+/// `{"items": [...], "next": <id for --before>}` (with `all` every task and `next` null);
+/// `jsonl`: a task a line.
 pub(super) async fn list(
     client: &Client,
     mut q: TaskQuery,
@@ -61,28 +62,22 @@ pub(super) async fn list(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let mut every = Vec::new();
+    let mut more = None;
     loop {
         let page = client.tasks(&q).await?;
-        let next = page.next_before;
-        if json && !all {
-            out!("{}", serde_json::to_string_pretty(&page)?);
-            return Ok(ExitCode::SUCCESS);
-        }
         every.extend(page.tasks);
-        match next {
+        match page.next_before {
             Some(n) if all => q.before = Some(n),
             Some(n) => {
                 eprintln!("more: tasker list --before {n} (or --all)");
+                more = Some(n);
                 break;
             }
             None => break,
         }
     }
     if json {
-        out!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "tasks": every }))?
-        );
+        output::list(&every, more)?;
     } else {
         table::print(
             &["ID", "STATE", "TEMPLATE", ">MS"],
@@ -104,10 +99,7 @@ pub(super) async fn list(
 pub(super) async fn workers(client: &Client, all: bool, json: bool) -> anyhow::Result<ExitCode> {
     let workers = client.workers(all).await?;
     if json {
-        out!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "workers": workers }))?
-        );
+        output::list(&workers, None::<()>)?;
         return Ok(ExitCode::SUCCESS);
     }
     let now = chrono::Utc::now();
@@ -165,14 +157,14 @@ pub(super) async fn show_or_finish(
 
 fn print_history(history: &[Transition], json: bool) -> anyhow::Result<()> {
     if json {
-        out!("{}", serde_json::to_string_pretty(history)?);
+        output::list(history, None::<()>)?;
         return Ok(());
     }
     table::print(
         &["AT", "STEP", "TRANSITION", ">ATTEMPT", "BY", "REASON"],
         history.iter().map(|h| {
             vec![
-                h.at.format("%Y-%m-%d %H:%M:%S%.3f").to_string(),
+                super::clock::time(h.at),
                 h.step.as_deref().unwrap_or("(task)").to_owned(),
                 format!("{} -> {}", h.from.as_deref().unwrap_or("-"), h.to),
                 h.attempt.map(|a| a.to_string()).unwrap_or_default(),
@@ -210,7 +202,7 @@ pub(super) async fn finish(
 
 fn print_task(t: &Task, json: bool) -> anyhow::Result<()> {
     if json {
-        out!("{}", serde_json::to_string_pretty(t)?);
+        output::one(t)?;
         return Ok(());
     }
     out!("task     {}", t.id);
@@ -220,10 +212,7 @@ fn print_task(t: &Task, json: bool) -> anyhow::Result<()> {
         out!("priority {}", t.priority);
     }
     if let Some(at) = t.run_at {
-        out!(
-            "run at   {}",
-            at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-        );
+        out!("run at   {}", super::clock::time(at));
     }
     if let Some(d) = t.duration_ms {
         out!("took     {d:.1} ms");
@@ -255,10 +244,7 @@ fn print_task(t: &Task, json: bool) -> anyhow::Result<()> {
 /// A task and its steps; `--json`: one document, `{"task": …, "steps": […]}`.
 fn print_task_and_steps(task: &Task, steps: &[Step], json: bool) -> anyhow::Result<()> {
     if json {
-        out!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "task": task, "steps": steps }))?
-        );
+        output::one(&serde_json::json!({ "task": task, "steps": steps }))?;
         return Ok(());
     }
     print_task(task, false)?;
@@ -281,7 +267,7 @@ fn print_steps(steps: &[Step], task_namespace: &str) {
             (_, _, "running") => format!(
                 "running on {} since {}",
                 s.worker.as_deref().unwrap_or("?"),
-                s.started_at.map(|t| t.to_rfc3339()).unwrap_or_default()
+                super::clock::maybe(s.started_at)
             ),
             (Some(w), _, "waiting") => waiting(w),
             (_, Some(c), "waiting" | "enqueued") => format!(

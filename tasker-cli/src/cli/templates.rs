@@ -1,6 +1,7 @@
 //! `tasker templates`: list, validate offline, register and show task templates; the JSON Schema
 //! of their format.
 
+use super::output;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -102,7 +103,7 @@ async fn list(
         .templates(namespace.as_deref(), name.as_deref())
         .await?;
     if json {
-        out!("{}", serde_json::to_string_pretty(&list)?);
+        output::list(&list, None::<()>)?;
         return Ok(ExitCode::SUCCESS);
     }
     super::table::print(
@@ -248,7 +249,7 @@ async fn show(
 ) -> anyhow::Result<ExitCode> {
     let t = client.template(namespace, name, version.as_deref()).await?;
     if json {
-        out!("{}", serde_json::to_string_pretty(&t)?);
+        output::one(&t)?;
         return Ok(ExitCode::SUCCESS);
     }
     out!("template   {}", t.key());

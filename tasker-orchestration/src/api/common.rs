@@ -141,6 +141,32 @@ pub(super) async fn fetch_task(shared: &Shared, id: Uuid) -> Result<TaskView, Er
         .ok_or_else(|| Error::not_found("task_not_found", format!("no task {id}")))
 }
 
+/// The first and last task id that begin with `prefix` (4 to 32 hexadecimal digits, hyphens
+/// ignored), or 400 `invalid_id_prefix`.
+pub(super) fn parse_id_prefix(prefix: &str) -> Result<(Uuid, Uuid), Error> {
+    let digits: String = prefix
+        .chars()
+        .filter(|c| *c != '-')
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    let valid = (4..=32).contains(&digits.len()) && digits.chars().all(|c| c.is_ascii_hexdigit());
+    if !valid {
+        return Err(Error::bad_request(
+            "invalid_id_prefix",
+            format!(
+                "{prefix:?} is not the beginning of a task id: 4 to 32 hexadecimal digits \
+                 (hyphens allowed), such as 0193a7c2"
+            ),
+        ));
+    }
+    let end = |fill: char| {
+        let mut id = digits.clone();
+        id.extend(std::iter::repeat_n(fill, 32 - digits.len()));
+        Uuid::parse_str(&id).expect("32 hexadecimal digits are a UUID")
+    };
+    Ok((end('0'), end('f')))
+}
+
 pub(super) fn parse_id(s: &str) -> Result<Uuid, Error> {
     Uuid::parse_str(s).map_err(|_| {
         Error::bad_request("invalid_id", format!("{s:?} is not a valid task id (UUID)"))

@@ -19,7 +19,7 @@ use tasker_shared::api::{ErrorBody, History, ParentResults, StepPage, TaskCounts
 use super::access::Caller;
 use super::extract::{Path, Query};
 use super::per_token::PerToken;
-use super::{Error, check_filter, check_limit, fetch_task, is_terminal, parse_id};
+use super::{Error, check_filter, check_limit, fetch_task, is_terminal, parse_id, parse_id_prefix};
 use crate::events::Event;
 use crate::executor;
 use crate::shared::Shared;
@@ -53,6 +53,11 @@ pub(super) struct ListQuery {
     /// context with `order.id` 42 among other fields; an array matches the arrays holding its
     /// items).
     context: Option<String>,
+    /// Only tasks whose id begins with these hexadecimal digits (4 to 32, hyphens allowed):
+    /// what a user copied from a log or a table.
+    id_prefix: Option<String>,
+    /// Only the task started with this idempotency key.
+    idempotency_key: Option<String>,
     /// Also count the tasks of each state the filter matches (`counts` in the answer; `state`,
     /// `before` and `limit` do not narrow it).
     counts: Option<bool>,
@@ -112,7 +117,7 @@ fn parse_context_filter(value: Option<&str>, max: usize) -> Result<Option<Value>
 #[utoipa::path(get, path = "/v1/tasks", tag = "tasks", params(ListQuery),
     responses(
         (status = 200, body = TaskPage),
-        (status = 400, description = "`invalid_state`, `invalid_limit`, `invalid_id`, `invalid_time`, `invalid_context_filter`, `context_filter_too_large` (over `orchestrator.max_context_filter_bytes`), `invalid_query`", body = ErrorBody),
+        (status = 400, description = "`invalid_state`, `invalid_limit`, `invalid_id`, `invalid_time`, `invalid_context_filter`, `context_filter_too_large` (over `orchestrator.max_context_filter_bytes`), `invalid_id_prefix`, `invalid_query`", body = ErrorBody),
         (status = 403, description = "`forbidden`: `namespace` is one the token does not cover", body = ErrorBody),
         (status = 503, description = "`query_timeout`: the query ran past `orchestrator.list_timeout_ms`", body = ErrorBody),
     ))]
@@ -156,6 +161,8 @@ pub(super) async fn list_tasks(
         created_after,
         created_before,
         context,
+        id_range: q.id_prefix.as_deref().map(parse_id_prefix).transpose()?,
+        idempotency_key: q.idempotency_key,
     };
     let tasks = shared.store.tasks(&filter).await?;
     let next_before = if tasks.len() as i64 == limit {

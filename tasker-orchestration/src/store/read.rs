@@ -32,6 +32,11 @@ pub struct TaskFilter {
     pub created_before: Option<DateTime<Utc>>,
     /// Only tasks whose context contains this JSON (`@>`).
     pub context: Option<Value>,
+    /// Only tasks whose id lies in this range, both ends included (an id prefix's first and
+    /// last id: a range of the primary key).
+    pub id_range: Option<(Uuid, Uuid)>,
+    /// Only the task with this idempotency key (unique).
+    pub idempotency_key: Option<String>,
 }
 
 const TASK_COLUMNS: &str = "t.id, t.namespace, t.name, t.version, t.state, t.context,
@@ -43,7 +48,7 @@ const TASK_COLUMNS: &str = "t.id, t.namespace, t.name, t.version, t.state, t.con
     (ARRAY['high', 'normal', 'low'])[t.priority + 1] AS priority,
     EXTRACT(EPOCH FROM (t.completed_at - t.created_at))::float8 * 1000 AS duration_ms";
 
-/// The `WHERE` of a list of tasks, its arguments `$1` to `$9` ([`bind_filter`]).
+/// The `WHERE` of a list of tasks, its arguments `$1` to `$12` ([`bind_filter`]).
 fn task_where(f: &TaskFilter) -> String {
     let context = if f.context.is_some() {
         "t.context @> $9"
@@ -59,6 +64,8 @@ fn task_where(f: &TaskFilter) -> String {
            AND ($6::uuid IS NULL OR t.parent_task_id = $6)
            AND ($7::timestamptz IS NULL OR t.created_at >= $7)
            AND ($8::timestamptz IS NULL OR t.created_at < $8)
+           AND ($10::uuid IS NULL OR t.id BETWEEN $10 AND $11)
+           AND ($12::text IS NULL OR t.idempotency_key = $12)
            AND {context}"
     )
 }
@@ -77,6 +84,9 @@ fn bind_filter<'q, T>(
         .bind(f.created_after)
         .bind(f.created_before)
         .bind(f.context.clone())
+        .bind(f.id_range.map(|(first, _)| first))
+        .bind(f.id_range.map(|(_, last)| last))
+        .bind(f.idempotency_key.clone())
 }
 
 impl Store {
@@ -119,7 +129,7 @@ impl Store {
     pub async fn tasks(&self, f: &TaskFilter) -> Result<Vec<TaskView>> {
         let sql = format!(
             "SELECT {TASK_COLUMNS}, NULL::jsonb AS result FROM tasks t WHERE {}
-             ORDER BY t.id DESC LIMIT $10",
+             ORDER BY t.id DESC LIMIT $13",
             task_where(f)
         );
         self.list(bind_filter(sqlx::query_as(&sql), f).bind(f.limit))

@@ -42,6 +42,7 @@ pub const ERROR_CODES: &[&str] = &[
     "invalid_expiry",
     "invalid_filter",
     "invalid_id",
+    "invalid_id_prefix",
     "invalid_idempotency_key",
     "invalid_json",
     "invalid_limit",

@@ -384,7 +384,7 @@ fn cli_reads_by_token_and_namespace(o: &RunningOrchestrator, root: &str) -> anyh
     let listed = cli(&["audit", "--token-name", "writer-a", "--json"])?;
     assert!(listed.status.success(), "{listed:?}");
     let page: Value = serde_json::from_slice(&listed.stdout)?;
-    let routes: Vec<_> = page["entries"]
+    let routes: Vec<_> = page["items"]
         .as_array()
         .into_iter()
         .flatten()

@@ -61,3 +61,18 @@ def test_task_counts_count_each_state_the_filter_matches(
             return await c.task_counts(namespace=NS, context={"run": run})
 
     assert asyncio.run(the_async_client()) == counts
+
+
+def test_a_task_is_found_by_the_beginning_of_its_id_or_by_its_idempotency_key(
+    client: tasker.Client,
+) -> None:
+    key = f"lookup-{uuid.uuid4()}"
+    task = client.create_task(NS, "retry_then_succeed", {}, idempotency_key=key, delay="1h")
+    by_prefix = client.list_tasks(id_prefix=str(task.id)[:28])
+    assert [t.id for t in by_prefix.tasks] == [task.id]
+    assert [t.id for t in client.list_tasks(idempotency_key=key).tasks] == [task.id]
+    assert client.list_tasks(idempotency_key=key + "-other").tasks == []
+    with pytest.raises(tasker.InvalidRequest) as bad:
+        client.list_tasks(id_prefix="nothex")
+    assert bad.value.code == "invalid_id_prefix"
+    client.cancel(task.id)

@@ -51,4 +51,15 @@ class CountsTest < Minitest::Test
     error = assert_raises(Client::InvalidRequestError) { client.task_counts(context: ["run"]) }
     assert_equal [400, "invalid_context_filter"], [error.status, error.code]
   end
+
+  def test_a_task_is_found_by_the_beginning_of_its_id_or_by_its_idempotency_key
+    key = "lookup-#{SecureRandom.uuid}"
+    task = create(SecureRandom.uuid, {}, idempotency_key: key, delay: "1h")
+    assert_equal [task.id], client.list_tasks(id_prefix: task.id[0, 28]).tasks.map(&:id)
+    assert_equal [task.id], client.list_tasks(idempotency_key: key).tasks.map(&:id)
+    assert_empty client.list_tasks(idempotency_key: "#{key}-other").tasks
+    error = assert_raises(Client::InvalidRequestError) { client.list_tasks(id_prefix: "nothex") }
+    assert_equal [400, "invalid_id_prefix"], [error.status, error.code]
+    client.cancel(task.id)
+  end
 end

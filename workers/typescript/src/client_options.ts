@@ -124,6 +124,10 @@ export interface TaskQuery {
    * arrays by containment.
    */
   context?: object;
+  /** Tasks whose id begins with these hexadecimal digits (4 to 32; hyphens allowed). */
+  idPrefix?: string;
+  /** The task started with this idempotency key. */
+  idempotencyKey?: string;
   /**
    * Also count the tasks of each state the filter matches: the page's `counts` ({@link
    * Client.taskCounts}); `state`, `before` and `limit` do not narrow them. `null` without it.

@@ -24,9 +24,11 @@ export function createBody(task: CreateTaskRequest<unknown>): wire.CreateTask {
 
 /** A task list's filter and page as the API takes them (`GET /v1/tasks`). */
 export function taskQuery(query: TaskQuery): NonNullable<wire.ListTasksData["query"]> {
-  const { createdAfter, createdBefore, context, ...same } = query;
+  const { createdAfter, createdBefore, context, idPrefix, idempotencyKey, ...same } = query;
   return {
     ...same,
+    id_prefix: idPrefix,
+    idempotency_key: idempotencyKey,
     created_after: createdAfter === undefined ? undefined : timestamp(createdAfter),
     created_before: createdBefore === undefined ? undefined : timestamp(createdBefore),
     context: context === undefined ? undefined : stringifyApiJson(context),

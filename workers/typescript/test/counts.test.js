@@ -65,4 +65,15 @@ describe("Client's task counts", () => {
       apiError(InvalidRequestError, 400, "invalid_context_filter"),
     );
   });
+
+  it("finds a task by the beginning of its id or by its idempotency key", async () => {
+    const key = `lookup-${randomUUID()}`;
+    const task = await client.createTask(ns, "retry_then_succeed", {}, { idempotencyKey: key, delay: "1h" });
+    const byPrefix = await client.listTasks({ idPrefix: task.id.slice(0, 28) });
+    assert.deepEqual(byPrefix.tasks.map((t) => t.id), [task.id]);
+    assert.deepEqual((await client.listTasks({ idempotencyKey: key })).tasks.map((t) => t.id), [task.id]);
+    assert.deepEqual((await client.listTasks({ idempotencyKey: `${key}-other` })).tasks, []);
+    await assert.rejects(client.listTasks({ idPrefix: "nothex" }), apiError(InvalidRequestError, 400, "invalid_id_prefix"));
+    await client.cancel(task);
+  });
 });

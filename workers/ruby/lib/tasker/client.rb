@@ -184,13 +184,17 @@ module Tasker
     # true }`, nested objects by subset, arrays by containment. InvalidRequestError
     # `invalid_time` for a String that is not RFC 3339, `invalid_context_filter` for a +context+
     # that is not an object. +counts: true+ also counts the tasks of each state the filter
-    # matches (TaskPage#counts; see #task_counts).
+    # matches (TaskPage#counts; see #task_counts). +id_prefix+ finds the tasks whose id begins
+    # with these hexadecimal digits (4 to 32, hyphens allowed; `invalid_id_prefix` otherwise),
+    # +idempotency_key+ the task started with that key.
     def list_tasks(state: nil, namespace: nil, name: nil, limit: nil, before: nil, parent: nil,
-                   created_after: nil, created_before: nil, context: nil, counts: false)
+                   created_after: nil, created_before: nil, context: nil, counts: false,
+                   id_prefix: nil, idempotency_key: nil)
       query = { state: state, namespace: namespace, name: name, limit: limit, before: before, parent: parent,
                 created_after: created_after && timestamp(created_after),
                 created_before: created_before && timestamp(created_before),
-                context: context && JSON.generate(context), counts: counts ? true : nil }
+                context: context && JSON.generate(context), counts: counts ? true : nil,
+                id_prefix: id_prefix, idempotency_key: idempotency_key }
       TaskPage.from_json(@http.get("/v1/tasks", query))
     end
 

@@ -149,11 +149,13 @@ class AsyncClient(AsyncAuditMethods, AsyncOperationMethods, AsyncTaskCountMethod
         created_before: Time | None = None,
         context: Mapping[str, JSON] | None = None,
         counts: bool = False,
+        id_prefix: str | None = None,
+        idempotency_key: str | None = None,
     ) -> TaskPage:
         """See :meth:`Client.list_tasks`."""
         return await self._run(_calls.list_tasks(
             state, namespace, name, limit, before, parent, created_after, created_before, context,
-            counts,
+            counts, id_prefix, idempotency_key,
         ))
 
     async def iter_tasks(

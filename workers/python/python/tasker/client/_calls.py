@@ -306,6 +306,8 @@ def list_tasks(
     created_before: Time | None = None,
     context: Mapping[str, JSON] | None = None,
     counts: bool = False,
+    id_prefix: str | None = None,
+    idempotency_key: str | None = None,
 ) -> Call[TaskPage]:
     request = list_tasks_op._get_kwargs(
         state=_given(state), namespace=_given(namespace), name=_given(name),
@@ -316,6 +318,7 @@ def list_tasks(
         # JSON text, URL-encoded in the query string like every parameter.
         context=UNSET if context is None else json.dumps(context, separators=(",", ":")),
         counts=True if counts else UNSET,
+        id_prefix=_given(id_prefix), idempotency_key=_given(idempotency_key),
     )
     return _call(request, TaskPage.from_dict)
 

@@ -204,6 +204,8 @@ class Client(AuditMethods, OperationMethods, TaskCountMethods):
         created_before: Time | None = None,
         context: Mapping[str, JSON] | None = None,
         counts: bool = False,
+        id_prefix: str | None = None,
+        idempotency_key: str | None = None,
     ) -> TaskPage:
         """One page of tasks, newest first: of a ``state`` (``scheduled``, ``running``,
         ``complete``, ``error``, ``cancelled``), a ``namespace``, a template ``name``, the child
@@ -218,10 +220,12 @@ class Client(AuditMethods, OperationMethods, TaskCountMethods):
         naive ``datetime`` raises ``ValueError``), ``invalid_context_filter`` for a ``context``
         that is not an object. With ``counts=True`` the page's ``counts`` is a
         :class:`~tasker.TaskCounts`: how many tasks of each state the filters match, ``state``,
-        ``before`` and ``limit`` left out (see :meth:`task_counts`)."""
+        ``before`` and ``limit`` left out (see :meth:`task_counts`). ``id_prefix`` finds the
+        tasks whose id begins with these hexadecimal digits (4 to 32, hyphens allowed;
+        ``invalid_id_prefix`` otherwise), ``idempotency_key`` the task started with that key."""
         return self._run(_calls.list_tasks(
             state, namespace, name, limit, before, parent, created_after, created_before, context,
-            counts,
+            counts, id_prefix, idempotency_key,
         ))
 
     def iter_tasks(
