@@ -32,6 +32,10 @@ use tasker::{TestEnv, post_json, repo_root, steps_by_name, target_dir, workspace
 use tasker_client::CreateTask;
 use tasker_shared::config::AuthMode;
 
+#[path = "dashboard/big_task.rs"]
+mod big_task;
+#[path = "dashboard/lists.rs"]
+mod lists;
 #[path = "dashboard/live.rs"]
 mod live;
 #[path = "dashboard/operations.rs"]

@@ -102,12 +102,18 @@ pub(super) async fn script(request: HeaderMap) -> Response {
             concat!(
                 include_str!("../../ui/vendor/dagre.min.js"),
                 include_str!("../../ui/app/core.js"),
+                include_str!("../../ui/app/searched_list.js"),
                 include_str!("../../ui/app/live.js"),
                 include_str!("../../ui/app/live_share.js"),
                 include_str!("../../ui/app/dag.js"),
+                include_str!("../../ui/app/step_order.js"),
                 include_str!("../../ui/app/timeline.js"),
                 include_str!("../../ui/app/step_card.js"),
+                include_str!("../../ui/app/step_groups.js"),
                 include_str!("../../ui/app/task_dag.js"),
+                include_str!("../../ui/app/task_pickers.js"),
+                include_str!("../../ui/app/task_lookup.js"),
+                include_str!("../../ui/app/saved_views.js"),
                 include_str!("../../ui/app/task_list.js"),
                 include_str!("../../ui/app/task_steps.js"),
                 include_str!("../../ui/app/task_children.js"),
@@ -128,12 +134,20 @@ pub(super) async fn script(request: HeaderMap) -> Response {
     SCRIPT.serve(&request)
 }
 
-/// The dashboard's styles.
+/// The dashboard's styles: `ui/app.css` (the colours of both schemes, the pages), then
+/// `ui/lists.css` (the searched and paged lists, the task list's lookup and saved views).
 #[utoipa::path(get, path = "/ui/app.css", operation_id = "ui_style", tag = "dashboard", security(()),
     responses((status = 200, content_type = "text/css", body = String), (status = 304, description = "Not modified (`If-None-Match`)")))]
 pub(super) async fn style(request: HeaderMap) -> Response {
-    static STYLE: LazyLock<Asset> =
-        LazyLock::new(|| Asset::new("text/css; charset=utf-8", include_str!("../../ui/app.css")));
+    static STYLE: LazyLock<Asset> = LazyLock::new(|| {
+        Asset::new(
+            "text/css; charset=utf-8",
+            concat!(
+                include_str!("../../ui/app.css"),
+                include_str!("../../ui/lists.css")
+            ),
+        )
+    });
     STYLE.serve(&request)
 }
 

@@ -1,6 +1,5 @@
 // The schedules page (#/schedules) and one schedule's page: pause, resume and trigger.
 
-const scheduleFilter = { namespace: '' }; // kept across views
 const scheduleHref = (s) => `#/schedules/${enc(s.namespace)}/${enc(s.name)}`;
 const scheduleLabel = (s) => `${s.namespace}/${s.name}`;
 
@@ -62,49 +61,77 @@ function scheduleControls(s, panel, holder, done) {
   ];
 }
 
+// The schedules list's columns (see fitTable; their widths are in lists.css).
+const SCHEDULE_COLS = [['schedule', 'schedule'], ['template', 'template'], ['cron', 'cron'], ['context', 'context'],
+  ['overlap', 'overlap'], ['next', 'next fire'], ['last', 'last fire'], ['fires', 'fires'], ['skipped', 'skipped'],
+  ['state', 'state'], ['actions', '']];
+const SCHEDULES_FETCH = 1000; // schedules a request (the API's most)
+const SCHEDULES_MAX_FETCHES = 20; // requests a load at most: 20,000 schedules
+
+// Every schedule (the API answers a page at a time: its pages followed), and whether that is all
+// of them (false past SCHEDULES_MAX_FETCHES requests).
+async function allSchedules(signal) {
+  const schedules = [];
+  let after = null;
+  for (let n = 0; n < SCHEDULES_MAX_FETCHES; n++) {
+    const q = new URLSearchParams({ limit: String(SCHEDULES_FETCH) });
+    if (after) q.set('after', after);
+    const data = await api('GET', `/v1/schedules?${q}`, undefined, signal);
+    schedules.push(...data.schedules);
+    if (!data.next) return { schedules, complete: true };
+    after = data.next;
+  }
+  return { schedules, complete: false };
+}
+
+// A schedule's row in the list, and the row under it that holds its confirmations. Long text
+// (names, cron, context, a pause note) is clipped to its column, whole in its title.
+function scheduleRow(s) {
+  const label = scheduleLabel(s);
+  const panel = h('div', { class: 'confirm' });
+  const holder = h('tr', { class: 'confirm-row', 'data-confirm-for': label, hidden: true },
+    h('td', { colspan: SCHEDULE_COLS.length }, panel));
+  const context = JSON.stringify(s.context ?? {});
+  // A click anywhere on the row but its links and buttons opens the schedule.
+  const open = (e) => { if (!e.target.closest('a, button')) location.hash = scheduleHref(s); };
+  const row = h('tr', { class: 'clickable', 'data-schedule': label, 'data-paused': String(!!s.paused), onclick: open },
+    h('td', {}, clipped(label, {}, h('a', { href: scheduleHref(s), text: label }))),
+    h('td', {}, clipped(`${s.template}@${s.version || 'newest'}`, {}, scheduleTemplate(s))),
+    h('td', { class: 'cron' }, clipped(s.cron, {}, h('code', { text: s.cron })), ' ',
+      clipped(s.timezone, { class: 'clip muted' })),
+    h('td', { class: 'context' }, clipped(clip(pretty(s.context ?? {}), 2000), {}, h('code', { text: clip(context, 200) }))),
+    h('td', { class: 'overlap' }, clipped(s.overlap)),
+    h('td', { class: s.paused ? 'next-fire muted' : 'next-fire' },
+      s.next_fire_at ? [timeEl(s.next_fire_at), ' ', h('span', { class: 'muted' }, relEl(s.next_fire_at))] : s.paused ? 'paused' : '—'),
+    h('td', { class: 'last-fire' },
+      s.last_fire_at ? [timeEl(s.last_fire_at), ' ', h('span', { class: 'muted' }, relEl(s.last_fire_at))] : '—',
+      s.last_task_id && [' ', h('a', { class: 'mono last-task', href: `#/tasks/${enc(s.last_task_id)}`, title: s.last_task_id, text: `${s.last_task_id.slice(0, 8)}…` })]),
+    h('td', { class: 'num', text: String(s.fires ?? '—') }),
+    h('td', { class: 'num', text: String(s.skipped ?? '—') }),
+    h('td', { class: 'paused-state' }, pausedBadge(s), s.paused && s.note && clipped(s.note, { class: 'clip note' }, ` ${s.note}`)),
+    h('td', { class: 'row-actions' }, scheduleControls(s, panel, holder, reloadWith)));
+  return [row, holder];
+}
+
+// Every schedule, searched by namespace/name and paged in the browser; the search and the page
+// are in the address (#/schedules?q=…&page=2), which a pause or resume (drawn again) keeps.
 async function schedulesView(root, signal) {
-  const nsInput = h('input', { id: 'schedule-namespace', type: 'text', placeholder: 'namespace', 'aria-label': 'Namespace', value: scheduleFilter.namespace });
-  const box = h('div');
-  const heads = ['schedule', 'template', 'cron', 'overlap', 'next fire', 'last fire', 'fires', 'skipped', 'state', ''];
+  const list = searchedList({
+    path: 'schedules', id: 'schedules', searchId: 'schedules-search', noun: 'schedules',
+    empty: 'No schedules.', cols: SCHEDULE_COLS, label: scheduleLabel, row: scheduleRow,
+  });
+  const partial = h('p', { id: 'schedules-more', class: 'muted hint', hidden: true });
   let seq = 0;
   const load = async () => {
     const mine = ++seq;
-    const q = scheduleFilter.namespace ? `?namespace=${enc(scheduleFilter.namespace)}` : '';
-    const data = await api('GET', `/v1/schedules${q}`, undefined, signal);
+    const { schedules, complete } = await allSchedules(signal);
     if (signal.aborted || mine !== seq) return;
-    box.replaceChildren(table({ id: 'schedules' }, heads, data.schedules.flatMap((s) => {
-      const panel = h('div', { class: 'confirm' });
-      const holder = h('tr', { class: 'confirm-row', 'data-confirm-for': scheduleLabel(s), hidden: true },
-        h('td', { colspan: heads.length }, panel));
-      // A click anywhere on the row but its links and buttons opens the schedule.
-      const open = (e) => { if (!e.target.closest('a, button')) location.hash = scheduleHref(s); };
-      const row = h('tr', { class: 'clickable', 'data-schedule': scheduleLabel(s), 'data-paused': String(!!s.paused), onclick: open },
-        h('td', {}, h('a', { href: scheduleHref(s), text: scheduleLabel(s) })),
-        h('td', {}, scheduleTemplate(s)),
-        h('td', { class: 'cron' }, h('code', { text: s.cron }), ' ', h('span', { class: 'muted', text: s.timezone })),
-        h('td', { text: s.overlap }),
-        h('td', { class: s.paused ? 'next-fire muted' : 'next-fire' },
-          s.next_fire_at ? [timeEl(s.next_fire_at), ' ', h('span', { class: 'muted' }, relEl(s.next_fire_at))] : s.paused ? 'paused' : '—'),
-        h('td', { class: 'last-fire' },
-          s.last_fire_at ? [timeEl(s.last_fire_at), ' ', h('span', { class: 'muted' }, relEl(s.last_fire_at))] : '—',
-          s.last_task_id && [' ', h('a', { class: 'mono last-task', href: `#/tasks/${enc(s.last_task_id)}`, title: s.last_task_id, text: `${s.last_task_id.slice(0, 8)}…` })]),
-        h('td', { class: 'num', text: String(s.fires ?? '—') }),
-        h('td', { class: 'num', text: String(s.skipped ?? '—') }),
-        h('td', { class: 'paused-state' }, pausedBadge(s), s.paused && s.note && h('span', { class: 'note', text: ` ${s.note}` })),
-        h('td', { class: 'row-actions' }, scheduleControls(s, panel, holder, reloadWith)));
-      return [row, holder];
-    }), scheduleFilter.namespace ? `No schedules in ${scheduleFilter.namespace}.` : 'No schedules.'),
-    more(data, 'schedules-more', `The first ${data.schedules.length} schedules; filter by namespace to see the others.`));
+    partial.hidden = complete;
+    partial.textContent = complete ? '' : `The first ${schedules.length} schedules only: search within them.`;
+    list.show(schedules);
   };
-  const apply = () => {
-    scheduleFilter.namespace = nsInput.value.trim();
-    load().catch(showError);
-  };
-  nsInput.addEventListener('change', apply);
-  put(root, h('h1', { text: 'Schedules' }), h('div', { class: 'toolbar' },
-    h('form', { class: 'filters', onsubmit: (e) => { e.preventDefault(); apply(); } },
-      nsInput, h('button', { type: 'submit', text: 'Apply' })),
-    h('button', { id: 'refresh', type: 'button', text: 'Refresh', onclick: () => load().catch(showError) })), box);
+  put(root, h('h1', { text: 'Schedules' }), h('div', { class: 'toolbar' }, list.search,
+    h('button', { id: 'refresh', type: 'button', text: 'Refresh', onclick: () => load().catch(showError) })), partial, list.box);
   await load();
 }
 

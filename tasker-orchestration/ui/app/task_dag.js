@@ -18,7 +18,10 @@ function taskGraph(view) {
       .then((v) => { template = v; }, (e) => { template = null; if (!signal.aborted) showError(e); })
       .then(() => { if (!signal.aborted) view.schedule(); });
   };
-  return { el: section('Graph', h('div', { class: 'dag-wrap' }, dag)), render, onSnapshot };
+  // The template's steps ({name, depends_on?, …}, in its order) once known, else null: what the
+  // step cards and the timeline are ordered by (step_order.js).
+  const templateSteps = () => (template && template !== 'loading' ? template.definition.steps || [] : null);
+  return { el: section('Graph', h('div', { class: 'dag-wrap' }, dag)), render, onSnapshot, templateSteps };
 }
 
 const baseName = (name) => (name.includes('#') ? name.slice(0, name.indexOf('#')) : name);

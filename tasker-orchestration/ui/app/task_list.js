@@ -1,4 +1,6 @@
-// The tasks page (#/tasks): the task list, filtered and paged, its first page live.
+// The tasks page (#/tasks): the task list, filtered and paged, its first page live; namespace
+// and template pickers (task_pickers.js), a lookup by id prefix or idempotency key
+// (task_lookup.js) and saved views of it (saved_views.js).
 
 // Kept across views: the inputs as typed (`after`/`before` local times, `context` JSON text).
 const NO_TASK_FILTER = { state: '', namespace: '', name: '', after: '', before: '', context: '' };
@@ -62,6 +64,16 @@ function stateCounts(signal, onState) {
   return { el, again, start };
 }
 
+// The task list's columns and one task's row (the lookup's matches are listed so too).
+const TASK_HEADS = ['id', 'template', 'state', 'created', 'duration'];
+const taskRow = (t) => h('tr', { 'data-task-id': t.id },
+  h('td', { class: 'mono' }, h('a', { href: taskHref(t.id), text: t.id })),
+  h('td', {}, h('a', { class: 'quiet', href: templateHref(t), text: `${t.namespace}/${t.name}@${t.version}` })),
+  h('td', {}, badge(t.state), t.priority && t.priority !== 'normal' && [' ', priorityTag(t.priority)],
+    t.state === 'scheduled' && t.run_at && h('span', { class: 'muted starts' }, ' starts ', relEl(t.run_at))),
+  h('td', {}, timeEl(t.created_at)),
+  h('td', { class: 'num', text: fmtMs(t.duration_ms) }));
+
 async function tasksView(root, signal) {
   filterFromAddress();
   // The address always says the filter shown: a reload, a copied link or a new tab shows it.
@@ -81,16 +93,10 @@ async function tasksView(root, signal) {
   const counts = stateCounts(signal, (state) => { stateSel.value = state; apply(); });
   const list = pagedList(box, signal, {
     id: 'tasks', key: 'tasks', empty: 'No tasks.',
-    heads: ['id', 'template', 'state', 'created', 'duration'],
+    heads: TASK_HEADS,
     url: tasksQuery,
     live: { every: TASKS_EVERY, idOf: (t) => t.id, onLive: setLive },
-    row: (t) => h('tr', { 'data-task-id': t.id },
-      h('td', { class: 'mono' }, h('a', { href: `#/tasks/${enc(t.id)}`, text: t.id })),
-      h('td', {}, h('a', { class: 'quiet', href: templateHref(t), text: `${t.namespace}/${t.name}@${t.version}` })),
-      h('td', {}, badge(t.state), t.priority && t.priority !== 'normal' && [' ', priorityTag(t.priority)],
-        t.state === 'scheduled' && t.run_at && h('span', { class: 'muted starts' }, ' starts ', relEl(t.run_at))),
-      h('td', {}, timeEl(t.created_at)),
-      h('td', { class: 'num', text: fmtMs(t.duration_ms) })),
+    row: taskRow,
   });
   // A context filter that is not a JSON object is refused here: nothing is sent.
   const apply = () => {
@@ -109,19 +115,16 @@ async function tasksView(root, signal) {
     list.show(null);
   };
   for (const input of [stateSel, nsInput, nameInput, afterInput, beforeInput, contextInput]) input.addEventListener('change', apply);
-  const search = h('input', {
-    id: 'search-id', type: 'search', placeholder: 'open a task by id…', 'aria-label': 'Task id',
-    onkeydown: (e) => {
-      const id = search.value.trim();
-      if (e.key === 'Enter' && id) { e.preventDefault(); location.hash = `#/tasks/${enc(id)}`; }
-    },
-  });
+  // Namespace and template pickers (from the registry), the lookup by id prefix or idempotency
+  // key, and the saved views.
+  const pickers = templatePickers(signal, nsInput, nameInput);
+  const lookup = taskLookup(signal);
   put(root, h('div', { class: 'task-head' }, h('h1', { text: 'Tasks' }), liveEl), h('div', { class: 'toolbar' },
     h('form', { class: 'filters', onsubmit: (e) => { e.preventDefault(); apply(); } },
-      stateSel, nsInput, nameInput,
+      stateSel, nsInput, nameInput, pickers,
       h('label', {}, 'created after ', afterInput), h('label', {}, 'before ', beforeInput), contextInput,
       h('button', { type: 'submit', text: 'Apply' })),
-    search), counts.el, bulk, box);
+    lookup.form), savedViewsBar(), lookup.result, counts.el, bulk, box);
   counts.start().catch(showError);
   await list.start();
 }

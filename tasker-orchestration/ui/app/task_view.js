@@ -1,8 +1,9 @@
 // One task's page (#/tasks/{id}), live over Server-Sent Events: each snapshot of the task
 // ({task, steps, history}) is drawn by the page's parts, each an element and a render: the head
 // and facts, the actions, the signal form, the graph (task_dag.js), the timeline (timeline.js),
-// the step cards (task_steps.js), the children (task_children.js), the signals received
-// (task_signals.js), the context, result and error, and the history.
+// the step cards (task_steps.js; both in the graph's order, step_order.js), the children
+// (task_children.js), the signals received (task_signals.js), the context, result and error, and
+// the history.
 
 async function taskView(root, signal, id) {
   let scheduled = false; // a render is due
@@ -36,12 +37,14 @@ async function taskView(root, signal, id) {
     if (!snap) return;
     const { task } = snap;
     const list = snap.steps || [];
+    // The steps in graph order (step_order.js), for the timeline's rows and the step cards.
+    const ordered = orderSteps(list, graph.templateSteps());
     head.render(task);
     actions.render(task);
     data.render(task);
     graph.render(task, list);
-    waterfall.draw(task, list, snap.history || []);
-    steps.render(task, list, !!snap.more_steps);
+    waterfall.draw(task, ordered, snap.history || []);
+    steps.render(task, ordered, !!snap.more_steps);
     data.renderHistory(snap.history || []);
     children.render(task, list);
     signals.render(list);

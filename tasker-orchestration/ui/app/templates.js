@@ -5,19 +5,27 @@
 const templateWait = (w) => (w && typeof w === 'object'
   ? (w.signal ? `signal ${w.signal}` : w.sleep ? `sleep ${w.sleep}` : w.until ? `until ${w.until}` : null) : null);
 
+// Every registered version, searched by namespace/name and paged in the browser (the API
+// answers the whole list); the search and the page are in the address (#/templates?q=…&page=2).
 async function templatesView(root, signal) {
-  const data = await api('GET', '/v1/templates', undefined, signal);
-  if (signal.aborted) return;
-  put(root, h('h1', { text: 'Templates' }), table({ id: 'templates' },
-    ['template', 'version', 'description', 'steps', 'registered', 'by'],
-    data.templates.map((t) => h('tr', { 'data-template': `${t.namespace}/${t.name}@${t.version}` },
+  const list = searchedList({
+    path: 'templates', id: 'templates', searchId: 'templates-search', noun: 'templates',
+    empty: 'No templates registered.',
+    cols: [['template', 'template'], ['version', 'version'], ['description', 'description'], ['steps', 'steps'],
+      ['registered', 'registered'], ['by', 'by']],
+    label: (t) => `${t.namespace}/${t.name}`,
+    row: (t) => h('tr', { 'data-template': `${t.namespace}/${t.name}@${t.version}` },
       h('td', {}, h('a', { href: templateHref(t), text: `${t.namespace}/${t.name}` })),
-      h('td', { class: 'mono', text: t.version }),
-      h('td', { text: t.description || '' }),
+      h('td', { class: 'mono' }, clipped(t.version)),
+      h('td', {}, t.description && h('span', { class: 'clamp', title: t.description, text: t.description })),
       h('td', { class: 'num', text: String(((t.definition || {}).steps || []).length) }),
       h('td', {}, timeEl(t.registered_at)),
-      h('td', { class: 'muted', text: t.registered_by || '' }))),
-    'No templates registered.'));
+      h('td', { class: 'muted' }, clipped(t.registered_by || ''))),
+  });
+  put(root, h('h1', { text: 'Templates' }), h('div', { class: 'toolbar' }, list.search), list.box);
+  const data = await api('GET', '/v1/templates', undefined, signal);
+  if (signal.aborted) return;
+  list.show(data.templates);
 }
 
 // A template, of `version` or (without one) the newest.

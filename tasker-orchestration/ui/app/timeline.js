@@ -31,30 +31,58 @@ function attemptTitle(x, end) {
   return `attempt ${x.attempt} ${how} after ${fmtDuration(end - x.from)}${x.reason ? `: ${x.reason}` : ''}`;
 }
 
-// A task's steps in time, a row each. Every attempt (from the history) is a bar, a failed one
-// drawn failed; the latest, once it ran, is split into queue (dispatched → started), handler
-// (started → finished) and result (finished → processed). Times are in µs, as the API gives them.
-// The axis shows a window of the task's span (data-from-us / data-to-us on #waterfall, µs from
-// its creation): all of it (Fit), zoomed in or out, a step's attempts (a click on its name), one
+// A window [from, to] (µs from the task's creation) kept inside the task's span and at least
+// MIN_WINDOW_US wide; null when it covers all of the span.
+function clampWindow(from, to, span) {
+  const width = Math.max(MIN_WINDOW_US, to - from);
+  if (width >= span) return null;
+  const start = Math.min(Math.max(0, (from + to) / 2 - width / 2), span - width);
+  return [start, start + width];
+}
+
+// The window of a task's activity (activityOf): with a margin of a twentieth of it each side.
+const activityWindow = (activity, span) => {
+  if (!activity) return null;
+  const pad = Math.max(MIN_WINDOW_US, activity[1] - activity[0]) / 20;
+  return clampWindow(activity[0] - pad, activity[1] + pad, span);
+};
+
+// A task's steps in time, a row each, in the order given (graph order, step_order.js). Every
+// attempt (from the history) is a bar, a failed one drawn failed; the latest, once it ran, is
+// split into queue (dispatched → started), handler (started → finished) and result (finished →
+// processed). Times are in µs, as the API gives them. The axis shows a window of the task's span
+// (data-from-us / data-to-us on #waterfall, µs from its creation): at first (and with "Fit
+// activity", .fit-activity) its activity, from its first bar to its last with a small margin (a
+// task that waited long before or after its steps ran is not shown as empty track), else all of
+// it ("Whole task", #timeline-fit), zoomed in or out, a step's attempts (a click on its name), one
 // bar (a click on it), or a range dragged over the axis. draw(task, steps, history) again (each
-// snapshot) keeps the window.
+// snapshot) keeps the window; fitted to the activity, it follows the activity.
 function timeline() {
   const box = h('div', { id: 'waterfall', class: 'waterfall' });
   const zoomIn = h('button', { id: 'timeline-zoom-in', type: 'button', text: 'Zoom in', onclick: () => zoomBy(0.5) });
   const zoomOut = h('button', { id: 'timeline-zoom-out', type: 'button', text: 'Zoom out', onclick: () => zoomBy(2) });
-  const fit = h('button', { id: 'timeline-fit', type: 'button', text: 'Fit', onclick: () => { win = null; redraw(); } });
+  const fitActivity = h('button', {
+    type: 'button', class: 'fit-activity', title: 'from the first bar to the last', text: 'Fit activity',
+    onclick: () => { win = null; fit = 'activity'; redraw(); },
+  });
+  const whole = h('button', {
+    id: 'timeline-fit', type: 'button', title: "from the task's creation to its end", text: 'Whole task',
+    onclick: () => { win = null; fit = 'all'; redraw(); },
+  });
   const shown = h('span', { id: 'timeline-window', class: 'muted' });
-  let win = null;  // [from, to], µs from the task's creation; null: all of it
+  let win = null;        // a window zoomed to: [from, to], µs from the task's creation; null: `fit`'s
+  let fit = 'activity';  // the window when not zoomed: 'activity' (activityWindow()) or 'all' (the span)
+  let activity = null;   // [first, last] of the bars at the last draw, µs from the task's creation
   let span = 1;    // the task's span, µs
   let last = null; // the arguments of the last draw
   let growing = null; // while a step runs: the timer that draws its bar on to now
   const redraw = () => { if (last) draw(...last); };
-  const view = () => win || [0, span];
-  // [from, to] kept inside the span (null when it covers it), at least MIN_WINDOW_US wide.
+  // Zoomed, the window zoomed to; else the activity's (unless none, or it fills the span), or all.
+  const view = () => win || (fit === 'activity' && activityWindow(activity, span)) || [0, span];
+  // A window zoomed to; one that covers the span shows all of it (not the activity).
   const setWindow = (from, to) => {
-    const width = Math.max(MIN_WINDOW_US, to - from);
-    const start = Math.min(Math.max(0, (from + to) / 2 - width / 2), span - width);
-    win = width >= span ? null : [start, start + width];
+    win = clampWindow(from, to, span);
+    if (!win) fit = 'all';
     redraw();
   };
   const zoomBy = (f) => {
@@ -79,9 +107,12 @@ function timeline() {
     clearTimeout(growing);
     growing = running ? setTimeout(() => { if (box.isConnected && !document.hidden) redraw(); }, 1000) : null;
     span = Math.max(1, t1 - t0);
+    const attempts = attemptsOf(history);
+    const tries = steps.map((st) => attempts.get(st.name) || []);
+    const extents = steps.map((st, i) => stepExtent(st, tries[i], t1));
+    activity = activityOf(extents, t0);
     const [from, to] = view();
     const pct = (t) => ((t - t0 - from) / (to - from)) * 100;
-    const attempts = attemptsOf(history);
     // A bar over [a, b] (absolute µs), cut to the window; none outside it or for a missing time.
     const bar = (kind, a, b, attempt, title, failed) => {
       if (!isFinite(a) || !isFinite(b) || b < a || pct(b) < 0 || pct(a) > 100) return null;
@@ -93,39 +124,62 @@ function timeline() {
       el.style.width = `${Math.min(100, pct(b)) - Math.max(0, pct(a))}%`;
       return el;
     };
-    const rows = steps.map((st) => timelineRow(st, attempts.get(st.name) || [], t0, t1, bar, zoomTo));
-    rows.sort((a, b) => a.first - b.first || a.st.name.localeCompare(b.st.name, undefined, { numeric: true }));
     box.dataset.fromUs = Math.round(from);
     box.dataset.toUs = Math.round(to);
     box.replaceChildren(
       h('div', { class: 'wf-axis' }, h('span', { class: 'wf-label', text: 'step' }), axisScale(from, to, setWindow)),
-      ...rows.map((r) => r.el));
+      ...steps.map((st, i) => timelineRow(st, tries[i], extents[i], t0, t1, bar, zoomTo)));
+    const all = from <= 0 && to >= span;
     zoomIn.disabled = to - from <= MIN_WINDOW_US;
-    zoomOut.disabled = fit.disabled = !win;
-    shown.textContent = win ? `${fmtDuration(to - from)} from ${fmtDuration(from)} · task ${fmtDuration(span)}` : `all of the task: ${fmtDuration(span)}`;
+    zoomOut.disabled = whole.disabled = all;
+    fitActivity.disabled = !activityWindow(activity, span) || (!win && fit === 'activity');
+    shown.textContent = all ? `all of the task: ${fmtDuration(span)}`
+      : `${!win ? 'activity: ' : ''}${fmtDuration(to - from)} from ${fmtDuration(from)} · task ${fmtDuration(span)}`;
   }
 
   const legend = h('span', { class: 'wf-legend' }, ['queue', 'handler', 'result', 'attempt'].map((k) => h('span', { class: `legend ${k}`, text: k })));
-  return { el: h('div', {}, h('div', { class: 'wf-controls' }, zoomIn, zoomOut, fit, shown, legend), box), draw };
+  return { el: h('div', {}, h('div', { class: 'wf-controls' }, zoomIn, zoomOut, fitActivity, whole, shown, legend), box), draw };
+}
+
+// A step's latest attempt as its row draws it: its dispatch, start, finish and processing times
+// (µs), whether it ran (its start is not older than its dispatch: a step enqueued again keeps the
+// times of the attempt before until this one reports) and whether it runs now.
+function latestRun(st) {
+  const [d, s, f, p] = STEP_TIMES.map((k) => us(st[k]));
+  const ran = isFinite(s) && !(s < d);
+  return { d, s, f, p, ran, running: ran && st.state === 'running' };
+}
+
+// When a step's bars begin and end: [first, last] (absolute µs), null when it has none. `tries`:
+// its attempts (attemptsOf); `t1`: the end of the task's span (an open attempt's end).
+function stepExtent(st, tries, t1) {
+  const { d, f, p, ran, running } = latestRun(st);
+  const ends = [...tries.flatMap((x) => [x.from, x.end == null ? t1 : x.to]), ...(running ? [d, t1] : ran ? [d, p, f] : [])]
+    .filter(isFinite);
+  return ends.length ? [Math.min(...ends), Math.max(...ends)] : null;
+}
+
+// When the task's steps ran: [first, last] over their extents (stepExtent), µs from the task's
+// creation `t0`; null when none has a bar.
+function activityOf(extents, t0) {
+  const found = extents.filter(Boolean);
+  if (!found.length) return null;
+  return [Math.min(...found.map((e) => e[0])) - t0, Math.max(...found.map((e) => e[1])) - t0];
 }
 
 // One step's row of the timeline: a bar for each of its `tries` (attemptsOf) and, once its
 // latest attempt ran, its queue, handler and result bars (bar(kind, a, b, attempt, title, failed)
-// draws one, null outside the window); its label zooms to them. `first`: its earliest time (to
-// sort by); `t0`: the task's creation, `t1`: the end of its span (an open attempt's end).
-function timelineRow(st, tries, t0, t1, bar, zoomTo) {
-  const [d, s, f, p] = STEP_TIMES.map((k) => us(st[k]));
-  // The latest attempt ran when its start is not older than its dispatch (a step enqueued
-  // again keeps the times of the attempt before until this one reports).
-  const ran = isFinite(s) && !(s < d);
+// draws one, null outside the window); its label zooms to its `extent` (stepExtent). `t0`: the
+// task's creation, `t1`: the end of its span (an open attempt's end).
+function timelineRow(st, tries, extent, t0, t1, bar, zoomTo) {
+  const { d, s, f, p, ran, running } = latestRun(st);
   const failed = ran && FAILED_ENDS.includes(st.state);
-  // Running: its handler bar ends at t1 (now), with no result yet.
-  const running = ran && st.state === 'running';
   const bars = [
     tries.filter((x) => !(ran && x.attempt === st.attempt)).map((x) => {
       const end = x.end == null ? t1 : x.to;
       return bar(`attempt${x.end == null ? ' open' : ''}`, x.from, end, x.attempt, attemptTitle(x, end), FAILED_ENDS.includes(x.end));
     }),
+    // Running: its handler bar ends at t1 (now), with no result yet.
     running && [
       bar('queue', d, s, st.attempt, `queue ${fmtDuration(s - d)} (attempt ${st.attempt})`),
       bar('handler open', s, t1, st.attempt, `running on ${st.worker || '?'} for ${fmtDuration(t1 - s)} (attempt ${st.attempt})`),
@@ -136,17 +190,12 @@ function timelineRow(st, tries, t0, t1, bar, zoomTo) {
       bar('result', f, p, st.attempt, `result ${fmtDuration(p - f)} (attempt ${st.attempt})`),
     ],
   ];
-  const ends = [...tries.flatMap((x) => [x.from, x.end == null ? t1 : x.to]), ...(running ? [d, t1] : ran ? [d, p, f] : [])].filter(isFinite);
-  const first = ends.length ? Math.min(...ends) : Infinity;
-  return {
-    st, first,
-    el: h('div', { class: 'wf-row', 'data-step': st.name, 'data-state': st.state, 'data-attempts': tries.length || null },
-      h('button', {
-        type: 'button', class: 'wf-label', title: `${st.name} (${st.state}): zoom to its attempts`, text: st.name,
-        disabled: !ends.length, onclick: () => zoomTo(first - t0, Math.max(...ends) - t0),
-      }),
-      h('span', { class: 'wf-track' }, bars)),
-  };
+  return h('div', { class: 'wf-row', 'data-step': st.name, 'data-state': st.state, 'data-attempts': tries.length || null },
+    h('button', {
+      type: 'button', class: 'wf-label', title: `${st.name} (${st.state}): zoom to its attempts`, text: st.name,
+      disabled: !extent, onclick: () => zoomTo(extent[0] - t0, extent[1] - t0),
+    }),
+    h('span', { class: 'wf-track' }, bars));
 }
 
 // The timeline's axis over [from, to] (µs from the task's creation): ticks a round step apart
