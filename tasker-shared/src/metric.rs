@@ -96,10 +96,22 @@ pub fn recorder(metrics: &[Metric]) -> &'static PrometheusHandle {
         handle
     });
     for m in metrics.iter().chain(&SHARED) {
+        // Described, and registered without a label: every family is on the page from the start
+        // (at zero, an empty histogram), not after its first event, so a query or an alert on
+        // it reads 0 rather than nothing. Registering adds nothing to a value already there.
         match m.kind {
-            Kind::Counter => metrics::describe_counter!(m.name, m.unit, m.help),
-            Kind::Gauge => metrics::describe_gauge!(m.name, m.unit, m.help),
-            Kind::Histogram => metrics::describe_histogram!(m.name, m.unit, m.help),
+            Kind::Counter => {
+                metrics::describe_counter!(m.name, m.unit, m.help);
+                metrics::counter!(m.name).increment(0);
+            }
+            Kind::Gauge => {
+                metrics::describe_gauge!(m.name, m.unit, m.help);
+                metrics::gauge!(m.name).increment(0.0);
+            }
+            Kind::Histogram => {
+                metrics::describe_histogram!(m.name, m.unit, m.help);
+                let _registered = metrics::histogram!(m.name);
+            }
         }
     }
     handle

@@ -334,3 +334,6 @@ async fn an_unreachable_otlp_collector_is_logged_and_counted() -> anyhow::Result
     child.wait().await?;
     env.cleanup().await
 }
+
+#[path = "logs/families.rs"]
+mod families;
