@@ -18,6 +18,7 @@ mod limits;
 mod operations;
 mod order;
 mod output;
+pub mod pager;
 mod pages;
 mod schedules;
 mod table;
@@ -70,6 +71,10 @@ pub struct Cli {
     /// On a terminal, tables are as wide as it is and states coloured (not with NO_COLOR).
     #[arg(long, global = true)]
     full: bool,
+    /// Never page: print long answers (`show`, `history`, `list`, `audit`, `signals`,
+    /// `workers`) straight to the terminal instead of through `TASKER_PAGER`, `PAGER` or `less`.
+    #[arg(long, global = true)]
+    no_pager: bool,
     /// How times are written: `default` (`2026-11-30 14:05:09.123 CET`), `rfc3339` or a
     /// strftime pattern; in the zone `TZ` names (an IANA name; unset: UTC).
     #[arg(
@@ -103,6 +108,18 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     output::init(if cli.json { Output::Json } else { cli.output });
     display::init(cli.full);
     clock::init(&cli.time_format)?;
+    let long = matches!(
+        cli.command,
+        Command::Show { .. }
+            | Command::History { .. }
+            | Command::List(_)
+            | Command::Audit(_)
+            | Command::Signals { .. }
+            | Command::Workers { .. }
+    );
+    if long && !json {
+        pager::start(cli.no_pager);
+    }
     match cli.command {
         Command::Submit(args) => submit(&client, args, json).await,
         Command::Retention => bulk::retention(&client, json).await,

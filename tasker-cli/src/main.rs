@@ -5,18 +5,12 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-/// `println!` that ends the process quietly when stdout is closed (`tasker list | head`)
-/// instead of panicking on the broken pipe.
+/// `println!` through the pager when one runs (`cli::pager`), that ends the process quietly
+/// when stdout is closed (`tasker list | head`) instead of panicking on the broken pipe.
 macro_rules! out {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        if let Err(e) = writeln!(std::io::stdout().lock(), $($arg)*) {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                std::process::exit(0);
-            }
-            panic!("writing to stdout: {e}");
-        }
-    }};
+    ($($arg:tt)*) => {
+        $crate::cli::pager::write_line(format_args!($($arg)*))
+    };
 }
 
 mod cli;
@@ -53,7 +47,10 @@ async fn run() -> ExitCode {
         Err(e) => e.exit(),
     };
     let json = cli.json();
-    match cli::run(cli).await {
+    let result = cli::run(cli).await;
+    // The answer is whole: the pager (if one runs) shows its end and waits for the user.
+    cli::pager::finish();
+    match result {
         Ok(code) => code,
         Err(e) => {
             let code = exit_code(&e);

@@ -1,6 +1,6 @@
 //! The CLI for triage: one list shape for every list (`--output json`: `{items, next}`;
 //! `jsonl`: an item a line), a task found by the beginning of its id or by its idempotency key,
-//! and times in one format with their zone (`--time-format`, `TZ`).
+//! times in one format with their zone (`--time-format`, `TZ`), and a pager on a terminal.
 
 use serde_json::Value;
 use tasker::{RunningOrchestrator, TestEnv};
@@ -131,6 +131,35 @@ async fn lists_share_one_shape_tasks_are_found_by_id_prefix_or_key_and_times_say
         String::from_utf8_lossy(&mars.stderr).contains("Mars/Olympus"),
         "{mars:?}"
     );
+
+    // On a terminal (`script` gives the command one) a long answer goes through the pager;
+    // with --no-pager, or into a pipe, it does not.
+    let paged = |extra: &str| {
+        let file = std::env::temp_dir().join(format!("tasker-pager-{}", uuid::Uuid::now_v7()));
+        let command = format!(
+            "{} --url {url} {extra} history {}",
+            tasker::workspace_binary("tasker")?.display(),
+            ids[0]
+        );
+        let out = std::process::Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .env("TASKER_PAGER", format!("cat > {}", file.display()))
+            .stdin(std::process::Stdio::null())
+            .output()?;
+        assert!(out.status.success(), "{out:?}");
+        let seen = std::fs::read_to_string(&file).ok();
+        let _ = std::fs::remove_file(&file);
+        anyhow::Ok((seen, String::from_utf8_lossy(&out.stdout).into_owned()))
+    };
+    let (through_pager, _) = paged("")?;
+    let through_pager = through_pager.unwrap_or_default();
+    assert!(
+        through_pager.contains("pending -> enqueued"),
+        "{through_pager}"
+    );
+    let (no_pager, on_terminal) = paged("--no-pager")?;
+    assert_eq!(no_pager, None, "--no-pager starts none");
+    assert!(on_terminal.contains("pending -> enqueued"), "{on_terminal}");
 
     worker.stop().await;
     o.stop().await;
