@@ -63,7 +63,21 @@ await tour(opened, async () => {
   await page.waitForURL(/#\/operations\/[0-9a-f-]+$/);
   report.operationId = page.url().split('/').pop();
   const done = page.locator('#operation[data-state="complete"]');
-  await done.waitFor({ timeout: 30_000 });
+  // The progress bar's values while it runs (a big operation shows some short of its end).
+  report.progressSeen = await page.evaluate(() => new Promise((resolve) => {
+    const seen = new Set();
+    const end = Date.now() + 60_000;
+    const look = () => {
+      const bar = document.querySelector('#operation-progress');
+      if (bar) seen.add(bar.value);
+      if (document.querySelector('#operation[data-state="complete"]') || Date.now() > end) {
+        return resolve([...seen]);
+      }
+      setTimeout(look, 50);
+    };
+    look();
+  }));
+  await done.waitFor({ timeout: 60_000 });
   report.acted = Number(await done.getAttribute('data-acted'));
   report.skipped = Number(await done.getAttribute('data-skipped'));
   report.progress = await page.$eval('#operation-progress', (p) => [p.value, p.max]);
