@@ -106,6 +106,7 @@ provided_otherwise() {
       ;;
     nodejs) command -v node >/dev/null ;;
     npm) command -v npm >/dev/null ;;
+    systemd) command -v systemd-analyze >/dev/null ;;
     *) return 1 ;;
   esac
 }

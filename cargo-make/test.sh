@@ -18,8 +18,8 @@ step() { printf '\n==> %s   [%s, +%ds]\n' "$*" "$(date +%H:%M:%S)" $((SECONDS - 
 # idempotent and ~0.05 s when cargo make's services-start already did it), then the bindings'.
 cargo-make/services.sh start
 eval "$(cargo-make/services.sh env)"
-step "cargo-make/ensure-deps.sh ruby python typescript browser"
-cargo-make/ensure-deps.sh ruby python typescript browser
+step "cargo-make/ensure-deps.sh ruby python typescript browser units"
+cargo-make/ensure-deps.sh ruby python typescript browser units
 
 # A failing test's backtrace is worth more than the noise it costs.
 export RUST_BACKTRACE="${RUST_BACKTRACE:-1}"

@@ -148,3 +148,6 @@ async fn python_worker_finishes_the_running_step_on_sigterm() -> anyhow::Result<
 async fn typescript_worker_finishes_the_running_step_on_sigterm() -> anyhow::Result<()> {
     stops_gracefully("typescript").await
 }
+
+#[path = "production/systemd_units.rs"]
+mod systemd_units;
