@@ -42,15 +42,16 @@ async fn all_in(o: &RunningOrchestrator, name: &str, state: &str, n: u64) -> any
         ..TaskQuery::default()
     };
     let what = format!("{n} tasks of {name} {state}");
-    let waited = o.until(Duration::from_secs(180), &what, || async {
-        let counts = o.client.task_counts(&query).await?;
-        let now = match state {
-            "error" => counts.error,
-            _ => counts.complete,
-        };
-        Ok((now == n).then_some(()))
-    })
-    .await;
+    let waited = o
+        .until(Duration::from_secs(180), &what, || async {
+            let counts = o.client.task_counts(&query).await?;
+            let now = match state {
+                "error" => counts.error,
+                _ => counts.complete,
+            };
+            Ok((now == n).then_some(()))
+        })
+        .await;
     if waited.is_err() {
         eprintln!("{name}: {:?}", o.client.task_counts(&query).await?);
     }
