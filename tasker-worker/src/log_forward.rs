@@ -7,7 +7,7 @@
 //! The queue is bounded: if the host does not drain it, the newest records are dropped and
 //! counted, and the next record drained says how many were lost.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -27,8 +27,13 @@ pub struct LogRecord {
     pub level: &'static str,
     /// The Rust module that logged it (`tasker_worker::worker`).
     pub target: String,
-    /// The message, then the event's other fields as ` key=value`.
+    /// The event's message.
     pub message: String,
+    /// The event's other fields (`count = 3` is `{"count": 3}`), apart from the message: a host
+    /// logger writes them as ` key=value` after a text line's message, or at the top level of a
+    /// JSON line. Left out of the JSON when there are none.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub fields: BTreeMap<String, serde_json::Value>,
 }
 
 /// Where the core's log records wait for the binding.
@@ -68,6 +73,7 @@ impl LogQueue {
                     "{} log records were dropped: nothing drained them in time",
                     q.dropped
                 ),
+                fields: BTreeMap::from([("dropped".to_owned(), q.dropped.into())]),
             });
             q.dropped = 0;
         }
@@ -147,16 +153,23 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Forward {
         self.0.push(LogRecord {
             level: meta.level().as_str(),
             target: meta.target().to_owned(),
-            message: text.message + &text.fields,
+            message: text.message,
+            fields: text.fields,
         });
     }
 }
 
-/// An event's `message` and its other fields as ` key=value`.
+/// An event's `message` and its other fields, numbers and booleans kept as such.
 #[derive(Default)]
 struct Text {
     message: String,
-    fields: String,
+    fields: BTreeMap<String, serde_json::Value>,
+}
+
+impl Text {
+    fn field(&mut self, field: &Field, value: serde_json::Value) {
+        self.fields.insert(field.name().to_owned(), value);
+    }
 }
 
 impl Visit for Text {
@@ -164,15 +177,31 @@ impl Visit for Text {
         if field.name() == "message" {
             self.message.push_str(value);
         } else {
-            let _ = write!(self.fields, " {}={value}", field.name());
+            self.field(field, value.into());
         }
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.field(field, value.into());
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.field(field, value.into());
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.field(field, value.into());
+    }
+
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.field(field, value.into());
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
         if field.name() == "message" {
             let _ = write!(self.message, "{value:?}");
         } else {
-            let _ = write!(self.fields, " {}={value:?}", field.name());
+            self.field(field, format!("{value:?}").into());
         }
     }
 }
@@ -190,6 +219,7 @@ mod tests {
                 level: "INFO",
                 target: "t".into(),
                 message: format!("m{i}"),
+                fields: BTreeMap::new(),
             });
         }
         let first = q.next_batch(2, Duration::from_secs(1));
@@ -213,7 +243,11 @@ mod tests {
             vec![LogRecord {
                 level: "WARN",
                 target: module_path!().to_owned(),
-                message: "publish failed count=3 name=x".into(),
+                message: "publish failed".into(),
+                fields: BTreeMap::from([
+                    ("count".to_owned(), 3.into()),
+                    ("name".to_owned(), "x".into()),
+                ]),
             }]
         );
     }

@@ -24,4 +24,5 @@ export {
   type HandlerResult,
 } from "./handler";
 export type { Outcome, StepError } from "./outcome";
-export { Worker, type Logger, type WorkerOptions } from "./worker";
+export { jsonLogger, type LogRecord, type Logger } from "./logs";
+export { Worker, type WorkerOptions } from "./worker";

@@ -1,9 +1,10 @@
-import { NativeWorker, nextLogRecords } from "../index.js";
+import { NativeWorker } from "../index.js";
 import type { Job } from "./context";
 import { ReferenceUnavailable } from "./errors";
 import { execute } from "./execute";
 import { defaultRegistry, type Registry } from "./handler";
 import { parseCoreJson } from "./json";
+import { defaultLogger, forwardLogs, stopForwarding, type Logger } from "./logs";
 import { outcomeJson, type Outcome } from "./outcome";
 
 /** How to start a {@link Worker}. Absent values keep the configured ones (file, `TASKER_*`, defaults). */
@@ -32,8 +33,9 @@ export interface WorkerOptions {
   registry?: Registry;
   /**
    * Where the worker core's log records go (consuming, publishing results, reconnecting), each
-   * at its level as `"<rust module>: <message>"`; `console` by default. `RUST_LOG` chooses what
-   * the core emits at all (`info` by default).
+   * at its level as `"<rust module>: <message>"` (or whole, to its `record` method); `console`
+   * by default, or with `TASKER_LOG_FORMAT=json` one JSON object a line on stderr
+   * ({@link jsonLogger}). `RUST_LOG` chooses what the core emits at all (`info` by default).
    */
   logger?: Logger;
   /**
@@ -65,44 +67,6 @@ export function startOptions(options: WorkerOptions, handlers?: readonly string[
   });
 }
 
-/** What the core's log records are handed to: `console`, or anything with its four methods. */
-export interface Logger {
-  error(message: string): void;
-  warn(message: string): void;
-  info(message: string): void;
-  debug(message: string): void;
-}
-
-/** Workers running in this process: the core's records are drained while there is one. */
-let running = 0;
-let draining: Promise<void> | undefined;
-
-/** Moves the core's log records to `logger` until no worker of this process runs. */
-function forwardLogs(logger: Logger): void {
-  running += 1;
-  draining ??= (async () => {
-    try {
-      while (running > 0) {
-        for (const r of JSON.parse(await nextLogRecords(256, 0.5)) as LogRecord[]) {
-          const line = `${r.target}: ${r.message}`;
-          if (r.level === "ERROR") logger.error(line);
-          else if (r.level === "WARN") logger.warn(line);
-          else if (r.level === "INFO") logger.info(line);
-          else logger.debug(line);
-        }
-      }
-    } finally {
-      draining = undefined;
-    }
-  })();
-}
-
-interface LogRecord {
-  level: "ERROR" | "WARN" | "INFO" | "DEBUG" | "TRACE";
-  target: string;
-  message: string;
-}
-
 /**
  * A worker: the native core consumes the queues, publishes results and acks; this loop takes
  * batches of steps (at most the free slots) as the core reports them queued, runs their handlers
@@ -112,6 +76,7 @@ interface LogRecord {
 export class Worker {
   readonly #native: NativeWorker;
   readonly #registry: Registry;
+  readonly #logger: Logger;
   /** Milliseconds, for setInterval. */
   readonly #pollMs: number;
   readonly #inFlight = new Set<Promise<void>>();
@@ -123,9 +88,10 @@ export class Worker {
   #kickedMeanwhile = false;
   #running: Promise<void> | undefined;
 
-  private constructor(native: NativeWorker, registry: Registry, pollMs: number) {
+  private constructor(native: NativeWorker, registry: Registry, logger: Logger, pollMs: number) {
     this.#native = native;
     this.#registry = registry;
+    this.#logger = logger;
     this.#pollMs = pollMs;
   }
 
@@ -141,9 +107,10 @@ export class Worker {
   static start(options: WorkerOptions): Worker {
     const registry = options.registry ?? defaultRegistry();
     const native = NativeWorker.start(startOptions(options, registry.names()));
-    forwardLogs(options.logger ?? console);
+    const logger = options.logger ?? defaultLogger();
+    forwardLogs(logger);
     const pollMs = options.poll === undefined ? (options.pollMs ?? 200) : options.poll * 1000;
-    return new Worker(native, registry, pollMs);
+    return new Worker(native, registry, logger, pollMs);
   }
 
   /** `ip:port` of the `/health` endpoint. */
@@ -193,7 +160,7 @@ export class Worker {
     if (this.#closed) return;
     this.#closed = true;
     this.#native.stop();
-    running -= 1;
+    stopForwarding();
   }
 
   async #loop(): Promise<void> {
@@ -292,7 +259,9 @@ export class Worker {
       this.#native.complete(`[${batch.map(outcomeJson).join(",")}]`);
     } catch (err) {
       // Only a stopped core refuses outcomes; its unacked steps return to their queues.
-      process.stderr.write(`tasker-worker: reporting ${batch.length} outcome(s) failed: ${String(err)}\n`);
+      const message = `reporting ${batch.length} outcome(s) failed: ${String(err)}`;
+      // A JSON line names its target; a text line says who wrote it.
+      this.#logger.error(this.#logger.record ? message : `tasker-worker: ${message}`);
     }
   }
 }

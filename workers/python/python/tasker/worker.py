@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from . import logs
 from ._native import WorkerError
 from ._worker import Worker
 from .registry import default_registry
@@ -77,10 +78,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    # Text, or one JSON object a line with TASKER_LOG_FORMAT=json (unless already configured).
+    logs.configure(logging.INFO)
     if args.concurrency is not None and args.concurrency < 1:
         print("tasker-worker-python: --concurrency must be at least 1", file=sys.stderr)
         return 2

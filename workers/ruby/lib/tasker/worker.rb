@@ -143,7 +143,7 @@ module Tasker
         # A bug in the loop itself, never a handler's error (those become outcomes): stop
         # loudly rather than hang.
         @error ||= e
-        warn "tasker: #{name} failed: #{e.class}: #{e.message}\n#{e.backtrace&.join("\n")}"
+        Tasker.logger.error("#{name} failed: #{e.class}: #{e.message}\n#{e.backtrace&.join("\n")}")
         Thread.new { stop }
       end
     end
@@ -170,7 +170,7 @@ module Tasker
     rescue StandardError => e
       # The core has stopped (the handler outlived the grace period): the step was not acked
       # and will run again.
-      warn "tasker: could not report an outcome: #{e.class}: #{e.message}"
+      Tasker.logger.warn("could not report an outcome: #{e.class}: #{e.message}")
     end
 
     def monotonic

@@ -7,6 +7,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 
+import { jsonLogger, jsonWanted } from "../logs";
 import { Worker } from "../worker";
 
 const USAGE = `usage: tasker-worker-node --templates DIR [--handlers FILE_OR_MODULE]... [--concurrency N]
@@ -24,6 +25,11 @@ const USAGE = `usage: tasker-worker-node --templates DIR [--handlers FILE_OR_MOD
 DATABASE_URL, AMQP_URL and TASKER_* configure the rest (config/tasker.reference.toml).`;
 
 class UsageError extends Error {}
+
+/** This command's own lines: `tasker-worker-node: …`, or JSON lines with TASKER_LOG_FORMAT=json. */
+const say: (message: string) => void = jsonWanted()
+  ? jsonLogger().info
+  : (message) => process.stderr.write(`tasker-worker-node: ${message}\n`);
 
 function integer(flag: string, value: string | undefined): number | undefined {
   if (value === undefined) {
@@ -103,7 +109,7 @@ async function main(argv: string[]): Promise<number> {
       // A second signal means "now": unacked steps return to their queues anyway.
       process.exit(130);
     }
-    process.stderr.write(`tasker-worker-node: ${signal}: finishing running steps, then stopping\n`);
+    say(`${signal}: finishing running steps, then stopping`);
     void worker.stop();
   };
   process.on("SIGTERM", onSignal);
@@ -114,7 +120,7 @@ async function main(argv: string[]): Promise<number> {
   );
   await worker.run();
   // The last line of a graceful stop, as every language's worker ends.
-  process.stderr.write("tasker-worker-node: stopped\n");
+  say("stopped");
   return 0;
 }
 
