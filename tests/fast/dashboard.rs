@@ -161,6 +161,21 @@ async fn run_browser(
     Ok((report, stderr))
 }
 
+/// Where the browser scripts save their screenshots.
+fn screenshots() -> PathBuf {
+    target_dir().join("dashboard-screenshots")
+}
+
+/// Runs `script` (in `tests/dashboard/`) with `vars` as [`run_browser`] does and asserts its tour
+/// was clean, console included ([`assert_clean`]): its report.
+async fn clean_tour(script: &str, vars: &[(&str, String)]) -> anyhow::Result<Value> {
+    let (script, chromium) = browser_script(script)?;
+    let shots = screenshots();
+    let (report, stderr) = run_browser(&script, &chromium, &shots, vars).await?;
+    assert_clean(&report, &stderr, &shots, true);
+    Ok(report)
+}
+
 /// Asserts that a browser script's tour passed (`ok`) with no page error and, when
 /// `console` says so, no console error either.
 fn assert_clean(report: &Value, stderr: &str, shots: &Path, console: bool) {
@@ -839,7 +854,6 @@ async fn schedules_delays_and_signals_from_the_dashboard_in_a_real_browser() -> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn children_parents_and_workers_in_a_real_browser() -> anyhow::Result<()> {
-    let (script, chromium) = browser_script("composition.mjs")?;
     let mut env = TestEnv::new().await?;
     env.config.orchestrator.templates = vec![
         tasker::templates("rust"),
@@ -865,11 +879,9 @@ async fn children_parents_and_workers_in_a_real_browser() -> anyhow::Result<()> 
     assert_eq!(parent.state, "complete", "{parent:?}");
     let child = o.client.task(parent.id, None).await?.children.unwrap()[0].task_id;
 
-    let shots = target_dir().join("dashboard-screenshots");
-    let (report, stderr) = run_browser(
-        &script,
-        &chromium,
-        &shots,
+    let shots = screenshots();
+    let report = clean_tour(
+        "composition.mjs",
         &[
             ("TASKER_URL", o.url()),
             ("PARENT_TASK_ID", parent.id.to_string()),
@@ -879,7 +891,6 @@ async fn children_parents_and_workers_in_a_real_browser() -> anyhow::Result<()> 
         ],
     )
     .await?;
-    assert_clean(&report, &stderr, &shots, true);
     assert_eq!(report["childTaskId"], child.to_string(), "{report}");
     assert_eq!(report["childStep"]["dagKind"], "child", "{report}");
     assert!(
@@ -914,7 +925,6 @@ steps:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn throttled_steps_and_the_limits_page_in_a_real_browser() -> anyhow::Result<()> {
-    let (script, chromium) = browser_script("flow.mjs")?;
     let env = TestEnv::new().await?;
     let o = env.orchestrator().await?;
     let worker = env.rust_worker();
@@ -942,11 +952,9 @@ async fn throttled_steps_and_the_limits_page_in_a_real_browser() -> anyhow::Resu
         },
     )
     .await?;
-    let shots = target_dir().join("dashboard-screenshots");
-    let (report, stderr) = run_browser(
-        &script,
-        &chromium,
-        &shots,
+    let shots = screenshots();
+    let report = clean_tour(
+        "flow.mjs",
         &[
             ("TASKER_URL", o.url()),
             ("THROTTLED_TASK_ID", second.id.to_string()),
@@ -960,7 +968,6 @@ async fn throttled_steps_and_the_limits_page_in_a_real_browser() -> anyhow::Resu
         ],
     )
     .await?;
-    assert_clean(&report, &stderr, &shots, true);
     let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
     assert!(
         text(&report["throttled"]["text"]).contains("rate limit dashboard-rate"),
@@ -1047,7 +1054,6 @@ async fn audited_requests(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audit_log_page_in_a_real_browser() -> anyhow::Result<()> {
     use tasker_orchestration::store::{NewToken, Scope, Store};
-    let (script, chromium) = browser_script("audit.mjs")?;
     let mut env = TestEnv::new().await?;
     env.config.orchestrator.auth = AuthMode::Tokens;
     let store = Store::connect(&env.config.database_url, 2).await?;
@@ -1068,11 +1074,9 @@ async fn the_audit_log_page_in_a_real_browser() -> anyhow::Result<()> {
     let root = tasker_client::Client::with_token(&o.url(), Some(&tokens[0]));
     let tasks = audited_requests(&o, &root, &tokens[0]).await?;
 
-    let shots = target_dir().join("dashboard-screenshots");
-    let (report, stderr) = run_browser(
-        &script,
-        &chromium,
-        &shots,
+    let shots = screenshots();
+    let report = clean_tour(
+        "audit.mjs",
         &[
             ("TASKER_URL", o.url()),
             ("ROOT_TOKEN", tokens[0].clone()),
@@ -1082,7 +1086,6 @@ async fn the_audit_log_page_in_a_real_browser() -> anyhow::Result<()> {
         ],
     )
     .await?;
-    assert_clean(&report, &stderr, &shots, true);
     let rows = |key: &str| report[key].as_array().cloned().unwrap_or_default();
     // Every row the API has, newest first, as the page shows them.
     let api = root.audit(&tasker_client::AuditQuery::default()).await?;

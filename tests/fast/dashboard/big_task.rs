@@ -2,9 +2,9 @@
 //! shown in graph order with the batch folded into one group, a "failed only" view kept in the
 //! address, and both colour schemes readable.
 
-use tasker::{TestEnv, target_dir};
+use tasker::TestEnv;
 
-use super::{assert_clean, browser_script, run_browser};
+use super::clean_tour;
 
 /// Batches of `rust_examples/batch_numbers_continue`: 0..3000 in tens.
 const BATCHES: u64 = 300;
@@ -12,7 +12,6 @@ const BATCHES: u64 = 300;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_big_task_reads_in_graph_order_with_its_batch_folded_and_its_failures_one_click_away()
 -> anyhow::Result<()> {
-    let (script, chromium) = browser_script("big_task.mjs")?;
     let mut env = TestEnv::new().await?;
     let o = env.orchestrator().await?;
     env.config.worker.orchestrator_url = o.url();
@@ -27,11 +26,8 @@ async fn a_big_task_reads_in_graph_order_with_its_batch_folded_and_its_failures_
         .await?;
     let done = o.wait(task.id).await?;
     assert_eq!(done.state, "complete", "{done:?}");
-    let shots = target_dir().join("dashboard-screenshots");
-    let (report, stderr) = run_browser(
-        &script,
-        &chromium,
-        &shots,
+    let report = clean_tour(
+        "big_task.mjs",
         &[
             ("TASKER_URL", o.url()),
             ("TASK_ID", task.id.to_string()),
@@ -41,7 +37,6 @@ async fn a_big_task_reads_in_graph_order_with_its_batch_folded_and_its_failures_
         ],
     )
     .await?;
-    assert_clean(&report, &stderr, &shots, true);
     assert_eq!(report["ok"], true, "{report}");
     // The 302-step page was 43,778 px tall with a card a step; folded, it is a few screens.
     let height = report["pageHeight"].as_u64().unwrap_or(u64::MAX);

@@ -2,10 +2,10 @@
 //! schedules paged and searchable with the view in the address, the schedules page within a
 //! 1,280 px window, the task list's lookup by id prefix and by idempotency key, saved views.
 
-use tasker::{TestEnv, target_dir};
+use tasker::TestEnv;
 use tasker_client::{CreateTask, Overlap, ScheduleSpec};
 
-use super::{assert_clean, browser_script, run_browser};
+use super::clean_tour;
 
 /// A one-step template of the `lists` namespace.
 fn template(name: &str) -> String {
@@ -17,7 +17,6 @@ fn template(name: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long_lists_are_paged_and_searched_in_the_address_and_a_task_is_found_by_id_or_key()
 -> anyhow::Result<()> {
-    let (script, chromium) = browser_script("lists.mjs")?;
     let env = TestEnv::new().await?;
     let o = env.orchestrator().await?;
     // 70 templates, 7 of them named `report_…`; 60 schedules of the first, never due.
@@ -52,11 +51,8 @@ async fn long_lists_are_paged_and_searched_in_the_address_and_a_task_is_found_by
         .client
         .create_task(&CreateTask::new("lists", "step_00").idempotency_key(key.clone()))
         .await?;
-    let shots = target_dir().join("dashboard-screenshots");
-    let (report, stderr) = run_browser(
-        &script,
-        &chromium,
-        &shots,
+    let report = clean_tour(
+        "lists.mjs",
         &[
             ("TASKER_URL", o.url()),
             ("EXPECT_TEMPLATES", templates.to_string()),
@@ -68,7 +64,6 @@ async fn long_lists_are_paged_and_searched_in_the_address_and_a_task_is_found_by
         ],
     )
     .await?;
-    assert_clean(&report, &stderr, &shots, true);
     println!("{report}");
     o.stop().await;
     env.cleanup().await

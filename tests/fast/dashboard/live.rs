@@ -6,15 +6,14 @@
 use std::time::Duration;
 
 use serde_json::json;
-use tasker::{TestEnv, target_dir};
+use tasker::TestEnv;
 use tasker_client::CreateTask;
 use uuid::Uuid;
 
-use super::{assert_clean, browser_script, run_browser};
+use super::clean_tour;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_task_tabs_share_one_connection_and_all_stay_live() -> anyhow::Result<()> {
-    let (script, chromium) = browser_script("tabs.mjs")?;
     let env = TestEnv::new().await?;
     let o = env.orchestrator().await?;
     // One wait step: each task ends when its signal comes, however long the tabs take to open.
@@ -29,11 +28,8 @@ async fn ten_task_tabs_share_one_connection_and_all_stay_live() -> anyhow::Resul
             .await?;
         ids.push(task.id.to_string());
     }
-    let shots = target_dir().join("dashboard-screenshots");
-    let (report, stderr) = run_browser(
-        &script,
-        &chromium,
-        &shots,
+    let report = clean_tour(
+        "tabs.mjs",
         &[
             ("TASKER_URL", o.url()),
             ("TASK_IDS", ids.join(",")),
@@ -41,7 +37,6 @@ async fn ten_task_tabs_share_one_connection_and_all_stay_live() -> anyhow::Resul
         ],
     )
     .await?;
-    assert_clean(&report, &stderr, &shots, true);
     assert_eq!(report["complete"], 10, "{report}");
     assert_eq!(
         report["tabsStreaming"], 1,

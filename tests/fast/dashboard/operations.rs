@@ -6,11 +6,11 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tasker::{RunningOrchestrator, target_dir};
+use tasker::RunningOrchestrator;
 use tasker_client::{CreateTask, TaskQuery};
 use uuid::Uuid;
 
-use super::{assert_clean, browser_script, run_browser, with_write_token};
+use super::{clean_tour, with_write_token};
 
 /// A step that fails its only attempt until the task is retried (`flaky` succeeds on attempt 2).
 const FAILS_ONCE: &str = "namespace: rust_examples\nname: fails_once\nversion: 1.0.0\n\
@@ -66,12 +66,8 @@ async fn retry_from_the_list(
     name: &str,
     n: u64,
 ) -> anyhow::Result<Value> {
-    let (script, chromium) = browser_script("operations.mjs")?;
-    let shots = target_dir().join("dashboard-screenshots");
-    let (report, stderr) = run_browser(
-        &script,
-        &chromium,
-        &shots,
+    let report = clean_tour(
+        "operations.mjs",
         &[
             ("TASKER_URL", o.url()),
             ("TASKER_TOKEN", token),
@@ -79,7 +75,6 @@ async fn retry_from_the_list(
         ],
     )
     .await?;
-    assert_clean(&report, &stderr, &shots, true);
     let counts = json!({"scheduled": 0, "running": 0, "complete": 0, "error": n, "cancelled": 0});
     assert_eq!(report["counts"], counts, "{report}");
     assert_eq!(

@@ -1,13 +1,12 @@
 //! A running step in the dashboard (`tests/dashboard/running.mjs`): shown `running` on its worker
 //! while its handler sleeps, its timeline bar growing, then `completed` live.
 
-use tasker::{TestEnv, target_dir};
+use tasker::TestEnv;
 
-use super::{assert_clean, browser_script, run_browser};
+use super::clean_tour;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_running_step_shows_its_worker_and_a_growing_bar() -> anyhow::Result<()> {
-    let (script, chromium) = browser_script("running.mjs")?;
     let mut env = TestEnv::new().await?;
     env.config
         .orchestrator
@@ -15,11 +14,8 @@ async fn a_running_step_shows_its_worker_and_a_growing_bar() -> anyhow::Result<(
         .push(tasker::repo_root().join("tests/fixtures/task_templates/composition"));
     let o = env.orchestrator().await?;
     let (worker, task) = tasker::napping(&mut env, &o, 6_000).await?;
-    let shots = target_dir().join("dashboard-screenshots");
-    let (report, stderr) = run_browser(
-        &script,
-        &chromium,
-        &shots,
+    let report = clean_tour(
+        "running.mjs",
         &[
             ("TASKER_URL", o.url()),
             ("TASK_ID", task.id.to_string()),
@@ -28,7 +24,6 @@ async fn a_running_step_shows_its_worker_and_a_growing_bar() -> anyhow::Result<(
         ],
     )
     .await?;
-    assert_clean(&report, &stderr, &shots, true);
     assert_eq!(report["nodeState"], "running", "{report}");
     assert_eq!(report["barGrew"], true, "{report}");
     assert_eq!(report["openBarsAfter"], 0, "{report}");
