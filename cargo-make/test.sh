@@ -65,16 +65,16 @@ if (($#)); then
 else
   # The same tests as `cargo test --workspace`, fast first so a broken basic fails before the
   # slow suites run: every crate but the root (unit, integration and doc tests), then the root's
-  # unit tests and tests/fast/ (each suite a few seconds), then tests/slow/, then its doc tests.
+  # unit tests and tests/fast/ (each suite a few seconds), then tests/slow/ (slow.sh: built once,
+  # the packages suite beside the others), then its doc tests.
   suites() { local f; for f in "tests/$1"/*.rs; do printf -- '--test\n%s\n' "$(basename "$f" .rs)"; done; }
   mapfile -t fast < <(suites fast)
-  mapfile -t slow < <(suites slow)
   step "cargo test --workspace --exclude tasker"
   cargo test --workspace --exclude tasker
   step "cargo test -p tasker --lib (tests/fast)"
   cargo test -p tasker --lib "${fast[@]}"
-  step "cargo test -p tasker (tests/slow)"
-  cargo test -p tasker "${slow[@]}"
+  step "cargo-make/slow.sh (tests/slow, the packages suite beside the others)"
+  cargo-make/slow.sh
   step "cargo test -p tasker --doc"
   cargo test -p tasker --doc
 fi
