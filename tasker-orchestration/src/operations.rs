@@ -1,8 +1,10 @@
 //! Operations by filter, run: every orchestrator looks for running operations no live
 //! orchestrator holds (every [`SCAN`], and at once when its API starts one), takes each for a
 //! [`LEASE`] it extends with every batch, and acts on its tasks a batch per transaction
-//! (`Store::operate`) at `operations.busy_percent` of its time. An orchestrator that dies leaves
-//! its lease to run out; another one (or it, restarted) goes on where the last batch committed.
+//! (`Store::operate`) at `operations.busy_percent` of its time. An orchestrator that dies stops
+//! its heartbeat: another one (or it, restarted) goes on where the last batch committed once the
+//! heartbeat is older than the live window (2 s by default), or at the latest when the lease
+//! runs out.
 //!
 //! Before every batch the token that started the operation is looked up again: revoked or
 //! expired, the operation fails and acts on nothing more; narrowed, the tasks outside its
@@ -35,7 +37,8 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
             _ = tick.tick() => {}
             () = shared.operations.notified() => {}
         }
-        let claimed = match shared.store.claim_operations(LEASE).await {
+        let live = crate::sweeper::live_window(&shared.config);
+        let claimed = match shared.store.claim_operations(LEASE, live).await {
             Ok(claimed) => claimed,
             Err(e) => {
                 tracing::warn!(error = %e, "could not look for operations to run");

@@ -20,6 +20,13 @@ const SWEEP_LIMIT: i64 = 500;
 /// How often the reconciler recounts the concurrency slots.
 pub const RECONCILE_EVERY: Duration = Duration::from_secs(10);
 
+/// How recent an orchestrator's heartbeat (written at each sweep) must be for it to count as
+/// live: five sweep intervals, at least 2 s, so a stopped or killed one hands over quickly.
+pub(crate) fn live_window(config: &tasker_shared::config::Config) -> Duration {
+    let sweep = config.orchestrator.sweep_interval_ms.max(10);
+    Duration::from_millis((5 * sweep).max(2_000))
+}
+
 pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
     let mut tick = tokio::time::interval(Duration::from_millis(
         shared.config.orchestrator.sweep_interval_ms.max(10),

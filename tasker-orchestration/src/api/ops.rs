@@ -62,10 +62,9 @@ pub(super) async fn ready(State(shared): State<Shared>) -> (StatusCode, Json<Rea
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain", body = String)))]
 pub(super) async fn metrics(State(shared): State<Shared>) -> String {
-    // Live: heartbeat (each sweep) within five sweep intervals, at least 2 s — so a stopped
-    // orchestrator, or a `tasker-orchestrator token` command's brief row, hands over quickly.
-    let sweep = shared.config.orchestrator.sweep_interval_ms.max(10);
-    let live = std::time::Duration::from_millis((5 * sweep).max(2_000));
+    // Live: a heartbeat within `live_window` — so a stopped orchestrator, or a
+    // `tasker-orchestrator token` command's brief row, hands over quickly.
+    let live = crate::sweeper::live_window(&shared.config);
     let reports = match shared.store.is_eldest(live).await {
         Ok(eldest) => eldest,
         Err(e) => {

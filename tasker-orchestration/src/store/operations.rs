@@ -288,20 +288,28 @@ impl Store {
         self.operation(id, None).await
     }
 
-    /// Takes the running operations no live orchestrator holds (or this one does) for `lease`.
-    pub async fn claim_operations(&self, lease: Duration) -> Result<Vec<Claimed>> {
+    /// Takes the running operations no live orchestrator holds (or this one does) for `lease`:
+    /// those whose lease ran out, and those of an orchestrator whose heartbeat is older than
+    /// `live` (killed: its operations go on within seconds, not when their lease runs out; a
+    /// batch locks its operation's row, so two orchestrators never act on one at once).
+    pub async fn claim_operations(&self, lease: Duration, live: Duration) -> Result<Vec<Claimed>> {
         Ok(sqlx::query_as(
             "UPDATE operations SET owner = $1,
                  lease_until = clock_timestamp() + $2 * interval '1 millisecond'
-             WHERE id IN (SELECT id FROM operations
-                          WHERE state = 'running'
-                            AND (lease_until IS NULL OR lease_until < clock_timestamp()
-                                 OR owner = $1)
-                          ORDER BY id FOR UPDATE SKIP LOCKED)
+             WHERE id IN (SELECT p.id FROM operations p
+                          WHERE p.state = 'running'
+                            AND (p.lease_until IS NULL OR p.lease_until < clock_timestamp()
+                                 OR p.owner = $1
+                                 OR NOT EXISTS (
+                                     SELECT 1 FROM orchestrators o
+                                     WHERE o.id = p.owner
+                                       AND o.heartbeat_at > clock_timestamp() - make_interval(secs => $3)))
+                          ORDER BY p.id FOR UPDATE OF p SKIP LOCKED)
              RETURNING id, token_id, action",
         )
         .bind(self.instance)
         .bind(lease.as_millis() as f64)
+        .bind(live.as_secs_f64())
         .fetch_all(self.pool())
         .await?)
     }

@@ -195,11 +195,14 @@ async fn an_operation_whose_orchestrator_is_killed_goes_on_elsewhere_acting_on_e
     assert_eq!(halfway.state, "running", "{halfway:?}");
     first.kill().await;
 
-    // Its lease runs out (made to at once here), and another orchestrator goes on.
-    sqlx::query("UPDATE operations SET lease_until = clock_timestamp() WHERE id = $1")
-        .bind(op.id)
-        .execute(&sqlx::PgPool::connect(&env.config.database_url).await?)
-        .await?;
+    // Its lease would last an hour more (made to here): another orchestrator goes on as soon as
+    // the killed one's heartbeat is old, not when the lease runs out.
+    sqlx::query(
+        "UPDATE operations SET lease_until = clock_timestamp() + interval '1 hour' WHERE id = $1",
+    )
+    .bind(op.id)
+    .execute(&sqlx::PgPool::connect(&env.config.database_url).await?)
+    .await?;
     let second = env.orchestrator().await?;
     let done = second
         .client
