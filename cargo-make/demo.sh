@@ -24,6 +24,8 @@ LOG_TAIL_PREFIX=""
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
+# The demo's own `tasker show` and `tasker workers` print on: never held in a pager on a terminal.
+export TASKER_PAGER=cat
 
 # namespace|name|context -- one line per submission; `conditional` twice to show both branches,
 # then one workflow through each FFI worker.

@@ -134,8 +134,10 @@ pub(super) async fn script(request: HeaderMap) -> Response {
     SCRIPT.serve(&request)
 }
 
-/// The dashboard's styles: `ui/app.css` (the colours of both schemes, the pages), then
-/// `ui/lists.css` (the searched and paged lists, the task list's lookup and saved views).
+/// The dashboard's styles.
+///
+/// `ui/app.css` (the colours of both schemes, the pages), then `ui/lists.css` (the searched and
+/// paged lists, the task list's lookup and saved views), served as one.
 #[utoipa::path(get, path = "/ui/app.css", operation_id = "ui_style", tag = "dashboard", security(()),
     responses((status = 200, content_type = "text/css", body = String), (status = 304, description = "Not modified (`If-None-Match`)")))]
 pub(super) async fn style(request: HeaderMap) -> Response {
