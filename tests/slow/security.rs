@@ -13,6 +13,8 @@ mod common;
 mod keys;
 #[path = "security/letter_operations.rs"]
 mod letter_operations;
+#[path = "security/lookup.rs"]
+mod lookup;
 #[path = "security/operations.rs"]
 mod operations;
 #[path = "security/reach.rs"]
