@@ -211,10 +211,6 @@ async fn apply(client: &Client, paths: &[PathBuf], json: bool) -> anyhow::Result
     })
 }
 
-fn time(t: Option<DateTime<Utc>>) -> String {
-    super::clock::maybe(t)
-}
-
 fn print_list(all: &[Schedule]) {
     super::table::print(
         &[
@@ -236,7 +232,7 @@ fn print_list(all: &[Schedule]) {
                 format!("{}/{}", s.namespace, s.name),
                 s.cron.clone(),
                 s.timezone.clone(),
-                time(s.next_fire_at),
+                super::clock::maybe(s.next_fire_at),
                 s.fires.to_string(),
                 s.skipped.to_string(),
                 state.trim_end().to_owned(),
@@ -264,11 +260,11 @@ fn print_one(s: &Schedule, json: bool) -> anyhow::Result<()> {
         out!("paused    {}", s.note.as_deref().unwrap_or("(no note)"));
     }
     if s.upcoming.is_empty() {
-        out!("next      {}", time(s.next_fire_at));
+        out!("next      {}", super::clock::maybe(s.next_fire_at));
     }
     out!(
         "last      {} (task {})",
-        time(s.last_fire_at),
+        super::clock::maybe(s.last_fire_at),
         s.last_task_id
             .map(|t| t.to_string())
             .unwrap_or_else(|| "-".into())
@@ -276,7 +272,7 @@ fn print_one(s: &Schedule, json: bool) -> anyhow::Result<()> {
     out!("fires     {}; skipped {}", s.fires, s.skipped);
     for (i, t) in s.upcoming.iter().enumerate() {
         let label = if i == 0 { "next" } else { "then" };
-        out!("{label:<9} {}", time(Some(*t)));
+        out!("{label:<9} {}", super::clock::time(*t));
     }
     Ok(())
 }
@@ -322,7 +318,7 @@ pub(super) async fn signals(client: &Client, id: Uuid, json: bool) -> anyhow::Re
             vec![
                 s.name,
                 s.signal_id,
-                time(Some(s.received_at)),
+                super::clock::time(s.received_at),
                 s.consumed_by.unwrap_or_else(|| "-".into()),
                 s.payload.to_string(),
             ]
