@@ -16,32 +16,22 @@ beside=packages
 suites=()
 for f in tests/slow/*.rs; do suites+=(--test "$(basename "$f" .rs)"); done
 
-# Build every suite once; cargo names each test binary in a JSON line (`executable`).
-mapfile -t binaries < <(
-  cargo test -p tasker --no-run --message-format=json "${suites[@]}" |
-    python3 -c '
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and "test" in m["target"]["kind"]:
-        print(m["target"]["name"] + " " + m["executable"])
-'
-)
-((${#binaries[@]})) || die "cargo built no slow suite"
+# shellcheck source=cargo-make/lib/tests.sh
+source cargo-make/lib/tests.sh
 
-# A suite runs as cargo test would run it: from the package's folder.
-run_suite() { # NAME EXECUTABLE
-  printf '\n     Running tests/slow/%s.rs (%s)\n' "$1" "$2"
-  "$2"
-}
+# Build every suite once (the whole workspace's feature set: lib/tests.sh says why).
+built="$(test_binaries "${suites[@]}")" || die "the slow suites do not build"
+mapfile -t binaries < <(awk '$1 == "tasker" && $2 ~ /^tests\/slow\//' <<<"$built")
+((${#binaries[@]})) || die "cargo built no slow suite"
+suite_name() { local target; target="$(awk '{print $2}' <<<"$1")"; basename "$target"; }
 
 log="$(mktemp "${TMPDIR:-/tmp}/tasker-slow-$beside.XXXXXX")"
 trap 'rm -f "$log"' EXIT
 beside_pid=""
 for entry in "${binaries[@]}"; do
-  name="${entry%% *}" exe="${entry#* }"
+  name="$(suite_name "$entry")"
   if [[ "$name" == "$beside" ]]; then
-    run_suite "$name" "$exe" >"$log" 2>&1 &
+    run_test_binary "$entry" >"$log" 2>&1 &
     beside_pid=$!
     log "tests/slow/$name.rs runs beside the others (its output when it ends)"
   fi
@@ -49,9 +39,9 @@ done
 
 failed=()
 for entry in "${binaries[@]}"; do
-  name="${entry%% *}" exe="${entry#* }"
+  name="$(suite_name "$entry")"
   [[ "$name" == "$beside" ]] && continue
-  run_suite "$name" "$exe" || failed+=("$name")
+  run_test_binary "$entry" || failed+=("$name")
 done
 
 if [[ -n "$beside_pid" ]]; then

@@ -3,6 +3,9 @@
 # Extra arguments go to `cargo test`, e.g. `bin/dev test -p tasker-shared` or `bin/dev test -- --nocapture`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=cargo-make/lib/common.sh
+source cargo-make/lib/common.sh
+LOG_PREFIX="[test]"
 
 suite_start=$SECONDS
 
@@ -43,9 +46,10 @@ step "cargo clippy -p tasker-rb --features bench -- -D warnings"
 cargo clippy -p tasker-rb --features bench -- -D warnings
 
 # End-to-end tests start the orchestrator/worker binaries from target/debug, and cargo only builds
-# a package's own binaries for its tests: build them all first.
-step "cargo build --workspace --bins"
-cargo build --workspace --bins
+# a package's own binaries for its tests: build them all first, with every test, in the one
+# feature set every later step selects (cargo-make/lib/tests.sh says why that matters).
+step "cargo build --workspace --bins --tests"
+cargo build --workspace --bins --tests
 
 # Each FFI binding: install what it lacks, build it (release), run its own test suite. The
 # conformance suite in `cargo test` then runs every language's worker.
@@ -64,19 +68,23 @@ if (($#)); then
   cargo test --workspace "$@"
 else
   # The same tests as `cargo test --workspace`, fast first so a broken basic fails before the
-  # slow suites run: every crate but the root (unit, integration and doc tests), then the root's
-  # unit tests and tests/fast/ (each suite a few seconds), then tests/slow/ (slow.sh: built once,
-  # the packages suite beside the others), then its doc tests.
-  suites() { local f; for f in "tests/$1"/*.rs; do printf -- '--test\n%s\n' "$(basename "$f" .rs)"; done; }
-  mapfile -t fast < <(suites fast)
-  step "cargo test --workspace --exclude tasker"
-  cargo test --workspace --exclude tasker
-  step "cargo test -p tasker --lib (tests/fast)"
-  cargo test -p tasker --lib "${fast[@]}"
+  # slow suites run: every crate's unit and integration tests but the root's, then the root's
+  # unit tests and tests/fast/ (each suite a few seconds), then tests/slow/ (slow.sh, the
+  # packages suite beside the others), then every crate's doc tests. Binaries built above, run
+  # from the list cargo gives (lib/tests.sh): one build, one feature set.
+  # shellcheck source=cargo-make/lib/tests.sh
+  source cargo-make/lib/tests.sh
+  built="$(test_binaries)" || die "the tests do not build"
+  mapfile -t crates < <(awk '$1 != "tasker"' <<<"$built")
+  mapfile -t fast < <(awk '$1 == "tasker" && ($2 == "lib" || $2 ~ /^tests\/fast\//)' <<<"$built")
+  step "unit and integration tests of every crate but the root"
+  for line in "${crates[@]}"; do run_test_binary "$line"; done
+  step "the root's unit tests and tests/fast"
+  for line in "${fast[@]}"; do run_test_binary "$line"; done
   step "cargo-make/slow.sh (tests/slow, the packages suite beside the others)"
   cargo-make/slow.sh
-  step "cargo test -p tasker --doc"
-  cargo test -p tasker --doc
+  step "cargo test --workspace --doc"
+  cargo test --workspace --doc
 fi
 
 step "all checks passed"
