@@ -14,6 +14,7 @@ mod command;
 mod count;
 mod dead_letters;
 mod display;
+mod events;
 mod limits;
 mod operations;
 mod order;
@@ -175,6 +176,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Schedules { action } => schedules::run(&client, action, json).await,
         Command::Limits { action } => limits::run(&client, action, json).await,
         Command::DeadLetters { action } => dead_letters::run(&client, action, json).await,
+        Command::Events { action } => events::run(&client, action, json).await,
         Command::Templates { action } => templates::run(&client, action, json).await,
         Command::Audit(args) => audit::run(&client, args, json).await,
     }

@@ -19,6 +19,7 @@ mod dead_letters;
 mod error;
 mod events;
 mod limits;
+mod namespace_events;
 mod operations;
 mod pages;
 mod retention;
@@ -34,6 +35,7 @@ pub use time::Sent;
 
 pub use client::{Client, ClientOptions, Registered, TaskQuery, install_crypto_provider};
 pub use tasker_shared::api::{AuditEntry, AuditPage};
+pub use tasker_shared::api::{Event, EventItem, EventPage, EventStart, EventsSent, SendEvent};
 pub use tasker_shared::api::{
     Backfilled, BatchCreated, BatchItem, BatchStatus, ConcurrencyLimit, CreateTask, DeadLetter,
     DeadLetterInfo, DeadLetterPage, Operation, OperationCount, OperationFilter, OperationList,

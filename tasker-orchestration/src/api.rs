@@ -11,6 +11,10 @@
 //! | POST | /v1/tasks/{id}/cancel | cancel it (a running or a scheduled one) |
 //! | POST | /v1/tasks/{id}/signals/{name} | send it a signal (`signal_id`, `payload`) for a wait step |
 //! | GET | /v1/tasks/{id}/signals | its signals, and the steps that consumed them |
+//! | POST | /v1/events | send an event: stored, it starts the tasks of the triggers it matches |
+//! | POST | /v1/events:batch | many events in one transaction |
+//! | GET | /v1/events | events, newest first (`namespace`, `name`, `before`, `limit`) |
+//! | GET | /v1/events/{id} | an event and what it started |
 //! | POST | /v1/tasks/{id}/retry | a task in error: run its failed step again |
 //! | POST | /v1/tasks/{id}/steps/{step}/retry | the same, naming the step (id or name) |
 //! | POST | /v1/tasks/{id}/steps/{step}/resolve | complete the failed step with a given `result` |
@@ -52,6 +56,8 @@ mod common;
 mod dead_letters;
 mod document;
 mod error;
+mod event_starts;
+mod events;
 mod extract;
 mod guard;
 mod limits;
@@ -160,6 +166,9 @@ fn routes() -> OpenApiRouter<Shared> {
         .routes(routes!(tasks::cancel_task))
         .routes(routes!(signals::send))
         .routes(routes!(signals::list))
+        .routes(routes!(events::send, events::list))
+        .routes(routes!(events::send_batch))
+        .routes(routes!(events::show))
         .routes(routes!(schedules::put, schedules::list))
         .routes(routes!(
             schedules::show,

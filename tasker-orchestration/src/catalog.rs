@@ -215,6 +215,38 @@ impl Catalog {
         }
     }
 
+    /// The newest version of each template of `namespace` whose `on:` names event `event`
+    /// (an older version's triggers no longer start anything once a newer one is registered).
+    pub async fn triggered_by(
+        &self,
+        namespace: &str,
+        event: &str,
+    ) -> Result<Vec<Arc<Entry>>, store::Error> {
+        if self.stale.load(Ordering::Relaxed) {
+            self.refresh().await?;
+        }
+        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
+        let mut newest: HashMap<&str, &Arc<Entry>> = HashMap::new();
+        for ((ns, name, _), e) in entries.iter() {
+            if ns != namespace {
+                continue;
+            }
+            match newest.get(name.as_str()) {
+                Some(held) if (held.registered_at, held.id) >= (e.registered_at, e.id) => {}
+                _ => {
+                    newest.insert(name, e);
+                }
+            }
+        }
+        let mut found: Vec<Arc<Entry>> = newest
+            .into_values()
+            .filter(|e| e.loaded.triggers.iter().any(|t| t.spec.event == event))
+            .cloned()
+            .collect();
+        found.sort_by(|a, b| a.loaded.template.name.cmp(&b.loaded.template.name));
+        Ok(found)
+    }
+
     /// Every namespace with at least one template.
     pub fn namespaces(&self) -> Vec<String> {
         let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());

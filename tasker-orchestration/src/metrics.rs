@@ -161,6 +161,16 @@ pub const SIGNALS_RECEIVED: Metric = counter(
     "tasker_signals_received_total",
     "Signals stored for tasks (a repeat of one already stored is not counted).",
 );
+pub const EVENTS_RECEIVED: Metric = counter(
+    "tasker_events_received_total",
+    "Events sent to the API, by outcome: created (stored now), existing (its sender's id was \
+     sent before), refused (invalid or forbidden; nothing stored).",
+);
+pub const EVENT_STARTS: Metric = counter(
+    "tasker_event_starts_total",
+    "Template triggers an event matched, by outcome: started (a task was created) or refused \
+     (its context, its template's reach or its limits refused it).",
+);
 pub const TASKS_STARTED_LATER: Metric = counter(
     "tasker_tasks_started_later_total",
     "Tasks created to start later (run_at, delay) that started.",
@@ -275,7 +285,7 @@ pub const AUDIT_DROPPED: Metric = counter(
 );
 
 /// Every metric above, described to the recorder at start-up.
-pub const ALL: [Metric; 54] = [
+pub const ALL: [Metric; 56] = [
     BOUNDS_REFUSED,
     AUDIT_ROWS,
     AUDIT_DROPPED,
@@ -308,6 +318,8 @@ pub const ALL: [Metric; 54] = [
     WORKERS_LIVE,
     WAITS_ENDED,
     SIGNALS_RECEIVED,
+    EVENTS_RECEIVED,
+    EVENT_STARTS,
     TASKS_STARTED_LATER,
     STEPS_WAITING,
     TASKS_SCHEDULED,

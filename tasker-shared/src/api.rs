@@ -9,6 +9,7 @@ mod audit;
 mod batch;
 mod dead_letters;
 mod errors;
+mod events;
 mod limits;
 mod operations;
 mod ops;
@@ -24,6 +25,7 @@ pub use audit::{AuditEntry, AuditPage};
 pub use batch::{BatchCreated, BatchItem, BatchStatus, CreateTasks};
 pub use dead_letters::{DeadLetter, DeadLetterInfo, DeadLetterPage, Replayed};
 pub use errors::{ERROR_CODES, ErrorBody, ErrorDetail};
+pub use events::{Event, EventItem, EventPage, EventStart, EventsSent, SendEvent, SendEvents};
 pub use limits::{
     ConcurrencyLimit, ConcurrencyLimitList, PauseRateLimit, RateLimit, RateLimitList,
 };

@@ -25,6 +25,7 @@ pub mod task_state;
 pub mod template;
 pub mod time;
 pub mod tls;
+pub mod triggers;
 
 pub use config::Config;
 pub use message::{Outcome, StepError, StepMessage, StepResult};

@@ -11,6 +11,8 @@ use tasker::{RunningOrchestrator, TestEnv, workspace_binary};
 use tasker_client::CreateTask;
 use tasker_orchestration::events::Event;
 
+#[path = "templates/events.rs"]
+mod events;
 #[path = "templates/schema.rs"]
 mod template_schema;
 

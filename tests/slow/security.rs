@@ -9,6 +9,8 @@ mod audit;
 mod bounds;
 #[path = "security/common.rs"]
 mod common;
+#[path = "security/events.rs"]
+mod events;
 #[path = "security/keys.rs"]
 mod keys;
 #[path = "security/letter_operations.rs"]

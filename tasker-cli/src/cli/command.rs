@@ -11,6 +11,7 @@ use super::args::{current_user, json_object};
 use super::audit::AuditArgs;
 use super::count::CountArgs;
 use super::dead_letters::DeadLettersCommand;
+use super::events::EventsCommand;
 use super::limits::LimitsCommand;
 use super::operations::{BulkCommand, OperationsCommand};
 use super::schedules::SchedulesCommand;
@@ -38,6 +39,12 @@ pub(super) enum Command {
     Signals {
         /// The task's id.
         id: Uuid,
+    },
+    /// Events that start tasks: send NAMESPACE NAME, list, show ID (`tasker events` lists
+    /// them). Each template whose trigger (`on:`) matches an event starts a task.
+    Events {
+        #[command(subcommand)]
+        action: Option<EventsCommand>,
     },
     /// Cron schedules that start tasks: list, show, apply FILE…, pause, resume, trigger,
     /// backfill, delete (`tasker schedules` lists them).

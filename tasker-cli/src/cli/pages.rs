@@ -1,4 +1,4 @@
-//! The paging of the list commands whose pages go back by id (`--before`, `--all`): one page,
+//! The paging of the list commands whose pages go back by id (a number or a UUID) (`--before`, `--all`): one page,
 //! or with `--all` every page, printed as JSON or handed back as rows for a table.
 
 use std::future::Future;
@@ -15,8 +15,8 @@ pub(super) enum Listed<T> {
 /// `next_before`): the first page, or with `all` every one. With `json`, prints the rows read as
 /// one list (`--output`: `{"items", "next"}` or JSON lines); without, returns them. When a page
 /// was left unread, says on stderr how to read on: `more: {command} --before N`.
-pub(super) async fn read<T, F, Fut>(
-    mut before: Option<i64>,
+pub(super) async fn read<T, C, F, Fut>(
+    mut before: Option<C>,
     all: bool,
     json: bool,
     command: &str,
@@ -24,8 +24,9 @@ pub(super) async fn read<T, F, Fut>(
 ) -> anyhow::Result<Listed<T>>
 where
     T: Serialize,
-    F: FnMut(Option<i64>) -> Fut,
-    Fut: Future<Output = anyhow::Result<(Vec<T>, Option<i64>)>>,
+    C: Copy + std::fmt::Display + Serialize,
+    F: FnMut(Option<C>) -> Fut,
+    Fut: Future<Output = anyhow::Result<(Vec<T>, Option<C>)>>,
 {
     let mut every = Vec::new();
     let mut more = None;

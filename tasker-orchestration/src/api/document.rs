@@ -111,6 +111,7 @@ pub(super) fn common_responses(document: &mut Document) {
         (name = "bulk", description = "Operations by filter: retry, resolve or cancel every task a filter matches"),
         (name = "templates", description = "Registered task templates"),
         (name = "schedules", description = "Cron schedules that start tasks"),
+        (name = "events", description = "Events that start the tasks of templates whose triggers match them"),
         (name = "dead-letters", description = "Messages no one could process"),
         (name = "workers", description = "The workers registry: who is up and what each serves"),
         (name = "limits", description = "Concurrency and rate keys; pausing a rate key"),

@@ -274,7 +274,7 @@ pub(super) async fn create_tasks(
 }
 
 /// A batch request's body, up to `orchestrator.max_batch_body_bytes`.
-async fn batch_body(
+pub(super) async fn batch_body(
     o: &tasker_shared::config::OrchestratorConfig,
     body: axum::body::Body,
 ) -> Result<axum::body::Bytes, Error> {

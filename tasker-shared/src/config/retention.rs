@@ -20,6 +20,9 @@ pub struct RetentionConfig {
     pub tombstones: String,
     /// How long the audit log's rows are kept (a row per request that changed something).
     pub audit: String,
+    /// How long events (`POST /v1/events`) are kept, with what each started (the tasks
+    /// themselves follow their own retention).
+    pub events: String,
     /// How often an orchestrator looks for tasks to purge (one purges at a time cluster-wide).
     pub interval_ms: u64,
     /// Tasks purged per transaction.
@@ -47,6 +50,7 @@ impl RetentionConfig {
         self.policy()?;
         self.tombstones()?;
         self.audit()?;
+        self.events()?;
         if self.batch == 0 || self.batch > 10_000 {
             return invalid("retention.batch", "must be 1 to 10000");
         }
@@ -83,6 +87,11 @@ impl RetentionConfig {
     pub fn audit(&self) -> Result<Option<std::time::Duration>, Error> {
         retention("retention.audit", &self.audit)
     }
+
+    /// How long events are kept, `None` for `"never"`.
+    pub fn events(&self) -> Result<Option<std::time::Duration>, Error> {
+        retention("retention.events", &self.events)
+    }
 }
 
 /// A retention as configured: `"never"`, or a duration of at least [`MIN_RETENTION`].
@@ -111,6 +120,7 @@ impl Default for RetentionConfig {
             cancelled: "30d".into(),
             tombstones: "90d".into(),
             audit: "90d".into(),
+            events: "30d".into(),
             interval_ms: 60_000,
             batch: 200,
             pause_ms: 100,

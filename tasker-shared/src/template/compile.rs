@@ -59,10 +59,17 @@ impl TaskTemplate {
                     .map_err(|e| at.err(ErrorKind::ContextSchema(e.to_string())))?,
             )),
         };
+        let triggers = crate::triggers::compile(&self.triggers).map_err(|p| {
+            at.err(ErrorKind::InvalidField {
+                field: p.field,
+                problem: p.problem,
+            })
+        })?;
         Ok(Loaded {
             template: self,
             dag,
             schema,
+            triggers: triggers.into(),
             source: PathBuf::from(file),
         })
     }

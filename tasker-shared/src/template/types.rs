@@ -34,6 +34,10 @@ pub struct TaskTemplate {
     pub rate_limit: Option<crate::flow::RateLimitSpec>,
     #[serde(default)]
     pub steps: Vec<StepTemplate>,
+    /// The events that start its tasks, each with its conditions and context
+    /// ([`crate::triggers`]).
+    #[serde(default, rename = "on", skip_serializing_if = "Vec::is_empty")]
+    pub triggers: Vec<crate::triggers::TriggerSpec>,
 }
 
 /// One step of a template.
@@ -213,6 +217,8 @@ pub struct Loaded {
     pub template: TaskTemplate,
     pub dag: Dag,
     pub schema: Option<Arc<jsonschema::Validator>>,
+    /// Its `on:` list, compiled.
+    pub triggers: Arc<[crate::triggers::Trigger]>,
     pub source: PathBuf,
 }
 
