@@ -13,7 +13,7 @@
 //! | GET | /v1/tasks/{id}/signals | its signals, and the steps that consumed them |
 //! | POST | /v1/events | send an event: stored, it starts the tasks of the triggers it matches |
 //! | POST | /v1/events:batch | many events in one transaction |
-//! | GET | /v1/events | events, newest first (`namespace`, `name`, `before`, `limit`) |
+//! | GET | /v1/events/log | events, newest first (`namespace`, `name`, `before`, `limit`) |
 //! | GET | /v1/events/{id} | an event and what it started |
 //! | POST | /v1/tasks/{id}/retry | a task in error: run its failed step again |
 //! | POST | /v1/tasks/{id}/steps/{step}/retry | the same, naming the step (id or name) |
@@ -166,7 +166,8 @@ fn routes() -> OpenApiRouter<Shared> {
         .routes(routes!(tasks::cancel_task))
         .routes(routes!(signals::send))
         .routes(routes!(signals::list))
-        .routes(routes!(events::send, events::list))
+        .routes(routes!(events::send))
+        .routes(routes!(events::list))
         .routes(routes!(events::send_batch))
         .routes(routes!(events::show))
         .routes(routes!(schedules::put, schedules::list))

@@ -3,7 +3,8 @@
 //! between full batches (`retention.pause_ms`, or as long as the batch took if longer), so a
 //! backlog drains beside the load rather than ahead of it. One orchestrator purges at a time (the others find it busy and wait for their
 //! next interval). `POST /v1/purge` runs the same batches on request. Expired tombstones go
-//! in the same pass, and so do the audit log's rows older than `retention.audit`.
+//! in the same pass, and so do the audit log's rows older than `retention.audit` and the events
+//! older than `retention.events`.
 
 use std::time::Duration;
 
@@ -139,12 +140,20 @@ pub(crate) async fn purge(
 /// one small row, a task about eighteen.
 const AUDIT_ROWS_PER_TASK: u32 = 10;
 
-/// Deletes the audit rows older than `keep`, and the operations by filter that ended as long
-/// ago, at `pace` (batches of ten times its tasks), one pass at a time cluster-wide like the
-/// tasks' (a pass under way elsewhere: nothing now). Returns how many rows.
-pub(crate) async fn purge_audit(
+/// How long each log is kept (`None`: forever): the audit log (and the operations by filter
+/// that ended as long ago), and the events.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Logs {
+    pub audit: Option<Duration>,
+    pub events: Option<Duration>,
+}
+
+/// Deletes the audit rows, the operations by filter and the events older than `keep` says, at
+/// `pace` (batches of ten times its tasks), one pass at a time cluster-wide like the tasks' (a
+/// pass under way elsewhere: nothing now). Returns how many rows.
+pub(crate) async fn purge_logs(
     store: &Store,
-    keep: Duration,
+    keep: Logs,
     pace: Pace,
     cancel: &CancellationToken,
 ) -> crate::store::Result<u64> {
@@ -158,19 +167,30 @@ pub(crate) async fn purge_audit(
             break Ok(total);
         }
         let started = std::time::Instant::now();
-        let done = match session.audit(keep, batch).await {
-            Ok(done) => done,
-            Err(e) => break Err(e),
+        let mut full = false;
+        let mut rows = |table: &'static str, done: u64| {
+            ::metrics::counter!(m::PURGED_ROWS.name, "table" => table).increment(done);
+            total += done;
+            full |= done >= u64::from(batch);
         };
-        // Operations by filter that ended as long ago go with them.
-        let operations = match session.operations(keep, batch).await {
-            Ok(done) => done,
-            Err(e) => break Err(e),
-        };
-        ::metrics::counter!(m::PURGED_ROWS.name, "table" => "audit_log").increment(done);
-        ::metrics::counter!(m::PURGED_ROWS.name, "table" => "operations").increment(operations);
-        total += done + operations;
-        if done < u64::from(batch) && operations < u64::from(batch) {
+        if let Some(keep) = keep.audit {
+            match session.audit(keep, batch).await {
+                Ok(done) => rows("audit_log", done),
+                Err(e) => break Err(e),
+            }
+            // Operations by filter that ended as long ago go with them.
+            match session.operations(keep, batch).await {
+                Ok(done) => rows("operations", done),
+                Err(e) => break Err(e),
+            }
+        }
+        if let Some(keep) = keep.events {
+            match session.events(keep, batch).await {
+                Ok(done) => rows("events", done),
+                Err(e) => break Err(e),
+            }
+        }
+        if !full {
             break Ok(total);
         }
         tokio::select! {
@@ -202,7 +222,10 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
     // Validated when the configuration loaded.
     let policy = r.policy().unwrap_or_default();
     let tombstones = r.tombstones().ok().flatten();
-    let audit = r.audit().ok().flatten();
+    let logs = Logs {
+        audit: r.audit().ok().flatten(),
+        events: r.events().ok().flatten(),
+    };
     let mut tick = tokio::time::interval(Duration::from_millis(r.interval_ms));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -237,11 +260,13 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
                 }
             }
         }
-        if let Some(keep) = audit {
-            match purge_audit(&shared.store, keep, Pace::of(r), &cancel).await {
+        if logs.audit.is_some() || logs.events.is_some() {
+            match purge_logs(&shared.store, logs, Pace::of(r), &cancel).await {
                 Ok(0) => {}
-                Ok(rows) => tracing::info!(rows, "retention: purged old audit rows"),
-                Err(e) => tracing::warn!(error = %e, "retention: purging old audit rows failed"),
+                Ok(rows) => tracing::info!(rows, "retention: purged old audit rows and events"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "retention: purging old audit rows and events failed")
+                }
             }
         }
     }

@@ -12,8 +12,8 @@ use uuid::Uuid;
 use tasker_shared::api::ErrorDetail;
 use tasker_shared::flow::Priority;
 
-use super::access::Caller;
 use super::Error;
+use super::access::Caller;
 use super::task_create::pin_children;
 use crate::catalog::Entry;
 use crate::effects::Effects;
@@ -32,10 +32,13 @@ pub(super) struct Checked {
     pub data: Value,
 }
 
+/// What a task an event starts is made of: its context, its pinned children, its priority.
+type TaskParts = (Value, Vec<Option<Value>>, Priority);
+
 /// A template an event matched, and the task it would start (or why it starts none).
 struct Start {
     entry: Arc<Entry>,
-    task: Result<(Value, Vec<Option<Value>>, Priority), ErrorDetail>,
+    task: Result<TaskParts, ErrorDetail>,
 }
 
 /// Stores `events` with the tasks their triggers start, in one transaction; carries out what
@@ -46,6 +49,7 @@ pub(super) async fn record(
     events: Vec<Checked>,
 ) -> Result<Vec<Stored>, Error> {
     let mut triggered: HashMap<(String, String), Vec<Arc<Entry>>> = HashMap::new();
+    let mut judged: HashMap<Uuid, Judged> = HashMap::new();
     let mut prepared: Vec<(Checked, Vec<Start>)> = Vec::with_capacity(events.len());
     for event in events {
         let k = (event.namespace.clone(), event.name.clone());
@@ -58,7 +62,10 @@ pub(super) async fn record(
         }
         let mut starts = Vec::new();
         for entry in &triggered[&k] {
-            if let Some(task) = start(shared, caller, &event, entry).await {
+            if let std::collections::hash_map::Entry::Vacant(v) = judged.entry(entry.id) {
+                v.insert(judge(shared, caller, entry).await);
+            }
+            if let Some(task) = start(&event, entry, &judged[&entry.id]) {
                 starts.push(Start {
                     entry: entry.clone(),
                     task,
@@ -93,7 +100,11 @@ pub(super) async fn record(
         ::metrics::counter!(m::EVENTS_RECEIVED.name, "outcome" => outcome).increment(1);
         if let Stored::Created(_) = s {
             for start in &event.started {
-                let outcome = if start.task_id.is_some() { "started" } else { "refused" };
+                let outcome = if start.task_id.is_some() {
+                    "started"
+                } else {
+                    "refused"
+                };
                 ::metrics::counter!(m::EVENT_STARTS.name, "outcome" => outcome).increment(1);
             }
         }
@@ -101,14 +112,28 @@ pub(super) async fn record(
     Ok(stored)
 }
 
+/// What a template's tasks need whatever the event: the sender's token judged for its reach,
+/// its child templates pinned. Judged once per template and request.
+type Judged = Result<Vec<Option<Value>>, ErrorDetail>;
+
+async fn judge(shared: &Shared, caller: &Caller, entry: &Entry) -> Judged {
+    async {
+        // The sender's token starts this task: it must reach every namespace the template
+        // does, as a `POST /v1/tasks` of it would.
+        caller.check_template(shared, &entry.loaded).await?;
+        pin_children(shared, &entry.loaded).await
+    }
+    .await
+    .map_err(Error::detail)
+}
+
 /// The task `event` starts from `entry`: `None` when none of its triggers matches; else its
 /// context, children and priority, or why the sender may not start it.
-async fn start(
-    shared: &Shared,
-    caller: &Caller,
+fn start(
     event: &Checked,
-    entry: &Arc<Entry>,
-) -> Option<Result<(Value, Vec<Option<Value>>, Priority), ErrorDetail>> {
+    entry: &Entry,
+    judged: &Judged,
+) -> Option<Result<TaskParts, ErrorDetail>> {
     let doc = tasker_shared::triggers::event_document(
         &event.id.to_string(),
         &event.name,
@@ -120,33 +145,25 @@ async fn start(
         .triggers
         .iter()
         .find(|t| t.matches(&event.name, &doc))?;
-    Some(
-        async {
-            let context = trigger
-                .context(&doc)
-                .map_err(|message| Error::bad_request("invalid_context", message))?;
-            if let Err(problems) = entry.loaded.check_context(&context) {
-                return Err(Error::new(
-                    axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-                    "context_schema_violation",
-                    format!(
-                        "the context the trigger made does not match the schema of {}: {}",
-                        entry.loaded.template.key(),
-                        problems.join("; ")
-                    ),
-                )
-                .with_details(json!(problems)));
-            }
-            // The sender's token starts this task: it must reach every namespace the template
-            // does, as a `POST /v1/tasks` of it would.
-            caller.check_template(shared, &entry.loaded).await?;
-            let children = pin_children(shared, &entry.loaded).await?;
-            let priority = entry.loaded.template.priority.unwrap_or_default();
-            Ok((context, children, priority))
-        }
-        .await
-        .map_err(Error::detail),
-    )
+    let context = match trigger.context(&doc) {
+        Ok(c) => c,
+        Err(message) => return Some(Err(Error::bad_request("invalid_context", message).detail())),
+    };
+    if let Err(problems) = entry.loaded.check_context(&context) {
+        return Some(Err(Error::new(
+            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            "context_schema_violation",
+            format!(
+                "the context the trigger made does not match the schema of {}: {}",
+                entry.loaded.template.key(),
+                problems.join("; ")
+            ),
+        )
+        .with_details(json!(problems))
+        .detail()));
+    }
+    let priority = entry.loaded.template.priority.unwrap_or_default();
+    Some(judged.clone().map(|children| (context, children, priority)))
 }
 
 fn new_task<'a>(

@@ -8,8 +8,8 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::json;
+use serde_json::value::RawValue;
 use uuid::Uuid;
 
 use tasker_shared::api::{
@@ -194,7 +194,9 @@ fn check(shared: &Shared, caller: &Caller, req: SendEvent) -> Result<Checked, Er
     if size > limit {
         return Err(Error::bad_request(
             "invalid_event_data",
-            format!("`data` is {size} bytes of JSON; the limit is {limit} (orchestrator.max_context_bytes)"),
+            format!(
+                "`data` is {size} bytes of JSON; the limit is {limit} (orchestrator.max_context_bytes)"
+            ),
         ));
     }
     if let Err(problem) =
@@ -243,9 +245,10 @@ pub(super) struct ListQuery {
     limit: Option<i64>,
 }
 
-/// `GET /v1/events`: newest first, with what each started; a token scoped to namespaces lists
-/// the events of those namespaces.
-#[utoipa::path(get, path = "/v1/events", operation_id = "list_events", tag = "events", params(ListQuery),
+/// `GET /v1/events/log`: events newest first, with what each started; a token scoped to
+/// namespaces lists the events of those namespaces. (`GET /v1/events` is the live stream of
+/// task snapshots.)
+#[utoipa::path(get, path = "/v1/events/log", operation_id = "list_events", tag = "events", params(ListQuery),
     responses(
         (status = 200, body = EventPage),
         (status = 400, description = "`invalid_limit`, `invalid_id`", body = ErrorBody),

@@ -35,7 +35,7 @@ pub enum Stored {
     Existing(Event),
 }
 
-#[derive(FromRow)]
+#[derive(Clone, FromRow)]
 struct Row {
     id: Uuid,
     namespace: String,
@@ -78,10 +78,20 @@ impl Store {
              RETURNING id",
         )
         .bind(events.iter().map(|e| e.id).collect::<Vec<_>>())
-        .bind(events.iter().map(|e| e.namespace.as_str()).collect::<Vec<_>>())
+        .bind(
+            events
+                .iter()
+                .map(|e| e.namespace.as_str())
+                .collect::<Vec<_>>(),
+        )
         .bind(events.iter().map(|e| e.name.as_str()).collect::<Vec<_>>())
         .bind(events.iter().map(|e| e.key.as_deref()).collect::<Vec<_>>())
-        .bind(events.iter().map(|e| e.sender_id.as_deref()).collect::<Vec<_>>())
+        .bind(
+            events
+                .iter()
+                .map(|e| e.sender_id.as_deref())
+                .collect::<Vec<_>>(),
+        )
         .bind(events.iter().map(|e| &e.data).collect::<Vec<_>>())
         .bind(events.iter().map(|e| e.token_id).collect::<Vec<_>>())
         .fetch_all(&mut *tx)
@@ -211,7 +221,7 @@ async fn answer(
         .filter(|(id, ..)| !inserted.contains(id))
         .filter_map(|(_, ns, sender)| Some((ns.as_str(), sender.as_deref()?)))
         .collect();
-    let mut by_sender: std::collections::HashMap<(String, String), Row> = if repeats.is_empty() {
+    let by_sender: std::collections::HashMap<(String, String), Row> = if repeats.is_empty() {
         Default::default()
     } else {
         sqlx::query_as::<_, Row>(&format!(
@@ -234,27 +244,13 @@ async fn answer(
                 return Ok(Stored::Created(row.into()));
             }
             let row = sender.and_then(|s| by_sender.get(&(namespace, s)));
-            row.map(|r| Stored::Existing(r.clone_event()))
+            row.map(|r| Stored::Existing(r.clone().into()))
                 .ok_or_else(|| super::Error::Answer {
                     function: "events",
-                    source: serde::de::Error::custom(format!("event {id} neither stored nor found")),
+                    source: serde::de::Error::custom(format!(
+                        "event {id} neither stored nor found"
+                    )),
                 })
         })
         .collect()
-}
-
-impl Row {
-    /// The event this row holds (a repeated sender's id answers the same row again).
-    fn clone_event(&self) -> Event {
-        Event {
-            id: self.id,
-            namespace: self.namespace.clone(),
-            name: self.name.clone(),
-            key: self.key.clone(),
-            sender_id: self.sender_id.clone(),
-            data: self.data.clone(),
-            received_at: self.received_at,
-            started: self.started.0.clone(),
-        }
-    }
 }

@@ -105,6 +105,25 @@ impl PurgeSession {
         Ok(done.rows_affected())
     }
 
+    /// Deletes up to `limit` events received longer ago than `keep`, oldest first; returns how
+    /// many. Their tasks stay (each follows its own retention).
+    pub async fn events(&mut self, keep: std::time::Duration, limit: u32) -> Result<u64> {
+        let conn = self
+            .conn
+            .as_mut()
+            .expect("a session has its connection until it ends");
+        let done = sqlx::query(
+            "DELETE FROM events WHERE id IN
+               (SELECT id FROM events WHERE received_at < now() - make_interval(secs => $1)
+                ORDER BY id LIMIT $2)",
+        )
+        .bind(keep.as_secs_f64())
+        .bind(i64::from(limit))
+        .execute(&mut **conn)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
     /// Deletes up to `limit` rows of operations by filter that ended longer ago than `keep`
     /// (the tasks each matched, then the operations left with none); returns how many.
     pub async fn operations(&mut self, keep: std::time::Duration, limit: u32) -> Result<u64> {

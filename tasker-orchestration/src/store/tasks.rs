@@ -348,7 +348,10 @@ impl CreateBatch {
     }
 
     /// Creates the batch's tasks in one statement on `conn`.
-    pub(super) async fn run(self, conn: &mut sqlx::PgConnection) -> Result<(Vec<BatchAnswer>, Effects)> {
+    pub(super) async fn run(
+        self,
+        conn: &mut sqlx::PgConnection,
+    ) -> Result<(Vec<BatchAnswer>, Effects)> {
         let answer: Value = sqlx::query_scalar("SELECT tasker_create_tasks($1)")
             .bind(sqlx::types::Json(&self))
             .fetch_one(conn)
