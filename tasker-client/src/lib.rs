@@ -35,13 +35,13 @@ pub use time::Sent;
 
 pub use client::{Client, ClientOptions, Registered, TaskQuery, install_crypto_provider};
 pub use tasker_shared::api::{AuditEntry, AuditPage};
-pub use tasker_shared::api::{Event, EventItem, EventPage, EventStart, EventsSent, SendEvent};
 pub use tasker_shared::api::{
     Backfilled, BatchCreated, BatchItem, BatchStatus, ConcurrencyLimit, CreateTask, DeadLetter,
     DeadLetterInfo, DeadLetterPage, Operation, OperationCount, OperationFilter, OperationList,
     ParentResults, PurgeRequest, Purged, RateLimit, RepairNote, RetentionPolicy, Schedule,
     ScheduleChanges, Signal, StartOperation, Step, StepPage, Task, TaskPage, Transition,
 };
+pub use tasker_shared::api::{Event, EventItem, EventPage, EventStart, EventsSent, SendEvent};
 pub use tasker_shared::flow::Priority;
 pub use tasker_shared::time::{Overlap, ScheduleSpec};
 

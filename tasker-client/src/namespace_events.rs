@@ -46,7 +46,7 @@ impl Client {
         query.extend(name.map(|n| ("name", n.to_owned())));
         query.extend(before.map(|b| ("before", b.to_string())));
         query.extend(limit.map(|l| ("limit", l.to_string())));
-        let req = self.http.get(format!("{}/v1/events", self.base));
+        let req = self.http.get(format!("{}/v1/events/log", self.base));
         decode(req.query(&query).send().await?).await
     }
 

@@ -88,7 +88,10 @@ pub(super) async fn run(
                 output::one(&event)?;
             } else {
                 if !created {
-                    out!("event {} was sent already (same --id): nothing new started", event.id);
+                    out!(
+                        "event {} was sent already (same --id): nothing new started",
+                        event.id
+                    );
                 }
                 print(&event);
             }
@@ -119,7 +122,11 @@ pub(super) async fn run(
                         e.namespace.clone(),
                         e.name.clone(),
                         e.key.clone().unwrap_or_default(),
-                        e.started.iter().filter(|s| s.task_id.is_some()).count().to_string(),
+                        e.started
+                            .iter()
+                            .filter(|s| s.task_id.is_some())
+                            .count()
+                            .to_string(),
                     ]
                 }),
             );
