@@ -32,6 +32,18 @@ export {
 export type { JsonObject, JsonValue } from "./json";
 export { TaskCountMethods, type TaskCountQuery } from "./counts";
 export {
+  EventMethods,
+  type Event,
+  type EventItem,
+  type EventPage,
+  type EventQuery,
+  type EventRef,
+  type EventStart,
+  type EventsSent,
+  type SendEventOptions,
+  type SendEventRequest,
+} from "./events";
+export {
   OperationMethods,
   isFinished,
   type Operation,

@@ -22,17 +22,19 @@ require_relative "client/purge"
 require_relative "client/audit"
 require_relative "client/operations"
 require_relative "client/counts"
+require_relative "client/events"
 require_relative "client/retry"
 
 module Tasker
   # A client of the orchestrator's REST API: submit tasks (now or later, one or many at once),
   # wait for them, list, cancel, read their steps and history, repair them, signal them, manage
   # schedules, list the workers serving them, read the concurrency and rate limits (pausing a
-  # rate key), purge finished tasks, read the retention policy and the audit log, and retry,
+  # rate key), purge finished tasks, read the retention policy and the audit log, retry,
   # resolve or cancel every task a filter matches (replay or discard every dead letter one
-  # matches) as one operation (Client::Operations). Pure Ruby (net/http); it does not load the
-  # worker's native extension, so an app that only submits work needs `require "tasker/client"`
-  # alone.
+  # matches) as one operation (Client::Operations), and send events that start the tasks of the
+  # templates whose triggers match them (Client::Events). Pure Ruby (net/http); it does not load
+  # the worker's native extension, so an app that only submits work needs
+  # `require "tasker/client"` alone.
   #
   #   client = Tasker::Client.new(url: "http://127.0.0.1:8080")
   #   task = client.create_task("ruby_examples", "linear", { "value" => 6 })
@@ -42,16 +44,18 @@ module Tasker
   #
   # Values are Task, Step, Transition, TaskPage, StepPage, Signal, Schedule, Backfill,
   # WorkerInfo, ConcurrencyLimit, RateLimit, BatchCreated, PurgeResult, RetentionPolicy,
-  # AuditPage, Operation, OperationCount, OperationList and TaskCounts structs (TaskChild, StepChild,
-  # StepThrottle and StepLimits inside tasks and steps, BatchItemResult and BatchItemError inside
-  # a BatchCreated, an OperationFilter inside an operation); JSON inside them (context, results,
-  # errors) has string keys; timestamps are Times.
+  # AuditPage, Operation, OperationCount, OperationList, TaskCounts, Event, EventsSent and
+  # EventPage structs (TaskChild, StepChild, StepThrottle and StepLimits inside tasks and steps,
+  # BatchItemResult and BatchItemError inside a BatchCreated, an OperationFilter inside an
+  # operation, EventStarts inside an event, EventItems inside an EventsSent); JSON inside them
+  # (context, results, errors, an event's data) has string keys; timestamps are Times.
   # Failures raise a Client::Error: an ApiError subclass (NotFoundError, ConflictError,
   # TaskPurgedError, ...) carrying the API's stable #code, or a ConnectionError. A client is safe
   # to share between threads.
   class Client
     include Operations
     include Counts
+    include Events
 
     # Where the orchestrator is when neither +url:+ nor TASKER_URL says.
     DEFAULT_URL = "http://127.0.0.1:8080"

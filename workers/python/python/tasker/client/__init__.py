@@ -11,9 +11,11 @@
 Answers (:class:`Task`, :class:`Step`, :class:`Transition`, :class:`TaskPage`,
 :class:`StepPage`, :class:`Signal`, :class:`Schedule`, :class:`WorkerInfo`,
 :class:`ConcurrencyLimit`, :class:`RateLimit`, :class:`BatchCreated`, :class:`PurgeResult`,
-:class:`RetentionPolicy`, :class:`AuditPage`, :class:`Operation`, :class:`TaskCounts`, ...) are the classes generated from the API's OpenAPI document (the
-repository's openapi.json), with ``datetime`` timestamps, ``UUID`` ids and ``Literal`` states;
-failures are :class:`ClientError` subclasses carrying the API's stable error code.
+:class:`RetentionPolicy`, :class:`AuditPage`, :class:`Operation`, :class:`TaskCounts`,
+:class:`Event`, :class:`EventPage`, :class:`EventsSent`, ...) are the classes generated from the
+API's OpenAPI document (the repository's openapi.json), with ``datetime`` timestamps, ``UUID``
+ids and ``Literal`` states; failures are :class:`ClientError` subclasses carrying the API's
+stable error code.
 """
 
 from ._async import AsyncClient
@@ -46,6 +48,11 @@ from .values import (
     ChildLink,
     ConcurrencyLimit,
     ErrorCode,
+    Event,
+    EventItem,
+    EventPage,
+    EventStart,
+    EventsSent,
     Operation,
     OperationAction,
     OperationCount,
@@ -103,6 +110,11 @@ __all__ = [
     "Conflict",
     "ConnectionFailed",
     "ErrorCode",
+    "Event",
+    "EventItem",
+    "EventPage",
+    "EventStart",
+    "EventsSent",
     "InvalidRequest",
     "NotFound",
     "Operation",

@@ -19,6 +19,7 @@ from ._transport import DEFAULT_TIMEOUT, Settings
 from .audit import AsyncAuditMethods
 from .counts import AsyncTaskCountMethods
 from .errors import ConnectionFailed
+from .events import AsyncEventMethods
 from .operations import AsyncOperationMethods
 from .values import (
     JSON,
@@ -44,7 +45,9 @@ from .values import (
 T = TypeVar("T")
 
 
-class AsyncClient(AsyncAuditMethods, AsyncOperationMethods, AsyncTaskCountMethods):
+class AsyncClient(
+    AsyncAuditMethods, AsyncEventMethods, AsyncOperationMethods, AsyncTaskCountMethods
+):
     """The ``async`` twin of :class:`Client`: the same constructor and methods, awaited, and
     :meth:`iter_tasks` an async iterator. Use it as an async context manager, or ``await
     aclose()``."""

@@ -18,6 +18,7 @@ from ._transport import DEFAULT_TIMEOUT, Settings
 from .audit import AsyncAuditMethods, AuditMethods
 from .counts import TaskCountMethods
 from .errors import ConnectionFailed
+from .events import EventMethods
 from .operations import OperationMethods
 from .values import (
     JSON,
@@ -43,7 +44,7 @@ from .values import (
 T = TypeVar("T")
 
 
-class Client(AuditMethods, OperationMethods, TaskCountMethods):
+class Client(AuditMethods, EventMethods, OperationMethods, TaskCountMethods):
     """A blocking client of one orchestrator's REST API.
 
     ``base_url`` defaults to ``TASKER_URL``, else ``http://127.0.0.1:8080``; ``token`` (sent as

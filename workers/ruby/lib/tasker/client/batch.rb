@@ -9,11 +9,9 @@ module Tasker
     # "idempotency_key_reused", ...), `message` and `details` (nil for none).
     BatchItemError = Record.struct(:code, :message, :details)
 
-    # What Client#create_tasks did with the item at `index` of the request: `status` "created",
-    # "existing" (its idempotency key had created that task already, with the same template and
-    # context) or "refused" (nothing created for it; `error`, a BatchItemError, says why).
-    # `task_id` is the task's id, nil for a refused item.
-    BatchItemResult = Record.struct(:index, :status, :task_id, :error, records: { error: BatchItemError }) do
+    # The predicates of a batch item's `status` (BatchItemResult, EventItem): "created",
+    # "existing" or "refused".
+    module BatchStatus
       def created?
         status == "created"
       end
@@ -25,6 +23,14 @@ module Tasker
       def refused?
         status == "refused"
       end
+    end
+
+    # What Client#create_tasks did with the item at `index` of the request: `status` "created",
+    # "existing" (its idempotency key had created that task already, with the same template and
+    # context) or "refused" (nothing created for it; `error`, a BatchItemError, says why).
+    # `task_id` is the task's id, nil for a refused item.
+    BatchItemResult = Record.struct(:index, :status, :task_id, :error, records: { error: BatchItemError }) do
+      include BatchStatus
     end
 
     # What Client#create_tasks did: how many items were `created`, `existing` and `refused`, and

@@ -1,0 +1,157 @@
+"use strict";
+// The events calls (`sendEvent`, `sendEvents`, `events`, `event`) against a stand-in API: the
+// requests the contract describes and the values read from its answers
+// (tests/fast/templates/events.rs checks what a real orchestrator starts).
+const { before, describe, it } = require("node:test");
+const assert = require("node:assert/strict");
+
+const { AuthError, Client, InvalidRequestError, NotFoundError } = require("../dist/index.js");
+const { apiError } = require("./support/answers.js");
+const { standIn } = require("./support/stand_in.js");
+
+describe("Client and the events API's wire", () => {
+  const eventId = "019a0000-0000-7000-8000-0000000000e1";
+  const taskId = "019a0000-0000-7000-8000-0000000000e2";
+  const data = { id: 42, total: 180 };
+  const event = {
+    id: eventId,
+    namespace: "shop",
+    name: "order.created",
+    key: "customer-7",
+    sender_id: "order-42-created",
+    data,
+    received_at: "2026-11-30T09:00:00.123Z",
+    started: [
+      { template: "shop/fulfil@2", task_id: taskId, refused: null },
+      {
+        template: "shop/audit@1",
+        task_id: null,
+        refused: { code: "forbidden", message: "not your namespace", details: null },
+      },
+    ],
+  };
+  // An event that matched nothing, sent without key or id.
+  const bare = {
+    id: "019a0000-0000-7000-8000-0000000000e0",
+    namespace: "shop",
+    name: "order.viewed",
+    key: null,
+    sender_id: null,
+    data: {},
+    received_at: "2026-11-30T08:59:00Z",
+    started: [],
+  };
+  const sentBatch = {
+    created: 1,
+    existing: 1,
+    refused: 1,
+    results: [
+      { index: 0, status: "created", event_id: eventId, task_ids: [taskId] },
+      { index: 1, status: "existing", event_id: eventId, task_ids: [taskId] },
+      { index: 2, status: "refused", error: { code: "invalid_event_name", message: "not a name", details: null } },
+    ],
+  };
+  const answers = {
+    // A new event (201), the same id again (200: the one stored first), one without key or id,
+    // then two refusals.
+    "POST /v1/events": [
+      [201, event],
+      [200, event],
+      [201, bare],
+      [403, { error: { code: "forbidden", message: "the token does not cover bank" } }],
+      [400, { error: { code: "invalid_event_name", message: "not a name" } }],
+    ],
+    "POST /v1/events:batch": [200, sentBatch],
+    "GET /v1/events/log": [
+      [200, { events: [event], next_before: eventId }],
+      [200, { events: [bare], next_before: null }],
+    ],
+    [`GET /v1/events/${eventId}`]: [200, event],
+  };
+  const requests = [];
+  const base = standIn(answers, (req, text) =>
+    requests.push([req.method, req.url, text === "" ? null : JSON.parse(text)]),
+  );
+  let client;
+  before(() => {
+    client = new Client(base());
+  });
+
+  it("sends the contract's requests and reads its answers", async () => {
+    const sent = await client.sendEvent("shop", "order.created", data, { key: "customer-7", id: "order-42-created" });
+    assert.deepEqual(sent, {
+      id: eventId,
+      namespace: "shop",
+      name: "order.created",
+      key: "customer-7",
+      senderId: "order-42-created",
+      data,
+      receivedAt: new Date("2026-11-30T09:00:00.123Z"),
+      started: [
+        { template: "shop/fulfil@2", taskId, refused: null },
+        {
+          template: "shop/audit@1",
+          taskId: null,
+          refused: { code: "forbidden", message: "not your namespace", details: null },
+        },
+      ],
+    });
+    // A repeat answers the event stored the first time.
+    assert.deepEqual(await client.sendEvent("shop", "order.created", data, { id: "order-42-created" }), sent);
+    const viewed = await client.sendEvent("shop", "order.viewed");
+    assert.deepEqual([viewed.key, viewed.senderId, viewed.data, viewed.started], [null, null, {}, []]);
+
+    const batch = await client.sendEvents([
+      { namespace: "shop", name: "order.created", data, id: "order-42-created" },
+      { namespace: "shop", name: "order.created", id: "order-42-created", key: undefined },
+      { namespace: "shop", name: "not a name" },
+    ]);
+    assert.deepEqual([batch.created, batch.existing, batch.refused], [1, 1, 1]);
+    assert.deepEqual(
+      batch.results.map((r) => [r.index, r.status, r.eventId, r.taskIds]),
+      [
+        [0, "created", eventId, [taskId]],
+        [1, "existing", eventId, [taskId]],
+        [2, "refused", null, null],
+      ],
+    );
+    assert.deepEqual(batch.results[2].error, { code: "invalid_event_name", message: "not a name", details: null });
+
+    const page = await client.events({ namespace: "shop", name: "order.created", limit: 1 });
+    assert.deepEqual(page, { events: [sent], nextBefore: eventId });
+    assert.deepEqual(await client.events({ before: page.nextBefore }), { events: [viewed], nextBefore: null });
+    assert.deepEqual(await client.event(eventId), sent);
+    assert.deepEqual(await client.event(sent), sent);
+    await assert.rejects(client.event(taskId), apiError(NotFoundError, 404, "no_route"));
+    await assert.rejects(client.sendEvent("bank", "order.created"), apiError(AuthError, 403, "forbidden"));
+    await assert.rejects(client.sendEvent("shop", "not a name"), apiError(InvalidRequestError, 400, "invalid_event_name"));
+
+    assert.deepEqual(requests, [
+      [
+        "POST",
+        "/v1/events",
+        { namespace: "shop", name: "order.created", data, key: "customer-7", id: "order-42-created" },
+      ],
+      ["POST", "/v1/events", { namespace: "shop", name: "order.created", data, id: "order-42-created" }],
+      ["POST", "/v1/events", { namespace: "shop", name: "order.viewed" }],
+      [
+        "POST",
+        "/v1/events:batch",
+        {
+          events: [
+            { namespace: "shop", name: "order.created", data, id: "order-42-created" },
+            { namespace: "shop", name: "order.created", id: "order-42-created" },
+            { namespace: "shop", name: "not a name" },
+          ],
+        },
+      ],
+      ["GET", "/v1/events/log?namespace=shop&name=order.created&limit=1", null],
+      ["GET", `/v1/events/log?before=${eventId}`, null],
+      ["GET", `/v1/events/${eventId}`, null],
+      ["GET", `/v1/events/${eventId}`, null],
+      ["GET", `/v1/events/${taskId}`, null],
+      ["POST", "/v1/events", { namespace: "bank", name: "order.created" }],
+      ["POST", "/v1/events", { namespace: "shop", name: "not a name" }],
+    ]);
+  });
+});
