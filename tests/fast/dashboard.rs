@@ -4,7 +4,8 @@
 //! retried (`repair`), schedules, delays, dead letters and signals (`time`), children and
 //! workers (`composition`), limits (`flow`), the audit log (`audit`), operations by filter
 //! (`operations`, five tasks and 5,000), a running step (`running`), ten tabs on one connection
-//! (`live`), a big task (`big_task`), long lists (`lists`). Screenshots go to
+//! (`live`), a big task (`big_task`), long lists (`lists`), events and what they started
+//! (`events`, its script next to it in `tests/fast/dashboard/`). Screenshots go to
 //! `target/dashboard-screenshots/`.
 
 use std::path::{Path, PathBuf};
@@ -21,6 +22,8 @@ mod audit;
 mod big_task;
 #[path = "dashboard/composition.rs"]
 mod composition;
+#[path = "dashboard/events.rs"]
+mod events;
 #[path = "dashboard/flow.rs"]
 mod flow;
 #[path = "dashboard/lists.rs"]

@@ -265,6 +265,8 @@ const VIEWS = {
   'templates/3': templateView,
   'schedules/0': schedulesView,
   'schedules/2': scheduleView,
+  'events/0': eventsView,
+  'events/1': eventView,
   'dead-letters/0': deadLettersView,
   'dead-letters/1': deadLetterView,
   'workers/0': workersView,
@@ -310,14 +312,16 @@ const reloadWith = (notice) => { flash = notice; route(); };
 // A list the API answers a page at a time shows its first page; a note says when there is more.
 const more = (page, id, text) => page.next ? h('p', { id, class: 'muted hint', text }) : '';
 
+const PAGE_BUTTONS = { first: '« First page', next: 'Next page »' }; // a paged list's, by default
+
 // A list paged with `before`, fetched through refreshing(): start() shows the first page,
 // show(before) another (null: the first again); each renders table#id and first/next page
 // buttons into `box`, and an answer overtaken by a newer request is dropped. With `live`
 // ({every, idOf, onLive}) the first page is fetched again every `every` ms while it is shown (an
 // answer like the one on screen is not redrawn, so a selection stays), a row new since the
 // previous fetch gets class "new" (idOf(item) names an item), and onLive(on) says whether the
-// list is live.
-function pagedList(box, signal, { id, heads, url, key, row, empty, live }) {
+// list is live. `pages` names the two buttons (by default "« First page" and "Next page »").
+function pagedList(box, signal, { id, heads, url, key, row, empty, live, pages = PAGE_BUTTONS }) {
   let before = null; // the page to show: null for the first
   let shown = '';    // the page on screen and its answer, as JSON text
   let seen = null;   // the first page's ids at its last fetch, while it is live
@@ -337,9 +341,9 @@ function pagedList(box, signal, { id, heads, url, key, row, empty, live }) {
         return tr;
       });
       box.replaceChildren(table({ id }, heads, rows, empty), h('div', { class: 'pager' },
-        page != null && h('button', { id: 'first-page', type: 'button', text: '« First page', onclick: () => show(null) }),
+        page != null && h('button', { id: 'first-page', type: 'button', text: pages.first, onclick: () => show(null) }),
         data.next_before != null &&
-          h('button', { id: 'next-page', type: 'button', text: 'Next page »', onclick: () => show(data.next_before) })));
+          h('button', { id: 'next-page', type: 'button', text: pages.next, onclick: () => show(data.next_before) })));
     }
     if (!live) return;
     seen = page == null ? new Set(data[key].map(live.idOf)) : null;

@@ -1,9 +1,32 @@
-// The templates page (#/templates) and one template's page: its graph, child workflows, and a
-// form that starts a task of it.
+// The templates page (#/templates) and one template's page: its graph, child workflows, the
+// events that start it (its triggers), and a form that starts a task of it.
 
 // A template wait step's `wait` ({sleep}, {until} or {signal, …}) in a few words.
 const templateWait = (w) => (w && typeof w === 'object'
   ? (w.signal ? `signal ${w.signal}` : w.sleep ? `sleep ${w.sleep}` : w.until ? `until ${w.until}` : null) : null);
+
+// The template's triggers (`on:`), when it has any: "Started by events", each trigger's event
+// (a link to those events of its namespace), its conditions (pointer → schema, as compact JSON)
+// and the context it makes of the event.
+function templateTriggers(t) {
+  const on = (t.definition && t.definition.on) || [];
+  if (!on.length) return null;
+  const compact = (v, attrs) => h('code', Object.assign({ title: pretty(v), text: clip(JSON.stringify(v), 120) }, attrs));
+  const conditions = (c) => (c && Object.keys(c).length
+    ? Object.entries(c).map(([pointer, schema], i) => [i ? ' and ' : null,
+      h('code', { class: 'trigger-condition', 'data-pointer': pointer, title: pretty(schema),
+        text: `${pointer} → ${clip(JSON.stringify(schema), 120)}` })])
+    : h('span', { class: 'muted', text: 'every such event' }));
+  const context = (c) => (c == null ? h('span', { class: 'muted', text: 'the event’s data' })
+    : typeof c === 'string' ? [compact(c, { class: 'trigger-mapping' }), h('span', { class: 'muted', text: ' (the whole context)' })]
+      : compact(c, { class: 'trigger-mapping' }));
+  return h('section', { id: 'template-triggers' }, h('h3', { text: 'Started by events' }),
+    h('ul', { class: 'child-steps triggers' }, on.map((trig) => h('li', { 'data-event': trig.event },
+      h('strong', { class: 'trigger-event', text: trig.event }), ' · ',
+      h('a', { class: 'trigger-events', href: eventsHref({ name: trig.event, namespace: t.namespace }), text: 'its events' }),
+      h('div', { class: 'trigger-if' }, h('span', { class: 'muted', text: 'if ' }), conditions(trig.if)),
+      h('div', { class: 'trigger-context' }, h('span', { class: 'muted', text: 'context ' }), context(trig.context))))));
+}
 
 // Every registered version, searched by namespace/name and paged in the browser (the API
 // answers the whole list); the search and the page are in the address (#/templates?q=…&page=2).
@@ -74,6 +97,7 @@ async function templateView(root, signal, namespace, name, version) {
             [' · context ', h('code', { title: pretty(st.child.context), text: clip(JSON.stringify(st.child.context), 80) })],
           st.child.on_parent_cancel === 'abandon' && h('span', { class: 'muted', text: ' · keeps running if its parent is cancelled' }));
       }))),
+    templateTriggers(t),
     startForm(t),
     section('Definition', h('details', {}, h('summary', { text: `${steps.length} steps, retry policies, timeouts, context schema` }),
       h('pre', { text: pretty(def) }))));
