@@ -40,7 +40,9 @@
 //! - **operations by filter** (`operations`): a dry run's count, a retry of 100,000 failed tasks
 //!   across a SIGKILL of the orchestrator, and a cancel of them (`throughput/operations.rs`);
 //! - **scale** (`scale`): 10,000 tasks in one bulk request, and the latency of a 1,000 steps/s
-//!   load while 100,000 old finished tasks are purged (`throughput/scale.rs`).
+//!   load while 100,000 old finished tasks are purged (`throughput/scale.rs`);
+//! - **events** (`events`): 10,000 events in one batch, each starting a task through a trigger,
+//!   beside the same tasks created in one bulk request (`throughput/events.rs`).
 //!
 //! Figures go to stdout and `target/throughput/summary.json`; `cargo make bench-report` turns them
 //! into `docs/benchmarks/throughput.md`. `TASKER_BENCH_FILTER=linear_rust` runs only matching
@@ -64,6 +66,8 @@ use uuid::Uuid;
 
 use tasker::{TestEnv, repo_root, target_dir, templates, workspace_binary, write_bench_summary};
 
+#[path = "throughput/events.rs"]
+mod events;
 #[path = "throughput/fair.rs"]
 mod fair;
 #[path = "throughput/operations.rs"]
@@ -1322,6 +1326,9 @@ async fn run() -> anyhow::Result<()> {
 
     if wanted("scale") {
         summary.insert("scale".into(), scale::run(&stack).await);
+    }
+    if wanted("events") {
+        summary.insert("events".into(), events::run(&stack).await);
     }
 
     if let Some(fair) = summary_fair {

@@ -16,6 +16,7 @@ version: '1'
 context_schema:
   type: object
   required: [order]
+  properties: {order: {type: integer}}
 on:
   - event: order.created
     if:
@@ -51,7 +52,9 @@ async fn tasks(o: &tasker::RunningOrchestrator) -> anyhow::Result<usize> {
 async fn an_event_starts_the_templates_whose_trigger_it_matches() -> anyhow::Result<()> {
     let env = bare_env().await?;
     let o = env.orchestrator().await?;
-    o.client.register_template(FULFIL, Some("fulfil.yaml"), None).await?;
+    o.client
+        .register_template(FULFIL, Some("fulfil.yaml"), None)
+        .await?;
 
     let (event, created) = o.client.send_event(&order(1, 150)).await?;
     assert!(created);
@@ -77,7 +80,10 @@ async fn an_event_starts_the_templates_whose_trigger_it_matches() -> anyhow::Res
     assert!(created);
     let (again, created) = o.client.send_event(&once).await?;
     assert!(!created);
-    assert_eq!((again.id, again.started.clone()), (first.id, first.started.clone()));
+    assert_eq!(
+        (again.id, again.started.clone()),
+        (first.id, first.started.clone())
+    );
     assert_eq!(tasks(&o).await?, 2);
 
     // Newest first, by namespace and name.
@@ -95,14 +101,21 @@ async fn an_event_starts_the_templates_whose_trigger_it_matches() -> anyhow::Res
 async fn a_batch_answers_each_event_and_bad_events_change_nothing() -> anyhow::Result<()> {
     let env = bare_env().await?;
     let o = env.orchestrator().await?;
-    o.client.register_template(FULFIL, Some("fulfil.yaml"), None).await?;
+    o.client
+        .register_template(FULFIL, Some("fulfil.yaml"), None)
+        .await?;
     let mut bad_name = order(1, 150);
     bad_name.name = "order created".into();
     let mut repeated = order(2, 150);
     repeated.id = Some("twice".into());
     let sent = o
         .client
-        .send_events(vec![order(1, 150), bad_name.clone(), repeated.clone(), repeated])
+        .send_events(vec![
+            order(1, 150),
+            bad_name.clone(),
+            repeated.clone(),
+            repeated,
+        ])
         .await?;
     let statuses: Vec<_> = sent.results.iter().map(|r| r.status).collect();
     assert_eq!(
@@ -133,12 +146,20 @@ async fn a_batch_answers_each_event_and_bad_events_change_nothing() -> anyhow::R
         (long_key, "invalid_event_key"),
     ] {
         match o.client.send_event(&event).await {
-            Err(Error::Api { status: 400, code: c, .. }) => assert_eq!(c, code),
+            Err(Error::Api {
+                status: 400,
+                code: c,
+                ..
+            }) => assert_eq!(c, code),
             other => panic!("{code}: {other:?}"),
         }
     }
     let all = o.client.events(Some("shop_ev"), None, None, None).await?;
-    assert_eq!(all.events.len(), 3, "only the batch's three events are stored");
+    assert_eq!(
+        all.events.len(),
+        2,
+        "only the batch's two events are stored (its repeat is one of them)"
+    );
 
     // A context the trigger makes that the template's schema refuses: the event is kept, the
     // start refused with the schema's problem.
@@ -157,8 +178,14 @@ async fn a_bad_trigger_is_refused_at_registration_by_its_field() -> anyhow::Resu
     let o = env.orchestrator().await?;
     for (trigger, field) in [
         ("  - event: 'has space'\n", "on[0].event"),
-        ("  - event: x\n    if: {/context/a: {}}\n", "on[0].if./context/a"),
-        ("  - event: x\n    if: {/data/a: {type: 7}}\n", "on[0].if./data/a"),
+        (
+            "  - event: x\n    if: {/context/a: {}}\n",
+            "on[0].if./context/a",
+        ),
+        (
+            "  - event: x\n    if: {/data/a: {type: 7}}\n",
+            "on[0].if./data/a",
+        ),
     ] {
         let yaml = format!(
             "namespace: shop_ev\nname: bad\nversion: '1'\non:\n{trigger}steps:\n  - name: a\n    handler: h\n"
@@ -170,6 +197,48 @@ async fn a_bad_trigger_is_refused_at_registration_by_its_field() -> anyhow::Resu
             .expect_err("refused");
         assert!(err.to_string().contains(field), "{field}: {err}");
     }
+    o.stop().await;
+    env.cleanup().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_older_than_retention_events_are_purged() -> anyhow::Result<()> {
+    let mut env = bare_env().await?;
+    env.config.retention.events = "30d".into();
+    let store = tasker_orchestration::store::Store::connect(&env.config.database_url, 2).await?;
+    for days in [40, 20] {
+        sqlx::query(
+            "INSERT INTO events (id, namespace, name, data, received_at)
+             VALUES ($1, 'shop_ev', 'old', '{}', now() - make_interval(days => $2))",
+        )
+        .bind(uuid::Uuid::now_v7())
+        .bind(days)
+        .execute(store.pool())
+        .await?;
+    }
+    let db = store.pool().clone();
+    // The retention loop's first pass comes as the orchestrator starts.
+    let o = env.orchestrator().await?;
+    o.until(
+        std::time::Duration::from_secs(20),
+        "the 40-day-old event purged",
+        || {
+            let db = db.clone();
+            async move {
+                let old: i64 = sqlx::query_scalar(
+                    "SELECT count(*) FROM events WHERE received_at < now() - interval '30 days'",
+                )
+                .fetch_one(&db)
+                .await?;
+                Ok((old == 0).then_some(()))
+            }
+        },
+    )
+    .await?;
+    let kept: i64 = sqlx::query_scalar("SELECT count(*) FROM events")
+        .fetch_one(&db)
+        .await?;
+    assert_eq!(kept, 1, "the 20-day-old event is kept");
     o.stop().await;
     env.cleanup().await
 }

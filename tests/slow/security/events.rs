@@ -46,7 +46,10 @@ async fn an_event_never_reaches_or_starts_another_namespaces_work() -> anyhow::R
         let (status, code) = register(&o, &root, &yaml).await;
         assert!(status.is_success(), "{status} {code}");
     }
-    let writer_a = client(&o, &token(&o, "writer-a", Scope::Write, Some("sec_a")).await?);
+    let writer_a = client(
+        &o,
+        &token(&o, "writer-a", Scope::Write, Some("sec_a")).await?,
+    );
     // Sent to another namespace: refused, nothing stored.
     match writer_a.send_event(&event("sec_b")).await {
         Err(Error::Api { status, code, .. }) => {
@@ -65,21 +68,35 @@ async fn an_event_never_reaches_or_starts_another_namespaces_work() -> anyhow::R
     assert_eq!(mine.started.len(), 1, "{mine:?}");
     let refused = mine.started[0].refused.as_ref().expect("refused");
     assert_eq!(refused.code, "forbidden", "{refused:?}");
-    assert_eq!(tasks_in(&o, "sec_a").await? + tasks_in(&o, "sec_b").await?, 0);
+    assert_eq!(
+        tasks_in(&o, "sec_a").await? + tasks_in(&o, "sec_b").await?,
+        0
+    );
     // The root token, which reaches both, starts it: the trigger works, the scope holds.
     let (rooted, _) = client(&o, &root).send_event(&event("sec_a")).await?;
     assert!(rooted.started[0].task_id.is_some(), "{rooted:?}");
     // Reading: another namespace's event is forbidden, and lists hold only one's own.
     let (theirs, _) = client(&o, &root).send_event(&event("sec_b")).await?;
-    let reader_a = client(&o, &token(&o, "reader-a", Scope::Read, Some("sec_a")).await?);
+    let reader_a = client(
+        &o,
+        &token(&o, "reader-a", Scope::Read, Some("sec_a")).await?,
+    );
     match reader_a.event(theirs.id).await {
         Err(Error::Api { status, .. }) => assert_eq!(status, 403),
         other => panic!("reading sec_b's event: {other:?}"),
     }
     let page = reader_a.events(None, None, None, None).await?;
     assert!(!page.events.is_empty());
-    assert!(page.events.iter().all(|e| e.namespace == "sec_a"), "{page:?}");
-    assert!(reader_a.events(Some("sec_b"), None, None, None).await.is_err());
+    assert!(
+        page.events.iter().all(|e| e.namespace == "sec_a"),
+        "{page:?}"
+    );
+    assert!(
+        reader_a
+            .events(Some("sec_b"), None, None, None)
+            .await
+            .is_err()
+    );
     // A reader may not send.
     assert!(reader_a.send_event(&event("sec_a")).await.is_err());
     o.stop().await;
