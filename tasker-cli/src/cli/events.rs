@@ -157,7 +157,7 @@ fn print(e: &Event) {
     out!("received    {}", super::clock::time(e.received_at));
     out!("data        {}", e.data);
     if e.started.is_empty() {
-        out!("started     nothing: no template's trigger matches it");
+        out!("started     nothing: no template's trigger matched it");
     }
     for s in &e.started {
         match (&s.task_id, &s.refused) {
