@@ -42,6 +42,16 @@ pub async fn register(o: &RunningOrchestrator, token: &str, yaml: &str) -> (Stat
     )
 }
 
+/// Tasks of namespace `ns` in the test's database.
+pub async fn tasks_in(o: &RunningOrchestrator, ns: &str) -> anyhow::Result<i64> {
+    Ok(
+        sqlx::query_scalar("SELECT count(*) FROM tasks WHERE namespace = $1")
+            .bind(ns)
+            .fetch_one(o.shared.store.pool())
+            .await?,
+    )
+}
+
 /// A client of `o` that sends `token`.
 pub fn client(o: &RunningOrchestrator, token: &str) -> tasker_client::Client {
     tasker_client::Client::with_token(&o.url(), Some(token))

@@ -3,11 +3,10 @@
 //! `child:` step into another), and never reads another namespace's events.
 
 use serde_json::json;
-use tasker::RunningOrchestrator;
 use tasker_client::{Error, SendEvent};
 use tasker_orchestration::store::Scope;
 
-use crate::common::{client, pair, register, token, with_tokens};
+use crate::common::{client, pair, register, tasks_in, token, with_tokens};
 
 /// A template of `sec_a` started by event `order.created`, whose only step starts `sec_b/pair`.
 const REACHING: &str = "namespace: sec_a
@@ -19,15 +18,6 @@ steps:
   - name: steal
     child: {namespace: sec_b, template: pair}
 ";
-
-async fn tasks_in(o: &RunningOrchestrator, ns: &str) -> anyhow::Result<i64> {
-    Ok(
-        sqlx::query_scalar("SELECT count(*) FROM tasks WHERE namespace = $1")
-            .bind(ns)
-            .fetch_one(o.shared.store.pool())
-            .await?,
-    )
-}
 
 fn event(namespace: &str) -> SendEvent {
     SendEvent {

@@ -12,7 +12,7 @@ use tasker::{RunningOrchestrator, TestEnv};
 use tasker_orchestration::store::Scope;
 use uuid::Uuid;
 
-use crate::common::{call, client, pair, register, token, with_tokens};
+use crate::common::{call, client, pair, register, tasks_in, token, with_tokens};
 
 /// A template of `sec_a` whose second step starts `sec_b/pair` once signal `go` arrives.
 const THIEF: &str = "namespace: sec_a
@@ -25,16 +25,6 @@ steps:
     depends_on: [gate]
     child: {namespace: sec_b, template: pair}
 ";
-
-/// Tasks of namespace `ns` in the test's database.
-async fn tasks_in(o: &RunningOrchestrator, ns: &str) -> anyhow::Result<i64> {
-    Ok(
-        sqlx::query_scalar("SELECT count(*) FROM tasks WHERE namespace = $1")
-            .bind(ns)
-            .fetch_one(o.shared.store.pool())
-            .await?,
-    )
-}
 
 /// A step's error kind, as the API shows it.
 async fn error_kind(o: &RunningOrchestrator, task: Uuid, step: &str) -> anyhow::Result<String> {
