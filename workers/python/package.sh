@@ -5,8 +5,10 @@
 #   platform) with the `tasker` package but tasker/client, its types (py.typed and
 #   tasker/_native.pyi, the native module's stub), the release build of the extension and the
 #   `tasker-worker-python` command; it depends on tasker-workflows-client of its version.
-#   build.sh first (the venv with maturin, and the binding: `maturin build` then reuses its
-#   compiled crates). Honours CARGO_TARGET_DIR.
+#   `build.sh --venv` first (the venv with maturin; `maturin build` compiles the extension,
+#   reusing the release crates of any earlier build). Not the whole build.sh: its `maturin
+#   develop` reinstalls the binding in place, under the feet of a worker starting from it (the
+#   slow suites run beside tests/slow/packages.rs). Honours CARGO_TARGET_DIR.
 # - `package.sh --client [DIR]`: the API client alone, tasker-workflows-client: a pure-Python
 #   wheel (py3-none-any) with tasker/client and its py.typed, built by hatchling from
 #   client/pyproject.toml in the venv (`build.sh --venv`: no Rust).
@@ -27,7 +29,7 @@ fi
 out="${1:-$root/target/packages}"
 python="$here/.venv/bin/python"
 
-if $client; then "$here/build.sh" --venv >&2; else "$here/build.sh" >&2; fi
+"$here/build.sh" --venv >&2
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 

@@ -60,20 +60,33 @@ libc="$(ldd --version 2>&1 || true)"
 if [[ -n "$node_file" && "${libc,,}" != *musl* ]]; then
   cargo build --release --quiet -p tasker-node
   cp "$CARGO_TARGET_DIR/release/libtasker_node.so" "$here/$node_file.tmp"
-  mv "$here/$node_file.tmp" "$here/$node_file"
 else
   # Elsewhere napi names the file for the platform as index.js looks for it (Node >= 20.17).
   npx --no-install napi build --platform --release --package tasker-node >/dev/null
   # shellcheck disable=SC2012 # napi's own file names: no spaces or newlines to trip over
   node_file="$(ls -t tasker-node.*.node | head -1)"
+  cp "$here/$node_file" "$here/$node_file.tmp"
 fi
 # Symbols triple the size of what npm pack ships. (Stripping the copy, not through the release
-# profile, keeps the shared build cache valid for everyone else.)
+# profile, keeps the shared build cache valid for everyone else.) The stripped copy is renamed
+# into place: a worker started meanwhile (the slow suites run beside tests/slow/packages.rs,
+# whose package.sh runs this script) loads the old file or the new one, never half of one.
 if command -v strip >/dev/null; then
-  strip --strip-unneeded "$here/$node_file"
+  strip --strip-unneeded "$here/$node_file.tmp"
 fi
+mv -f "$here/$node_file.tmp" "$here/$node_file"
 
-# From an empty dist/: a renamed or deleted source must not leave its old output behind for
-# `npm pack` to ship (dist/bin/tasker-worker.js outlived its rename once).
-rm -rf "$here/dist"
-npx --no-install tsc -p tsconfig.json
+# Into an empty folder: a renamed or deleted source must not leave its old output behind for
+# `npm pack` to ship (dist/bin/tasker-worker.js outlived its rename once). dist/ is replaced only
+# when the output differs, so a rebuild of the same sources never takes dist/ away from a worker
+# starting at that moment.
+rm -rf "$here/dist.new"
+npx --no-install tsc -p tsconfig.json --outDir "$here/dist.new"
+if [[ -d "$here/dist" ]] && diff -rq "$here/dist" "$here/dist.new" >/dev/null; then
+  rm -rf "$here/dist.new"
+else
+  rm -rf "$here/dist.old"
+  [[ -d "$here/dist" ]] && mv "$here/dist" "$here/dist.old"
+  mv "$here/dist.new" "$here/dist"
+  rm -rf "$here/dist.old"
+fi
