@@ -20,9 +20,14 @@
 -- and waits (`wake_at` infinity) until the child's end wakes it (tasker_task_ended). Its key is
 -- `child:<step>:<attempt>`, so a start repeated after a crash answers the same child.
 --
+-- A task with a start control (a dedupe window, `ttl_ms`, or a `debounce`) goes through
+-- tasker_start_controls first, which may answer it without inserting it.
+--
 -- Returns {tasks: [one per task, in order: {created: true, task_id} | {created: false,
--- task_id, template_id, context} (its key's task) | {created: false, parent_gone: true}],
--- dispatch: [StepMessage], deferred?, throttled?, waited?, waits?, children?}.
+-- task_id, template_id, context} (its key's task; `deduplicated`/`debounced`: by a start
+-- control) | {created: false, parent_gone: true}], dispatch: [StepMessage], deferred?,
+-- throttled?, waited?, waits?, children?, starts? (when the tasks that start controls made or
+-- moved start)}.
 CREATE OR REPLACE FUNCTION tasker_create_tasks(batch jsonb)
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
@@ -35,6 +40,10 @@ DECLARE
     out jsonb;
     claimed jsonb;
     answer jsonb;
+    -- Start controls (tasker_start_controls): only when a task has one.
+    controlled boolean := jsonb_path_exists(batch, '$.tasks[*] ? (exists(@.ttl_ms) || exists(@.debounce))');
+    ctl record;
+    to_insert jsonb := batch;
 BEGIN
     IF children THEN
         SELECT COALESCE(array_agg(s.id), '{}') INTO live
@@ -44,7 +53,22 @@ BEGIN
               WHERE s.state = 'enqueued'
               FOR UPDATE OF s) s;
     END IF;
-    SELECT * INTO made FROM tasker_insert_tasks(batch, live, v_now);
+    IF controlled THEN
+        SELECT * INTO ctl FROM tasker_start_controls(batch, v_now);
+        to_insert := jsonb_set(batch, '{tasks}', ctl.tasks);
+    END IF;
+    SELECT * INTO made FROM tasker_insert_tasks(to_insert, live, v_now);
+    IF controlled AND cardinality(made.created) > 0 THEN
+        -- Each dedupe window created now answers its task for its TTL.
+        INSERT INTO task_keys AS k (key, task_id, template_id, context, expires_at)
+        SELECT t->>'key', (t->>'id')::uuid, (t->>'template_id')::uuid, t->'context',
+               v_now + (t->>'ttl_ms')::bigint * interval '1 millisecond'
+        FROM jsonb_array_elements(ctl.tasks) t
+        WHERE t ? 'ttl_ms' AND (t->>'id')::uuid = ANY (made.created)
+        ON CONFLICT (key) DO UPDATE
+            SET task_id = excluded.task_id, template_id = excluded.template_id,
+                context = excluded.context, expires_at = excluded.expires_at;
+    END IF;
 
     IF cardinality(made.created) = jsonb_array_length(batch->'tasks') THEN
         -- Every task asked for was created (the usual case): nothing to look up.
@@ -53,7 +77,8 @@ BEGIN
     ELSE
         -- Looked up one by one, and only for what this call did not create.
         SELECT COALESCE(jsonb_agg(
-                   CASE WHEN x.parent_step IS NOT NULL AND NOT (x.parent_step = ANY (live))
+                   CASE WHEN controlled AND ctl.held ? x.n::text THEN ctl.held->(x.n::text)
+                        WHEN x.parent_step IS NOT NULL AND NOT (x.parent_step = ANY (live))
                             THEN jsonb_build_object('created', false, 'parent_gone', true)
                         WHEN EXISTS (SELECT 1 FROM tasks mine WHERE mine.id = x.id)
                             THEN jsonb_build_object('created', true, 'task_id', x.id)
@@ -87,6 +112,9 @@ BEGIN
                || jsonb_build_object('dispatch', (out->'dispatch') || (claimed->'messages'));
         held.waits := held.waits || COALESCE(claimed->'waits', '[]');
         held.children := held.children || COALESCE(claimed->'children', '[]');
+    END IF;
+    IF controlled THEN
+        out := out || jsonb_build_object('starts', ctl.starts);
     END IF;
     RETURN out || tasker_held_answer(held.waits, held.children);
 END

@@ -71,6 +71,7 @@ mod retention;
 mod schedule_actions;
 mod schedules;
 mod signals;
+mod start_controls;
 mod task_create;
 mod tasks;
 mod templates;

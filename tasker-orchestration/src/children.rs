@@ -122,6 +122,7 @@ async fn start_one(
             .priority
             .unwrap_or(Priority::from_rank(c.priority)),
         token_id: c.token_id,
+        controls: Default::default(),
     };
     let created = match shared.store.create_child(new, budget).await {
         Ok(Some(created)) => created,

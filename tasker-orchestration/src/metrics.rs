@@ -168,8 +168,14 @@ pub const EVENTS_RECEIVED: Metric = counter(
 );
 pub const EVENT_STARTS: Metric = counter(
     "tasker_event_starts_total",
-    "Template triggers an event matched, by outcome: started (a task was created) or refused \
-     (its context, its template's reach or its limits refused it).",
+    "Template triggers an event matched, by outcome: started (a task was created), debounced \
+     (the task of its burst answered it), deduplicated (its dedupe key's task answered it) or \
+     refused (its context, its key, its template's reach or its limits refused it).",
+);
+pub const START_CONTROLS_HELD: Metric = counter(
+    "tasker_start_controls_held_total",
+    "Requests to start a task (POST /v1/tasks, a batch's items, events' triggers) that a start \
+     control answered with another request's task, by outcome: debounced or deduplicated.",
 );
 pub const TASKS_STARTED_LATER: Metric = counter(
     "tasker_tasks_started_later_total",
@@ -285,7 +291,7 @@ pub const AUDIT_DROPPED: Metric = counter(
 );
 
 /// Every metric above, described to the recorder at start-up.
-pub const ALL: [Metric; 56] = [
+pub const ALL: [Metric; 57] = [
     BOUNDS_REFUSED,
     AUDIT_ROWS,
     AUDIT_DROPPED,
@@ -320,6 +326,7 @@ pub const ALL: [Metric; 56] = [
     SIGNALS_RECEIVED,
     EVENTS_RECEIVED,
     EVENT_STARTS,
+    START_CONTROLS_HELD,
     TASKS_STARTED_LATER,
     STEPS_WAITING,
     TASKS_SCHEDULED,

@@ -260,6 +260,7 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
                 }
             }
         }
+        expire_start_controls(&shared.store, &cancel).await;
         if logs.audit.is_some() || logs.events.is_some() {
             match purge_logs(&shared.store, logs, Pace::of(r), &cancel).await {
                 Ok(0) => {}
@@ -267,6 +268,25 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
                 Err(e) => {
                     tracing::warn!(error = %e, "retention: purging old audit rows and events failed")
                 }
+            }
+        }
+    }
+}
+
+/// Removes the dedupe windows past their time (their keys start new tasks again) and the
+/// debounce bursts that ended over a day ago: not a retention policy, their own times.
+async fn expire_start_controls(store: &Store, cancel: &CancellationToken) {
+    loop {
+        match store.purge_start_controls(i64::from(TOMBSTONE_BATCH)).await {
+            Ok(n) => {
+                ::metrics::counter!(m::PURGED_ROWS.name, "table" => "start_controls").increment(n);
+                if n < u64::from(TOMBSTONE_BATCH) || cancel.is_cancelled() {
+                    return;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "retention: expiring dedupe windows failed");
+                return;
             }
         }
     }

@@ -274,6 +274,7 @@ fn new_task<'a>(
         parent: None,
         priority: source.entry.loaded.template.priority.unwrap_or_default(),
         token_id,
+        controls: Default::default(),
     }
 }
 

@@ -20,6 +20,7 @@ pub mod names;
 pub mod namespaces;
 pub mod plan;
 pub mod retry;
+pub mod start_controls;
 pub mod step_state;
 pub mod task_state;
 pub mod template;

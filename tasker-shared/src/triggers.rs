@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 
 use crate::compose::ContextMapping;
 use crate::json_check::pointer_path;
+use crate::start_controls::{Debounce, DebounceSpec, Dedupe, DedupeSpec};
 
 /// Most triggers one template may have.
 pub const MAX_TRIGGERS: usize = 16;
@@ -36,13 +37,33 @@ pub struct TriggerSpec {
     /// finds nothing gives `null`). Pointers read `{"id", "name", "key", "data"}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<ContextMapping>,
+    /// One task per key for `ttl`, even after it is purged: `{key: /data/order_id, ttl: 24h}`
+    /// (`key`: a pointer into the event, `/key` by default). Not with `debounce`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedupe: Option<DedupeSpec>,
+    /// One task per burst of events for a key: `{key: /data/customer_id, period: 5s, max: 1m,
+    /// mode: trailing}` (`key`: a pointer into the event, `/key` by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debounce: Option<DebounceSpec>,
 }
+
+/// The pointer a control's key is read at when it names none: the event's `key`.
+pub const DEFAULT_KEY_POINTER: &str = "/key";
 
 /// A trigger checked and compiled: its conditions' schemas built once.
 #[derive(Debug, Clone)]
 pub struct Trigger {
     pub spec: TriggerSpec,
     conditions: Vec<(Vec<String>, Arc<jsonschema::Validator>)>,
+    /// Its dedupe window or debounce, with where its key is read.
+    pub control: Option<(Vec<String>, Control)>,
+}
+
+/// A trigger's start control, checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    Dedupe(Dedupe),
+    Debounce(Debounce),
 }
 
 /// Why a trigger is refused at registration: the field (under `on[i]`) and the problem.
@@ -109,9 +130,31 @@ impl TriggerSpec {
                 }
             }
         }
+        let key_at = |field: &str, key: &Option<String>| {
+            event_pointer(key.as_deref().unwrap_or(DEFAULT_KEY_POINTER))
+                .map_err(|p| bad(&format!("{field}.key"), p))
+        };
+        let control = match (&self.dedupe, &self.debounce) {
+            (Some(_), Some(_)) => {
+                return Err(bad(
+                    "debounce",
+                    "not with `dedupe`: give one of them".into(),
+                ));
+            }
+            (Some(d), None) => {
+                let window = d.check(at).map_err(|e| bad("dedupe", e.to_string()))?;
+                Some((key_at("dedupe", &d.key)?, Control::Dedupe(window)))
+            }
+            (None, Some(d)) => {
+                let debounce = d.check(at).map_err(|e| bad("debounce", e.to_string()))?;
+                Some((key_at("debounce", &d.key)?, Control::Debounce(debounce)))
+            }
+            (None, None) => None,
+        };
         Ok(Trigger {
             spec: self.clone(),
             conditions,
+            control,
         })
     }
 }
@@ -182,6 +225,30 @@ impl Trigger {
     }
 }
 
+impl Trigger {
+    /// The key of its start control in this event, if it has one: the string or number its
+    /// pointer finds (a number as written), 1 to 255 bytes; an error when it finds neither.
+    pub fn control_key(&self, doc: &Value) -> Result<Option<(String, Control)>, String> {
+        let Some((path, control)) = &self.control else {
+            return Ok(None);
+        };
+        let key = match at(doc, path) {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            other => {
+                return Err(format!(
+                    "the trigger's key /{} finds {} in the event, not a string or a number",
+                    path.join("/"),
+                    other.map_or("nothing", kind)
+                ));
+            }
+        };
+        crate::start_controls::check_key("key", Some(&key))
+            .map(|k| Some((k, *control)))
+            .map_err(|e| format!("the trigger's key /{}: {e}", path.join("/")))
+    }
+}
+
 fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -245,6 +312,43 @@ mod tests {
     }
 
     #[test]
+    fn a_control_reads_its_key_from_the_event_or_says_why_not() {
+        let t = trigger("event: x\ndebounce: {key: /data/customer, period: 5s}\n").expect("ok");
+        let doc = |data: Value| event_document("e1", "x", Some("k"), &data);
+        let (key, control) = t
+            .control_key(&doc(json!({ "customer": 42 })))
+            .expect("a number")
+            .expect("a control");
+        assert_eq!(key, "42");
+        assert!(matches!(control, Control::Debounce(d) if d.period.as_secs() == 5));
+        let missing = t.control_key(&doc(json!({}))).expect_err("no key");
+        assert!(
+            missing.contains("/data/customer finds nothing"),
+            "{missing}"
+        );
+        let by_event_key = trigger("event: x\ndedupe: {ttl: 24h}\n").expect("ok");
+        assert_eq!(
+            by_event_key
+                .control_key(&doc(json!({})))
+                .expect("the event's key")
+                .map(|(k, _)| k),
+            Some("k".to_owned())
+        );
+        assert_eq!(
+            trigger("event: x\ndedupe: {ttl: 1h}\ndebounce: {period: 5s}\n")
+                .expect_err("both")
+                .field,
+            "on[0].debounce"
+        );
+        assert_eq!(
+            trigger("event: x\ndedupe: {ttl: 0s}\n")
+                .expect_err("too short")
+                .field,
+            "on[0].dedupe"
+        );
+    }
+
+    #[test]
     fn bad_triggers_name_their_field() {
         let problem = |yaml: &str| trigger(yaml).expect_err("refused").field;
         assert_eq!(problem("event: 'no spaces'\n"), "on[0].event");
@@ -262,6 +366,8 @@ mod tests {
                 event: "x".into(),
                 conditions: BTreeMap::new(),
                 context: None,
+                dedupe: None,
+                debounce: None,
             };
             MAX_TRIGGERS + 1
         ];

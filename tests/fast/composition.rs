@@ -342,6 +342,7 @@ async fn a_start_repeated_before_or_after_its_commit_makes_one_child() -> anyhow
             parent: None,
             priority: Default::default(),
             token_id: None,
+            controls: Default::default(),
         })
         .await?;
     drop(created.effects);
@@ -382,6 +383,7 @@ async fn a_start_repeated_before_or_after_its_commit_makes_one_child() -> anyhow
             parent: None,
             priority: Default::default(),
             token_id: None,
+            controls: Default::default(),
         })
         .await?;
     assert!(!again.created);

@@ -100,6 +100,7 @@ impl Engine {
                 parent: None,
                 priority: Default::default(),
                 token_id: None,
+                controls: Default::default(),
             })
             .await?;
         Ok(created.task_id)

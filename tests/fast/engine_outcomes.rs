@@ -98,6 +98,7 @@ impl World {
                 parent: None,
                 priority: Default::default(),
                 token_id: None,
+                controls: Default::default(),
             })
             .await?
             .task_id)

@@ -177,6 +177,7 @@ async fn held_steps_are_sorted_out_in_the_transaction_that_dispatches_them() -> 
             parent: None,
             priority: Default::default(),
             token_id: None,
+            controls: Default::default(),
         })
         .await?;
     let task = created.task_id;

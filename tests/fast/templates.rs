@@ -13,6 +13,8 @@ use tasker_orchestration::events::Event;
 
 #[path = "templates/events.rs"]
 mod events;
+#[path = "templates/start_controls.rs"]
+mod start_controls;
 #[path = "templates/schema.rs"]
 mod template_schema;
 

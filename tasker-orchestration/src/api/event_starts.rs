@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use tasker_shared::api::ErrorDetail;
 use tasker_shared::flow::Priority;
+use tasker_shared::triggers::Control;
 
 use super::Error;
 use super::access::Caller;
@@ -19,7 +20,7 @@ use crate::catalog::Entry;
 use crate::effects::Effects;
 use crate::metrics as m;
 use crate::shared::Shared;
-use crate::store::{NewEvent, NewTask, Stored};
+use crate::store::{Controls, NewEvent, NewTask, Stored};
 
 /// An event that passed the request's checks, about to be stored.
 #[derive(Debug)]
@@ -32,8 +33,14 @@ pub(super) struct Checked {
     pub data: Value,
 }
 
-/// What a task an event starts is made of: its context, its pinned children, its priority.
-type TaskParts = (Value, Vec<Option<Value>>, Priority);
+/// What a task an event starts is made of: its context, its pinned children, its priority,
+/// and its trigger's start control with the key the event gives it.
+type TaskParts = (
+    Value,
+    Vec<Option<Value>>,
+    Priority,
+    Option<(String, Control)>,
+);
 
 /// A template an event matched, and the task it would start (or why it starts none).
 struct Start {
@@ -100,12 +107,20 @@ pub(super) async fn record(
         ::metrics::counter!(m::EVENTS_RECEIVED.name, "outcome" => outcome).increment(1);
         if let Stored::Created(_) = s {
             for start in &event.started {
-                let outcome = if start.task_id.is_some() {
+                let outcome = if start.debounced {
+                    "debounced"
+                } else if start.deduplicated {
+                    "deduplicated"
+                } else if start.task_id.is_some() {
                     "started"
                 } else {
                     "refused"
                 };
                 ::metrics::counter!(m::EVENT_STARTS.name, "outcome" => outcome).increment(1);
+                if start.debounced || start.deduplicated {
+                    ::metrics::counter!(m::START_CONTROLS_HELD.name, "outcome" => outcome)
+                        .increment(1);
+                }
             }
         }
     }
@@ -162,8 +177,23 @@ fn start(
         .with_details(json!(problems))
         .detail()));
     }
+    let control = match trigger.control_key(&doc) {
+        Ok(c) => c,
+        Err(message) => {
+            return Some(Err(Error::new(
+                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                "start_key_missing",
+                message,
+            )
+            .detail()));
+        }
+    };
     let priority = entry.loaded.template.priority.unwrap_or_default();
-    Some(judged.clone().map(|children| (context, children, priority)))
+    Some(
+        judged
+            .clone()
+            .map(|children| (context, children, priority, control)),
+    )
 }
 
 fn new_task<'a>(
@@ -171,20 +201,30 @@ fn new_task<'a>(
     event: &Checked,
     start: &'a Start,
 ) -> Result<NewTask<'a>, ErrorDetail> {
-    let (context, children, priority) = start.task.clone()?;
+    let (context, children, priority, control) = start.task.clone()?;
+    let t = &start.entry.loaded.template;
+    // One task per event and template, whichever orchestrator stores it; under a dedupe
+    // window, one per key and template for its TTL.
+    let mut idempotency_key = Some(format!("event:{}:{}", event.id, t.name));
+    let mut controls = Controls::default();
+    match control {
+        Some((key, Control::Dedupe(window))) => {
+            idempotency_key = Some(format!("event-dedupe:{}/{}:{key}", t.namespace, t.name));
+            controls.dedupe = Some(window);
+        }
+        Some((key, Control::Debounce(debounce))) => controls.debounce = Some((key, debounce)),
+        None => {}
+    }
     Ok(NewTask {
         template_id: start.entry.id,
         template: &start.entry.loaded,
         context,
-        // One task per event and template, whichever orchestrator stores it.
-        idempotency_key: Some(format!(
-            "event:{}:{}",
-            event.id, start.entry.loaded.template.name
-        )),
+        idempotency_key,
         run_at: None,
         children,
         parent: None,
         priority,
         token_id: caller.token_id(),
+        controls,
     })
 }

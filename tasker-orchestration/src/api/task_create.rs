@@ -19,6 +19,7 @@ use tasker_shared::api::{
 use tasker_shared::json_check;
 
 use super::access::Caller;
+use super::start_controls;
 use super::{Error, fetch_task, request_body, unknown_template};
 use crate::executor;
 use crate::shared::Shared;
@@ -29,11 +30,11 @@ use crate::store::{CreateBatch, NewTask};
 #[utoipa::path(post, path = "/v1/tasks", tag = "tasks", request_body = CreateTask,
     responses(
         (status = 201, description = "Created (header `location`: its URL)", body = tasker_shared::api::Task),
-        (status = 200, description = "The task this idempotency key created", body = tasker_shared::api::Task),
-        (status = 400, description = "`invalid_json`, `invalid_context`, `invalid_idempotency_key`, `invalid_run_at` (more than a year ahead, or with `delay`), `invalid_delay`", body = ErrorBody),
+        (status = 200, description = "The task this idempotency key (or dedupe key) created, or the task of the debounce burst this request joined", body = tasker_shared::api::Task),
+        (status = 400, description = "`invalid_json`, `invalid_context`, `invalid_idempotency_key`, `invalid_run_at` (more than a year ahead, or with `delay`), `invalid_delay`, `invalid_dedupe`, `invalid_debounce`", body = ErrorBody),
         (status = 403, description = "`forbidden`: the token does not cover the namespace", body = ErrorBody),
         (status = 404, description = "`unknown_template`", body = ErrorBody),
-        (status = 409, description = "`idempotency_key_reused`: the key created a task from another template or context", body = ErrorBody),
+        (status = 409, description = "`idempotency_key_reused`: the key created a task from another template or context; `deduplicated`: the dedupe key's task was purged since, and its window lasts (details: `task_id`, `until`)", body = ErrorBody),
         (status = 413, description = "`body_too_large`, `context_too_large`", body = ErrorBody),
         (status = 422, description = "`context_schema_violation` (details: the problems), `unknown_child_template` (a child step names a template that is not registered), `concurrency_key_missing` / `rate_limit_key_missing` (a limit's key pointer finds no string, number or boolean in the context), `concurrency_key_too_long` / `rate_limit_key_too_long` (its value is over 128 bytes)", body = ErrorBody),
     ))]
@@ -52,6 +53,7 @@ pub(super) async fn create_task(
         run_at,
         children,
         priority,
+        controls,
     } = check_request(&shared, &caller, req, body.len()).await?;
     caller
         .audit()
@@ -77,15 +79,24 @@ pub(super) async fn create_task(
             parent: None,
             priority,
             token_id: caller.token_id(),
+            controls,
         })
         .await?;
     caller.audit().task(created.task_id);
+    start_controls::count(created.controlled);
+    if let Some(e) = start_controls::deduplicated(created.task_id, created.controlled) {
+        return Err(e);
+    }
     if let Some(span) = &span
         && created.created
     {
         trace(&shared, span, &mut created).await?;
     }
-    if !created.created && (created.template_id != entry.id || created.context != context) {
+    let debounced = created.controlled == Some(crate::store::Controlled::Debounced);
+    if !created.created
+        && !debounced
+        && (created.template_id != entry.id || created.context != context)
+    {
         return Err(key_reused(created.task_id));
     }
     let status = if created.created {
@@ -107,6 +118,7 @@ struct Checked {
     run_at: Option<DateTime<Utc>>,
     children: Vec<Option<Value>>,
     priority: tasker_shared::flow::Priority,
+    controls: crate::store::Controls,
 }
 
 /// Checks a creation request (one, or an item of a batch whose JSON is `body_len` bytes): the
@@ -119,7 +131,8 @@ async fn check_request(
 ) -> Result<Checked, Error> {
     caller.check(&req.namespace)?;
     let context = checked_context(shared, body_len, req.context.take())?;
-    check_idempotency_key(req.idempotency_key.as_deref())?;
+    let (idempotency_key, controls) = start_controls::check(&req)?;
+    check_idempotency_key(idempotency_key.as_deref())?;
     let run_at = start_time(&req)?;
     let entry = shared
         .catalog
@@ -147,10 +160,11 @@ async fn check_request(
     Ok(Checked {
         entry,
         context,
-        idempotency_key: req.idempotency_key,
+        idempotency_key,
         run_at,
         children,
         priority,
+        controls,
     })
 }
 
@@ -244,6 +258,7 @@ pub(super) async fn create_tasks(
                     parent: None,
                     priority: c.priority,
                     token_id: caller.token_id(),
+                    controls: c.controls,
                 })
                 .map(|()| (template, keyed))
                 .map_err(|k| crate::store::Error::Limits(k).into())
@@ -261,9 +276,10 @@ pub(super) async fn create_tasks(
         answers
     };
     for ((index, template, keyed), a) in placed.into_iter().zip(answers) {
+        start_controls::count(a.controlled());
         results[index] = Some(if a.created {
             item(index, BatchStatus::Created, a.task_id)
-        } else if a.template_id == template && keyed.as_ref() == Some(&a.context) {
+        } else if a.debounced || (a.template_id == template && keyed.as_ref() == Some(&a.context)) {
             item(index, BatchStatus::Existing, a.task_id)
         } else {
             refused(index, key_reused(a.task_id))
@@ -334,11 +350,7 @@ fn refused(index: usize, e: Error) -> BatchItem {
 fn check_unique_keys(items: &[Result<CreateTask, Error>]) -> Result<(), Error> {
     let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for (index, item) in items.iter().enumerate() {
-        let Some(key) = item
-            .as_ref()
-            .ok()
-            .and_then(|r| r.idempotency_key.as_deref())
-        else {
+        let Some(key) = item.as_ref().ok().and_then(start_controls::idempotency_key) else {
             continue;
         };
         if let Some(first) = seen.insert(key, index) {

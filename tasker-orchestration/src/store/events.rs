@@ -121,6 +121,8 @@ impl Store {
                     starts.push(EventStart {
                         template,
                         task_id: None,
+                        debounced: false,
+                        deduplicated: false,
                         refused,
                     });
                 }
@@ -132,7 +134,11 @@ impl Store {
         if !batch.is_empty() {
             let (answers, fx) = batch.run(&mut tx).await?;
             for ((i, j), answer) in placed.into_iter().zip(answers) {
-                started[i][j].task_id = Some(answer.task_id);
+                let start = &mut started[i][j];
+                start.task_id = Some(answer.task_id);
+                start.debounced = answer.debounced;
+                // A key's task, whether kept or purged since.
+                start.deduplicated = !answer.created && !answer.debounced;
             }
             effects = fx;
         }

@@ -9,7 +9,7 @@ use super::{Error, Result};
 
 /// In dependency order: a function is created after the functions it calls in SQL-language
 /// bodies (PL/pgSQL bodies are resolved at call time, but keeping one order is simplest).
-pub(super) const FUNCTIONS: [(&str, &str); 53] = [
+pub(super) const FUNCTIONS: [(&str, &str); 54] = [
     (
         "tasker_retry_delay_ms",
         include_str!("../../sql/tasker_retry_delay_ms.sql"),
@@ -117,6 +117,10 @@ pub(super) const FUNCTIONS: [(&str, &str); 53] = [
     (
         "tasker_insert_tasks",
         include_str!("../../sql/tasker_insert_tasks.sql"),
+    ),
+    (
+        "tasker_start_controls",
+        include_str!("../../sql/tasker_start_controls.sql"),
     ),
     (
         "tasker_create_tasks",

@@ -30,6 +30,8 @@ pub struct NewTask<'a> {
     /// The API token (its id) the task is created on behalf of: its work started later (its
     /// children) is judged with it again. A child's is its root's; `None` without tokens.
     pub token_id: Option<i64>,
+    /// Its dedupe window or debounce, if any.
+    pub controls: super::Controls,
 }
 
 /// The parent step attempt a child task is started by.
@@ -58,6 +60,8 @@ pub struct Created {
     pub effects: Effects,
     /// For a child task: its parent step was no longer in flight, so nothing was created.
     pub parent_gone: bool,
+    /// How a start control answered, when it created nothing.
+    pub controlled: Option<super::Controlled>,
 }
 
 /// What `tasker_create_tasks` answered for one task of a batch.
@@ -74,6 +78,27 @@ pub struct BatchAnswer {
     pub context: Value,
     #[serde(default)]
     pub parent_gone: bool,
+    /// Answered by a dedupe window whose task was purged (`until`: the window's end).
+    #[serde(default)]
+    pub deduplicated: bool,
+    #[serde(default)]
+    pub until: Option<chrono::DateTime<chrono::Utc>>,
+    /// Answered by a debounce: another request's task.
+    #[serde(default)]
+    pub debounced: bool,
+}
+
+impl BatchAnswer {
+    /// How a start control answered it, if one did.
+    pub fn controlled(&self) -> Option<super::Controlled> {
+        if self.deduplicated {
+            Some(super::Controlled::Deduplicated { until: self.until })
+        } else if self.debounced {
+            Some(super::Controlled::Debounced)
+        } else {
+            None
+        }
+    }
 }
 
 /// The JSON answer of `tasker_create_tasks`.
@@ -90,6 +115,9 @@ struct CreatedRows {
     /// Roots the orchestrator holds: waits begun, children to start.
     #[serde(flatten)]
     held: super::results::HeldSteps,
+    /// When the tasks start controls made or moved start.
+    #[serde(default)]
+    starts: Vec<chrono::DateTime<chrono::Utc>>,
 }
 
 impl Store {
@@ -167,6 +195,7 @@ pub(super) async fn create_task_on(
             source: serde::de::Error::custom("no task in the answer"),
         });
     };
+    let controlled = answer.controlled();
     let (template_id, context) = if answer.created {
         (template_id, context)
     } else {
@@ -178,6 +207,7 @@ pub(super) async fn create_task_on(
         template_id,
         context,
         parent_gone: answer.parent_gone,
+        controlled,
         effects,
     })
 }
@@ -226,6 +256,11 @@ struct TaskRow {
     batch_specs: Option<Vec<Option<Value>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     children: Option<Vec<Option<Value>>>,
+    /// Its dedupe window (`tasker_start_controls`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ttl_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    debounce: Option<super::controls::DebounceRow>,
 }
 
 /// A child task's link to the step attempt that starts it.
@@ -324,6 +359,7 @@ impl CreateBatch {
             on_parent_cancel: p.on_parent_cancel.as_str(),
             root_task_id: p.root,
         });
+        let (ttl_ms, debounce) = new.controls.rows();
         self.tasks.push(TaskRow {
             n: self.tasks.len() as i32 + 1,
             id: Uuid::now_v7(),
@@ -343,6 +379,8 @@ impl CreateBatch {
             limits: any(limits),
             batch_specs: any(batch_specs),
             children: any(new.children),
+            ttl_ms,
+            debounce,
         });
         Ok(())
     }
@@ -377,8 +415,13 @@ impl CreateBatch {
                 created.push(task.namespace);
             }
         }
-        // And when throttled roots may start.
+        // And when throttled roots may start, and tasks that start controls made or moved.
         alarms.extend(rows.claimed.alarms());
+        alarms.extend(
+            rows.starts
+                .iter()
+                .filter_map(|at| (*at - now).to_std().ok()),
+        );
         let mut effects = Effects {
             dispatch: rows.dispatch,
             deferred: rows.deferred,

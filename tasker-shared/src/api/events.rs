@@ -61,9 +61,15 @@ pub struct Event {
 pub struct EventStart {
     /// `namespace/name@version`.
     pub template: String,
-    /// The task it started.
+    /// The task it started (or, `debounced` or `deduplicated`, the task that answered it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<Uuid>,
+    /// The trigger's debounce answered it the task of its burst.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub debounced: bool,
+    /// The trigger's dedupe window answered it the task its key started before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deduplicated: bool,
     /// Why it started none: the error `POST /v1/tasks` would answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<ErrorDetail>,

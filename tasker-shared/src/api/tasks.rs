@@ -251,6 +251,17 @@ pub struct CreateTask {
     /// else `normal`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<crate::flow::Priority>,
+    /// One task per `key` for `ttl`, even after the task is purged (a repeat answers it, 200;
+    /// or 409 `deduplicated` once it is purged); after it, the key starts a new task. Not with
+    /// `idempotency_key` or `debounce`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedupe: Option<crate::start_controls::DedupeSpec>,
+    /// One task per burst of requests for `key` (see docs/events.md): `trailing` starts it
+    /// `period` after the last request, with its context (201 for the request that makes it,
+    /// 200 and the same scheduled task for the rest); `leading` starts it at once. Not with
+    /// `idempotency_key`, `dedupe`, `run_at` or `delay`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debounce: Option<crate::start_controls::DebounceSpec>,
 }
 
 impl CreateTask {
@@ -264,6 +275,8 @@ impl CreateTask {
             run_at: None,
             delay: None,
             priority: None,
+            dedupe: None,
+            debounce: None,
         }
     }
 
@@ -282,6 +295,33 @@ impl CreateTask {
     /// Starts the task after `delay` (`"10m"`).
     pub fn delay(mut self, delay: impl Into<String>) -> Self {
         self.delay = Some(delay.into());
+        self
+    }
+
+    /// One task per `key` for `ttl` (`"24h"`), even after it is purged.
+    pub fn dedupe(mut self, key: impl Into<String>, ttl: impl Into<String>) -> Self {
+        self.dedupe = Some(crate::start_controls::DedupeSpec {
+            key: Some(key.into()),
+            ttl: ttl.into(),
+        });
+        self
+    }
+
+    /// One task per burst of requests for `key`: `period` (`"5s"`) after the last (`trailing`)
+    /// or at the first (`leading`), a burst lasting at most `max`.
+    pub fn debounce(
+        mut self,
+        key: impl Into<String>,
+        period: impl Into<String>,
+        max: Option<&str>,
+        mode: crate::start_controls::DebounceMode,
+    ) -> Self {
+        self.debounce = Some(crate::start_controls::DebounceSpec {
+            key: Some(key.into()),
+            period: period.into(),
+            max: max.map(Into::into),
+            mode,
+        });
         self
     }
 
