@@ -205,6 +205,16 @@ async fn submit(client: &Client, a: SubmitArgs, json: bool) -> anyhow::Result<Ex
     if let Some(k) = a.idempotency_key {
         req = req.idempotency_key(k);
     }
+    if let (Some(key), Some(ttl)) = (a.dedupe_key, a.dedupe_ttl) {
+        req = req.dedupe(key, ttl);
+    }
+    if let (Some(key), Some(period)) = (a.debounce_key, a.debounce) {
+        let mode = match a.debounce_mode.as_deref() {
+            Some("leading") => tasker_client::DebounceMode::Leading,
+            _ => tasker_client::DebounceMode::Trailing,
+        };
+        req = req.debounce(key, period, a.debounce_max.as_deref(), mode);
+    }
     let task = client.create_task(&req).await?;
     tasks::show_or_finish(client, &task, a.wait, json).await
 }

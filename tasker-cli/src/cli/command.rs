@@ -175,7 +175,7 @@ pub(super) struct SubmitArgs {
     /// Create one task per line of this file (`-`: stdin), each a JSON object as `POST
     /// /v1/tasks` takes it (`{"namespace", "name", "context", "idempotency_key", …}`);
     /// all lines are checked before any is sent. Prints what happened to each line.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["context", "idempotency_key", "at", "in", "wait", "priority", "version"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["context", "idempotency_key", "at", "in", "wait", "priority", "version", "dedupe_key", "debounce_key"])]
     pub from: Option<String>,
     /// Template version (default: the newest registered).
     #[arg(long)]
@@ -200,6 +200,31 @@ pub(super) struct SubmitArgs {
     /// normal).
     #[arg(long, value_parser = ["high", "normal", "low"])]
     pub priority: Option<String>,
+    /// One task per this key for --dedupe-ttl, even after the task is purged (in place of
+    /// --idempotency-key).
+    #[arg(
+        long,
+        value_name = "KEY",
+        requires = "dedupe_ttl",
+        conflicts_with = "idempotency_key"
+    )]
+    pub dedupe_key: Option<String>,
+    /// How long --dedupe-key answers its task (`24h`).
+    #[arg(long, value_name = "DURATION", requires = "dedupe_key")]
+    pub dedupe_ttl: Option<String>,
+    /// One task per burst of submits with this key (see --debounce).
+    #[arg(long, value_name = "KEY", requires = "debounce")]
+    pub debounce_key: Option<String>,
+    /// The quiet time that ends a burst (`5s`): the task starts this long after the last
+    /// submit (trailing) or at the first (leading).
+    #[arg(long, value_name = "DURATION", requires = "debounce_key")]
+    pub debounce: Option<String>,
+    /// The longest a burst lasts from its first submit (`1m`; default: no limit).
+    #[arg(long, value_name = "DURATION", requires = "debounce_key")]
+    pub debounce_max: Option<String>,
+    /// Which submit of a burst starts its task.
+    #[arg(long, value_parser = ["trailing", "leading"], requires = "debounce_key")]
+    pub debounce_mode: Option<String>,
 }
 
 // `tasker list`: a page of tasks, or every page.

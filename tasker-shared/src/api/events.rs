@@ -65,10 +65,12 @@ pub struct EventStart {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<Uuid>,
     /// The trigger's debounce answered it the task of its burst.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub debounced: bool,
     /// The trigger's dedupe window answered it the task its key started before.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub deduplicated: bool,
     /// Why it started none: the error `POST /v1/tasks` would answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]

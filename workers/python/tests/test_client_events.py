@@ -21,8 +21,9 @@ EVENT = {
     "sender_id": "order-42-created", "data": {"id": 42, "total": 180},
     "received_at": "2026-11-30T09:00:00.123456Z",
     "started": [
-        {"template": "shop/fulfil@2", "task_id": TASK_ID, "refused": None},
-        {"template": "shop/audit@1", "task_id": None,
+        {"template": "shop/fulfil@2", "task_id": TASK_ID, "debounced": False,
+         "deduplicated": False, "refused": None},
+        {"template": "shop/audit@1", "task_id": None, "debounced": False, "deduplicated": False,
          "refused": {"code": "forbidden", "message": "not your namespace", "details": None}},
     ],
 }
@@ -150,3 +151,34 @@ def test_a_refused_event_raises_the_apis_error(
         with pytest.raises(tasker.InvalidRequest) as invalid:
             c.send_event("shop", "not a name")
         assert (invalid.value.status, invalid.value.code) == (400, "invalid_event_name")
+
+
+def test_start_controls_are_sent_as_the_api_takes_them_and_a_purged_key_raises(
+    recorder: tuple[str, type[Recorder]],  # noqa: F811
+) -> None:
+    from client_stand_in import NS, SCHEDULED_TASK
+    from datetime import timedelta
+
+    url, api = recorder
+    purged = {"error": {"code": "deduplicated", "message": f"task {TASK_ID} was purged",
+                        "details": {"task_id": TASK_ID, "until": "2026-12-01T09:00:00Z"}}}
+    api.answers.update({
+        ("POST", "/v1/tasks"): [(201, SCHEDULED_TASK), (200, SCHEDULED_TASK), (409, purged)],
+    })
+    with tasker.Client(url) as c:
+        debounce = {"key": "customer-7", "period": 5, "max": timedelta(minutes=1),
+                    "mode": "trailing"}
+        assert c.create_task(NS, "linear", {"value": 6}, debounce=debounce).state == "scheduled"
+        c.create_task(NS, "linear", {"value": 6}, dedupe={"key": "invoice-1", "ttl": "24h"})
+        with pytest.raises(tasker.Conflict) as held:
+            c.create_task(NS, "linear", {"value": 6}, dedupe={"key": "invoice-1", "ttl": "24h"})
+        assert held.value.code == "deduplicated"
+        assert held.value.details == {"task_id": TASK_ID, "until": "2026-12-01T09:00:00Z"}
+    bodies = [body for method, _, body in api.requests if method == "POST"]
+    base = {"namespace": NS, "name": "linear", "context": {"value": 6}}
+    assert bodies == [
+        {**base, "debounce": {"key": "customer-7", "period": "5s", "max": "60s",
+                              "mode": "trailing"}},
+        {**base, "dedupe": {"key": "invoice-1", "ttl": "24h"}},
+        {**base, "dedupe": {"key": "invoice-1", "ttl": "24h"}},
+    ]

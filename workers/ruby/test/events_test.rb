@@ -17,8 +17,10 @@ class ClientEventsWireTest < Minitest::Test
     "id" => EVENT_ID, "namespace" => "shop", "name" => "order.created", "key" => "customer-7",
     "sender_id" => "order-42-created", "data" => DATA, "received_at" => "2026-11-30T09:00:00.123456Z",
     "started" => [
-      { "template" => "shop/fulfil@2", "task_id" => TASK_ID, "refused" => nil },
-      { "template" => "shop/audit@1", "task_id" => nil, "refused" => FORBIDDEN }
+      { "template" => "shop/fulfil@2", "task_id" => TASK_ID, "debounced" => false, "deduplicated" => false,
+        "refused" => nil },
+      { "template" => "shop/audit@1", "task_id" => nil, "debounced" => false, "deduplicated" => false,
+        "refused" => FORBIDDEN }
     ]
   }.freeze
   # An event that matched nothing, sent without key or id.
@@ -59,9 +61,11 @@ class ClientEventsWireTest < Minitest::Test
     assert_equal [EVENT_ID, "shop", "order.created", "customer-7", "order-42-created", DATA],
                  [sent.id, sent.namespace, sent.name, sent.key, sent.sender_id, sent.data]
     assert_equal Time.utc(2026, 11, 30, 9, 0, 0.123456r), sent.received_at
-    assert_equal [Client::EventStart.new(template: "shop/fulfil@2", task_id: TASK_ID, refused: nil),
+    plain = { debounced: false, deduplicated: false }
+    assert_equal [Client::EventStart.new(template: "shop/fulfil@2", task_id: TASK_ID, refused: nil, **plain),
                   Client::EventStart.new(template: "shop/audit@1", task_id: nil,
-                                         refused: Client::BatchItemError.from_json(FORBIDDEN))], sent.started
+                                         refused: Client::BatchItemError.from_json(FORBIDDEN), **plain)],
+                 sent.started
     # A repeat answers the event stored the first time.
     assert_equal sent, client.send_event("shop", "order.created", DATA, id: "order-42-created")
     viewed = client.send_event("shop", "order.viewed")
@@ -106,6 +110,32 @@ class ClientEventsWireTest < Minitest::Test
       ["GET", "/v1/events/#{TASK_ID}", nil],
       ["POST", "/v1/events", { "namespace" => "bank", "name" => "order.created" }],
       ["POST", "/v1/events", { "namespace" => "shop", "name" => "not a name" }]
+    ], api.requests
+  ensure
+    client&.close
+    api&.stop
+  end
+
+  def test_start_controls_are_sent_as_the_api_takes_them_and_a_purged_key_raises
+    task = ClientTimeWireTest::TASK
+    purged = { "code" => "deduplicated", "message" => "task #{TASK_ID} was purged",
+               "details" => { "task_id" => TASK_ID, "until" => "2026-12-01T09:00:00Z" } }
+    api = StandIn.new("POST /v1/tasks" => [[201, task], [200, task], [409, { "error" => purged }]])
+    client = Client.new(url: api.url)
+    client.create_task("ns", "linear", { "value" => 6 },
+                       debounce: { key: "customer-7", period: 5, max: "1m", mode: "leading" })
+    client.create_task("ns", "linear", { "value" => 6 }, dedupe: { key: "invoice-1", ttl: "24h" })
+    error = assert_raises(Client::ConflictError) do
+      client.create_task("ns", "linear", { "value" => 6 }, dedupe: { key: "invoice-1", ttl: "24h" })
+    end
+    assert_equal [409, "deduplicated", purged["details"]], [error.status, error.code, error.details]
+    base = { "namespace" => "ns", "name" => "linear", "context" => { "value" => 6 } }
+    dedupe = base.merge("dedupe" => { "key" => "invoice-1", "ttl" => "24h" })
+    assert_equal [
+      ["POST", "/v1/tasks", base.merge("debounce" => { "key" => "customer-7", "period" => "5s", "max" => "1m",
+                                                       "mode" => "leading" })],
+      ["POST", "/v1/tasks", dedupe],
+      ["POST", "/v1/tasks", dedupe]
     ], api.requests
   ensure
     client&.close

@@ -47,6 +47,25 @@ export interface CreateTaskOptions {
    * says which it got).
    */
   priority?: TaskPriority;
+  /**
+   * A dedupe window (docs/events.md): `key` is the idempotency key for `ttl` (`"24h"`, or
+   * seconds), also after the task is purged; a repeat then fails with `409 deduplicated`
+   * (`details`: `{ task_id, until }`). Not with `idempotencyKey` (`400 invalid_dedupe`).
+   */
+  dedupe?: { key: string; ttl: string | number };
+  /**
+   * One task per burst of requests for `key`: `trailing` (the default) starts it `period`
+   * after the last request, with its context, never later than `max` after the first (every
+   * request answers the same `scheduled` task); `leading` starts it at the first. Durations
+   * as for `delay`. Not with `idempotencyKey`, `dedupe`, `runAt` or `delay`
+   * (`400 invalid_debounce`).
+   */
+  debounce?: {
+    key: string;
+    period: string | number;
+    max?: string | number;
+    mode?: "leading" | "trailing";
+  };
 }
 
 /**

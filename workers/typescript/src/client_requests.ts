@@ -19,6 +19,19 @@ export function createBody(task: CreateTaskRequest<unknown>): wire.CreateTask {
     run_at: task.runAt === undefined ? undefined : timestamp(task.runAt),
     delay: task.delay === undefined ? undefined : duration(task.delay),
     priority: task.priority,
+    dedupe:
+      task.dedupe === undefined
+        ? undefined
+        : { key: task.dedupe.key, ttl: duration(task.dedupe.ttl) },
+    debounce:
+      task.debounce === undefined
+        ? undefined
+        : {
+            key: task.debounce.key,
+            period: duration(task.debounce.period),
+            max: task.debounce.max === undefined ? undefined : duration(task.debounce.max),
+            mode: task.debounce.mode,
+          },
   };
 }
 

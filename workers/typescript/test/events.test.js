@@ -5,7 +5,7 @@
 const { before, describe, it } = require("node:test");
 const assert = require("node:assert/strict");
 
-const { AuthError, Client, InvalidRequestError, NotFoundError } = require("../dist/index.js");
+const { AuthError, Client, ConflictError, InvalidRequestError, NotFoundError } = require("../dist/index.js");
 const { apiError } = require("./support/answers.js");
 const { standIn } = require("./support/stand_in.js");
 
@@ -22,10 +22,12 @@ describe("Client and the events API's wire", () => {
     data,
     received_at: "2026-11-30T09:00:00.123Z",
     started: [
-      { template: "shop/fulfil@2", task_id: taskId, refused: null },
+      { template: "shop/fulfil@2", task_id: taskId, debounced: false, deduplicated: false, refused: null },
       {
         template: "shop/audit@1",
         task_id: null,
+        debounced: false,
+        deduplicated: false,
         refused: { code: "forbidden", message: "not your namespace", details: null },
       },
     ],
@@ -88,10 +90,12 @@ describe("Client and the events API's wire", () => {
       data,
       receivedAt: new Date("2026-11-30T09:00:00.123Z"),
       started: [
-        { template: "shop/fulfil@2", taskId, refused: null },
+        { template: "shop/fulfil@2", taskId, debounced: false, deduplicated: false, refused: null },
         {
           template: "shop/audit@1",
           taskId: null,
+          debounced: false,
+          deduplicated: false,
           refused: { code: "forbidden", message: "not your namespace", details: null },
         },
       ],
@@ -152,6 +156,57 @@ describe("Client and the events API's wire", () => {
       ["GET", `/v1/events/${taskId}`, null],
       ["POST", "/v1/events", { namespace: "bank", name: "order.created" }],
       ["POST", "/v1/events", { namespace: "shop", name: "not a name" }],
+    ]);
+  });
+
+});
+
+describe("Client and the start controls' wire", () => {
+  const taskId = "019a0000-0000-7000-8000-0000000000e2";
+  const task = {
+    id: taskId,
+    namespace: "shop",
+    name: "sync",
+    version: "1",
+    state: "scheduled",
+    context: { customer: "ada" },
+    idempotency_key: null,
+    open_steps: 1,
+    result: null,
+    error: null,
+    completed_at: null,
+    duration_ms: null,
+    run_at: "2026-11-30T09:00:05Z",
+    created_at: "2026-11-30T09:00:00Z",
+  };
+  const details = { task_id: taskId, until: "2026-12-01T09:00:00Z" };
+  const requests = [];
+  const base = standIn(
+    {
+      "POST /v1/tasks": [
+        [201, task],
+        [200, task],
+        [409, { error: { code: "deduplicated", message: `task ${taskId} was purged`, details } }],
+      ],
+    },
+    (req, text) => requests.push([req.method, req.url, JSON.parse(text)]),
+  );
+
+  it("sends dedupe and debounce as the API takes them, and a purged key's conflict", async () => {
+    const client = new Client(base());
+    const context = { customer: "ada" };
+    const debounce = { key: "ada", period: 5, max: "1m", mode: "trailing" };
+    assert.equal((await client.createTask("shop", "sync", context, { debounce })).state, "scheduled");
+    const dedupe = { key: "invoice-1", ttl: "24h" };
+    await client.createTask("shop", "sync", context, { dedupe });
+    const conflict = await client.createTask("shop", "sync", context, { dedupe }).catch((e) => e);
+    assert.ok(conflict instanceof ConflictError, String(conflict));
+    assert.deepEqual([conflict.status, conflict.code, conflict.details], [409, "deduplicated", details]);
+    const body = { namespace: "shop", name: "sync", context };
+    assert.deepEqual(requests, [
+      ["POST", "/v1/tasks", { ...body, debounce: { key: "ada", period: "5s", max: "1m", mode: "trailing" } }],
+      ["POST", "/v1/tasks", { ...body, dedupe }],
+      ["POST", "/v1/tasks", { ...body, dedupe }],
     ]);
   });
 });

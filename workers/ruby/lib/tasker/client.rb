@@ -103,11 +103,21 @@ module Tasker
     # there: a context without it (or with a non-scalar) raises InvalidRequestError
     # `concurrency_key_missing` or `rate_limit_key_missing`, a value over 128 bytes
     # `concurrency_key_too_long` or `rate_limit_key_too_long`.
+    #
+    # Start controls (docs/events.md), Hashes as the API takes them, durations as for +delay+:
+    # +dedupe+ ({key: "invoice-1", ttl: "24h"}) makes `key` the idempotency key for `ttl`, also
+    # after the task is purged (then a repeat raises ConflictError `deduplicated`, whose #details
+    # name the task); +debounce+ ({key: "customer-7", period: "5s", max: "1m", mode:
+    # "trailing"}) starts one task per burst of requests for `key`: "trailing" (the default)
+    # `period` after the last, with its context (every request answers the same "scheduled"
+    # task), "leading" at the first. InvalidRequestError `invalid_dedupe` or `invalid_debounce`
+    # for a bad one.
     def create_task(namespace, name, context = {}, version: nil, idempotency_key: nil, run_at: nil,
-                    delay: nil, priority: nil)
+                    delay: nil, priority: nil, dedupe: nil, debounce: nil)
       body = { namespace: namespace, name: name, version: version, context: context,
                idempotency_key: idempotency_key, run_at: run_at && timestamp(run_at),
-               delay: delay && duration(delay), priority: priority }.compact
+               delay: delay && duration(delay), priority: priority,
+               dedupe: dedupe && windows(dedupe), debounce: debounce && windows(debounce) }.compact
       Task.from_json(@http.post("/v1/tasks", body))
     end
 
@@ -458,6 +468,14 @@ module Tasker
       raise ArgumentError, "a duration is a String or seconds, not #{value.inspect}" unless value.is_a?(Numeric)
 
       value == value.to_i ? "#{value.to_i}s" : "#{(value * 1000).round}ms"
+    end
+
+    # A start control as the API takes it: its durations (ttl, period, max) as #duration writes
+    # them, nils left out.
+    def windows(control)
+      control.to_h do |key, value|
+        [key, %w[ttl period max].include?(key.to_s) && value ? duration(value) : value]
+      end.compact
     end
 
     def env(name)

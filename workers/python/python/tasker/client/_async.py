@@ -119,11 +119,22 @@ class AsyncClient(
         run_at: Time | None = None,
         delay: Duration | None = None,
         priority: Priority | None = None,
+        dedupe: Mapping[str, Duration | None] | None = None,
+        debounce: Mapping[str, Duration | None] | None = None,
     ) -> Task:
         """See :meth:`Client.create_task`."""
         return await self._run(
             _calls.create_task(
-                namespace, name, context, version, idempotency_key, run_at, delay, priority
+                namespace,
+                name,
+                context,
+                version,
+                idempotency_key,
+                run_at,
+                delay,
+                priority,
+                dedupe,
+                debounce,
             )
         )
 

@@ -56,6 +56,8 @@ from ._api.api.tasks import (
 )
 from ._api.api.workers import list_workers
 from ._api.models import (
+    DebounceSpec,
+    DedupeSpec,
     Backfill,
     CreateTask,
     PauseRateLimit,
@@ -225,6 +227,9 @@ def _task_item(item: Mapping[str, Any]) -> dict[str, Any]:
         body["run_at"] = str(timestamp(body["run_at"]))
     if "delay" in body:
         body["delay"] = duration(body["delay"])
+    for control in ("dedupe", "debounce"):
+        if control in body:
+            body[control] = _windows(body[control])
     return body
 
 
@@ -237,6 +242,8 @@ def create_task(
     run_at: Time | None = None,
     delay: Duration | None = None,
     priority: Priority | None = None,
+    dedupe: Mapping[str, Any] | None = None,
+    debounce: Mapping[str, Any] | None = None,
 ) -> Call[Task]:
     body = CreateTask(
         namespace=namespace,
@@ -247,8 +254,20 @@ def create_task(
         run_at=UNSET if run_at is None else timestamp(run_at),
         delay=UNSET if delay is None else duration(delay),
         priority=_given(priority),
+        dedupe=UNSET if dedupe is None else DedupeSpec.from_dict(_windows(dedupe)),
+        debounce=UNSET if debounce is None else DebounceSpec.from_dict(_windows(debounce)),
     )
     return _call(create_task_op._get_kwargs(body=body), Task.from_dict)
+
+
+def _windows(control: Mapping[str, Any]) -> dict[str, Any]:
+    """A start control as the API takes it: its durations (``ttl``, ``period``, ``max``) as
+    :func:`duration` writes them, ``None`` left out."""
+    return {
+        k: duration(v) if k in ("ttl", "period", "max") else v
+        for k, v in control.items()
+        if v is not None
+    }
 
 
 def create_tasks(tasks: list[Mapping[str, Any]]) -> Call[BatchCreated]:

@@ -125,6 +125,8 @@ class Client(AuditMethods, EventMethods, OperationMethods, TaskCountMethods):
         run_at: Time | None = None,
         delay: Duration | None = None,
         priority: Priority | None = None,
+        dedupe: Mapping[str, Duration | None] | None = None,
+        debounce: Mapping[str, Duration | None] | None = None,
     ) -> Task:
         """Creates a task of the template ``namespace``/``name`` (its newest version unless
         ``version`` names one) with the input ``context`` (``None``: ``{}``).
@@ -148,10 +150,29 @@ class Client(AuditMethods, EventMethods, OperationMethods, TaskCountMethods):
         key is a JSON pointer into the context needs that value there: a context without it (or
         with a non-scalar) raises :class:`~tasker.InvalidRequest` ``concurrency_key_missing``
         or ``rate_limit_key_missing``, a value over 128 bytes ``concurrency_key_too_long`` or
-        ``rate_limit_key_too_long``."""
+        ``rate_limit_key_too_long``.
+
+        Start controls (docs/events.md), each a dict as the API takes it, durations as for
+        ``delay``: ``dedupe={"key": "invoice-1", "ttl": "24h"}`` makes ``key`` the idempotency key
+        for ``ttl``, also after the task is purged (then a repeat raises
+        :class:`~tasker.Conflict` ``deduplicated``, whose ``details`` name the task);
+        ``debounce={"key": "customer-7", "period": "5s", "max": "1m", "mode": "trailing"}``
+        starts one task per burst of requests for ``key``: ``trailing`` (the default) ``period``
+        after the last, with its context (each request answers the same ``scheduled`` task),
+        ``leading`` at the first. A bad one raises :class:`~tasker.InvalidRequest`
+        ``invalid_dedupe`` or ``invalid_debounce``."""
         return self._run(
             _calls.create_task(
-                namespace, name, context, version, idempotency_key, run_at, delay, priority
+                namespace,
+                name,
+                context,
+                version,
+                idempotency_key,
+                run_at,
+                delay,
+                priority,
+                dedupe,
+                debounce,
             )
         )
 

@@ -7,8 +7,13 @@ module Tasker
   class Client
     # What an event did to one template whose trigger matched it (Event#started): `template`
     # ("namespace/name@version"), the `task_id` it started, or why it started none (`refused`, a
-    # BatchItemError with the code `POST /v1/tasks` would answer).
-    EventStart = Record.struct(:template, :task_id, :refused, records: { refused: BatchItemError })
+    # BatchItemError with the code `POST /v1/tasks` would answer). `debounced` (the trigger's
+    # debounce answered it the task of its burst) and `deduplicated` (its dedupe window answered
+    # it the task its key started before) are true or false.
+    EventStart = Record.struct(
+      :template, :task_id, :refused, :debounced, :deduplicated,
+      records: { refused: BatchItemError }, defaults: { debounced: false, deduplicated: false }
+    )
 
     # A stored event (Client#send_event, #event): its `namespace`, `name`, `key` (what it is
     # about; nil if none), `sender_id` (the sender's own id; nil if none), `data` (parsed JSON, a
