@@ -11,6 +11,8 @@ mod bounds;
 mod common;
 #[path = "security/events.rs"]
 mod events;
+#[path = "security/start_controls.rs"]
+mod start_controls;
 #[path = "security/keys.rs"]
 mod keys;
 #[path = "security/letter_operations.rs"]
