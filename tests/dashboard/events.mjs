@@ -84,6 +84,7 @@ await tour(opened, async () => {
     taskHref: tr.querySelector('a.event-task')?.getAttribute('href') ?? null,
     code: tr.querySelector('td.refusal .code')?.textContent ?? null,
     message: tr.querySelector('td.refusal .message')?.textContent ?? null,
+    outcome: tr.querySelector('td.refusal .event-outcome')?.textContent ?? null,
   })));
   await shot('ev2-event');
 
@@ -102,6 +103,7 @@ await tour(opened, async () => {
     conditions: await trigger.locator('.trigger-condition').evaluateAll((els) => els.map((e) => e.textContent)),
     context: await text(trigger.locator('.trigger-mapping')),
     href: await trigger.locator('a.trigger-events').getAttribute('href'),
+    control: await text(trigger.locator('.trigger-control')),
   };
   await shot('ev3-template');
   await trigger.locator('a.trigger-events').click();

@@ -40,8 +40,8 @@ function eventStarts(e) {
   const started = e.started || [];
   if (!started.length) return h('span', { class: 'muted event-none', text: 'none' });
   return started.map((s, i) => [i ? ' ' : null, s.task_id
-    ? h('a', { class: 'mono event-task', href: taskHref(s.task_id), title: `${s.template}: task ${s.task_id}`,
-      text: `${s.task_id.slice(0, 8)}…` })
+    ? h('a', { class: 'mono event-task', href: taskHref(s.task_id), 'data-outcome': startOutcome(s).split(':')[0],
+      title: `${s.template}: ${startOutcome(s)} ${s.task_id}`, text: `${s.task_id.slice(0, 8)}…${s.debounced || s.deduplicated ? ' ↺' : ''}` })
     : h('span', { class: 'event-refused', 'data-code': s.refused ? s.refused.code : '',
       title: `${s.template}: ${s.refused ? s.refused.message : 'no task'}`, text: s.refused ? s.refused.code : 'no task' })]);
 }
@@ -94,8 +94,12 @@ function startedRow(s) {
     h('td', { class: 'refusal' }, r
       ? [h('strong', { class: 'code', text: r.code }), ' ', h('span', { class: 'message', text: r.message }),
         r.details != null && h('pre', { class: 'error', text: pretty(r.details) })]
-      : h('span', { class: 'muted', text: 'started' })));
+      : h('span', { class: 'muted event-outcome', text: startOutcome(s) })));
 }
+
+// How an entry that names a task got it: started it, or a start control answered another's.
+const startOutcome = (s) => (s.debounced ? 'debounced: its burst’s task'
+  : s.deduplicated ? 'deduplicated: its key’s task' : 'started');
 
 async function eventView(root, signal, id) {
   const e = await api('GET', `/v1/events/${enc(id)}`, undefined, signal);
@@ -111,7 +115,7 @@ async function eventView(root, signal, id) {
       ['sender’s id', e.sender_id != null ? h('span', { class: 'mono', text: e.sender_id }) : null],
       ['received', [timeEl(e.received_at), ' ', h('span', { class: 'muted' }, relEl(e.received_at))]],
     ]),
-    section(`Started (${started.length})`, table({ id: 'event-started' }, ['template', 'task', 'refused'],
+    section(`Started (${started.length})`, table({ id: 'event-started' }, ['template', 'task', 'outcome'],
       started.map(startedRow), 'No template’s trigger matched it: it started nothing.')),
     section('Data (JSON)', h('pre', { id: 'event-data', class: 'body', text: pretty(e.data) })),
     h('p', {}, h('a', { href: '#/events', text: '« All events' })));

@@ -25,7 +25,21 @@ function templateTriggers(t) {
       h('strong', { class: 'trigger-event', text: trig.event }), ' · ',
       h('a', { class: 'trigger-events', href: eventsHref({ name: trig.event, namespace: t.namespace }), text: 'its events' }),
       h('div', { class: 'trigger-if' }, h('span', { class: 'muted', text: 'if ' }), conditions(trig.if)),
-      h('div', { class: 'trigger-context' }, h('span', { class: 'muted', text: 'context ' }), context(trig.context))))));
+      h('div', { class: 'trigger-context' }, h('span', { class: 'muted', text: 'context ' }), context(trig.context)),
+      triggerControl(trig)))));
+}
+
+// A trigger's start control (debounce or dedupe), in words, with where its key is read.
+function triggerControl(trig) {
+  const d = trig.debounce;
+  const u = trig.dedupe;
+  if (!d && !u) return null;
+  const key = (c) => h('code', { class: 'trigger-key', text: c.key || '/key' });
+  return h('div', { class: 'trigger-control', 'data-control': d ? 'debounce' : 'dedupe' },
+    h('span', { class: 'muted', text: d ? 'debounce ' : 'dedupe ' }),
+    d ? [`${d.mode || 'trailing'}: one task per burst of events by `, key(d), ` ending after ${d.period} of quiet`,
+      d.max ? `, at most ${d.max}` : '']
+      : ['one task per ', key(u), ` for ${u.ttl}`]);
 }
 
 // Every registered version, searched by namespace/name and paged in the browser (the API

@@ -10,8 +10,9 @@ const SCRIPT: &str = "events.mjs";
 const NS: &str = "dash_ev";
 const EVENT: &str = "order.created";
 
-/// Started by an `order.created` of 100 or more, its context made of the event; its step's
-/// handler is served by no worker (the task stays running).
+/// Started by an `order.created` of 100 or more, its context made of the event, one task per
+/// order for an hour (a dedupe window on `/data/id`); its step's handler is served by no worker
+/// (the task stays running).
 const FULFIL: &str = "\
 namespace: dash_ev
 name: fulfil
@@ -21,6 +22,7 @@ on:
     if:
       /data/total: {minimum: 100}
     context: {customer: /key, order_id: /data/id}
+    dedupe: {key: /data/id, ttl: 1h}
 steps:
   - name: pack
     handler: pack_order
@@ -52,30 +54,31 @@ fn event(name: &str, data: Value, key: Option<&str>) -> SendEvent {
     }
 }
 
-/// The two templates, 50 `tick` events no trigger matches, then an `order.created` that starts
-/// `fulfil` (and is refused by `needs_sku`) and one that matches no trigger: those two events and
+/// The two templates, 49 `tick` events no trigger matches, an `order.created` that starts
+/// `fulfil` (and is refused by `needs_sku`), the same order again (its `fulfil` start answered
+/// by the first's task: deduplicated) and one that matches no trigger: the last two events and
 /// every event's id as the API lists them, newest first.
 async fn sent_events(
     o: &tasker::RunningOrchestrator,
 ) -> anyhow::Result<(Event, Event, Vec<String>)> {
     o.client.register_template(FULFIL, None, None).await?;
     o.client.register_template(NEEDS_SKU, None, None).await?;
-    // Sent first: the two below and 48 of them are the list's first page, 2 the next.
-    let ticks = (0..50)
+    // Sent first: the three below and 47 of them are the list's first page, 2 the next.
+    let ticks = (0..49)
         .map(|n| event("tick", json!({"n": n}), None))
         .collect();
     let sent = o.client.send_events(ticks).await?;
-    assert_eq!(sent.created, 50, "{sent:?}");
+    assert_eq!(sent.created, 49, "{sent:?}");
+    let order = || event(EVENT, json!({"id": 42, "total": 180}), Some("customer-7"));
+    let (first, _) = o.client.send_event(&order()).await?;
     let (matched, created) = o
         .client
-        .send_event(&event(
-            EVENT,
-            json!({"id": 42, "total": 180}),
-            Some("customer-7"),
-        ))
+        .send_event(&order())
         .await?;
     assert!(created, "{matched:?}");
     assert_eq!(matched.started.len(), 2, "{matched:?}");
+    let task = |e: &Event| e.started.iter().find_map(|s| s.task_id);
+    assert_eq!(task(&matched), task(&first), "{matched:?}");
     let (unmatched, _) = o
         .client
         .send_event(&event(
@@ -111,7 +114,9 @@ async fn the_events_page_shows_what_each_event_started_in_a_real_browser() -> an
             .cloned()
             .unwrap_or_else(|| panic!("{template} matched: {matched:?}"))
     };
-    let task = started("fulfil").task_id.expect("fulfil started a task");
+    let fulfil = started("fulfil");
+    assert!(fulfil.deduplicated, "{fulfil:?}");
+    let task = fulfil.task_id.expect("fulfil answered its order's task");
     let refusal = started("needs_sku").refused.expect("needs_sku refused");
     assert_eq!(refusal.code, "context_schema_violation", "{refusal:?}");
     let (matched_id, unmatched_id) = (matched.id.to_string(), unmatched.id.to_string());
@@ -171,15 +176,16 @@ async fn the_events_page_shows_what_each_event_started_in_a_real_browser() -> an
         (&json!([]), &json!([])),
         "{report}"
     );
-    // Filtered on the name, in the address and across a reload: the two, not the ticks.
-    let two = [unmatched_id, matched_id.clone()];
-    assert_eq!(ids("filtered"), two, "{report}");
+    // Filtered on the name, in the address and across a reload: the three, not the ticks.
+    assert_eq!(api[..2], [unmatched_id, matched_id.clone()]);
+    let named = api[..3].to_vec();
+    assert_eq!(ids("filtered"), named, "{report}");
     assert_eq!(
         report["filteredHash"],
         format!("#/events?name={EVENT}"),
         "{report}"
     );
-    assert_eq!(ids("reloaded"), two, "{report}");
+    assert_eq!(ids("reloaded"), named, "{report}");
     assert_eq!(report["reloadedInput"], EVENT, "{report}");
     // The matched event's page: its data, its task, the refusal with its message.
     assert_eq!(
@@ -209,6 +215,11 @@ async fn the_events_page_shows_what_each_event_started_in_a_real_browser() -> an
         format!("#/tasks/{task}"),
         "{report}"
     );
+    assert_eq!(
+        entry("fulfil")["outcome"],
+        "deduplicated: its key’s task",
+        "{report}"
+    );
     let refused = entry("needs_sku");
     assert_eq!(refused["taskHref"], Value::Null, "{report}");
     assert_eq!(refused["code"], "context_schema_violation", "{report}");
@@ -232,10 +243,14 @@ async fn the_events_page_shows_what_each_event_started_in_a_real_browser() -> an
         trigger["context"], r#"{"customer":"/key","order_id":"/data/id"}"#,
         "{report}"
     );
+    assert_eq!(
+        trigger["control"], "dedupe one task per /data/id for 1h",
+        "{report}"
+    );
     let link = format!("#/events?name={EVENT}&namespace={NS}");
     assert_eq!(trigger["href"], link, "{report}");
     assert_eq!(report["fromTemplateHash"], link, "{report}");
-    assert_eq!(ids("fromTemplate"), two, "{report}");
+    assert_eq!(ids("fromTemplate"), named, "{report}");
     assert_screenshots(&screenshots(), &["ev1-events", "ev2-event", "ev3-template"]);
     o.stop().await;
     env.cleanup().await
