@@ -40,8 +40,8 @@ DECLARE
     out jsonb;
     claimed jsonb;
     answer jsonb;
-    -- Start controls (tasker_start_controls): only when a task has one.
-    controlled boolean := jsonb_path_exists(batch, '$.tasks[*] ? (exists(@.ttl_ms) || exists(@.debounce))');
+    -- Start controls (tasker_start_controls): only when a task has one (the caller says so).
+    controlled boolean := COALESCE((batch->>'controlled')::boolean, false);
     ctl record;
     to_insert jsonb := batch;
 BEGIN

@@ -11,8 +11,6 @@ mod bounds;
 mod common;
 #[path = "security/events.rs"]
 mod events;
-#[path = "security/start_controls.rs"]
-mod start_controls;
 #[path = "security/keys.rs"]
 mod keys;
 #[path = "security/letter_operations.rs"]
@@ -27,6 +25,8 @@ mod reach;
 mod results;
 #[path = "security/running.rs"]
 mod running;
+#[path = "security/start_controls.rs"]
+mod start_controls;
 #[path = "security/streams.rs"]
 mod streams;
 #[path = "security/tokens.rs"]

@@ -219,6 +219,9 @@ pub(super) async fn create_task_on(
 pub struct CreateBatch {
     tasks: Vec<TaskRow>,
     plans: Vec<PlanRow>,
+    /// Whether a task has a start control: only then does `tasker_start_controls` look.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    controlled: bool,
     /// The template of each plan, and its number of steps created.
     #[serde(skip)]
     planned: Vec<(Uuid, i32)>,
@@ -360,6 +363,7 @@ impl CreateBatch {
             root_task_id: p.root,
         });
         let (ttl_ms, debounce) = new.controls.rows();
+        self.controlled |= ttl_ms.is_some() || debounce.is_some();
         self.tasks.push(TaskRow {
             n: self.tasks.len() as i32 + 1,
             id: Uuid::now_v7(),

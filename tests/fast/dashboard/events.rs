@@ -71,10 +71,7 @@ async fn sent_events(
     assert_eq!(sent.created, 49, "{sent:?}");
     let order = || event(EVENT, json!({"id": 42, "total": 180}), Some("customer-7"));
     let (first, _) = o.client.send_event(&order()).await?;
-    let (matched, created) = o
-        .client
-        .send_event(&order())
-        .await?;
+    let (matched, created) = o.client.send_event(&order()).await?;
     assert!(created, "{matched:?}");
     assert_eq!(matched.started.len(), 2, "{matched:?}");
     let task = |e: &Event| e.started.iter().find_map(|s| s.task_id);

@@ -249,6 +249,58 @@ async fn a_leading_debounce_starts_at_once_and_once_per_max() -> anyhow::Result<
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_never_ending_trailing_burst_starts_one_task_per_max() -> anyhow::Result<()> {
+    let env = bare_env().await?;
+    let o = env.orchestrator().await?;
+    o.client
+        .register_template(SYNC, Some("sync.yaml"), None)
+        .await?;
+    let create = |n: i64| {
+        CreateTask::new("ctl_ev", "sync")
+            .context(json!({ "customer": "ada", "n": n }))
+            .debounce("ada", "2s", Some("3s"), DebounceMode::Trailing)
+    };
+    // A request every 200 ms for 4.5 s (pacing, not waiting): the burst never goes quiet.
+    let began = std::time::Instant::now();
+    let mut ids: Vec<Uuid> = Vec::new();
+    let mut n = 0;
+    while began.elapsed() < Duration::from_millis(4500) {
+        let task = o.client.create_task(&create(n)).await?;
+        if ids.last() != Some(&task.id) {
+            ids.push(task.id);
+        }
+        n += 1;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The first burst's task started at its max, 3 s after the first request, with the context
+    // of the last request before it; the requests after it began a second burst.
+    assert_eq!(ids.len(), 2, "{n} requests answered by {ids:?}");
+    let mut db = sqlx::PgConnection::connect(&env.config.database_url).await?;
+    let (created, started): (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>) =
+        sqlx::query_as(
+            "SELECT t.created_at, s.at FROM tasks t
+             JOIN transitions s ON s.task_id = t.id AND s.to_state = 'running'
+             WHERE t.id = $1",
+        )
+        .bind(ids[0])
+        .fetch_one(&mut db)
+        .await?;
+    let after = (started - created).to_std()?;
+    assert!(
+        after >= Duration::from_millis(2990) && after < Duration::from_secs(15),
+        "the first burst's task started {after:?} after its first request"
+    );
+    let first = o.client.task(ids[0], None).await?;
+    assert!(
+        first.context["n"].as_i64().is_some_and(|k| k > 0),
+        "{first:?}"
+    );
+    db.close().await?;
+    o.stop().await;
+    env.cleanup().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_start_controls_are_refused_by_name_and_create_nothing() -> anyhow::Result<()> {
     let env = bare_env().await?;
     let o = env.orchestrator().await?;

@@ -84,7 +84,11 @@ async fn a_token_never_joins_a_burst_or_window_it_could_not_start() -> anyhow::R
     .bind(own.id)
     .fetch_one(o.shared.store.pool())
     .await?;
-    assert_eq!(token_of, Some(writer), "the burst's task runs with its last request's token");
+    assert_eq!(
+        token_of,
+        Some(writer),
+        "the burst's task runs with its last request's token"
+    );
     assert_eq!(tasks_in(&o, "sec_b").await?, 0);
     o.stop().await;
     env.cleanup().await
