@@ -1,8 +1,9 @@
 -- Starts the waits of wait steps just dispatched (their "publication": the orchestrator holds
 -- them instead of a worker). Each step in flight at the attempt given gets its `wake_at`: the
 -- end of its sleep (counted from when it became ready, so a restart sleeps only what is left),
--- the time it sleeps until, or its signal's timeout — or now, when the signal it waits for
--- arrived before it began, or its `until` cannot be read (the wake then fails it). A step
+-- the time it sleeps until, or its signal's (or event's) timeout — or now, when the signal it
+-- waits for arrived before it began (an event: tasker_event_wait_begin), or its `until` cannot
+-- be read (the wake then fails it). A step
 -- whose wait began already is left alone (a re-publication after a crash).
 --
 -- Steps are locked in id order, as everywhere else; tasker_signal locks them before storing a
@@ -34,6 +35,8 @@ BEGIN
                 IF wake IS NULL OR wake > now_ + interval '365 days' THEN
                     wake := now_;
                 END IF;
+            WHEN 'event' THEN
+                wake := tasker_event_wait_begin(w.id, w.task_id, w.wait, w.dispatched_at);
             ELSE
                 IF EXISTS (SELECT FROM signals
                            WHERE task_id = w.task_id AND name = w.wait->>'signal'

@@ -44,6 +44,8 @@ DECLARE
     controlled boolean := COALESCE((batch->>'controlled')::boolean, false);
     ctl record;
     to_insert jsonb := batch;
+    -- The answers of the tasks start controls held back, by `n` (ctl is unset without them).
+    held_back jsonb := '{}';
 BEGIN
     IF children THEN
         SELECT COALESCE(array_agg(s.id), '{}') INTO live
@@ -56,6 +58,7 @@ BEGIN
     IF controlled THEN
         SELECT * INTO ctl FROM tasker_start_controls(batch, v_now);
         to_insert := jsonb_set(batch, '{tasks}', ctl.tasks);
+        held_back := ctl.held;
     END IF;
     SELECT * INTO made FROM tasker_insert_tasks(to_insert, live, v_now);
     IF controlled AND cardinality(made.created) > 0 THEN
@@ -77,7 +80,7 @@ BEGIN
     ELSE
         -- Looked up one by one, and only for what this call did not create.
         SELECT COALESCE(jsonb_agg(
-                   CASE WHEN controlled AND ctl.held ? x.n::text THEN ctl.held->(x.n::text)
+                   CASE WHEN held_back ? x.n::text THEN held_back->(x.n::text)
                         WHEN x.parent_step IS NOT NULL AND NOT (x.parent_step = ANY (live))
                             THEN jsonb_build_object('created', false, 'parent_gone', true)
                         WHEN EXISTS (SELECT 1 FROM tasks mine WHERE mine.id = x.id)

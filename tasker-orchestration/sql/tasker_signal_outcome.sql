@@ -1,4 +1,4 @@
--- What a `signal` wait of step `step` (task `task`), begun at `began`, comes to at `now_`
+-- What a `signal` (or `event`: its event arrives as a signal) wait of step `step` (task `task`), begun at `began`, comes to at `now_`
 -- (tasker_wake): the oldest unconsumed signal of its name is consumed by this step (one signal,
 -- one step) and {"outcome": success with its payload}; none, and its timeout passed:
 -- `on_timeout` — continue ({"outcome": success {"timed_out": true}}), skip ({"skip": true}) or
@@ -32,7 +32,11 @@ BEGIN
         ELSE jsonb_build_object('outcome', jsonb_build_object(
             'status', 'failure', 'retryable', false,
             'error', jsonb_build_object('kind', 'wait_timed_out', 'message',
-                format('no signal `%s` arrived within %s', wait->>'signal', timeout))))
+                CASE WHEN wait->>'kind' = 'event'
+                     THEN format('no event `%s` matching it arrived within %s', wait->>'event',
+                                 timeout)
+                     ELSE format('no signal `%s` arrived within %s', wait->>'signal', timeout)
+                END)))
     END;
 END
 $$;

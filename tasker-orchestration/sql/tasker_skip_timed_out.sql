@@ -17,7 +17,11 @@ BEGIN
     )
     INSERT INTO transitions (task_id, step_id, from_state, to_state, attempt, reason)
     SELECT task_id, id, 'enqueued', 'skipped', attempt,
-           format('no signal `%s` arrived in time (on_timeout: skip)', wait->>'signal')
+           CASE WHEN wait->>'kind' = 'event'
+                THEN format('no event `%s` matching it arrived in time (on_timeout: skip)',
+                            wait->>'event')
+                ELSE format('no signal `%s` arrived in time (on_timeout: skip)', wait->>'signal')
+           END
     FROM upd;
     SELECT * INTO cd FROM tasker_count_down_all(ids, true);
     SELECT * INTO sk FROM tasker_skip(cd.skip);

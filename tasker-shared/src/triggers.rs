@@ -160,7 +160,7 @@ impl TriggerSpec {
 }
 
 /// A pointer into an event: `/id`, `/name`, `/key` or `/data…`.
-fn event_pointer(pointer: &str) -> Result<Vec<String>, String> {
+pub(crate) fn event_pointer(pointer: &str) -> Result<Vec<String>, String> {
     let path = pointer_path(pointer)
         .filter(|p| !p.is_empty())
         .ok_or_else(|| format!("{pointer:?} is not a JSON pointer (such as \"/data/order_id\")"))?;

@@ -11,6 +11,8 @@ use tasker::{RunningOrchestrator, TestEnv, workspace_binary};
 use tasker_client::CreateTask;
 use tasker_orchestration::events::Event;
 
+#[path = "templates/event_waits.rs"]
+mod event_waits;
 #[path = "templates/events.rs"]
 mod events;
 #[path = "templates/start_controls.rs"]

@@ -161,6 +161,14 @@ impl Store {
         .bind(&starts)
         .execute(&mut *tx)
         .await?;
+        // The event waits these events serve, woken now (their timer resolves them).
+        let woken: Vec<Uuid> = sqlx::query_scalar("SELECT tasker_deliver_events($1)")
+            .bind(&ids)
+            .fetch_one(&mut *tx)
+            .await?;
+        if !woken.is_empty() {
+            effects.alarms.push(std::time::Duration::ZERO);
+        }
         let answers = answer(&mut tx, stored, &inserted).await?;
         tx.commit().await?;
         Ok((answers, effects))

@@ -9,7 +9,7 @@ use super::{Error, Result};
 
 /// In dependency order: a function is created after the functions it calls in SQL-language
 /// bodies (PL/pgSQL bodies are resolved at call time, but keeping one order is simplest).
-pub(super) const FUNCTIONS: [(&str, &str); 54] = [
+pub(super) const FUNCTIONS: [(&str, &str); 59] = [
     (
         "tasker_retry_delay_ms",
         include_str!("../../sql/tasker_retry_delay_ms.sql"),
@@ -150,6 +150,26 @@ pub(super) const FUNCTIONS: [(&str, &str); 54] = [
     (
         "tasker_wait_until",
         include_str!("../../sql/tasker_wait_until.sql"),
+    ),
+    (
+        "tasker_event_doc",
+        include_str!("../../sql/tasker_event_doc.sql"),
+    ),
+    (
+        "tasker_event_values",
+        include_str!("../../sql/tasker_event_values.sql"),
+    ),
+    (
+        "tasker_event_take",
+        include_str!("../../sql/tasker_event_take.sql"),
+    ),
+    (
+        "tasker_event_wait_begin",
+        include_str!("../../sql/tasker_event_wait_begin.sql"),
+    ),
+    (
+        "tasker_deliver_events",
+        include_str!("../../sql/tasker_deliver_events.sql"),
     ),
     (
         "tasker_begin_waits",

@@ -200,7 +200,9 @@ impl Store {
                         worker, created_at, dispatched_at, started_at, finished_at, processed_at,
                         next_attempt_at,
                         CASE WHEN step_type = 'wait' THEN jsonb_build_object(
-                            'kind', wait->>'kind', 'signal', wait->>'signal',
+                            'kind', wait->>'kind',
+                            'signal', CASE WHEN wait->>'kind' = 'signal' THEN wait->>'signal' END,
+                            'event', wait->>'event',
                             'until', CASE WHEN state = 'enqueued' THEN wake_at END,
                             'on_timeout', wait->>'on_timeout') END AS wait,
                         COALESCE(namespace, (SELECT t.namespace FROM tasks t WHERE t.id = $1))

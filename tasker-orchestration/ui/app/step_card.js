@@ -36,9 +36,10 @@ function limitsInfo(l) {
 }
 
 // What a waiting step waits for and until when: "sleeping until 14:02:31 (in 2m)", "waiting for
-// signal `approved` until … — on timeout: fail".
+// signal `approved` until … — on timeout: fail", "waiting for event `payment.settled` until …".
 const waitInfo = (w) => h('div', { class: 'wait-info', 'data-kind': w.kind },
-  w.kind === 'sleep' ? 'sleeping' : w.kind === 'signal' ? ['waiting for signal ', h('code', { text: w.signal || '?' })] : 'waiting',
+  w.kind === 'sleep' ? 'sleeping' : w.kind === 'signal' ? ['waiting for signal ', h('code', { text: w.signal || '?' })]
+    : w.kind === 'event' ? ['waiting for event ', h('code', { text: w.event || '?' })] : 'waiting',
   w.until && [' until ', atEl(w.until)],
   w.on_timeout && ` — on timeout: ${w.on_timeout}`);
 

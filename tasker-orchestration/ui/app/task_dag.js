@@ -78,6 +78,7 @@ function worstState(states) {
 // A waiting step's wait in its DAG node (after "wait · "): "for approved", "until 14:02:31".
 function waitSub(w) {
   if (w.kind === 'signal') return `for ${w.signal}`;
+  if (w.kind === 'event') return `for event ${w.event}`;
   return w.until ? `until ${fmtShort(w.until)}` : 'waiting';
 }
 

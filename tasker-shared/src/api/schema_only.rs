@@ -16,6 +16,8 @@ pub struct StepWait {
     /// The signal a `signal` wait waits for.
     #[schema(required)]
     pub signal: Option<String>,
+    /// The event an `event` wait waits for (docs/events.md).
+    pub event: Option<String>,
     /// While it waits: when it wakes up, or times out waiting for its signal.
     #[schema(required)]
     pub until: Option<DateTime<Utc>>,
@@ -24,13 +26,15 @@ pub struct StepWait {
     pub on_timeout: Option<OnTimeout>,
 }
 
-/// A duration (`sleep`), a time from the task's context (`until`) or a signal (`signal`).
+/// A duration (`sleep`), a time from the task's context (`until`), a signal (`signal`) or an
+/// event of the task's namespace (`event`).
 #[derive(Debug, utoipa::ToSchema)]
 #[schema(rename_all = "snake_case")]
 pub enum WaitKind {
     Sleep,
     Until,
     Signal,
+    Event,
 }
 
 /// What a signal wait does when its timeout comes first.

@@ -187,7 +187,36 @@ fn wait_specs_compile_or_name_the_field() {
         until.compile("w").expect("valid")["path"],
         serde_json::json!(["a/b", "c"])
     );
+    let event = WaitSpec {
+        event: Some("payment.settled".into()),
+        correlate: [("/data/order".to_owned(), "/context/order/id".to_owned())].into(),
+        ..WaitSpec::default()
+    };
+    assert_eq!(
+        event.compile("w").expect("valid"),
+        serde_json::json!({
+            "kind": "event", "event": "payment.settled", "signal": "event:payment.settled",
+            "match": [[["data", "order"], ["order", "id"]]],
+            "timeout_ms": DEFAULT_SIGNAL_TIMEOUT.as_millis() as u64, "on_timeout": "fail",
+        })
+    );
+    let matching = |from: &str, to: &str| WaitSpec {
+        event: Some("paid".into()),
+        correlate: [(from.to_owned(), to.to_owned())].into(),
+        ..WaitSpec::default()
+    };
     for (bad, field) in [
+        (matching("/context/a", "/context/a"), "w.match./context/a"),
+        (matching("/data/a", "/data/a"), "w.match./data/a"),
+        (matching("/key", "/context"), "w.match./key"),
+        (
+            WaitSpec {
+                signal: Some("x".into()),
+                correlate: [("/key".to_owned(), "/context/k".to_owned())].into(),
+                ..WaitSpec::default()
+            },
+            "w.match",
+        ),
         (
             WaitSpec {
                 sleep: Some("1s".into()),

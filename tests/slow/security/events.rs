@@ -1,6 +1,7 @@
 //! Events (`POST /v1/events`): a token of one namespace never sends an event to another, never
 //! starts through a trigger what it could not start itself (a template of its namespace with a
-//! `child:` step into another), and never reads another namespace's events.
+//! `child:` step into another), never serves another namespace's waiting steps, and never reads
+//! another namespace's events.
 
 use serde_json::json;
 use tasker_client::{Error, SendEvent};
@@ -89,6 +90,54 @@ async fn an_event_never_reaches_or_starts_another_namespaces_work() -> anyhow::R
     );
     // A reader may not send.
     assert!(reader_a.send_event(&event("sec_a")).await.is_err());
+    o.stop().await;
+    env.cleanup().await
+}
+
+/// Waits in `sec_b` for an `order.created` of its order.
+const WAITING: &str = "namespace: sec_b
+name: waiting
+version: 1.0.0
+steps:
+  - name: settled
+    wait: {event: order.created, match: {/data/order: /context/order}, timeout: 1h}
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_never_serves_another_namespaces_waiting_step() -> anyhow::Result<()> {
+    let (env, root) = with_tokens().await?;
+    let o = env.orchestrator().await?;
+    let (status, code) = register(&o, &root, WAITING).await;
+    assert!(status.is_success(), "{status} {code}");
+    let task = client(&o, &root)
+        .create_task(
+            &tasker_client::CreateTask::new("sec_b", "waiting").context(json!({ "order": 1 })),
+        )
+        .await?;
+    let waiting = || async {
+        let steps = client(&o, &root).steps(task.id).await?;
+        anyhow::Ok(steps.iter().any(|s| s.state == "waiting"))
+    };
+    o.until(
+        std::time::Duration::from_secs(30),
+        "the wait begins",
+        || async { Ok(waiting().await?.then_some(())) },
+    )
+    .await?;
+    // sec_a's writer sends the very event the wait wants, to its own namespace (it may not send
+    // to sec_b): stored, and taken by nothing of sec_b's.
+    let writer_a = client(
+        &o,
+        &token(&o, "writer-a", Scope::Write, Some("sec_a")).await?,
+    );
+    let (sent, _) = writer_a.send_event(&event("sec_a")).await?;
+    let consumed: Option<uuid::Uuid> =
+        sqlx::query_scalar("SELECT consumed_by FROM events WHERE id = $1")
+            .bind(sent.id)
+            .fetch_one(o.shared.store.pool())
+            .await?;
+    assert_eq!(consumed, None, "sec_a's event served sec_b's wait");
+    assert!(waiting().await?, "sec_b's step stopped waiting");
     o.stop().await;
     env.cleanup().await
 }

@@ -31,8 +31,8 @@ WAIT_STEP = {
     "error": None, "worker": None, "dispatched_at": None, "started_at": None,
     "finished_at": None, "processed_at": None, "next_attempt_at": None, **TIMES,
     "namespace": NS, "child": None, "unserved": False, "throttle": None, "limits": None,
-    "wait": {"kind": "signal", "signal": "approved", "until": "2026-12-03T09:00:00Z",
-             "on_timeout": "fail"},
+    "wait": {"kind": "signal", "signal": "approved", "event": None,
+             "until": "2026-12-03T09:00:00Z", "on_timeout": "fail"},
 }
 SIGNAL = {
     "task_id": SCHEDULED_TASK["id"], "name": "approved", "signal_id": "approval-1",

@@ -51,7 +51,7 @@ def test_the_time_calls_send_the_contracts_requests_and_read_its_answers(
 
         [step] = c.steps(task.id)
         assert step.wait == tasker.StepWait(
-            kind="signal", signal="approved",
+            kind="signal", signal="approved", event=None,
             until=datetime(2026, 12, 3, 9, tzinfo=timezone.utc), on_timeout="fail",
         )
         assert (step.step_type, step.state) == ("wait", "waiting")

@@ -37,7 +37,7 @@ describe("Client and the time API's wire", () => {
     attempt: 1,
     max_attempts: 1,
     ...created,
-    wait: { kind: "signal", signal: "approved", until: "2026-12-03T09:00:00Z", on_timeout: "fail" },
+    wait: { kind: "signal", signal: "approved", event: null, until: "2026-12-03T09:00:00Z", on_timeout: "fail" },
   };
   const signal = {
     task_id: taskId,
@@ -107,6 +107,7 @@ describe("Client and the time API's wire", () => {
     assert.deepEqual(step.wait, {
       kind: "signal",
       signal: "approved",
+      event: null,
       until: new Date("2026-12-03T09:00:00Z"),
       onTimeout: "fail",
     });
