@@ -329,15 +329,15 @@ fn throttled(t: &Value) -> String {
     )
 }
 
-/// What a waiting step waits for: `signal approved until …` or `sleep until …`.
+/// What a waiting step waits for: `signal approved until …`, `event payment.settled until …`
+/// or `sleep until …`.
 fn waiting(wait: &Value) -> String {
     let until = wait["until"].as_str().unwrap_or("?");
-    match wait["signal"].as_str() {
-        Some(signal) => format!(
-            "signal `{signal}` until {until} (then {})",
-            wait["on_timeout"].as_str().unwrap_or("fail")
-        ),
-        None => format!("{} until {until}", wait["kind"].as_str().unwrap_or("sleep")),
+    let then = wait["on_timeout"].as_str().unwrap_or("fail");
+    match (wait["signal"].as_str(), wait["event"].as_str()) {
+        (_, Some(event)) => format!("event `{event}` until {until} (then {then})"),
+        (Some(signal), None) => format!("signal `{signal}` until {until} (then {then})"),
+        (None, None) => format!("{} until {until}", wait["kind"].as_str().unwrap_or("sleep")),
     }
 }
 
@@ -351,5 +351,33 @@ fn ms_between(
             (b - a).num_microseconds().unwrap_or(0) as f64 / 1000.0
         ),
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn a_waiting_step_says_what_it_waits_for() {
+        let until = "2026-12-01T09:00:00Z";
+        assert_eq!(
+            super::waiting(
+                &json!({"kind": "event", "signal": null, "event": "payment.settled",
+                                   "until": until, "on_timeout": "skip"})
+            ),
+            format!("event `payment.settled` until {until} (then skip)")
+        );
+        assert_eq!(
+            super::waiting(
+                &json!({"kind": "signal", "signal": "approved", "event": null,
+                                   "until": until, "on_timeout": "fail"})
+            ),
+            format!("signal `approved` until {until} (then fail)")
+        );
+        assert_eq!(
+            super::waiting(&json!({"kind": "sleep", "until": until})),
+            format!("sleep until {until}")
+        );
     }
 }
