@@ -6,6 +6,8 @@
 mod common;
 #[path = "../conformance/protocol.rs"]
 mod protocol;
+#[path = "conformance/events.rs"]
+mod events;
 
 use std::time::Duration;
 
