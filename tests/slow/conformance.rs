@@ -4,10 +4,10 @@
 
 #[path = "../common/mod.rs"]
 mod common;
-#[path = "../conformance/protocol.rs"]
-mod protocol;
 #[path = "conformance/events.rs"]
 mod events;
+#[path = "../conformance/protocol.rs"]
+mod protocol;
 
 use std::time::Duration;
 

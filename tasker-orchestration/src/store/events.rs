@@ -142,31 +142,13 @@ impl Store {
             }
             effects = fx;
         }
-        let ids: Vec<Uuid> = stored
-            .iter()
-            .filter(|(id, ..)| inserted.contains(id))
-            .map(|(id, ..)| *id)
-            .collect();
-        let starts: Vec<Json<&Vec<EventStart>>> = stored
+        let (ids, starts): (Vec<Uuid>, Vec<Json<&Vec<EventStart>>>) = stored
             .iter()
             .zip(&started)
             .filter(|((id, ..), _)| inserted.contains(id))
-            .map(|(_, s)| Json(s))
-            .collect();
-        sqlx::query(
-            "UPDATE events e SET started = s.started
-             FROM unnest($1::uuid[], $2::jsonb[]) AS s (id, started) WHERE e.id = s.id",
-        )
-        .bind(&ids)
-        .bind(&starts)
-        .execute(&mut *tx)
-        .await?;
-        // The event waits these events serve, woken now (their timer resolves them).
-        let woken: Vec<Uuid> = sqlx::query_scalar("SELECT tasker_deliver_events($1)")
-            .bind(&ids)
-            .fetch_one(&mut *tx)
-            .await?;
-        if !woken.is_empty() {
+            .map(|((id, ..), s)| (*id, Json(s)))
+            .unzip();
+        if delivered(&mut tx, &ids, &starts).await? {
             effects.alarms.push(std::time::Duration::ZERO);
         }
         let answers = answer(&mut tx, stored, &inserted).await?;
@@ -208,6 +190,28 @@ impl Store {
                 .await?;
         Ok(row.map(Event::from))
     }
+}
+
+/// Records what each event stored now started, and gives the events to the event waits they
+/// serve (`tasker_deliver_events`); whether any wait woke.
+async fn delivered(
+    tx: &mut sqlx::PgConnection,
+    ids: &[Uuid],
+    starts: &[Json<&Vec<EventStart>>],
+) -> Result<bool> {
+    sqlx::query(
+        "UPDATE events e SET started = s.started
+         FROM unnest($1::uuid[], $2::jsonb[]) AS s (id, started) WHERE e.id = s.id",
+    )
+    .bind(ids)
+    .bind(starts)
+    .execute(&mut *tx)
+    .await?;
+    let woken: Vec<Uuid> = sqlx::query_scalar("SELECT tasker_deliver_events($1)")
+        .bind(ids)
+        .fetch_one(&mut *tx)
+        .await?;
+    Ok(!woken.is_empty())
 }
 
 /// Each event as stored: the one stored now, or the one its sender's id names.

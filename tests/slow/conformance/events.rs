@@ -54,18 +54,21 @@ async fn each_client_sends_an_event_that_starts_a_task_in_its_worker() -> anyhow
         assert_eq!(lines.len(), 2, "{language}: {stdout}");
         let (sent, again) = (&lines[0], &lines[1]);
         assert_eq!((sent.0, again.0), ("sent", "again"), "{language}");
-        assert_eq!(sent.1, again.1, "{language}: a repeat answers the same event");
+        assert_eq!(
+            sent.1, again.1,
+            "{language}: a repeat answers the same event"
+        );
         let started = &sent.1["started"];
         assert_eq!(
             started[0]["template"],
             json!(format!("{namespace}/on_ping@1.0.0")),
             "{language}: {stdout}"
         );
-        let task_id: uuid::Uuid = started[0]["task_id"]
-            .as_str()
-            .unwrap_or_default()
-            .parse()?;
-        let task = o.client.task(task_id, Some(Duration::from_secs(60))).await?;
+        let task_id: uuid::Uuid = started[0]["task_id"].as_str().unwrap_or_default().parse()?;
+        let task = o
+            .client
+            .task(task_id, Some(Duration::from_secs(60)))
+            .await?;
         assert_eq!(task.state, "complete", "{language}: {task:?}");
         assert_eq!(task.context, json!({ "value": 6 }), "{language}");
         assert_eq!(
