@@ -205,42 +205,48 @@ async fn a_dedupe_key_answers_its_task_until_its_ttl_even_once_purged() -> anyho
     env.cleanup().await
 }
 
+/// A never-ending burst of `mode`, period 2 s and max 3 s: a request every 200 ms for 4.5 s
+/// (pacing, not waiting). Returns each task that answered, the first answer of each, and the
+/// number of requests.
+async fn burst(
+    o: &tasker::RunningOrchestrator,
+    mode: DebounceMode,
+) -> anyhow::Result<(Vec<tasker_client::Task>, i64)> {
+    o.client
+        .register_template(SYNC, Some("sync.yaml"), None)
+        .await?;
+    let began = std::time::Instant::now();
+    let mut tasks: Vec<tasker_client::Task> = Vec::new();
+    let mut n = 0;
+    while began.elapsed() < Duration::from_millis(4500) {
+        let req = CreateTask::new("ctl_ev", "sync")
+            .context(json!({ "customer": "ada", "n": n }))
+            .debounce("ada", "2s", Some("3s"), mode);
+        let task = o.client.create_task(&req).await?;
+        if tasks.last().map(|t| t.id) != Some(task.id) {
+            tasks.push(task);
+        }
+        n += 1;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok((tasks, n))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leading_debounce_starts_at_once_and_once_per_max() -> anyhow::Result<()> {
     let env = bare_env().await?;
     let o = env.orchestrator().await?;
-    o.client
-        .register_template(SYNC, Some("sync.yaml"), None)
-        .await?;
-    let create = |n: i64| {
-        CreateTask::new("ctl_ev", "sync")
-            .context(json!({ "customer": "ada", "n": n }))
-            .debounce("ada", "2s", Some("3s"), DebounceMode::Leading)
-    };
-    let first = o.client.create_task(&create(0)).await?;
+    let (tasks, n) = burst(&o, DebounceMode::Leading).await?;
+    // One task per `max` (3 s) of the burst: the first, at once, and one when its max passed.
+    let ids: Vec<Uuid> = tasks.iter().map(|t| t.id).collect();
+    assert_eq!(ids.len(), 2, "{n} requests answered by {ids:?}");
     assert_eq!(
-        first.state.to_string(),
+        tasks[0].state.to_string(),
         "running",
         "a leading burst starts at once"
     );
-    // A never-ending burst: a request every 200 ms for 4.5 s (pacing, not waiting).
-    let began = std::time::Instant::now();
-    let mut ids = vec![first.id];
-    let mut n = 1;
-    while began.elapsed() < Duration::from_millis(4500) {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        let task = o.client.create_task(&create(n)).await?;
-        if ids.last() != Some(&task.id) {
-            ids.push(task.id);
-        }
-        n += 1;
-    }
-    // One task per `max` (3 s) of the burst: the first, and one when its max had passed.
-    assert_eq!(ids.len(), 2, "{n} requests answered by {ids:?}");
-    let second = o.client.task(ids[1], None).await?;
-    assert_eq!(second.context["customer"], "ada");
     assert_eq!(
-        o.client.task(first.id, None).await?.context["n"],
+        o.client.task(ids[0], None).await?.context["n"],
         0,
         "a leading task keeps its first request's context"
     );
@@ -252,29 +258,12 @@ async fn a_leading_debounce_starts_at_once_and_once_per_max() -> anyhow::Result<
 async fn a_never_ending_trailing_burst_starts_one_task_per_max() -> anyhow::Result<()> {
     let env = bare_env().await?;
     let o = env.orchestrator().await?;
-    o.client
-        .register_template(SYNC, Some("sync.yaml"), None)
-        .await?;
-    let create = |n: i64| {
-        CreateTask::new("ctl_ev", "sync")
-            .context(json!({ "customer": "ada", "n": n }))
-            .debounce("ada", "2s", Some("3s"), DebounceMode::Trailing)
-    };
-    // A request every 200 ms for 4.5 s (pacing, not waiting): the burst never goes quiet.
-    let began = std::time::Instant::now();
-    let mut ids: Vec<Uuid> = Vec::new();
-    let mut n = 0;
-    while began.elapsed() < Duration::from_millis(4500) {
-        let task = o.client.create_task(&create(n)).await?;
-        if ids.last() != Some(&task.id) {
-            ids.push(task.id);
-        }
-        n += 1;
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let (tasks, n) = burst(&o, DebounceMode::Trailing).await?;
     // The first burst's task started at its max, 3 s after the first request, with the context
     // of the last request before it; the requests after it began a second burst.
+    let ids: Vec<Uuid> = tasks.iter().map(|t| t.id).collect();
     assert_eq!(ids.len(), 2, "{n} requests answered by {ids:?}");
+    assert_eq!(tasks[0].state.to_string(), "scheduled");
     let mut db = sqlx::PgConnection::connect(&env.config.database_url).await?;
     let (created, started): (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>) =
         sqlx::query_as(
