@@ -72,6 +72,7 @@ mod schedule_actions;
 mod schedules;
 mod signals;
 mod start_controls;
+mod task_batch;
 mod task_create;
 mod tasks;
 mod templates;
@@ -157,7 +158,7 @@ pub fn router(shared: Shared) -> Router {
 fn routes() -> OpenApiRouter<Shared> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(task_create::create_task, tasks::list_tasks))
-        .routes(routes!(task_create::create_tasks))
+        .routes(routes!(task_batch::create_tasks))
         .routes(routes!(tasks::get_task))
         .routes(routes!(tasks::task_steps))
         .routes(routes!(tasks::parent_results))

@@ -82,7 +82,7 @@ pub(super) async fn send_batch(
     body: axum::body::Body,
 ) -> Result<Json<EventsSent>, Error> {
     let o = &shared.config.orchestrator;
-    let body = super::task_create::batch_body(o, body).await?;
+    let body = super::task_batch::batch_body(o, body).await?;
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Items<'a> {

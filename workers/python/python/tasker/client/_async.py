@@ -12,7 +12,7 @@ from typing import TypeVar, cast
 
 import httpx
 
-from . import _calls
+from . import _calls, _schedule_calls
 from ._calls import Call, Duration, Id, Time
 from ._retry import Pause
 from ._transport import DEFAULT_TIMEOUT, Settings
@@ -251,45 +251,45 @@ class AsyncClient(
 
     async def list_schedules(self, namespace: str | None = None) -> list[Schedule]:
         """See :meth:`Client.list_schedules`."""
-        return await self._run(_calls.list_schedules(namespace))
+        return await self._run(_schedule_calls.list_schedules(namespace))
 
     async def get_schedule(self, namespace: str, name: str) -> Schedule:
         """See :meth:`Client.get_schedule`."""
-        return await self._run(_calls.get_schedule(namespace, name))
+        return await self._run(_schedule_calls.get_schedule(namespace, name))
 
     async def apply_schedule(self, definition: Mapping[str, JSON]) -> Schedule:
         """See :meth:`Client.apply_schedule`."""
-        return await self._run(_calls.apply_schedule(definition))
+        return await self._run(_schedule_calls.apply_schedule(definition))
 
     async def update_schedule(
         self, namespace: str, name: str, changes: Mapping[str, JSON]
     ) -> Schedule:
         """See :meth:`Client.update_schedule`."""
-        return await self._run(_calls.update_schedule(namespace, name, changes))
+        return await self._run(_schedule_calls.update_schedule(namespace, name, changes))
 
     async def delete_schedule(self, namespace: str, name: str) -> None:
         """See :meth:`Client.delete_schedule`."""
-        await self._run(_calls.delete_schedule(namespace, name))
+        await self._run(_schedule_calls.delete_schedule(namespace, name))
 
     async def pause_schedule(
         self, namespace: str, name: str, *, note: str | None = None
     ) -> Schedule:
         """See :meth:`Client.pause_schedule`."""
-        return await self._run(_calls.pause_schedule(namespace, name, note))
+        return await self._run(_schedule_calls.pause_schedule(namespace, name, note))
 
     async def resume_schedule(self, namespace: str, name: str) -> Schedule:
         """See :meth:`Client.resume_schedule`."""
-        return await self._run(_calls.resume_schedule(namespace, name))
+        return await self._run(_schedule_calls.resume_schedule(namespace, name))
 
     async def trigger_schedule(self, namespace: str, name: str) -> Task:
         """See :meth:`Client.trigger_schedule`."""
-        return await self._run(_calls.trigger_schedule(namespace, name))
+        return await self._run(_schedule_calls.trigger_schedule(namespace, name))
 
     async def backfill_schedule(
         self, namespace: str, name: str, from_: Time, to: Time
     ) -> Backfilled:
         """See :meth:`Client.backfill_schedule`."""
-        return await self._run(_calls.backfill_schedule(namespace, name, from_, to))
+        return await self._run(_schedule_calls.backfill_schedule(namespace, name, from_, to))
 
     async def workers(self, all: bool = False) -> list[WorkerInfo]:
         """See :meth:`Client.workers`."""

@@ -32,17 +32,6 @@ from ._api.api.limits import (
 )
 from ._api.api.repair import resolve_step, retry_step, retry_task
 from ._api.api.retention import purge_tasks, retention_policy
-from ._api.api.schedules import (
-    backfill_schedule as backfill_op,
-    delete_schedule as delete_schedule_op,
-    get_schedule as get_schedule_op,
-    list_schedules as list_schedules_op,
-    pause_schedule as pause_schedule_op,
-    put_schedule,
-    resume_schedule as resume_schedule_op,
-    trigger_schedule as trigger_schedule_op,
-    update_schedule as update_schedule_op,
-)
 from ._api.api.tasks import (
     cancel_task,
     create_task as create_task_op,
@@ -56,17 +45,13 @@ from ._api.api.tasks import (
 )
 from ._api.api.workers import list_workers
 from ._api.models import (
+    CreateTask,
     DebounceSpec,
     DedupeSpec,
-    Backfill,
-    CreateTask,
     PauseRateLimit,
-    PauseSchedule,
     PurgeRequest,
     RepairNote,
     Resolve,
-    ScheduleChanges,
-    ScheduleSpec,
     SendSignal,
 )
 from ._api.types import UNSET, Unset
@@ -74,7 +59,6 @@ from ._retry import Backoff, Pause, transient
 from .errors import ClientError, InvalidRequest, api_error
 from .values import (
     JSON,
-    Backfilled,
     BatchCreated,
     ConcurrencyLimit,
     ConcurrencyLimitList,
@@ -85,8 +69,6 @@ from .values import (
     RateLimit,
     RateLimitList,
     RetentionPolicy,
-    Schedule,
-    ScheduleList,
     Signal,
     SignalList,
     Step,
@@ -409,56 +391,6 @@ def _every_page(
         if not isinstance(next_, str):
             return found
         after = next_
-
-
-def list_schedules(namespace: str | None) -> Call[list[Schedule]]:
-    def page(data: Any) -> tuple[list[Schedule], str | None | Unset]:
-        answer = ScheduleList.from_dict(data)
-        return answer.schedules, answer.next_
-
-    return _every_page(
-        lambda after: list_schedules_op._get_kwargs(namespace=_given(namespace), after=after),
-        page,
-    )
-
-
-def get_schedule(namespace: str, name: str) -> Call[Schedule]:
-    return _call(get_schedule_op._get_kwargs(namespace, name), Schedule.from_dict)
-
-
-def apply_schedule(definition: Mapping[str, JSON]) -> Call[Schedule]:
-    body = cast(ScheduleSpec, _AsGiven(definition))
-    return _call(put_schedule._get_kwargs(body=body), Schedule.from_dict)
-
-
-def update_schedule(namespace: str, name: str, changes: Mapping[str, JSON]) -> Call[Schedule]:
-    body = cast(ScheduleChanges, _AsGiven(changes))
-    return _call(update_schedule_op._get_kwargs(namespace, name, body=body), Schedule.from_dict)
-
-
-def delete_schedule(namespace: str, name: str) -> Call[None]:
-    # 204: no body to decode.
-    response = yield Send(delete_schedule_op._get_kwargs(namespace, name))
-    if not response.is_success:
-        raise _error(response)
-
-
-def pause_schedule(namespace: str, name: str, note: str | None) -> Call[Schedule]:
-    body = PauseSchedule(note=_given(note))
-    return _call(pause_schedule_op._get_kwargs(namespace, name, body=body), Schedule.from_dict)
-
-
-def resume_schedule(namespace: str, name: str) -> Call[Schedule]:
-    return _call(resume_schedule_op._get_kwargs(namespace, name), Schedule.from_dict)
-
-
-def trigger_schedule(namespace: str, name: str) -> Call[Task]:
-    return _call(trigger_schedule_op._get_kwargs(namespace, name), Task.from_dict)
-
-
-def backfill_schedule(namespace: str, name: str, from_: Time, to: Time) -> Call[Backfilled]:
-    body = Backfill(from_=timestamp(from_), to=timestamp(to))
-    return _call(backfill_op._get_kwargs(namespace, name, body=body), Backfilled.from_dict)
 
 
 def workers(all: bool = False) -> Call[list[WorkerInfo]]:

@@ -11,7 +11,7 @@ from typing import TypeVar, cast
 
 import httpx
 
-from . import _calls
+from . import _calls, _schedule_calls
 from ._calls import Call, Duration, Id, Time
 from ._retry import Pause
 from ._transport import DEFAULT_TIMEOUT, Settings
@@ -342,12 +342,12 @@ class Client(AuditMethods, EventMethods, OperationMethods, TaskCountMethods):
 
     def list_schedules(self, namespace: str | None = None) -> list[Schedule]:
         """Every schedule, or those of a ``namespace``."""
-        return self._run(_calls.list_schedules(namespace))
+        return self._run(_schedule_calls.list_schedules(namespace))
 
     def get_schedule(self, namespace: str, name: str) -> Schedule:
         """The schedule ``namespace``/``name``, with its ``upcoming`` fire times. None raises
         :class:`~tasker.NotFound` ``schedule_not_found``."""
-        return self._run(_calls.get_schedule(namespace, name))
+        return self._run(_schedule_calls.get_schedule(namespace, name))
 
     def apply_schedule(self, definition: Mapping[str, JSON]) -> Schedule:
         """Creates the schedule ``definition`` describes, or updates the one of its
@@ -357,37 +357,37 @@ class Client(AuditMethods, EventMethods, OperationMethods, TaskCountMethods):
         raises :class:`~tasker.InvalidRequest` (``invalid_schedule``, ``invalid_cron``,
         ``invalid_timezone``, ...), an unknown template :class:`~tasker.NotFound`
         ``unknown_template``."""
-        return self._run(_calls.apply_schedule(definition))
+        return self._run(_schedule_calls.apply_schedule(definition))
 
     def update_schedule(self, namespace: str, name: str, changes: Mapping[str, JSON]) -> Schedule:
         """Changes some fields of a schedule's definition (``{"cron": "0 3 * * *"}``) and
         returns it."""
-        return self._run(_calls.update_schedule(namespace, name, changes))
+        return self._run(_schedule_calls.update_schedule(namespace, name, changes))
 
     def delete_schedule(self, namespace: str, name: str) -> None:
         """Deletes a schedule; the tasks it created are left as they are."""
-        self._run(_calls.delete_schedule(namespace, name))
+        self._run(_schedule_calls.delete_schedule(namespace, name))
 
     def pause_schedule(self, namespace: str, name: str, *, note: str | None = None) -> Schedule:
         """Pauses a schedule (it fires no more until :meth:`resume_schedule`), with a ``note``
         saying why."""
-        return self._run(_calls.pause_schedule(namespace, name, note))
+        return self._run(_schedule_calls.pause_schedule(namespace, name, note))
 
     def resume_schedule(self, namespace: str, name: str) -> Schedule:
         """Resumes a paused schedule: its next fire is computed from now (the fires of the
         paused time are not caught up)."""
-        return self._run(_calls.resume_schedule(namespace, name))
+        return self._run(_schedule_calls.resume_schedule(namespace, name))
 
     def trigger_schedule(self, namespace: str, name: str) -> Task:
         """Creates a task of the schedule now, whatever its overlap policy, and returns it."""
-        return self._run(_calls.trigger_schedule(namespace, name))
+        return self._run(_schedule_calls.trigger_schedule(namespace, name))
 
     def backfill_schedule(self, namespace: str, name: str, from_: Time, to: Time) -> Backfilled:
         """Creates the tasks of the schedule's fire times from ``from_`` to ``to`` (aware
         ``datetime`` values or RFC 3339 strings) that have none yet: repeating a backfill
         creates nothing new. More than 1,000 fire times raise :class:`~tasker.InvalidRequest`
         ``backfill_too_large``."""
-        return self._run(_calls.backfill_schedule(namespace, name, from_, to))
+        return self._run(_schedule_calls.backfill_schedule(namespace, name, from_, to))
 
     def workers(self, all: bool = False) -> list[WorkerInfo]:
         """The workers the orchestrator knows (their heartbeats), live ones only unless ``all``
