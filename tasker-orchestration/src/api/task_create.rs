@@ -31,7 +31,7 @@ use crate::store::NewTask;
         (status = 400, description = "`invalid_json`, `invalid_context`, `invalid_idempotency_key`, `invalid_run_at` (more than a year ahead, or with `delay`), `invalid_delay`, `invalid_dedupe`, `invalid_debounce`", body = ErrorBody),
         (status = 403, description = "`forbidden`: the token does not cover the namespace", body = ErrorBody),
         (status = 404, description = "`unknown_template`", body = ErrorBody),
-        (status = 409, description = "`idempotency_key_reused`: the key created a task from another template or context; `deduplicated`: the dedupe key's task was purged since, and its window lasts (details: `task_id`, `until`)", body = ErrorBody),
+        (status = 409, description = "`idempotency_key_reused`: the key created a task from another template or context; `deduplicated`: the dedupe key's task was purged since, and its window lasts (details name the task and the window's end)", body = ErrorBody),
         (status = 413, description = "`body_too_large`, `context_too_large`", body = ErrorBody),
         (status = 422, description = "`context_schema_violation` (details: the problems), `unknown_child_template` (a child step names a template that is not registered), `concurrency_key_missing` / `rate_limit_key_missing` (a limit's key pointer finds no string, number or boolean in the context), `concurrency_key_too_long` / `rate_limit_key_too_long` (its value is over 128 bytes)", body = ErrorBody),
     ))]

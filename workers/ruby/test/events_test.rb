@@ -120,7 +120,10 @@ class ClientEventsWireTest < Minitest::Test
     task = ClientTimeWireTest::TASK
     purged = { "code" => "deduplicated", "message" => "task #{TASK_ID} was purged",
                "details" => { "task_id" => TASK_ID, "until" => "2026-12-01T09:00:00Z" } }
-    api = StandIn.new("POST /v1/tasks" => [[201, task], [200, task], [409, { "error" => purged }]])
+    batch = { "created" => 1, "existing" => 0, "refused" => 0,
+              "results" => [{ "index" => 0, "status" => "created", "task_id" => TASK_ID }] }
+    api = StandIn.new("POST /v1/tasks" => [[201, task], [200, task], [409, { "error" => purged }]],
+                      "POST /v1/tasks:batch" => [200, batch])
     client = Client.new(url: api.url)
     client.create_task("ns", "linear", { "value" => 6 },
                        debounce: { key: "customer-7", period: 5, max: "1m", mode: "leading" })
@@ -129,13 +132,16 @@ class ClientEventsWireTest < Minitest::Test
       client.create_task("ns", "linear", { "value" => 6 }, dedupe: { key: "invoice-1", ttl: "24h" })
     end
     assert_equal [409, "deduplicated", purged["details"]], [error.status, error.code, error.details]
+    client.create_tasks([{ namespace: "ns", name: "linear", dedupe: { key: "invoice-2", ttl: 90 } }])
     base = { "namespace" => "ns", "name" => "linear", "context" => { "value" => 6 } }
     dedupe = base.merge("dedupe" => { "key" => "invoice-1", "ttl" => "24h" })
     assert_equal [
       ["POST", "/v1/tasks", base.merge("debounce" => { "key" => "customer-7", "period" => "5s", "max" => "1m",
                                                        "mode" => "leading" })],
       ["POST", "/v1/tasks", dedupe],
-      ["POST", "/v1/tasks", dedupe]
+      ["POST", "/v1/tasks", dedupe],
+      ["POST", "/v1/tasks:batch", { "tasks" => [{ "namespace" => "ns", "name" => "linear",
+                                                  "dedupe" => { "key" => "invoice-2", "ttl" => "90s" } }] }]
     ], api.requests
   ensure
     client&.close

@@ -125,7 +125,8 @@ module Tasker
     # server's `max_batch_tasks`, 10,000 by default). +tasks+ is an Array of Hashes, each what
     # #create_task sends (string or symbol keys): "namespace", "name" and optionally "version",
     # "context", "idempotency_key", "priority", "run_at" (a Time or an RFC 3339 String) and
-    # "delay" (a duration String or seconds), nils left out.
+    # "delay" (a duration String or seconds), "dedupe" and "debounce" (as #create_task takes them),
+    # nils left out.
     #
     # Returns a BatchCreated with a BatchItemResult per item, in request order: "created",
     # "existing" (its idempotency key had created that task) or "refused" (nothing created for
@@ -140,6 +141,7 @@ module Tasker
           case key.to_s
           when "run_at" then [key, value && timestamp(value)]
           when "delay" then [key, value && duration(value)]
+          when "dedupe", "debounce" then [key, value && windows(value)]
           else [key, value]
           end
         end.compact
