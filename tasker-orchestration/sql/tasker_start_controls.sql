@@ -19,7 +19,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     t jsonb;
     d jsonb;
-    k record;
+    answer jsonb;
     w record;
     dkey text;
     period interval;
@@ -33,18 +33,9 @@ BEGIN
     starts := '[]';
     FOR t IN SELECT e FROM jsonb_array_elements(batch->'tasks') e ORDER BY (e->>'n')::int LOOP
         IF t ? 'ttl_ms' THEN
-            WITH gone AS (
-                DELETE FROM task_keys WHERE key = t->>'key' AND expires_at <= v_now
-                RETURNING key, task_id
-            )
-            UPDATE tasks SET idempotency_key = NULL
-            FROM gone WHERE tasks.id = gone.task_id AND tasks.idempotency_key = gone.key;
-            SELECT * INTO k FROM task_keys WHERE key = t->>'key';
-            IF FOUND AND NOT EXISTS (SELECT 1 FROM tasks WHERE idempotency_key = k.key) THEN
-                -- Its task was purged; the window still answers it.
-                held := held || jsonb_build_object(t->>'n', jsonb_build_object(
-                    'created', false, 'task_id', k.task_id, 'template_id', k.template_id,
-                    'context', k.context, 'deduplicated', true, 'until', k.expires_at));
+            answer := tasker_dedupe_window(t->>'key', v_now);
+            IF answer IS NOT NULL THEN
+                held := held || jsonb_build_object(t->>'n', answer);
                 CONTINUE;
             END IF;
         ELSIF t ? 'debounce' THEN
@@ -77,14 +68,8 @@ BEGIN
                             t || jsonb_build_object('n', tasks->((mine->>dkey)::int)->'n',
                                                     'id', w.task_id, 'run_at', at));
                     ELSE
-                        UPDATE tasks SET context = t->'context', run_at = at,
-                                         token_id = (t->>'token_id')::bigint
-                        WHERE id = w.task_id;
-                        UPDATE steps s SET limits = NULLIF(t->'limits'->sp.i, 'null'),
-                                           batch_spec = NULLIF(t->'batch_specs'->sp.i, 'null')
-                        FROM jsonb_to_recordset(batch->'plans'->((t->>'plan')::int)->'steps')
-                             AS sp(i int, name text)
-                        WHERE s.task_id = w.task_id AND s.name = sp.name;
+                        PERFORM tasker_debounce_join(w.task_id, t,
+                                                     batch->'plans'->((t->>'plan')::int), at);
                     END IF;
                 END IF;
                 held := held || jsonb_build_object(t->>'n', jsonb_build_object(

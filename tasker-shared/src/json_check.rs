@@ -83,6 +83,20 @@ pub fn pointer_path(pointer: &str) -> Option<Vec<String>> {
     )
 }
 
+/// A pointer into an event: `/id`, `/name`, `/key` or `/data…`.
+pub fn event_pointer(pointer: &str) -> Result<Vec<String>, String> {
+    let path = pointer_path(pointer)
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| format!("{pointer:?} is not a JSON pointer (such as \"/data/order_id\")"))?;
+    match path[0].as_str() {
+        "id" | "name" | "key" if path.len() == 1 => Ok(path),
+        "data" => Ok(path),
+        _ => Err(format!(
+            "{pointer:?} reads neither /id, /name, /key nor /data… of the event"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

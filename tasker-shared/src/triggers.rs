@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::compose::ContextMapping;
-use crate::json_check::pointer_path;
+use crate::json_check::{event_pointer, pointer_path};
 use crate::start_controls::{Debounce, DebounceSpec, Dedupe, DedupeSpec};
 
 /// Most triggers one template may have.
@@ -156,20 +156,6 @@ impl TriggerSpec {
             conditions,
             control,
         })
-    }
-}
-
-/// A pointer into an event: `/id`, `/name`, `/key` or `/data…`.
-pub(crate) fn event_pointer(pointer: &str) -> Result<Vec<String>, String> {
-    let path = pointer_path(pointer)
-        .filter(|p| !p.is_empty())
-        .ok_or_else(|| format!("{pointer:?} is not a JSON pointer (such as \"/data/order_id\")"))?;
-    match path[0].as_str() {
-        "id" | "name" | "key" if path.len() == 1 => Ok(path),
-        "data" => Ok(path),
-        _ => Err(format!(
-            "{pointer:?} reads neither /id, /name, /key nor /data… of the event"
-        )),
     }
 }
 

@@ -9,7 +9,7 @@ use super::{Error, Result};
 
 /// In dependency order: a function is created after the functions it calls in SQL-language
 /// bodies (PL/pgSQL bodies are resolved at call time, but keeping one order is simplest).
-pub(super) const FUNCTIONS: [(&str, &str); 59] = [
+pub(super) const FUNCTIONS: [(&str, &str); 61] = [
     (
         "tasker_retry_delay_ms",
         include_str!("../../sql/tasker_retry_delay_ms.sql"),
@@ -117,6 +117,14 @@ pub(super) const FUNCTIONS: [(&str, &str); 59] = [
     (
         "tasker_insert_tasks",
         include_str!("../../sql/tasker_insert_tasks.sql"),
+    ),
+    (
+        "tasker_dedupe_window",
+        include_str!("../../sql/tasker_dedupe_window.sql"),
+    ),
+    (
+        "tasker_debounce_join",
+        include_str!("../../sql/tasker_debounce_join.sql"),
     ),
     (
         "tasker_start_controls",

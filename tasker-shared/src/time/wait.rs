@@ -178,8 +178,8 @@ impl WaitSpec {
         let mut pairs = Vec::with_capacity(self.correlate.len());
         for (from, to) in &self.correlate {
             let at = field(&format!("match.{from}"));
-            let event_path =
-                crate::triggers::event_pointer(from).map_err(|p| FieldError::new(at.clone(), p))?;
+            let event_path = crate::json_check::event_pointer(from)
+                .map_err(|p| FieldError::new(at.clone(), p))?;
             let context_path = pointer_path(to)
                 .filter(|p| p.len() > 1 && p[0] == "context")
                 .ok_or_else(|| {
