@@ -161,6 +161,12 @@ fn print(e: &Event) {
     }
     for s in &e.started {
         match (&s.task_id, &s.refused) {
+            (Some(task), _) if s.debounced => {
+                out!("debounced   {task} ({}: its burst's task)", s.template)
+            }
+            (Some(task), _) if s.deduplicated => {
+                out!("deduplicated {task} ({}: its key's task)", s.template)
+            }
             (Some(task), _) => out!("started     {task} ({})", s.template),
             (None, Some(why)) => out!("refused     {} ({}: {})", s.template, why.code, why.message),
             (None, None) => out!("refused     {}", s.template),
