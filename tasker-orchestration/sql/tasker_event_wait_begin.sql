@@ -12,16 +12,16 @@ DECLARE
     t record;
     vals jsonb;
     event_paths jsonb;
+    context_paths jsonb;
     found_event events;
 BEGIN
     SELECT namespace, context, created_at INTO t FROM tasks WHERE id = task;
     PERFORM pg_advisory_xact_lock(hashtextextended(
         'tasker_event:' || t.namespace || '/' || (wait->>'event'), 0));
-    SELECT COALESCE(jsonb_agg(p->0 ORDER BY o), '[]'),
-           COALESCE(jsonb_agg(t.context #> ARRAY(SELECT jsonb_array_elements_text(p->1))
-                              ORDER BY o), '[]')
-    INTO event_paths, vals
+    SELECT COALESCE(jsonb_agg(p->0 ORDER BY o), '[]'), COALESCE(jsonb_agg(p->1 ORDER BY o), '[]')
+    INTO event_paths, context_paths
     FROM jsonb_array_elements(wait->'match') WITH ORDINALITY AS x(p, o);
+    vals := tasker_event_values(t.context, context_paths);
     IF vals @> '[null]' THEN
         RETURN began + make_interval(secs => (wait->>'timeout_ms')::float8 / 1000);
     END IF;
