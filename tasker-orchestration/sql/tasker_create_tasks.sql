@@ -63,12 +63,13 @@ BEGIN
     SELECT * INTO made FROM tasker_insert_tasks(to_insert, live, v_now);
     IF controlled AND cardinality(made.created) > 0 THEN
         -- Each dedupe window created now answers its task for its TTL.
-        INSERT INTO task_keys AS k (key, task_id, template_id, context, expires_at)
-        SELECT t->>'key', (t->>'id')::uuid, (t->>'template_id')::uuid, t->'context',
+        INSERT INTO task_keys AS k (namespace, key, task_id, template_id, context, expires_at)
+        SELECT t->>'namespace', t->>'key', (t->>'id')::uuid, (t->>'template_id')::uuid,
+               t->'context',
                v_now + (t->>'ttl_ms')::bigint * interval '1 millisecond'
         FROM jsonb_array_elements(ctl.tasks) t
         WHERE t ? 'ttl_ms' AND (t->>'id')::uuid = ANY (made.created)
-        ON CONFLICT (key) DO UPDATE
+        ON CONFLICT (namespace, key) DO UPDATE
             SET task_id = excluded.task_id, template_id = excluded.template_id,
                 context = excluded.context, expires_at = excluded.expires_at;
     END IF;
@@ -88,7 +89,9 @@ BEGIN
                         ELSE (SELECT jsonb_build_object('created', false, 'task_id', theirs.id,
                                                         'template_id', theirs.template_id,
                                                         'context', theirs.context)
-                              FROM tasks theirs WHERE theirs.idempotency_key = x.key)
+                              FROM tasks theirs
+                              WHERE theirs.idempotency_key = x.key
+                                AND theirs.namespace = x.namespace)
                    END ORDER BY x.n), '[]')
         INTO answer FROM tasker_new_tasks(batch) x;
     END IF;

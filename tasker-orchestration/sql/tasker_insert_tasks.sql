@@ -1,7 +1,7 @@
 -- Inserts the tasks of a tasker_create_tasks batch with their steps, edges and first
 -- transitions, in one statement reading the batch once. A child task (parent_step given) is
 -- inserted only when its parent step is among `live`; a repeated idempotency key inserts
--- nothing. Each task's steps and edges are its plan's (`plans`: [{steps: [{i, name, …}],
+-- nothing (keys are per namespace). Each task's steps and edges are its plan's (`plans`: [{steps: [{i, name, …}],
 -- edges: [{p, c}]}], by template step index `i`) with its own ids (`step_ids`) and what its
 -- creation made of them. A root step (no parents) of a task that starts now is stored
 -- `enqueued` at attempt 1 unless it has limits; every other step waits `pending`. Returns the
@@ -23,7 +23,7 @@ BEGIN
                x.token_id, x.root_task_id
         FROM x WHERE x.parent_step IS NULL OR x.parent_step = ANY (live)
         ORDER BY x.n
-        ON CONFLICT (idempotency_key) DO NOTHING
+        ON CONFLICT (idempotency_key, namespace) DO NOTHING
         RETURNING id
     ), tk AS (
         SELECT x.*, x.run_at > v_now IS TRUE AS later FROM x WHERE x.id IN (SELECT id FROM ins)

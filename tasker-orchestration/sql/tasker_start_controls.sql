@@ -33,7 +33,7 @@ BEGIN
     starts := '[]';
     FOR t IN SELECT e FROM jsonb_array_elements(batch->'tasks') e ORDER BY (e->>'n')::int LOOP
         IF t ? 'ttl_ms' THEN
-            answer := tasker_dedupe_window(t->>'key', v_now);
+            answer := tasker_dedupe_window(t->>'namespace', t->>'key', v_now);
             IF answer IS NOT NULL THEN
                 held := held || jsonb_build_object(t->>'n', answer);
                 CONTINUE;

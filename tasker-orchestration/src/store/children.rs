@@ -69,10 +69,11 @@ impl Store {
             .await?;
         let (below, again): (i64, bool) = sqlx::query_as(
             "SELECT (SELECT count(*) FROM tasks WHERE root_task_id = $1),
-                    EXISTS (SELECT FROM tasks WHERE idempotency_key = $2)",
+                    EXISTS (SELECT FROM tasks WHERE idempotency_key = $2 AND namespace = $3)",
         )
         .bind(root)
         .bind(&new.idempotency_key)
+        .bind(&new.template.template.namespace)
         .fetch_one(&mut *tx)
         .await?;
         if !again && below >= i64::from(budget) {

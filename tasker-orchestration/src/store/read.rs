@@ -35,7 +35,7 @@ pub struct TaskFilter {
     /// Only tasks whose id lies in this range, both ends included (an id prefix's first and
     /// last id: a range of the primary key).
     pub id_range: Option<(Uuid, Uuid)>,
-    /// Only the task with this idempotency key (unique).
+    /// Only the tasks with this idempotency key (one per namespace).
     pub idempotency_key: Option<String>,
 }
 

@@ -237,7 +237,8 @@ pub struct CreateTask {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<Value>,
     /// Creating again with the same key returns the task it created (200), or 409
-    /// `idempotency_key_reused` for another template or context.
+    /// `idempotency_key_reused` for another template or context. Keys are per namespace:
+    /// another namespace's key never answers (or holds back) this request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
     /// Start the task at this time (at most a year ahead; a past time starts it now): until
