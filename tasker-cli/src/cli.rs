@@ -26,6 +26,7 @@ mod table;
 mod tasks;
 mod templates;
 mod wait;
+mod webhooks;
 
 use args::json_arg;
 use command::{Command, ListArgs, PurgeArgs, SubmitArgs};
@@ -177,6 +178,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Limits { action } => limits::run(&client, action, json).await,
         Command::DeadLetters { action } => dead_letters::run(&client, action, json).await,
         Command::Events { action } => events::run(&client, action, json).await,
+        Command::Webhooks { action } => webhooks::run(&client, action, json).await,
         Command::Templates { action } => templates::run(&client, action, json).await,
         Command::Audit(args) => audit::run(&client, args, json).await,
     }

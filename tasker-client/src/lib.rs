@@ -26,6 +26,7 @@ mod retention;
 mod templates;
 mod time;
 mod wait;
+mod webhooks;
 mod workers;
 
 pub use audit::AuditQuery;
@@ -42,6 +43,7 @@ pub use tasker_shared::api::{
     ScheduleChanges, Signal, StartOperation, Step, StepPage, Task, TaskPage, Transition,
 };
 pub use tasker_shared::api::{Event, EventItem, EventPage, EventStart, EventsSent, SendEvent};
+pub use tasker_shared::api::{PutWebhook, Webhook, WebhookFormat};
 pub use tasker_shared::flow::Priority;
 pub use tasker_shared::start_controls::{DebounceMode, DebounceSpec, DedupeSpec};
 pub use tasker_shared::time::{Overlap, ScheduleSpec};

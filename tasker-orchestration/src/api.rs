@@ -31,6 +31,9 @@
 //! | GET, POST | /v1/schedules | schedules (`namespace`); create or update one by namespace and name |
 //! | GET, PATCH, DELETE | /v1/schedules/{namespace}/{name} | one (with its next fires); change some fields; delete |
 //! | POST | /v1/schedules/{namespace}/{name}/pause, /resume, /trigger, /backfill | pause (`note`), resume, start a task now, start the tasks of a past range |
+//! | GET | /v1/webhooks | webhooks of the namespaces the token covers |
+//! | PUT, GET, DELETE | /v1/webhooks/{name} | save one (the secret Tasker makes is shown once); show; remove |
+//! | POST | /v1/webhooks/{name} | a signed request from another service, made an event (no token: its signature) |
 //! | GET, POST | /v1/tokens | API tokens (admin): list, create (`{name, scope}`; the token is shown once) |
 //! | DELETE | /v1/tokens/{name} | revoke one |
 //! | GET | /v1/audit | the audit log (admin): who asked to change what, when, from where, answered how |
@@ -43,7 +46,7 @@
 //! `clippy.toml` forbids registering one any other way, and `tests/fast/openapi.rs` checks that each
 //! documented operation is served.
 //!
-//! Unless `auth = "off"`, every route but `/health` and `/ready` needs `Authorization: Bearer
+//! Unless `auth = "off"`, every route but `/health`, `/ready` and a webhook's `POST` needs `Authorization: Bearer
 //! <token>`: `read` for every GET, `write` to create, cancel and repair tasks and register
 //! templates, `admin` for dead-letter replay/discard and tokens; a token limited to namespaces
 //! reaches those only (`access`). Before any of that, whatever the mode, `guard` refuses
@@ -77,6 +80,8 @@ mod task_create;
 mod tasks;
 mod templates;
 mod ui;
+mod webhook_receive;
+mod webhooks;
 mod workers;
 
 use std::sync::Arc;
@@ -172,6 +177,13 @@ fn routes() -> OpenApiRouter<Shared> {
         .routes(routes!(events::list))
         .routes(routes!(events::send_batch))
         .routes(routes!(events::show))
+        .routes(routes!(webhooks::list))
+        .routes(routes!(
+            webhooks::put,
+            webhooks::show,
+            webhooks::delete,
+            webhook_receive::receive
+        ))
         .routes(routes!(schedules::put, schedules::list))
         .routes(routes!(
             schedules::show,

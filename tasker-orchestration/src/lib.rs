@@ -34,6 +34,7 @@ pub mod store;
 mod sweeper;
 mod timers;
 pub mod tls;
+pub mod webhook_sign;
 
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;

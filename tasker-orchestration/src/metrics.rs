@@ -172,6 +172,12 @@ pub const EVENT_STARTS: Metric = counter(
      (the task of its burst answered it), deduplicated (its dedupe key's task answered it) or \
      refused (its context, its key, its template's reach or its limits refused it).",
 );
+pub const WEBHOOKS_RECEIVED: Metric = counter(
+    "tasker_webhooks_received_total",
+    "Requests to webhooks (POST /v1/webhooks/{name}), by outcome: accepted (an event was stored \
+     or found), bad_signature, stale_signature (signed outside the replay window), unknown (no \
+     such webhook), refused (its body or its token refused it; nothing stored).",
+);
 pub const START_CONTROLS_HELD: Metric = counter(
     "tasker_start_controls_held_total",
     "Requests to start a task (POST /v1/tasks, a batch's items, events' triggers) that a start \
@@ -291,7 +297,7 @@ pub const AUDIT_DROPPED: Metric = counter(
 );
 
 /// Every metric above, described to the recorder at start-up.
-pub const ALL: [Metric; 57] = [
+pub const ALL: [Metric; 58] = [
     BOUNDS_REFUSED,
     AUDIT_ROWS,
     AUDIT_DROPPED,
@@ -326,6 +332,7 @@ pub const ALL: [Metric; 57] = [
     SIGNALS_RECEIVED,
     EVENTS_RECEIVED,
     EVENT_STARTS,
+    WEBHOOKS_RECEIVED,
     START_CONTROLS_HELD,
     TASKS_STARTED_LATER,
     STEPS_WAITING,

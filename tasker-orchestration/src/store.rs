@@ -37,6 +37,7 @@ mod tasks;
 mod templates;
 mod time;
 mod tokens;
+mod webhooks;
 mod workers;
 
 pub use audit::{AuditEntry, AuditFilter, NewAuditEntry};
@@ -60,6 +61,7 @@ pub use tasks::{BatchAnswer, Created, NewTask, ParentLink};
 pub use templates::{Registration, TEMPLATE_REGISTERED_CHANNEL, TemplateFilter, TemplateView};
 pub use time::Signalled;
 pub use tokens::{CreateError, Minted, NewToken, Principal, Scope, TokenView, lifetime_within};
+pub use webhooks::{NewWebhook, WebhookRow};
 pub use workers::Served;
 
 /// Channel of the `pg_notify` sent when a task reaches a terminal state; the payload is

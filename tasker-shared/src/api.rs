@@ -19,6 +19,7 @@ mod signals;
 mod tasks;
 mod templates;
 mod tokens;
+mod webhooks;
 mod workers;
 
 pub use audit::{AuditEntry, AuditPage};
@@ -42,6 +43,7 @@ pub use tasks::{
 pub use tasks::{StepStateName, TaskStateName};
 pub use templates::{RegisteredTemplate, TemplateList};
 pub use tokens::{CreatedToken, NewToken, TokenInfo, TokenList};
+pub use webhooks::{PutWebhook, Webhook, WebhookFormat, WebhookList};
 pub use workers::{
     RunningRecorded, RunningReport, RunningStep, UnservedStep, WorkerInfo, WorkerList, WorkerReport,
 };

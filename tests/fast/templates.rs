@@ -19,6 +19,8 @@ mod events;
 mod start_controls;
 #[path = "templates/schema.rs"]
 mod template_schema;
+#[path = "templates/webhooks.rs"]
+mod webhooks;
 
 /// A one-step template in the brand-new namespace `shop` whose step runs `handler`.
 fn order(version: &str, handler: &str) -> String {

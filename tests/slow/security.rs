@@ -31,3 +31,5 @@ mod start_controls;
 mod streams;
 #[path = "security/tokens.rs"]
 mod tokens;
+#[path = "security/webhooks.rs"]
+mod webhooks;

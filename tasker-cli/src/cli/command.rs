@@ -16,6 +16,7 @@ use super::limits::LimitsCommand;
 use super::operations::{BulkCommand, OperationsCommand};
 use super::schedules::SchedulesCommand;
 use super::templates::TemplatesCommand;
+use super::webhooks::WebhooksCommand;
 
 #[derive(Debug, Subcommand)]
 pub(super) enum Command {
@@ -45,6 +46,12 @@ pub(super) enum Command {
     Events {
         #[command(subcommand)]
         action: Option<EventsCommand>,
+    },
+    /// Webhooks that turn signed requests of other services into events: list, show NAME,
+    /// set NAME --namespace NS [--format github|stripe], delete NAME.
+    Webhooks {
+        #[command(subcommand)]
+        action: Option<WebhooksCommand>,
     },
     /// Cron schedules that start tasks: list, show, apply FILE…, pause, resume, trigger,
     /// backfill, delete (`tasker schedules` lists them).

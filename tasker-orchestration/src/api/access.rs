@@ -118,6 +118,15 @@ impl Caller {
         self.check_reach(&crate::reach::Reach::of(&shared.catalog, loaded).await?)
     }
 
+    /// This request acting for `principal` (the token that saved a webhook): what it may
+    /// touch is judged with that token, and the audit note names it.
+    pub fn acting_for(self, principal: Option<Principal>) -> Caller {
+        if let Some(p) = &principal {
+            self.1.token(p.id, &p.name);
+        }
+        Caller(principal, self.1)
+    }
+
     /// The id of the caller's token, which work it saves records (`None` without tokens).
     pub fn token_id(&self) -> Option<i64> {
         self.0.as_ref().map(|p| p.id)

@@ -41,6 +41,11 @@ impl Error {
         Self::new(StatusCode::NOT_FOUND, code, message)
     }
 
+    /// Its stable code (one of `ERROR_CODES`).
+    pub fn code(&self) -> &'static str {
+        self.code
+    }
+
     pub fn status(&self) -> StatusCode {
         self.status
     }

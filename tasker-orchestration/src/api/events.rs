@@ -171,7 +171,7 @@ fn refused_metric() {
 }
 
 /// An event request's checks: the caller's namespace, the name, the data, the key, the id.
-fn check(shared: &Shared, caller: &Caller, req: SendEvent) -> Result<Checked, Error> {
+pub(super) fn check(shared: &Shared, caller: &Caller, req: SendEvent) -> Result<Checked, Error> {
     caller.check(&req.namespace)?;
     if !is_signal_name(&req.name) {
         return Err(Error::bad_request(

@@ -16,6 +16,7 @@ pub struct ErrorBody {
 pub const ERROR_CODES: &[&str] = &[
     "backfill_too_large",
     "bad_body",
+    "bad_signature",
     "batch_too_large",
     "body_too_large",
     "body_too_slow",
@@ -74,6 +75,7 @@ pub const ERROR_CODES: &[&str] = &[
     "invalid_timezone",
     "invalid_until",
     "invalid_wait",
+    "invalid_webhook",
     "invalid_worker",
     "method_not_allowed",
     "missing_result",
@@ -89,6 +91,7 @@ pub const ERROR_CODES: &[&str] = &[
     "schedule_not_found",
     "signal_conflict",
     "signal_too_large",
+    "stale_signature",
     "start_key_missing",
     "step_not_failed",
     "step_not_found",
@@ -113,6 +116,7 @@ pub const ERROR_CODES: &[&str] = &[
     "unknown_rate_limit",
     "unknown_template",
     "unsupported_media_type",
+    "webhook_not_found",
     "worker_not_found",
 ];
 

@@ -94,8 +94,14 @@ async fn another_namespaces_key_never_answers_or_holds_back_a_request() -> anyho
         assert_eq!(writer_a.create_task(request).await?.id, mine.id);
     }
     // And team_b's keys still answer team_b's tasks.
-    assert_eq!(root_client.create_task(&keyed("team_b")).await?.id, theirs[0].id);
-    assert_eq!(root_client.create_task(&windowed("team_b")).await?.id, theirs[1].id);
+    assert_eq!(
+        root_client.create_task(&keyed("team_b")).await?.id,
+        theirs[0].id
+    );
+    assert_eq!(
+        root_client.create_task(&windowed("team_b")).await?.id,
+        theirs[1].id
+    );
     o.stop().await;
     env.cleanup().await
 }
