@@ -461,3 +461,5 @@ async fn the_cli_starts_later_signals_and_manages_schedules_with_file_and_line_e
 mod bulk;
 #[path = "cli/triage.rs"]
 mod triage;
+#[path = "cli/webhooks.rs"]
+mod webhooks;
