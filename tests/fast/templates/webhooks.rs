@@ -75,10 +75,7 @@ async fn a_github_signed_push_starts_its_task_and_a_bad_signature_stores_nothing
     assert_eq!(saved.secret, None, "a secret given is never answered back");
 
     let body = serde_json::to_vec(&json!({ "ref": "refs/heads/main", "after": "abc123" }))?;
-    let mut headers = sign(WebhookFormat::Github, secret, 0, &body)
-        .into_iter()
-        .map(|(k, v)| (k, v))
-        .collect::<Vec<_>>();
+    let mut headers = sign(WebhookFormat::Github, secret, 0, &body);
     headers.push(("x-github-event", "push".into()));
     headers.push(("x-github-delivery", "delivery-1".into()));
 
