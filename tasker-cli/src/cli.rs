@@ -217,6 +217,12 @@ async fn submit(client: &Client, a: SubmitArgs, json: bool) -> anyhow::Result<Ex
         };
         req = req.debounce(key, period, a.debounce_max.as_deref(), mode);
     }
+    if let Some(within) = a.deadline {
+        req.deadline = Some(tasker_client::DeadlineSpec {
+            within,
+            action: tasker_client::DeadlineAction::parse(&a.deadline_action).unwrap_or_default(),
+        });
+    }
     let task = client.create_task(&req).await?;
     tasks::show_or_finish(client, &task, a.wait, json).await
 }

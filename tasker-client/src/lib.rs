@@ -44,6 +44,7 @@ pub use tasker_shared::api::{
 };
 pub use tasker_shared::api::{Event, EventItem, EventPage, EventStart, EventsSent, SendEvent};
 pub use tasker_shared::api::{PutWebhook, Webhook, WebhookFormat};
+pub use tasker_shared::deadline::{DeadlineAction, DeadlineSpec};
 pub use tasker_shared::flow::Priority;
 pub use tasker_shared::start_controls::{DebounceMode, DebounceSpec, DedupeSpec};
 pub use tasker_shared::time::{Overlap, ScheduleSpec};

@@ -21,7 +21,8 @@
 -- `child:<step>:<attempt>`, so a start repeated after a crash answers the same child.
 --
 -- A task with a start control (a dedupe window, `ttl_ms`, or a `debounce`) goes through
--- tasker_start_controls first, which may answer it without inserting it.
+-- tasker_start_controls first, which may answer it without inserting it; the dedupe windows
+-- and deadlines of the tasks created are written by tasker_created_terms.
 --
 -- Returns {tasks: [one per task, in order: {created: true, task_id} | {created: false,
 -- task_id, template_id, context} (its key's task; `deduplicated`/`debounced`: by a start
@@ -61,17 +62,9 @@ BEGIN
         held_back := ctl.held;
     END IF;
     SELECT * INTO made FROM tasker_insert_tasks(to_insert, live, v_now);
-    IF controlled AND cardinality(made.created) > 0 THEN
-        -- Each dedupe window created now answers its task for its TTL.
-        INSERT INTO task_keys AS k (namespace, key, task_id, template_id, context, expires_at)
-        SELECT t->>'namespace', t->>'key', (t->>'id')::uuid, (t->>'template_id')::uuid,
-               t->'context',
-               v_now + (t->>'ttl_ms')::bigint * interval '1 millisecond'
-        FROM jsonb_array_elements(ctl.tasks) t
-        WHERE t ? 'ttl_ms' AND (t->>'id')::uuid = ANY (made.created)
-        ON CONFLICT (namespace, key) DO UPDATE
-            SET task_id = excluded.task_id, template_id = excluded.template_id,
-                context = excluded.context, expires_at = excluded.expires_at;
+    IF (controlled OR batch ? 'deadlines') AND cardinality(made.created) > 0 THEN
+        PERFORM tasker_created_terms(to_insert->'tasks', made.created, v_now, controlled,
+                                     batch ? 'deadlines');
     END IF;
 
     IF cardinality(made.created) = jsonb_array_length(batch->'tasks') THEN

@@ -1,6 +1,7 @@
 -- Starts scheduled tasks whose time has come (at most `lim`, oldest first): each becomes
 -- running and its root steps are dispatched. Steps are locked before their task, as on every
 -- other path, and a task another orchestrator (or a cancel) holds is left for the next pass.
+-- A task with a deadline gets its `deadline_at` now.
 -- Returns {started: [task ids], dispatch: tasker_dispatch(…)}.
 CREATE OR REPLACE FUNCTION tasker_start_tasks(lim int)
 RETURNS jsonb LANGUAGE plpgsql AS $$
@@ -25,7 +26,10 @@ BEGIN
         SELECT id FROM tasks WHERE id = ANY(due) AND state = 'scheduled'
         ORDER BY id FOR UPDATE SKIP LOCKED
     ), upd AS (
-        UPDATE tasks t SET state = 'running' FROM locked WHERE t.id = locked.id RETURNING t.id
+        -- A deadline counts from the start.
+        UPDATE tasks t SET state = 'running',
+                           deadline_at = now_ + t.deadline_ms * interval '1 millisecond'
+        FROM locked WHERE t.id = locked.id RETURNING t.id
     ), hist AS (
         INSERT INTO transitions (task_id, from_state, to_state, reason)
         SELECT id, 'scheduled', 'running', 'start time reached' FROM upd

@@ -123,6 +123,7 @@ async fn start_one(
             .unwrap_or(Priority::from_rank(c.priority)),
         token_id: c.token_id,
         controls: Default::default(),
+        deadline: None,
     };
     let created = match shared.store.create_child(new, budget).await {
         Ok(Some(created)) => created,

@@ -172,6 +172,11 @@ pub const EVENT_STARTS: Metric = counter(
      (the task of its burst answered it), deduplicated (its dedupe key's task answered it) or \
      refused (its context, its key, its template's reach or its limits refused it).",
 );
+pub const DEADLINES_PASSED: Metric = counter(
+    "tasker_deadlines_passed_total",
+    "Running tasks that passed their deadline, by the action they got: fail (ended in error), \
+     cancel (cancelled) or alert (left running).",
+);
 pub const WEBHOOKS_RECEIVED: Metric = counter(
     "tasker_webhooks_received_total",
     "Requests to webhooks (POST /v1/webhooks/{name}), by outcome: accepted (an event was stored \
@@ -297,7 +302,7 @@ pub const AUDIT_DROPPED: Metric = counter(
 );
 
 /// Every metric above, described to the recorder at start-up.
-pub const ALL: [Metric; 58] = [
+pub const ALL: [Metric; 59] = [
     BOUNDS_REFUSED,
     AUDIT_ROWS,
     AUDIT_DROPPED,
@@ -333,6 +338,7 @@ pub const ALL: [Metric; 58] = [
     EVENTS_RECEIVED,
     EVENT_STARTS,
     WEBHOOKS_RECEIVED,
+    DEADLINES_PASSED,
     START_CONTROLS_HELD,
     TASKS_STARTED_LATER,
     STEPS_WAITING,

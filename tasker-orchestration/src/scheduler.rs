@@ -275,6 +275,7 @@ fn new_task<'a>(
         priority: source.entry.loaded.template.priority.unwrap_or_default(),
         token_id,
         controls: Default::default(),
+        deadline: None,
     }
 }
 

@@ -1,8 +1,8 @@
 //! The orchestrator's timer: when its alarm rings (a timer armed for a wake, a start or a
 //! signal; the sweeper's tick) or a slot is freed (`tasker_wake`), it resolves the wait steps
 //! that are due, starts the throttled steps whose slot freed or whose time came, starts the
-//! tasks whose time came and fires the schedules that are due, all read from PostgreSQL with one
-//! indexed query each. Nothing is held in memory that a restart would lose: the alarm only
+//! tasks whose time came, gives tasks past their deadline their action and fires the schedules
+//! that are due, all read from PostgreSQL with one indexed query each. Nothing is held in memory that a restart would lose: the alarm only
 //! says when to look.
 
 use tokio_util::sync::CancellationToken;
@@ -50,10 +50,43 @@ async fn pass(shared: &Shared) {
         |s| async move { s.store.start_tasks(BATCH).await },
     )
     .await;
+    pass_deadlines(shared).await;
     match scheduler::fire_due(shared).await {
         Ok(effects) => executor::execute(shared, effects).await,
         Err(e) => {
             tracing::warn!(error = %e, "timer: firing due schedules failed; retried at the next tick")
+        }
+    }
+}
+
+/// Gives the running tasks past their deadline their action, a batch at a time.
+async fn pass_deadlines(shared: &Shared) {
+    loop {
+        match shared.store.pass_deadlines(BATCH).await {
+            Ok(passed) => {
+                let done = passed.count();
+                for (task, state) in &passed.effects.finished {
+                    let action = if *state == tasker_shared::TaskState::Cancelled {
+                        "cancel"
+                    } else {
+                        "fail"
+                    };
+                    tracing::info!(%task, action, "task passed its deadline");
+                    ::metrics::counter!(m::DEADLINES_PASSED.name, "action" => action).increment(1);
+                }
+                for task in &passed.alerted {
+                    tracing::warn!(%task, "task passed its deadline (alert): it runs on");
+                    ::metrics::counter!(m::DEADLINES_PASSED.name, "action" => "alert").increment(1);
+                }
+                executor::execute(shared, passed.effects).await;
+                if (done as i64) < BATCH {
+                    return;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "timer: passing deadlines failed; retried at the next tick");
+                return;
+            }
         }
     }
 }

@@ -37,7 +37,7 @@ pub use schedules::{Backfill, Backfilled, PauseSchedule, Schedule, ScheduleChang
 pub use signals::{SendSignal, Signal, SignalList};
 pub use tasks::{
     ChildLink, CreateTask, History, ParentResults, RepairNote, Resolve, Step, StepPage, Task,
-    TaskCounts, TaskPage, Transition,
+    TaskCounts, TaskDeadline, TaskPage, Transition,
 };
 #[cfg(feature = "openapi")]
 pub use tasks::{StepStateName, TaskStateName};

@@ -11,6 +11,7 @@ pub mod api;
 pub mod compose;
 pub mod config;
 pub mod dag;
+pub mod deadline;
 pub mod flow;
 pub mod json_check;
 pub mod logging;

@@ -1,7 +1,7 @@
 // Schedules, delayed tasks and wait steps in the dashboard, in Debian's Chromium driven by
 // playwright-core: a schedule is listed with its next fire, triggered (the page opens the new
 // task) and paused with a note; a scheduled task is found with the `scheduled` filter; a task
-// whose step waits for a signal says so, a refused signal shows the API's error and the signal
+// whose step waits for a signal says so (and its deadline), a refused signal shows the API's error and the signal
 // sent from the form completes the step; a purged task's page says it was purged; the retention
 // page shows the policy and the last purge; the scheduled task is cancelled from its page after
 // a confirmation, a dead letter discarded from its page after one, and the others discarded by
@@ -100,6 +100,8 @@ await tour(opened, async () => {
     dagKind: await page.getAttribute(node, 'data-kind'),
     formShown: await page.isVisible('#signal-section'),
     prefilled: await page.inputValue('#signal-name'),
+    deadline: await text(page.locator('#task-deadline')),
+    deadlineAction: await page.getAttribute('#task-deadline', 'data-action'),
   };
   await shot('t5-waiting');
 

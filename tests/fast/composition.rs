@@ -343,6 +343,7 @@ async fn a_start_repeated_before_or_after_its_commit_makes_one_child() -> anyhow
             priority: Default::default(),
             token_id: None,
             controls: Default::default(),
+            deadline: None,
         })
         .await?;
     drop(created.effects);
@@ -384,6 +385,7 @@ async fn a_start_repeated_before_or_after_its_commit_makes_one_child() -> anyhow
             priority: Default::default(),
             token_id: None,
             controls: Default::default(),
+            deadline: None,
         })
         .await?;
     assert!(!again.created);

@@ -101,6 +101,7 @@ impl Engine {
                 priority: Default::default(),
                 token_id: None,
                 controls: Default::default(),
+                deadline: None,
             })
             .await?;
         Ok(created.task_id)

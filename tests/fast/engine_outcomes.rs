@@ -99,6 +99,7 @@ impl World {
                 priority: Default::default(),
                 token_id: None,
                 controls: Default::default(),
+                deadline: None,
             })
             .await?
             .task_id)

@@ -178,6 +178,7 @@ async fn held_steps_are_sorted_out_in_the_transaction_that_dispatches_them() -> 
             priority: Default::default(),
             token_id: None,
             controls: Default::default(),
+            deadline: None,
         })
         .await?;
     let task = created.task_id;

@@ -557,3 +557,6 @@ async fn the_signal_wait_template_runs_with_a_worker() -> anyhow::Result<()> {
     );
     cluster.shutdown().await
 }
+
+#[path = "time/deadlines.rs"]
+mod deadlines;

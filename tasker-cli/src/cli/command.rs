@@ -182,7 +182,7 @@ pub(super) struct SubmitArgs {
     /// Create one task per line of this file (`-`: stdin), each a JSON object as `POST
     /// /v1/tasks` takes it (`{"namespace", "name", "context", "idempotency_key", …}`);
     /// all lines are checked before any is sent. Prints what happened to each line.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["context", "idempotency_key", "at", "in", "wait", "priority", "version", "dedupe_key", "debounce_key"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["context", "idempotency_key", "at", "in", "wait", "priority", "version", "dedupe_key", "debounce_key", "deadline"])]
     pub from: Option<String>,
     /// Template version (default: the newest registered).
     #[arg(long)]
@@ -232,6 +232,12 @@ pub(super) struct SubmitArgs {
     /// Which submit of a burst starts its task.
     #[arg(long, value_parser = ["trailing", "leading"], requires = "debounce_key")]
     pub debounce_mode: Option<String>,
+    /// How long the task may run from its start (`15m`), instead of its template's deadline.
+    #[arg(long, value_name = "DURATION")]
+    pub deadline: Option<String>,
+    /// What it gets once it runs longer than --deadline.
+    #[arg(long, value_parser = ["fail", "cancel", "alert"], default_value = "fail", requires = "deadline")]
+    pub deadline_action: String,
 }
 
 // `tasker list`: a page of tasks, or every page.

@@ -214,6 +214,17 @@ fn print_task(t: &Task, json: bool) -> anyhow::Result<()> {
     if let Some(at) = t.run_at {
         out!("run at   {}", super::clock::time(at));
     }
+    if let Some(d) = &t.deadline {
+        let within = tasker_shared::time::format_duration(std::time::Duration::from_millis(
+            u64::try_from(d.within_ms).unwrap_or(0),
+        ));
+        let when = match (d.passed_at, d.at) {
+            (Some(at), _) => format!("passed {}", super::clock::time(at)),
+            (None, Some(at)) => format!("at {}", super::clock::time(at)),
+            (None, None) => "from its start".to_owned(),
+        };
+        out!("deadline {within} ({}), {when}", d.action.as_str());
+    }
     if let Some(d) = t.duration_ms {
         out!("took     {d:.1} ms");
     }

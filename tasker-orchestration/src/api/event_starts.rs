@@ -226,5 +226,6 @@ fn new_task<'a>(
         priority,
         token_id: caller.token_id(),
         controls,
+        deadline: None,
     })
 }

@@ -102,6 +102,7 @@ pub(super) async fn create_tasks(
                     priority: c.priority,
                     token_id: caller.token_id(),
                     controls: c.controls,
+                    deadline: c.deadline,
                 })
                 .map(|()| (template, keyed))
                 .map_err(|k| crate::store::Error::Limits(k).into())

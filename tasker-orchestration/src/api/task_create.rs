@@ -28,7 +28,7 @@ use crate::store::NewTask;
     responses(
         (status = 201, description = "Created (header `location`: its URL)", body = tasker_shared::api::Task),
         (status = 200, description = "The task this idempotency key (or dedupe key) created, or the task of the debounce burst this request joined", body = tasker_shared::api::Task),
-        (status = 400, description = "`invalid_json`, `invalid_context`, `invalid_idempotency_key`, `invalid_run_at` (more than a year ahead, or with `delay`), `invalid_delay`, `invalid_dedupe`, `invalid_debounce`", body = ErrorBody),
+        (status = 400, description = "`invalid_json`, `invalid_context`, `invalid_idempotency_key`, `invalid_run_at` (more than a year ahead, or with `delay`), `invalid_delay`, `invalid_dedupe`, `invalid_debounce`, `invalid_deadline`", body = ErrorBody),
         (status = 403, description = "`forbidden`: the token does not cover the namespace", body = ErrorBody),
         (status = 404, description = "`unknown_template`", body = ErrorBody),
         (status = 409, description = "`idempotency_key_reused`: the key created a task from another template or context; `deduplicated`: the dedupe key's task was purged since, and its window lasts (details name the task and the window's end)", body = ErrorBody),
@@ -51,6 +51,7 @@ pub(super) async fn create_task(
         children,
         priority,
         controls,
+        deadline,
     } = check_request(&shared, &caller, req, body.len()).await?;
     caller
         .audit()
@@ -77,6 +78,7 @@ pub(super) async fn create_task(
             priority,
             token_id: caller.token_id(),
             controls,
+            deadline,
         })
         .await?;
     caller.audit().task(created.task_id);
@@ -116,6 +118,7 @@ pub(super) struct Checked {
     pub(super) children: Vec<Option<Value>>,
     pub(super) priority: tasker_shared::flow::Priority,
     pub(super) controls: crate::store::Controls,
+    pub(super) deadline: Option<tasker_shared::deadline::Deadline>,
 }
 
 /// Checks a creation request (one, or an item of a batch whose JSON is `body_len` bytes): the
@@ -131,6 +134,15 @@ pub(super) async fn check_request(
     let (idempotency_key, controls) = start_controls::check(&req)?;
     check_idempotency_key(idempotency_key.as_deref())?;
     let run_at = start_time(&req)?;
+    let deadline = req
+        .deadline
+        .as_ref()
+        .map(tasker_shared::deadline::DeadlineSpec::check)
+        .transpose()
+        .map_err(|e| {
+            Error::bad_request("invalid_deadline", format!("`{}` {}", e.field, e.problem))
+                .with_details(json!({ "field": e.field, "problem": e.problem }))
+        })?;
     let entry = shared
         .catalog
         .get(&req.namespace, &req.name, req.version.as_deref())
@@ -162,6 +174,7 @@ pub(super) async fn check_request(
         children,
         priority,
         controls,
+        deadline,
     })
 }
 

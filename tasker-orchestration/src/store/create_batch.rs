@@ -42,6 +42,9 @@ pub struct CreateBatch {
     /// Whether a task has a start control: only then does `tasker_start_controls` look.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     controlled: bool,
+    /// Whether a task has a deadline: only then does `tasker_create_tasks` write them.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    deadlines: bool,
     /// The template of each plan, and its number of steps created.
     #[serde(skip)]
     planned: Vec<(Uuid, i32)>,
@@ -84,6 +87,11 @@ struct TaskRow {
     ttl_ms: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     debounce: Option<super::controls::DebounceRow>,
+    /// Its deadline: how long it may run from its start, and its action then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deadline_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deadline_action: Option<&'static str>,
 }
 
 /// A child task's link to the step attempt that starts it.
@@ -184,6 +192,11 @@ impl CreateBatch {
         });
         let (ttl_ms, debounce) = new.controls.rows();
         self.controlled |= ttl_ms.is_some() || debounce.is_some();
+        // The request's deadline, else its template's (checked when it was registered).
+        let deadline = new
+            .deadline
+            .or_else(|| t.deadline.as_ref().and_then(|d| d.check().ok()));
+        self.deadlines |= deadline.is_some();
         self.tasks.push(TaskRow {
             n: self.tasks.len() as i32 + 1,
             id: Uuid::now_v7(),
@@ -205,6 +218,8 @@ impl CreateBatch {
             children: any(new.children),
             ttl_ms,
             debounce,
+            deadline_ms: deadline.map(|d| d.within_ms()),
+            deadline_action: deadline.map(|d| d.action.as_str()),
         });
         Ok(())
     }
@@ -234,8 +249,15 @@ impl CreateBatch {
         let mut alarms = Vec::new();
         for (a, task) in rows.tasks.iter().zip(self.tasks) {
             if a.created {
-                // A task that starts later: look at the timers when its time comes.
-                alarms.extend(task.run_at.and_then(|at| (at - now).to_std().ok()));
+                // A task that starts later: look at the timers when its time comes; one that
+                // runs now with a deadline, when that passes.
+                let later = task.run_at.and_then(|at| (at - now).to_std().ok());
+                alarms.extend(later);
+                if later.is_none() {
+                    alarms.extend(task.deadline_ms.map(|ms| {
+                        std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+                    }));
+                }
                 created.push(task.namespace);
             }
         }

@@ -9,7 +9,7 @@ use super::{Error, Result};
 
 /// In dependency order: a function is created after the functions it calls in SQL-language
 /// bodies (PL/pgSQL bodies are resolved at call time, but keeping one order is simplest).
-pub(super) const FUNCTIONS: [(&str, &str); 61] = [
+pub(super) const FUNCTIONS: [(&str, &str); 63] = [
     (
         "tasker_retry_delay_ms",
         include_str!("../../sql/tasker_retry_delay_ms.sql"),
@@ -131,6 +131,10 @@ pub(super) const FUNCTIONS: [(&str, &str); 61] = [
         include_str!("../../sql/tasker_start_controls.sql"),
     ),
     (
+        "tasker_created_terms",
+        include_str!("../../sql/tasker_created_terms.sql"),
+    ),
+    (
         "tasker_create_tasks",
         include_str!("../../sql/tasker_create_tasks.sql"),
     ),
@@ -203,6 +207,10 @@ pub(super) const FUNCTIONS: [(&str, &str); 61] = [
     (
         "tasker_start_tasks",
         include_str!("../../sql/tasker_start_tasks.sql"),
+    ),
+    (
+        "tasker_pass_deadlines",
+        include_str!("../../sql/tasker_pass_deadlines.sql"),
     ),
     ("tasker_signal", include_str!("../../sql/tasker_signal.sql")),
     (

@@ -46,6 +46,10 @@ const TASK_COLUMNS: &str = "t.id, t.namespace, t.name, t.version, t.state, t.con
     END AS open_steps, t.error, t.created_at, t.completed_at, t.run_at,
     t.parent_task_id, t.parent_step_id, t.depth,
     (ARRAY['high', 'normal', 'low'])[t.priority + 1] AS priority,
+    CASE WHEN t.deadline_ms IS NOT NULL THEN jsonb_build_object(
+        'within_ms', t.deadline_ms, 'action', t.deadline_action,
+        'at', CASE WHEN t.state = 'running' THEN t.deadline_at END,
+        'passed_at', t.deadline_passed_at) END AS deadline,
     EXTRACT(EPOCH FROM (t.completed_at - t.created_at))::float8 * 1000 AS duration_ms";
 
 /// The `WHERE` of a list of tasks, its arguments `$1` to `$12` ([`bind_filter`]).

@@ -32,6 +32,8 @@ pub struct NewTask<'a> {
     pub token_id: Option<i64>,
     /// Its dedupe window or debounce, if any.
     pub controls: super::Controls,
+    /// The request's own deadline (its template's otherwise).
+    pub deadline: Option<tasker_shared::deadline::Deadline>,
 }
 
 /// The parent step attempt a child task is started by.

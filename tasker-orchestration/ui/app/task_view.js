@@ -107,6 +107,7 @@ function taskHead(view) {
       ['id', h('span', { class: 'mono', text: task.id })], ['created', timeEl(task.created_at)],
       ['completed', timeEl(task.completed_at)], ['duration', fmtMs(task.duration_ms)],
       ['run at', task.run_at ? [timeEl(task.run_at), task.state === 'scheduled' && [' (starts ', relEl(task.run_at), ')']] : null],
+      ['deadline', task.deadline ? deadlineEl(task.deadline) : null],
       ['open steps', String(task.open_steps)], ['idempotency key', task.idempotency_key],
     ]));
   };
@@ -114,6 +115,11 @@ function taskHead(view) {
     h('h1', {}, 'Task ', h('span', { class: 'mono', text: view.id })), stateEl, priorityEl, live), meta];
   return { el, setLive, render, onSnapshot: parent.onSnapshot };
 }
+
+// A task's deadline: how long it may run, its action, and when it comes or when it passed.
+const deadlineEl = (d) => h('span', { id: 'task-deadline', 'data-action': d.action, 'data-passed': d.passed_at ? 'yes' : 'no' },
+  `${fmtMs(d.within_ms)} from its start (${d.action})`,
+  d.passed_at ? [', passed ', timeEl(d.passed_at)] : d.at ? [', at ', timeEl(d.at), ' (', relEl(d.at), ')'] : '');
 
 // A task's actions: cancel (asked first), and, once it failed, retry with an optional reason.
 // act(call, done) runs one (of these, or a step's resolve, or a signal): one at a time; its

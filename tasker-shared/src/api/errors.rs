@@ -41,6 +41,7 @@ pub const ERROR_CODES: &[&str] = &[
     "invalid_context",
     "invalid_context_filter",
     "invalid_cron",
+    "invalid_deadline",
     "invalid_debounce",
     "invalid_dedupe",
     "invalid_delay",

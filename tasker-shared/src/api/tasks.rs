@@ -99,6 +99,24 @@ pub struct Task {
     #[serde(default = "normal")]
     #[cfg_attr(feature = "openapi", schema(required, value_type = crate::flow::Priority))]
     pub priority: String,
+    /// Its deadline, when it has one (its request's, else its template's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "sqlx", sqlx(json(nullable)))]
+    pub deadline: Option<TaskDeadline>,
+}
+
+/// A task's deadline: how long it may run from its start, and what it gets when it runs longer.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskDeadline {
+    pub within_ms: i64,
+    pub action: crate::deadline::DeadlineAction,
+    /// When it comes: set when the task starts, cleared once it passed (or the task ended).
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub at: Option<DateTime<Utc>>,
+    /// When it passed and the task got its action; `null` while it has not.
+    #[cfg_attr(feature = "openapi", schema(required))]
+    pub passed_at: Option<DateTime<Utc>>,
 }
 
 fn normal() -> String {
@@ -263,6 +281,10 @@ pub struct CreateTask {
     /// `idempotency_key`, `dedupe`, `run_at` or `delay`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub debounce: Option<crate::start_controls::DebounceSpec>,
+    /// How long the task may run from its start, and what it gets when it runs longer
+    /// (`fail`, `cancel` or `alert`): replaces its template's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<crate::deadline::DeadlineSpec>,
 }
 
 impl CreateTask {
@@ -278,6 +300,7 @@ impl CreateTask {
             priority: None,
             dedupe: None,
             debounce: None,
+            deadline: None,
         }
     }
 

@@ -117,6 +117,12 @@ impl TaskTemplate {
         if let Some(r) = &self.rate_limit {
             r.check("rate_limit").map_err(super::checks::flow_problem)?;
         }
+        if let Some(d) = &self.deadline {
+            d.check().map_err(|e| ErrorKind::InvalidField {
+                field: e.field,
+                problem: e.problem,
+            })?;
+        }
         if let Some(schema) = &self.context_schema
             && let Err(problem) = crate::json_check::check(schema, crate::json_check::MAX_DEPTH)
         {

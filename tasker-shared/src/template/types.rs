@@ -32,6 +32,10 @@ pub struct TaskTemplate {
     /// A rate limit on every worker step of its tasks (a step's own replaces it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit: Option<crate::flow::RateLimitSpec>,
+    /// How long each of its tasks may run, and what happens to one that runs longer (a
+    /// request's own `deadline` replaces it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<crate::deadline::DeadlineSpec>,
     #[serde(default)]
     pub steps: Vec<StepTemplate>,
     /// The events that start its tasks, each with its conditions and context

@@ -44,10 +44,13 @@ async fn schedules_delays_and_signals_from_the_dashboard_in_a_real_browser() -> 
     )
     .await?;
     assert_eq!(status, 201, "{template}");
-    let waiting = o
-        .client
-        .create_task(&CreateTask::new("rust_examples", "approval").context(json!({"value": 6})))
-        .await?;
+    // With a deadline of its own: the page says it and when it comes.
+    let mut approval = CreateTask::new("rust_examples", "approval").context(json!({"value": 6}));
+    approval.deadline = Some(tasker_client::DeadlineSpec {
+        within: "2h".into(),
+        action: tasker_client::DeadlineAction::Cancel,
+    });
+    let waiting = o.client.create_task(&approval).await?;
 
     // And a task that starts in an hour.
     let (status, later) = post_json(
@@ -255,6 +258,14 @@ async fn schedules_delays_and_signals_from_the_dashboard_in_a_real_browser() -> 
     assert_eq!(waiting_shown["dagKind"], "wait", "{report}");
     assert_eq!(waiting_shown["formShown"], true, "{report}");
     assert_eq!(waiting_shown["prefilled"], "approved", "{report}");
+    assert_eq!(waiting_shown["deadlineAction"], "cancel", "{report}");
+    assert!(
+        has(
+            &waiting_shown["deadline"],
+            "2 h 0 min from its start (cancel), at "
+        ),
+        "{report}"
+    );
     // A name the API refuses: its error code and message were shown.
     assert!(has(&report["refusal"], "invalid_signal_name"), "{report}");
 

@@ -153,7 +153,7 @@ def test_a_refused_event_raises_the_apis_error(
         assert (invalid.value.status, invalid.value.code) == (400, "invalid_event_name")
 
 
-def test_start_controls_are_sent_as_the_api_takes_them_and_a_purged_key_raises(
+def test_start_controls_and_a_deadline_are_sent_as_the_api_takes_them_and_a_purged_key_raises(
     recorder: tuple[str, type[Recorder]],  # noqa: F811
 ) -> None:
     from client_stand_in import NS, SCHEDULED_TASK
@@ -163,7 +163,10 @@ def test_start_controls_are_sent_as_the_api_takes_them_and_a_purged_key_raises(
     purged = {"error": {"code": "deduplicated", "message": f"task {TASK_ID} was purged",
                         "details": {"task_id": TASK_ID, "until": "2026-12-01T09:00:00Z"}}}
     api.answers.update({
-        ("POST", "/v1/tasks"): [(201, SCHEDULED_TASK), (200, SCHEDULED_TASK), (409, purged)],
+        ("POST", "/v1/tasks"): [(201, SCHEDULED_TASK), (200, SCHEDULED_TASK), (409, purged),
+                                (201, {**SCHEDULED_TASK, "deadline": {
+                                    "within_ms": 90000, "action": "cancel", "at": None,
+                                    "passed_at": None}})],
     })
     with tasker.Client(url) as c:
         debounce = {"key": "customer-7", "period": 5, "max": timedelta(minutes=1),
@@ -174,6 +177,10 @@ def test_start_controls_are_sent_as_the_api_takes_them_and_a_purged_key_raises(
             c.create_task(NS, "linear", {"value": 6}, dedupe={"key": "invoice-1", "ttl": "24h"})
         assert held.value.code == "deduplicated"
         assert held.value.details == {"task_id": TASK_ID, "until": "2026-12-01T09:00:00Z"}
+        deadline = {"within": timedelta(seconds=90), "action": "cancel"}
+        limited = c.create_task(NS, "linear", {"value": 6}, deadline=deadline)
+        assert limited.deadline is not None
+        assert (limited.deadline.within_ms, str(limited.deadline.action)) == (90000, "cancel")
     bodies = [body for method, _, body in api.requests if method == "POST"]
     base = {"namespace": NS, "name": "linear", "context": {"value": 6}}
     assert bodies == [
@@ -181,4 +188,5 @@ def test_start_controls_are_sent_as_the_api_takes_them_and_a_purged_key_raises(
                               "mode": "trailing"}},
         {**base, "dedupe": {"key": "invoice-1", "ttl": "24h"}},
         {**base, "dedupe": {"key": "invoice-1", "ttl": "24h"}},
+        {**base, "deadline": {"within": "90s", "action": "cancel"}},
     ]

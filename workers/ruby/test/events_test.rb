@@ -116,13 +116,16 @@ class ClientEventsWireTest < Minitest::Test
     api&.stop
   end
 
-  def test_start_controls_are_sent_as_the_api_takes_them_and_a_purged_key_raises
+  def test_start_controls_and_a_deadline_are_sent_as_the_api_takes_them_and_a_purged_key_raises
     task = ClientTimeWireTest::TASK
     purged = { "code" => "deduplicated", "message" => "task #{TASK_ID} was purged",
                "details" => { "task_id" => TASK_ID, "until" => "2026-12-01T09:00:00Z" } }
     batch = { "created" => 1, "existing" => 0, "refused" => 0,
               "results" => [{ "index" => 0, "status" => "created", "task_id" => TASK_ID }] }
-    api = StandIn.new("POST /v1/tasks" => [[201, task], [200, task], [409, { "error" => purged }]],
+    limited = task.merge("deadline" => { "within_ms" => 90_000, "action" => "cancel", "at" => nil,
+                                         "passed_at" => nil })
+    api = StandIn.new("POST /v1/tasks" => [[201, task], [200, task], [409, { "error" => purged }],
+                                           [201, limited]],
                       "POST /v1/tasks:batch" => [200, batch])
     client = Client.new(url: api.url)
     client.create_task("ns", "linear", { "value" => 6 },
@@ -133,6 +136,8 @@ class ClientEventsWireTest < Minitest::Test
     end
     assert_equal [409, "deduplicated", purged["details"]], [error.status, error.code, error.details]
     client.create_tasks([{ namespace: "ns", name: "linear", dedupe: { key: "invoice-2", ttl: 90 } }])
+    deadline = client.create_task("ns", "linear", { "value" => 6 }, deadline: { within: 90, action: "cancel" }).deadline
+    assert_equal [90_000, "cancel", nil], [deadline.within_ms, deadline.action, deadline.at]
     base = { "namespace" => "ns", "name" => "linear", "context" => { "value" => 6 } }
     dedupe = base.merge("dedupe" => { "key" => "invoice-1", "ttl" => "24h" })
     assert_equal [
@@ -141,7 +146,8 @@ class ClientEventsWireTest < Minitest::Test
       ["POST", "/v1/tasks", dedupe],
       ["POST", "/v1/tasks", dedupe],
       ["POST", "/v1/tasks:batch", { "tasks" => [{ "namespace" => "ns", "name" => "linear",
-                                                  "dedupe" => { "key" => "invoice-2", "ttl" => "90s" } }] }]
+                                                  "dedupe" => { "key" => "invoice-2", "ttl" => "90s" } }] }],
+      ["POST", "/v1/tasks", base.merge("deadline" => { "within" => "90s", "action" => "cancel" })]
     ], api.requests
   ensure
     client&.close

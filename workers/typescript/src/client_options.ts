@@ -66,6 +66,13 @@ export interface CreateTaskOptions {
     max?: string | number;
     mode?: "leading" | "trailing";
   };
+  /**
+   * How long the task may run from its start (`within`: a duration as for `delay`, 1s to a
+   * year) and what it gets when it runs longer: `fail` (the default: it ends in `error`,
+   * `error.kind` `deadline_passed`), `cancel`, or `alert` (it runs on; `task.deadline.passed_at`
+   * says when it passed). Replaces the template's `deadline` (`400 invalid_deadline`).
+   */
+  deadline?: { within: string | number; action?: "fail" | "cancel" | "alert" };
 }
 
 /**

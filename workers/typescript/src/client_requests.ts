@@ -32,6 +32,10 @@ export function createBody(task: CreateTaskRequest<unknown>): wire.CreateTask {
             max: task.debounce.max === undefined ? undefined : duration(task.debounce.max),
             mode: task.debounce.mode,
           },
+    deadline:
+      task.deadline === undefined
+        ? undefined
+        : { within: duration(task.deadline.within), action: task.deadline.action },
   };
 }
 

@@ -187,12 +187,13 @@ describe("Client and the start controls' wire", () => {
         [201, task],
         [200, task],
         [409, { error: { code: "deduplicated", message: `task ${taskId} was purged`, details } }],
+        [201, { ...task, deadline: { within_ms: 90000, action: "cancel", at: null, passed_at: null } }],
       ],
     },
     (req, text) => requests.push([req.method, req.url, JSON.parse(text)]),
   );
 
-  it("sends dedupe and debounce as the API takes them, and a purged key's conflict", async () => {
+  it("sends dedupe, debounce and a deadline as the API takes them, and a purged key's conflict", async () => {
     const client = new Client(base());
     const context = { customer: "ada" };
     const debounce = { key: "ada", period: 5, max: "1m", mode: "trailing" };
@@ -202,11 +203,15 @@ describe("Client and the start controls' wire", () => {
     const conflict = await client.createTask("shop", "sync", context, { dedupe }).catch((e) => e);
     assert.ok(conflict instanceof ConflictError, String(conflict));
     assert.deepEqual([conflict.status, conflict.code, conflict.details], [409, "deduplicated", details]);
+    const deadline = { within: 90, action: "cancel" };
+    const limited = await client.createTask("shop", "sync", context, { deadline });
+    assert.deepEqual([limited.deadline.withinMs, limited.deadline.action], [90000, "cancel"]);
     const body = { namespace: "shop", name: "sync", context };
     assert.deepEqual(requests, [
       ["POST", "/v1/tasks", { ...body, debounce: { key: "ada", period: "5s", max: "1m", mode: "trailing" } }],
       ["POST", "/v1/tasks", { ...body, dedupe }],
       ["POST", "/v1/tasks", { ...body, dedupe }],
+      ["POST", "/v1/tasks", { ...body, deadline: { within: "90s", action: "cancel" } }],
     ]);
   });
 });

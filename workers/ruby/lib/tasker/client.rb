@@ -111,13 +111,14 @@ module Tasker
     # "trailing"}) starts one task per burst of requests for `key`: "trailing" (the default)
     # `period` after the last, with its context (every request answers the same "scheduled"
     # task), "leading" at the first. InvalidRequestError `invalid_dedupe` or `invalid_debounce`
-    # for a bad one.
+    # for a bad one. +deadline+ ({within: "15m", action: "cancel"}; "fail" by default) replaces
+    # the template's deadline (InvalidRequestError `invalid_deadline`).
     def create_task(namespace, name, context = {}, version: nil, idempotency_key: nil, run_at: nil,
-                    delay: nil, priority: nil, dedupe: nil, debounce: nil)
+                    delay: nil, priority: nil, dedupe: nil, debounce: nil, deadline: nil)
       body = { namespace: namespace, name: name, version: version, context: context,
                idempotency_key: idempotency_key, run_at: run_at && timestamp(run_at),
-               delay: delay && duration(delay), priority: priority,
-               dedupe: dedupe && windows(dedupe), debounce: debounce && windows(debounce) }.compact
+               delay: delay && duration(delay), priority: priority, dedupe: dedupe && windows(dedupe),
+               debounce: debounce && windows(debounce), deadline: deadline && windows(deadline) }.compact
       Task.from_json(@http.post("/v1/tasks", body))
     end
 
@@ -141,7 +142,7 @@ module Tasker
           case key.to_s
           when "run_at" then [key, value && timestamp(value)]
           when "delay" then [key, value && duration(value)]
-          when "dedupe", "debounce" then [key, value && windows(value)]
+          when "dedupe", "debounce", "deadline" then [key, value && windows(value)]
           else [key, value]
           end
         end.compact
@@ -472,11 +473,11 @@ module Tasker
       value == value.to_i ? "#{value.to_i}s" : "#{(value * 1000).round}ms"
     end
 
-    # A start control as the API takes it: its durations (ttl, period, max) as #duration writes
-    # them, nils left out.
+    # A start control or a deadline as the API takes it: its durations (ttl, period, max, within)
+    # as #duration writes them, nils left out.
     def windows(control)
       control.to_h do |key, value|
-        [key, %w[ttl period max].include?(key.to_s) && value ? duration(value) : value]
+        [key, %w[ttl period max within].include?(key.to_s) && value ? duration(value) : value]
       end.compact
     end
 

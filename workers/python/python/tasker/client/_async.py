@@ -121,6 +121,7 @@ class AsyncClient(
         priority: Priority | None = None,
         dedupe: Mapping[str, Duration | None] | None = None,
         debounce: Mapping[str, Duration | None] | None = None,
+        deadline: Mapping[str, Duration | None] | None = None,
     ) -> Task:
         """See :meth:`Client.create_task`."""
         return await self._run(
@@ -135,6 +136,7 @@ class AsyncClient(
                 priority,
                 dedupe,
                 debounce,
+                deadline,
             )
         )
 

@@ -46,6 +46,7 @@ from ._api.api.tasks import (
 from ._api.api.workers import list_workers
 from ._api.models import (
     CreateTask,
+    DeadlineSpec,
     DebounceSpec,
     DedupeSpec,
     PauseRateLimit,
@@ -209,7 +210,7 @@ def _task_item(item: Mapping[str, Any]) -> dict[str, Any]:
         body["run_at"] = str(timestamp(body["run_at"]))
     if "delay" in body:
         body["delay"] = duration(body["delay"])
-    for control in ("dedupe", "debounce"):
+    for control in ("dedupe", "debounce", "deadline"):
         if control in body:
             body[control] = _windows(body[control])
     return body
@@ -226,6 +227,7 @@ def create_task(
     priority: Priority | None = None,
     dedupe: Mapping[str, Any] | None = None,
     debounce: Mapping[str, Any] | None = None,
+    deadline: Mapping[str, Any] | None = None,
 ) -> Call[Task]:
     body = CreateTask(
         namespace=namespace,
@@ -238,15 +240,17 @@ def create_task(
         priority=_given(priority),
         dedupe=UNSET if dedupe is None else DedupeSpec.from_dict(_windows(dedupe)),
         debounce=UNSET if debounce is None else DebounceSpec.from_dict(_windows(debounce)),
+        deadline=UNSET if deadline is None else DeadlineSpec.from_dict(_windows(deadline)),
     )
     return _call(create_task_op._get_kwargs(body=body), Task.from_dict)
 
 
 def _windows(control: Mapping[str, Any]) -> dict[str, Any]:
-    """A start control as the API takes it: its durations (``ttl``, ``period``, ``max``) as
+    """A start control or a deadline as the API takes it: its durations (``ttl``, ``period``,
+    ``max``, ``within``) as
     :func:`duration` writes them, ``None`` left out."""
     return {
-        k: duration(v) if k in ("ttl", "period", "max") else v
+        k: duration(v) if k in ("ttl", "period", "max", "within") else v
         for k, v in control.items()
         if v is not None
     }

@@ -127,6 +127,7 @@ class Client(AuditMethods, EventMethods, OperationMethods, TaskCountMethods):
         priority: Priority | None = None,
         dedupe: Mapping[str, Duration | None] | None = None,
         debounce: Mapping[str, Duration | None] | None = None,
+        deadline: Mapping[str, Duration | None] | None = None,
     ) -> Task:
         """Creates a task of the template ``namespace``/``name`` (its newest version unless
         ``version`` names one) with the input ``context`` (``None``: ``{}``).
@@ -160,7 +161,13 @@ class Client(AuditMethods, EventMethods, OperationMethods, TaskCountMethods):
         starts one task per burst of requests for ``key``: ``trailing`` (the default) ``period``
         after the last, with its context (each request answers the same ``scheduled`` task),
         ``leading`` at the first. A bad one raises :class:`~tasker.InvalidRequest`
-        ``invalid_dedupe`` or ``invalid_debounce``."""
+        ``invalid_dedupe`` or ``invalid_debounce``.
+
+        ``deadline={"within": "15m", "action": "cancel"}`` (``within`` as ``delay``; ``action``
+        ``"fail"`` by default, or ``"cancel"`` or ``"alert"``) replaces the template's deadline:
+        how long the task may run from its start, and what it gets when it runs longer
+        (``task.deadline`` shows it). A bad one raises :class:`~tasker.InvalidRequest`
+        ``invalid_deadline``."""
         return self._run(
             _calls.create_task(
                 namespace,
@@ -173,6 +180,7 @@ class Client(AuditMethods, EventMethods, OperationMethods, TaskCountMethods):
                 priority,
                 dedupe,
                 debounce,
+                deadline,
             )
         )
 

@@ -9,6 +9,11 @@ module Tasker
     # `version`, and that task's `state`.
     TaskChild = Record.struct(:task_id, :step_id, :step_name, :attempt, :state, :namespace, :name, :version)
 
+    # A task's deadline (Task#deadline): it may run `within_ms` from its start; `action` ("fail",
+    # "cancel" or "alert") is what it gets when it runs longer. `at` (a Time) is when it comes,
+    # once the task started; `passed_at` when it passed.
+    TaskDeadline = Record.struct(:within_ms, :action, :at, :passed_at, times: %i[at passed_at])
+
     # A task's priorities (Task#priority, Client#create_task's +priority:+).
     PRIORITIES = %w[high normal low].freeze
 
@@ -25,13 +30,14 @@ module Tasker
     # (only from Client#get_task; nil in a listed task).
     #
     # `priority` is "high", "normal" or "low" (PRIORITIES): the one it was created with, else its
-    # template's, else "normal" (also from a server before priorities).
+    # template's, else "normal" (also from a server before priorities). `deadline` is its
+    # TaskDeadline, nil without one.
     Task = Record.struct(
       :id, :namespace, :name, :version, :state, :context, :idempotency_key, :open_steps,
       :result, :error, :created_at, :completed_at, :duration_ms, :run_at,
-      :parent_task_id, :parent_step_id, :depth, :children, :priority,
+      :parent_task_id, :parent_step_id, :depth, :children, :priority, :deadline,
       times: %i[created_at completed_at run_at],
-      records: { children: TaskChild },
+      records: { children: TaskChild, deadline: TaskDeadline },
       defaults: { depth: 0, priority: "normal" }
     ) do
       # Whether the task has finished (complete, error or cancelled); only a repair changes it
