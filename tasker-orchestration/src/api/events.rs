@@ -50,7 +50,12 @@ pub(super) async fn send(
         "event",
         json!({ "namespace": checked.namespace, "name": checked.name }),
     );
-    let stored = record(&shared, &caller, vec![checked]).await?;
+    answer(record(&shared, &caller, vec![checked]).await?)
+}
+
+/// The answer to one event sent: 201 for a new one, 200 for its `id` sent before, with its
+/// `location`.
+pub(super) fn answer(stored: Vec<Stored>) -> Result<Response, Error> {
     let (status, event) = match stored.into_iter().next() {
         Some(Stored::Created(e)) => (StatusCode::CREATED, e),
         Some(Stored::Existing(e)) => (StatusCode::OK, e),

@@ -3,12 +3,11 @@
 //! is read or written, is its only credential, and the event is then judged with the token
 //! that saved the webhook, looked up again for each request (revoked or expired: refused).
 
-use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde_json::Value;
 
 use tasker_shared::api::{ErrorBody, Event, SendEvent, WebhookFormat};
@@ -19,7 +18,7 @@ use super::extract::Path;
 use super::{Error, request_body};
 use crate::metrics as m;
 use crate::shared::Shared;
-use crate::store::{Stored, WebhookRow};
+use crate::store::WebhookRow;
 use crate::webhook_sign::{Refusal, verify};
 
 /// Receives a signed request: its body (a JSON object) becomes the data of an event of the
@@ -94,19 +93,7 @@ async fn receive_inner(
     let checked = super::events::check(shared, &caller, req)?;
     let stored = record(shared, &caller, vec![checked]).await?;
     shared.store.webhook_received(name).await?;
-    let (status, event) = match stored.into_iter().next() {
-        Some(Stored::Created(e)) => (StatusCode::CREATED, e),
-        Some(Stored::Existing(e)) => (StatusCode::OK, e),
-        None => {
-            return Err(Error::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                "the event was not answered",
-            ));
-        }
-    };
-    let location = format!("/v1/events/{}", event.id);
-    Ok((status, [("location", location)], Json(event)).into_response())
+    super::events::answer(stored)
 }
 
 /// The live token that saved `hook`, when the orchestrator requires tokens.
