@@ -19,8 +19,8 @@ BEGIN
              WHERE state = 'running' AND deadline_at IS NOT NULL AND deadline_at <= now_
              ORDER BY deadline_at LIMIT lim
     LOOP
-        why := format('deadline passed: %s after its start, at %s',
-                      (t.deadline_ms * interval '1 millisecond')::text, t.deadline_at);
+        why := format('deadline passed: %ss after its start, at %s',
+                      trim_scale(t.deadline_ms / 1000.0), t.deadline_at);
         IF t.deadline_action = 'alert' THEN
             UPDATE tasks SET deadline_at = NULL, deadline_passed_at = now_
             WHERE id = t.id AND state = 'running' AND deadline_at IS NOT NULL;

@@ -221,7 +221,8 @@ fn print_task(t: &Task, json: bool) -> anyhow::Result<()> {
         let when = match (d.passed_at, d.at) {
             (Some(at), _) => format!("passed {}", super::clock::time(at)),
             (None, Some(at)) => format!("at {}", super::clock::time(at)),
-            (None, None) => "from its start".to_owned(),
+            (None, None) if t.state == "scheduled" => "from its start".to_owned(),
+            (None, None) => "not reached".to_owned(),
         };
         out!("deadline {within} ({}), {when}", d.action.as_str());
     }

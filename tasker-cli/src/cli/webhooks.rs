@@ -170,7 +170,10 @@ fn print(w: &Webhook) {
     if let Some(id) = &w.id {
         out!("id          {id}");
     }
-    out!("tolerance   {}s", w.tolerance_seconds);
+    if w.format != WebhookFormat::Github {
+        // GitHub signs no time: its redeliveries are one event by their delivery id.
+        out!("tolerance   {}s", w.tolerance_seconds);
+    }
     out!("received    {}", w.received);
     if let Some(at) = w.last_received_at {
         out!("last        {}", super::clock::time(at));

@@ -65,6 +65,12 @@ async fn a_task_past_its_deadline_fails_is_cancelled_or_alerted_once() -> anyhow
     assert_eq!(failed.state, "error");
     let error = failed.error.clone().unwrap_or_default();
     assert_eq!(error["kind"], "deadline_passed", "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("deadline passed: 2s after its start, at ")),
+        "{error}"
+    );
     let late = lateness(&failed, failing.created_at, Duration::from_secs(2));
     eprintln!("deadline figure: fail acted {late:.3}s after the deadline");
     let gone = o.client.wait(cancelled.id, Duration::from_secs(30)).await?;
