@@ -26,7 +26,9 @@ pub use audit::{AuditEntry, AuditPage};
 pub use batch::{BatchCreated, BatchItem, BatchStatus, CreateTasks};
 pub use dead_letters::{DeadLetter, DeadLetterInfo, DeadLetterPage, Replayed};
 pub use errors::{ERROR_CODES, ErrorBody, ErrorDetail};
-pub use events::{Event, EventItem, EventPage, EventStart, EventsSent, SendEvent, SendEvents};
+pub use events::{
+    Event, EventItem, EventPage, EventStart, EventTaker, EventsSent, SendEvent, SendEvents,
+};
 pub use limits::{
     ConcurrencyLimit, ConcurrencyLimitList, PauseRateLimit, RateLimit, RateLimitList,
 };

@@ -156,6 +156,14 @@ fn print(e: &Event) {
     }
     out!("received    {}", super::clock::time(e.received_at));
     out!("data        {}", e.data);
+    if let Some(t) = &e.taken_by {
+        out!(
+            "taken by    step {} of task {} ({})",
+            t.step,
+            t.task_id,
+            super::clock::time(t.at)
+        );
+    }
     if e.started.is_empty() {
         out!("started     nothing: no template's trigger matched it");
     }

@@ -7,7 +7,7 @@ use sqlx::FromRow;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use tasker_shared::api::{ErrorDetail, Event, EventStart};
+use tasker_shared::api::{ErrorDetail, Event, EventStart, EventTaker};
 
 use super::{CreateBatch, NewTask, Result, Store};
 use crate::effects::Effects;
@@ -45,6 +45,7 @@ struct Row {
     data: Value,
     received_at: DateTime<Utc>,
     started: Json<Vec<EventStart>>,
+    taken_by: Option<Json<EventTaker>>,
 }
 
 impl From<Row> for Event {
@@ -58,11 +59,17 @@ impl From<Row> for Event {
             data: r.data,
             received_at: r.received_at,
             started: r.started.0,
+            taken_by: r.taken_by.map(|t| t.0),
         }
     }
 }
 
-const COLUMNS: &str = "id, namespace, name, key, sender_id, data, received_at, started";
+/// An event's columns (the table named `e`), and the wait step that took it, if one did (a step
+/// of its own namespace: waits take only those).
+const COLUMNS: &str = "e.id, e.namespace, e.name, e.key, e.sender_id, e.data, e.received_at,
+    e.started, (SELECT jsonb_build_object('task_id', s.task_id, 'step_id', s.id,
+                                          'step', s.name, 'at', e.consumed_at)
+                FROM steps s WHERE s.id = e.consumed_by) AS taken_by";
 
 impl Store {
     /// Stores `events` and creates the tasks their triggers start, in one transaction. An event
@@ -167,10 +174,11 @@ impl Store {
         limit: i64,
     ) -> Result<Vec<Event>> {
         let rows: Vec<Row> = sqlx::query_as(&format!(
-            "SELECT {COLUMNS} FROM events
-             WHERE ($1::text IS NULL OR namespace = $1) AND ($2::text IS NULL OR namespace ~ $2)
-               AND ($3::text IS NULL OR name = $3) AND ($4::uuid IS NULL OR id < $4)
-             ORDER BY id DESC LIMIT $5"
+            "SELECT {COLUMNS} FROM events e
+             WHERE ($1::text IS NULL OR e.namespace = $1)
+               AND ($2::text IS NULL OR e.namespace ~ $2)
+               AND ($3::text IS NULL OR e.name = $3) AND ($4::uuid IS NULL OR e.id < $4)
+             ORDER BY e.id DESC LIMIT $5"
         ))
         .bind(namespace)
         .bind(namespaces)
@@ -184,7 +192,7 @@ impl Store {
 
     pub async fn event(&self, id: Uuid) -> Result<Option<Event>> {
         let row: Option<Row> =
-            sqlx::query_as(&format!("SELECT {COLUMNS} FROM events WHERE id = $1"))
+            sqlx::query_as(&format!("SELECT {COLUMNS} FROM events e WHERE e.id = $1"))
                 .bind(id)
                 .fetch_optional(&self.pool)
                 .await?;
@@ -220,11 +228,7 @@ async fn answer(
     stored: Vec<(Uuid, String, Option<String>)>,
     inserted: &std::collections::HashSet<Uuid>,
 ) -> Result<Vec<Stored>> {
-    let cols = COLUMNS
-        .split(", ")
-        .map(|c| format!("e.{c}"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let cols = COLUMNS;
     let new: Vec<Uuid> = inserted.iter().copied().collect();
     let mut by_id: std::collections::HashMap<Uuid, Row> =
         sqlx::query_as::<_, Row>(&format!("SELECT {cols} FROM events e WHERE e.id = ANY($1)"))

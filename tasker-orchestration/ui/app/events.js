@@ -2,7 +2,8 @@
 // with what it started — a task of every template whose trigger (`on:`) matched it, or why that
 // template started none — filtered by namespace and name in the page's address
 // (#/events?namespace=…&name=…) and paged back in time ("Older"); and one event's page
-// (#/events/{id}): its data and what it started, each refusal with its message.
+// (#/events/{id}): its data and what it started, each refusal with its message, and the wait
+// step that took it.
 
 const EVENTS_PAGE = 50; // events a page
 const EVENT_FILTERS = ['namespace', 'name'];
@@ -114,6 +115,10 @@ async function eventView(root, signal, id) {
       ['key', e.key != null ? h('span', { id: 'event-key', class: 'mono', text: e.key }) : null],
       ['sender’s id', e.sender_id != null ? h('span', { class: 'mono', text: e.sender_id }) : null],
       ['received', [timeEl(e.received_at), ' ', h('span', { class: 'muted' }, relEl(e.received_at))]],
+      // The wait step that took it, if one did (an event serves one wait).
+      ['taken by', e.taken_by ? h('span', { id: 'event-taken-by' }, 'step ', h('strong', { text: e.taken_by.step }),
+        ' of task ', h('a', { class: 'mono', href: taskHref(e.taken_by.task_id), text: e.taken_by.task_id }),
+        ' ', timeEl(e.taken_by.at)) : null],
     ]),
     section(`Started (${started.length})`, table({ id: 'event-started' }, ['template', 'task', 'outcome'],
       started.map(startedRow), 'No template’s trigger matched it: it started nothing.')),

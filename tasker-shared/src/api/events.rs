@@ -53,6 +53,20 @@ pub struct Event {
     pub received_at: DateTime<Utc>,
     /// One entry per template whose trigger matched it; empty when none did.
     pub started: Vec<EventStart>,
+    /// The wait step that took it (`wait: {event, match}`), if one did: an event serves one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taken_by: Option<EventTaker>,
+}
+
+/// The wait step that took an event.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventTaker {
+    pub task_id: Uuid,
+    pub step_id: Uuid,
+    /// The step's name.
+    pub step: String,
+    pub at: DateTime<Utc>,
 }
 
 /// What an event did to one template whose trigger matched it.

@@ -92,6 +92,9 @@ async fn an_event_sent_before_its_wait_begins_completes_it_once() -> anyhow::Res
         json!({ "order_id": 1, "amount": 10 }),
         "{result}"
     );
+    // The event says which step took it.
+    let taker = o.client.event(event.id).await?.taken_by.expect("taken");
+    assert_eq!((taker.task_id, taker.step.as_str()), (task, "settle"));
     // Taken once: a second task of the same order does not get it again.
     let again = order(&o, 1).await?;
     o.until(
