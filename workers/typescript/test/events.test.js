@@ -99,6 +99,8 @@ describe("Client and the events API's wire", () => {
           refused: { code: "forbidden", message: "not your namespace", details: null },
         },
       ],
+      // No wait took it (the stand-in leaves `taken_by` out, as the server does then).
+      takenBy: null,
     });
     // A repeat answers the event stored the first time.
     assert.deepEqual(await client.sendEvent("shop", "order.created", data, { id: "order-42-created" }), sent);
