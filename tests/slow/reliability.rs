@@ -408,11 +408,12 @@ async fn an_orchestrator_killed_around_a_child_start_leaves_one_child() -> anyho
     // Before the commit. No worker yet, so `prep` waits and `kid` is not dispatched.
     let parent = a.client.create_task(&family()).await?;
     let kid = steps_by_name(&a.client, parent.id).await?["kid"].id;
+    // The child's key, held in its namespace (the parent's: keys are per namespace).
     let mut hold = db.begin().await?;
     sqlx::query(
         "INSERT INTO tasks (id, template_id, namespace, name, version, state, context,
                             idempotency_key, open_steps)
-         SELECT $1, template_id, 'held', 'held', '1', 'running', '{}', $3, 0
+         SELECT $1, template_id, namespace, 'held', '1', 'running', '{}', $3, 0
          FROM tasks WHERE id = $2",
     )
     .bind(Uuid::now_v7())
