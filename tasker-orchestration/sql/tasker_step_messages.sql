@@ -27,6 +27,8 @@ BEGIN
         -- A task's priority only when it is not normal: most messages carry no more bytes.
         || CASE t.priority WHEN 0 THEN '{"priority": "high"}'::jsonb
                            WHEN 2 THEN '{"priority": "low"}'::jsonb ELSE '{}'::jsonb END
+        -- Sent again (tasker_sweep's republish): the worker checks the attempt is still open.
+        || CASE WHEN s.publish_count > 1 THEN '{"resent": true}'::jsonb ELSE '{}'::jsonb END
         ORDER BY s.id),
         '[]'::jsonb)
     -- Driven by the ids, a primary-key lookup each (LATERAL … OFFSET 0 fixes the join order), whatever

@@ -414,6 +414,7 @@ mod tests {
             queue_timeout_ms: None,
             traceparent: None,
             priority: None,
+            resent: false,
         }
     }
 

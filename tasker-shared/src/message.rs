@@ -55,6 +55,11 @@ pub struct StepMessage {
     /// starts the steps it holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<crate::flow::Priority>,
+    /// Not the attempt's first message (its orchestrator died before it could tell whether the
+    /// first went out, and another sent it again): a worker asks whether the attempt is still
+    /// open before running it, as it does for a message the broker delivers again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resent: bool,
 }
 
 /// The outcome of one attempt, sent to the results queue.

@@ -117,6 +117,7 @@ async fn health(State(h): State<Health>) -> (StatusCode, Json<Value>) {
             "in_flight": s.in_flight.load(Ordering::Relaxed),
             "running": s.running.load(Ordering::Relaxed),
             "malformed": s.malformed.load(Ordering::Relaxed),
+            "duplicate": s.duplicate.load(Ordering::Relaxed),
         })),
     )
 }

@@ -58,6 +58,9 @@ pub enum Report {
     /// The host stopped (draining) before a handler took the job, and never will: its step
     /// goes back to its queue.
     Unstarted(u64),
+    /// The job was a copy of an attempt that had already ended (the core asked the
+    /// orchestrator before handing it over): acknowledged, never run.
+    Over(u64),
 }
 
 /// Where hosts report. Cheap to clone; sending never blocks.
@@ -84,6 +87,11 @@ impl CompletionSink {
     /// Reports that `job` will not be started.
     pub fn unstarted(&self, job: u64) {
         let _ = self.0.send(Report::Unstarted(job));
+    }
+
+    /// Reports that `job` is a copy of an attempt that has ended.
+    pub(crate) fn over(&self, job: u64) {
+        let _ = self.0.send(Report::Over(job));
     }
 }
 
@@ -291,6 +299,7 @@ mod tests {
                 Report::Started(job) => panic!("job {job} started while draining"),
                 Report::Done(c) => done.push(c.job),
                 Report::Unstarted(job) => unstarted.push(job),
+                Report::Over(job) => panic!("job {job} reported over"),
             }
         }
         unstarted.sort_unstable();

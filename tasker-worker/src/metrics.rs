@@ -9,8 +9,9 @@ pub const STEPS_RECEIVED: Metric = counter(
 );
 pub const STEPS_DUPLICATE: Metric = counter(
     "tasker_worker_steps_duplicate_total",
-    "Deliveries of a step attempt already running in this worker (a re-send after its \
-     orchestrator died): acknowledged, not run again.",
+    "Deliveries of a step attempt already running or lately ended in this worker, or that the \
+     orchestrator says has ended (a redelivery, a re-send after its orchestrator died): \
+     acknowledged, not run again.",
 );
 pub const STEPS_SUCCEEDED: Metric = counter(
     "tasker_worker_steps_succeeded_total",

@@ -22,5 +22,6 @@ pub(crate) fn test_message() -> tasker_shared::StepMessage {
         queue_timeout_ms: None,
         traceparent: None,
         priority: None,
+        resent: false,
     }
 }

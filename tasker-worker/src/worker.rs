@@ -17,7 +17,9 @@ use tasker_broker::{Broker, DeadLetters, Stopper, Supervisor, next_batch, superv
 use tasker_client::{Client, ClientOptions};
 use tasker_shared::Config;
 
+mod attempt;
 mod consumption;
+mod copies;
 mod outcome;
 mod publish;
 mod running;
@@ -122,6 +124,9 @@ pub struct Stats {
     /// Steps whose handler is running now (in flight and started).
     pub running: AtomicU64,
     pub malformed: AtomicU64,
+    /// Copies of a step attempt not run: one running or ended here, or one the orchestrator
+    /// said had ended (`tasker_worker_steps_duplicate_total`).
+    pub duplicate: AtomicU64,
 }
 
 /// A worker; `run` it until cancelled.

@@ -16,6 +16,9 @@ use uuid::Uuid;
 use tasker::{RunningOrchestrator, TestEnv, post_json, repo_root, steps_by_name, templates};
 use tasker_client::{CreateTask, Error, Priority, Step, Task};
 
+#[path = "flow/copies.rs"]
+mod copies;
+
 /// An environment whose orchestrator knows the Rust fixtures and the fair-sharing templates.
 async fn env() -> anyhow::Result<TestEnv> {
     let mut env = TestEnv::new().await?;

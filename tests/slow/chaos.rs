@@ -357,15 +357,8 @@ async fn faults_lose_nothing_and_apply_every_transition_once() -> anyhow::Result
     let stuck: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks WHERE state = 'running'")
         .fetch_one(&pool)
         .await?;
-    let twice: Vec<(Option<Uuid>, Option<i32>, String, i64)> = sqlx::query_as(
-        "SELECT step_id, attempt, to_state, count(*) FROM transitions WHERE step_id IS NOT NULL
-         GROUP BY 1, 2, 3 HAVING count(*) > 1
-         UNION ALL
-         SELECT NULL, NULL, task_id::text || ' ' || to_state, count(*) FROM transitions
-         WHERE step_id IS NULL GROUP BY task_id, to_state HAVING count(*) > 1",
-    )
-    .fetch_all(&pool)
-    .await?;
+    let twice = applied_twice(&pool, true).await?;
+    let on_two_workers = run_on_two_workers(&pool).await?;
     let attempts: i64 = sqlx::query_scalar("SELECT COALESCE(sum(attempt), 0)::bigint FROM steps")
         .fetch_one(&pool)
         .await?;
@@ -380,6 +373,7 @@ async fn faults_lose_nothing_and_apply_every_transition_once() -> anyhow::Result
         "lost": tasks as i64 - found,
         "stuck": stuck,
         "transitions_applied_twice": twice.len(),
+        "attempts_run_on_two_workers": on_two_workers,
         "wrong_results": wrong.len(),
         "step_attempts": attempts,
         "deliveries_received_by_workers": received_total,
@@ -462,6 +456,37 @@ async fn services_out(args: &[&str]) -> anyhow::Result<String> {
         out.status
     );
     Ok(String::from_utf8(out.stdout)?.trim().to_owned())
+}
+
+/// Step transitions recorded twice for one attempt (and, with `tasks`, task transitions recorded
+/// twice). A `running` transition is an observation, one per worker that ran the attempt — two
+/// live copies at once: a worker whose connection dropped while its handler ran on, and the one
+/// that took the redelivery — counted by [`run_on_two_workers`], not here.
+async fn applied_twice(
+    pool: &sqlx::PgPool,
+    tasks: bool,
+) -> anyhow::Result<Vec<(Option<Uuid>, Option<i32>, String, i64)>> {
+    Ok(sqlx::query_as(
+        "SELECT step_id, attempt, to_state, count(*) FROM transitions
+         WHERE step_id IS NOT NULL AND to_state <> 'running'
+         GROUP BY 1, 2, 3 HAVING count(*) > 1
+         UNION ALL
+         SELECT NULL, NULL, task_id::text || ' ' || to_state, count(*) FROM transitions
+         WHERE $1 AND step_id IS NULL GROUP BY task_id, to_state HAVING count(*) > 1",
+    )
+    .bind(tasks)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Step attempts seen running on two workers.
+async fn run_on_two_workers(pool: &sqlx::PgPool) -> anyhow::Result<i64> {
+    Ok(sqlx::query_scalar(
+        "SELECT count(*) FROM (SELECT 1 FROM transitions WHERE to_state = 'running'
+                               GROUP BY step_id, attempt HAVING count(*) > 1) r",
+    )
+    .fetch_one(pool)
+    .await?)
 }
 
 /// Creates the tasks numbered `range` of the quorum run: every sixth a `slow_chain` of 300 ms
@@ -593,12 +618,7 @@ async fn quorum_run(urls: &str) -> anyhow::Result<()> {
         .bind(&ids)
         .fetch_one(&pool)
         .await?;
-    let twice: Vec<(Option<Uuid>, Option<i32>, String, i64)> = sqlx::query_as(
-        "SELECT step_id, attempt, to_state, count(*) FROM transitions WHERE step_id IS NOT NULL
-         GROUP BY 1, 2, 3 HAVING count(*) > 1",
-    )
-    .fetch_all(&pool)
-    .await?;
+    let twice = applied_twice(&pool, false).await?;
     println!(
         "chaos report (quorum): {}",
         json!({"tasks": ids.len() + probe, "lost": ids.len() as i64 - found,

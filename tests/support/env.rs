@@ -76,6 +76,25 @@ impl TestEnv {
 
     /// Starts an in-process worker running the Rust fixture handlers for `namespaces`.
     pub fn rust_worker_for(&self, namespaces: &[&str]) -> RunningWorker {
+        RunningWorker::start(self.rust_worker_unstarted(namespaces))
+    }
+
+    /// An in-process Rust worker of `rust_examples` reported in `client`'s workers registry
+    /// (serving `handlers`) before it takes its first step, as a worker process is.
+    pub async fn rust_worker_reported(
+        &self,
+        client: &Client,
+        handlers: &[&str],
+    ) -> anyhow::Result<RunningWorker> {
+        let worker = self.rust_worker_unstarted(&["rust_examples"]);
+        let (id, name) = (worker.options().id, &worker.options().name);
+        client
+            .report_worker(id, &crate::worker_report(name, handlers))
+            .await?;
+        Ok(RunningWorker::start(worker))
+    }
+
+    fn rust_worker_unstarted(&self, namespaces: &[&str]) -> Worker {
         let registry = tasker_worker_rust::registry();
         let w = &self.config.worker;
         let host = Arc::new(RustHost::new(registry, w.concurrency).with_priorities(
@@ -83,10 +102,7 @@ impl TestEnv {
             w.low_priority_cap(),
         ));
         let namespaces = namespaces.iter().map(|n| (*n).to_owned()).collect();
-        RunningWorker::start(Worker::new(
-            WorkerOptions::from_config(&self.config, namespaces),
-            host,
-        ))
+        Worker::new(WorkerOptions::from_config(&self.config, namespaces), host)
     }
 
     /// A broker user of its own for a worker role, as `cargo-make/services.sh worker-users`

@@ -111,7 +111,9 @@ const RUNNING_MAX: usize = 10_000;
 
 /// A worker reports the step attempts its handlers have been running for a while (the worker
 /// core does it every `worker.running_report_ms`): each is shown `running` with the worker's
-/// name, and gets a `running` transition in its task's history.
+/// name, and gets a `running` transition in its task's history. The worker core also reports a
+/// step it was handed again (a redelivery, a re-send) before running it: the answer's `over`
+/// lists those whose attempt has ended, which it does not run.
 #[utoipa::path(post, path = "/v1/workers/{id}/running", tag = "workers", operation_id = "report_running",
     params(("id" = Uuid, Path, description = "The worker's id (as reported with `PUT /v1/workers/{id}`)")),
     request_body = RunningReport,
@@ -140,9 +142,9 @@ pub(super) async fn running(
         .record_running(id, caller.principal(), covers.as_deref(), &report.steps)
         .await?
     {
-        Some(recorded) => {
+        Some((recorded, over)) => {
             ::metrics::counter!(crate::metrics::STEPS_RUNNING_REPORTED.name).increment(recorded);
-            Ok(Json(RunningRecorded { recorded }))
+            Ok(Json(RunningRecorded { recorded, over }))
         }
         None => Err(Error::not_found(
             "worker_not_found",

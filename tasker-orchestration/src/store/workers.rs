@@ -87,14 +87,15 @@ impl Store {
     /// Records that worker `id` (of `by`'s) runs these step attempts: each still `enqueued` at
     /// that attempt, of a namespace the worker serves and `covers` matches (`None`: every
     /// namespace), is marked running on it since when it says, with a `running` transition in
-    /// its history. Returns how many were marked; the others are left as they are.
+    /// its history. Returns how many were marked, and the steps (of those namespaces) whose
+    /// attempt is over; the others are left as they are.
     pub async fn record_running(
         &self,
         id: Uuid,
         by: Option<&Principal>,
         covers: Option<&str>,
         steps: &[RunningStep],
-    ) -> Result<Option<u64>> {
+    ) -> Result<Option<(u64, Vec<Uuid>)>> {
         let own = OWN_ROW
             .replace("workers.", "w.")
             .replace("EXCLUDED.reported_by_token", "$3")
@@ -113,25 +114,31 @@ impl Store {
         let ids: Vec<Uuid> = steps.iter().map(|s| s.step_id).collect();
         let attempts: Vec<i32> = steps.iter().map(|s| s.attempt).collect();
         let since: Vec<DateTime<Utc>> = steps.iter().map(|s| s.started_at).collect();
-        let marked: i64 = sqlx::query_scalar(
-            "WITH marked AS (
-                 UPDATE steps s SET running_attempt = x.attempt, started_at = x.started_at,
-                                    worker = w.name
-                 FROM unnest($2::uuid[], $3::int[], $4::timestamptz[]) AS x(id, attempt, started_at),
-                      workers w, tasks t
-                 WHERE w.id = $1 AND s.id = x.id AND s.attempt = x.attempt
-                   AND s.state = 'enqueued' AND t.id = s.task_id
-                   AND COALESCE(s.namespace, t.namespace) = ANY (w.namespaces)
+        let (marked, over): (i64, Vec<Uuid>) = sqlx::query_as(
+            "WITH seen AS (
+                 SELECT s.id, x.attempt, x.started_at, w.name,
+                        s.state = 'enqueued' AND s.attempt = x.attempt AS open
+                 FROM unnest($2::uuid[], $3::int[], $4::timestamptz[]) AS x(id, attempt, started_at)
+                 JOIN steps s ON s.id = x.id
+                 JOIN tasks t ON t.id = s.task_id
+                 JOIN workers w ON w.id = $1
+                 WHERE COALESCE(s.namespace, t.namespace) = ANY (w.namespaces)
                    AND ($5::text IS NULL OR COALESCE(s.namespace, t.namespace) ~ $5)
+             ), marked AS (
+                 UPDATE steps s SET running_attempt = x.attempt, started_at = x.started_at,
+                                    worker = x.name
+                 FROM seen x
+                 WHERE s.id = x.id AND x.open AND s.attempt = x.attempt AND s.state = 'enqueued'
                    AND (s.running_attempt IS DISTINCT FROM x.attempt
-                        OR s.worker IS DISTINCT FROM w.name)
-                 RETURNING s.task_id, s.id, s.attempt, w.name
+                        OR s.worker IS DISTINCT FROM x.name)
+                 RETURNING s.task_id, s.id, s.attempt, x.name
              ), noted AS (
                  INSERT INTO transitions (task_id, step_id, from_state, to_state, attempt, reason)
                  SELECT task_id, id, 'enqueued', 'running', attempt, 'on worker ' || name
                  FROM marked
              )
-             SELECT count(*) FROM marked",
+             SELECT (SELECT count(*) FROM marked),
+                    COALESCE((SELECT array_agg(id) FROM seen WHERE NOT open), '{}')",
         )
         .bind(id)
         .bind(&ids)
@@ -140,7 +147,7 @@ impl Store {
         .bind(covers)
         .fetch_one(self.pool())
         .await?;
-        Ok(Some(u64::try_from(marked).unwrap_or(0)))
+        Ok(Some((u64::try_from(marked).unwrap_or(0), over)))
     }
 
     /// Marks the steps waiting for a worker that no live worker serves (`Step::unserved`).

@@ -93,4 +93,10 @@ pub struct RunningRecorded {
     /// retry, an ending), were already shown running, or are of namespaces this worker (or its
     /// token) does not serve; they are left as they are.
     pub recorded: u64,
+    /// Steps of the report whose attempt is over (a result applied, a retry or an ending came
+    /// first), of namespaces this worker serves: a copy of such an attempt delivered again
+    /// (a redelivery, a re-send after its orchestrator died) is not run. Absent from older
+    /// orchestrators.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub over: Vec<Uuid>,
 }

@@ -39,6 +39,7 @@ fn blocking_wait_wakes_on_submit_and_respects_max() {
             Report::Started(job) => started.push(job),
             Report::Done(c) => break c,
             Report::Unstarted(job) => panic!("job {job} reported unstarted"),
+            Report::Over(job) => panic!("job {job} reported over"),
         }
     };
     assert_eq!(started, vec![1, 2, 3]);
@@ -112,6 +113,7 @@ fn draining_hands_out_nothing_more_but_takes_outcomes_of_jobs_already_out() {
             Report::Started(_) => {}
             Report::Done(c) => done.push(c.job),
             Report::Unstarted(job) => unstarted.push(job),
+            Report::Over(job) => panic!("job {job} reported over"),
         }
     }
     assert_eq!(unstarted, vec![2, 3, 4], "queued and later jobs go back");

@@ -17,6 +17,8 @@ use tasker_shared::{Outcome, StepError, StepMessage, StepResult};
 use tasker_telemetry::{Span, attr};
 
 use super::Worker;
+use super::attempt::Attempt;
+use super::copies::{self, Recent};
 use super::outcome::{queue_timed_out, run_deadline, storable};
 use super::publish::{Carrier, Publish};
 use crate::host::{Completion, CompletionSink, Job, Report, timed_out};
@@ -36,6 +38,8 @@ pub(super) struct Consumption<'w> {
     /// The step attempts in flight here: a second delivery of one (a re-send after its
     /// orchestrator died, while the first still runs) is not run beside it.
     attempts: HashSet<(uuid::Uuid, u32)>,
+    /// The attempts that ended here lately: a copy of one is not run again.
+    recent: Recent,
     /// Each started job's run deadline.
     pub deadlines: DelayQueue<u64>,
     next_job: u64,
@@ -60,6 +64,7 @@ impl<'w> Consumption<'w> {
             running,
             in_flight: HashMap::new(),
             attempts: HashSet::new(),
+            recent: Recent::default(),
             deadlines: DelayQueue::new(),
             next_job: 0,
             draining: None,
@@ -114,6 +119,23 @@ impl<'w> Consumption<'w> {
                 }
             }
             Report::Done(c) => self.finish(c),
+            Report::Over(job) => {
+                // A copy of an attempt that had ended: its message is acknowledged, no result.
+                if let Some(f) = self.in_flight.remove(&job) {
+                    let attempt = (f.step.step_id, f.step.attempt);
+                    self.attempts.remove(&attempt);
+                    self.recent.insert(attempt);
+                    tracing::info!(step = %attempt.0, attempt = attempt.1,
+                        "a copy of a step whose attempt has ended; not run");
+                    ::metrics::counter!(m::STEPS_DUPLICATE.name).increment(1);
+                    stats.duplicate.fetch_add(1, Ordering::Relaxed);
+                    let carrier = f.carrier;
+                    tokio::spawn(async move { carrier.settle().await });
+                }
+                stats
+                    .in_flight
+                    .store(self.in_flight.len() as u64, Ordering::Relaxed);
+            }
             Report::Unstarted(job) => {
                 // Its message is never acknowledged: the broker gives it to another worker once
                 // this connection closes.
@@ -194,6 +216,7 @@ impl<'w> Consumption<'w> {
         }
         ::metrics::histogram!(m::CONSUME_BATCH_SIZE.name).record(batch.len() as f64);
         let mut jobs = Vec::with_capacity(batch.len());
+        let mut received = 0;
         for delivery in batch {
             let Some(messages) = self.read(delivery?).await? else {
                 continue;
@@ -204,25 +227,29 @@ impl<'w> Consumption<'w> {
                 open: AtomicUsize::new(messages.len()),
             });
             for message in messages {
-                if !self.attempts.insert((message.step_id, message.attempt)) {
-                    // Already running here: its result answers for this delivery too, and two
-                    // runs of one attempt at once would exceed the step's concurrency limit.
+                let attempt = (message.step_id, message.attempt);
+                if self.recent.contains(&attempt) || !self.attempts.insert(attempt) {
+                    // Running here, or ended here lately: its result answers for this delivery
+                    // too, and another run would exceed the step's concurrency limit.
                     tracing::debug!(step = %message.step_id, attempt = message.attempt,
-                        "a second delivery of an attempt running here; not run again");
+                        "another delivery of an attempt running or ended here; not run again");
                     ::metrics::counter!(m::STEPS_DUPLICATE.name).increment(1);
+                    self.worker.stats.duplicate.fetch_add(1, Ordering::Relaxed);
                     carrier.settle().await?;
                     continue;
                 }
-                if let Some(job) = self.accept(&carrier, message) {
+                received += 1;
+                let copy = carrier.delivery.redelivered || message.resent;
+                if let Some(job) = self.accept(&carrier, message, copy) {
                     jobs.push(job);
                 }
             }
         }
         let stats = &self.worker.stats;
-        stats
-            .received
-            .fetch_add(jobs.len() as u64, Ordering::Relaxed);
-        ::metrics::counter!(m::STEPS_RECEIVED.name).increment(jobs.len() as u64);
+        // Every step taken on, handed over now or later (a copy once checked, one carrying
+        // references once fetched) or failed at once (too late to start).
+        stats.received.fetch_add(received, Ordering::Relaxed);
+        ::metrics::counter!(m::STEPS_RECEIVED.name).increment(received);
         stats
             .in_flight
             .store(self.in_flight.len() as u64, Ordering::Relaxed);
@@ -257,9 +284,9 @@ impl<'w> Consumption<'w> {
     }
 
     /// One step of a message, in flight from now on: the job to hand to the host now, if any
-    /// (a step past its queue timeout fails at once; one carrying references is handed over
-    /// once they are fetched).
-    fn accept(&mut self, carrier: &Arc<Carrier>, message: StepMessage) -> Option<Job> {
+    /// (a step past its queue timeout fails at once; a `copy` handed over again, once the
+    /// orchestrator says its attempt is open; one carrying references, once they are fetched).
+    fn accept(&mut self, carrier: &Arc<Carrier>, message: StepMessage, copy: bool) -> Option<Job> {
         self.next_job += 1;
         let job = self.next_job;
         tracing::debug!(step = %message.step_id, name = %message.step_name, attempt = message.attempt, "step received");
@@ -286,22 +313,37 @@ impl<'w> Consumption<'w> {
             });
             return None;
         }
-        if References::needed(&message) {
-            self.resolve_then_submit(Job::new(job, message));
+        if copy || References::needed(&message) {
+            self.check_then_submit(Job::new(job, message), copy);
             return None;
         }
         Some(Job::new(job, message))
     }
 
-    /// Fetches what the job's message carries by reference, then hands it to the host; if the
-    /// orchestrator cannot answer, the attempt fails retryably.
-    fn resolve_then_submit(&self, mut job: Job) {
+    /// Hands the job to the host once the orchestrator says its attempt is open (a `copy`) and
+    /// what its message carries by reference is fetched; if the references cannot be fetched,
+    /// the attempt fails retryably.
+    fn check_then_submit(&self, mut job: Job, copy: bool) {
         let (references, host, sink) = (
             self.worker.references.clone(),
             self.worker.host.clone(),
             self.sink.clone(),
         );
+        let check = copy.then(|| {
+            (
+                self.worker.options.orchestrator_client(),
+                self.worker.options.id,
+            )
+        });
         tokio::spawn(async move {
+            if let Some((client, worker)) = check
+                && copies::over(&client, worker, job.message.step_id, job.message.attempt).await
+            {
+                return sink.over(job.id);
+            }
+            if !References::needed(&job.message) {
+                return host.submit(vec![job], &sink);
+            }
             match references.resolve(&mut job.message).await {
                 Ok(()) => {
                     if job.message.parent_results_by_reference {
@@ -336,6 +378,7 @@ impl<'w> Consumption<'w> {
             return;
         };
         self.attempts.remove(&(f.step.step_id, f.step.attempt));
+        self.recent.insert((f.step.step_id, f.step.attempt));
         if let Some(key) = &f.deadline {
             self.deadlines.try_remove(key);
             stats.running.fetch_sub(1, Ordering::Relaxed);
@@ -403,65 +446,4 @@ struct InFlight {
     started: Option<(chrono::DateTime<Utc>, tokio::time::Instant)>,
     /// Reported to the orchestrator as running.
     reported: bool,
-}
-
-/// What the core keeps of a job while a handler has it (the message itself went to the host).
-struct Attempt {
-    task_id: uuid::Uuid,
-    step_id: uuid::Uuid,
-    attempt: u32,
-    timeout_ms: u64,
-    /// The step's trace context and name, when it was dispatched with tracing on.
-    trace: Option<Box<(String, String)>>,
-    /// When the orchestrator dispatched it (its clock).
-    dispatched_at: chrono::DateTime<Utc>,
-    /// Its namespace, template and handler: the labels of its latency metrics (sets as bounded
-    /// as the templates registered).
-    names: [String; 3],
-}
-
-impl From<&StepMessage> for Attempt {
-    fn from(m: &StepMessage) -> Self {
-        Attempt {
-            task_id: m.task_id,
-            step_id: m.step_id,
-            attempt: m.attempt,
-            timeout_ms: m.timeout_ms,
-            trace: m
-                .traceparent
-                .clone()
-                .map(|t| Box::new((t, m.step_name.clone()))),
-            dispatched_at: m.dispatched_at,
-            names: [m.namespace.clone(), m.task_name.clone(), m.handler.clone()],
-        }
-    }
-}
-
-impl Attempt {
-    /// The labels of its latency metrics.
-    fn labels(&self) -> Vec<metrics::Label> {
-        let [namespace, template, handler] = &self.names;
-        vec![
-            metrics::Label::new("namespace", namespace.clone()),
-            metrics::Label::new("template", template.clone()),
-            metrics::Label::new("handler", handler.clone()),
-        ]
-    }
-
-    /// A span of this attempt, a child of `parent` (else of its dispatch span); `None` when
-    /// the step came without trace context.
-    fn span(&self, name: &'static str, parent: Option<&Span>) -> Option<Span> {
-        let trace = self.trace.as_deref()?;
-        let parent = parent.map_or_else(|| trace.0.clone(), Span::traceparent);
-        Span::start(
-            name,
-            Some(&parent),
-            vec![
-                attr("tasker.task_id", self.task_id.to_string()),
-                attr("tasker.step_id", self.step_id.to_string()),
-                attr("tasker.step", trace.1.clone()),
-                attr("tasker.attempt", i64::from(self.attempt)),
-            ],
-        )
-    }
 }

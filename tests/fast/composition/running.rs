@@ -1,7 +1,8 @@
 //! Running is a state you can see: a handler that runs past `worker.running_report_ms` is
 //! reported by its worker, and its step is shown `running` with that worker and since when — in
 //! the step, the task's history and `tasker_steps_running` — while it runs; a report of a step
-//! that moved on, of another namespace, or by an unknown worker changes nothing.
+//! that moved on, of another namespace, or by an unknown worker changes nothing, and the answer
+//! names the reported attempts that are over (a worker does not run a copy of one).
 
 use std::time::Duration;
 
@@ -126,6 +127,11 @@ async fn a_running_report_moves_only_steps_in_flight_that_its_worker_serves() ->
         .report_running(elsewhere, &report(&steps["nap"], 1))
         .await?;
     assert_eq!(answer.recorded, 0);
+    assert_eq!(
+        answer.over,
+        Vec::<Uuid>::new(),
+        "nothing said of another's namespace"
+    );
     // This namespace's worker: an attempt the step is not at marks nothing; its own does, once.
     let here = Uuid::now_v7();
     o.client
@@ -136,6 +142,7 @@ async fn a_running_report_moves_only_steps_in_flight_that_its_worker_serves() ->
         .report_running(here, &report(&steps["nap"], 7))
         .await?;
     assert_eq!(stale.recorded, 0);
+    assert_eq!(stale.over, vec![steps["nap"].id], "not the step's attempt");
     assert_eq!(
         steps_by_name(&o.client, task.id).await?["nap"].state,
         "enqueued"
@@ -145,6 +152,7 @@ async fn a_running_report_moves_only_steps_in_flight_that_its_worker_serves() ->
         .report_running(here, &report(&steps["nap"], 1))
         .await?;
     assert_eq!(marked.recorded, 1);
+    assert!(marked.over.is_empty(), "{marked:?}");
     let again = o
         .client
         .report_running(here, &report(&steps["nap"], 1))
@@ -162,6 +170,12 @@ async fn a_running_report_moves_only_steps_in_flight_that_its_worker_serves() ->
     assert_eq!(ended["nap"].state, "cancelled");
     let task = o.client.task(task.id, None).await?;
     assert_eq!((task.state.as_str(), task.open_steps), ("cancelled", 0));
+    // Its attempt is over: a worker handed a copy of it now is told so, and nothing is marked.
+    let late = o
+        .client
+        .report_running(here, &report(&steps["nap"], 1))
+        .await?;
+    assert_eq!((late.recorded, late.over), (0, vec![steps["nap"].id]));
     // Bad bodies are refused.
     let resp = reqwest::Client::new()
         .post(format!("{}/v1/workers/{here}/running", o.url()))

@@ -64,6 +64,7 @@ impl BenchHost {
                         queue_timeout_ms: None,
                         traceparent: None,
                         priority: None,
+                        resent: false,
                     },
                 )
             })
