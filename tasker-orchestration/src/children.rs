@@ -193,12 +193,9 @@ async fn check(shared: &Shared, c: &ChildStart) -> Result<Result<Checked, Refusa
             ),
         ));
     }
-    let reach = Reach::of(&shared.catalog, &entry.loaded).await?;
-    let token = match c.token_id {
-        Some(id) => shared.store.principal_by_id(id).await?,
-        None => None,
-    };
-    if let Err(why) = reach.judge(c.token_id, token.as_ref()) {
+    let judged =
+        Reach::judge_saved(&shared.catalog, &shared.store, &entry.loaded, c.token_id).await?;
+    if let Err(why) = judged {
         return Ok(refuse(
             "child_not_permitted",
             format!("starting {key}: {why}"),

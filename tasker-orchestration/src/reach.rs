@@ -63,6 +63,23 @@ impl Reach {
             .map(|(ns, how)| (ns.as_str(), how.as_str()))
     }
 
+    /// Whether saved work (a schedule's fire, a child step's start) that starts tasks of
+    /// `loaded` may start one now for the token that saved it, looked up again in `store`
+    /// (revoked, expired, or narrowed since): [`Reach::judge`] of [`Reach::of`]. Err says why not.
+    pub async fn judge_saved(
+        catalog: &Catalog,
+        store: &store::Store,
+        loaded: &Loaded,
+        token_id: Option<i64>,
+    ) -> Result<Result<(), String>, store::Error> {
+        let reach = Reach::of(catalog, loaded).await?;
+        let live = match token_id {
+            Some(id) => store.principal_by_id(id).await?,
+            None => None,
+        };
+        Ok(reach.judge(token_id, live.as_ref()))
+    }
+
     /// Whether work saved or created with token `token_id` may go on now: Ok when it was made
     /// without a token (tokens off), else the token must still be live (`live`: what the store
     /// says of that id now) and cover every namespace reached. Err says why not.

@@ -187,9 +187,10 @@ async fn refused(shared: &Shared, row: &ScheduleRow) -> Result<Option<String>, s
     else {
         return Ok(None);
     };
-    let reach = crate::reach::Reach::of(&shared.catalog, &entry.loaded).await?;
-    let live = shared.store.principal_by_id(id).await?;
-    Ok(reach.judge(Some(id), live.as_ref()).err())
+    let judged =
+        crate::reach::Reach::judge_saved(&shared.catalog, &shared.store, &entry.loaded, Some(id))
+            .await?;
+    Ok(judged.err())
 }
 
 fn skip(fire: &mut Fire, reason: &'static str) {

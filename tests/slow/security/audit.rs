@@ -57,15 +57,14 @@ fn param_value(op: &Value, name: &str) -> String {
     }
 }
 
-/// Every non-GET operation of the document: (method, route pattern, a path to call it at,
-/// whether it takes a body).
-fn mutating_operations(doc: &Value) -> Vec<(Method, String, String, bool)> {
+/// Every non-GET operation of the document that takes a token (`open`: false), or every one
+/// that takes none (`open`: true — a webhook's POST, whose signature is its credential):
+/// (method, route pattern, a path to call it at, whether it takes a body).
+fn mutating_operations(doc: &Value, open: bool) -> Vec<(Method, String, String, bool)> {
     let mut ops = Vec::new();
     for (route, item) in doc["paths"].as_object().into_iter().flatten() {
         for (method, op) in item.as_object().into_iter().flatten() {
-            // A webhook's POST takes no token (its signature is its credential: the webhooks
-            // suite); every other mutating route needs one.
-            if op["security"] == serde_json::json!([{}]) {
+            if (op["security"] == serde_json::json!([{}])) != open {
                 continue;
             }
             let method = match method.as_str() {
@@ -129,7 +128,7 @@ async fn every_mutating_route_writes_exactly_one_audit_row_and_none_is_changed()
         .await?
         .json()
         .await?;
-    let ops = mutating_operations(&doc);
+    let ops = mutating_operations(&doc, false);
     assert!(
         ops.len() >= 20,
         "{} mutating operations documented",
@@ -175,6 +174,28 @@ async fn every_mutating_route_writes_exactly_one_audit_row_and_none_is_changed()
             row["token_name"].is_null() && row["token_id"].is_null(),
             "{row}"
         );
+    }
+
+    // The routes that take no token: one row each too, by no one, as answered (no such webhook).
+    let open = mutating_operations(&doc, true);
+    assert!(!open.is_empty(), "a webhook's POST is documented open");
+    let answered = walk(&o, &open, None).await?;
+    assert!(answered.values().all(|s| *s == 404), "{answered:?}");
+    let after_open = 2 * ops.len() + open.len();
+    written(&o, after_open as u64).await?;
+    let after = rows(&db).await?;
+    assert_eq!(after.len(), after_open);
+    for row in &after[2 * ops.len()..] {
+        let key = (
+            row["method"].as_str().unwrap_or_default().to_owned(),
+            row["route"].as_str().unwrap_or_default().to_owned(),
+        );
+        assert_eq!(
+            answered.get(&key).map(|s| i64::from(*s)),
+            row["status"].as_i64(),
+            "{row}"
+        );
+        assert!(row["token_id"].is_null(), "{row}");
     }
 
     // The API reads the same rows, newest first.

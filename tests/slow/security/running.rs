@@ -72,6 +72,21 @@ async fn a_running_report_marks_only_steps_its_worker_and_token_serve() -> anyho
         "{body}"
     );
     assert!(!marked(&o, step_b).await?);
+    // Nor is anything said of it: an attempt it is not at is named `over` only in a's own
+    // namespaces (a worker could otherwise probe another team's steps).
+    let late =
+        json!({"steps": [{"step_id": step_b, "attempt": 9, "started_at": chrono::Utc::now()}]});
+    let (status, _, body) = call(&o, Method::POST, &running, &a, Some(late)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body.get("over").is_none(), "{body}");
+    let late =
+        json!({"steps": [{"step_id": step_a, "attempt": 9, "started_at": chrono::Utc::now()}]});
+    let (_, _, body) = call(&o, Method::POST, &running, &a, Some(late)).await;
+    assert_eq!(
+        body["over"],
+        json!([step_a]),
+        "its own step's attempt 9 is not open"
+    );
     // b through a's worker: not b's worker.
     let (status, code, _) = call(&o, Method::POST, &running, &b, Some(of(step_b))).await;
     assert_eq!(
