@@ -6,6 +6,7 @@ use clap::Parser;
 
 use tasker_client::{Client, ClientOptions, CreateTask, TaskQuery};
 
+mod alerts;
 mod args;
 mod audit;
 mod bulk;
@@ -179,6 +180,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::DeadLetters { action } => dead_letters::run(&client, action, json).await,
         Command::Events { action } => events::run(&client, action, json).await,
         Command::Webhooks { action } => webhooks::run(&client, action, json).await,
+        Command::Alerts { action } => alerts::run(&client, action, json).await,
         Command::Templates { action } => templates::run(&client, action, json).await,
         Command::Audit(args) => audit::run(&client, args, json).await,
     }

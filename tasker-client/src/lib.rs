@@ -13,12 +13,14 @@
 //! # Ok(()) }
 //! ```
 
+mod alerts;
 mod audit;
 mod client;
 mod dead_letters;
 mod error;
 mod events;
 mod limits;
+mod named;
 mod namespace_events;
 mod operations;
 mod pages;
@@ -35,6 +37,10 @@ pub use events::{StepState, TaskEvents, TaskSnapshot};
 pub use time::Sent;
 
 pub use client::{Client, ClientOptions, Registered, TaskQuery, install_crypto_provider};
+pub use tasker_shared::api::{
+    Alert, AlertCondition, AlertKind, AlertNotice, AlertSink, PutAlert, PutWebhook, Webhook,
+    WebhookFormat,
+};
 pub use tasker_shared::api::{AuditEntry, AuditPage};
 pub use tasker_shared::api::{
     Backfilled, BatchCreated, BatchItem, BatchStatus, ConcurrencyLimit, CreateTask, DeadLetter,
@@ -43,7 +49,6 @@ pub use tasker_shared::api::{
     ScheduleChanges, Signal, StartOperation, Step, StepPage, Task, TaskPage, Transition,
 };
 pub use tasker_shared::api::{Event, EventItem, EventPage, EventStart, EventsSent, SendEvent};
-pub use tasker_shared::api::{PutWebhook, Webhook, WebhookFormat};
 pub use tasker_shared::deadline::{DeadlineAction, DeadlineSpec};
 pub use tasker_shared::flow::Priority;
 pub use tasker_shared::start_controls::{DebounceMode, DebounceSpec, DedupeSpec};

@@ -34,6 +34,8 @@
 //! | GET | /v1/webhooks | webhooks of the namespaces the token covers |
 //! | PUT, GET, DELETE | /v1/webhooks/{name} | save one (the secret Tasker makes is shown once); show; remove |
 //! | POST | /v1/webhooks/{name} | a signed request from another service, made an event (no token: its signature) |
+//! | GET | /v1/alerts | alert rules of the namespaces the token covers, with what each last did |
+//! | PUT, GET, DELETE | /v1/alerts/{name} | save one (admin; a webhook sink's secret Tasker makes is shown once); show; remove (admin) |
 //! | GET, POST | /v1/tokens | API tokens (admin): list, create (`{name, scope}`; the token is shown once) |
 //! | DELETE | /v1/tokens/{name} | revoke one |
 //! | GET | /v1/audit | the audit log (admin): who asked to change what, when, from where, answered how |
@@ -53,6 +55,7 @@
 //! foreign `Host` names, browser requests from other sites and bodies that are not JSON.
 
 mod access;
+mod alerts;
 mod audit;
 mod auth;
 mod common;
@@ -177,6 +180,8 @@ fn routes() -> OpenApiRouter<Shared> {
         .routes(routes!(events::list))
         .routes(routes!(events::send_batch))
         .routes(routes!(events::show))
+        .routes(routes!(alerts::list))
+        .routes(routes!(alerts::put, alerts::show, alerts::delete))
         .routes(routes!(webhooks::list))
         .routes(routes!(
             webhooks::put,

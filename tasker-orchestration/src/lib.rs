@@ -8,6 +8,7 @@
 //! [`executor::execute`] carries out after the commit.
 
 mod alarm;
+mod alerts;
 pub mod api;
 pub mod audit;
 pub mod catalog;
@@ -175,6 +176,7 @@ impl Orchestrator {
         tasks.spawn(timers::run(shared.clone(), cancel.clone()));
         tasks.spawn(retention::run(shared.clone(), cancel.clone()));
         tasks.spawn(operations::run(shared.clone(), cancel.clone()));
+        tasks.spawn(alerts::run(shared.clone(), cancel.clone()));
         tasks.spawn(shared.live.clone().run(
             shared.store.clone(),
             shared.events.clone(),

@@ -183,6 +183,17 @@ pub const WEBHOOKS_RECEIVED: Metric = counter(
      or found), bad_signature, stale_signature (signed outside the replay window), unknown (no \
      such webhook), refused (its body or its token refused it; nothing stored).",
 );
+pub const ALERTS_FIRED: Metric = counter(
+    "tasker_alerts_fired_total",
+    "Alert rules that began to fire, by the kind of their condition (failures, \
+     deadline_passed, steps_waiting, schedule_skipped, dead_letters); a firing held back by the \
+     suppression window counts too.",
+);
+pub const ALERTS_SENT: Metric = counter(
+    "tasker_alerts_sent_total",
+    "Deliveries of alert notices to their sinks, by sink (webhook, slack) and outcome: sent, \
+     retried (it failed and goes again later), failed (its last try failed; given up on).",
+);
 pub const START_CONTROLS_HELD: Metric = counter(
     "tasker_start_controls_held_total",
     "Requests to start a task (POST /v1/tasks, a batch's items, events' triggers) that a start \
@@ -302,7 +313,7 @@ pub const AUDIT_DROPPED: Metric = counter(
 );
 
 /// Every metric above, described to the recorder at start-up.
-pub const ALL: [Metric; 59] = [
+pub const ALL: [Metric; 61] = [
     BOUNDS_REFUSED,
     AUDIT_ROWS,
     AUDIT_DROPPED,
@@ -338,6 +349,8 @@ pub const ALL: [Metric; 59] = [
     EVENTS_RECEIVED,
     EVENT_STARTS,
     WEBHOOKS_RECEIVED,
+    ALERTS_FIRED,
+    ALERTS_SENT,
     DEADLINES_PASSED,
     START_CONTROLS_HELD,
     TASKS_STARTED_LATER,

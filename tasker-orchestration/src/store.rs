@@ -13,6 +13,8 @@ use serde_json::Value;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use uuid::Uuid;
 
+mod alert_checks;
+mod alerts;
 mod audit;
 mod batch;
 mod children;
@@ -41,6 +43,8 @@ mod tokens;
 mod webhooks;
 mod workers;
 
+pub use alert_checks::{AlertChecks, CHECK_EVERY_MS, Checked, DueRule, Outgoing};
+pub use alerts::{AlertRow, NewAlert};
 pub use audit::{AuditEntry, AuditFilter, NewAuditEntry};
 pub use batch::Batch;
 pub use children::ChildStart;

@@ -5,6 +5,7 @@
 #[cfg(feature = "openapi")]
 pub mod schema_only;
 
+mod alerts;
 mod audit;
 mod batch;
 mod dead_letters;
@@ -22,6 +23,7 @@ mod tokens;
 mod webhooks;
 mod workers;
 
+pub use alerts::{Alert, AlertCondition, AlertKind, AlertList, AlertNotice, AlertSink, PutAlert};
 pub use audit::{AuditEntry, AuditPage};
 pub use batch::{BatchCreated, BatchItem, BatchStatus, CreateTasks};
 pub use dead_letters::{DeadLetter, DeadLetterInfo, DeadLetterPage, Replayed};

@@ -16,6 +16,8 @@ use tasker::{TestEnv, post_json, repo_root, steps_by_name, target_dir, workspace
 use tasker_client::CreateTask;
 use tasker_shared::config::AuthMode;
 
+#[path = "dashboard/alerts.rs"]
+mod alerts;
 #[path = "dashboard/audit.rs"]
 mod audit;
 #[path = "dashboard/big_task.rs"]

@@ -457,6 +457,8 @@ async fn the_cli_starts_later_signals_and_manages_schedules_with_file_and_line_e
     env.cleanup().await
 }
 
+#[path = "cli/alerts.rs"]
+mod alerts;
 #[path = "cli/bulk.rs"]
 mod bulk;
 #[path = "cli/triage.rs"]

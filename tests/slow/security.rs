@@ -3,6 +3,8 @@
 //! error naming the bound or the rule) or changes nothing, and that a healthy task beside it
 //! still completes. One module per family of attacks.
 
+#[path = "security/alerts.rs"]
+mod alerts;
 #[path = "security/audit.rs"]
 mod audit;
 #[path = "security/bounds.rs"]

@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use tasker_client::RepairNote;
 
+use super::alerts::AlertsCommand;
 use super::args::{current_user, json_object};
 use super::audit::AuditArgs;
 use super::count::CountArgs;
@@ -52,6 +53,12 @@ pub(super) enum Command {
     Webhooks {
         #[command(subcommand)]
         action: Option<WebhooksCommand>,
+    },
+    /// Alert rules that tell a webhook or Slack when a condition of a namespace fires and
+    /// clears: list, show NAME, set NAME --namespace NS --when KIND --webhook URL, delete NAME.
+    Alerts {
+        #[command(subcommand)]
+        action: Option<AlertsCommand>,
     },
     /// Cron schedules that start tasks: list, show, apply FILE…, pause, resume, trigger,
     /// backfill, delete (`tasker schedules` lists them).

@@ -137,7 +137,7 @@ pub(super) async fn run(
 }
 
 /// `--secret`: the value, `@FILE`'s first line, or stdin's.
-fn secret_arg(value: &str) -> anyhow::Result<String> {
+pub(super) fn secret_arg(value: &str) -> anyhow::Result<String> {
     let text = if value == "-" {
         std::io::read_to_string(std::io::stdin()).context("reading stdin")?
     } else if let Some(path) = value.strip_prefix('@') {

@@ -37,6 +37,10 @@ pub(super) fn needed(method: &Method, route: Option<&str>, metrics_public: bool)
         // Who did what, of every namespace the token covers.
         Some("/v1/audit") => Some(Scope::Admin),
         Some("/v1/dead-letters/{id}") if method == Method::DELETE => Some(Scope::Admin),
+        // A rule's sink is called from the orchestrators' network.
+        Some("/v1/alerts/{name}") if method != Method::GET && method != Method::HEAD => {
+            Some(Scope::Admin)
+        }
         _ if method == Method::GET || method == Method::HEAD => Some(Scope::Read),
         _ => Some(Scope::Write),
     }

@@ -47,7 +47,7 @@ pub(super) async fn put(
         caller.check(&old.view.namespace)?;
     }
     let made = match (&req.secret, &existing) {
-        (None, None) => Some(new_secret()?),
+        (None, None) => Some(new_secret("whk_")?),
         _ => None,
     };
     let (row, created) = shared
@@ -194,8 +194,9 @@ fn check(name: &str, req: &PutWebhook) -> Result<i32, Error> {
     Ok(tolerance as i32)
 }
 
-/// A secret for a webhook saved without one: 32 random bytes, hex.
-fn new_secret() -> Result<String, Error> {
+/// A secret for a webhook (or an alert rule's webhook sink) saved without one: `prefix` and 32
+/// random bytes, hex.
+pub(super) fn new_secret(prefix: &str) -> Result<String, Error> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|e| {
         Error::new(
@@ -204,5 +205,5 @@ fn new_secret() -> Result<String, Error> {
             format!("no randomness for a secret: {e}"),
         )
     })?;
-    Ok(format!("whk_{}", hex::encode(bytes)))
+    Ok(format!("{prefix}{}", hex::encode(bytes)))
 }

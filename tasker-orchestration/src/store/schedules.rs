@@ -172,6 +172,8 @@ impl ScheduleTx {
         sqlx::query(
             "UPDATE schedules SET next_fire_at = $2, buffered_at = $3,
                     skipped = skipped + $4,
+                    last_skipped_at = CASE WHEN $4 > 0 THEN clock_timestamp()
+                                           ELSE last_skipped_at END,
                     fires = fires + ($5::uuid IS NOT NULL)::int,
                     last_task_id = COALESCE($5, last_task_id),
                     last_fire_at = COALESCE($6, last_fire_at),

@@ -14,6 +14,7 @@ pub struct ErrorBody {
 /// operation's responses say which of them it may give). The orchestrator refuses, in debug
 /// builds, to answer with a code missing here.
 pub const ERROR_CODES: &[&str] = &[
+    "alert_not_found",
     "backfill_too_large",
     "bad_body",
     "bad_signature",
@@ -37,6 +38,7 @@ pub const ERROR_CODES: &[&str] = &[
     "idempotency_key_reused",
     "internal",
     "invalid_action",
+    "invalid_alert",
     "invalid_catch_up",
     "invalid_context",
     "invalid_context_filter",
