@@ -101,7 +101,7 @@ pub use error::Error;
 
 use common::{
     check_filter, check_limit, fetch_task, is_terminal, json_body, optional_json_body, page_limit,
-    parse_id, parse_id_prefix, request_body, unknown_template,
+    parse_id, parse_id_prefix, request_body, saved, unknown_template,
 };
 use document::{ApiDoc, common_responses};
 pub use document::{openapi, openapi_json};

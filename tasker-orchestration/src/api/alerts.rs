@@ -8,7 +8,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde_json::json;
 
 use tasker_shared::api::{Alert, AlertList, AlertSink, ErrorBody, PutAlert};
@@ -18,7 +18,7 @@ use tasker_shared::time::parse_duration;
 use super::access::Caller;
 use super::extract::Path;
 use super::webhooks::new_secret;
-use super::{Error, json_body};
+use super::{Error, json_body, saved};
 use crate::shared::Shared;
 use crate::store::NewAlert;
 
@@ -68,12 +68,7 @@ pub(super) async fn put(
     tracing::info!(alert = %name, namespace = %req.namespace, created, "alert rule saved");
     let mut view = row.view;
     view.secret = made;
-    let status = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((status, Json(view)).into_response())
+    Ok(saved(view, created))
 }
 
 /// `GET /v1/alerts`: the alert rules of the namespaces the token covers, by name, with what

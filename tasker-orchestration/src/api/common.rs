@@ -172,3 +172,15 @@ pub(super) fn parse_id(s: &str) -> Result<Uuid, Error> {
         Error::bad_request("invalid_id", format!("{s:?} is not a valid task id (UUID)"))
     })
 }
+
+/// The answer of a `PUT` (or upsert) that saved `view`: `201 Created` when it made it, else
+/// `200`.
+pub(super) fn saved<T: serde::Serialize>(view: T, created: bool) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    (status, axum::Json(view)).into_response()
+}

@@ -6,7 +6,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::Deserialize;
 use serde_json::json;
 use utoipa::IntoParams;
@@ -44,13 +44,8 @@ pub(super) async fn put(
         .target("schedule", format!("{}/{}", spec.namespace, spec.name));
     caller.check(&spec.namespace)?;
     let (row, created) = save(&shared, &caller, &spec).await?;
-    let status = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
     tracing::info!(schedule = %format!("{}/{}", row.namespace, row.name), created, "schedule saved");
-    Ok((status, Json(Schedule::from(row))).into_response())
+    Ok(super::saved(Schedule::from(row), created))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

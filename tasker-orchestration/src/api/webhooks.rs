@@ -7,7 +7,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde_json::json;
 
 use tasker_shared::api::{ErrorBody, PutWebhook, Webhook, WebhookFormat, WebhookList};
@@ -16,7 +16,7 @@ use tasker_shared::time::{is_signal_name, parse_duration};
 
 use super::access::Caller;
 use super::extract::Path;
-use super::{Error, json_body};
+use super::{Error, json_body, saved};
 use crate::shared::Shared;
 use crate::store::NewWebhook;
 
@@ -67,12 +67,7 @@ pub(super) async fn put(
     tracing::info!(webhook = %name, namespace = %req.namespace, created, "webhook saved");
     let mut view = row.view;
     view.secret = made;
-    let status = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((status, Json(view)).into_response())
+    Ok(saved(view, created))
 }
 
 /// `GET /v1/webhooks`: the webhooks of the namespaces the token covers, by name.
