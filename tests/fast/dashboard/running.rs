@@ -13,7 +13,9 @@ async fn a_running_step_shows_its_worker_and_a_growing_bar() -> anyhow::Result<(
         .templates
         .push(tasker::repo_root().join("tests/fixtures/task_templates/composition"));
     let o = env.orchestrator().await?;
-    let (worker, task) = tasker::napping(&mut env, &o, 6_000).await?;
+    // Long enough that the bar is still growing when a loaded machine's browser first shows it
+    // (a 6 s nap was first seen running 5.3 s in, and ended before it could grow).
+    let (worker, task) = tasker::napping(&mut env, &o, 15_000).await?;
     let report = clean_tour(
         "running.mjs",
         &[
