@@ -18,6 +18,7 @@ use crate::metrics as m;
 use crate::shared::Shared;
 use crate::store::{self, Checked, DueRule};
 
+mod email;
 pub(crate) mod send;
 
 /// Rules checked per transaction.

@@ -191,7 +191,7 @@ pub const ALERTS_FIRED: Metric = counter(
 );
 pub const ALERTS_SENT: Metric = counter(
     "tasker_alerts_sent_total",
-    "Deliveries of alert notices to their sinks, by sink (webhook, slack) and outcome: sent, \
+    "Deliveries of alert notices to their sinks, by sink (webhook, slack, email) and outcome: sent, \
      retried (it failed and goes again later), failed (its last try failed; given up on).",
 );
 pub const START_CONTROLS_HELD: Metric = counter(

@@ -6,12 +6,14 @@
 
 use std::path::{Path, PathBuf};
 
+mod alerts;
 mod bounds;
 mod host;
 mod operations;
 mod retention;
 mod worker;
 
+pub use alerts::AlertsConfig;
 pub use host::{host_name, process_name, require_tls_off_loopback};
 pub use operations::OperationsConfig;
 pub use retention::{MIN_RETENTION, RetentionConfig};
@@ -40,6 +42,7 @@ pub struct Config {
     pub retention: RetentionConfig,
     pub operations: OperationsConfig,
     pub broker: BrokerConfig,
+    pub alerts: AlertsConfig,
 }
 
 /// The broker as Tasker uses it (`[broker]`).
@@ -251,6 +254,7 @@ impl Default for Config {
             retention: RetentionConfig::default(),
             operations: OperationsConfig::default(),
             broker: BrokerConfig::default(),
+            alerts: AlertsConfig::default(),
         }
     }
 }
@@ -348,6 +352,7 @@ impl Config {
                             || key.starts_with("retention__")
                             || key.starts_with("operations__")
                             || key.starts_with("broker__")
+                            || key.starts_with("alerts__")
                     })
                     .split("__"),
             )
@@ -400,6 +405,7 @@ impl Config {
         }
         self.retention.validate()?;
         self.operations.validate()?;
+        self.alerts.validate()?;
         if self.queue_prefix.is_empty()
             || !self
                 .queue_prefix

@@ -56,11 +56,15 @@ pub(super) struct SetAlert {
     #[arg(long)]
     longer_than: Option<String>,
     /// A URL to POST each notice to as signed JSON.
-    #[arg(long, conflicts_with = "slack", required_unless_present = "slack")]
+    #[arg(long, conflicts_with = "slack", required_unless_present_any = ["slack", "email"])]
     webhook: Option<String>,
     /// A Slack-compatible incoming-webhook URL to POST `{"text": …}` to.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "email")]
     slack: Option<String>,
+    /// Email addresses to send each notice to (comma-separated), through the orchestrators'
+    /// SMTP server.
+    #[arg(long, value_delimiter = ',', conflicts_with = "webhook")]
+    email: Vec<String>,
     /// The webhook sink's secret, `@FILE` to read it from a file, or `-` for stdin. Left out:
     /// a new rule gets one made by Tasker (printed once), a saved one keeps its own.
     #[arg(long, requires = "webhook")]
@@ -153,7 +157,8 @@ fn spec(set: SetAlert) -> anyhow::Result<PutAlert> {
     let sink = match (set.webhook, set.slack) {
         (Some(url), _) => AlertSink::Webhook { url },
         (None, Some(url)) => AlertSink::Slack { url },
-        (None, None) => anyhow::bail!("give --webhook URL or --slack URL"),
+        (None, None) if !set.email.is_empty() => AlertSink::Email { to: set.email },
+        (None, None) => anyhow::bail!("give --webhook URL, --slack URL or --email ADDRESS,…"),
     };
     Ok(PutAlert {
         namespace: set.namespace,
@@ -191,7 +196,7 @@ fn print(a: &Alert) {
         w.count.unwrap_or(1),
         w.kind.as_str()
     );
-    out!("sink        {} {}", a.sink.kind(), a.sink.url());
+    out!("sink        {} {}", a.sink.kind(), a.sink.target());
     out!("suppress    {}s", a.suppress_seconds);
     out!(
         "state       {}{}",

@@ -2,7 +2,8 @@
 //! died is taken up by another), sent side by side, each bounded by [`TIMEOUT`], retried with
 //! doubling backoff (1 s, 2 s, 4 s… at most 5 min) and given up on after [`ATTEMPTS`] tries. A
 //! webhook sink's request is signed as Tasker's generic webhooks are (so a Tasker webhook of
-//! that format takes it); a Slack sink gets `{"text": summary}`.
+//! that format takes it); a Slack sink gets `{"text": summary}`; an email sink an email
+//! ([`super::email`]).
 
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use tasker_shared::api::{AlertSink, WebhookFormat};
 
+use super::email::Mailer;
 use crate::metrics as m;
 use crate::shared::Shared;
 use crate::store::Outgoing;
@@ -36,6 +38,10 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
             return;
         }
     };
+    let sinks = Sinks {
+        http,
+        mailer: Mailer::from_config(&shared.config.alerts),
+    };
     let mut purged = tokio::time::Instant::now();
     loop {
         tokio::select! {
@@ -52,7 +58,7 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
                 }
             };
             let done = taken.len() as i64;
-            join_all(taken.iter().map(|n| deliver(&shared, &http, n))).await;
+            join_all(taken.iter().map(|n| deliver(&shared, &sinks, n))).await;
             if done < BATCH {
                 break;
             }
@@ -71,9 +77,22 @@ fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// What notices go out through.
+struct Sinks {
+    http: reqwest::Client,
+    /// `None`: no SMTP server configured (an email sink's notice fails, saying so).
+    mailer: Option<Mailer>,
+}
+
 /// Sends one notice and records how it went.
-async fn deliver(shared: &Shared, http: &reqwest::Client, n: &Outgoing) {
-    let outcome = post(http, n).await;
+async fn deliver(shared: &Shared, sinks: &Sinks, n: &Outgoing) {
+    let outcome = match (&n.sink.0, &sinks.mailer) {
+        (AlertSink::Email { to }, Some(mailer)) => mailer.send(to, &n.payload).await,
+        (AlertSink::Email { .. }, None) => {
+            Err("no SMTP server is configured (`[alerts] smtp_url`)".to_owned())
+        }
+        _ => post(&sinks.http, n).await,
+    };
     let sink = n.sink.kind();
     let recorded = match &outcome {
         Ok(()) => {
@@ -113,6 +132,7 @@ async fn post(http: &reqwest::Client, n: &Outgoing) -> Result<(), String> {
                 .map_err(|e| e.to_string())?;
             (url, body, Vec::new())
         }
+        AlertSink::Email { .. } => return Err("an email sink has no URL".into()),
     };
     let mut req = http
         .post(url.as_str())

@@ -42,7 +42,7 @@ pub(super) async fn put(
     let req: PutAlert = json_body(&shared, body)?;
     caller.audit().target("alert", name.as_str());
     caller.check(&req.namespace)?;
-    let suppress_ms = check(&name, &req)?;
+    let suppress_ms = check(&name, &req, shared.config.alerts.smtp_url.is_some())?;
     let existing = shared.store.alert(&name).await?;
     if let Some(old) = &existing {
         caller.check(&old.view.namespace)?;
@@ -134,8 +134,9 @@ async fn found(shared: &Shared, name: &str) -> Result<Alert, Error> {
         .view)
 }
 
-/// A rule's checks; its suppression window in milliseconds.
-fn check(name: &str, req: &PutAlert) -> Result<i64, Error> {
+/// A rule's checks (`smtp`: the orchestrators have an SMTP server for email sinks); its
+/// suppression window in milliseconds.
+fn check(name: &str, req: &PutAlert, smtp: bool) -> Result<i64, Error> {
     let invalid = |field: &str, problem: String| {
         Error::bad_request("invalid_alert", format!("`{field}` {problem}"))
             .with_details(json!({ "field": field, "problem": problem }))
@@ -153,31 +154,7 @@ fn check(name: &str, req: &PutAlert) -> Result<i64, Error> {
             return Err(invalid(field, problem.to_owned()));
         }
     }
-    let url = req.sink.url();
-    let parsed = reqwest::Url::parse(url).ok().filter(|u| {
-        matches!(u.scheme(), "http" | "https") && u.host().is_some() && url.len() <= 2048
-    });
-    if parsed.is_none() {
-        return Err(invalid(
-            "sink.url",
-            format!("must be an http:// or https:// URL of at most 2048 characters (got {url:?})"),
-        ));
-    }
-    match (&req.secret, &req.sink) {
-        (Some(_), AlertSink::Slack { .. }) => {
-            return Err(invalid(
-                "secret",
-                "is for a webhook sink; a Slack sink's URL is its secret".into(),
-            ));
-        }
-        (Some(s), _) if s.len() < 16 || s.len() > 256 || s.chars().any(char::is_control) => {
-            return Err(invalid(
-                "secret",
-                "must be 16 to 256 characters, none of them control characters".into(),
-            ));
-        }
-        _ => {}
-    }
+    check_sink(req, smtp).map_err(|(field, problem)| invalid(field, problem))?;
     let suppress = match &req.suppress {
         None => std::time::Duration::from_secs(900),
         Some(t) => {
@@ -188,4 +165,55 @@ fn check(name: &str, req: &PutAlert) -> Result<i64, Error> {
         return Err(invalid("suppress", "must be 0s to 1 day".into()));
     }
     Ok(suppress.as_millis() as i64)
+}
+
+/// A rule's sink and secret: Err names the field and what is wrong with it.
+fn check_sink(req: &PutAlert, smtp: bool) -> Result<(), (&'static str, String)> {
+    match &req.sink {
+        AlertSink::Webhook { url } | AlertSink::Slack { url } => {
+            let parsed = reqwest::Url::parse(url).ok().filter(|u| {
+                matches!(u.scheme(), "http" | "https") && u.host().is_some() && url.len() <= 2048
+            });
+            if parsed.is_none() {
+                return Err((
+                    "sink.url",
+                    format!(
+                        "must be an http:// or https:// URL of at most 2048 characters (got {url:?})"
+                    ),
+                ));
+            }
+        }
+        AlertSink::Email { to } => {
+            if !smtp {
+                return Err((
+                    "sink.kind",
+                    "`email` needs an SMTP server in the orchestrators' configuration \
+                     (`[alerts] smtp_url`)"
+                        .into(),
+                ));
+            }
+            if to.is_empty() || to.len() > 20 {
+                return Err(("sink.to", "must list 1 to 20 addresses".into()));
+            }
+            if let Some(bad) = to.iter().find(|a| a.parse::<lettre::Address>().is_err()) {
+                return Err(("sink.to", format!("{bad:?} is not an email address")));
+            }
+        }
+    }
+    match (&req.secret, &req.sink) {
+        (Some(_), AlertSink::Webhook { .. }) | (None, _) => {}
+        (Some(_), _) => {
+            return Err((
+                "secret",
+                "is for a webhook sink (a Slack sink's URL is its secret)".into(),
+            ));
+        }
+    }
+    match &req.secret {
+        Some(s) if s.len() < 16 || s.len() > 256 || s.chars().any(char::is_control) => Err((
+            "secret",
+            "must be 16 to 256 characters, none of them control characters".into(),
+        )),
+        _ => Ok(()),
+    }
 }

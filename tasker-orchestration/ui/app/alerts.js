@@ -22,7 +22,7 @@ async function alertsView(root, signal) {
     h('td', { class: 'alert-when', text: alertCondition(a.when) }),
     h('td', {}, h('span', { class: `badge alert-state state-${a.state === 'firing' ? 'error' : 'complete'}`, text: a.state })),
     h('td', { class: 'num alert-observed', text: a.observed == null ? '—' : String(a.observed) }),
-    h('td', { class: 'alert-sink' }, h('span', { text: `${a.sink.kind} ` }), h('code', { text: a.sink.url })),
+    h('td', { class: 'alert-sink' }, h('span', { text: `${a.sink.kind} ` }), h('code', { text: a.sink.url || (a.sink.to || []).join(', ') })),
     h('td', { class: 'alert-fired' }, relEl(a.fired_at) || '—'),
     h('td', { class: 'alert-resolved' }, relEl(a.resolved_at) || '—'),
     h('td', { class: 'alert-notices', text: `${a.sent} sent · ${a.failed} failed · ${a.suppressed} held back` }),

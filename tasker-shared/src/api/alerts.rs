@@ -1,6 +1,6 @@
 //! Alerts out: rules saved by name, one namespace each, that watch a condition of that
 //! namespace (failures of a template, deadlines passed, steps waiting, schedule fires skipped,
-//! dead letters) and tell a sink — a signed webhook or a Slack-compatible one — when it begins
+//! dead letters) and tell a sink — a signed webhook, a Slack-compatible one or an email — when it begins
 //! to hold (`firing`) and when it clears (`resolved`), a repeat within the suppression window
 //! held back.
 
@@ -74,12 +74,17 @@ pub enum AlertSink {
     /// `POST <url>` of `{"text": …}`, what Slack's incoming webhooks (and Mattermost's,
     /// Discord's `/slack`) take.
     Slack { url: String },
+    /// An email to each of `to` (1 to 20 addresses) through the orchestrators' SMTP server
+    /// (`[alerts] smtp_url`): the summary as its subject, the notice as its body.
+    Email { to: Vec<String> },
 }
 
 impl AlertSink {
-    pub fn url(&self) -> &str {
+    /// Where its notices go: the URL, or the addresses.
+    pub fn target(&self) -> String {
         match self {
-            AlertSink::Webhook { url } | AlertSink::Slack { url } => url,
+            AlertSink::Webhook { url } | AlertSink::Slack { url } => url.clone(),
+            AlertSink::Email { to } => to.join(", "),
         }
     }
 
@@ -87,6 +92,7 @@ impl AlertSink {
         match self {
             AlertSink::Webhook { .. } => "webhook",
             AlertSink::Slack { .. } => "slack",
+            AlertSink::Email { .. } => "email",
         }
     }
 }

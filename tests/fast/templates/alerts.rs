@@ -2,8 +2,9 @@
 //! own: a template failing 5 times within its window sends one signed notice, nothing more while
 //! it fires, a resolved notice when the window clears, and nothing when it fires again within
 //! the suppression window; a sink that refuses is tried again until it takes the notice; a
-//! Slack sink gets `{"text"}`; bad rules are refused by name. Tasks here fail by their deadline
-//! (their one step no worker serves), so no worker is needed.
+//! Slack sink gets `{"text"}`; an email sink's notice reaches an SMTP server; bad rules are
+//! refused by name. Tasks here fail by their deadline (their one step no worker serves), so no
+//! worker is needed.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -308,6 +309,107 @@ async fn bad_rules_are_refused_by_name_and_change_nothing() -> anyhow::Result<()
         }
         other => panic!("expected 404, got {other:?}"),
     }
+    o.stop().await;
+    env.cleanup().await
+}
+
+/// An SMTP server that takes every message (a local sink, as a relay would be): each message's
+/// text, in order.
+async fn smtp_sink() -> anyhow::Result<(u16, mpsc::UnboundedReceiver<String>)> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let (read, mut write) = stream.into_split();
+                let mut lines = BufReader::new(read).lines();
+                let _ = write.write_all(b"220 sink ESMTP\r\n").await;
+                let mut data: Option<String> = None;
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let answer: &[u8] = match &mut data {
+                        Some(text) if line == "." => {
+                            let _ = tx.send(std::mem::take(text));
+                            data = None;
+                            b"250 queued\r\n"
+                        }
+                        Some(text) => {
+                            text.push_str(&line);
+                            text.push('\n');
+                            continue;
+                        }
+                        None => match line.get(..4).map(str::to_ascii_uppercase).as_deref() {
+                            Some("DATA") => {
+                                data = Some(String::new());
+                                b"354 go on\r\n"
+                            }
+                            Some("QUIT") => {
+                                let _ = write.write_all(b"221 bye\r\n").await;
+                                return;
+                            }
+                            _ => b"250 ok\r\n",
+                        },
+                    };
+                    if write.write_all(answer).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    Ok((port, rx))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_email_sink_sends_the_notice_through_the_smtp_server() -> anyhow::Result<()> {
+    let (port, mut mails) = smtp_sink().await?;
+    let mut env = bare_env().await?;
+    env.config.alerts.smtp_url = Some(format!("smtp://127.0.0.1:{port}"));
+    env.config.alerts.smtp_from = "tasker@example.com".into();
+    let o = env.orchestrator().await?;
+    o.client.register_template(FAILING, None, None).await?;
+    let mut by_mail = rule("http://unused.example", "1m", "1h");
+    by_mail.when.count = Some(1);
+    by_mail.sink = AlertSink::Email {
+        to: vec!["ops@example.com".into(), "oncall@example.com".into()],
+    };
+    o.client.put_alert("mailed", &by_mail).await?;
+    fail(&o, 1).await?;
+    let mail = tokio::time::timeout(Duration::from_secs(10), mails.recv())
+        .await
+        .map_err(|_| anyhow::anyhow!("no email within 10 s"))?
+        .ok_or_else(|| anyhow::anyhow!("the sink stopped"))?;
+    for part in [
+        "From: tasker@example.com",
+        "ops@example.com",
+        "oncall@example.com",
+        "Subject: [shop_al] mailed FIRING",
+        "\"alert\": \"mailed\"",
+    ] {
+        assert!(mail.contains(part), "{part:?} in {mail}");
+    }
+    let sent = o
+        .until(Duration::from_secs(10), "the delivery recorded", || async {
+            let a = o.client.alert("mailed").await?;
+            Ok((a.sent == 1).then_some(a))
+        })
+        .await?;
+    assert_eq!(sent.sink.target(), "ops@example.com, oncall@example.com");
+
+    // Without an SMTP server configured, an email sink is refused by name.
+    let bare = bare_env().await?;
+    let plain = bare.orchestrator().await?;
+    let resp = reqwest::Client::new()
+        .put(format!("{}/v1/alerts/mailed", plain.url()))
+        .json(&by_mail)
+        .send()
+        .await?;
+    let body: Value = resp.json().await?;
+    assert_eq!(body["error"]["details"]["field"], "sink.kind", "{body}");
+    plain.stop().await;
+    bare.cleanup().await?;
     o.stop().await;
     env.cleanup().await
 }
