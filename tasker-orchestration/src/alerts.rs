@@ -109,14 +109,15 @@ pub fn decide(rule: &DueRule, holds: bool, now: DateTime<Utc>) -> Checked {
     c
 }
 
-/// The alerts loops of an orchestrator: checks every second, notices as they come.
+/// The checks loop of an orchestrator: every second (its notices go out on
+/// [`send::run`], a task of the orchestrator's own beside it, so nothing outlives a stop or an
+/// abort of the orchestrator).
 pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
-    let sender = tokio::spawn(send::run(shared.clone(), cancel.clone()));
     let mut tick = tokio::time::interval(Duration::from_millis(store::CHECK_EVERY_MS as u64));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            () = cancel.cancelled() => break,
+            () = cancel.cancelled() => return,
             _ = tick.tick() => {}
         }
         match check_due(&shared).await {
@@ -125,7 +126,6 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
             Err(e) => tracing::warn!(error = %e, "could not check the alert rules"),
         }
     }
-    let _ = sender.await;
 }
 
 /// Checks every rule due, a batch per transaction; how many notices it queued.

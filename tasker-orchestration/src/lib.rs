@@ -177,6 +177,7 @@ impl Orchestrator {
         tasks.spawn(retention::run(shared.clone(), cancel.clone()));
         tasks.spawn(operations::run(shared.clone(), cancel.clone()));
         tasks.spawn(alerts::run(shared.clone(), cancel.clone()));
+        tasks.spawn(alerts::send::run(shared.clone(), cancel.clone()));
         tasks.spawn(shared.live.clone().run(
             shared.store.clone(),
             shared.events.clone(),

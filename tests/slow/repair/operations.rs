@@ -176,6 +176,10 @@ async fn an_operation_whose_orchestrator_is_killed_goes_on_elsewhere_acting_on_e
     // half way.
     env.config.operations.batch = 2;
     env.config.operations.busy_percent = 1;
+    // A kill between a batch's commit and its publish leaves steps enqueued with no message: the
+    // other orchestrator sends them once the dead one has been silent this long (30 s by
+    // default, the whole wait below).
+    env.config.orchestrator.visibility_timeout_ms = 2_000;
     let first = env.orchestrator().await?;
     env.config.worker.orchestrator_url = first.url();
     let worker = env.rust_worker();
