@@ -32,6 +32,11 @@ pub struct References {
 }
 
 impl References {
+    /// The worker's client of the orchestrator (its token and CA file), built once.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
     pub fn new(client: Client) -> Self {
         Self {
             client,

@@ -329,15 +329,11 @@ impl<'w> Consumption<'w> {
             self.worker.host.clone(),
             self.sink.clone(),
         );
-        let check = copy.then(|| {
-            (
-                self.worker.options.orchestrator_client(),
-                self.worker.options.id,
-            )
-        });
+        let check = copy.then_some(self.worker.options.id);
         tokio::spawn(async move {
-            if let Some((client, worker)) = check
-                && copies::over(&client, worker, job.message.step_id, job.message.attempt).await
+            let (step, attempt) = (job.message.step_id, job.message.attempt);
+            if let Some(worker) = check
+                && copies::over(references.client(), worker, step, attempt).await
             {
                 return sink.over(job.id);
             }
