@@ -7,6 +7,7 @@ use clap::Parser;
 use tasker_client::{Client, ClientOptions, CreateTask, TaskQuery};
 
 mod alerts;
+mod alerts_file;
 mod args;
 mod audit;
 mod bulk;

@@ -15,6 +15,7 @@
 //!     timeout_seconds: 10
 //! ```
 
+mod alerts;
 mod checks;
 mod compile;
 mod error;
@@ -34,6 +35,7 @@ mod tests;
 pub use positions::Position;
 pub(crate) use positions::Positions;
 
+pub use alerts::{AlertRule, AlertsFile, parse_alerts, precheck_alerts};
 pub use checks::is_identifier;
 pub use error::{Error, ErrorKind};
 pub use flow::{named_rate_keys, resolve as resolve_limits};

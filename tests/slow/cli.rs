@@ -16,9 +16,20 @@ struct Out {
 }
 
 fn tasker(url: &str, args: &[&str], stdin: Option<&str>) -> anyhow::Result<Out> {
+    tasker_with(url, args, stdin, &[])
+}
+
+/// [`tasker`] with these environment variables set.
+fn tasker_with(
+    url: &str,
+    args: &[&str],
+    stdin: Option<&str>,
+    vars: &[(&str, &str)],
+) -> anyhow::Result<Out> {
     let mut child = Command::new(workspace_binary("tasker")?)
         .args(["--url", url])
         .args(args)
+        .envs(vars.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -1,7 +1,7 @@
 //! `tasker alerts`: rules that watch a condition of one namespace (failures, deadlines passed,
 //! steps waiting, schedule fires skipped, dead letters) and tell a webhook or a Slack-compatible
 //! URL when it fires and when it clears. Set one (admin; Tasker makes a webhook sink's secret
-//! unless given one, and prints it this once), list, show, delete.
+//! unless given one, and prints it this once), apply files of them, list, show, delete.
 
 use std::process::ExitCode;
 
@@ -23,6 +23,16 @@ pub(super) enum AlertsCommand {
     },
     /// Create alert rule NAME, or replace all of its settings.
     Set(Box<SetAlert>),
+    /// Create or update the alert rules each FILE (YAML) declares for its namespace; with
+    /// --prune, remove those namespaces' rules no file declares. Exit 1 if any was refused.
+    Apply {
+        /// Alert files: `namespace:` and `alerts:` (rules by name; see docs/events.md).
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+        /// Remove the rules of the files' namespaces that no file declares.
+        #[arg(long)]
+        prune: bool,
+    },
     /// Remove an alert rule: it is checked no more.
     Delete {
         /// The rule's name.
@@ -135,6 +145,9 @@ pub(super) async fn run(
                     out!("            (shown this once: give it to the receiver now)");
                 }
             }
+        }
+        AlertsCommand::Apply { files, prune } => {
+            return super::alerts_file::apply(client, &files, prune, json).await;
         }
         AlertsCommand::Delete { name } => {
             client.delete_alert(&name).await?;

@@ -54,8 +54,9 @@ pub(super) enum Command {
         #[command(subcommand)]
         action: Option<WebhooksCommand>,
     },
-    /// Alert rules that tell a webhook or Slack when a condition of a namespace fires and
-    /// clears: list, show NAME, set NAME --namespace NS --when KIND --webhook URL, delete NAME.
+    /// Alert rules that tell a webhook, Slack or an email when a condition of a namespace fires
+    /// and clears: list, show NAME, set NAME --namespace NS --when KIND --webhook URL, apply
+    /// FILE… [--prune], delete NAME.
     Alerts {
         #[command(subcommand)]
         action: Option<AlertsCommand>,

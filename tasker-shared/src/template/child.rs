@@ -1,4 +1,4 @@
-//! Parsing template and schedule texts in a child process that is killed when its budget ends,
+//! Parsing template, schedule and alert-file texts in a child process that is killed when its budget ends,
 //! so that a text whose parse would cost more than the budget costs no CPU after the refusal.
 //!
 //! The pre-scan ([`super::bounds`]) already refuses what makes the YAML parser slow; this is
@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Error, ErrorKind, Loaded, TaskTemplate};
+use super::{AlertsFile, Error, ErrorKind, Loaded, TaskTemplate};
 use crate::time::ScheduleSpec;
 
 /// How long one template or schedule may take to parse and check, by default.
@@ -66,6 +66,7 @@ pub fn isolated() -> bool {
 enum Kind {
     Template,
     Schedule,
+    Alerts,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -81,6 +82,7 @@ struct Text {
 enum Answer {
     Template(Box<TaskTemplate>),
     Schedule(Box<ScheduleSpec>),
+    Alerts(Box<AlertsFile>),
     Error(Error),
 }
 
@@ -96,6 +98,8 @@ fn answer() -> std::io::Result<()> {
                 .map_or_else(Answer::Error, |l| Answer::Template(Box::new(l.template))),
             Kind::Schedule => super::parse_schedule(&t.text, &t.label)
                 .map_or_else(Answer::Error, |s| Answer::Schedule(Box::new(s))),
+            Kind::Alerts => super::parse_alerts(&t.text, &t.label)
+                .map_or_else(Answer::Error, |a| Answer::Alerts(Box::new(a))),
         };
         serde_json::to_writer(&mut out, &answer).map_err(std::io::Error::other)?;
         out.write_all(b"\n")?;
@@ -127,7 +131,7 @@ pub fn load_templates(
             // already ran the same checks on the same definition within the budget.
             Answer::Template(template) => template.validate(label),
             Answer::Error(e) => Err(e),
-            Answer::Schedule(_) => Err(failed(label, "answered something else than a template")),
+            _ => Err(failed(label, "answered something else than a template")),
         },
     )
 }
@@ -146,7 +150,26 @@ pub fn parse_schedules(
         |answer, label| match answer {
             Answer::Schedule(spec) => Ok(*spec),
             Answer::Error(e) => Err(e),
-            Answer::Template(_) => Err(failed(label, "answered something else than a schedule")),
+            _ => Err(failed(label, "answered something else than a schedule")),
+        },
+    )
+}
+
+/// Parses and checks each `(label, text)` alert file, each within `budget`.
+pub fn parse_alerts(
+    texts: Vec<(String, String)>,
+    budget: Duration,
+) -> Vec<Result<AlertsFile, Error>> {
+    run(
+        Kind::Alerts,
+        texts,
+        budget,
+        super::precheck_alerts,
+        super::parse_alerts,
+        |answer, label| match answer {
+            Answer::Alerts(file) => Ok(*file),
+            Answer::Error(e) => Err(e),
+            _ => Err(failed(label, "answered something else than an alert file")),
         },
     )
 }

@@ -27,12 +27,18 @@ pub fn load_schedules(
 /// What is checked of a schedule's text before any parser reads it: its size and the
 /// pre-scan's bounds (`super::bounds`).
 pub fn precheck_schedule(src: &str, file: &str) -> Result<(), Error> {
-    if src.len() > 64 * 1024 {
+    precheck_small(src, file, "a schedule file", 64 * 1024)
+}
+
+/// A small file's text (a schedule's, an alert file's) checked before any parser reads it: at
+/// most `max` bytes, and within the pre-scan's bounds.
+pub(super) fn precheck_small(src: &str, file: &str, what: &str, max: usize) -> Result<(), Error> {
+    if src.len() > max {
         return Err(Error::of_file(
             file,
             ErrorKind::InvalidField {
                 field: "(file)".into(),
-                problem: "a schedule file may be at most 65536 bytes".into(),
+                problem: format!("{what} may be at most {max} bytes"),
             },
         ));
     }

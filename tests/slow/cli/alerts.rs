@@ -5,7 +5,7 @@
 use serde_json::Value;
 use tasker::{RunningOrchestrator, TestEnv};
 
-use super::tasker;
+use super::{tasker, tasker_with};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_sets_shows_and_deletes_alert_rules_and_shows_one_firing() -> anyhow::Result<()> {
@@ -145,6 +145,133 @@ async fn the_cli_sets_shows_and_deletes_alert_rules_and_shows_one_firing() -> an
         "{}",
         missing.stderr
     );
+    o.stop().await;
+    env.cleanup().await
+}
+
+/// `tasker alerts apply`: a namespace's rules declared in a file (a webhook sink's secret from
+/// an environment variable), applied again after a change (updated; a rule no file declares
+/// kept, then removed by `--prune`, another namespace's left alone); a rule name another
+/// namespace holds refused; a file that cannot be applied refused before anything is saved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_applies_a_namespaces_alert_file_and_prunes_what_it_no_longer_declares()
+-> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    let o = RunningOrchestrator::start(env.config.clone()).await?;
+    let url = o.url();
+    let file = std::env::temp_dir().join(format!("tasker-alerts-{}.yaml", uuid::Uuid::now_v7()));
+    let path = file.to_str().expect("a UTF-8 path");
+    let secret = [("SHOP_ALERT_SECRET", "s3cret-of-the-file")];
+    let names = |all: &[tasker_client::Alert]| {
+        let mut n: Vec<String> = all
+            .iter()
+            .map(|a| format!("{}/{}", a.namespace, a.name))
+            .collect();
+        n.sort();
+        n
+    };
+
+    // Another namespace's rule, and one of shop's set by hand.
+    for (name, namespace) in [("billing_letters", "billing"), ("by_hand", "shop")] {
+        let set = tasker(
+            &url,
+            &[
+                "alerts",
+                "set",
+                name,
+                "--namespace",
+                namespace,
+                "--when",
+                "dead_letters",
+                "--slack",
+                "http://127.0.0.1:9/s",
+            ],
+            None,
+        )?;
+        assert_eq!(set.code, Some(0), "{}", set.stderr);
+    }
+
+    std::fs::write(
+        &file,
+        "namespace: shop\nalerts:\n  stuck:\n    when: {kind: steps_waiting, longer_than: 2m}\n    sink: {kind: webhook, url: \"http://127.0.0.1:9/hook\"}\n    secret_env: SHOP_ALERT_SECRET\n  letters:\n    when: {kind: dead_letters, count: 3}\n    sink: {kind: email, to: [ops@example.com]}\n  charges:\n    when: {kind: failures, template: charge, count: 5, within: 1m}\n    sink: {kind: slack, url: \"http://127.0.0.1:9/s\"}\n",
+    )?;
+    // Without the secret's variable: refused before anything is saved.
+    let unset = tasker(&url, &["alerts", "apply", path], None)?;
+    assert_eq!(unset.code, Some(2), "{}", unset.stdout);
+    assert!(
+        unset.stderr.contains("SHOP_ALERT_SECRET is not set"),
+        "{}",
+        unset.stderr
+    );
+    assert_eq!(names(&o.client.alerts().await?).len(), 2);
+
+    let applied = tasker_with(&url, &["alerts", "apply", path], None, &secret)?;
+    // The email sink needs the orchestrators' SMTP server: that one rule is refused, by name.
+    assert_eq!(applied.code, Some(1), "{}", applied.stderr);
+    assert!(
+        applied.stderr.contains("alert letters refused") && applied.stderr.contains("smtp"),
+        "{}",
+        applied.stderr
+    );
+    for line in [
+        "created alert charges",
+        "created alert stuck",
+        "kept alert by_hand of shop: no file declares it (--prune removes it)",
+    ] {
+        assert!(
+            applied.stdout.contains(line),
+            "{line:?} in {}",
+            applied.stdout
+        );
+    }
+    // The secret was the variable's: Tasker made none to print.
+    assert!(!applied.stdout.contains("secret"), "{}", applied.stdout);
+    let stuck = o.client.alert("stuck").await?;
+    assert_eq!(stuck.when.longer_than.as_deref(), Some("2m"));
+
+    // Changed: letters to Slack, stuck gone, and a name billing holds.
+    std::fs::write(
+        &file,
+        "namespace: shop\nalerts:\n  letters:\n    when: {kind: dead_letters, count: 3}\n    sink: {kind: slack, url: \"http://127.0.0.1:9/s\"}\n    suppress: 1h\n  charges:\n    when: {kind: failures, template: charge, count: 6, within: 1m}\n    sink: {kind: slack, url: \"http://127.0.0.1:9/s\"}\n  billing_letters:\n    when: {kind: dead_letters}\n    sink: {kind: slack, url: \"http://127.0.0.1:9/s\"}\n",
+    )?;
+    let pruned = tasker(&url, &["alerts", "apply", "--prune", path], None)?;
+    assert_eq!(pruned.code, Some(1), "{}", pruned.stdout);
+    assert!(
+        pruned
+            .stderr
+            .contains("alert billing_letters is a rule of namespace billing"),
+        "{}",
+        pruned.stderr
+    );
+    for line in [
+        "created alert letters",
+        "updated alert charges",
+        "removed alert by_hand (no file declares it)",
+        "removed alert stuck (no file declares it)",
+    ] {
+        assert!(
+            pruned.stdout.contains(line),
+            "{line:?} in {}",
+            pruned.stdout
+        );
+    }
+    assert_eq!(
+        names(&o.client.alerts().await?),
+        ["billing/billing_letters", "shop/charges", "shop/letters"]
+    );
+    assert_eq!(o.client.alert("charges").await?.when.count, Some(6));
+    assert_eq!(o.client.alert("letters").await?.suppress_seconds, 3600);
+
+    // A bad file: its line, nothing changed.
+    std::fs::write(
+        &file,
+        "namespace: shop\nalerts:\n  letters:\n    when: {kind: dead_letters}\n    sink: {kind: pager, url: x}\n",
+    )?;
+    let bad = tasker(&url, &["alerts", "apply", "--prune", path], None)?;
+    assert_ne!(bad.code, Some(0));
+    assert!(bad.stderr.contains(":5"), "{}", bad.stderr);
+    assert_eq!(names(&o.client.alerts().await?).len(), 3);
+    std::fs::remove_file(&file)?;
     o.stop().await;
     env.cleanup().await
 }
