@@ -5,7 +5,7 @@
 //! workers (`composition`), limits (`flow`), the audit log (`audit`), operations by filter
 //! (`operations`, five tasks and 5,000), a running step (`running`), ten tabs on one connection
 //! (`live`), a big task (`big_task`), long lists (`lists`), events and what they started
-//! (`events`, its script next to it in `tests/fast/dashboard/`). Screenshots go to
+//! (`events`, its script next to it in `tests/fast/dashboard/`), webhooks (`webhooks`). Screenshots go to
 //! `target/dashboard-screenshots/`.
 
 use std::path::{Path, PathBuf};
@@ -40,6 +40,8 @@ mod repair;
 mod running;
 #[path = "dashboard/time.rs"]
 mod time;
+#[path = "dashboard/webhooks.rs"]
+mod webhooks;
 
 /// Reads Server-Sent Events from a streaming response: `(event, data)` frames.
 struct Frames {

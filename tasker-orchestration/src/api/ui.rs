@@ -128,6 +128,7 @@ pub(super) async fn script(request: HeaderMap) -> Response {
                 include_str!("../../ui/app/retention.js"),
                 include_str!("../../ui/app/audit.js"),
                 include_str!("../../ui/app/events.js"),
+                include_str!("../../ui/app/webhooks.js"),
                 include_str!("../../ui/app/alerts.js"),
                 include_str!("../../ui/app/start.js"),
             ),

@@ -267,6 +267,7 @@ const VIEWS = {
   'schedules/2': scheduleView,
   'events/0': eventsView,
   'events/1': eventView,
+  'webhooks/0': webhooksView,
   'alerts/0': alertsView,
   'dead-letters/0': deadLettersView,
   'dead-letters/1': deadLetterView,
