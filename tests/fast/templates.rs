@@ -11,6 +11,8 @@ use tasker::{RunningOrchestrator, TestEnv, workspace_binary};
 use tasker_client::CreateTask;
 use tasker_orchestration::events::Event;
 
+#[path = "templates/alert_sinks.rs"]
+mod alert_sinks;
 #[path = "templates/alerts.rs"]
 mod alerts;
 #[path = "templates/event_waits.rs"]

@@ -8,8 +8,6 @@ use serde_json::Value;
 
 use tasker_shared::config::AlertsConfig;
 
-use super::send::TIMEOUT;
-
 /// The SMTP server and the sender of every notice.
 pub struct Mailer {
     transport: AsyncSmtpTransport<Tokio1Executor>,
@@ -29,7 +27,9 @@ impl Mailer {
         };
         match AsyncSmtpTransport::<Tokio1Executor>::from_url(url) {
             Ok(builder) => Some(Mailer {
-                transport: builder.timeout(Some(TIMEOUT)).build(),
+                transport: builder
+                    .timeout(Some(std::time::Duration::from_millis(config.timeout_ms)))
+                    .build(),
                 from,
             }),
             Err(e) => {

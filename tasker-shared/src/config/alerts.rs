@@ -1,11 +1,11 @@
-//! Where alert rules' email notices go out (`[alerts]`): an SMTP server the orchestrators reach.
-//! Webhook and Slack sinks need nothing here (their URLs are the rules' own).
+//! How alert rules' notices go out (`[alerts]`): the SMTP server of email sinks, and how long a
+//! sink may take. Webhook and Slack sinks need no address here (their URLs are the rules' own).
 
 use serde::{Deserialize, Serialize};
 
 use super::Error;
 
-/// The SMTP server of email sinks (`[alerts]`).
+/// The SMTP server of email sinks and every sink's timeout (`[alerts]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AlertsConfig {
@@ -15,6 +15,9 @@ pub struct AlertsConfig {
     pub smtp_url: Option<String>,
     /// The `From:` of every notice.
     pub smtp_from: String,
+    /// How long one delivery of a notice may take (a webhook's answer, the SMTP server's
+    /// acceptance) before it counts as a failed try: 100 ms to 5 minutes, 5 s by default.
+    pub timeout_ms: u64,
 }
 
 impl AlertsConfig {
@@ -33,6 +36,12 @@ impl AlertsConfig {
                 problem: "must be an email address".into(),
             });
         }
+        if !(100..=300_000).contains(&self.timeout_ms) {
+            return Err(Error::Invalid {
+                key: "alerts.timeout_ms",
+                problem: "must be 100 to 300000 (5 minutes)".into(),
+            });
+        }
         Ok(())
     }
 }
@@ -42,6 +51,7 @@ impl Default for AlertsConfig {
         Self {
             smtp_url: None,
             smtp_from: "tasker@localhost".into(),
+            timeout_ms: 5_000,
         }
     }
 }

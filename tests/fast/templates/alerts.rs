@@ -36,13 +36,13 @@ steps:
 ";
 
 /// A sink: what it received, in order, and the status it answers (200 unless set).
-struct Sink {
-    url: String,
+pub(super) struct Sink {
+    pub(super) url: String,
     received: mpsc::UnboundedReceiver<(HeaderMap, Bytes)>,
     status: Arc<AtomicU16>,
 }
 
-async fn sink() -> anyhow::Result<Sink> {
+pub(super) async fn sink() -> anyhow::Result<Sink> {
     let (tx, received) = mpsc::unbounded_channel();
     let status = Arc::new(AtomicU16::new(200));
     let answer = status.clone();
@@ -70,7 +70,7 @@ async fn sink() -> anyhow::Result<Sink> {
 
 impl Sink {
     /// The next request, within `secs`.
-    async fn next(&mut self, secs: u64) -> anyhow::Result<(HeaderMap, Bytes)> {
+    pub(super) async fn next(&mut self, secs: u64) -> anyhow::Result<(HeaderMap, Bytes)> {
         tokio::time::timeout(Duration::from_secs(secs), self.received.recv())
             .await
             .map_err(|_| anyhow::anyhow!("no notice within {secs} s"))?
