@@ -74,7 +74,7 @@ class Recorder(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    do_GET = do_POST = do_PATCH = do_DELETE = answer
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = answer
 
     def log_message(self, format: str, *args: Any) -> None:
         pass

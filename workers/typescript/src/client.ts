@@ -25,7 +25,7 @@ import { createClient, type Client as Generated } from "./generated/client";
 import * as api from "./generated/sdk.gen";
 import type * as wire from "./generated/types.gen";
 import { stringifyApiJson, type JsonObject, type JsonValue } from "./json";
-import { EventMethods } from "./events";
+import { AlertMethods } from "./alerts";
 import type { Send } from "./operations";
 import {
   isTerminal,
@@ -53,7 +53,8 @@ const STEPS_PAGE = 1_000;
 
 /**
  * A client of one orchestrator (operations by filter: {@link OperationMethods}; counts by state:
- * {@link TaskCountMethods}; events: {@link EventMethods}). Every call returns a Promise;
+ * {@link TaskCountMethods}; events: {@link EventMethods}; webhooks: {@link WebhookMethods}; alert
+ * rules: {@link AlertMethods}). Every call returns a Promise;
  * failures reject with a {@link TaskerClientError}: an {@link ApiError} subclass carrying the
  * API's stable error code, or a {@link ConnectionError} when no answer came. Integers beyond ±(2^53 − 1) in contexts, results, payloads and error details come back
  * as `bigint`s, exactly, and a `bigint` in a context, result or payload is sent as an exact JSON
@@ -67,7 +68,7 @@ const STEPS_PAGE = 1_000;
  * done.result?.halve.value; // 242
  * ```
  */
-export class Client extends EventMethods {
+export class Client extends AlertMethods {
   readonly #http: Transport;
   /** The generated functions' client: this one's transport, JSON with exact big integers. */
   readonly #api: Generated;

@@ -4,6 +4,15 @@
  * loader or the native library: `workers/typescript/package.sh --client` compiles this file and
  * what it imports, and fails if that includes either.
  */
+export {
+  AlertMethods,
+  type Alert,
+  type AlertCondition,
+  type AlertKind,
+  type AlertRule,
+  type AlertRuleCondition,
+  type AlertSink,
+} from "./alerts";
 export type { AuditEntry, AuditPage, AuditQuery } from "./audit";
 export { Client } from "./client";
 export type {
@@ -55,6 +64,7 @@ export {
   type OperationState,
   type StartOperationRequest,
 } from "./operations";
+export { WebhookMethods, type Webhook, type WebhookDefinition, type WebhookFormat } from "./webhooks";
 export {
   isTerminal,
   type BackfillResult,

@@ -15,6 +15,7 @@ require_relative "client/step"
 require_relative "client/transition"
 require_relative "client/signal"
 require_relative "client/schedule"
+require_relative "client/schedules"
 require_relative "client/worker_info"
 require_relative "client/limits"
 require_relative "client/batch"
@@ -23,18 +24,22 @@ require_relative "client/audit"
 require_relative "client/operations"
 require_relative "client/counts"
 require_relative "client/events"
+require_relative "client/webhooks"
+require_relative "client/alerts"
 require_relative "client/retry"
 
 module Tasker
   # A client of the orchestrator's REST API: submit tasks (now or later, one or many at once),
   # wait for them, list, cancel, read their steps and history, repair them, signal them, manage
-  # schedules, list the workers serving them, read the concurrency and rate limits (pausing a
-  # rate key), purge finished tasks, read the retention policy and the audit log, retry,
-  # resolve or cancel every task a filter matches (replay or discard every dead letter one
-  # matches) as one operation (Client::Operations), and send events that start the tasks of the
-  # templates whose triggers match them (Client::Events). Pure Ruby (net/http); it does not load
-  # the worker's native extension, so an app that only submits work needs
-  # `require "tasker/client"` alone.
+  # schedules (Client::Schedules), list the workers serving them, read the concurrency and rate
+  # limits (pausing a rate key), purge finished tasks, read the retention policy and the audit
+  # log, retry, resolve or cancel every task a filter matches (replay or discard every dead
+  # letter one matches) as one operation (Client::Operations), send events that start the tasks
+  # of the templates whose triggers match them (Client::Events), and manage the webhooks that
+  # turn other services' requests into events (Client::Webhooks) and the alert rules that tell
+  # a sink when a condition holds (Client::Alerts). Pure Ruby (net/http); it does not load the
+  # worker's native extension, so an app that only submits work needs `require "tasker/client"`
+  # alone.
   #
   #   client = Tasker::Client.new(url: "http://127.0.0.1:8080")
   #   task = client.create_task("ruby_examples", "linear", { "value" => 6 })
@@ -44,18 +49,22 @@ module Tasker
   #
   # Values are Task, Step, Transition, TaskPage, StepPage, Signal, Schedule, Backfill,
   # WorkerInfo, ConcurrencyLimit, RateLimit, BatchCreated, PurgeResult, RetentionPolicy,
-  # AuditPage, Operation, OperationCount, OperationList, TaskCounts, Event, EventsSent and
-  # EventPage structs (TaskChild, StepChild, StepThrottle and StepLimits inside tasks and steps,
-  # BatchItemResult and BatchItemError inside a BatchCreated, an OperationFilter inside an
-  # operation, EventStarts inside an event, EventItems inside an EventsSent); JSON inside them
+  # AuditPage, Operation, OperationCount, OperationList, TaskCounts, Event, EventsSent,
+  # EventPage, Webhook and Alert structs (TaskChild, StepChild, StepThrottle and StepLimits
+  # inside tasks and steps, BatchItemResult and BatchItemError inside a BatchCreated, an
+  # OperationFilter inside an operation, EventStarts inside an event, EventItems inside an
+  # EventsSent, an AlertCondition and an AlertSink inside an alert rule); JSON inside them
   # (context, results, errors, an event's data) has string keys; timestamps are Times.
   # Failures raise a Client::Error: an ApiError subclass (NotFoundError, ConflictError,
   # TaskPurgedError, ...) carrying the API's stable #code, or a ConnectionError. A client is safe
   # to share between threads.
   class Client
+    include Schedules
     include Operations
     include Counts
     include Events
+    include Webhooks
+    include Alerts
 
     # Where the orchestrator is when neither +url:+ nor TASKER_URL says.
     DEFAULT_URL = "http://127.0.0.1:8080"
@@ -296,63 +305,6 @@ module Tasker
       @http.get(path("v1", "tasks", id, "signals")).fetch("signals").map { |s| Signal.from_json(s) }
     end
 
-    # Every Schedule (every page), or those of +namespace+.
-    def list_schedules(namespace: nil)
-      @http.every_page("/v1/schedules", { namespace: namespace }, "schedules").map { |s| Schedule.from_json(s) }
-    end
-
-    # The Schedule +namespace+/+name+, with its `upcoming` fire times. NotFoundError
-    # `schedule_not_found` if there is none.
-    def get_schedule(namespace, name)
-      Schedule.from_json(@http.get(schedule_path(namespace, name)))
-    end
-
-    # Creates the schedule +definition+ describes, or updates the one of its namespace and name
-    # (a paused one stays paused), and returns it. +definition+ has the fields of a schedule's
-    # YAML file: "namespace", "name", "template", "cron" and optionally "version", "timezone",
-    # "context", "overlap", "catch_up" (string or symbol keys). InvalidRequestError
-    # `invalid_schedule`, `invalid_cron`, `invalid_timezone`, ... for a definition the API
-    # refuses; NotFoundError `unknown_template`.
-    def apply_schedule(definition)
-      Schedule.from_json(@http.post("/v1/schedules", definition))
-    end
-
-    # Changes some fields of a schedule's definition (`{ "cron" => "0 3 * * *" }`); returns
-    # the Schedule.
-    def update_schedule(namespace, name, changes)
-      Schedule.from_json(@http.patch(schedule_path(namespace, name), changes))
-    end
-
-    # Deletes a schedule; the tasks it created are left as they are. Returns nil.
-    def delete_schedule(namespace, name)
-      @http.delete(schedule_path(namespace, name))
-      nil
-    end
-
-    # Pauses a schedule (it fires no more until #resume_schedule), with a +note+ saying why.
-    def pause_schedule(namespace, name, note: nil)
-      Schedule.from_json(@http.post("#{schedule_path(namespace, name)}/pause", { note: note }.compact))
-    end
-
-    # Resumes a paused schedule: its next fire is computed from now (the fires of the paused
-    # time are not caught up).
-    def resume_schedule(namespace, name)
-      Schedule.from_json(@http.post("#{schedule_path(namespace, name)}/resume"))
-    end
-
-    # Creates a task of the schedule now, whatever its overlap policy; returns the Task.
-    def trigger_schedule(namespace, name)
-      Task.from_json(@http.post("#{schedule_path(namespace, name)}/trigger"))
-    end
-
-    # Creates the tasks of the schedule's fire times from +from+ to +to+ (Times or RFC 3339
-    # Strings) that have none yet, and returns a Backfill: repeating it creates nothing new.
-    # InvalidRequestError `backfill_too_large` for more than 1,000 fire times.
-    def backfill_schedule(namespace, name, from, to)
-      body = { from: timestamp(from), to: timestamp(to) }
-      Backfill.from_json(@http.post("#{schedule_path(namespace, name)}/backfill", body))
-    end
-
     # The workers the orchestrator knows (their heartbeats), as WorkerInfo records: the live
     # ones, or with +all+ also those not seen for longer than the liveness window (`live`
     # false). Which namespaces and handlers each serves.
@@ -450,10 +402,6 @@ module Tasker
     # A route from its segments, each percent-encoded (a batch step's name has a `#`).
     def path(*segments)
       segments.map { |s| "/#{s.to_s.b.gsub(/[^A-Za-z0-9\-._~]/) { |c| format("%%%02X", c.ord) }}" }.join
-    end
-
-    def schedule_path(namespace, name)
-      path("v1", "schedules", namespace, name)
     end
 
     # A time as the API takes it: RFC 3339 in UTC for a Time (or anything with #to_time), as

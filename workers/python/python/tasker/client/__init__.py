@@ -12,10 +12,10 @@ Answers (:class:`Task`, :class:`Step`, :class:`Transition`, :class:`TaskPage`,
 :class:`StepPage`, :class:`Signal`, :class:`Schedule`, :class:`WorkerInfo`,
 :class:`ConcurrencyLimit`, :class:`RateLimit`, :class:`BatchCreated`, :class:`PurgeResult`,
 :class:`RetentionPolicy`, :class:`AuditPage`, :class:`Operation`, :class:`TaskCounts`,
-:class:`Event`, :class:`EventPage`, :class:`EventsSent`, ...) are the classes generated from the
-API's OpenAPI document (the repository's openapi.json), with ``datetime`` timestamps, ``UUID``
-ids and ``Literal`` states; failures are :class:`ClientError` subclasses carrying the API's
-stable error code.
+:class:`Event`, :class:`EventPage`, :class:`EventsSent`, :class:`Webhook`, :class:`Alert`, ...)
+are the classes generated from the API's OpenAPI document (the repository's openapi.json), with
+``datetime`` timestamps, ``UUID`` ids and ``Literal`` states; failures are :class:`ClientError`
+subclasses carrying the API's stable error code.
 """
 
 from ._async import AsyncClient
@@ -33,12 +33,21 @@ from .errors import (
     TaskPurged,
 )
 from .values import (
+    ALERT_KINDS,
     OPERATION_ACTIONS,
     OPERATION_STATES,
     PRIORITIES,
     PURGE_STATES,
     TASK_STATES,
     UNSET,
+    WEBHOOK_FORMATS,
+    Alert,
+    AlertCondition,
+    AlertEmailSink,
+    AlertKind,
+    AlertSink,
+    AlertSlackSink,
+    AlertWebhookSink,
     AuditEntry,
     AuditPage,
     Backfill,
@@ -81,12 +90,15 @@ from .values import (
     TaskStateName,
     Transition,
     Unset,
+    Webhook,
+    WebhookFormat,
     WorkerInfo,
     is_finished,
     is_terminal,
 )
 
 __all__ = [
+    "ALERT_KINDS",
     "DEFAULT_URL",
     "OPERATION_ACTIONS",
     "OPERATION_STATES",
@@ -94,6 +106,14 @@ __all__ = [
     "PURGE_STATES",
     "TASK_STATES",
     "UNSET",
+    "WEBHOOK_FORMATS",
+    "Alert",
+    "AlertCondition",
+    "AlertEmailSink",
+    "AlertKind",
+    "AlertSink",
+    "AlertSlackSink",
+    "AlertWebhookSink",
     "ApiError",
     "AsyncClient",
     "AuditEntry",
@@ -147,6 +167,8 @@ __all__ = [
     "TaskStateName",
     "Transition",
     "Unset",
+    "Webhook",
+    "WebhookFormat",
     "WorkerInfo",
     "is_finished",
     "is_terminal",

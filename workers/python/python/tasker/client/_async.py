@@ -16,11 +16,13 @@ from . import _calls, _schedule_calls
 from ._calls import Call, Duration, Id, Time
 from ._retry import Pause
 from ._transport import DEFAULT_TIMEOUT, Settings
+from .alerts import AsyncAlertMethods
 from .audit import AsyncAuditMethods
 from .counts import AsyncTaskCountMethods
 from .errors import ConnectionFailed
 from .events import AsyncEventMethods
 from .operations import AsyncOperationMethods
+from .webhooks import AsyncWebhookMethods
 from .values import (
     JSON,
     Backfilled,
@@ -46,7 +48,12 @@ T = TypeVar("T")
 
 
 class AsyncClient(
-    AsyncAuditMethods, AsyncEventMethods, AsyncOperationMethods, AsyncTaskCountMethods
+    AsyncAlertMethods,
+    AsyncAuditMethods,
+    AsyncEventMethods,
+    AsyncOperationMethods,
+    AsyncTaskCountMethods,
+    AsyncWebhookMethods,
 ):
     """The ``async`` twin of :class:`Client`: the same constructor and methods, awaited, and
     :meth:`iter_tasks` an async iterator. Use it as an async context manager, or ``await

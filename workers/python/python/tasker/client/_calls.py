@@ -152,6 +152,14 @@ def _call(request: dict[str, Any], parse: Callable[[Any], T], wait: float | None
     return _decode(response, parse)
 
 
+def _no_answer(request: dict[str, Any]) -> Call[None]:
+    """A call answered with no body (``204``: a removal): ``None``, or the error an unsuccessful
+    answer stands for."""
+    response = yield Send(request)
+    if not response.is_success:
+        raise _error(response)
+
+
 def _id(value: Id) -> UUID:
     """An id as the builders take it. A string is passed on as it is (the builders only ``str()``
     it into the path or query): a malformed one is the server's to refuse, ``invalid_id``."""

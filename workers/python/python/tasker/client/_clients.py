@@ -15,11 +15,13 @@ from . import _calls, _schedule_calls
 from ._calls import Call, Duration, Id, Time
 from ._retry import Pause
 from ._transport import DEFAULT_TIMEOUT, Settings
+from .alerts import AlertMethods
 from .audit import AsyncAuditMethods, AuditMethods
 from .counts import TaskCountMethods
 from .errors import ConnectionFailed
 from .events import EventMethods
 from .operations import OperationMethods
+from .webhooks import WebhookMethods
 from .values import (
     JSON,
     Backfilled,
@@ -44,7 +46,9 @@ from .values import (
 T = TypeVar("T")
 
 
-class Client(AuditMethods, EventMethods, OperationMethods, TaskCountMethods):
+class Client(
+    AlertMethods, AuditMethods, EventMethods, OperationMethods, TaskCountMethods, WebhookMethods
+):
     """A blocking client of one orchestrator's REST API.
 
     ``base_url`` defaults to ``TASKER_URL``, else ``http://127.0.0.1:8080``; ``token`` (sent as

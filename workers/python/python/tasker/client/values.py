@@ -12,9 +12,16 @@ that the document does not name yet are in each value's ``additional_properties`
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeAlias, get_args
 
 from ._api.models import (
+    Alert,
+    AlertCondition,
+    AlertKind,
+    AlertList,
+    AlertSinkType0,
+    AlertSinkType1,
+    AlertSinkType2,
     AuditEntry,
     AuditPage,
     Backfilled,
@@ -67,6 +74,9 @@ from ._api.models import (
     ThrottleKind,
     Transition,
     WaitKind,
+    Webhook,
+    WebhookFormat,
+    WebhookList,
     WorkerInfo,
     WorkerList,
 )
@@ -86,6 +96,16 @@ BatchItemError = ErrorDetail
 PurgeResult = Purged
 #: What a backfill did.
 Backfill = Backfilled
+#: An alert rule's sink that is a URL its notices are posted to as JSON, signed as Tasker's
+#: generic webhooks are (``{"kind": "webhook", "url": ...}``).
+AlertWebhookSink = AlertSinkType0
+#: An alert rule's sink that is a Slack-compatible incoming webhook
+#: (``{"kind": "slack", "url": ...}``).
+AlertSlackSink = AlertSinkType1
+#: An alert rule's sink that is an email to each of ``to`` (``{"kind": "email", "to": [...]}``).
+AlertEmailSink = AlertSinkType2
+#: Where an alert rule's notices go (``Alert.sink``): one of the three, told apart by ``kind``.
+AlertSink: TypeAlias = AlertWebhookSink | AlertSlackSink | AlertEmailSink
 
 #: The states a task is in: ``scheduled`` until its delayed start (``run_at``), ``running``
 #: until it is terminal, then one of the others.
@@ -99,6 +119,11 @@ PURGE_STATES: tuple[PurgeState, ...] = get_args(PurgeState)
 OPERATION_ACTIONS: tuple[OperationAction, ...] = get_args(OperationAction)
 #: Where an operation by filter stands: ``running`` until it has finished, then one of the others.
 OPERATION_STATES: tuple[OperationState, ...] = get_args(OperationState)
+#: How a webhook's requests are signed, and which event each makes by default
+#: (``put_webhook(name, {"format": ...})``; ``generic`` when left out).
+WEBHOOK_FORMATS: tuple[WebhookFormat, ...] = get_args(WebhookFormat)
+#: What an alert rule watches in its namespace (``put_alert(name, {"when": {"kind": ...}})``).
+ALERT_KINDS: tuple[AlertKind, ...] = get_args(AlertKind)
 #: A code the client gives an error answer that is not the API's own (a proxy's, say).
 UNKNOWN: Literal["unknown"] = "unknown"
 
@@ -114,6 +139,7 @@ def is_finished(operation: Operation) -> bool:
 
 
 __all__ = [
+    "ALERT_KINDS",
     "JSON",
     "OPERATION_ACTIONS",
     "OPERATION_STATES",
@@ -122,6 +148,15 @@ __all__ = [
     "TASK_STATES",
     "UNKNOWN",
     "UNSET",
+    "WEBHOOK_FORMATS",
+    "Alert",
+    "AlertCondition",
+    "AlertEmailSink",
+    "AlertKind",
+    "AlertList",
+    "AlertSink",
+    "AlertSlackSink",
+    "AlertWebhookSink",
     "AuditEntry",
     "AuditPage",
     "Backfill",
@@ -180,6 +215,9 @@ __all__ = [
     "Transition",
     "Unset",
     "WaitKind",
+    "Webhook",
+    "WebhookFormat",
+    "WebhookList",
     "WorkerInfo",
     "WorkerList",
     "is_finished",

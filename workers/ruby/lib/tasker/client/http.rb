@@ -72,6 +72,13 @@ module Tasker
         call(request, @timeout)
       end
 
+      # PUT +body+ as JSON → the answer's JSON.
+      def put(path, body)
+        request = Net::HTTP::Put.new(@prefix + path, @headers.merge("content-type" => "application/json"))
+        request.body = JSON.generate(body)
+        call(request, @timeout)
+      end
+
       # PATCH +body+ as JSON → the answer's JSON.
       def patch(path, body)
         request = Net::HTTP::Patch.new(@prefix + path, @headers.merge("content-type" => "application/json"))
