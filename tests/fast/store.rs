@@ -230,3 +230,79 @@ async fn held_steps_are_sorted_out_in_the_transaction_that_dispatches_them() -> 
     o.stop().await;
     env.cleanup().await
 }
+
+/// Recording how a notice's delivery ended takes its rule's lock before the notice's, as the
+/// removal of a rule (which removes its notices) does: a rule removed while one of its notices'
+/// outcome is being recorded is removed, and the record waits, then finds nothing to record.
+/// (Notice first, rule second deadlocked with the removal: `500` to a user removing a rule
+/// whose sink was failing.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removing_an_alert_rule_while_its_notice_is_recorded_does_not_deadlock()
+-> anyhow::Result<()> {
+    use tasker_orchestration::store::Outgoing;
+    use tasker_shared::api::AlertSink;
+
+    let env = TestEnv::new().await?;
+    let store = Store::connect(&env.config.database_url, 4).await?;
+    sqlx::query(
+        "INSERT INTO alert_rules (name, namespace, condition, sink, suppress_ms)
+         VALUES ('gone', 'shop', '{\"kind\": \"dead_letters\"}',
+                 '{\"kind\": \"slack\", \"url\": \"http://127.0.0.1:9/\"}', 0)",
+    )
+    .execute(store.pool())
+    .await?;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO alert_notices (rule, payload, attempts) VALUES ('gone', '{}', 1) RETURNING id",
+    )
+    .fetch_one(store.pool())
+    .await?;
+    let notice = Outgoing {
+        id,
+        rule: "gone".into(),
+        payload: json!({}),
+        attempts: 1,
+        sink: sqlx::types::Json(AlertSink::Slack {
+            url: "http://127.0.0.1:9/".into(),
+        }),
+        secret: None,
+    };
+
+    // A removal under way holds the rule; the record of a failed try comes in beside it.
+    let mut removal = store.pool().begin().await?;
+    sqlx::query("SELECT 1 FROM alert_rules WHERE name = 'gone' FOR UPDATE")
+        .execute(&mut *removal)
+        .await?;
+    let recorder = store.clone();
+    let recording = tokio::spawn(async move {
+        recorder
+            .notice_failed(&notice, "the sink could not be reached", Some(1.0))
+            .await
+    });
+    // Until the record waits for a lock.
+    let waiting = async {
+        loop {
+            let n: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
+            )
+            .fetch_one(store.pool())
+            .await?;
+            if n > 0 {
+                return anyhow::Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), waiting).await??;
+    sqlx::query("DELETE FROM alert_rules WHERE name = 'gone'")
+        .execute(&mut *removal)
+        .await?;
+    removal.commit().await?;
+    recording.await??;
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM alert_notices WHERE id = $1")
+        .bind(id)
+        .fetch_one(store.pool())
+        .await?;
+    assert_eq!(left, 0, "the notice went with its rule");
+    env.cleanup().await
+}

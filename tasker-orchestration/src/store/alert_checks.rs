@@ -99,16 +99,15 @@ impl Store {
 
     /// A notice delivered.
     pub async fn notice_sent(&self, n: &Outgoing) -> Result<()> {
-        sqlx::query(
+        self.notice_ended(
+            n,
             "WITH sent AS (UPDATE alert_notices SET sent_at = now(), error = NULL
                            WHERE id = $1 AND sent_at IS NULL RETURNING rule)
              UPDATE alert_rules SET sent = sent + 1, last_error = NULL
              WHERE name IN (SELECT rule FROM sent)",
+            None,
         )
-        .bind(n.id)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        .await
     }
 
     /// A delivery that failed: tried again in `retry_secs`, or (`None`) given up on.
@@ -118,7 +117,8 @@ impl Store {
         error: &str,
         retry_secs: Option<f64>,
     ) -> Result<()> {
-        sqlx::query(
+        self.notice_ended(
+            n,
             "WITH failed AS (
                  UPDATE alert_notices
                  SET error = $2,
@@ -129,12 +129,34 @@ impl Store {
              UPDATE alert_rules
              SET failed = failed + CASE WHEN $3::float8 IS NULL THEN 1 ELSE 0 END, last_error = $2
              WHERE name IN (SELECT rule FROM failed)",
+            Some((error, retry_secs)),
         )
-        .bind(n.id)
-        .bind(error)
-        .bind(retry_secs)
-        .execute(&self.pool)
-        .await?;
+        .await
+    }
+
+    /// Records how a delivery ended (`sql` on the notice, then its rule), its rule locked first:
+    /// the order every writer of both takes (the checks write a rule's notices while they hold
+    /// it; removing a rule removes its notices), so recording one beside a removal of its rule
+    /// cannot deadlock. A rule removed meanwhile leaves nothing to record.
+    async fn notice_ended(
+        &self,
+        n: &Outgoing,
+        sql: &str,
+        failure: Option<(&str, Option<f64>)>,
+    ) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        let held = sqlx::query("SELECT 1 FROM alert_rules WHERE name = $1 FOR UPDATE")
+            .bind(&n.rule)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if held.is_some() {
+            let mut q = sqlx::query(sql).bind(n.id);
+            if let Some((error, retry_secs)) = failure {
+                q = q.bind(error).bind(retry_secs);
+            }
+            q.execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
         Ok(())
     }
 
