@@ -42,7 +42,9 @@
 //! - **scale** (`scale`): 10,000 tasks in one bulk request, and the latency of a 1,000 steps/s
 //!   load while 100,000 old finished tasks are purged (`throughput/scale.rs`);
 //! - **events** (`events`): 10,000 events in one batch, each starting a task through a trigger,
-//!   beside the same tasks created in one bulk request (`throughput/events.rs`).
+//!   beside the same tasks created in one bulk request (`throughput/events.rs`);
+//! - **a dead alert sink** (`dead_sink`): the `linear` chain at 1 and 8 clients before, while and
+//!   after 200 firing alert rules send to a sink that never answers (`throughput/dead_sink.rs`).
 //!
 //! Figures go to stdout and `target/throughput/summary.json`; `cargo make bench-report` turns them
 //! into `docs/benchmarks/throughput.md`. `TASKER_BENCH_FILTER=linear_rust` runs only matching
@@ -70,6 +72,8 @@ use tasker::{TestEnv, repo_root, target_dir, templates, workspace_binary, write_
 mod batch_sizes;
 #[path = "throughput/completions.rs"]
 mod completions;
+#[path = "throughput/dead_sink.rs"]
+mod dead_sink;
 #[path = "throughput/events.rs"]
 mod events;
 #[path = "throughput/fair.rs"]
@@ -376,6 +380,9 @@ async fn run() -> anyhow::Result<()> {
     }
     if wanted("events") {
         summary.insert("events".into(), events::run(&stack).await);
+    }
+    if wanted("dead_sink") {
+        summary.insert("dead_sink".into(), dead_sink::run(&stack, w).await);
     }
 
     if let Some(fair) = summary_fair {

@@ -254,6 +254,7 @@ pub fn worker_report(name: &str, handlers: &[&str]) -> tasker_shared::api::Worke
     }
 }
 
+pub mod black_hole;
 pub mod letters;
 pub mod proxy;
 pub mod scrape;

@@ -4,8 +4,7 @@
 
 use std::time::Duration;
 
-use tokio::sync::mpsc;
-
+use tasker::black_hole::BlackHole;
 use tasker_client::{AlertCondition, AlertKind, AlertSink, CreateTask, PutAlert};
 
 use super::alerts::sink;
@@ -40,22 +39,6 @@ fn waiting_rule(url: &str) -> PutAlert {
     }
 }
 
-/// A port that accepts connections and never answers: each accepted connection is told on the
-/// channel and held open until the test ends.
-async fn black_hole() -> anyhow::Result<(String, mpsc::UnboundedReceiver<()>)> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}/hook", listener.local_addr()?);
-    let (tx, accepted) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = listener.accept().await {
-            held.push(socket);
-            let _ = tx.send(());
-        }
-    });
-    Ok((url, accepted))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hanging_sink_delays_no_other_rules_notice() -> anyhow::Result<()> {
     let mut env = bare_env().await?;
@@ -63,21 +46,17 @@ async fn a_hanging_sink_delays_no_other_rules_notice() -> anyhow::Result<()> {
     env.config.alerts.timeout_ms = 60_000;
     let o = env.orchestrator().await?;
     o.client.register_template(WAITING, None, None).await?;
-    let (hole, mut accepted) = black_hole().await?;
+    let mut hole = BlackHole::start().await?;
     for i in 0..HUNG {
         o.client
-            .put_alert(&format!("hung-{i}"), &waiting_rule(&hole))
+            .put_alert(&format!("hung-{i}"), &waiting_rule(&hole.url))
             .await?;
     }
     o.client
         .create_task(&CreateTask::new("shop_hang", "order"))
         .await?;
     // Every hanging rule fired and its notice is being sent: a connection each, unanswered.
-    for n in 0..HUNG {
-        tokio::time::timeout(Duration::from_secs(15), accepted.recv())
-            .await
-            .map_err(|_| anyhow::anyhow!("{n} of {HUNG} notices reached the hanging sink"))?;
-    }
+    hole.until(HUNG, Duration::from_secs(15)).await?;
 
     // A rule saved now fires at its first check; its notice goes out beside the hanging ones.
     let mut healthy = sink().await?;
@@ -101,10 +80,7 @@ async fn a_hanging_sink_delays_no_other_rules_notice() -> anyhow::Result<()> {
             "{a:?}"
         );
     }
-    assert!(
-        accepted.try_recv().is_err(),
-        "no hanging notice was tried twice"
-    );
+    assert_eq!(hole.accepted(), HUNG, "no hanging notice was tried twice");
     o.stop().await;
     env.cleanup().await
 }
