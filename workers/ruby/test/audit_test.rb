@@ -1,13 +1,13 @@
 # frozen_string_literal: true
 
-require_relative "client_test"
+require_relative "client_support"
 
-# The audit log's call (Client#audit) against the stand-in of client_test.rb: the filters it
+# The audit log's call (Client#audit) against the stand-in of client_support.rb: the filters it
 # sends in the query and the page it reads back (the security suite,
 # tests/slow/security/audit.rs, checks the rows a real orchestrator writes).
 class ClientAuditWireTest < Minitest::Test
   Client = Tasker::Client
-  StandIn = ClientTimeWireTest::StandIn
+  StandIn = ClientWire::StandIn
 
   TASK_ID = "019a0000-0000-7000-8000-0000000000a1"
   ENTRY = {

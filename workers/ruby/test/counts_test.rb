@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "client_test"
+require_relative "client_support"
 
 # Counts by state for a task filter (Client#task_counts, #list_tasks with +counts: true+)
 # against a real orchestrator, with a Ruby worker running the ruby_examples fixture templates in

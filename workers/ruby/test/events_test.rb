@@ -1,13 +1,13 @@
 # frozen_string_literal: true
 
-require_relative "client_test"
+require_relative "client_support"
 
 # The events calls (Client#send_event, #send_events, #events, #event) against the stand-in of
-# client_test.rb: the requests the contract describes and the records read from its answers
+# client_support.rb: the requests the contract describes and the records read from its answers
 # (tests/fast/templates/events.rs checks what a real orchestrator starts).
 class ClientEventsWireTest < Minitest::Test
   Client = Tasker::Client
-  StandIn = ClientTimeWireTest::StandIn
+  StandIn = ClientWire::StandIn
 
   EVENT_ID = "019a0000-0000-7000-8000-0000000000e1"
   TASK_ID = "019a0000-0000-7000-8000-0000000000e2"
@@ -117,7 +117,7 @@ class ClientEventsWireTest < Minitest::Test
   end
 
   def test_start_controls_and_a_deadline_are_sent_as_the_api_takes_them_and_a_purged_key_raises
-    task = ClientTimeWireTest::TASK
+    task = ClientWire::TASK
     purged = { "code" => "deduplicated", "message" => "task #{TASK_ID} was purged",
                "details" => { "task_id" => TASK_ID, "until" => "2026-12-01T09:00:00Z" } }
     batch = { "created" => 1, "existing" => 0, "refused" => 0,

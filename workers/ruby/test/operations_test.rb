@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "client_test"
+require_relative "client_support"
 
 # Operations by filter (Client::Operations) against a real orchestrator, with a Ruby worker
 # running the ruby_examples fixture templates in this process. Nothing sleeps but
@@ -106,11 +106,11 @@ class OperationsTest < Minitest::Test
   end
 end
 
-# The operations' calls against the stand-in of client_test.rb: the requests they send and the
+# The operations' calls against the stand-in of client_support.rb: the requests they send and the
 # records they read back.
 class OperationsWireTest < Minitest::Test
   Client = Tasker::Client
-  StandIn = ClientTimeWireTest::StandIn
+  StandIn = ClientWire::StandIn
 
   OP_ID = "019a0000-0000-7000-8000-0000000000c1"
   TASK_ID = "019a0000-0000-7000-8000-0000000000c2"

@@ -1,15 +1,15 @@
 # frozen_string_literal: true
 
-require_relative "client_test"
+require_relative "client_support"
 
 # The webhooks and alert rules calls (Client#put_webhook, #list_webhooks, #get_webhook,
 # #delete_webhook; #put_alert, #list_alerts, #get_alert, #delete_alert) against the stand-in of
-# client_test.rb: the requests the contract describes and the records read from its answers
+# client_support.rb: the requests the contract describes and the records read from its answers
 # (tests/fast/templates/webhooks.rs and the alerts suites check what a real orchestrator does
 # with them).
 class ClientWebhooksAlertsWireTest < Minitest::Test
   Client = Tasker::Client
-  StandIn = ClientTimeWireTest::StandIn
+  StandIn = ClientWire::StandIn
 
   TIMES = { "created_at" => "2026-11-30T09:00:00.123456Z", "updated_at" => "2026-11-30T09:00:00.123456Z" }.freeze
   MADE = "whk_0123456789abcdef0123456789abcdef"

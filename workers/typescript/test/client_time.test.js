@@ -6,7 +6,7 @@ const assert = require("node:assert/strict");
 
 const { Client, NotFoundError, isTerminal } = require("../dist/index.js");
 const { apiError, ns } = require("./support/answers.js");
-const { standIn } = require("./support/stand_in.js");
+const { recordedStandIn } = require("./support/stand_in.js");
 
 describe("Client and the time API's wire", () => {
   const taskId = "019a0000-0000-7000-8000-000000000001";
@@ -85,10 +85,7 @@ describe("Client and the time API's wire", () => {
     [`POST ${schedulePath}/trigger`]: [201, { ...scheduledTask, state: "running" }],
     [`POST ${schedulePath}/backfill`]: [200, { created: 1, existing: 1, task_ids: ["a", "b"] }],
   };
-  const requests = [];
-  const base = standIn(answers, (req, text) =>
-    requests.push([req.method, req.url, text === "" ? null : JSON.parse(text)]),
-  );
+  const { requests, base } = recordedStandIn(answers);
   let client;
   before(() => {
     client = new Client(base());

@@ -7,7 +7,7 @@ const assert = require("node:assert/strict");
 
 const { AuthError, Client, ConflictError, InvalidRequestError, NotFoundError } = require("../dist/index.js");
 const { apiError } = require("./support/answers.js");
-const { standIn } = require("./support/stand_in.js");
+const { recordedStandIn, standIn } = require("./support/stand_in.js");
 
 describe("Client and the events API's wire", () => {
   const eventId = "019a0000-0000-7000-8000-0000000000e1";
@@ -70,10 +70,7 @@ describe("Client and the events API's wire", () => {
     ],
     [`GET /v1/events/${eventId}`]: [200, event],
   };
-  const requests = [];
-  const base = standIn(answers, (req, text) =>
-    requests.push([req.method, req.url, text === "" ? null : JSON.parse(text)]),
-  );
+  const { requests, base } = recordedStandIn(answers);
   let client;
   before(() => {
     client = new Client(base());

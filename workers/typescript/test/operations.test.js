@@ -11,7 +11,7 @@ const { Client, ConflictError, InvalidRequestError, NotFoundError, Worker, isFin
 require("../dist/fixtures/handlers.js");
 const { repoRoot, startOrchestrator } = require("./support/orchestrator.js");
 const { apiError, ns } = require("./support/answers.js");
-const { standIn } = require("./support/stand_in.js");
+const { recordedStandIn } = require("./support/stand_in.js");
 
 const templates = path.join(repoRoot, "tests/fixtures/task_templates/typescript");
 
@@ -165,10 +165,7 @@ describe("Client's operations by filter, on the wire", () => {
     ],
     "GET /v1/operations": [[200, { operations: [complete], next_before: opId }]],
   };
-  const requests = [];
-  const base = standIn(answers, (req, text) =>
-    requests.push([req.method, req.url, text === "" ? null : JSON.parse(text)]),
-  );
+  const { requests, base } = recordedStandIn(answers);
 
   it("sends the request as the API takes it and reads its answers", async () => {
     const client = new Client(base());

@@ -8,7 +8,7 @@ const assert = require("node:assert/strict");
 
 const { Client, InvalidRequestError, NotFoundError } = require("../dist/index.js");
 const { apiError } = require("./support/answers.js");
-const { standIn } = require("./support/stand_in.js");
+const { recordedStandIn } = require("./support/stand_in.js");
 
 const times = { created_at: "2026-11-30T09:00:00.123Z", updated_at: "2026-11-30T09:00:00.123Z" };
 const made = "whk_0123456789abcdef0123456789abcdef";
@@ -54,10 +54,7 @@ describe("Client and the webhooks API's wire", () => {
       [404, error("webhook_not_found", "no webhook orders")],
     ],
   };
-  const requests = [];
-  const base = standIn(answers, (req, text) =>
-    requests.push([req.method, req.url, text === "" ? null : JSON.parse(text)]),
-  );
+  const { requests, base } = recordedStandIn(answers);
   let client;
   before(() => {
     client = new Client(base());
@@ -180,10 +177,7 @@ describe("Client and the alerts API's wire", () => {
     "DELETE /v1/alerts/charges": [204, null],
     "DELETE /v1/alerts/gone": [404, missing],
   };
-  const requests = [];
-  const base = standIn(answers, (req, text) =>
-    requests.push([req.method, req.url, text === "" ? null : JSON.parse(text)]),
-  );
+  const { requests, base } = recordedStandIn(answers);
   let client;
   before(() => {
     client = new Client(base());

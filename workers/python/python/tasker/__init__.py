@@ -17,6 +17,8 @@ Submit tasks and wait for them with :class:`tasker.Client` (or :class:`tasker.As
 
 from ._native import ReferenceUnavailable, WorkerError
 from .client import (
+    Alert,
+    AlertCondition,
     ApiError,
     AsyncClient,
     AuditEntry,
@@ -61,6 +63,7 @@ from .client import (
     TaskPage,
     TaskPurged,
     Transition,
+    Webhook,
     WorkerInfo,
     is_terminal,
 )
@@ -71,6 +74,8 @@ from .runner import Runner
 from ._worker import Worker
 
 __all__ = [
+    "Alert",
+    "AlertCondition",
     "ApiError",
     "AsyncClient",
     "AuditEntry",
@@ -122,6 +127,7 @@ __all__ = [
     "TaskPage",
     "TaskPurged",
     "Transition",
+    "Webhook",
     "Worker",
     "WorkerInfo",
     "is_terminal",

@@ -34,4 +34,14 @@ function standIn(answers, record) {
   return () => url;
 }
 
-module.exports = { standIn };
+// A stand-in that keeps every request it answered, in order, as `[method, url, JSON body or null]`
+// in `requests`; `base()` gives its URL.
+function recordedStandIn(answers) {
+  const requests = [];
+  const base = standIn(answers, (req, text) =>
+    requests.push([req.method, req.url, text === "" ? null : JSON.parse(text)]),
+  );
+  return { requests, base };
+}
+
+module.exports = { recordedStandIn, standIn };
