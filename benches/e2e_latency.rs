@@ -24,26 +24,31 @@
 //! and writes them to `target/e2e_latency/summary.json`; `cargo make bench-report` turns that
 //! into `docs/benchmarks/README.md`. `TASKER_BENCH_FILTER=linear` runs only matching scenarios;
 //! `TASKER_BENCH_SLEEPING=10000` keeps that many tasks asleep (a wait step) during the run.
+//!
+//! The stack under test (orchestrators, workers, worker processes) is in `e2e_latency/stack.rs`,
+//! the floor in `e2e_latency/floor.rs`, the per-hop breakdown in `e2e_latency/breakdown.rs`.
 
 use std::collections::BTreeMap;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{Criterion, SamplingMode};
-use futures_util::StreamExt;
 use serde_json::{Value, json};
-use sqlx::PgPool;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::runtime::Runtime;
 use uuid::Uuid;
 
-use tasker::{
-    Completions, RunningOrchestrator, RunningWorker, TestEnv, repo_root, write_bench_summary,
-};
-use tasker_broker::{BasicAckOptions, Broker, Outgoing, Publisher};
-use tasker_client::CreateTask;
-use tasker_shared::TaskState;
+use tasker::{repo_root, write_bench_summary};
+
+#[path = "e2e_latency/breakdown.rs"]
+mod breakdown;
+#[path = "e2e_latency/floor.rs"]
+mod floor;
+#[path = "e2e_latency/stack.rs"]
+mod stack;
+
+use breakdown::hops;
+use floor::Floor;
+use stack::Stack;
 
 /// One sample: its latency and the tasks it timed.
 type Run = (Duration, Vec<Uuid>);
@@ -59,234 +64,6 @@ impl Samples {
     }
 }
 
-struct Stack {
-    env: TestEnv,
-    orchestrators: Vec<RunningOrchestrator>,
-    workers: Vec<RunningWorker>,
-    processes: Vec<tokio::process::Child>,
-}
-
-impl Stack {
-    /// `n` tasks asleep for an hour (one wait step each) while the benchmark runs
-    /// (`TASKER_BENCH_SLEEPING`): timers must cost the hot path nothing.
-    async fn sleepers(&self, n: usize) -> anyhow::Result<()> {
-        let client = &self.orchestrators[0].client;
-        let yaml = "namespace: bench_sleepers\nname: hour\nversion: '1'\nsteps:\n  - name: nap\n    wait: {sleep: 1h}\n";
-        client
-            .register_template(yaml, Some("hour.yaml"), None)
-            .await?;
-        let created: Vec<anyhow::Result<()>> = futures_util::stream::iter(0..n)
-            .map(|_| async move {
-                client
-                    .create_task(&tasker_client::CreateTask::new("bench_sleepers", "hour"))
-                    .await?;
-                anyhow::Ok(())
-            })
-            .buffer_unordered(16)
-            .collect()
-            .await;
-        created.into_iter().collect()
-    }
-
-    async fn start() -> anyhow::Result<Stack> {
-        let mut env = TestEnv::new().await.map_err(|e| {
-            anyhow::anyhow!(
-                "{e:#}\nStart the services first: `cargo make services-start` (or run `cargo make bench`)"
-            )
-        })?;
-        env.config.orchestrator.sweep_interval_ms = 1_000;
-        env.config.orchestrator.templates = vec![repo_root().join("tests/fixtures/task_templates")];
-        let orchestrator = env.orchestrator().await?;
-        let worker = env.rust_worker();
-        Ok(Stack {
-            env,
-            orchestrators: vec![orchestrator],
-            workers: vec![worker],
-            processes: Vec::new(),
-        })
-    }
-
-    /// Tier 3: a second orchestrator and a second Rust worker.
-    async fn grow(&mut self) -> anyhow::Result<()> {
-        self.orchestrators.push(self.env.orchestrator().await?);
-        self.workers.push(self.env.rust_worker());
-        Ok(())
-    }
-
-    /// Starts a language's worker process (`workers/<lang>/conformance-worker`); for `rust`,
-    /// this program as a Rust worker process ([`RUST_WORKER`]) for the Rust templates under
-    /// the namespace `rust_process_examples`: the same fixture handlers as the in-process
-    /// worker of tier 1, across a process boundary as every FFI worker is.
-    async fn language_worker(&mut self, language: &str) -> anyhow::Result<()> {
-        let (mut command, templates) = if language == "rust" {
-            let mut command = tokio::process::Command::new(std::env::current_exe()?);
-            command.env(RUST_WORKER, "1");
-            (command, rust_process_templates()?)
-        } else {
-            let entry = repo_root()
-                .join("workers")
-                .join(language)
-                .join("conformance-worker");
-            anyhow::ensure!(entry.exists(), "{} is not built", entry.display());
-            (
-                tokio::process::Command::new(entry),
-                tasker::templates(language),
-            )
-        };
-        let cfg = &self.env.config;
-        let mut child = command
-            .arg("--templates")
-            .arg(templates)
-            .arg("--health-port")
-            .arg("0")
-            .env("DATABASE_URL", &cfg.database_url)
-            .env("AMQP_URL", &cfg.amqp_url)
-            .env("TASKER_QUEUE_PREFIX", &cfg.queue_prefix)
-            .env(
-                "TASKER_WORKER__ORCHESTRATOR_URL",
-                self.orchestrators[0].url(),
-            )
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()?;
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        tokio::time::timeout(Duration::from_secs(60), async {
-            while let Some(line) = lines.next_line().await? {
-                if line.contains("tasker worker ready") {
-                    return anyhow::Ok(());
-                }
-            }
-            anyhow::bail!("the {language} worker exited before it was ready")
-        })
-        .await??;
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        self.processes.push(child);
-        Ok(())
-    }
-
-    async fn create(
-        &self,
-        via: usize,
-        namespace: &str,
-        name: &str,
-        context: &Value,
-    ) -> anyhow::Result<Uuid> {
-        let o = &self.orchestrators[via % self.orchestrators.len()];
-        let task = o
-            .client
-            .create_task(&CreateTask::new(namespace, name).context(context.clone()))
-            .await?;
-        Ok(task.id)
-    }
-
-    /// `count` tasks at once, created round-robin from orchestrator `via`; returns the time
-    /// until the last completion notification and the task ids.
-    async fn run(
-        &self,
-        via: usize,
-        count: usize,
-        namespace: &str,
-        name: &str,
-        context: &Value,
-    ) -> anyhow::Result<(Duration, Vec<Uuid>)> {
-        let mut completions: Vec<Completions> =
-            self.orchestrators.iter().map(|o| o.completions()).collect();
-        let started = Instant::now();
-        let mut ids = Vec::with_capacity(count);
-        for k in 0..count {
-            ids.push(self.create(via + k, namespace, name, context).await?);
-        }
-        // Each task's completion is announced on the orchestrator it was created on (directly,
-        // or relayed from PostgreSQL NOTIFY if another orchestrator finished it).
-        for (k, id) in ids.iter().enumerate() {
-            let rx = &mut completions[(via + k) % self.orchestrators.len()];
-            let state = rx.wait_for(*id, Duration::from_secs(60)).await?;
-            anyhow::ensure!(state == TaskState::Complete, "task {id} ended {state}");
-        }
-        Ok((started.elapsed(), ids))
-    }
-}
-
-/// The hardware floor for an n-step chain (see the module docs).
-struct Floor {
-    pool: PgPool,
-    out: Publisher,
-    back: Publisher,
-    out_queue: String,
-    back_queue: String,
-    out_rx: tasker_broker::Subscription,
-    back_rx: tasker_broker::Subscription,
-}
-
-impl Floor {
-    async fn start(env: &TestEnv) -> anyhow::Result<Floor> {
-        let pool = PgPool::connect(&env.config.database_url).await?;
-        sqlx::query(
-            "CREATE TABLE IF NOT EXISTS bench_floor (id int PRIMARY KEY, n bigint NOT NULL)",
-        )
-        .execute(&pool)
-        .await?;
-        sqlx::query("INSERT INTO bench_floor VALUES (1, 0) ON CONFLICT DO NOTHING")
-            .execute(&pool)
-            .await?;
-        let p = format!("{}.floor", env.config.queue_prefix);
-        let broker = Broker::connect(&env.config.amqp_url, &p, "bench-floor").await?;
-        broker
-            .declare(&["out".to_owned(), "back".to_owned()])
-            .await?;
-        let out_queue = tasker_broker::topology::steps_queue(&p, "out");
-        let back_queue = tasker_broker::topology::steps_queue(&p, "back");
-        Ok(Floor {
-            out: broker.publisher().await?,
-            back: broker.publisher().await?,
-            out_rx: broker.consume(&out_queue, "floor-out", 16).await?,
-            back_rx: broker.consume(&back_queue, "floor-back", 16).await?,
-            out_queue,
-            back_queue,
-            pool,
-        })
-    }
-
-    async fn commit(&self) -> anyhow::Result<()> {
-        let mut tx = self.pool.begin().await?;
-        sqlx::query("UPDATE bench_floor SET n = n + 1 WHERE id = 1")
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
-    async fn chain(&mut self, steps: usize) -> anyhow::Result<Duration> {
-        let started = Instant::now();
-        for _ in 0..steps {
-            self.commit().await?;
-            hop(&self.out, &self.out_queue, &mut self.out_rx).await?;
-            hop(&self.back, &self.back_queue, &mut self.back_rx).await?;
-            self.commit().await?;
-        }
-        Ok(started.elapsed())
-    }
-}
-
-async fn hop(
-    p: &Publisher,
-    queue: &str,
-    rx: &mut tasker_broker::Subscription,
-) -> anyhow::Result<()> {
-    p.publish_all(&[Outgoing {
-        queue: queue.to_owned(),
-        payload: br#"{"step":"floor"}"#.to_vec(),
-    }])
-    .await?;
-    let d = rx
-        .next()
-        .await
-        .ok_or_else(|| anyhow::anyhow!("consumer closed"))??;
-    d.ack(BasicAckOptions::default()).await?;
-    Ok(())
-}
-
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
@@ -294,37 +71,6 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-/// Mean per-hop times (ms) of the completed steps of `tasks`, from the timestamps the API
-/// reports for each step.
-async fn hops(client: &tasker_client::Client, tasks: &[Uuid]) -> anyhow::Result<Value> {
-    fn gap(
-        a: Option<chrono::DateTime<chrono::Utc>>,
-        b: Option<chrono::DateTime<chrono::Utc>>,
-    ) -> Option<f64> {
-        Some((b? - a?).num_microseconds()? as f64 / 1000.0)
-    }
-    fn mean(v: &[f64]) -> Option<f64> {
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-    }
-    let (mut queue, mut handler, mut result, mut total) = (vec![], vec![], vec![], vec![]);
-    for &id in tasks {
-        let task = client.task(id, None).await?;
-        total.extend(task.duration_ms);
-        for s in client.steps(id).await? {
-            if s.state != "completed" {
-                continue;
-            }
-            queue.extend(gap(s.dispatched_at, s.started_at));
-            handler.extend(gap(s.started_at, s.finished_at));
-            result.extend(gap(s.finished_at, s.processed_at));
-        }
-    }
-    Ok(json!({
-        "queue_wait_ms": mean(&queue), "handler_ms": mean(&handler),
-        "result_to_commit_ms": mean(&result), "task_created_to_completed_ms": mean(&total),
-    }))
 }
 
 /// A scenario: name, namespace, template, context, tasks per sample, orchestrator tier.
@@ -351,25 +97,6 @@ const INTERLEAVED_ROUNDS: usize = 200;
 
 /// Set in the environment of this program started as a Rust worker process (tier 4).
 const RUST_WORKER: &str = "TASKER_BENCH_RUST_WORKER";
-
-/// The Rust fixture templates under the namespace `rust_process_examples`, written to a folder
-/// of the target directory, for the Rust worker process.
-fn rust_process_templates() -> anyhow::Result<std::path::PathBuf> {
-    let dir = tasker::target_dir()
-        .join("e2e_latency")
-        .join("rust_process_templates");
-    std::fs::create_dir_all(&dir)?;
-    for name in ["linear", "diamond"] {
-        let src = std::fs::read_to_string(tasker::templates("rust").join(format!("{name}.yaml")))?;
-        let moved = src.replace(
-            "namespace: rust_examples",
-            "namespace: rust_process_examples",
-        );
-        anyhow::ensure!(moved != src, "{name}.yaml names no rust_examples namespace");
-        std::fs::write(dir.join(format!("{name}.yaml")), moved)?;
-    }
-    Ok(dir)
-}
 
 fn main() -> anyhow::Result<()> {
     if std::env::var_os(RUST_WORKER).is_some() {

@@ -1,8 +1,9 @@
 //! Each function of the result engine (`tasker-orchestration/sql/`) on its own, called as
-//! `tasker_apply_results` calls it, against a real PostgreSQL: the judge of a batch, the
-//! success of plain steps (alone, as a whole batch, and as a run in a mixed batch), the success
-//! of a decision and of a batchable step, a retryable failure, a failure for good, and the
-//! answer. `tests/fast/engine.rs` checks the whole engine against the transition tables.
+//! `tasker_apply_results` calls it, against a real PostgreSQL: the judge of a batch and the
+//! answer (here); the success of plain steps (alone, as a whole batch, and as a run in a mixed
+//! batch) and the success of a decision and of a batchable step (`successes`); a retryable
+//! failure and a failure for good (`failures`); a repair's target and its resumption
+//! (`repairs`). `tests/fast/engine.rs` checks the whole engine against the transition tables.
 
 use serde_json::{Value, json};
 use sqlx::{Connection, PgConnection};
@@ -11,6 +12,13 @@ use uuid::Uuid;
 use tasker::TestEnv;
 use tasker_orchestration::store::{NewTask, Store};
 use tasker_shared::TaskTemplate;
+
+#[path = "engine_outcomes/failures.rs"]
+mod failures;
+#[path = "engine_outcomes/repairs.rs"]
+mod repairs;
+#[path = "engine_outcomes/successes.rs"]
+mod successes;
 
 /// `a` → `b`; `c` needs `a` too (a join of one), `b` retries.
 const CHAIN: &str = "namespace: outcomes
@@ -210,218 +218,6 @@ async fn the_judge_accepts_ignores_and_rejects_and_tells_each_results_kind() -> 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn plain_successes_complete_count_down_enqueue_and_close_in_one_statement()
--> anyhow::Result<()> {
-    let w = World::new().await?;
-    let chain = w.task(CHAIN).await?;
-    let (a, ..) = w.step(chain, "a").await?;
-    let r = result(chain, a, success(json!({"v": 1})));
-    let mut conn = w.conn().await?;
-    let ok: Value = sqlx::query_scalar(
-        "SELECT to_jsonb(s) FROM tasker_succeed_steps(ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY[1], ARRAY[$3::jsonb]) s",
-    )
-    .bind(a)
-    .bind(chain)
-    .bind(&r)
-    .fetch_one(&mut conn)
-    .await?;
-    let mut enqueued = ids(&ok["enqueued"]);
-    enqueued.sort();
-    let mut children = vec![w.step(chain, "b").await?.0, w.step(chain, "c").await?.0];
-    children.sort();
-    assert_eq!(enqueued, children, "{ok}");
-    assert_eq!(ok["skip"], json!([]));
-    assert_eq!(ok["finished"], json!([]));
-    assert_eq!(w.state(chain, "a").await?, "completed");
-    assert_eq!(w.step(chain, "b").await?.1, "enqueued");
-    w.done().await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_batch_of_plain_successes_skips_what_can_no_longer_run() -> anyhow::Result<()> {
-    let w = World::new().await?;
-    let branches = w.task(BRANCHES).await?;
-    let (d, ..) = w.step(branches, "d").await?;
-    // The decision chose x: y is skipped, so w waits for x alone.
-    w.store
-        .apply_results(&[serde_json::from_value::<tasker_shared::StepResult>(
-            result(branches, d, success(json!({"branches": ["x"]}))),
-        )?])
-        .await?;
-    let (x, state, attempt) = w.step(branches, "x").await?;
-    assert_eq!((state.as_str(), attempt), ("enqueued", 1));
-    let mut conn = w.conn().await?;
-    let ok: Value = sqlx::query_scalar(
-        "SELECT to_jsonb(s) FROM tasker_apply_successes(ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY[1], ARRAY[$3::jsonb]) s",
-    )
-    .bind(x)
-    .bind(branches)
-    .bind(result(branches, x, success(json!(2))))
-    .fetch_one(&mut conn)
-    .await?;
-    assert_eq!(ids(&ok["enqueued"]), vec![w.step(branches, "w").await?.0]);
-    assert_eq!(ok["ready"], json!([]));
-    assert_eq!(w.state(branches, "y").await?, "skipped");
-    w.done().await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_of_successes_leaves_out_steps_an_earlier_result_closed() -> anyhow::Result<()> {
-    let w = World::new().await?;
-    let (t1, t2) = (w.task(CHAIN).await?, w.task(CHAIN).await?);
-    let (a1, a2) = (w.step(t1, "a").await?.0, w.step(t2, "a").await?.0);
-    sqlx::query("SELECT tasker_end_task($1, 'cancelled', NULL, 'test')")
-        .bind(t2)
-        .execute(w.store.pool())
-        .await?;
-    let mut conn = w.conn().await?;
-    let run: Value = sqlx::query_scalar(
-        "SELECT to_jsonb(s) FROM tasker_apply_run(ARRAY[$1::uuid, $2], ARRAY[$3::uuid, $4], ARRAY[1, 1], ARRAY[$5::jsonb, $6]) s",
-    )
-    .bind(a1)
-    .bind(a2)
-    .bind(t1)
-    .bind(t2)
-    .bind(result(t1, a1, success(json!(1))))
-    .bind(result(t2, a2, success(json!(1))))
-    .fetch_one(&mut conn)
-    .await?;
-    assert_eq!(run["accepted"], 1, "{run}");
-    assert_eq!(ids(&run["gone"]), vec![a2]);
-    assert_eq!(w.state(t1, "a").await?, "completed");
-    assert_eq!(w.state(t2, "a").await?, "cancelled");
-    w.done().await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_retryable_failure_waits_for_its_backoff_or_runs_again_at_once() -> anyhow::Result<()> {
-    let w = World::new().await?;
-    let chain = w.task(CHAIN).await?;
-    let (a, ..) = w.step(chain, "a").await?;
-    w.store
-        .apply_results(&[serde_json::from_value::<tasker_shared::StepResult>(
-            result(chain, a, success(json!(1))),
-        )?])
-        .await?;
-    let (b, ..) = w.step(chain, "b").await?;
-    let later = call(
-        &w,
-        "tasker_apply_retry(st, $2)",
-        b,
-        &result(chain, b, failure(true)),
-    )
-    .await?;
-    assert_eq!(later["ready"], json!([]), "{later}");
-    assert_eq!(later["retry"]["delay_ms"], 60000);
-    assert_eq!(w.state(chain, "b").await?, "waiting_retry");
-    // A handler that asks to be retried at once.
-    let c = w.step(chain, "c").await?.0;
-    let mut now = failure(true);
-    now["retry_after_ms"] = json!(0);
-    let at_once = call(&w, "tasker_apply_retry(st, $2)", c, &result(chain, c, now)).await?;
-    assert_eq!(ids(&at_once["ready"]), vec![c], "{at_once}");
-    assert_eq!(at_once["retry"], Value::Null);
-    w.done().await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failure_for_good_ends_its_task_unless_its_batch_may_continue() -> anyhow::Result<()> {
-    let w = World::new().await?;
-    let chain = w.task(CHAIN).await?;
-    let (a, ..) = w.step(chain, "a").await?;
-    let ended = call(
-        &w,
-        "tasker_apply_failure(st, $2)",
-        a,
-        &result(chain, a, failure(false)),
-    )
-    .await?;
-    assert_eq!(
-        ended["finished"],
-        json!([{"task_id": chain, "state": "error"}]),
-        "{ended}"
-    );
-    assert_eq!(w.state(chain, "a").await?, "failed");
-    assert_eq!(w.state(chain, "b").await?, "cancelled");
-    // A batch worker under `on_failure: continue`: recorded, counted off its children.
-    let batches = w.task(BATCHES).await?;
-    let (split, ..) = w.step(batches, "split").await?;
-    w.store
-        .apply_results(&[serde_json::from_value::<tasker_shared::StepResult>(
-            result(batches, split, success(json!({"batches": [{"n": 1}]}))),
-        )?])
-        .await?;
-    let (work, ..) = w.step(batches, "work#0").await?;
-    let went_on = call(
-        &w,
-        "tasker_apply_failure(st, $2)",
-        work,
-        &result(batches, work, failure(false)),
-    )
-    .await?;
-    assert_eq!(went_on["finished"], json!([]), "{went_on}");
-    assert_eq!(
-        ids(&went_on["ready"]),
-        vec![w.step(batches, "sum").await?.0]
-    );
-    assert_eq!(ids(&went_on["closed"]), vec![batches]);
-    assert_eq!(w.state(batches, "work#0").await?, "failed");
-    w.done().await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_decision_or_batchable_success_shapes_the_dag_or_fails_if_unusable() -> anyhow::Result<()>
-{
-    let w = World::new().await?;
-    // A decision: the branch not chosen is skipped, the chosen one enqueued.
-    let branches = w.task(BRANCHES).await?;
-    let (d, ..) = w.step(branches, "d").await?;
-    let decided = call(
-        &w,
-        "tasker_apply_shaped(st, $2)",
-        d,
-        &result(branches, d, success(json!({"branches": ["y"]}))),
-    )
-    .await?;
-    assert_eq!(
-        ids(&decided["enqueued"]),
-        vec![w.step(branches, "y").await?.0],
-        "{decided}"
-    );
-    assert_eq!(w.state(branches, "x").await?, "skipped");
-    assert_eq!(w.state(branches, "d").await?, "completed");
-    // A batchable step: one instance per batch, ready to run.
-    let batches = w.task(BATCHES).await?;
-    let (split, ..) = w.step(batches, "split").await?;
-    let split_up = call(
-        &w,
-        "tasker_apply_shaped(st, $2)",
-        split,
-        &result(batches, split, success(json!({"batches": [1, 2]}))),
-    )
-    .await?;
-    assert_eq!(ids(&split_up["ready"]).len(), 2, "{split_up}");
-    assert_eq!(w.step(batches, "work#1").await?.1, "pending");
-    assert_eq!(w.state(batches, "sum").await?, "pending");
-    // An unusable answer fails the step for good.
-    let other = w.task(BRANCHES).await?;
-    let (d2, ..) = w.step(other, "d").await?;
-    let refused = call(
-        &w,
-        "tasker_apply_shaped(st, $2)",
-        d2,
-        &result(other, d2, success(json!({"branches": ["nowhere"]}))),
-    )
-    .await?;
-    assert_eq!(
-        refused["finished"],
-        json!([{"task_id": other, "state": "error"}]),
-        "{refused}"
-    );
-    w.done().await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_answer_sends_what_is_enqueued_and_enqueues_what_is_ready() -> anyhow::Result<()> {
     let w = World::new().await?;
     let chain = w.task(CHAIN).await?;
@@ -445,95 +241,5 @@ async fn the_answer_sends_what_is_enqueued_and_enqueues_what_is_ready() -> anyho
     assert_eq!(sent, vec![a, b], "{answer}");
     assert_eq!(answer["accepted"], 2);
     assert_eq!(w.step(chain, "b").await?, (b, "enqueued".into(), 1));
-    w.done().await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_repair_targets_the_failed_step_or_says_why_not() -> anyhow::Result<()> {
-    let w = World::new().await?;
-    let chain = w.task(CHAIN).await?;
-    let (a, ..) = w.step(chain, "a").await?;
-    let (b, ..) = w.step(chain, "b").await?;
-    let target = |step: Option<Uuid>, resolution: Option<Value>| {
-        let pool = w.store.pool().clone();
-        async move {
-            sqlx::query_scalar::<_, Value>(
-                "SELECT to_jsonb(t) FROM tasker_repair_target($1, $2, $3) t",
-            )
-            .bind(chain)
-            .bind(step)
-            .bind(resolution)
-            .fetch_one(&pool)
-            .await
-        }
-    };
-    let running = target(None, None).await?;
-    assert_eq!(
-        running["refused"]["refused"], "task_not_failed",
-        "{running}"
-    );
-    call(
-        &w,
-        "tasker_apply_failure(st, $2)",
-        a,
-        &result(chain, a, failure(false)),
-    )
-    .await?;
-    let failed = target(None, None).await?;
-    assert_eq!(
-        (ids(&failed["failed"]), &failed["refused"]),
-        (vec![a], &Value::Null)
-    );
-    let not_it = target(Some(b), None).await?;
-    assert_eq!(not_it["refused"]["refused"], "step_not_failed");
-    let nowhere = target(Some(Uuid::now_v7()), None).await?;
-    assert_eq!(nowhere["refused"]["refused"], "step_not_found");
-    assert_eq!(w.state(chain, "a").await?, "failed", "nothing changed");
-    w.done().await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_repair_resumes_by_running_what_can_run_and_counting_open_steps_again()
--> anyhow::Result<()> {
-    let w = World::new().await?;
-    let chain = w.task(CHAIN).await?;
-    let (a, ..) = w.step(chain, "a").await?;
-    call(
-        &w,
-        "tasker_apply_failure(st, $2)",
-        a,
-        &result(chain, a, failure(false)),
-    )
-    .await?;
-    // What a retry did before resuming: the cancelled steps pending again, `a` to retry.
-    sqlx::query(
-        "UPDATE steps SET state = CASE WHEN id = $2 THEN 'waiting_retry' ELSE 'pending' END
-         WHERE task_id = $1",
-    )
-    .bind(chain)
-    .bind(a)
-    .execute(w.store.pool())
-    .await?;
-    let resumed: Value =
-        sqlx::query_scalar("SELECT tasker_repair_resume($1, ARRAY[$2::uuid], 'test', 'retried')")
-            .bind(chain)
-            .bind(a)
-            .fetch_one(w.store.pool())
-            .await?;
-    let sent: Vec<Uuid> = resumed["dispatch"]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|m| m["step_id"].as_str()?.parse().ok())
-        .collect();
-    assert_eq!(sent, vec![a], "{resumed}");
-    assert_eq!(resumed["finished"], json!([]));
-    assert_eq!(w.step(chain, "a").await?, (a, "enqueued".into(), 2));
-    let (state, open): (String, i32) =
-        sqlx::query_as("SELECT state::text, open_steps FROM tasks WHERE id = $1")
-            .bind(chain)
-            .fetch_one(w.store.pool())
-            .await?;
-    assert_eq!((state.as_str(), open), ("running", 3));
     w.done().await
 }

@@ -3,7 +3,7 @@
 //! nothing new; bad batches are refused whole with nothing created; a purge removes exactly the
 //! finished tasks older than its cut-off — never one whose parent or child is unfinished — with
 //! everything of theirs, and a purged id answers 410 `task_purged`. The 100,000-task purge and
-//! a purge killed midway are in `tests/slow/reliability.rs`; speed figures in
+//! a purge killed midway are in `tests/slow/reliability/purge.rs`; speed figures in
 //! `benches/throughput`.
 
 use std::time::Duration;
