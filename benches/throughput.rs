@@ -43,8 +43,9 @@
 //!   load while 100,000 old finished tasks are purged (`throughput/scale.rs`);
 //! - **events** (`events`): 10,000 events in one batch, each starting a task through a trigger,
 //!   beside the same tasks created in one bulk request (`throughput/events.rs`);
-//! - **a dead alert sink** (`dead_sink`): the `linear` chain at 1 and 8 clients before, while and
-//!   after 200 firing alert rules send to a sink that never answers (`throughput/dead_sink.rs`).
+//! - **a dead alert sink** (`dead_sink`): the `linear` chain at 1 and 8 clients with no alert
+//!   rule, with 200 firing rules whose sink answers, with the same rules sending to a sink that
+//!   never answers, and after (`throughput/dead_sink.rs`).
 //!
 //! Figures go to stdout and `target/throughput/summary.json`; `cargo make bench-report` turns them
 //! into `docs/benchmarks/throughput.md`. `TASKER_BENCH_FILTER=linear_rust` runs only matching
