@@ -7,6 +7,7 @@
 //! template files, [`tls`] certificate files, [`config::process_name`] the host name; and
 //! [`logging::init`] sets up every process's log output the same way.
 
+pub mod alerting;
 pub mod api;
 pub mod compose;
 pub mod config;

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{Error, ErrorKind, Position, Positions};
-use crate::api::{AlertCondition, AlertSink};
+use crate::alerting::{AlertCondition, AlertSink};
 use crate::names::identifier_problem;
 
 /// A namespace's alert rules, by name.
@@ -114,7 +114,7 @@ pub fn parse_alerts(src: &str, file: &str) -> Result<AlertsFile, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::AlertKind;
+    use crate::alerting::AlertKind;
 
     #[test]
     fn a_file_of_rules_reads_into_its_namespace() {

@@ -212,12 +212,22 @@ class Contract
   end
 
   def check_field(reader, schema, field, always)
-    properties = @schemas.fetch(schema).fetch("properties", {})
-    if !properties.key?(field)
+    branches = variants(@schemas.fetch(schema))
+    if branches.none? { |b| b.fetch("properties", {}).key?(field) }
       @problems << "#{reader} reads #{field.inspect}, which #{schema} does not have"
-    elsif always && !@schemas.fetch(schema).fetch("required", []).include?(field)
+    elsif always && !branches.all? { |b| b.fetch("required", []).include?(field) }
       @problems << "#{reader} reads #{field.inspect} as always there; #{schema} does not require it"
     end
+  end
+
+  # The object shapes a schema allows: itself, or each branch of a tagged union (`oneOf` of
+  # inline objects, as AlertSink's): a field is there if a branch has it, always there if
+  # every branch requires it.
+  def variants(schema)
+    branches = schema["oneOf"] || schema["anyOf"]
+    return [schema] unless branches&.all? { |b| b.key?("properties") }
+
+    branches
   end
 
   # The schema +type+ is read with, nil for a free-form object. A record inside another is read
