@@ -6,6 +6,8 @@
 //!   timeout runs once; a step message lost between commit and publish, or returned by the
 //!   broker, is sent again; a result batch committed as its broker session ends still sends the
 //!   steps it made ready;
+//! - `events`: an event batch whose orchestrator is SIGKILLed inside its transaction, or just
+//!   after it committed, matches every event exactly once when sent again;
 //! - `kills`: an orchestrator killed around a child task's start leaves exactly one child; an
 //!   orchestrator and a worker killed in the middle of work under a concurrency limit lose no
 //!   task, never let more than the limit run, and leave every slot free;
@@ -18,6 +20,8 @@
 mod common;
 #[path = "reliability/dispatch.rs"]
 mod dispatch;
+#[path = "reliability/events.rs"]
+mod events;
 #[path = "reliability/kills.rs"]
 mod kills;
 #[path = "reliability/poison.rs"]
