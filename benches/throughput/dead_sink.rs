@@ -8,8 +8,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tasker::black_hole::BlackHole;
-use tasker_client::{AlertCondition, AlertKind, AlertSink, PutAlert};
+use tasker::black_hole::{BlackHole, waiting_rule};
 
 use super::*;
 
@@ -23,23 +22,6 @@ steps:
   - name: wait
     handler: nobody_serves_this
 ";
-
-fn rule(url: &str) -> PutAlert {
-    PutAlert {
-        namespace: "bench_dead".into(),
-        when: AlertCondition {
-            kind: AlertKind::StepsWaiting,
-            template: None,
-            schedule: None,
-            count: None,
-            within: None,
-            longer_than: Some("1s".into()),
-        },
-        sink: AlertSink::Webhook { url: url.into() },
-        secret: None,
-        suppress: Some("1h".into()),
-    }
-}
 
 /// A sink that answers 200 to every notice, counting them.
 async fn answering() -> anyhow::Result<(String, Arc<AtomicUsize>)> {
@@ -84,7 +66,7 @@ async fn fire(
 ) -> anyhow::Result<()> {
     for i in 0..RULES {
         client
-            .put_alert(&format!("{round}-{i}"), &rule(url))
+            .put_alert(&format!("{round}-{i}"), &waiting_rule("bench_dead", url))
             .await?;
     }
     let deadline = Instant::now() + Duration::from_secs(60);

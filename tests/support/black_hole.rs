@@ -1,11 +1,32 @@
 //! A port that accepts connections and never answers: a sink (a webhook receiver, an SMTP
 //! server) that hangs. Each connection is held open for as long as the black hole lives, and
-//! counted.
+//! counted. And [`waiting_rule`], the alert rule the tests and benches point at such sinks.
 
 use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+
+use tasker_client::{AlertCondition, AlertKind, AlertSink, PutAlert};
+
+/// An alert rule of `namespace` that fires while one of its steps has waited longer than 1 s,
+/// telling the webhook at `url` (a repeat held back for an hour).
+pub fn waiting_rule(namespace: &str, url: &str) -> PutAlert {
+    PutAlert {
+        namespace: namespace.into(),
+        when: AlertCondition {
+            kind: AlertKind::StepsWaiting,
+            template: None,
+            schedule: None,
+            count: None,
+            within: None,
+            longer_than: Some("1s".into()),
+        },
+        sink: AlertSink::Webhook { url: url.into() },
+        secret: None,
+        suppress: Some("1h".into()),
+    }
+}
 
 /// A running black hole on a free loopback port.
 #[derive(Debug)]

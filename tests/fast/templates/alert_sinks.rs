@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use tasker::black_hole::BlackHole;
-use tasker_client::{AlertCondition, AlertKind, AlertSink, CreateTask, PutAlert};
+use tasker::black_hole::{BlackHole, waiting_rule};
+use tasker_client::CreateTask;
 
 use super::alerts::sink;
 use super::bare_env;
@@ -22,23 +22,6 @@ steps:
 /// How many rules have a hanging sink.
 const HUNG: usize = 10;
 
-fn waiting_rule(url: &str) -> PutAlert {
-    PutAlert {
-        namespace: "shop_hang".into(),
-        when: AlertCondition {
-            kind: AlertKind::StepsWaiting,
-            template: None,
-            schedule: None,
-            count: None,
-            within: None,
-            longer_than: Some("1s".into()),
-        },
-        sink: AlertSink::Webhook { url: url.into() },
-        secret: None,
-        suppress: Some("1h".into()),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hanging_sink_delays_no_other_rules_notice() -> anyhow::Result<()> {
     let mut env = bare_env().await?;
@@ -49,7 +32,7 @@ async fn a_hanging_sink_delays_no_other_rules_notice() -> anyhow::Result<()> {
     let mut hole = BlackHole::start().await?;
     for i in 0..HUNG {
         o.client
-            .put_alert(&format!("hung-{i}"), &waiting_rule(&hole.url))
+            .put_alert(&format!("hung-{i}"), &waiting_rule("shop_hang", &hole.url))
             .await?;
     }
     o.client
@@ -61,7 +44,7 @@ async fn a_hanging_sink_delays_no_other_rules_notice() -> anyhow::Result<()> {
     // A rule saved now fires at its first check; its notice goes out beside the hanging ones.
     let mut healthy = sink().await?;
     o.client
-        .put_alert("healthy", &waiting_rule(&healthy.url))
+        .put_alert("healthy", &waiting_rule("shop_hang", &healthy.url))
         .await?;
     let (_, body) = healthy.next(15).await?;
     let notice: serde_json::Value = serde_json::from_slice(&body)?;
