@@ -1,5 +1,5 @@
 //! The queue topology a [`Broker`] declares (or, for a user that may not declare, checks):
-//! the results queue and exchange, the dead letters, each namespace's steps queues.
+//! the results queue and exchange, the streams queue, the dead letters, each namespace's steps queues.
 
 use lapin::options::{ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions};
 use lapin::{Channel, ExchangeKind};
@@ -127,8 +127,24 @@ impl Broker {
         channel
             .queue_bind(
                 results.clone().into(),
-                exchange.into(),
+                exchange.clone().into(),
                 results.into(),
+                QueueBindOptions::default(),
+                FieldTable::default(),
+            )
+            .await?;
+        // Stream chunks, through the same exchange: one consumer at a time keeps their order.
+        let streams = topology::streams_queue(&self.prefix);
+        let mut args = self.dead_letter_args();
+        args.insert("x-single-active-consumer".into(), AMQPValue::Boolean(true));
+        channel
+            .queue_declare(streams.clone().into(), durable(), args)
+            .await?;
+        channel
+            .queue_bind(
+                streams.clone().into(),
+                exchange.into(),
+                streams.into(),
                 QueueBindOptions::default(),
                 FieldTable::default(),
             )

@@ -34,6 +34,13 @@ pub fn results_queue(prefix: &str) -> String {
     format!("{prefix}.results")
 }
 
+/// The queue workers publish their steps' stream chunks to (through the results exchange,
+/// routed by this name). One orchestrator at a time consumes it (a single active consumer), so
+/// chunks are kept in the order they were published; another takes over when it goes.
+pub fn streams_queue(prefix: &str) -> String {
+    format!("{prefix}.streams")
+}
+
 /// The exchange workers publish results through: it routes them to [`results_queue`]. A
 /// worker's broker user may write to it and to nothing else, so a worker cannot put messages
 /// into another namespace's steps queue (the default exchange would let it).
@@ -56,6 +63,7 @@ mod tests {
         assert_eq!(steps_queue("t1", "shop"), "t1.steps.shop");
         assert_eq!(results_queue("t1"), "t1.results");
         assert_eq!(results_exchange("t1"), "t1.results");
+        assert_eq!(streams_queue("t1"), "t1.streams");
         assert_eq!(dead_letter_queue("t1"), "t1.dead");
         assert_eq!(lane_queue("t1", "shop", None), "t1.steps.shop");
         assert_eq!(lane_queue("t1", "shop", Some("normal")), "t1.steps.shop");

@@ -24,6 +24,7 @@ mod output;
 pub mod pager;
 mod pages;
 mod schedules;
+mod stream;
 mod table;
 mod tasks;
 mod templates;
@@ -180,6 +181,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Limits { action } => limits::run(&client, action, json).await,
         Command::DeadLetters { action } => dead_letters::run(&client, action, json).await,
         Command::Events { action } => events::run(&client, action, json).await,
+        Command::Stream(args) => stream::run(&client, args, json).await,
         Command::Webhooks { action } => webhooks::run(&client, action, json).await,
         Command::Alerts { action } => alerts::run(&client, action, json).await,
         Command::Templates { action } => templates::run(&client, action, json).await,

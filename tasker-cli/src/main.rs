@@ -63,6 +63,7 @@ async fn run() -> ExitCode {
                     }) => (code.as_str(), Some(*status), message.clone()),
                     Some(tasker_client::Error::Http(_)) => ("unreachable", None, format!("{e:#}")),
                     Some(tasker_client::Error::Tls(_)) => ("tls", None, format!("{e:#}")),
+                    Some(tasker_client::Error::Answer(_)) => ("answer", None, format!("{e:#}")),
                     None if e.is::<cli::Invalid>() => ("invalid_template", None, format!("{e:#}")),
                     None => ("local_input", None, format!("{e:#}")),
                 };
@@ -89,7 +90,7 @@ fn asks_for_json(args: impl Iterator<Item = String>) -> bool {
 }
 
 /// A failure as `--json` prints it: `{"error": {"code", "status"?, "message", "exit_code"}}`,
-/// `code` the API's error code or one of `unreachable`, `tls`, `local_input`, `usage`,
+/// `code` the API's error code or one of `unreachable`, `tls`, `answer`, `local_input`, `usage`,
 /// `invalid_template`.
 fn failure(code: &str, status: Option<u16>, message: &str, exit_code: u8) -> serde_json::Value {
     let mut error = serde_json::json!({"code": code, "message": message, "exit_code": exit_code});

@@ -11,6 +11,9 @@ pub enum Error {
     /// The CA file of [`crate::client::ClientOptions::tls_ca_file`] cannot be read or holds no certificate.
     #[error("TLS: {0}")]
     Tls(String),
+    /// Answered with something this client cannot read.
+    #[error("cannot read the Tasker API's answer: {0}")]
+    Answer(String),
     #[error("{status} {code}: {message}")]
     Api {
         status: u16,

@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use crate::client::{Client, decode};
 use crate::error::Error;
+use crate::sse::Frames;
 use crate::wait::Backoff;
 
 /// A task as the live stream shows it, reduced to what following it needs: its state, its
@@ -72,7 +73,7 @@ pub struct TaskEvents {
     client: Client,
     id: Uuid,
     stream: Option<reqwest::Response>,
-    buf: Vec<u8>,
+    frames: Frames,
     backoff: Backoff,
 }
 
@@ -84,7 +85,7 @@ impl Client {
             client: self.clone(),
             id,
             stream: None,
-            buf: Vec::new(),
+            frames: Frames::default(),
             backoff: Backoff::new(),
         }
     }
@@ -96,7 +97,7 @@ impl TaskEvents {
     /// refusing it (no such task, a token refused) is returned.
     pub async fn next(&mut self) -> Result<TaskSnapshot, Error> {
         loop {
-            if let Some(frame) = self.frame() {
+            if let Some(frame) = self.frames.next() {
                 if let Some(snapshot) = snapshot(&frame) {
                     self.backoff.reset();
                     return Ok(snapshot);
@@ -111,7 +112,7 @@ impl TaskEvents {
                 },
             };
             match chunk {
-                Ok(Some(bytes)) => self.buf.extend_from_slice(&bytes),
+                Ok(Some(bytes)) => self.frames.push(&bytes),
                 // The stream ended (an orchestrator stopping): open it again.
                 Ok(None) => self.dropped(),
                 Err(e) if e.is_transient() => {
@@ -136,32 +137,14 @@ impl TaskEvents {
 
     fn dropped(&mut self) {
         self.stream = None;
-        self.buf.clear();
-    }
-
-    /// The next whole event (up to its blank line) taken from the buffer.
-    fn frame(&mut self) -> Option<String> {
-        let text = std::str::from_utf8(&self.buf).ok()?;
-        let end = text.find("\n\n")?;
-        let frame = text[..end].to_owned();
-        self.buf.drain(..end + 2);
-        Some(frame)
+        self.frames.clear();
     }
 }
 
 /// A `snapshot` event's data, parsed; `None` for anything else (a keep-alive comment).
-fn snapshot(frame: &str) -> Option<TaskSnapshot> {
-    let mut event = "";
-    let mut data = Vec::new();
-    for line in frame.lines() {
-        if let Some(e) = line.strip_prefix("event:") {
-            event = e.trim();
-        } else if let Some(d) = line.strip_prefix("data:") {
-            data.push(d.strip_prefix(' ').unwrap_or(d));
-        }
-    }
-    (event == "snapshot")
-        .then(|| serde_json::from_str(&data.join("\n")).ok())
+fn snapshot(frame: &crate::sse::Frame) -> Option<TaskSnapshot> {
+    (frame.event == "snapshot")
+        .then(|| serde_json::from_str(&frame.data).ok())
         .flatten()
 }
 
@@ -171,13 +154,14 @@ mod tests {
 
     #[test]
     fn a_snapshot_frame_gives_the_state_and_the_steps_done() {
-        let frame = "event: snapshot\ndata: {\"task\":{\"id\":\"x\",\"state\":\"running\",\"open_steps\":1},\
+        let mut frames = Frames::default();
+        frames.push(b"event: snapshot\ndata: {\"task\":{\"id\":\"x\",\"state\":\"running\",\"open_steps\":1},\
             \"steps\":[{\"name\":\"a\",\"state\":\"completed\",\"attempt\":1},\
             {\"name\":\"b\",\"state\":\"enqueued\"},{\"name\":\"c\",\"state\":\"skipped\"}],\
-            \"more_steps\":false,\"history\":[]}";
-        let s = snapshot(frame).expect("a snapshot");
+            \"more_steps\":false,\"history\":[]}\n\n:keep-alive\n\n");
+        let s = snapshot(&frames.next().unwrap()).expect("a snapshot");
         assert_eq!(s.state, "running");
         assert_eq!(s.progress(), (2, 3));
-        assert!(snapshot(":keep-alive").is_none());
+        assert!(snapshot(&frames.next().unwrap()).is_none());
     }
 }

@@ -25,6 +25,8 @@ mod namespace_events;
 mod operations;
 mod pages;
 mod retention;
+mod sse;
+mod streams;
 mod templates;
 mod time;
 mod wait;
@@ -34,6 +36,7 @@ mod workers;
 pub use audit::AuditQuery;
 pub use error::Error;
 pub use events::{StepState, TaskEvents, TaskSnapshot};
+pub use streams::{StreamQuery, TaskStream};
 pub use time::Sent;
 
 pub use client::{Client, ClientOptions, Registered, TaskQuery, install_crypto_provider};
@@ -41,7 +44,7 @@ pub use tasker_shared::api::{
     Alert, AlertCondition, AlertKind, AlertNotice, AlertSink, PutAlert, PutWebhook, Webhook,
     WebhookFormat,
 };
-pub use tasker_shared::api::{AuditEntry, AuditPage};
+pub use tasker_shared::api::{AuditEntry, AuditPage, StreamChunk, StreamPage};
 pub use tasker_shared::api::{
     Backfilled, BatchCreated, BatchItem, BatchStatus, ConcurrencyLimit, CreateTask, DeadLetter,
     DeadLetterInfo, DeadLetterPage, Operation, OperationCount, OperationFilter, OperationList,

@@ -60,7 +60,7 @@ impl Error {
         match self {
             Error::Http(e) => !is_certificate_error(e),
             Error::Api { status, .. } => matches!(status, 502..=504),
-            Error::Tls(_) => false,
+            Error::Tls(_) | Error::Answer(_) => false,
         }
     }
 }

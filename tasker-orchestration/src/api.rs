@@ -78,6 +78,7 @@ mod schedule_actions;
 mod schedules;
 mod signals;
 mod start_controls;
+mod streams;
 mod task_batch;
 mod task_create;
 mod tasks;
@@ -173,6 +174,7 @@ fn routes() -> OpenApiRouter<Shared> {
         .routes(routes!(tasks::task_history))
         .routes(routes!(live::task_events))
         .routes(routes!(live::watch_tasks))
+        .routes(routes!(streams::read_task_stream))
         .routes(routes!(tasks::cancel_task))
         .routes(routes!(signals::send))
         .routes(routes!(signals::list))

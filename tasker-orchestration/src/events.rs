@@ -1,5 +1,5 @@
 //! Events of this orchestrator, for API waiters, the template catalog and tests: tasks that
-//! finished and template versions registered (here or on another orchestrator, through
+//! finished, template versions registered and stream chunks kept (here or on another orchestrator, through
 //! PostgreSQL `LISTEN`), and results that were applied or ignored.
 
 use sqlx::postgres::PgListener;
@@ -10,7 +10,9 @@ use uuid::Uuid;
 use tasker_broker::{Supervisor, supervisor};
 use tasker_shared::TaskState;
 
-use crate::store::{TASK_FINISHED_CHANNEL, TEMPLATE_REGISTERED_CHANNEL, WAKE_CHANNEL};
+use crate::store::{
+    STREAM_KEPT_CHANNEL, TASK_FINISHED_CHANNEL, TEMPLATE_REGISTERED_CHANNEL, WAKE_CHANNEL,
+};
 
 /// Something that happened.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +39,11 @@ pub enum Event {
     /// This orchestrator kept a dead letter (new, or the same message seen again).
     DeadLetterKept {
         id: i64,
+    },
+    /// Chunks of these tasks' streams were kept (by any orchestrator): each task's stream
+    /// reaches this position now.
+    StreamKept {
+        heads: Vec<(Uuid, i64)>,
     },
     /// The notification listener (re)connected: what it announces may have been missed before.
     ListenerConnected,
@@ -127,6 +134,7 @@ impl Events {
                 TASK_FINISHED_CHANNEL,
                 TEMPLATE_REGISTERED_CHANNEL,
                 WAKE_CHANNEL,
+                STREAM_KEPT_CHANNEL,
             ])
             .await?;
         self.listening.send_replace(true);
@@ -137,6 +145,13 @@ impl Events {
             let n = listener.recv().await?;
             if n.channel() == WAKE_CHANNEL {
                 self.woken.notify_one();
+                continue;
+            }
+            if n.channel() == STREAM_KEPT_CHANNEL {
+                let heads = crate::store::parse_kept(n.payload());
+                if !heads.is_empty() {
+                    self.emit(Event::StreamKept { heads });
+                }
                 continue;
             }
             if n.channel() == TEMPLATE_REGISTERED_CHANNEL {

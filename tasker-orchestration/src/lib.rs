@@ -32,6 +32,7 @@ mod serve;
 mod shared;
 mod slots;
 pub mod store;
+pub mod streams;
 mod sweeper;
 mod timers;
 pub mod tls;
@@ -178,6 +179,7 @@ impl Orchestrator {
         tasks.spawn(operations::run(shared.clone(), cancel.clone()));
         tasks.spawn(alerts::run(shared.clone(), cancel.clone()));
         tasks.spawn(alerts::send::run(shared.clone(), cancel.clone()));
+        tasks.spawn(streams::follow(shared.clone(), cancel.clone()));
         tasks.spawn(shared.live.clone().run(
             shared.store.clone(),
             shared.events.clone(),
@@ -250,6 +252,7 @@ async fn broker_session(
     shared.set_broker_up(true);
     let outcome = tokio::try_join!(
         results::run(shared, &broker, cancel),
+        streams::run(shared, &broker, cancel),
         dead_letters::run(shared, &broker, cancel)
     )
     .map(|_| ());

@@ -166,6 +166,33 @@ pub const EVENTS_RECEIVED: Metric = counter(
     "Events sent to the API, by outcome: created (stored now), existing (its sender's id was \
      sent before), refused (invalid or forbidden; nothing stored).",
 );
+pub const STREAM_CHUNKS: Metric = counter(
+    "tasker_stream_chunks_total",
+    "Stream chunks handlers emitted that this orchestrator kept (each attempt's end counts).",
+);
+pub const STREAM_BYTES: Metric = Metric {
+    name: "tasker_stream_bytes_total",
+    kind: Kind::Counter,
+    unit: Unit::Bytes,
+    help: "Bytes of stream chunks kept: text as UTF-8, data as JSON.",
+};
+pub const STREAM_CHUNKS_LEFT_OUT: Metric = counter(
+    "tasker_stream_chunks_left_out_total",
+    "Stream chunks not kept, by reason: refused (no such step or attempt, a namespace its \
+     sender may not serve, malformed: its message was dead-lettered), copy (kept before), \
+     after_end, too_large (past 1 GiB for the attempt).",
+);
+pub const STREAM_LAG: Metric = seconds(
+    "tasker_stream_lag_seconds",
+    "From a chunk's emission in its handler to its hand-over to this orchestrator's live \
+     readers.",
+);
+pub const STREAM_READERS: Metric = Metric {
+    name: "tasker_stream_readers",
+    kind: Kind::Gauge,
+    unit: Unit::Count,
+    help: "Stream readers (GET /v1/tasks/{id}/stream as events) open on this orchestrator.",
+};
 pub const EVENT_STARTS: Metric = counter(
     "tasker_event_starts_total",
     "Template triggers an event matched, by outcome: started (a task was created), debounced \
@@ -313,7 +340,12 @@ pub const AUDIT_DROPPED: Metric = counter(
 );
 
 /// Every metric above, described to the recorder at start-up.
-pub const ALL: [Metric; 61] = [
+pub const ALL: [Metric; 66] = [
+    STREAM_CHUNKS,
+    STREAM_BYTES,
+    STREAM_CHUNKS_LEFT_OUT,
+    STREAM_LAG,
+    STREAM_READERS,
     BOUNDS_REFUSED,
     AUDIT_ROWS,
     AUDIT_DROPPED,

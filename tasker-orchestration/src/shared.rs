@@ -16,6 +16,7 @@ use crate::live::Live;
 use crate::recent::Recent;
 use crate::senders::Senders;
 use crate::store::{Principal, Store};
+use crate::streams::StreamHub;
 
 /// Handles to everything a running orchestrator uses.
 #[derive(Debug, Clone)]
@@ -37,6 +38,8 @@ pub struct Shared {
     pub senders: Arc<Senders>,
     /// The watcher the live event streams share.
     pub live: Arc<Live>,
+    /// The hub the step stream readers share.
+    pub streams: Arc<StreamHub>,
     /// Rings the timer of waits, delayed starts and schedules (`crate::timers`).
     pub alarm: Alarm,
     /// Records the latency of finished tasks (`crate::latency`).
@@ -62,6 +65,11 @@ impl Shared {
             dispatcher: Dispatcher::new(&config.queue_prefix, &config.orchestrator),
             senders: Arc::new(Senders::new(&tasker_broker::user_of(&config.amqp_url))),
             live: Arc::new(Live::new(&config.orchestrator)),
+            streams: StreamHub::new(
+                store.clone(),
+                config.orchestrator.max_event_streams,
+                config.orchestrator.max_event_streams_per_token,
+            ),
             config: Arc::new(config),
             store,
             catalog: Arc::new(catalog),

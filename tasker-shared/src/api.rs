@@ -17,6 +17,7 @@ mod ops;
 mod retention;
 mod schedules;
 mod signals;
+mod streams;
 mod tasks;
 mod templates;
 mod tokens;
@@ -39,6 +40,7 @@ pub use ops::Readiness;
 pub use retention::{PurgeRequest, Purged, RetentionPolicy};
 pub use schedules::{Backfill, Backfilled, PauseSchedule, Schedule, ScheduleChanges, ScheduleList};
 pub use signals::{SendSignal, Signal, SignalList};
+pub use streams::{StreamChunk, StreamPage};
 pub use tasks::{
     ChildLink, CreateTask, History, ParentResults, RepairNote, Resolve, Step, StepPage, Task,
     TaskCounts, TaskDeadline, TaskPage, Transition,

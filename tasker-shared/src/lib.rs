@@ -24,6 +24,7 @@ pub mod plan;
 pub mod retry;
 pub mod start_controls;
 pub mod step_state;
+pub mod stream;
 pub mod task_state;
 pub mod template;
 pub mod time;

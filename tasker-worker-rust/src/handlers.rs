@@ -11,6 +11,7 @@ mod batches;
 mod csv;
 mod pipeline;
 mod range;
+mod streams;
 
 /// Every handler the Rust fixture templates use.
 pub fn registry() -> Registry {
@@ -40,7 +41,8 @@ pub fn registry() -> Registry {
         .register("range_sum", range::sum)
         .register("sum_batches", range::total)
         .register("pipeline_parse", pipeline::parse)
-        .register("relay", pipeline::relay);
+        .register("relay", pipeline::relay)
+        .register("stream_emitter", streams::stream_emitter);
     r
 }
 
@@ -253,6 +255,7 @@ mod tests {
             input: None,
             timeout: Duration::from_secs(30),
             started: std::time::Instant::now(),
+            stream: None,
         }
     }
 

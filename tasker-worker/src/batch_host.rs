@@ -88,6 +88,8 @@ struct Held {
     deadline: Instant,
     /// Its task's priority, given back to the lanes when it is reported.
     priority: Option<tasker_shared::flow::Priority>,
+    /// What its handler streams with.
+    emitter: Option<crate::stream::Emitter>,
 }
 
 /// What [`BatchHost::on_ready`] calls.
@@ -260,6 +262,7 @@ impl BatchHost {
                     at: now,
                     deadline,
                     priority,
+                    emitter: job.emitter,
                 },
             );
             out.push(JobView {
@@ -301,6 +304,30 @@ impl BatchHost {
     /// [`BatchHost::complete`] from a JSON array of outcomes.
     pub fn complete_json(&self, json: &str) -> Result<(), Error> {
         self.complete(serde_json::from_str(json)?)
+    }
+
+    /// Sends a chunk of a handed-out job's stream (the bindings' `ctx.emit`): `payload` is the
+    /// text itself when `text`, else JSON. Never waits; see [`crate::StepContext::emit`].
+    pub fn emit(
+        &self,
+        job: u64,
+        topic: &str,
+        payload: &str,
+        text: bool,
+    ) -> Result<(), crate::stream::StreamError> {
+        use crate::stream::StreamError;
+        let emitter = self
+            .lock()
+            .started
+            .get(&job)
+            .and_then(|h| h.emitter.clone())
+            .ok_or(StreamError::Ended)?;
+        if text {
+            return emitter.emit_text(topic, payload);
+        }
+        let data = serde_json::from_str(payload)
+            .map_err(|e| StreamError::Invalid(format!("its data is not JSON: {e}")))?;
+        emitter.emit(topic, data)
     }
 
     /// Whether `job` was handed out, is not reported yet and is within its step's timeout:

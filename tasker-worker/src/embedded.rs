@@ -280,6 +280,19 @@ impl EmbeddedWorker {
         })
     }
 
+    /// `emit(job, topic, payload, text)`: a chunk of the job's stream (`ctx.emit`: JSON text;
+    /// `ctx.emit_text`: the text itself). Never blocks. The error's [`kind`](crate::StreamError::kind)
+    /// is the step error a handler that lets it propagate fails with.
+    pub fn emit(
+        &self,
+        job: u64,
+        topic: &str,
+        payload: &str,
+        text: bool,
+    ) -> Result<(), crate::StreamError> {
+        self.host.emit(job, topic, payload, text)
+    }
+
     /// `heartbeat(job)`: whether the job is still this worker's to finish — handed out, not
     /// reported, within its step's timeout, and the worker not stopped. A long handler checks
     /// it between units of work and gives up once it is `false` (its outcome would be

@@ -16,6 +16,7 @@ use uuid::Uuid;
 use tasker_shared::{Outcome, StepError, StepMessage};
 
 use crate::references::ParentSource;
+use crate::stream::{Emitter, StreamError};
 
 /// What a handler receives.
 #[derive(Debug, Clone)]
@@ -41,6 +42,8 @@ pub struct StepContext {
     pub timeout: Duration,
     /// When the handler started: the worker makes the context just before calling it.
     pub started: Instant,
+    /// The step attempt's stream ([`StepContext::emit`]); `None` in a context made by hand.
+    pub stream: Option<Emitter>,
 }
 
 impl StepContext {
@@ -51,6 +54,30 @@ impl StepContext {
     /// language.
     pub fn heartbeat(&self) -> bool {
         self.started.elapsed() < self.timeout
+    }
+
+    /// Sends `data` (as JSON) on `topic` of the step's stream (docs/streams.md): readers of
+    /// the task's stream get it within milliseconds, and it is kept for the task's retention.
+    /// Never waits: the worker publishes chunks in batches. Fails if the chunk is invalid (a
+    /// topic of 1 to 100 characters; at most 256 KiB), once the attempt has streamed
+    /// `worker.max_stream_bytes` (the step then fails with `stream_too_large`), or after the
+    /// attempt ended. `?` turns the error into a permanent failure of the step.
+    pub fn emit(&self, topic: &str, data: impl serde::Serialize) -> Result<(), StreamError> {
+        let data = serde_json::to_value(data)
+            .map_err(|e| StreamError::Invalid(format!("its data is not JSON: {e}")))?;
+        self.stream
+            .as_ref()
+            .ok_or(StreamError::Ended)?
+            .emit(topic, data)
+    }
+
+    /// Sends `text` on `topic` of the step's stream: one chunk per call (a token of an LLM's
+    /// answer, a line of a log). As [`StepContext::emit`] otherwise.
+    pub fn emit_text(&self, topic: &str, text: impl AsRef<str>) -> Result<(), StreamError> {
+        self.stream
+            .as_ref()
+            .ok_or(StreamError::Ended)?
+            .emit_text(topic, text.as_ref())
     }
 }
 
@@ -70,6 +97,7 @@ impl From<StepMessage> for StepContext {
             input: m.input,
             timeout: Duration::from_millis(m.timeout_ms),
             started: Instant::now(),
+            stream: None,
         }
     }
 }
@@ -90,6 +118,7 @@ impl From<&StepMessage> for StepContext {
             input: m.input.clone(),
             timeout: Duration::from_millis(m.timeout_ms),
             started: Instant::now(),
+            stream: None,
         }
     }
 }
@@ -255,6 +284,12 @@ impl HandlerError {
         match self {
             Self::Retryable { error, .. } | Self::Permanent(error) => error,
         }
+    }
+}
+
+impl From<StreamError> for HandlerError {
+    fn from(e: StreamError) -> Self {
+        HandlerError::permanent(e.kind(), e.to_string())
     }
 }
 

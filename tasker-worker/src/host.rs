@@ -16,6 +16,7 @@ use tasker_shared::{Outcome, StepError, StepMessage};
 use crate::handler::{ParentResults, Registry, StepContext};
 use crate::lanes::Lanes;
 use crate::references::ParentSource;
+use crate::stream::Emitter;
 
 /// One step attempt handed to a host.
 #[derive(Debug, Clone)]
@@ -27,6 +28,9 @@ pub struct Job {
     /// (`message.parent_results_by_reference`); FFI hosts read them through
     /// [`crate::embedded::EmbeddedWorker::parent_results_page`] instead.
     pub parents: Option<ParentSource>,
+    /// What its handler streams with (`ctx.emit`); `None` where nothing takes a stream (a host
+    /// driven without a worker, in tests).
+    pub emitter: Option<Emitter>,
 }
 
 impl Job {
@@ -35,7 +39,14 @@ impl Job {
             id,
             message,
             parents: None,
+            emitter: None,
         }
+    }
+
+    /// The job, its handler streaming with `emitter`.
+    pub fn streaming(mut self, emitter: Emitter) -> Self {
+        self.emitter = Some(emitter);
+        self
     }
 }
 
@@ -163,9 +174,10 @@ impl RustHost {
                 done.started(job.id);
                 let started_at = Utc::now();
                 let priority = job.message.priority;
-                let outcome = run_one(&host.registry, job.message, job.parents).await;
+                let id = job.id;
+                let outcome = run_one(&host.registry, job).await;
                 done.complete(Completion {
-                    job: job.id,
+                    job: id,
                     outcome,
                     started_at,
                     finished_at: Utc::now(),
@@ -202,17 +214,14 @@ impl HandlerHost for RustHost {
     }
 }
 
-async fn run_one(
-    registry: &Registry,
-    message: StepMessage,
-    parents: Option<ParentSource>,
-) -> Outcome {
-    let Some(handler) = registry.get(&message.handler) else {
-        return unknown_handler(&message.handler);
+async fn run_one(registry: &Registry, job: Job) -> Outcome {
+    let Some(handler) = registry.get(&job.message.handler) else {
+        return unknown_handler(&job.message.handler);
     };
-    let timeout_ms = message.timeout_ms;
-    let mut ctx = StepContext::from(message);
-    if let Some(source) = parents {
+    let timeout_ms = job.message.timeout_ms;
+    let mut ctx = StepContext::from(job.message);
+    ctx.stream = job.emitter;
+    if let Some(source) = job.parents {
         ctx.parent_results = ParentResults::from_source(source);
     }
     let call = AssertUnwindSafe(handler.call(ctx)).catch_unwind();

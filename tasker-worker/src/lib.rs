@@ -17,6 +17,7 @@ mod presence;
 pub mod references;
 pub mod registration;
 pub mod setup;
+pub mod stream;
 #[cfg(test)]
 mod test_support;
 pub mod worker;
@@ -32,5 +33,6 @@ pub use host::{Completion, CompletionSink, HandlerHost, Job, Report, RustHost};
 pub use log_forward::{LogQueue, LogRecord, forward as forward_logs};
 pub use registration::register_templates;
 pub use setup::{Overrides, Setup};
+pub use stream::{Emitter, StreamError};
 pub use tasker_shared::logging::init as init_logging;
 pub use worker::{Stats, Worker, WorkerOptions};

@@ -60,9 +60,26 @@ pub const RESULT_MESSAGE_BATCH_SIZE: Metric = batch_size(
     "tasker_worker_result_message_batch_size",
     "Results carried by one published result message.",
 );
+pub const STREAM_CHUNKS: Metric = counter(
+    "tasker_worker_stream_chunks_total",
+    "Stream chunks handlers emitted (ctx.emit, ctx.emit_text) that the worker took.",
+);
+pub const STREAM_BYTES: Metric = Metric {
+    name: "tasker_worker_stream_bytes_total",
+    kind: tasker_shared::metric::Kind::Counter,
+    unit: metrics::Unit::Bytes,
+    help: "Bytes of the stream chunks taken: text as UTF-8, data as JSON.",
+};
+pub const STREAM_MESSAGE_BATCH_SIZE: Metric = batch_size(
+    "tasker_worker_stream_message_batch_size",
+    "Stream chunks carried by one published stream message.",
+);
 
 /// Every metric above.
-pub const ALL: [Metric; 13] = [
+pub const ALL: [Metric; 16] = [
+    STREAM_CHUNKS,
+    STREAM_BYTES,
+    STREAM_MESSAGE_BATCH_SIZE,
     STEPS_RECEIVED,
     STEPS_DUPLICATE,
     STEP_QUEUE,

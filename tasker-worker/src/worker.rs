@@ -23,9 +23,11 @@ mod copies;
 mod outcome;
 mod publish;
 mod running;
+mod stream;
 
 use consumption::Consumption;
 pub(crate) use outcome::run_deadline;
+pub(crate) use publish::Publish;
 use publish::publish_results;
 
 use crate::host::{CompletionSink, HandlerHost};
@@ -61,6 +63,8 @@ pub struct WorkerOptions {
     pub api_token: Option<String>,
     /// Largest handler result sent, in bytes of JSON.
     pub max_result_bytes: usize,
+    /// Most bytes one step attempt may stream.
+    pub max_stream_bytes: u64,
     /// CA certificates trusted for `amqps://` and an `https://` orchestrator ([`Config::tls_ca_file`]).
     pub tls_ca_file: Option<std::path::PathBuf>,
     /// On stop, how long running handlers may finish and have their results published.
@@ -90,6 +94,7 @@ impl WorkerOptions {
             orchestrator_url: config.worker.orchestrator_url.clone(),
             api_token: config.worker.api_token.clone(),
             max_result_bytes: config.worker.max_result_bytes,
+            max_stream_bytes: config.worker.max_stream_bytes,
             tls_ca_file: config.tls_ca_file.clone(),
             shutdown_timeout: Duration::from_millis(config.worker.shutdown_timeout_ms),
             id: uuid::Uuid::now_v7(),
@@ -294,6 +299,13 @@ impl Worker {
         let (sink, mut completions) = CompletionSink::channel();
         let (results_tx, results_rx) = mpsc::unbounded_channel();
         let results_queue = topology::results_queue(&o.queue_prefix);
+        let (chunks_tx, chunks_rx) = mpsc::unbounded_channel();
+        let mut streaming = tokio::spawn(stream::publish_chunks(
+            publisher.clone(),
+            topology::streams_queue(&o.queue_prefix),
+            chunks_rx,
+            results_tx.clone(),
+        ));
         let mut publishing = tokio::spawn(publish_results(publisher, results_queue, results_rx));
         let running = o
             .running_report
@@ -307,6 +319,7 @@ impl Worker {
             sink,
             DeadLetters::new(broker.clone()),
             results_tx,
+            chunks_tx,
             running,
         );
         self.stats.connected.store(true, Ordering::Relaxed);
@@ -322,6 +335,12 @@ impl Worker {
                     break;
                 }
                 ended = &mut publishing => {
+                    return match ended {
+                        Ok(Err(e)) => Err(e),
+                        _ => Err(tasker_broker::Error::Closed),
+                    };
+                }
+                ended = &mut streaming => {
                     return match ended {
                         Ok(Err(e)) => Err(e),
                         _ => Err(tasker_broker::Error::Closed),

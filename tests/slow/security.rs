@@ -29,6 +29,8 @@ mod results;
 mod running;
 #[path = "security/start_controls.rs"]
 mod start_controls;
+#[path = "security/step_streams.rs"]
+mod step_streams;
 #[path = "security/streams.rs"]
 mod streams;
 #[path = "security/tokens.rs"]

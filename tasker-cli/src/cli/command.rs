@@ -16,6 +16,7 @@ use super::events::EventsCommand;
 use super::limits::LimitsCommand;
 use super::operations::{BulkCommand, OperationsCommand};
 use super::schedules::SchedulesCommand;
+use super::stream::StreamArgs;
 use super::templates::TemplatesCommand;
 use super::webhooks::WebhooksCommand;
 
@@ -81,6 +82,9 @@ pub(super) enum Command {
         #[arg(long, default_value_t = 60.0)]
         timeout: f64,
     },
+    /// Print what a task's steps stream (`ctx.emit_text`) as it arrives, until the stream is
+    /// complete (`--json`: every chunk as a line of JSON).
+    Stream(StreamArgs),
     /// List tasks, newest first, a page at a time (`--all`: every page).
     List(ListArgs),
     /// Count the tasks of each state a filter matches.

@@ -25,6 +25,9 @@ pub struct WorkerConfig {
     /// Largest handler result, in bytes of JSON: a larger one fails its step, permanently,
     /// with `result_too_large`, instead of being sent.
     pub max_result_bytes: usize,
+    /// Most bytes one step attempt may stream (`ctx.emit`, `ctx.emit_text`): past it `emit`
+    /// fails and the step fails, permanently, with `stream_too_large` (1 KiB to 1 GiB).
+    pub max_stream_bytes: u64,
     /// Name reported with results; defaults to `<host>-<pid>`.
     pub name: Option<String>,
     /// The orchestrator API the worker registers its templates with when it starts.
@@ -77,6 +80,12 @@ impl WorkerConfig {
                 "must be less than worker.concurrency (low-priority work needs a slot)",
             );
         }
+        if !(1024..=crate::stream::MAX_STREAM_BYTES_CEILING).contains(&self.max_stream_bytes) {
+            return invalid(
+                "worker.max_stream_bytes",
+                "must be 1024 (1 KiB) to 1073741824 (1 GiB)",
+            );
+        }
         if self.heartbeat_ms < 100 {
             return invalid("worker.heartbeat_ms", "must be at least 100");
         }
@@ -110,6 +119,7 @@ impl Default for WorkerConfig {
             concurrency: 64,
             prefetch: 128,
             max_result_bytes: 4 * 1024 * 1024,
+            max_stream_bytes: crate::stream::DEFAULT_MAX_STREAM_BYTES,
             name: None,
             orchestrator_url: "http://127.0.0.1:8080".into(),
             register_templates: true,

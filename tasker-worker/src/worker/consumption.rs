@@ -24,6 +24,7 @@ use super::publish::{Carrier, Publish};
 use crate::host::{Completion, CompletionSink, Job, Report, timed_out};
 use crate::metrics as m;
 use crate::references::{ParentSource, References};
+use crate::stream::{Emitted, Emitter};
 
 /// The state of one session's consumption.
 pub(super) struct Consumption<'w> {
@@ -32,6 +33,8 @@ pub(super) struct Consumption<'w> {
     dead: DeadLetters,
     /// Finished results, to the publisher.
     results: mpsc::UnboundedSender<Publish>,
+    /// Stream chunks, to the stream publisher (the emitters hold weak senders of it).
+    chunks: mpsc::UnboundedSender<Emitted>,
     /// Attempts running for `running_report` or longer, to the running reporter.
     running: Option<mpsc::UnboundedSender<Vec<RunningStep>>>,
     in_flight: HashMap<u64, InFlight>,
@@ -54,6 +57,7 @@ impl<'w> Consumption<'w> {
         sink: CompletionSink,
         dead: DeadLetters,
         results: mpsc::UnboundedSender<Publish>,
+        chunks: mpsc::UnboundedSender<Emitted>,
         running: Option<mpsc::UnboundedSender<Vec<RunningStep>>>,
     ) -> Self {
         Self {
@@ -61,6 +65,7 @@ impl<'w> Consumption<'w> {
             sink,
             dead,
             results,
+            chunks,
             running,
             in_flight: HashMap::new(),
             attempts: HashSet::new(),
@@ -291,11 +296,17 @@ impl<'w> Consumption<'w> {
         let job = self.next_job;
         tracing::debug!(step = %message.step_id, name = %message.step_name, attempt = message.attempt, "step received");
         let late = queue_timed_out(&message, Utc::now());
+        let emitter = Emitter::new(
+            &message,
+            self.worker.options.max_stream_bytes,
+            self.chunks.downgrade(),
+        );
         self.in_flight.insert(
             job,
             InFlight {
                 carrier: carrier.clone(),
                 step: Attempt::from(&message),
+                emitter: emitter.clone(),
                 deadline: None,
                 span: None,
                 started: None,
@@ -313,11 +324,12 @@ impl<'w> Consumption<'w> {
             });
             return None;
         }
-        if copy || References::needed(&message) {
-            self.check_then_submit(Job::new(job, message), copy);
+        let job = Job::new(job, message).streaming(emitter);
+        if copy || References::needed(&job.message) {
+            self.check_then_submit(job, copy);
             return None;
         }
-        Some(Job::new(job, message))
+        Some(job)
     }
 
     /// Hands the job to the host once the orchestrator says its attempt is open (a `copy`) and
@@ -387,7 +399,16 @@ impl<'w> Consumption<'w> {
         {
             ::metrics::counter!(m::STEPS_TIMED_OUT.name).increment(1);
         }
-        let outcome = storable(c.outcome, self.worker.options.max_result_bytes);
+        let outcome = match f.emitter.overflowed() {
+            true => Outcome::permanent(
+                "stream_too_large",
+                format!(
+                    "the step streamed more than {} bytes (worker.max_stream_bytes)",
+                    self.worker.options.max_stream_bytes
+                ),
+            ),
+            false => storable(c.outcome, self.worker.options.max_result_bytes),
+        };
         match &outcome {
             Outcome::Success { .. } => {
                 stats.succeeded.fetch_add(1, Ordering::Relaxed);
@@ -427,13 +448,24 @@ impl<'w> Consumption<'w> {
             worker: self.worker.options.name.clone(),
             traceparent: published.as_ref().map(Span::traceparent),
         };
-        let _ = self.results.send((f.carrier, result, published));
+        let publish = (f.carrier, result, published);
+        // A step that streamed: its result follows its stream's end, once that is confirmed.
+        let publish = match f.emitter.close() {
+            Some(end) => match f.emitter.end(end, publish) {
+                Ok(()) => return,
+                Err(publish) => publish,
+            },
+            None => publish,
+        };
+        let _ = self.results.send(publish);
     }
 }
 
 struct InFlight {
     carrier: Arc<Carrier>,
     step: Attempt,
+    /// What its handler streams with.
+    emitter: Emitter,
     /// Armed when a handler starts the job.
     deadline: Option<delay_queue::Key>,
     /// The handler's span, from its start (tracing on).

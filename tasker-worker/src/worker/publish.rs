@@ -17,10 +17,10 @@ use super::{BATCH_MAX, RESULT_MESSAGE_BYTES, ROUNDS_IN_FLIGHT};
 use crate::metrics as m;
 
 /// A result to publish: the step message that carried its step, and the result's span.
-pub(super) type Publish = (Arc<Carrier>, StepResult, Option<Span>);
+pub(crate) type Publish = (Arc<Carrier>, StepResult, Option<Span>);
 
 /// A step message and how many of the steps it carried still await a confirmed result.
-pub(super) struct Carrier {
+pub(crate) struct Carrier {
     pub(super) delivery: Delivery,
     pub(super) open: AtomicUsize,
 }
@@ -61,7 +61,7 @@ pub(super) async fn publish_results(
                     .iter()
                     .map(|(_, r, _)| serde_json::to_vec(r).expect("a StepResult always serializes"))
                     .collect();
-                let out: Vec<Outgoing> = pack_results(encoded)
+                let out: Vec<Outgoing> = pack(encoded, m::RESULT_MESSAGE_BATCH_SIZE.name)
                     .into_iter()
                     .map(|payload| Outgoing {
                         queue: queue.clone(),
@@ -84,16 +84,16 @@ pub(super) async fn publish_results(
     Ok(())
 }
 
-/// Result messages for encoded results: JSON arrays of up to [`RESULT_MESSAGE_BYTES`]; a
-/// result larger than that travels alone.
-fn pack_results(encoded: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+/// Messages for encoded results (or stream chunks): JSON arrays of up to
+/// [`RESULT_MESSAGE_BYTES`]; one larger than that travels alone. `histogram` records the
+/// number of items of each message.
+pub(super) fn pack(encoded: Vec<Vec<u8>>, histogram: &'static str) -> Vec<Vec<u8>> {
     let packed = pack_batches(encoded, BATCH_MAX, RESULT_MESSAGE_BYTES);
     let mut out = Vec::with_capacity(packed.len());
     for p in packed {
         match p {
             Ok(batch) => {
-                ::metrics::histogram!(m::RESULT_MESSAGE_BATCH_SIZE.name)
-                    .record(batch.items.len() as f64);
+                ::metrics::histogram!(histogram).record(batch.items.len() as f64);
                 out.push(batch.body);
             }
             Err((_, item)) => {

@@ -1,0 +1,158 @@
+//! What a task's steps stream (`ctx.emit`, `ctx.emit_text`; docs/streams.md):
+//! [`Client::read_stream`] reads a page, [`Client::stream`] follows it live as Server-Sent
+//! Events, and goes on after a dropped connection from the last offset it returned
+//! (`Last-Event-ID`), so the caller sees every chunk once, in order.
+
+use tasker_shared::api::{StreamChunk, StreamPage};
+use uuid::Uuid;
+
+use crate::client::{Client, decode, segment};
+use crate::error::Error;
+use crate::sse::Frames;
+use crate::wait::Backoff;
+
+/// Which part of a stream to read.
+#[derive(Debug, Clone, Default)]
+pub struct StreamQuery {
+    /// The first offset wanted (0 by default).
+    pub from: Option<i64>,
+    /// Only this topic's chunks.
+    pub topic: Option<String>,
+    /// Chunks per page, 1 to 1,000 (500 by default); pages only.
+    pub limit: Option<i64>,
+}
+
+impl StreamQuery {
+    fn params(&self) -> Vec<(&'static str, String)> {
+        let mut q = Vec::new();
+        if let Some(from) = self.from {
+            q.push(("from", from.to_string()));
+        }
+        if let Some(topic) = &self.topic {
+            q.push(("topic", topic.clone()));
+        }
+        if let Some(limit) = self.limit {
+            q.push(("limit", limit.to_string()));
+        }
+        q
+    }
+}
+
+/// A task's stream followed live, from [`Client::stream`].
+#[derive(Debug)]
+pub struct TaskStream {
+    client: Client,
+    id: Uuid,
+    topic: Option<String>,
+    /// The offset wanted next.
+    next: i64,
+    response: Option<reqwest::Response>,
+    frames: Frames,
+    backoff: Backoff,
+    ended: bool,
+}
+
+impl Client {
+    /// A page of a task's stream: its chunks from `q.from`, the offset to read next, and
+    /// whether the stream is complete (nothing will follow).
+    pub async fn read_stream(&self, id: Uuid, q: &StreamQuery) -> Result<StreamPage, Error> {
+        let url = format!("{}/v1/tasks/{}/stream", self.base, segment(&id.to_string()));
+        decode(self.http.get(url).query(&q.params()).send().await?).await
+    }
+
+    /// Follows a task's stream from `q.from` (`q.limit` is not used). Nothing is sent until
+    /// the first [`TaskStream::next`].
+    pub fn stream(&self, id: Uuid, q: &StreamQuery) -> TaskStream {
+        TaskStream {
+            client: self.clone(),
+            id,
+            topic: q.topic.clone(),
+            next: q.from.unwrap_or(0),
+            response: None,
+            frames: Frames::default(),
+            backoff: Backoff::new(),
+            ended: false,
+        }
+    }
+}
+
+impl TaskStream {
+    /// The next chunk; `None` once the stream is complete (the task ended, and every step
+    /// attempt's stream with it). A dropped connection is opened again (with backoff) from the
+    /// offset after the last chunk returned; an answer of the API refusing it is returned.
+    pub async fn next(&mut self) -> Result<Option<StreamChunk>, Error> {
+        loop {
+            if self.ended {
+                return Ok(None);
+            }
+            while let Some(frame) = self.frames.next() {
+                match frame.event.as_str() {
+                    "chunk" => {
+                        let chunk: StreamChunk = serde_json::from_str(&frame.data)
+                            .map_err(|e| Error::Answer(e.to_string()))?;
+                        if chunk.offset < self.next {
+                            continue;
+                        }
+                        self.next = chunk.offset + 1;
+                        self.backoff.reset();
+                        return Ok(Some(chunk));
+                    }
+                    "end" => {
+                        self.ended = true;
+                        return Ok(None);
+                    }
+                    _ => {}
+                }
+            }
+            let read = match &mut self.response {
+                Some(r) => r.chunk().await.map_err(Error::from),
+                None => match self.open().await {
+                    Ok(()) => continue,
+                    Err(e) => Err(e),
+                },
+            };
+            match read {
+                Ok(Some(bytes)) => self.frames.push(&bytes),
+                // Closed without its `end` (an orchestrator stopping): open it again.
+                Ok(None) => self.dropped(),
+                Err(e) if e.is_transient() => {
+                    self.dropped();
+                    tokio::time::sleep(self.backoff.next()).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The offset the stream goes on from.
+    pub fn next_offset(&self) -> i64 {
+        self.next
+    }
+
+    async fn open(&mut self) -> Result<(), Error> {
+        let url = format!("{}/v1/tasks/{}/stream", self.client.base, self.id);
+        let mut q = vec![("from", self.next.to_string())];
+        if let Some(topic) = &self.topic {
+            q.push(("topic", topic.clone()));
+        }
+        let resp = self
+            .client
+            .http
+            .get(url)
+            .query(&q)
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .send()
+            .await?;
+        if !resp.status().is_success() {
+            let refused = decode::<serde_json::Value>(resp).await;
+            return Err(refused.expect_err("an answer that is not 2xx decodes as an error"));
+        }
+        self.response = Some(resp);
+        Ok(())
+    }
+
+    fn dropped(&mut self) {
+        self.response = None;
+        self.frames.clear();
+    }
+}
