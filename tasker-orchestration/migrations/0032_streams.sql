@@ -27,7 +27,9 @@ CREATE TABLE task_streams (
 );
 
 -- Per step attempt that streamed: the `seq` expected next (a copy of a chunk already kept is
--- not kept twice), the bytes kept, whether its stream ended, and when its last chunk was kept.
+-- not kept twice), the bytes kept, whether its stream ended, when it was last heard of (a chunk
+-- kept, its result applied), and how many chunks its result says it streamed (`expected`: its
+-- stream is complete once that many are kept; results and chunks travel in different queues).
 CREATE TABLE stream_attempts (
     step_id  uuid    NOT NULL,
     attempt  integer NOT NULL,
@@ -36,6 +38,7 @@ CREATE TABLE stream_attempts (
     bytes    bigint  NOT NULL,
     ended    boolean NOT NULL DEFAULT false,
     last_at  timestamptz NOT NULL DEFAULT now(),
+    expected integer,
     PRIMARY KEY (step_id, attempt)
 );
 CREATE INDEX stream_attempts_by_task ON stream_attempts (task_id);

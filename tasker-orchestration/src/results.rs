@@ -268,6 +268,23 @@ async fn apply(
     };
     batch.senders = senders;
     let permits = batch.permits();
+    // What streamed, before the results that end it: a reader that sees a task end waits for
+    // its last chunks, which travel in the streams queue.
+    let expected: Vec<_> = batch
+        .results
+        .iter()
+        .zip(&permits)
+        .filter_map(|(r, p)| {
+            let h = &r.head;
+            h.streamed.map(|n| (h.step_id, h.attempt, n, p.clone()))
+        })
+        .collect();
+    let mut tries = 0;
+    while let Err(e) = shared.store.expect_streams(&expected).await {
+        if !backoff(cancel, "recording what steps streamed", &e, &mut tries).await {
+            return Ok(None);
+        }
+    }
     let began = std::time::SystemTime::now();
     let max = shared.config.orchestrator.result_batch_max;
     let mut tries = 0;
@@ -432,5 +449,6 @@ fn unstorable(r: &Head, error: &store::Error) -> StepResult {
         finished_at: r.finished_at,
         worker: r.worker.clone(),
         traceparent: None,
+        streamed: None,
     }
 }

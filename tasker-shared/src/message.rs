@@ -77,6 +77,10 @@ pub struct StepResult {
     /// commit span is its child).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
+    /// How many chunks the attempt streamed, its end included (`None`: none): the orchestrator
+    /// counts its stream complete once it has kept that many (docs/streams.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streamed: Option<u32>,
 }
 
 /// Longest delay a handler may ask for before its step's next attempt: a day, the longest
@@ -137,6 +141,7 @@ impl StepResult {
             finished_at: now,
             worker: worker.to_owned(),
             traceparent: None,
+            streamed: None,
         }
     }
 }

@@ -45,7 +45,7 @@ impl StreamError {
 /// A chunk, or an attempt's end (its result goes out once the end is confirmed).
 pub(crate) enum Emitted {
     Chunk(Chunk),
-    End(Chunk, Publish),
+    End(Chunk, Box<Publish>),
 }
 
 /// What the core hands a handler to stream with; cheap to clone.
@@ -143,8 +143,11 @@ impl Emitter {
         }
         inner.bytes.fetch_add(size as u64, Ordering::Relaxed);
         let chunk = self.chunk(seq, topic.to_owned(), text, data, false);
-        let sent = inner.tx.upgrade().map(|tx| tx.send(Emitted::Chunk(chunk)));
-        if !matches!(sent, Some(Ok(()))) {
+        let sent = inner
+            .tx
+            .upgrade()
+            .is_some_and(|tx| tx.send(Emitted::Chunk(chunk)).is_ok());
+        if !sent {
             // The session ended: the step runs again elsewhere.
             *next = None;
             return Err(StreamError::Ended);
@@ -193,7 +196,7 @@ impl Emitter {
 
     /// Hands the attempt's end, and the result to publish once it is confirmed, to the
     /// stream publisher; gives the result back if the publisher is gone.
-    pub(crate) fn end(&self, end: Chunk, result: Publish) -> Result<(), Publish> {
+    pub(crate) fn end(&self, end: Chunk, result: Box<Publish>) -> Result<(), Box<Publish>> {
         let Some(tx) = self.0.tx.upgrade() else {
             return Err(result);
         };

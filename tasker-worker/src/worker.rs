@@ -263,6 +263,29 @@ impl Worker {
         result
     }
 
+    /// Subscribes to each namespace's steps queue and its priority lanes, each with its own
+    /// prefetch: a backlog prefetched from one lane never holds back another's steps, and the
+    /// host starts the steps it holds high priority first.
+    async fn subscribe(
+        &self,
+        broker: &Broker,
+    ) -> Result<Vec<tasker_broker::Subscription>, tasker_broker::Error> {
+        let o = &self.options;
+        let mut consumers = Vec::with_capacity(o.namespaces.len() * 3);
+        for ns in &o.namespaces {
+            let lanes = std::iter::once(None).chain(topology::LANES.map(Some));
+            for lane in lanes {
+                let queue = topology::lane_queue(&o.queue_prefix, ns, lane);
+                let tag = match lane {
+                    None => format!("{}-{ns}", o.name),
+                    Some(lane) => format!("{}-{ns}@{lane}", o.name),
+                };
+                consumers.push(broker.consume(&queue, &tag, o.prefetch).await?);
+            }
+        }
+        Ok(consumers)
+    }
+
     async fn consume(
         &self,
         broker: &Broker,
@@ -276,21 +299,7 @@ impl Worker {
             .publisher()
             .await?
             .via(&topology::results_exchange(&o.queue_prefix));
-        // Each namespace's steps queue and its priority lanes, each with its own prefetch: a
-        // backlog prefetched from one lane never holds back another's steps, and the host
-        // starts the steps it holds high priority first.
-        let mut consumers = Vec::with_capacity(o.namespaces.len() * 3);
-        for ns in &o.namespaces {
-            let lanes = std::iter::once(None).chain(topology::LANES.map(Some));
-            for lane in lanes {
-                let queue = topology::lane_queue(&o.queue_prefix, ns, lane);
-                let tag = match lane {
-                    None => format!("{}-{ns}", o.name),
-                    Some(lane) => format!("{}-{ns}@{lane}", o.name),
-                };
-                consumers.push(broker.consume(&queue, &tag, o.prefetch).await?);
-            }
-        }
+        let consumers = self.subscribe(broker).await?;
         let stoppers: Vec<Stopper> = consumers.iter().map(|c| c.stopper()).collect();
         // One queue left without its consumer (the broker cancelled it: a quorum queue's
         // leader lost) ends the session, and the next one subscribes to every queue again.

@@ -113,6 +113,7 @@ async fn a_replayed_dead_letter_goes_back_to_its_queue_and_is_applied() -> anyho
         finished_at: chrono::Utc::now(),
         worker: "replay-test".into(),
         traceparent: None,
+        streamed: None,
     };
     let results = topology::results_queue(&cfg.queue_prefix);
     let mut headers = FieldTable::default();

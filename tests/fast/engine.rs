@@ -171,6 +171,7 @@ fn result(task: Uuid, step: Uuid, outcome: Outcome) -> StepResult {
         finished_at: now,
         worker: "engine-test".into(),
         traceparent: None,
+        streamed: None,
     }
 }
 

@@ -56,6 +56,7 @@ async fn succeed(
             finished_at: now,
             worker: "upgrade-test".into(),
             traceparent: None,
+            streamed: None,
         }])
         .await?;
     let counts = effects.results.expect("a result batch reports its counts");

@@ -204,6 +204,7 @@ async fn duplicate_results_are_ignored_and_stale_ones_dead_lettered() -> anyhow:
         finished_at: chrono::Utc::now(),
         worker: "forger".into(),
         traceparent: None,
+        streamed: None,
     };
     let queue = topology::results_queue(&cluster.env.config.queue_prefix);
     for r in [forged(1), forged(7)] {

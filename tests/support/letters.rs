@@ -17,6 +17,7 @@ pub fn result_of(task: Uuid, step: Uuid, result: serde_json::Value) -> Vec<u8> {
         finished_at: chrono::Utc::now(),
         worker: "parked".into(),
         traceparent: None,
+        streamed: None,
     };
     serde_json::to_vec(&r).expect("a result encodes")
 }

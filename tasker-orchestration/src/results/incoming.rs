@@ -30,6 +30,9 @@ pub(super) struct Head {
     /// The worker's result span, when tracing is on.
     #[serde(default)]
     pub(super) traceparent: Option<String>,
+    /// How many chunks the attempt streamed, its end included.
+    #[serde(default)]
+    pub(super) streamed: Option<u32>,
 }
 
 /// The shape of an [`Outcome`], checked without building the success's value.

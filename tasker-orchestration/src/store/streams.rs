@@ -169,6 +169,45 @@ impl Store {
         Ok(kept)
     }
 
+    /// Records how many chunks step attempts streamed, as their results say (`(step, attempt,
+    /// chunks, permit)`), before the results are applied: a reader that sees the task ended
+    /// waits for those chunks (they travel in another queue). A result's sender must serve its
+    /// step's namespace, and the attempt must have been dispatched, or nothing is recorded.
+    pub async fn expect_streams(
+        &self,
+        expected: &[(Uuid, u32, u32, Option<Arc<str>>)],
+    ) -> Result<()> {
+        if expected.is_empty() {
+            return Ok(());
+        }
+        let steps: Vec<Uuid> = expected.iter().map(|e| e.0).collect();
+        let attempts: Vec<i32> = expected.iter().map(|e| e.1 as i32).collect();
+        let counts: Vec<i32> = expected
+            .iter()
+            .map(|e| e.2.min(i32::MAX as u32) as i32)
+            .collect();
+        let permits: Vec<Option<&str>> = expected.iter().map(|e| e.3.as_deref()).collect();
+        sqlx::query(
+            "INSERT INTO stream_attempts (step_id, attempt, task_id, next_seq, bytes, expected)
+             SELECT x.step_id, x.attempt, s.task_id, 0, 0, x.n
+               FROM unnest($1::uuid[], $2::int4[], $3::int4[], $4::text[])
+                    AS x(step_id, attempt, n, permit)
+               JOIN steps s ON s.id = x.step_id JOIN tasks t ON t.id = s.task_id
+              WHERE (x.permit IS NULL OR t.namespace ~ x.permit)
+                AND x.attempt BETWEEN 1 AND s.attempt
+              ORDER BY x.step_id, x.attempt
+             ON CONFLICT (step_id, attempt)
+             DO UPDATE SET expected = excluded.expected, last_at = now()",
+        )
+        .bind(&steps)
+        .bind(&attempts)
+        .bind(&counts)
+        .bind(&permits)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     /// Up to `limit` chunks of a task's stream from position `from` (of `topic` only, if given),
     /// the position to read from next, and whether the stream is complete: the task has ended,
     /// no attempt of it is still streaming, and nothing is left after `next`.
@@ -184,9 +223,10 @@ impl Store {
         let (ended, head): (bool, i64) = sqlx::query_as(
             "SELECT t.state IN ('complete', 'error', 'cancelled') AND NOT EXISTS (
                         SELECT 1 FROM stream_attempts a JOIN steps s ON s.id = a.step_id
-                         WHERE a.task_id = t.id AND NOT a.ended AND a.attempt = s.attempt
-                           AND (s.state = 'enqueued'
-                                OR a.last_at > now() - make_interval(secs => $2))),
+                         WHERE a.task_id = t.id AND NOT a.ended
+                           AND (a.last_at > now() - make_interval(secs => $2)
+                                OR (a.attempt = s.attempt AND s.state = 'enqueued'))
+                           AND (a.expected IS NOT NULL OR a.attempt = s.attempt)),
                     COALESCE((SELECT next_position FROM task_streams WHERE task_id = t.id), 0)
                FROM tasks t WHERE t.id = $1",
         )

@@ -7,7 +7,8 @@ use tasker_worker::{HandlerError, StepContext};
 /// each `pad` bytes longer with spaces if `pad` is set, and a JSON chunk `{"i"}` on `progress`
 /// after each when `progress` is true. With `ignore_errors`, a refused chunk is passed over (the
 /// step must fail all the same once it went past `worker.max_stream_bytes`); otherwise the
-/// refusal fails the step. Returns `{"emitted", "attempt"}`.
+/// refusal fails the step. With `fail_first`, attempt 1 fails (retryably) once it has emitted.
+/// Returns `{"emitted", "attempt"}`.
 pub async fn stream_emitter(ctx: StepContext) -> Result<Value, HandlerError> {
     let count = ctx
         .context
@@ -34,6 +35,12 @@ pub async fn stream_emitter(ctx: StepContext) -> Result<Value, HandlerError> {
         if progress {
             ctx.emit("progress", json!({ "i": i }))?;
         }
+    }
+    if ctx.attempt == 1 && ctx.context.get("fail_first").and_then(Value::as_bool) == Some(true) {
+        return Err(HandlerError::retryable(
+            "transient",
+            "the first attempt fails",
+        ));
     }
     Ok(json!({ "emitted": emitted, "attempt": ctx.attempt }))
 }

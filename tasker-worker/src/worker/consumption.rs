@@ -438,6 +438,8 @@ impl<'w> Consumption<'w> {
             }
         }
         let published = f.step.span("tasker.step.result", f.span.as_ref());
+        // Nothing more is streamed; the result says how many chunks the attempt streamed.
+        let end = f.emitter.close();
         let result = StepResult {
             task_id: f.step.task_id,
             step_id: f.step.step_id,
@@ -447,13 +449,14 @@ impl<'w> Consumption<'w> {
             finished_at: c.finished_at,
             worker: self.worker.options.name.clone(),
             traceparent: published.as_ref().map(Span::traceparent),
+            streamed: end.as_ref().map(|e| e.seq + 1),
         };
         let publish = (f.carrier, result, published);
         // A step that streamed: its result follows its stream's end, once that is confirmed.
-        let publish = match f.emitter.close() {
-            Some(end) => match f.emitter.end(end, publish) {
+        let publish = match end {
+            Some(end) => match f.emitter.end(end, Box::new(publish)) {
                 Ok(()) => return,
-                Err(publish) => publish,
+                Err(publish) => *publish,
             },
             None => publish,
         };

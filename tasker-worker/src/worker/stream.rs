@@ -38,7 +38,7 @@ pub(super) async fn publish_chunks(
                     let chunk = match emitted {
                         Emitted::Chunk(c) => c,
                         Emitted::End(c, result) => {
-                            then.push(result);
+                            then.push(*result);
                             c
                         }
                     };

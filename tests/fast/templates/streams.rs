@@ -19,6 +19,7 @@ version: '1'
 steps:
   - name: generate
     handler: stream_emitter
+    retry: {max_attempts: 2, backoff: none}
 ";
 
 async fn start(o: &tasker::RunningOrchestrator, context: Value) -> anyhow::Result<Uuid> {
@@ -198,6 +199,40 @@ async fn a_step_past_max_stream_bytes_fails_with_stream_too_large() -> anyhow::R
     }
     let missing = reqwest::get(format!("{}/v1/tasks/{}/stream", o.url(), Uuid::now_v7())).await?;
     assert_eq!(missing.status(), 404);
+    worker.stop().await;
+    o.stop().await;
+    env.cleanup().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_streams_as_its_own_attempt_marked_and_nothing_of_the_first_is_lost()
+-> anyhow::Result<()> {
+    let env = bare_env().await?;
+    let o = env.orchestrator().await?;
+    o.client
+        .register_template(STREAMING, Some("streaming.yaml"), None)
+        .await?;
+    let worker = env.rust_worker();
+    let id = start(&o, json!({"count": 3, "fail_first": true})).await?;
+    let chunks = follow(&o, id, 0).await?;
+    let seen: Vec<(i32, i32, Option<&str>, bool, bool)> = chunks
+        .iter()
+        .map(|c| (c.attempt, c.seq, c.text.as_deref(), c.end, c.retry))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (1, 0, Some("t0"), false, false),
+            (1, 1, Some("t1"), false, false),
+            (1, 2, Some("t2"), false, false),
+            (1, 3, None, true, false),
+            (2, 0, Some("t0"), false, true),
+            (2, 1, Some("t1"), false, false),
+            (2, 2, Some("t2"), false, false),
+            (2, 3, None, true, false),
+        ]
+    );
+    assert_eq!(o.wait(id).await?.state.to_string(), "complete");
     worker.stop().await;
     o.stop().await;
     env.cleanup().await

@@ -211,6 +211,7 @@ async fn inject(
                     finished_at: chrono::Utc::now(),
                     worker: "chaos".into(),
                     traceparent: None,
+                    streamed: None,
                 };
                 out.push(Outgoing {
                     queue: queue.clone(),

@@ -24,6 +24,7 @@ fn result(task: Uuid, step: Uuid, attempt: u32, value: serde_json::Value) -> Ste
         finished_at: chrono::Utc::now(),
         worker: "poisoner".into(),
         traceparent: None,
+        streamed: None,
     }
 }
 

@@ -30,6 +30,7 @@ fn result(task: Uuid, step: Uuid, attempt: u32) -> StepResult {
         finished_at: chrono::Utc::now(),
         worker: "someone".into(),
         traceparent: None,
+        streamed: None,
     }
 }
 

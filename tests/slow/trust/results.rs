@@ -41,6 +41,7 @@ fn forged(task: Uuid, step: Uuid, attempt: u32) -> Vec<u8> {
         finished_at: chrono::Utc::now(),
         worker: "someone-else".into(),
         traceparent: None,
+        streamed: None,
     };
     serde_json::to_vec(&[r]).expect("a result encodes")
 }
