@@ -41,6 +41,12 @@ export declare class NativeWorker {
    */
   heartbeat(job: number): boolean
   /**
+   * A chunk of the job's stream (`payload` is JSON text, or the text itself when `text`).
+   * Never blocks. `null` when taken, else the refusal's `[kind, message]`, which the
+   * context throws as a `StreamError`.
+   */
+  emit(job: number, topic: string, payload: string, text: boolean): Array<string> | null
+  /**
    * One page of the parent results of a step whose job says `parent_results_by_reference`;
    * start with `after` null. Rejects with code `GenericFailure` if the orchestrator cannot
    * answer or the worker stopped, `InvalidArg` for an id that is not one.

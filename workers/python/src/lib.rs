@@ -77,6 +77,16 @@ impl NativeWorker {
         self.0.heartbeat(job)
     }
 
+    /// A chunk of the job's stream (`ctx.emit`: `payload` is JSON text; `ctx.emit_text`:
+    /// the text itself). Never blocks. `None` when taken, else `(kind, message)` of the
+    /// refusal, which the context raises as `tasker.StreamError`.
+    fn emit(&self, job: u64, topic: &str, payload: &str, text: bool) -> Option<(String, String)> {
+        self.0
+            .emit(job, topic, payload, text)
+            .err()
+            .map(|e| (e.kind().to_owned(), e.to_string()))
+    }
+
     /// One page of the parent results of a step whose job says `parent_results_by_reference`:
     /// `(JSON object text, cursor of the next page or None)`. Start with `after=None`. The GIL
     /// is released while the orchestrator answers.

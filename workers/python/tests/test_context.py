@@ -56,3 +56,44 @@ def test_carried_parent_results_need_no_reader_and_by_reference_ones_do() -> Non
     assert list(ctx.each_parent_result()) == [("a", 1)]
     with pytest.raises(ValueError, match="by reference"):
         tasker.StepContext.from_job(_job_by_reference())
+
+
+class _Emits:
+    """Takes chunks like the native worker, refusing those of topic ``full``."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[int, str, str, bool]] = []
+
+    def heartbeat(self, job: int) -> bool:
+        return True
+
+    def emit(self, job: int, topic: str, payload: str, text: bool) -> tuple[str, str] | None:
+        self.sent.append((job, topic, payload, text))
+        if topic == "full":
+            return ("stream_too_large", "the step's stream would exceed 10 bytes")
+        return None
+
+
+def test_emit_hands_json_and_text_to_the_core_and_a_refusal_raises_its_kind() -> None:
+    native = _Emits()
+    job = dict(_job_by_reference(), parent_results_by_reference=False, id=7)
+    ctx = tasker.StepContext.from_job(job, native)
+    ctx.emit_text("tokens", "Hel")
+    ctx.emit("progress", {"pct": 40})
+    assert native.sent == [(7, "tokens", "Hel", True), (7, "progress", '{"pct": 40}', False)]
+    with pytest.raises(tasker.StreamError) as refused:
+        ctx.emit_text("full", "x")
+    assert refused.value.kind == "stream_too_large"
+    assert isinstance(refused.value, tasker.PermanentError)
+    with pytest.raises(tasker.StreamError) as not_json:
+        ctx.emit("progress", {"when": object()})
+    assert not_json.value.kind == "invalid_stream_chunk"
+    assert ctx.emitted == []
+
+
+def test_without_a_worker_what_a_handler_emits_is_kept_on_its_context() -> None:
+    job = dict(_job_by_reference(), parent_results_by_reference=False)
+    ctx = tasker.StepContext.from_job(job)
+    ctx.emit_text("tokens", "a")
+    ctx.emit("progress", [1])
+    assert ctx.emitted == [("tokens", "a"), ("progress", [1])]

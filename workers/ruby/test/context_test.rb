@@ -64,4 +64,39 @@ class ContextTest < Minitest::Test
     assert_equal true, out["retryable"]
     assert_equal "reference_unavailable", out["error"]["kind"]
   end
+
+  # Takes chunks like the native worker, refusing those of topic "full".
+  class Emits
+    attr_reader :sent
+
+    def initialize
+      @sent = []
+    end
+
+    def emit(job, topic, payload, text)
+      @sent << [job, topic, payload, text]
+      topic == "full" ? ["stream_too_large", "the step's stream would exceed 10 bytes"] : nil
+    end
+  end
+
+  def test_emit_hands_json_and_text_to_the_core_and_a_refusal_raises_its_kind
+    native = Emits.new
+    c = Tasker::Context.new(job("h").merge("id" => 7), native)
+    c.emit_text("tokens", "Hel")
+    c.emit("progress", { "pct" => 40 })
+    assert_equal [[7, "tokens", "Hel", true], [7, "progress", '{"pct":40}', false]], native.sent
+    refused = assert_raises(Tasker::StreamError) { c.emit_text("full", "x") }
+    assert_equal "stream_too_large", refused.kind
+    assert_kind_of Tasker::PermanentError, refused
+    bad = assert_raises(Tasker::StreamError) { c.emit("progress", Float::NAN) }
+    assert_equal "invalid_stream_chunk", bad.kind
+    assert_empty c.emitted
+  end
+
+  def test_without_a_worker_what_a_handler_emits_is_kept_on_its_context
+    c = Tasker::Context.new(job("h"))
+    c.emit_text("tokens", "a")
+    c.emit("progress", [1])
+    assert_equal [["tokens", "a"], ["progress", [1]]], c.emitted
+  end
 end

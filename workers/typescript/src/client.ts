@@ -25,7 +25,6 @@ import { createClient, type Client as Generated } from "./generated/client";
 import * as api from "./generated/sdk.gen";
 import type * as wire from "./generated/types.gen";
 import { stringifyApiJson, type JsonObject, type JsonValue } from "./json";
-import { AlertMethods } from "./alerts";
 import type { Send } from "./operations";
 import {
   isTerminal,
@@ -44,6 +43,7 @@ import {
   type Transition,
   type WorkerInfo,
 } from "./task";
+import { StreamMethods } from "./streams";
 import { Transport } from "./transport";
 
 /** The longest poll `wait` asks for, below the server's default cap (300 s) and most proxies' idle timeouts. */
@@ -54,7 +54,7 @@ const STEPS_PAGE = 1_000;
 /**
  * A client of one orchestrator (operations by filter: {@link OperationMethods}; counts by state:
  * {@link TaskCountMethods}; events: {@link EventMethods}; webhooks: {@link WebhookMethods}; alert
- * rules: {@link AlertMethods}). Every call returns a Promise;
+ * rules: {@link AlertMethods}; step streams: {@link StreamMethods}). Every call returns a Promise;
  * failures reject with a {@link TaskerClientError}: an {@link ApiError} subclass carrying the
  * API's stable error code, or a {@link ConnectionError} when no answer came. Integers beyond ±(2^53 − 1) in contexts, results, payloads and error details come back
  * as `bigint`s, exactly, and a `bigint` in a context, result or payload is sent as an exact JSON
@@ -68,7 +68,7 @@ const STEPS_PAGE = 1_000;
  * done.result?.halve.value; // 242
  * ```
  */
-export class Client extends AlertMethods {
+export class Client extends StreamMethods {
   readonly #http: Transport;
   /** The generated functions' client: this one's transport, JSON with exact big integers. */
   readonly #api: Generated;
@@ -101,6 +101,11 @@ export class Client extends AlertMethods {
   /** The answer of a generated request function, read as the document's schema `name`. */
   async #read<T>(name: SchemaName, pending: Promise<{ data: unknown }>): Promise<T> {
     return answer<T>((await pending).data, name);
+  }
+
+  /** {@link StreamMethods}' transport: this client's. */
+  protected get transport(): Transport {
+    return this.#http;
   }
 
   /** {@link OperationMethods}' requests, sent as this client's. */

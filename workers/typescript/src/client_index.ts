@@ -64,6 +64,13 @@ export {
   type OperationState,
   type StartOperationRequest,
 } from "./operations";
+export {
+  StreamMethods,
+  type ReadStreamOptions,
+  type StreamChunk,
+  type StreamOptions,
+  type StreamPage,
+} from "./streams";
 export { WebhookMethods, type Webhook, type WebhookDefinition, type WebhookFormat } from "./webhooks";
 export {
   isTerminal,

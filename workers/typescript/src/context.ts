@@ -1,4 +1,4 @@
-import { ReferenceUnavailable } from "./errors";
+import { ReferenceUnavailable, StreamError } from "./errors";
 import { parseCoreJson, type JsonObject, type JsonValue } from "./json";
 
 /** What a handler receives for one step attempt. */
@@ -35,6 +35,17 @@ export interface StepContext {
    * (a job run in a test) always true.
    */
   heartbeat(): boolean;
+  /**
+   * Sends `data` (JSON) on `topic` of the step's stream, without waiting: readers of the
+   * task's stream get it within milliseconds, and it is kept for the task's retention
+   * (docs/streams.md). Throws a {@link StreamError} if it is not taken.
+   */
+  emit(topic: string, data: JsonValue): void;
+  /** Sends `text` on `topic` of the step's stream: one chunk per call (a token, a line). */
+  emitText(topic: string, text: string): void;
+  /** What `emit` and `emitText` sent, as `[topic, data or text]`, when the context runs without
+   * a worker (a job run in a test); empty under a worker. */
+  emitted: Array<[string, JsonValue]>;
 }
 
 /** A job as the native core hands it over (snake_case, as serialized by the Rust core): the
@@ -124,7 +135,30 @@ export class ParentResults implements AsyncIterable<[string, JsonValue]> {
 /** Asks the core whether a job is still this worker's: the native core's `heartbeat`. */
 export type Heartbeat = (job: number) => boolean;
 
-export function stepContext(job: Job, signal: AbortSignal, pages?: PageReader, heartbeat?: Heartbeat): StepContext {
+/** Hands a chunk of a job's stream to the core: the native core's `emit` (`null`: taken; else
+ * the refusal's `[kind, message]`). */
+export type Emit = (job: number, topic: string, payload: string, text: boolean) => string[] | null;
+
+/** What a context asks the core besides its job: pages of parent results, heartbeats, emits. */
+export interface Core {
+  pages?: PageReader;
+  heartbeat?: Heartbeat;
+  emit?: Emit;
+}
+
+export function stepContext(job: Job, signal: AbortSignal, core: Core = {}): StepContext {
+  const { pages, heartbeat, emit } = core;
+  const emitted: Array<[string, JsonValue]> = [];
+  const send = (topic: string, payload: string, text: boolean, value: JsonValue): void => {
+    if (emit === undefined) {
+      emitted.push([topic, value]);
+      return;
+    }
+    const refused = emit(job.id, topic, payload, text);
+    if (refused) {
+      throw new StreamError(refused[1] ?? "", { kind: refused[0] });
+    }
+  };
   return {
     taskId: job.task_id,
     stepId: job.step_id,
@@ -144,6 +178,27 @@ export function stepContext(job: Job, signal: AbortSignal, pages?: PageReader, h
     timeoutMs: job.timeout_ms,
     signal,
     heartbeat: () => heartbeat?.(job.id) ?? true,
+    emit(topic: string, data: JsonValue): void {
+      let payload: string | undefined;
+      try {
+        payload = JSON.stringify(data);
+      } catch (err) {
+        throw new StreamError(`invalid stream chunk: its data is not JSON: ${String(err)}`, {
+          kind: "invalid_stream_chunk",
+        });
+      }
+      if (payload === undefined) {
+        throw new StreamError("invalid stream chunk: its data is not JSON", { kind: "invalid_stream_chunk" });
+      }
+      send(topic, payload, false, data);
+    },
+    emitText(topic: string, text: string): void {
+      if (typeof text !== "string") {
+        throw new StreamError("invalid stream chunk: emitText takes a string", { kind: "invalid_stream_chunk" });
+      }
+      send(topic, text, true, text);
+    },
+    emitted,
   };
 }
 

@@ -40,6 +40,15 @@ export class PermanentError extends Error {
 }
 
 /**
+ * Thrown by `ctx.emit` and `ctx.emitText` when a chunk is not taken. Its `kind`:
+ * `invalid_stream_chunk` (a topic of 1 to 100 characters, at most 256 KiB, JSON data; the stream
+ * goes on), `stream_too_large` (the attempt streamed `worker.max_stream_bytes`: the step fails
+ * with it whatever the handler does), `stream_closed` (the attempt ended). Left to propagate, it
+ * fails the step permanently with that kind.
+ */
+export class StreamError extends PermanentError {}
+
+/**
  * Throw it to fail the attempt and have the step retried, naming the failure's `kind` and, if
  * the handler knows better than the template's backoff, when the next attempt runs:
  * `throw new RetryableError("429 from the payment API", { kind: "rate_limited", retryAfter: 30 })`.

@@ -1,4 +1,4 @@
-import { stepContext, type Heartbeat, type Job, type PageReader } from "./context";
+import { stepContext, type Core, type Job } from "./context";
 import { isPermanent, retryAfterMs } from "./errors";
 import type { Registry } from "./handler";
 import type { JsonValue } from "./json";
@@ -7,15 +7,10 @@ import type { Outcome, OutcomeBody, StepError } from "./outcome";
 /**
  * Runs one job's handler and never throws: every result, throw, rejection or timeout becomes an
  * outcome. Resolves by the job's timeout at the latest, so a hung handler frees its slot (its
- * `signal` aborts; whatever it does afterwards is ignored). `pages` reads parent results the job
- * carries by reference; `heartbeat` answers the context's `heartbeat()`.
+ * `signal` aborts; whatever it does afterwards is ignored). `core` reads parent results the job
+ * carries by reference, answers the context's `heartbeat()` and takes its `emit`s.
  */
-export async function execute(
-  registry: Registry,
-  job: Job,
-  pages?: PageReader,
-  heartbeat?: Heartbeat,
-): Promise<Outcome> {
+export async function execute(registry: Registry, job: Job, core: Core = {}): Promise<Outcome> {
   // Seconds since the epoch, as the core takes them (cheaper than formatting a date); the
   // finish adds the run's duration from the monotonic clock.
   const startedAt = epochSeconds();
@@ -46,7 +41,7 @@ export async function execute(
   });
   try {
     // `async` turns a synchronous throw into a rejection, so sync and async handlers fail alike.
-    const call = (async () => fn(stepContext(job, abort.signal, pages, heartbeat)))();
+    const call = (async () => fn(stepContext(job, abort.signal, core)))();
     // race() subscribes to `call`, so a rejection after the timeout is never "unhandled".
     const first = await Promise.race([call, timedOut]);
     if (first === "timeout") {

@@ -8,6 +8,7 @@ export * from "./client_index";
 export { ParentResults, type StepContext } from "./context";
 export {
   PermanentError,
+  StreamError,
   ReferenceUnavailable,
   RetryableError,
   isPermanent,

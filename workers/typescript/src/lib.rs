@@ -111,6 +111,26 @@ impl NativeWorker {
         u64::try_from(job).is_ok_and(|job| self.0.heartbeat(job))
     }
 
+    /// A chunk of the job's stream (`payload` is JSON text, or the text itself when `text`).
+    /// Never blocks. `null` when taken, else the refusal's `[kind, message]`, which the
+    /// context throws as a `StreamError`.
+    #[napi]
+    pub fn emit(
+        &self,
+        job: i64,
+        topic: String,
+        payload: String,
+        text: bool,
+    ) -> Option<Vec<String>> {
+        let Ok(job) = u64::try_from(job) else {
+            return Some(vec!["stream_closed".into(), "no such job".into()]);
+        };
+        self.0
+            .emit(job, &topic, &payload, text)
+            .err()
+            .map(|e| vec![e.kind().to_owned(), e.to_string()])
+    }
+
     /// One page of the parent results of a step whose job says `parent_results_by_reference`;
     /// start with `after` null. Rejects with code `GenericFailure` if the orchestrator cannot
     /// answer or the worker stopped, `InvalidArg` for an id that is not one.

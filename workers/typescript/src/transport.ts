@@ -2,7 +2,8 @@
 // https.Agent can, and one code path serves both schemes. It is the `fetch` of the generated
 // request functions (src/generated): it adds the token, bounds each request in time (a long poll,
 // `?wait=`, by its wait on top) and turns an answer that is not a success, or no answer, into the
-// client's errors.
+// client's errors. `events` opens a step stream's Server-Sent Events the same way, its body read
+// as it arrives.
 import * as http from "node:http";
 import * as https from "node:https";
 import { text } from "node:stream/consumers";
@@ -106,6 +107,54 @@ export class Transport {
     return new Response(status === 204 || answer === "" ? null : answer, { status });
   };
 
+  /**
+   * Opens `GET route` (the path and query after the base URL) answered as Server-Sent Events, with
+   * `headers` over the client's (`accept: text/event-stream`, `last-event-id`). Resolves once the
+   * answer's head came, with the body's text as it arrives: a piece at a time, until the server
+   * ends it. A read that waits longer than the client's timeout for any byte (the server sends
+   * keep-alives) breaks the connection off. Rejects as `fetch` does: an {@link ApiError} subclass
+   * for a non-2xx answer, a {@link ConnectionError} when there is none (or when the body breaks
+   * off), a {@link TaskerClientError} for an answer that is not an event stream; and with the
+   * reason of `signal` once it aborts, also while the body is read.
+   */
+  async events(route: string, headers: Record<string, string>, signal?: AbortSignal): Promise<AsyncGenerator<string, void>> {
+    const url = new URL(this.#base + route);
+    const target = `GET ${url.origin}${url.pathname}`;
+    // One signal for the connection: the caller's abort, or no answer in time.
+    const abort = new AbortController();
+    const onAbort = () => abort.abort();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const done = () => signal?.removeEventListener("abort", onAbort);
+    const timer = setTimeout(() => abort.abort(), this.#timeoutMs);
+    let res: http.IncomingMessage;
+    try {
+      signal?.throwIfAborted();
+      res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+        const options = { method: "GET", headers: { ...this.#headers, ...headers }, agent: this.#agent, signal: abort.signal };
+        this.#request(url, options, resolve).on("error", reject).end();
+      });
+      const status = res.statusCode ?? 0;
+      if (status < 200 || status > 299) throw ApiError.fromAnswer(status, await text(res));
+    } catch (err) {
+      done();
+      if (signal?.aborted) throw signal.reason;
+      if (err instanceof TaskerClientError) throw err;
+      if (abort.signal.aborted) {
+        throw new ConnectionError(`no answer from the Tasker API within ${this.#timeoutMs} ms (${target})`, { cause: err });
+      }
+      throw new ConnectionError(`cannot reach the Tasker API (${target}): ${describe(err)}`, { cause: err });
+    } finally {
+      clearTimeout(timer);
+    }
+    const type = String(res.headers["content-type"] ?? "");
+    if (type.split(";")[0].trim().toLowerCase() !== "text/event-stream") {
+      res.destroy();
+      done();
+      throw new TaskerClientError(`${target}: the answer is ${type || "untyped"}, not text/event-stream`);
+    }
+    return pieces(res, this.#timeoutMs, target, signal, done);
+  }
+
   /** Status and body text of one request. */
   #exchange(
     url: URL,
@@ -122,6 +171,31 @@ export class Transport {
       request.on("error", reject);
       request.end(body);
     });
+  }
+}
+
+/**
+ * The text of an event stream's body as it arrives. A body that breaks off (the connection
+ * dropped, or no byte within `idleMs`) rejects with a {@link ConnectionError}, or with the reason
+ * of `signal` once it aborted. Leaving it early, or its end, closes the connection.
+ */
+async function* pieces(
+  res: http.IncomingMessage,
+  idleMs: number,
+  target: string,
+  signal: AbortSignal | undefined,
+  done: () => void,
+): AsyncGenerator<string, void> {
+  res.setEncoding("utf8");
+  res.setTimeout(idleMs, () => res.destroy(new Error(`no data within ${idleMs} ms`)));
+  try {
+    for await (const piece of res) yield piece as string;
+  } catch (err) {
+    if (signal?.aborted) throw signal.reason;
+    throw new ConnectionError(`the Tasker API's event stream broke off (${target}): ${describe(err)}`, { cause: err });
+  } finally {
+    res.destroy();
+    done();
   }
 }
 

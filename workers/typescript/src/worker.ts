@@ -208,7 +208,9 @@ export class Worker {
         throw err;
       });
     const heartbeat = (id: number) => this.#native.heartbeat(id);
-    const run: Promise<void> = execute(this.#registry, job, pages, heartbeat).then((outcome) => {
+    const emit = (id: number, topic: string, payload: string, text: boolean) =>
+      this.#native.emit(id, topic, payload, text);
+    const run: Promise<void> = execute(this.#registry, job, { pages, heartbeat, emit }).then((outcome) => {
       this.#inFlight.delete(run);
       this.#pending.push(outcome);
       this.#scheduleFlush();

@@ -219,7 +219,7 @@ test("parent results by reference are read a page at a time, or all at once", as
       return { all: await ctx.parentResults.all(), byReference: ctx.parentResults.byReference };
     }),
     job("h", byReference),
-    reader,
+    { pages: reader },
   );
   assert.equal(out.status, "success", JSON.stringify(out));
   // The second page is read only once the first is used up.
@@ -230,7 +230,7 @@ test("parent results by reference are read a page at a time, or all at once", as
   const failing = await execute(
     new Registry().register("h", async (ctx) => ctx.parentResults.all()),
     job("h", byReference),
-    () => Promise.reject(new ReferenceUnavailable("orchestrator down")),
+    { pages: () => Promise.reject(new ReferenceUnavailable("orchestrator down")) },
   );
   assert.equal(failing.status, "failure");
   assert.equal(failing.retryable, true);
@@ -249,8 +249,42 @@ test("parent results by reference are read a page at a time, or all at once", as
       return ctx.parentResults.all();
     }),
     job("h", byReference),
-    flaky,
+    { pages: flaky },
   );
   assert.equal(retried.status, "success", JSON.stringify(retried));
   assert.deepEqual(retried.result, { a: { v: 1 }, b: { v: 2 }, c: { v: 3 } });
+});
+
+test("emit and emitText go to the core, and a refusal throws a StreamError of its kind", async () => {
+  const sent = [];
+  const emit = (id, topic, payload, text) => {
+    sent.push([id, topic, payload, text]);
+    return topic === "full" ? ["stream_too_large", "the step's stream would exceed 10 bytes"] : null;
+  };
+  const out = await execute(
+    new Registry().register("h", async (ctx) => {
+      ctx.emitText("tokens", "Hel");
+      ctx.emit("progress", { pct: 40 });
+      assert.throws(() => ctx.emit("progress", 1n), { name: "StreamError" });
+      ctx.emitText("full", "x");
+      return "unreached";
+    }),
+    job("h"),
+    { emit },
+  );
+  assert.deepEqual(sent.map((s) => s.slice(1)), [
+    ["tokens", "Hel", true],
+    ["progress", '{"pct":40}', false],
+    ["full", "x", true],
+  ]);
+  assert.equal(out.status, "failure", JSON.stringify(out));
+  assert.equal(out.retryable, false);
+  assert.equal(out.error.kind, "stream_too_large");
+
+  // Without a worker (a test of a handler), what it emits is kept on the context.
+  const { stepContext } = require("../dist/context.js");
+  const ctx = stepContext(job("h"), new AbortController().signal);
+  ctx.emitText("tokens", "a");
+  ctx.emit("progress", [1]);
+  assert.deepEqual(ctx.emitted, [["tokens", "a"], ["progress", [1]]]);
 });

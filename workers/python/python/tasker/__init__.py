@@ -57,6 +57,8 @@ from .client import (
     StepRateLimit,
     StepThrottle,
     StepWait,
+    StreamChunk,
+    StreamPage,
     Task,
     TaskChild,
     TaskCounts,
@@ -68,7 +70,7 @@ from .client import (
     is_terminal,
 )
 from .context import StepContext
-from .errors import PermanentError, RetryableError
+from .errors import PermanentError, RetryableError, StreamError
 from .registry import Handler, Registry, default_registry, handler, register
 from .runner import Runner
 from ._worker import Worker
@@ -106,6 +108,7 @@ __all__ = [
     "RateLimit",
     "RetentionPolicy",
     "RetryableError",
+    "StreamError",
     "ReferenceUnavailable",
     "Registry",
     "Runner",
@@ -121,6 +124,8 @@ __all__ = [
     "StepRateLimit",
     "StepThrottle",
     "StepWait",
+    "StreamChunk",
+    "StreamPage",
     "Task",
     "TaskChild",
     "TaskCounts",

@@ -37,6 +37,10 @@ class NativeWorker:
     def heartbeat(self, job: int) -> bool:
         """Whether the job is still this worker's to finish."""
 
+    def emit(self, job: int, topic: str, payload: str, text: bool) -> tuple[str, str] | None:
+        """A chunk of the job's stream (JSON text, or the text itself when ``text``): None when
+        taken, else the refusal's ``(kind, message)``."""
+
     def parent_results_page(
         self, task_id: str, step_id: str, after: str | None = None
     ) -> tuple[str, str | None]:

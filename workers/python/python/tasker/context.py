@@ -7,6 +7,8 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any, Mapping, Optional, Tuple
 
+from .errors import StreamError
+
 #: Reads one page of a step's parent results: given the cursor of the page (None for the
 #: first), returns the page as JSON object text and the cursor of the next one (None after the
 #: last). The native core's ``NativeWorker.parent_results_page`` bound to one step.
@@ -15,6 +17,10 @@ PageReader = Callable[[Optional[str]], Tuple[str, Optional[str]]]
 #: Asks the core whether the step is still this worker's to finish: the native core's
 #: ``NativeWorker.heartbeat`` bound to one job.
 Heartbeat = Callable[[], bool]
+
+#: Hands a chunk of the step's stream to the core: ``(topic, payload, is_text)`` to ``None``,
+#: or the refusal's ``(kind, message)``. The native core's ``NativeWorker.emit`` bound to one job.
+Emit = Callable[[str, str, bool], Optional[Tuple[str, str]]]
 
 
 class StepContext:
@@ -25,6 +31,8 @@ class StepContext:
     ``each_parent_result()`` yields the same ``(name, result)`` pairs one at a time.
     ``heartbeat()`` says whether the step is still the worker's to finish: a long handler checks
     it between units of work and stops once it is False (its outcome would be ignored).
+    ``emit(topic, data)`` and ``emit_text(topic, text)`` stream to the task's readers while the
+    handler runs (docs/streams.md); in a context built by hand they are kept in ``emitted``.
 
     A step message carries its parent results when they fit on one page. Beyond that (the
     convergence step of a large fan-out) they are read from the orchestrator when asked for:
@@ -51,6 +59,8 @@ class StepContext:
         "_pages",
         "_all",
         "_heartbeat",
+        "_emit",
+        "emitted",
     )
 
     def __init__(
@@ -70,6 +80,7 @@ class StepContext:
         *,
         parent_pages: PageReader | None = None,
         heartbeat: Heartbeat | None = None,
+        emit: Emit | None = None,
     ) -> None:
         self.task_id = task_id
         self.step_id = step_id
@@ -87,6 +98,10 @@ class StepContext:
         self._pages = parent_pages
         self._all: Mapping[str, Any] | None = None if parent_pages else parent_results
         self._heartbeat = heartbeat
+        self._emit = emit
+        #: What ``emit`` and ``emit_text`` sent, as ``(topic, data or text)``, in a context
+        #: built by hand (no worker to stream to); empty under a worker.
+        self.emitted: list[tuple[str, Any]] = []
 
     @property
     def timeout_ms(self) -> int:
@@ -98,6 +113,34 @@ class StepContext:
         timeout, the worker not stopped. It does not extend the timeout. Outside a worker (a
         context built in a test) always True."""
         return self._heartbeat() if self._heartbeat is not None else True
+
+    def emit(self, topic: str, data: Any) -> None:
+        """Sends ``data`` (anything ``json.dumps`` takes) on ``topic`` of the step's stream,
+        without waiting: readers of the task's stream get it within milliseconds, and it is kept
+        for the task's retention. Raises ``tasker.StreamError`` if it is not taken."""
+        try:
+            payload = json.dumps(data, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise StreamError(f"invalid stream chunk: its data is not JSON: {e}",
+                              kind="invalid_stream_chunk") from None
+        self._send(topic, payload, False, data)
+
+    def emit_text(self, topic: str, text: str) -> None:
+        """Sends ``text`` on ``topic`` of the step's stream: one chunk per call (a token of a
+        model's answer, a line). As ``emit`` otherwise."""
+        if not isinstance(text, str):
+            raise StreamError("invalid stream chunk: emit_text takes a str",
+                              kind="invalid_stream_chunk")
+        self._send(topic, text, True, text)
+
+    def _send(self, topic: str, payload: str, text: bool, value: Any) -> None:
+        if self._emit is None:
+            self.emitted.append((topic, value))
+            return
+        refused = self._emit(topic, payload, text)
+        if refused is not None:
+            kind, message = refused
+            raise StreamError(message, kind=kind)
 
     @property
     def parent_results(self) -> Mapping[str, Any]:
@@ -136,6 +179,7 @@ class StepContext:
                 raise ValueError("the job's parent results are by reference and nothing reads them")
             reader = functools.partial(native.parent_results_page, job["task_id"], job["step_id"])
         heartbeat = None if native is None else functools.partial(native.heartbeat, job["id"])
+        emit = None if getattr(native, "emit", None) is None else functools.partial(native.emit, job["id"])
         return cls(
             task_id=job["task_id"],
             step_id=job["step_id"],
@@ -151,4 +195,5 @@ class StepContext:
             input=job.get("input"),
             parent_pages=reader,
             heartbeat=heartbeat,
+            emit=emit,
         )

@@ -47,3 +47,11 @@ class RetryableError(Exception):
         if retry_after is not None and not retry_after >= 0:
             raise ValueError(f"retry_after must be at least 0 seconds, not {retry_after!r}")
         self.retry_after = retry_after
+
+
+class StreamError(PermanentError):
+    """Raised by ``ctx.emit`` and ``ctx.emit_text`` when a chunk is not taken. Its ``kind``:
+    ``invalid_stream_chunk`` (a topic of 1 to 100 characters, at most 256 KiB, JSON data; the
+    stream goes on), ``stream_too_large`` (the attempt streamed ``worker.max_stream_bytes``:
+    the step fails with it whatever the handler does), ``stream_closed`` (the attempt ended).
+    Left to propagate, it fails the step permanently with that kind."""

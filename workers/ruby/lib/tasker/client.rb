@@ -26,6 +26,7 @@ require_relative "client/counts"
 require_relative "client/events"
 require_relative "client/webhooks"
 require_relative "client/alerts"
+require_relative "client/streams"
 require_relative "client/retry"
 
 module Tasker
@@ -37,9 +38,10 @@ module Tasker
   # letter one matches) as one operation (Client::Operations), send events that start the tasks
   # of the templates whose triggers match them (Client::Events), and manage the webhooks that
   # turn other services' requests into events (Client::Webhooks) and the alert rules that tell
-  # a sink when a condition holds (Client::Alerts). Pure Ruby (net/http); it does not load the
-  # worker's native extension, so an app that only submits work needs `require "tasker/client"`
-  # alone.
+  # a sink when a condition holds (Client::Alerts), and read what a task's handlers emitted as
+  # they ran, a page at a time or as it comes (Client::Streams). Pure Ruby (net/http); it does
+  # not load the worker's native extension, so an app that only submits work needs `require
+  # "tasker/client"` alone.
   #
   #   client = Tasker::Client.new(url: "http://127.0.0.1:8080")
   #   task = client.create_task("ruby_examples", "linear", { "value" => 6 })
@@ -50,11 +52,12 @@ module Tasker
   # Values are Task, Step, Transition, TaskPage, StepPage, Signal, Schedule, Backfill,
   # WorkerInfo, ConcurrencyLimit, RateLimit, BatchCreated, PurgeResult, RetentionPolicy,
   # AuditPage, Operation, OperationCount, OperationList, TaskCounts, Event, EventsSent,
-  # EventPage, Webhook and Alert structs (TaskChild, StepChild, StepThrottle and StepLimits
-  # inside tasks and steps, BatchItemResult and BatchItemError inside a BatchCreated, an
-  # OperationFilter inside an operation, EventStarts inside an event, EventItems inside an
-  # EventsSent, an AlertCondition and an AlertSink inside an alert rule); JSON inside them
-  # (context, results, errors, an event's data) has string keys; timestamps are Times.
+  # EventPage, Webhook, Alert and StreamPage structs (TaskChild, StepChild, StepThrottle and
+  # StepLimits inside tasks and steps, BatchItemResult and BatchItemError inside a BatchCreated,
+  # an OperationFilter inside an operation, EventStarts inside an event, EventItems inside an
+  # EventsSent, an AlertCondition and an AlertSink inside an alert rule, StreamChunks inside a
+  # StreamPage and from #stream); JSON inside them (context, results, errors, an event's data)
+  # has string keys; timestamps are Times.
   # Failures raise a Client::Error: an ApiError subclass (NotFoundError, ConflictError,
   # TaskPurgedError, ...) carrying the API's stable #code, or a ConnectionError. A client is safe
   # to share between threads.
@@ -65,6 +68,7 @@ module Tasker
     include Events
     include Webhooks
     include Alerts
+    include Streams
 
     # Where the orchestrator is when neither +url:+ nor TASKER_URL says.
     DEFAULT_URL = "http://127.0.0.1:8080"

@@ -12,6 +12,9 @@ module Tasker
   #
   # #heartbeat says whether the step is still the worker's to finish: a long handler checks it
   # between units of work and stops once it is false (its outcome would be ignored).
+  #
+  # #emit(topic, data) and #emit_text(topic, text) stream to the task's readers while the
+  # handler runs (docs/streams.md); in a context made by hand they are kept in #emitted.
   class StepContext
     # The task's context (Hash).
     attr_reader :context
@@ -23,6 +26,9 @@ module Tasker
     # For an instance of a `batch_worker` step: its batch, as the batchable parent returned it
     # (e.g. {"start" => 0, "end" => 200}); nil for other steps.
     attr_reader :input
+    # What #emit and #emit_text sent, as [topic, data or text] pairs, in a context made by hand
+    # (no worker to stream to); empty under a worker.
+    attr_reader :emitted
 
     # +job+ is the worker protocol's `job` (a Hash parsed from the core's JSON). +native+ is the
     # NativeWorker that handed it out: it reads parent results carried by reference
@@ -50,6 +56,27 @@ module Tasker
       @input = job["input"]
       @job_id = job["id"]
       @native = native
+      @emitted = []
+    end
+
+    # Sends +data+ (anything JSON.generate takes) on +topic+ of the step's stream, without
+    # waiting: readers of the task's stream get it within milliseconds, and it is kept for the
+    # task's retention. Raises Tasker::StreamError if it is not taken.
+    def emit(topic, data)
+      payload = begin
+        JSON.generate(data)
+      rescue JSON::GeneratorError, TypeError => e
+        raise StreamError.new("invalid stream chunk: its data is not JSON: #{e.message}", kind: "invalid_stream_chunk")
+      end
+      send_chunk(topic, payload, false, data)
+    end
+
+    # Sends +text+ on +topic+ of the step's stream: one chunk per call (a token of a model's
+    # answer, a line). As #emit otherwise.
+    def emit_text(topic, text)
+      raise StreamError.new("invalid stream chunk: emit_text takes a String", kind: "invalid_stream_chunk") unless text.is_a?(String)
+
+      send_chunk(topic, text, true, text)
     end
 
     # The step's timeout in milliseconds (deprecated: #timeout is in seconds).
@@ -62,6 +89,17 @@ module Tasker
     # in a test) always true.
     def heartbeat
       @native.nil? || !@native.respond_to?(:heartbeat) || @native.heartbeat(@job_id)
+    end
+
+    private def send_chunk(topic, payload, text, value)
+      unless @native.respond_to?(:emit)
+        @emitted << [topic, value]
+        return nil
+      end
+      refused = @native.emit(@job_id, topic.to_s, payload, text)
+      raise StreamError.new(refused[1], kind: refused[0]) if refused
+
+      nil
     end
 
     # Results of the step's completed parents, by step name (Hash of Hashes).

@@ -21,6 +21,13 @@ module Tasker
   #   raise Tasker::PermanentError.new("no such account", kind: "validation")
   class PermanentError < Error; end
 
+  # Raised by StepContext#emit and #emit_text when a chunk is not taken. Its kind:
+  # +invalid_stream_chunk+ (a topic of 1 to 100 characters, at most 256 KiB, JSON data; the
+  # stream goes on), +stream_too_large+ (the attempt streamed worker.max_stream_bytes: the step
+  # fails with it whatever the handler does), +stream_closed+ (the attempt ended). Left to
+  # propagate, it fails the step permanently with that kind.
+  class StreamError < PermanentError; end
+
   # Retried per the template's retry policy, like any other exception; this class lets a
   # handler name the failure's kind and, when it knows better than the template's backoff (a
   # rate limit's Retry-After), when the next attempt runs: +retry_after+ in seconds, at most a

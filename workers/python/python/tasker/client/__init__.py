@@ -14,13 +14,15 @@ Answers (:class:`Task`, :class:`Step`, :class:`Transition`, :class:`TaskPage`,
 :class:`RetentionPolicy`, :class:`AuditPage`, :class:`Operation`, :class:`TaskCounts`,
 :class:`Event`, :class:`EventPage`, :class:`EventsSent`, :class:`Webhook`, :class:`Alert`, ...)
 are the classes generated from the API's OpenAPI document (the repository's openapi.json), with
-``datetime`` timestamps, ``UUID`` ids and ``Literal`` states; failures are :class:`ClientError`
-subclasses carrying the API's stable error code.
+``datetime`` timestamps, ``UUID`` ids and ``Literal`` states; a task's stream is read as
+:class:`StreamPage` and :class:`StreamChunk` values (``read_stream``, ``stream``). Failures are
+:class:`ClientError` subclasses carrying the API's stable error code.
 """
 
 from ._async import AsyncClient
 from ._clients import Client
 from ._transport import DEFAULT_URL
+from .streams import StreamChunk, StreamPage
 from .errors import (
     ApiError,
     AuthError,
@@ -159,6 +161,8 @@ __all__ = [
     "StepRateLimit",
     "StepThrottle",
     "StepWait",
+    "StreamChunk",
+    "StreamPage",
     "Task",
     "TaskChild",
     "TaskCounts",

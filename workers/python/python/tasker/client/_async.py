@@ -22,6 +22,7 @@ from .counts import AsyncTaskCountMethods
 from .errors import ConnectionFailed
 from .events import AsyncEventMethods
 from .operations import AsyncOperationMethods
+from .streams import AsyncStreamMethods
 from .webhooks import AsyncWebhookMethods
 from .values import (
     JSON,
@@ -52,11 +53,12 @@ class AsyncClient(
     AsyncAuditMethods,
     AsyncEventMethods,
     AsyncOperationMethods,
+    AsyncStreamMethods,
     AsyncTaskCountMethods,
     AsyncWebhookMethods,
 ):
     """The ``async`` twin of :class:`Client`: the same constructor and methods, awaited, and
-    :meth:`iter_tasks` an async iterator. Use it as an async context manager, or ``await
+    :meth:`iter_tasks` and :meth:`stream` async iterators. Use it as an async context manager, or ``await
     aclose()``."""
 
     def __init__(

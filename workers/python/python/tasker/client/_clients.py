@@ -21,6 +21,7 @@ from .counts import TaskCountMethods
 from .errors import ConnectionFailed
 from .events import EventMethods
 from .operations import OperationMethods
+from .streams import StreamMethods
 from .webhooks import WebhookMethods
 from .values import (
     JSON,
@@ -47,7 +48,13 @@ T = TypeVar("T")
 
 
 class Client(
-    AlertMethods, AuditMethods, EventMethods, OperationMethods, TaskCountMethods, WebhookMethods
+    AlertMethods,
+    AuditMethods,
+    EventMethods,
+    OperationMethods,
+    StreamMethods,
+    TaskCountMethods,
+    WebhookMethods,
 ):
     """A blocking client of one orchestrator's REST API.
 

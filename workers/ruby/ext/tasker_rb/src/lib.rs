@@ -100,6 +100,22 @@ impl NativeWorker {
         self.0.heartbeat(job)
     }
 
+    /// `emit(job_id, topic, payload, text)`: a chunk of the job's stream (`payload` is JSON
+    /// text, or the text itself when `text`). Never blocks. `nil` when taken, else the
+    /// refusal's `[kind, message]`, which the context raises as Tasker::StreamError.
+    fn emit(
+        &self,
+        job: u64,
+        topic: String,
+        payload: String,
+        text: bool,
+    ) -> Option<(String, String)> {
+        self.0
+            .emit(job, &topic, &payload, text)
+            .err()
+            .map(|e| (e.kind().to_owned(), e.to_string()))
+    }
+
     /// `parent_results_page(task_id, step_id, after)`: `[json_object_text, next_cursor_or_nil]`;
     /// start with `after = nil`. The GVL is released while the orchestrator answers.
     fn parent_results_page(
@@ -233,6 +249,7 @@ fn init(ruby: &Ruby) -> Result<(), magnus::Error> {
     )?;
     class.define_method("complete", method!(NativeWorker::complete, 1))?;
     class.define_method("heartbeat", method!(NativeWorker::heartbeat, 1))?;
+    class.define_method("emit", method!(NativeWorker::emit, 4))?;
     class.define_method(
         "parent_results_page",
         method!(NativeWorker::parent_results_page, 3),

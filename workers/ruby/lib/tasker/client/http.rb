@@ -5,6 +5,7 @@ require "net/http"
 require "openssl"
 require "uri"
 require_relative "errors"
+require_relative "event_stream"
 require_relative "../version"
 
 module Tasker
@@ -91,6 +92,39 @@ module Tasker
         call(Net::HTTP::Delete.new(@prefix + path, @headers), @timeout)
       end
 
+      # GET +path+ (with +query+, nils left out, and +headers+ over the client's: `accept:
+      # text/event-stream`, `last-event-id`) answered as Server-Sent Events, on a connection of
+      # its own, closed at the end: yields the body as it arrives, a piece (binary String) at a
+      # time, until the server ends it. A read that waits longer than the client's timeout for
+      # any byte (the server sends keep-alives) breaks it off. Raises the ApiError of an error
+      # answer, Error for an answer that is not an event stream, and ConnectionError when there is
+      # no answer or the body breaks off; what the block raises is raised as it is.
+      def events(path, query, headers)
+        query = URI.encode_www_form(query.compact)
+        path = "#{path}?#{query}" unless query.empty?
+        request = Net::HTTP::Get.new(@prefix + path, @headers.merge(headers))
+        inside = answered = false
+        http = connect
+        http.read_timeout = @timeout
+        http.request(request) do |response|
+          answered = true
+          event_stream!(response)
+          response.read_body do |piece|
+            inside = true
+            yield piece
+            inside = false
+          end
+        end
+        nil
+      rescue *UNREACHABLE => e
+        raise if inside
+
+        what = answered ? "the Tasker API's event stream at #{@url} broke off" : "cannot reach the Tasker API at #{@url}"
+        raise ConnectionError, "#{what}: #{e.message} (#{e.class})"
+      ensure
+        finish(http)
+      end
+
       # Closes the idle connections (a call after this opens new ones).
       def close
         connections = @lock.synchronize { @idle.slice!(0..) }
@@ -129,6 +163,11 @@ module Tasker
         http = @lock.synchronize { @idle.pop }
         return [http, true] if http
 
+        [connect, false]
+      end
+
+      # A new connection, started.
+      def connect
         http = Net::HTTP.new(@uri.host, @uri.port)
         http.use_ssl = @uri.scheme == "https"
         http.cert_store = @cert_store if @cert_store
@@ -136,13 +175,24 @@ module Tasker
         http.write_timeout = @timeout
         # Retries are decided in #exchange: Net::HTTP would also resend a GET that timed out.
         http.max_retries = 0
-        [http.start, false]
+        http.start
       end
 
       def finish(http)
         http&.finish if http&.started?
       rescue IOError
         nil
+      end
+
+      # The answer +response+ of #events is an event stream: else the ApiError of an error answer
+      # (its body read), or Error.
+      def event_stream!(response)
+        status = response.code.to_i
+        decode(response.tap(&:read_body)) unless (200..299).cover?(status)
+        type = response["content-type"].to_s
+        return if type.split(";").first.to_s.strip.casecmp?(EventStream::MEDIA_TYPE)
+
+        raise Error, "#{@url} answered #{status} #{type.empty? ? "untyped" : type}, not #{EventStream::MEDIA_TYPE}"
       end
 
       def decode(response)
