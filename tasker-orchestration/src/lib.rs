@@ -32,6 +32,7 @@ mod serve;
 mod shared;
 mod slots;
 pub mod store;
+pub mod stream_hub;
 pub mod streams;
 mod sweeper;
 mod timers;

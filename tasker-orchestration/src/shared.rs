@@ -16,7 +16,7 @@ use crate::live::Live;
 use crate::recent::Recent;
 use crate::senders::Senders;
 use crate::store::{Principal, Store};
-use crate::streams::StreamHub;
+use crate::stream_hub::StreamHub;
 
 /// Handles to everything a running orchestrator uses.
 #[derive(Debug, Clone)]

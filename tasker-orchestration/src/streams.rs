@@ -1,7 +1,7 @@
 //! Step streams (docs/streams.md): the consumer of the streams queue, which keeps the chunks
 //! workers publish (a batch per transaction, in the order they were published: the queue has a
 //! single active consumer across the cluster) and hands them to this orchestrator's live
-//! readers before they are committed; and the hub those readers share.
+//! readers (`crate::stream_hub`) before they are committed.
 
 use std::time::Duration;
 
@@ -14,10 +14,6 @@ use crate::events::Event;
 use crate::metrics as m;
 use crate::shared::Shared;
 use crate::store::{Kept, Offered};
-
-mod hub;
-
-pub use hub::{Batch, Out, Reader, Signal, StreamHub};
 
 /// Unacknowledged chunk messages the broker may push to the consumer.
 const PREFETCH: u16 = 64;

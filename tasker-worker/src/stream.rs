@@ -13,8 +13,6 @@ use tokio::sync::mpsc;
 
 use tasker_shared::stream::{Chunk, MAX_CHUNK_BYTES, topic_problem};
 
-use crate::worker::Publish;
-
 /// Why a chunk was not taken.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StreamError {
@@ -42,10 +40,13 @@ impl StreamError {
     }
 }
 
+/// What to do once an attempt's end is confirmed: publish its result.
+pub(crate) type Then = Box<dyn FnOnce() + Send>;
+
 /// A chunk, or an attempt's end (its result goes out once the end is confirmed).
 pub(crate) enum Emitted {
     Chunk(Chunk),
-    End(Chunk, Box<Publish>),
+    End(Chunk, Then),
 }
 
 /// What the core hands a handler to stream with; cheap to clone.
@@ -194,13 +195,13 @@ impl Emitter {
         }
     }
 
-    /// Hands the attempt's end, and the result to publish once it is confirmed, to the
-    /// stream publisher; gives the result back if the publisher is gone.
-    pub(crate) fn end(&self, end: Chunk, result: Box<Publish>) -> Result<(), Box<Publish>> {
+    /// Hands the attempt's end, and what publishes its result once the end is confirmed, to the
+    /// stream publisher; gives `then` back if the publisher is gone.
+    pub(crate) fn end(&self, end: Chunk, then: Then) -> Result<(), Then> {
         let Some(tx) = self.0.tx.upgrade() else {
-            return Err(result);
+            return Err(then);
         };
-        tx.send(Emitted::End(end, result)).map_err(|e| match e.0 {
+        tx.send(Emitted::End(end, then)).map_err(|e| match e.0 {
             Emitted::End(_, r) => r,
             Emitted::Chunk(_) => unreachable!("an end was sent"),
         })

@@ -27,7 +27,6 @@ mod stream;
 
 use consumption::Consumption;
 pub(crate) use outcome::run_deadline;
-pub(crate) use publish::Publish;
 use publish::publish_results;
 
 use crate::host::{CompletionSink, HandlerHost};
@@ -313,7 +312,6 @@ impl Worker {
             publisher.clone(),
             topology::streams_queue(&o.queue_prefix),
             chunks_rx,
-            results_tx.clone(),
         ));
         let mut publishing = tokio::spawn(publish_results(publisher, results_queue, results_rx));
         let running = o

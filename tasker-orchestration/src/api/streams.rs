@@ -26,7 +26,7 @@ use super::extract::{Path, Query};
 use super::{Error, fetch_task, parse_id};
 use crate::metrics as m;
 use crate::shared::Shared;
-use crate::streams::Reader;
+use crate::stream_hub::Reader;
 
 /// Chunks a page holds by default, and at most.
 const PAGE_DEFAULT: i64 = 500;

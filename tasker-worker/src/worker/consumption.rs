@@ -24,7 +24,7 @@ use super::publish::{Carrier, Publish};
 use crate::host::{Completion, CompletionSink, Job, Report, timed_out};
 use crate::metrics as m;
 use crate::references::{ParentSource, References};
-use crate::stream::{Emitted, Emitter};
+use crate::stream::{Emitted, Emitter, Then};
 
 /// The state of one session's consumption.
 pub(super) struct Consumption<'w> {
@@ -453,14 +453,17 @@ impl<'w> Consumption<'w> {
         };
         let publish = (f.carrier, result, published);
         // A step that streamed: its result follows its stream's end, once that is confirmed.
-        let publish = match end {
-            Some(end) => match f.emitter.end(end, Box::new(publish)) {
-                Ok(()) => return,
-                Err(publish) => *publish,
-            },
-            None => publish,
+        let Some(end) = end else {
+            let _ = self.results.send(publish);
+            return;
         };
-        let _ = self.results.send(publish);
+        let results = self.results.clone();
+        let then: Then = Box::new(move || {
+            let _ = results.send(publish);
+        });
+        if let Err(then) = f.emitter.end(end, then) {
+            then();
+        }
     }
 }
 

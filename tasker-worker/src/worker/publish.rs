@@ -17,10 +17,10 @@ use super::{BATCH_MAX, RESULT_MESSAGE_BYTES, ROUNDS_IN_FLIGHT};
 use crate::metrics as m;
 
 /// A result to publish: the step message that carried its step, and the result's span.
-pub(crate) type Publish = (Arc<Carrier>, StepResult, Option<Span>);
+pub(super) type Publish = (Arc<Carrier>, StepResult, Option<Span>);
 
 /// A step message and how many of the steps it carried still await a confirmed result.
-pub(crate) struct Carrier {
+pub(super) struct Carrier {
     pub(super) delivery: Delivery,
     pub(super) open: AtomicUsize,
 }

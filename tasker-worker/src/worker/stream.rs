@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 
 use tasker_broker::{Outgoing, Publisher, next_batch};
 
-use super::publish::{Publish, pack};
+use super::publish::pack;
 use super::{BATCH_MAX, ROUNDS_IN_FLIGHT};
 use crate::metrics as m;
 use crate::stream::Emitted;
@@ -20,7 +20,6 @@ pub(super) async fn publish_chunks(
     publisher: Publisher,
     queue: String,
     mut rx: mpsc::UnboundedReceiver<Emitted>,
-    results: mpsc::UnboundedSender<Publish>,
 ) -> Result<(), tasker_broker::Error> {
     let mut arrivals = futures_util::stream::poll_fn(|cx| rx.poll_recv(cx));
     let mut rounds = futures_util::stream::FuturesOrdered::new();
@@ -37,8 +36,8 @@ pub(super) async fn publish_chunks(
                 for emitted in batch {
                     let chunk = match emitted {
                         Emitted::Chunk(c) => c,
-                        Emitted::End(c, result) => {
-                            then.push(*result);
+                        Emitted::End(c, publish) => {
+                            then.push(publish);
                             c
                         }
                     };
@@ -58,8 +57,8 @@ pub(super) async fn publish_chunks(
                 });
             }
             Some(confirmed) = rounds.next() => {
-                for result in confirmed? {
-                    let _ = results.send(result);
+                for publish in confirmed? {
+                    publish();
                 }
             }
         }
