@@ -46,6 +46,9 @@
 //! - **a dead alert sink** (`dead_sink`): the `linear` chain at 1 and 8 clients with no alert
 //!   rule, with 200 firing rules whose sink answers, with the same rules sending to a sink that
 //!   never answers, and after (`throughput/dead_sink.rs`).
+//! - **step streams** (`streams`): one broker hop at idle (the floor), a Rust step's 1,000
+//!   chunks from emission to a reader of its stream, and 1,000 readers of one stream beside the
+//!   `linear` chain (`throughput/streams.rs`).
 //!
 //! Figures go to stdout and `target/throughput/summary.json`; `cargo make bench-report` turns them
 //! into `docs/benchmarks/throughput.md`. `TASKER_BENCH_FILTER=linear_rust` runs only matching
@@ -91,6 +94,8 @@ mod pipeline;
 mod processes;
 #[path = "throughput/scale.rs"]
 mod scale;
+#[path = "throughput/streams.rs"]
+mod streams;
 use batch_sizes::*;
 use completions::*;
 use floor::*;
@@ -384,6 +389,9 @@ async fn run() -> anyhow::Result<()> {
     }
     if wanted("dead_sink") {
         summary.insert("dead_sink".into(), dead_sink::run(&stack, w).await);
+    }
+    if wanted("streams") {
+        summary.insert("streams".into(), streams::run(&stack, w).await);
     }
 
     if let Some(fair) = summary_fair {

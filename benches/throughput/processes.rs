@@ -84,6 +84,9 @@ pub(crate) fn env_for(command: &mut Command, env: &TestEnv) {
         // The bench measures the engine: no token to check (a check costs a hash and a map
         // look-up per request).
         .env("TASKER_ORCHESTRATOR__AUTH", "off")
+        // The 1,000 readers of the streams bench all come from 127.0.0.1.
+        .env("TASKER_ORCHESTRATOR__MAX_CONNECTIONS_PER_PEER", "1200")
+        .env("TASKER_ORCHESTRATOR__MAX_EVENT_STREAMS", "1200")
         .env(
             "RUST_LOG",
             "warn,tasker_orchestration=info,tasker_orchestrator=info",

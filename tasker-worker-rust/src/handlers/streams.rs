@@ -8,6 +8,7 @@ use tasker_worker::{HandlerError, StepContext};
 /// after each when `progress` is true. With `ignore_errors`, a refused chunk is passed over (the
 /// step must fail all the same once it went past `worker.max_stream_bytes`); otherwise the
 /// refusal fails the step. With `fail_first`, attempt 1 fails (retryably) once it has emitted.
+/// `pace_ms` waits that long before each chunk (a stream at idle, as a model's tokens come).
 /// Returns `{"emitted", "attempt"}`.
 pub async fn stream_emitter(ctx: StepContext) -> Result<Value, HandlerError> {
     let count = ctx
@@ -24,8 +25,16 @@ pub async fn stream_emitter(ctx: StepContext) -> Result<Value, HandlerError> {
     let pad = ctx.context.get("pad").and_then(Value::as_u64).unwrap_or(0) as usize;
     let progress = ctx.context.get("progress").and_then(Value::as_bool) == Some(true);
     let ignore = ctx.context.get("ignore_errors").and_then(Value::as_bool) == Some(true);
+    let pace = ctx
+        .context
+        .get("pace_ms")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
     let mut emitted = 0u64;
     for i in 0..count {
+        if pace > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(pace)).await;
+        }
         let text = format!("t{i}{}", " ".repeat(pad));
         match ctx.emit_text(&topic, &text) {
             Ok(()) => emitted += 1,
