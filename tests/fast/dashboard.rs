@@ -5,7 +5,8 @@
 //! workers (`composition`), limits (`flow`), the audit log (`audit`), operations by filter
 //! (`operations`, five tasks and 5,000), a running step (`running`), ten tabs on one connection
 //! (`live`), a big task (`big_task`), long lists (`lists`), events and what they started
-//! (`events`, its script next to it in `tests/fast/dashboard/`), webhooks (`webhooks`). Screenshots go to
+//! (`events`, its script next to it in `tests/fast/dashboard/`), webhooks (`webhooks`), a task's
+//! streams (`streams`). Screenshots go to
 //! `target/dashboard-screenshots/`.
 
 use std::path::{Path, PathBuf};
@@ -38,6 +39,8 @@ mod operations;
 mod repair;
 #[path = "dashboard/running.rs"]
 mod running;
+#[path = "dashboard/streams.rs"]
+mod streams;
 #[path = "dashboard/time.rs"]
 mod time;
 #[path = "dashboard/webhooks.rs"]

@@ -118,6 +118,7 @@ pub(super) async fn script(request: HeaderMap) -> Response {
                 include_str!("../../ui/app/task_steps.js"),
                 include_str!("../../ui/app/task_children.js"),
                 include_str!("../../ui/app/task_signals.js"),
+                include_str!("../../ui/app/task_streams.js"),
                 include_str!("../../ui/app/task_view.js"),
                 include_str!("../../ui/app/operations.js"),
                 include_str!("../../ui/app/templates.js"),

@@ -2,8 +2,8 @@
 // ({task, steps, history}) is drawn by the page's parts, each an element and a render: the head
 // and facts, the actions, the signal form, the graph (task_dag.js), the timeline (timeline.js),
 // the step cards (task_steps.js; both in the graph's order, step_order.js), the children
-// (task_children.js), the signals received (task_signals.js), the context, result and error, and
-// the history.
+// (task_children.js), the signals received (task_signals.js), what the steps stream
+// (task_streams.js), the context, result and error, and the history.
 
 async function taskView(root, signal, id) {
   let scheduled = false; // a render is due
@@ -13,6 +13,7 @@ async function taskView(root, signal, id) {
   const head = taskHead(view);
   const actions = taskActions(view);
   const signals = taskSignals(view);
+  const streams = taskStreams(view);
   const graph = taskGraph(view);
   const waterfall = timeline();
   const steps = taskSteps(view);
@@ -27,6 +28,7 @@ async function taskView(root, signal, id) {
     graph.el,
     section('Timeline', waterfall.el),
     steps.el,
+    streams.el,
     children.el,
     signals.table,
     data.el,
@@ -70,6 +72,7 @@ async function taskView(root, signal, id) {
   };
 
   signals.load();
+  streams.follow();
   // One connection for every tab of the dashboard (live_share.js).
   await watchTask(id, signal,
     (event, text) => {
