@@ -3,7 +3,8 @@
 //! language must give the same results, final states and attempts. Beside them: every language
 //! speaks the worker protocol (the checks of `protocol`, run here) and has the same fixture
 //! templates (here); the four workers share one broker and one workflow (`polyglot`); each
-//! language's client reads and sends what the Rust client does (`clients`, `events`).
+//! language's client reads and sends what the Rust client does (`clients`, `events`); each
+//! language's stream is read whole by another's client (`streams`).
 
 #[path = "conformance/clients.rs"]
 mod clients;
@@ -17,6 +18,8 @@ mod polyglot;
 mod protocol;
 #[path = "conformance/scenarios.rs"]
 mod scenarios;
+#[path = "conformance/streams.rs"]
+mod streams;
 
 use std::time::Duration;
 
