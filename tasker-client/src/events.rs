@@ -5,10 +5,9 @@
 use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::client::{Client, decode};
+use crate::client::Client;
 use crate::error::Error;
-use crate::sse::Frames;
-use crate::wait::Backoff;
+use crate::sse::Reconnecting;
 
 /// A task as the live stream shows it, reduced to what following it needs: its state, its
 /// first 1,000 steps' names and states, and whether it has more.
@@ -72,9 +71,7 @@ impl TaskSnapshot {
 pub struct TaskEvents {
     client: Client,
     id: Uuid,
-    stream: Option<reqwest::Response>,
-    frames: Frames,
-    backoff: Backoff,
+    events: Reconnecting,
 }
 
 impl Client {
@@ -84,9 +81,7 @@ impl Client {
         TaskEvents {
             client: self.clone(),
             id,
-            stream: None,
-            frames: Frames::default(),
-            backoff: Backoff::new(),
+            events: Reconnecting::default(),
         }
     }
 }
@@ -96,48 +91,14 @@ impl TaskEvents {
     /// opened again (with backoff) as long as the caller keeps asking; an answer of the API
     /// refusing it (no such task, a token refused) is returned.
     pub async fn next(&mut self) -> Result<TaskSnapshot, Error> {
-        loop {
-            if let Some(frame) = self.frames.next() {
-                if let Some(snapshot) = snapshot(&frame) {
-                    self.backoff.reset();
-                    return Ok(snapshot);
-                }
-                continue;
-            }
-            let chunk = match &mut self.stream {
-                Some(stream) => stream.chunk().await.map_err(Error::from),
-                None => match self.open().await {
-                    Ok(()) => continue,
-                    Err(e) => Err(e),
-                },
-            };
-            match chunk {
-                Ok(Some(bytes)) => self.frames.push(&bytes),
-                // The stream ended (an orchestrator stopping): open it again.
-                Ok(None) => self.dropped(),
-                Err(e) if e.is_transient() => {
-                    self.dropped();
-                    tokio::time::sleep(self.backoff.next()).await;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    async fn open(&mut self) -> Result<(), Error> {
         let url = format!("{}/v1/tasks/{}/events", self.client.base, self.id);
-        let resp = self.client.http.get(url).send().await?;
-        if !resp.status().is_success() {
-            let refused = decode::<serde_json::Value>(resp).await;
-            return Err(refused.expect_err("an answer that is not 2xx decodes as an error"));
+        loop {
+            let frame = self.events.next(|| self.client.http.get(&url)).await?;
+            if let Some(snapshot) = snapshot(&frame) {
+                self.events.arrived();
+                return Ok(snapshot);
+            }
         }
-        self.stream = Some(resp);
-        Ok(())
-    }
-
-    fn dropped(&mut self) {
-        self.stream = None;
-        self.frames.clear();
     }
 }
 
@@ -154,7 +115,7 @@ mod tests {
 
     #[test]
     fn a_snapshot_frame_gives_the_state_and_the_steps_done() {
-        let mut frames = Frames::default();
+        let mut frames = crate::sse::Frames::default();
         frames.push(b"event: snapshot\ndata: {\"task\":{\"id\":\"x\",\"state\":\"running\",\"open_steps\":1},\
             \"steps\":[{\"name\":\"a\",\"state\":\"completed\",\"attempt\":1},\
             {\"name\":\"b\",\"state\":\"enqueued\"},{\"name\":\"c\",\"state\":\"skipped\"}],\

@@ -1,5 +1,75 @@
 //! Server-Sent Events as the API sends them (`GET /v1/tasks/{id}/events`, `…/stream`): bytes
-//! gathered into frames (up to their blank line), each read into its event name, id and data.
+//! gathered into frames (up to their blank line), each read into its event name, id and data,
+//! from a connection opened again (with backoff) whenever it drops.
+
+use crate::client::decode;
+use crate::error::Error;
+use crate::wait::Backoff;
+
+/// A stream of events that opens its connection again when it drops.
+#[derive(Debug, Default)]
+pub(crate) struct Reconnecting {
+    response: Option<reqwest::Response>,
+    frames: Frames,
+    backoff: Backoff,
+}
+
+impl Reconnecting {
+    /// The next frame. With no connection (at first, or after one dropped) `request` opens
+    /// one; a drop is retried with backoff, an answer of the API refusing it is returned.
+    pub(crate) async fn next(
+        &mut self,
+        request: impl Fn() -> reqwest::RequestBuilder,
+    ) -> Result<Frame, Error> {
+        loop {
+            if let Some(frame) = self.frames.next() {
+                return Ok(frame);
+            }
+            let read = match &mut self.response {
+                Some(r) => r.chunk().await.map_err(Error::from),
+                None => match open(request()).await {
+                    Ok(r) => {
+                        self.response = Some(r);
+                        continue;
+                    }
+                    Err(e) => Err(e),
+                },
+            };
+            match read {
+                Ok(Some(bytes)) => self.frames.push(&bytes),
+                // The stream ended (an orchestrator stopping): open it again.
+                Ok(None) => self.dropped(),
+                Err(e) if e.is_transient() => {
+                    self.dropped();
+                    tokio::time::sleep(self.backoff.next()).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Something came through: the next drop waits the shortest backoff again.
+    pub(crate) fn arrived(&mut self) {
+        self.backoff.reset();
+    }
+
+    fn dropped(&mut self) {
+        self.response = None;
+        self.frames.clear();
+    }
+}
+
+async fn open(request: reqwest::RequestBuilder) -> Result<reqwest::Response, Error> {
+    let resp = request
+        .header(reqwest::header::ACCEPT, "text/event-stream")
+        .send()
+        .await?;
+    if !resp.status().is_success() {
+        let refused = decode::<serde_json::Value>(resp).await;
+        return Err(refused.expect_err("an answer that is not 2xx decodes as an error"));
+    }
+    Ok(resp)
+}
 
 /// One event.
 #[derive(Debug, Default, PartialEq, Eq)]

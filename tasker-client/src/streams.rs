@@ -8,8 +8,7 @@ use uuid::Uuid;
 
 use crate::client::{Client, decode, segment};
 use crate::error::Error;
-use crate::sse::Frames;
-use crate::wait::Backoff;
+use crate::sse::Reconnecting;
 
 /// Which part of a stream to read.
 #[derive(Debug, Clone, Default)]
@@ -46,9 +45,7 @@ pub struct TaskStream {
     topic: Option<String>,
     /// The offset wanted next.
     next: i64,
-    response: Option<reqwest::Response>,
-    frames: Frames,
-    backoff: Backoff,
+    events: Reconnecting,
     ended: bool,
 }
 
@@ -68,9 +65,7 @@ impl Client {
             id,
             topic: q.topic.clone(),
             next: q.from.unwrap_or(0),
-            response: None,
-            frames: Frames::default(),
-            backoff: Backoff::new(),
+            events: Reconnecting::default(),
             ended: false,
         }
     }
@@ -81,78 +76,39 @@ impl TaskStream {
     /// attempt's stream with it). A dropped connection is opened again (with backoff) from the
     /// offset after the last chunk returned; an answer of the API refusing it is returned.
     pub async fn next(&mut self) -> Result<Option<StreamChunk>, Error> {
-        loop {
-            if self.ended {
-                return Ok(None);
-            }
-            while let Some(frame) = self.frames.next() {
-                match frame.event.as_str() {
-                    "chunk" => {
-                        let chunk: StreamChunk = serde_json::from_str(&frame.data)
-                            .map_err(|e| Error::Answer(e.to_string()))?;
-                        if chunk.offset < self.next {
-                            continue;
-                        }
-                        self.next = chunk.offset + 1;
-                        self.backoff.reset();
-                        return Ok(Some(chunk));
+        let url = format!("{}/v1/tasks/{}/stream", self.client.base, self.id);
+        while !self.ended {
+            let (http, topic, next) = (&self.client.http, &self.topic, self.next);
+            let frame = self
+                .events
+                .next(|| {
+                    let mut q = vec![("from", next.to_string())];
+                    if let Some(topic) = topic {
+                        q.push(("topic", topic.clone()));
                     }
-                    "end" => {
-                        self.ended = true;
-                        return Ok(None);
+                    http.get(&url).query(&q)
+                })
+                .await?;
+            match frame.event.as_str() {
+                "chunk" => {
+                    let chunk: StreamChunk = serde_json::from_str(&frame.data)
+                        .map_err(|e| Error::Answer(e.to_string()))?;
+                    if chunk.offset < self.next {
+                        continue;
                     }
-                    _ => {}
+                    self.next = chunk.offset + 1;
+                    self.events.arrived();
+                    return Ok(Some(chunk));
                 }
-            }
-            let read = match &mut self.response {
-                Some(r) => r.chunk().await.map_err(Error::from),
-                None => match self.open().await {
-                    Ok(()) => continue,
-                    Err(e) => Err(e),
-                },
-            };
-            match read {
-                Ok(Some(bytes)) => self.frames.push(&bytes),
-                // Closed without its `end` (an orchestrator stopping): open it again.
-                Ok(None) => self.dropped(),
-                Err(e) if e.is_transient() => {
-                    self.dropped();
-                    tokio::time::sleep(self.backoff.next()).await;
-                }
-                Err(e) => return Err(e),
+                "end" => self.ended = true,
+                _ => {}
             }
         }
+        Ok(None)
     }
 
     /// The offset the stream goes on from.
     pub fn next_offset(&self) -> i64 {
         self.next
-    }
-
-    async fn open(&mut self) -> Result<(), Error> {
-        let url = format!("{}/v1/tasks/{}/stream", self.client.base, self.id);
-        let mut q = vec![("from", self.next.to_string())];
-        if let Some(topic) = &self.topic {
-            q.push(("topic", topic.clone()));
-        }
-        let resp = self
-            .client
-            .http
-            .get(url)
-            .query(&q)
-            .header(reqwest::header::ACCEPT, "text/event-stream")
-            .send()
-            .await?;
-        if !resp.status().is_success() {
-            let refused = decode::<serde_json::Value>(resp).await;
-            return Err(refused.expect_err("an answer that is not 2xx decodes as an error"));
-        }
-        self.response = Some(resp);
-        Ok(())
-    }
-
-    fn dropped(&mut self) {
-        self.response = None;
-        self.frames.clear();
     }
 }

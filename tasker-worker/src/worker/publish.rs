@@ -37,14 +37,51 @@ impl Carrier {
 }
 
 /// Publishes results in batches (one confirm round each, as few messages as fit), then settles
-/// the step messages that carried them once their round is confirmed. Rounds are pipelined: a
-/// batch goes out while earlier rounds still wait for their confirms (a disk sync on the
-/// broker each), up to [`ROUNDS_IN_FLIGHT`]; a result never waits for another's confirm.
+/// the step messages that carried them once their round is confirmed.
 pub(super) async fn publish_results(
     publisher: Publisher,
     queue: String,
-    mut rx: mpsc::UnboundedReceiver<Publish>,
+    rx: mpsc::UnboundedReceiver<Publish>,
 ) -> Result<(), tasker_broker::Error> {
+    pipelined(
+        publisher,
+        queue,
+        rx,
+        m::RESULT_MESSAGE_BATCH_SIZE.name,
+        |batch| {
+            ::metrics::histogram!(m::RESULT_BATCH_SIZE.name).record(batch.len() as f64);
+            let encoded = batch
+                .iter()
+                .map(|(_, r, _)| serde_json::to_vec(r).expect("a StepResult always serializes"))
+                .collect();
+            (encoded, async move {
+                // The result spans end here, confirmed.
+                for (carrier, _, _span) in batch {
+                    carrier.settle().await?;
+                }
+                Ok(())
+            })
+        },
+    )
+    .await
+}
+
+/// Publishes what arrives on `rx` to `queue` in batches: `prepare` turns a batch into its
+/// encoded items (packed into as few messages as fit; `histogram` records the items of each)
+/// and what to do once their round is confirmed. Rounds are pipelined: a batch goes out while
+/// earlier rounds still wait for their confirms (a disk sync on the broker each), up to
+/// [`ROUNDS_IN_FLIGHT`], and their confirmations are handled in order. Ends once every sender
+/// is gone and what is in flight is confirmed.
+pub(super) async fn pipelined<T, Done>(
+    publisher: Publisher,
+    queue: String,
+    mut rx: mpsc::UnboundedReceiver<T>,
+    histogram: &'static str,
+    mut prepare: impl FnMut(Vec<T>) -> (Vec<Vec<u8>>, Done),
+) -> Result<(), tasker_broker::Error>
+where
+    Done: std::future::Future<Output = Result<(), tasker_broker::Error>>,
+{
     let mut arrivals = futures_util::stream::poll_fn(|cx| rx.poll_recv(cx));
     let mut rounds = futures_util::stream::FuturesOrdered::new();
     let mut open = true;
@@ -56,12 +93,8 @@ pub(super) async fn publish_results(
                     open = false;
                     continue;
                 };
-                ::metrics::histogram!(m::RESULT_BATCH_SIZE.name).record(batch.len() as f64);
-                let encoded: Vec<Vec<u8>> = batch
-                    .iter()
-                    .map(|(_, r, _)| serde_json::to_vec(r).expect("a StepResult always serializes"))
-                    .collect();
-                let out: Vec<Outgoing> = pack(encoded, m::RESULT_MESSAGE_BATCH_SIZE.name)
+                let (encoded, done) = prepare(batch);
+                let out: Vec<Outgoing> = pack(encoded, histogram)
                     .into_iter()
                     .map(|payload| Outgoing {
                         queue: queue.clone(),
@@ -71,11 +104,7 @@ pub(super) async fn publish_results(
                 let round = publisher.send_all(&out).await?;
                 rounds.push_back(async move {
                     round.confirmed().await?;
-                    // The result spans end here, confirmed.
-                    for (carrier, _, _span) in batch {
-                        carrier.settle().await?;
-                    }
-                    Ok::<(), tasker_broker::Error>(())
+                    done.await
                 });
             }
             Some(confirmed) = rounds.next() => confirmed?,
@@ -87,7 +116,7 @@ pub(super) async fn publish_results(
 /// Messages for encoded results (or stream chunks): JSON arrays of up to
 /// [`RESULT_MESSAGE_BYTES`]; one larger than that travels alone. `histogram` records the
 /// number of items of each message.
-pub(super) fn pack(encoded: Vec<Vec<u8>>, histogram: &'static str) -> Vec<Vec<u8>> {
+fn pack(encoded: Vec<Vec<u8>>, histogram: &'static str) -> Vec<Vec<u8>> {
     let packed = pack_batches(encoded, BATCH_MAX, RESULT_MESSAGE_BYTES);
     let mut out = Vec::with_capacity(packed.len());
     for p in packed {

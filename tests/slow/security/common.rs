@@ -56,3 +56,32 @@ pub async fn tasks_in(o: &RunningOrchestrator, ns: &str) -> anyhow::Result<i64> 
 pub fn client(o: &RunningOrchestrator, token: &str) -> tasker_client::Client {
     tasker_client::Client::with_token(&o.url(), Some(token))
 }
+
+/// Publishes `body` as `broker`'s user through the results exchange, routed to `queue` (the
+/// results queue or the streams queue), as a worker does, with `properties` (a `user_id`
+/// RabbitMQ checks, or none); an unroutable message fails.
+pub async fn publish_as_worker(
+    broker: &tasker_broker::Broker,
+    prefix: &str,
+    queue: &str,
+    body: &[u8],
+    properties: lapin::BasicProperties,
+) -> anyhow::Result<()> {
+    let channel = broker.channel().await?;
+    channel
+        .basic_publish(
+            tasker_broker::topology::results_exchange(prefix)
+                .as_str()
+                .into(),
+            queue.into(),
+            lapin::options::BasicPublishOptions {
+                mandatory: true,
+                ..lapin::options::BasicPublishOptions::default()
+            },
+            body,
+            properties,
+        )
+        .await?
+        .await?;
+    Ok(())
+}

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use lapin::BasicProperties;
-use lapin::options::{BasicPublishOptions, QueueDeclareOptions};
+use lapin::options::QueueDeclareOptions;
 use lapin::types::{AMQPValue, FieldTable};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
@@ -34,26 +34,15 @@ fn result(task: Uuid, step: Uuid, attempt: u32) -> StepResult {
     }
 }
 
-/// Publishes `body` as `broker`'s user through the results exchange, as a worker does, with
-/// `properties` (a `user_id` RabbitMQ checks, or none).
+/// Publishes `body` as `broker`'s user to the results queue, as a worker does.
 async fn publish(
     broker: &Broker,
     prefix: &str,
     body: &[u8],
     properties: BasicProperties,
 ) -> anyhow::Result<()> {
-    let channel = broker.channel().await?;
-    channel
-        .basic_publish(
-            topology::results_exchange(prefix).as_str().into(),
-            topology::results_queue(prefix).as_str().into(),
-            BasicPublishOptions::default(),
-            body,
-            properties,
-        )
-        .await?
-        .await?;
-    Ok(())
+    let queue = topology::results_queue(prefix);
+    crate::common::publish_as_worker(broker, prefix, &queue, body, properties).await
 }
 
 /// The first step of task `task` (state, attempt).

@@ -7,7 +7,6 @@
 use std::time::Duration;
 
 use lapin::BasicProperties;
-use lapin::options::BasicPublishOptions;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 use tasker::RunningOrchestrator;
@@ -33,24 +32,11 @@ fn chunk(task: Uuid, step: Uuid, attempt: u32, seq: u32, text: &str) -> Chunk {
     }
 }
 
-/// Publishes `body` as `broker`'s user through the results exchange to the streams queue, as
-/// a worker does.
+/// Publishes `body` as `user` to the streams queue, as a worker does.
 async fn publish(broker: &Broker, prefix: &str, body: &[u8], user: &str) -> anyhow::Result<()> {
-    let channel = broker.channel().await?;
-    channel
-        .basic_publish(
-            topology::results_exchange(prefix).as_str().into(),
-            topology::streams_queue(prefix).as_str().into(),
-            BasicPublishOptions {
-                mandatory: true,
-                ..BasicPublishOptions::default()
-            },
-            body,
-            BasicProperties::default().with_user_id(user.into()),
-        )
-        .await?
-        .await?;
-    Ok(())
+    let queue = topology::streams_queue(prefix);
+    let properties = BasicProperties::default().with_user_id(user.into());
+    crate::common::publish_as_worker(broker, prefix, &queue, body, properties).await
 }
 
 /// The first step of `task`, and its current attempt.
