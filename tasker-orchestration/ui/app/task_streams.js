@@ -1,8 +1,12 @@
 // A task's streams (docs/streams.md): what its steps emit while they run (ctx.emit,
-// ctx.emit_text), live from GET /v1/tasks/{id}/stream. One box per step attempt, in the order
-// they began: each text topic as its text so far, each JSON topic as its latest value; a retry's
-// box says so, and an attempt's box says when its stream ended. Hidden until a chunk comes. A
-// reconnection starts again from the next offset, so no chunk shows twice.
+// ctx.emit_text), from GET /v1/tasks/{id}/stream. One box per step attempt, in the order they
+// began: each text topic as its text so far, each JSON topic as its latest value; a retry's box
+// says so, and an attempt's box says when its stream ended. Hidden until a chunk comes.
+//
+// A browser opens at most six connections to a host, and every task tab already shares one
+// (live_share.js), so one tab at a time follows its stream live (Server-Sent Events, held under
+// a Web Lock); the others read its pages (JSON) when they open and whenever their task changes,
+// and follow live once the lock comes to them. Chunks are drawn by offset: none shows twice.
 
 function taskStreams(view) {
   const { id, signal } = view;
@@ -55,15 +59,38 @@ function taskStreams(view) {
     else topicEl(a, c.topic, false).value.textContent = JSON.stringify(c.data);
   };
 
-  // Follows the stream until it is complete (its `end` event) or the page is left.
-  const follow = async () => {
+  // Reads the pages from `next` on (until the last, or the stream is complete).
+  let complete = false;
+  const catchUp = refetcher(signal, async () => {
+    let page;
+    do {
+      page = await api('GET', `/v1/tasks/${enc(id)}/stream?from=${next}&limit=1000`, undefined, signal);
+      for (const c of page.chunks) onChunk(c);
+      next = Math.max(next, page.next);
+    } while (page.chunks.length === 1000 && !signal.aborted);
+    return page.complete;
+  }, (done) => { complete = complete || done; });
+
+  // Follows the stream live until it is complete (its `end` event) or the page is left, once
+  // this tab holds the lock (one follower per browser).
+  const followLive = async () => {
     const done = new AbortController();
     signal.addEventListener('abort', () => done.abort(), { once: true });
     await eventStream(`/v1/tasks/${enc(id)}/stream`, done.signal, (event, text) => {
-      if (event === 'end') return done.abort();
+      if (event === 'end') { complete = true; return done.abort(); }
       if (event !== 'chunk') return;
       try { onChunk(JSON.parse(text)); } catch (_) { /* not a chunk */ }
     }, () => {});
   };
-  return { el, follow };
+
+  const follow = async () => {
+    await catchUp();
+    if (complete || signal.aborted || !navigator.locks) return;
+    try {
+      await navigator.locks.request('tasker-stream-follow', { signal }, followLive);
+    } catch (_) { /* the page was left while waiting for the lock */ }
+  };
+  // A change of the task (a step started or ended): read what was added since.
+  const onSnapshot = () => { if (!complete) catchUp(); };
+  return { el, follow, onSnapshot };
 }

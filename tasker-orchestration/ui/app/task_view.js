@@ -65,6 +65,7 @@ async function taskView(root, signal, id) {
     if (!next || !next.task) return;
     view.snap = next;
     signals.onSnapshot(next);
+    streams.onSnapshot();
     children.onSnapshot(next);
     head.onSnapshot(next.task);
     graph.onSnapshot(next.task);
