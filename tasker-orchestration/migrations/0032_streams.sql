@@ -4,7 +4,9 @@
 --
 -- `stream_chunks`: each chunk at its task-wide `position` (the API's `offset`: 0, 1, 2 …, dense,
 -- in the order they were kept), the step attempt that emitted it and its `seq` there, its topic
--- and either `text` or `data`; `ended` marks the attempt's last chunk (no text or data).
+-- and either `text` or `data`; `ended` marks the attempt's last chunk (no text or data), `retry`
+-- the first of a step's stream that starts over (a retry, or the attempt run again after its
+-- worker died).
 CREATE TABLE stream_chunks (
     task_id  uuid        NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
     position bigint      NOT NULL,
@@ -15,6 +17,7 @@ CREATE TABLE stream_chunks (
     text     text,
     data     jsonb,
     ended    boolean     NOT NULL DEFAULT false,
+    retry    boolean     NOT NULL DEFAULT false,
     at       timestamptz NOT NULL,
     PRIMARY KEY (task_id, position)
 );
@@ -29,7 +32,9 @@ CREATE TABLE task_streams (
 -- Per step attempt that streamed: the `seq` expected next (a copy of a chunk already kept is
 -- not kept twice), the bytes kept, whether its stream ended, when it was last heard of (a chunk
 -- kept, its result applied), and how many chunks its result says it streamed (`expected`: its
--- stream is complete once that many are kept; results and chunks travel in different queues).
+-- stream is complete once that many are kept; results and chunks travel in different queues),
+-- and the run of the attempt streaming (`run`: a worker that died mid-stream has the attempt run
+-- again by another, whose stream starts over).
 CREATE TABLE stream_attempts (
     step_id  uuid    NOT NULL,
     attempt  integer NOT NULL,
@@ -39,6 +44,7 @@ CREATE TABLE stream_attempts (
     ended    boolean NOT NULL DEFAULT false,
     last_at  timestamptz NOT NULL DEFAULT now(),
     expected integer,
+    run      uuid,
     PRIMARY KEY (step_id, attempt)
 );
 CREATE INDEX stream_attempts_by_task ON stream_attempts (task_id);

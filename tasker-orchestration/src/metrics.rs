@@ -180,7 +180,8 @@ pub const STREAM_CHUNKS_LEFT_OUT: Metric = counter(
     "tasker_stream_chunks_left_out_total",
     "Stream chunks not kept, by reason: refused (no such step or attempt, a namespace its \
      sender may not serve, malformed: its message was dead-lettered), copy (kept before), \
-     after_end, too_large (past 1 GiB for the attempt).",
+     after_end, too_large (past 1 GiB for the attempt), superseded (of a run of an attempt \
+     that another run started over).",
 );
 pub const STREAM_LAG: Metric = seconds(
     "tasker_stream_lag_seconds",

@@ -148,6 +148,7 @@ fn count(kept: &Kept) {
         ("copy", kept.copies),
         ("after_end", kept.after_end),
         ("too_large", kept.too_large),
+        ("superseded", kept.superseded),
     ] {
         if n > 0 {
             metrics::counter!(m::STREAM_CHUNKS_LEFT_OUT.name, "reason" => reason)

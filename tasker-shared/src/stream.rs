@@ -46,6 +46,10 @@ pub struct Chunk {
     pub end: bool,
     /// When it was emitted.
     pub at: DateTime<Utc>,
+    /// The run of the attempt that emitted it: a worker that died mid-stream has its step run
+    /// again under the same attempt, by a new run whose stream starts over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<Uuid>,
 }
 
 impl Chunk {
@@ -121,6 +125,7 @@ mod tests {
             data,
             end,
             at: Utc::now(),
+            run: None,
         }
     }
 

@@ -57,6 +57,8 @@ struct Inner {
     task_id: uuid::Uuid,
     step_id: uuid::Uuid,
     attempt: u32,
+    /// This run of the attempt (a copy run after its worker died is another).
+    run: uuid::Uuid,
     max_bytes: u64,
     bytes: AtomicU64,
     overflowed: AtomicBool,
@@ -86,6 +88,7 @@ impl Emitter {
             task_id: message.task_id,
             step_id: message.step_id,
             attempt: message.attempt,
+            run: uuid::Uuid::now_v7(),
             max_bytes,
             bytes: AtomicU64::new(0),
             overflowed: AtomicBool::new(false),
@@ -177,6 +180,7 @@ impl Emitter {
             data,
             end,
             at: Utc::now(),
+            run: Some(self.0.run),
         }
     }
 

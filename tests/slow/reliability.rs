@@ -14,7 +14,8 @@
 //! - `purge`: a retention pass over 100,000 old finished tasks killed midway leaves every task
 //!   whole or gone, and the next pass takes exactly the old ones beside live work;
 //! - `restarts`: forty orchestrator starts under load, a newer build's engine SQL applied in
-//!   place every fifth, fail no task.
+//!   place every fifth, fail no task;
+//! - `streams`: a worker SIGKILLed mid-stream has its step stream again, marked, losing nothing.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -30,6 +31,8 @@ mod poison;
 mod purge;
 #[path = "reliability/restarts.rs"]
 mod restarts;
+#[path = "reliability/streams.rs"]
+mod streams;
 
 use std::time::Duration;
 

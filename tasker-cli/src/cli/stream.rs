@@ -56,7 +56,7 @@ pub(super) async fn run(client: &Client, args: StreamArgs, json: bool) -> anyhow
             }
             out.flush()?;
             eprintln!(
-                "[step {} retried: attempt {} streams from here]",
+                "[step {} started over: attempt {} streams again from here]",
                 chunk.step, chunk.attempt
             );
         }

@@ -46,6 +46,8 @@ pub struct Kept {
     pub copies: usize,
     pub after_end: usize,
     pub too_large: usize,
+    /// Chunks of a run of an attempt that another run has started over.
+    pub superseded: usize,
 }
 
 #[derive(sqlx::FromRow)]
@@ -65,12 +67,15 @@ struct Head {
     next_seq: i32,
     bytes: i64,
     ended: bool,
+    run: Option<Uuid>,
 }
 
 /// A chunk accepted, before its position is known.
 struct Accepted<'a> {
     chunk: &'a Chunk,
     step: String,
+    /// The first chunk of a stream that starts over.
+    retry: bool,
 }
 
 impl Store {
@@ -111,12 +116,13 @@ impl Store {
                 None => accepted.push(Accepted {
                     chunk: c,
                     step: steps[&key].name.clone(),
+                    retry: c.attempt > 1 && c.seq == 0,
                 }),
             }
         }
         let mut heads = heads_of(&mut tx, &accepted).await?;
         let mut per_task: HashMap<Uuid, Vec<Accepted>> = HashMap::new();
-        for a in accepted {
+        for mut a in accepted {
             let c = a.chunk;
             let head = heads
                 .entry((c.step_id, c.attempt as i32))
@@ -127,7 +133,19 @@ impl Store {
                     next_seq: 0,
                     bytes: 0,
                     ended: false,
+                    run: c.run,
                 });
+            // Another run of the attempt (its worker died, the step runs again): its stream
+            // starts over from its first chunk; what is left of the old run is superseded.
+            if c.run.is_some() && head.run.is_some() && c.run != head.run {
+                if c.seq != 0 {
+                    kept.superseded += 1;
+                    continue;
+                }
+                (head.next_seq, head.bytes, head.ended, head.run) = (0, 0, false, c.run);
+                a.retry = true;
+            }
+            head.run = head.run.or(c.run);
             let bytes = head.bytes + c.size() as i64;
             if i64::from(c.seq) < i64::from(head.next_seq) {
                 kept.copies += 1;
@@ -237,8 +255,7 @@ impl Store {
         .unwrap_or((true, 0));
         let chunks: Vec<StreamChunk> = sqlx::query_as(
             "SELECT c.position AS \"offset\", c.step_id, s.name AS step, c.attempt, c.seq,
-                    c.topic, c.text, c.data, c.ended AS \"end\",
-                    (c.attempt > 1 AND c.seq = 0) AS retry, c.at
+                    c.topic, c.text, c.data, c.ended AS \"end\", c.retry, c.at
                FROM stream_chunks c JOIN steps s ON s.id = c.step_id
               WHERE c.task_id = $1 AND c.position >= $2 AND c.position < $3
                 AND ($4::text IS NULL OR c.topic = $4)
@@ -302,7 +319,7 @@ async fn heads_of(
     keys.dedup();
     let (steps, attempts): (Vec<Uuid>, Vec<i32>) = keys.into_iter().unzip();
     let rows: Vec<Head> = sqlx::query_as(
-        "SELECT a.step_id, a.attempt, a.task_id, a.next_seq, a.bytes, a.ended
+        "SELECT a.step_id, a.attempt, a.task_id, a.next_seq, a.bytes, a.ended, a.run
            FROM stream_attempts a
            JOIN unnest($1::uuid[], $2::int4[]) AS x(step_id, attempt) USING (step_id, attempt)
           ORDER BY a.step_id, a.attempt FOR UPDATE OF a",
@@ -351,7 +368,7 @@ fn view(a: &Accepted<'_>, offset: i64) -> StreamChunk {
         text: c.text.clone(),
         data: c.data.clone(),
         end: c.end,
-        retry: c.attempt > 1 && c.seq == 0,
+        retry: a.retry,
         // As PostgreSQL keeps it: live readers and later ones read the same chunk.
         at: chrono::SubsecRound::trunc_subsecs(c.at, 6),
     }
@@ -373,6 +390,7 @@ async fn insert(tx: &mut sqlx::PgConnection, chunks: &[(Uuid, StreamChunk)]) -> 
         Vec::with_capacity(n),
         Vec::with_capacity(n),
     );
+    let mut retries = Vec::with_capacity(n);
     for (task, c) in chunks {
         tasks.push(*task);
         positions.push(c.offset);
@@ -384,14 +402,15 @@ async fn insert(tx: &mut sqlx::PgConnection, chunks: &[(Uuid, StreamChunk)]) -> 
         data.push(c.data.as_ref().map(|d| d.to_string()));
         ends.push(c.end);
         ats.push(c.at);
+        retries.push(c.retry);
     }
     sqlx::query(
         "INSERT INTO stream_chunks
-                (task_id, position, step_id, attempt, seq, topic, text, data, ended, at)
-         SELECT t, p, s, a, q, topic, text, d::jsonb, e, at
+                (task_id, position, step_id, attempt, seq, topic, text, data, ended, at, retry)
+         SELECT t, p, s, a, q, topic, text, d::jsonb, e, at, r
            FROM unnest($1::uuid[], $2::int8[], $3::uuid[], $4::int4[], $5::int4[], $6::text[],
-                       $7::text[], $8::text[], $9::bool[], $10::timestamptz[])
-                AS x(t, p, s, a, q, topic, text, d, e, at)",
+                       $7::text[], $8::text[], $9::bool[], $10::timestamptz[], $11::bool[])
+                AS x(t, p, s, a, q, topic, text, d, e, at, r)",
     )
     .bind(&tasks)
     .bind(&positions)
@@ -403,6 +422,7 @@ async fn insert(tx: &mut sqlx::PgConnection, chunks: &[(Uuid, StreamChunk)]) -> 
     .bind(&data)
     .bind(&ends)
     .bind(&ats)
+    .bind(&retries)
     .execute(&mut *tx)
     .await?;
     Ok(())
@@ -410,6 +430,7 @@ async fn insert(tx: &mut sqlx::PgConnection, chunks: &[(Uuid, StreamChunk)]) -> 
 
 async fn save_heads(tx: &mut sqlx::PgConnection, heads: Vec<Head>) -> Result<()> {
     let mut cols = (vec![], vec![], vec![], vec![], vec![], vec![]);
+    let mut runs = Vec::with_capacity(heads.len());
     for h in heads {
         cols.0.push(h.step_id);
         cols.1.push(h.attempt);
@@ -417,14 +438,16 @@ async fn save_heads(tx: &mut sqlx::PgConnection, heads: Vec<Head>) -> Result<()>
         cols.3.push(h.next_seq);
         cols.4.push(h.bytes);
         cols.5.push(h.ended);
+        runs.push(h.run);
     }
     sqlx::query(
-        "INSERT INTO stream_attempts (step_id, attempt, task_id, next_seq, bytes, ended, last_at)
+        "INSERT INTO stream_attempts
+                (step_id, attempt, task_id, next_seq, bytes, ended, run, last_at)
          SELECT x.*, now() FROM unnest($1::uuid[], $2::int4[], $3::uuid[], $4::int4[],
-                                       $5::int8[], $6::bool[]) AS x
+                                       $5::int8[], $6::bool[], $7::uuid[]) AS x
          ON CONFLICT (step_id, attempt) DO UPDATE
             SET next_seq = excluded.next_seq, bytes = excluded.bytes, ended = excluded.ended,
-                last_at = now()",
+                run = excluded.run, last_at = now()",
     )
     .bind(&cols.0)
     .bind(&cols.1)
@@ -432,6 +455,7 @@ async fn save_heads(tx: &mut sqlx::PgConnection, heads: Vec<Head>) -> Result<()>
     .bind(&cols.3)
     .bind(&cols.4)
     .bind(&cols.5)
+    .bind(&runs)
     .execute(&mut *tx)
     .await?;
     Ok(())

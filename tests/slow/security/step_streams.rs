@@ -29,6 +29,7 @@ fn chunk(task: Uuid, step: Uuid, attempt: u32, seq: u32, text: &str) -> Chunk {
         data: None,
         end: false,
         at: chrono::Utc::now(),
+        run: None,
     }
 }
 
