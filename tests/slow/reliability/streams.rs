@@ -58,24 +58,43 @@ async fn a_worker_killed_mid_stream_streams_again_marked_and_loses_nothing() -> 
     .await??;
 
     let offsets: Vec<i64> = chunks.iter().map(|c| c.offset).collect();
-    assert_eq!(offsets, (0..chunks.len() as i64).collect::<Vec<_>>(), "no gap, no duplicate");
+    assert_eq!(
+        offsets,
+        (0..chunks.len() as i64).collect::<Vec<_>>(),
+        "no gap, no duplicate"
+    );
     let restarts: Vec<usize> = (0..chunks.len()).filter(|&i| chunks[i].retry).collect();
     assert_eq!(restarts.len(), 1, "one start over: {restarts:?}");
     let k = restarts[0];
-    assert!(k >= 50, "the first run's 50 chunks come first: restarted at {k}");
+    assert!(
+        k >= 50,
+        "the first run's 50 chunks come first: restarted at {k}"
+    );
     let texts = |from: usize, to: usize| -> Vec<Option<String>> {
         chunks[from..to].iter().map(|c| c.text.clone()).collect()
     };
-    let expected = |n: usize| -> Vec<Option<String>> { (0..n).map(|i| Some(format!("t{i}"))).collect() };
+    let expected =
+        |n: usize| -> Vec<Option<String>> { (0..n).map(|i| Some(format!("t{i}"))).collect() };
     // The first run, as far as it went: kept, in order, no end.
     assert_eq!(texts(0, k), expected(k), "the first run's chunks");
     // The second run, whole, then its end.
-    assert_eq!(chunks.len(), k + CHUNKS + 1, "the second run whole and its end");
-    assert_eq!(texts(k, k + CHUNKS), expected(CHUNKS), "the second run's chunks");
+    assert_eq!(
+        chunks.len(),
+        k + CHUNKS + 1,
+        "the second run whole and its end"
+    );
+    assert_eq!(
+        texts(k, k + CHUNKS),
+        expected(CHUNKS),
+        "the second run's chunks"
+    );
     assert!(chunks.last().is_some_and(|c| c.end));
     let done = o.wait(task.id).await?;
     assert_eq!(done.state, "complete", "{done:?}");
-    assert_eq!(done.result.as_ref().map(|r| &r["generate"]["emitted"]), Some(&json!(CHUNKS)));
+    assert_eq!(
+        done.result.as_ref().map(|r| &r["generate"]["emitted"]),
+        Some(&json!(CHUNKS))
+    );
     second.child.kill().await?;
     o.stop().await;
     env.cleanup().await
