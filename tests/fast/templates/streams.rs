@@ -33,11 +33,7 @@ async fn follow(
     id: Uuid,
     from: i64,
 ) -> anyhow::Result<Vec<StreamChunk>> {
-    let q = StreamQuery {
-        from: Some(from),
-        ..StreamQuery::default()
-    };
-    let mut stream = o.client.stream(id, &q);
+    let mut stream = o.client.stream(id, &query(Some(from), None, None));
     let mut chunks = Vec::new();
     tokio::time::timeout(Duration::from_secs(60), async {
         while let Some(c) = stream.next().await? {
@@ -70,6 +66,14 @@ fn assert_whole(chunks: &[StreamChunk], from: i64, n: i64) {
         end.end && end.text.is_none() && end.data.is_none(),
         "{end:?}"
     );
+}
+
+fn query(from: Option<i64>, topic: Option<&str>, limit: Option<i64>) -> StreamQuery {
+    StreamQuery {
+        from,
+        topic: topic.map(Into::into),
+        limit,
+    }
 }
 
 /// The same chunks (the first difference said, not all of them).
@@ -113,14 +117,7 @@ async fn a_stream_reaches_a_live_reader_and_is_kept_for_later_ones() -> anyhow::
     // Pages of JSON: the same chunks, `next` and `complete`.
     let page = o
         .client
-        .read_stream(
-            id,
-            &StreamQuery {
-                from: Some(990),
-                limit: Some(5),
-                ..StreamQuery::default()
-            },
-        )
+        .read_stream(id, &query(Some(990), None, Some(5)))
         .await?;
     assert_eq!(
         (page.chunks.len(), page.next, page.complete),
@@ -129,13 +126,7 @@ async fn a_stream_reaches_a_live_reader_and_is_kept_for_later_ones() -> anyhow::
     assert_same(&page.chunks, &live[990..995]);
     let rest = o
         .client
-        .read_stream(
-            id,
-            &StreamQuery {
-                from: Some(995),
-                ..StreamQuery::default()
-            },
-        )
+        .read_stream(id, &query(Some(995), None, None))
         .await?;
     assert_eq!(
         (rest.chunks.len(), rest.next, rest.complete),
@@ -144,13 +135,7 @@ async fn a_stream_reaches_a_live_reader_and_is_kept_for_later_ones() -> anyhow::
     // A topic nothing was sent on: no chunk, and the offsets still move on.
     let none = o
         .client
-        .read_stream(
-            id,
-            &StreamQuery {
-                topic: Some("progress".into()),
-                ..StreamQuery::default()
-            },
-        )
+        .read_stream(id, &query(None, Some("progress"), None))
         .await?;
     assert_eq!(
         (none.chunks.len(), none.next, none.complete),
