@@ -7,7 +7,7 @@
 //! worker is needed.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
@@ -35,26 +35,34 @@ steps:
     handler: nobody_serves_this
 ";
 
-/// A sink: what it received, in order, and the status it answers (200 unless set).
+/// A sink: what it received, in order; it answers 503 to the first `refuse` requests, then 200.
+/// Each request's answer is settled before it is reported, so a test reading one cannot race it.
 pub(super) struct Sink {
     pub(super) url: String,
     received: mpsc::UnboundedReceiver<(HeaderMap, Bytes)>,
-    status: Arc<AtomicU16>,
+    refuse: Arc<AtomicU32>,
 }
 
 pub(super) async fn sink() -> anyhow::Result<Sink> {
     let (tx, received) = mpsc::unbounded_channel();
-    let status = Arc::new(AtomicU16::new(200));
-    let answer = status.clone();
+    let refuse = Arc::new(AtomicU32::new(0));
+    let left = refuse.clone();
     // A stand-in for another service's endpoint, not an API of Tasker's: nothing to document.
     #[allow(clippy::disallowed_methods)]
     let app = axum::Router::new().route(
         "/hook",
         axum::routing::post(move |headers: HeaderMap, body: Bytes| {
-            let (tx, answer) = (tx.clone(), answer.clone());
+            let (tx, left) = (tx.clone(), left.clone());
             async move {
+                let refused = left
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok();
                 let _ = tx.send((headers, body));
-                StatusCode::from_u16(answer.load(Ordering::Relaxed)).unwrap_or(StatusCode::OK)
+                if refused {
+                    StatusCode::SERVICE_UNAVAILABLE
+                } else {
+                    StatusCode::OK
+                }
             }
         }),
     );
@@ -64,7 +72,7 @@ pub(super) async fn sink() -> anyhow::Result<Sink> {
     Ok(Sink {
         url,
         received,
-        status,
+        refuse,
     })
 }
 
@@ -212,7 +220,7 @@ async fn a_refusing_sink_is_tried_again_and_a_slack_sink_gets_text() -> anyhow::
     let o = env.orchestrator().await?;
     o.client.register_template(FAILING, None, None).await?;
     let mut hook = sink().await?;
-    hook.status.store(503, Ordering::Relaxed);
+    hook.refuse.store(1, Ordering::SeqCst);
     let mut slack = sink().await?;
     o.client
         .put_alert("down", &rule(&hook.url, "1m", "1h"))
@@ -235,7 +243,6 @@ async fn a_refusing_sink_is_tried_again_and_a_slack_sink_gets_text() -> anyhow::
     );
     // Refused, then tried again a second later; it takes the second try.
     let (_, first) = hook.next(10).await?;
-    hook.status.store(200, Ordering::Relaxed);
     let tried = Instant::now();
     let (_, second) = hook.next(10).await?;
     println!("tried again {:?} after a refusal", tried.elapsed());
