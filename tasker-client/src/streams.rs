@@ -19,6 +19,9 @@ pub struct StreamQuery {
     pub topic: Option<String>,
     /// Chunks per page, 1 to 1,000 (500 by default); pages only.
     pub limit: Option<i64>,
+    /// Merge in the chunks of the task's child tasks (at any depth) that the token may read;
+    /// each chunk's `task_id` says whose it is.
+    pub children: bool,
 }
 
 impl StreamQuery {
@@ -33,6 +36,9 @@ impl StreamQuery {
         if let Some(limit) = self.limit {
             q.push(("limit", limit.to_string()));
         }
+        if self.children {
+            q.push(("children", "true".into()));
+        }
         q
     }
 }
@@ -42,7 +48,8 @@ impl StreamQuery {
 pub struct TaskStream {
     client: Client,
     id: Uuid,
-    topic: Option<String>,
+    /// What is followed (its `from` is where it began).
+    query: StreamQuery,
     /// The offset wanted next.
     next: i64,
     events: Reconnecting,
@@ -63,7 +70,10 @@ impl Client {
         TaskStream {
             client: self.clone(),
             id,
-            topic: q.topic.clone(),
+            query: StreamQuery {
+                limit: None,
+                ..q.clone()
+            },
             next: q.from.unwrap_or(0),
             events: Reconnecting::default(),
             ended: false,
@@ -78,16 +88,14 @@ impl TaskStream {
     pub async fn next(&mut self) -> Result<Option<StreamChunk>, Error> {
         let url = format!("{}/v1/tasks/{}/stream", self.client.base, self.id);
         while !self.ended {
-            let (http, topic, next) = (&self.client.http, &self.topic, self.next);
+            let http = &self.client.http;
+            let q = StreamQuery {
+                from: Some(self.next),
+                ..self.query.clone()
+            };
             let frame = self
                 .events
-                .next(|| {
-                    let mut q = vec![("from", next.to_string())];
-                    if let Some(topic) = topic {
-                        q.push(("topic", topic.clone()));
-                    }
-                    http.get(&url).query(&q)
-                })
+                .next(|| http.get(&url).query(&q.params()))
                 .await?;
             match frame.event.as_str() {
                 "chunk" => {

@@ -14,7 +14,7 @@ use uuid::Uuid;
 use tasker_shared::api::StreamChunk;
 
 use crate::live::Full;
-use crate::store::Store;
+use crate::store::{Children, KeptChunk, Store};
 
 /// Batches a lagging reader may fall behind by before it reads from the database instead.
 const LIVE_BATCHES: usize = 256;
@@ -27,6 +27,9 @@ const FOLLOW_PAGE: i64 = 1_000;
 pub struct Out {
     pub offset: i64,
     pub topic: Arc<str>,
+    /// A copy of a child task's chunk: the child's namespace (each reader says whether it
+    /// merges its children's chunks, and which its token covers).
+    pub namespace: Option<Arc<str>>,
     /// Its JSON, made once for every reader.
     pub json: Arc<str>,
 }
@@ -158,15 +161,18 @@ impl StreamHub {
     }
 
     /// Chunks about to be committed (by this orchestrator): to the readers of their tasks.
-    pub fn offer(&self, chunks: &[(Uuid, StreamChunk)]) {
+    pub fn offer(&self, chunks: &[KeptChunk]) {
         let mut state = self.lock();
         if state.tasks.is_empty() {
             return;
         }
         let mut by_task: HashMap<Uuid, Vec<Out>> = HashMap::new();
-        for (task, c) in chunks {
-            if state.tasks.contains_key(task) {
-                by_task.entry(*task).or_default().push(out(c));
+        for k in chunks {
+            if state.tasks.contains_key(&k.task) {
+                by_task
+                    .entry(k.task)
+                    .or_default()
+                    .push(out(&k.chunk, k.namespace.clone()));
             }
         }
         for (task, outs) in by_task {
@@ -216,18 +222,25 @@ impl StreamHub {
             };
             let page = self
                 .store
-                .stream_page(task, from, None, FOLLOW_PAGE.min(to - from))
+                .stream_page(
+                    task,
+                    from,
+                    None,
+                    FOLLOW_PAGE.min(to - from),
+                    Children::Merged(None),
+                )
                 .await;
             let mut state = self.lock();
             let Some(e) = state.tasks.get_mut(&task) else {
                 return;
             };
             match page {
-                Ok((chunks, _, _)) if !chunks.is_empty() => {
-                    let outs = chunks
-                        .iter()
-                        .filter(|c| c.offset >= from)
-                        .map(out)
+                Ok(read) if !read.chunks.is_empty() => {
+                    let outs = read
+                        .chunks
+                        .into_iter()
+                        .filter(|r| r.chunk.offset >= from)
+                        .map(|r| out(&r.chunk, r.namespace))
                         .collect();
                     hand_out(e, outs);
                 }
@@ -268,10 +281,11 @@ impl StreamHub {
     }
 }
 
-fn out(c: &StreamChunk) -> Out {
+fn out(c: &StreamChunk, namespace: Option<Arc<str>>) -> Out {
     Out {
         offset: c.offset,
         topic: c.topic.as_str().into(),
+        namespace,
         json: serde_json::to_string(c)
             .expect("a stream chunk always serializes")
             .into(),

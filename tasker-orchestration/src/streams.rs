@@ -132,11 +132,13 @@ async fn keep(
     Ok(())
 }
 
+/// Counts what a batch came to: each chunk once (copies in ancestors' streams not again).
 fn count(kept: &Kept) {
     let now = chrono::Utc::now();
-    metrics::counter!(m::STREAM_CHUNKS.name).increment(kept.chunks.len() as u64);
+    let own = || kept.chunks.iter().filter(|k| k.namespace.is_none());
+    metrics::counter!(m::STREAM_CHUNKS.name).increment(own().count() as u64);
     let mut bytes = 0;
-    for (_, c) in &kept.chunks {
+    for c in own().map(|k| &k.chunk) {
         bytes += c.text.as_ref().map_or(0, String::len)
             + c.data.as_ref().map_or(0, |d| d.to_string().len());
         let lag = (now - c.at).to_std().unwrap_or_default();

@@ -21,6 +21,8 @@ mod event_waits;
 mod events;
 #[path = "templates/start_controls.rs"]
 mod start_controls;
+#[path = "templates/stream_children.rs"]
+mod stream_children;
 #[path = "templates/streams.rs"]
 mod streams;
 #[path = "templates/schema.rs"]

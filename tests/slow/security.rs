@@ -31,6 +31,8 @@ mod running;
 mod start_controls;
 #[path = "security/step_streams.rs"]
 mod step_streams;
+#[path = "security/stream_children.rs"]
+mod stream_children;
 #[path = "security/streams.rs"]
 mod streams;
 #[path = "security/tokens.rs"]

@@ -1,7 +1,8 @@
 //! `tasker stream TASK`: what a task's steps stream, printed as it arrives until the stream is
 //! complete (docs/streams.md). Text chunks are written as they are (a token stream reads as
 //! its text); `--json` prints every chunk, text or JSON, as one line of JSON. A retried step's
-//! new attempt is said on stderr. A dropped connection is resumed where it stopped.
+//! new attempt is said on stderr. A dropped connection is resumed where it stopped. With
+//! `--children`, child tasks' streams are merged in (their text as it comes).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -20,6 +21,9 @@ pub(super) struct StreamArgs {
     /// Only this topic's chunks.
     #[arg(long)]
     pub topic: Option<String>,
+    /// With the streams of the task's child tasks (`child:` steps, at any depth) merged in.
+    #[arg(long)]
+    pub children: bool,
 }
 
 pub(super) async fn run(client: &Client, args: StreamArgs, json: bool) -> anyhow::Result<ExitCode> {
@@ -27,6 +31,7 @@ pub(super) async fn run(client: &Client, args: StreamArgs, json: bool) -> anyhow
         from: Some(args.from),
         topic: args.topic,
         limit: None,
+        children: args.children,
     };
     let mut stream = client.stream(args.id, &q);
     let mut out = std::io::stdout().lock();

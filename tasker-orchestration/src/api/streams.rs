@@ -26,7 +26,8 @@ use super::extract::{Path, Query};
 use super::{Error, fetch_task, parse_id};
 use crate::metrics as m;
 use crate::shared::Shared;
-use crate::stream_hub::Reader;
+use crate::store::{Children, ReadChunk, StreamRead};
+use crate::stream_hub::{Out, Reader};
 
 /// Chunks a page holds by default, and at most.
 const PAGE_DEFAULT: i64 = 500;
@@ -47,6 +48,9 @@ pub(super) struct StreamQuery {
     topic: Option<String>,
     /// As JSON: 1 to 1,000 chunks, 500 by default.
     limit: Option<i64>,
+    /// With the chunks of the task's child tasks (`child:` steps, at any depth) merged in, at
+    /// offsets of this stream, of the namespaces the token covers (false by default).
+    children: Option<bool>,
 }
 
 /// A task's stream: a page of chunks as JSON (`next`: where to read from next; `complete`:
@@ -92,16 +96,19 @@ pub(super) async fn read_task_stream(
     if !(1..=PAGE_MAX).contains(&limit) {
         return Err(invalid(format!("`limit` is 1 to {PAGE_MAX}")));
     }
+    let children = q.children.unwrap_or(false).then(|| caller.clone());
+    let permit = children.as_ref().and_then(Caller::namespace_regex);
     if !wants_events(&headers) {
-        let (chunks, next, complete) = shared
+        let merged = family(children.is_some(), permit.as_deref());
+        let read = shared
             .store
-            .stream_page(id, from, q.topic.as_deref(), limit)
+            .stream_page(id, from, q.topic.as_deref(), limit, merged)
             .await?;
         let page = StreamPage {
             task_id: id,
-            chunks,
-            next,
-            complete,
+            chunks: read.chunks.into_iter().map(|r| r.chunk).collect(),
+            next: read.next,
+            complete: read.complete,
         };
         return Ok(Json(page).into_response());
     }
@@ -121,6 +128,8 @@ pub(super) async fn read_task_stream(
         shared: shared.clone(),
         task: id,
         topic: q.topic.map(Arc::from),
+        children,
+        permit,
         next: from,
         pending: BTreeMap::new(),
         tx,
@@ -130,6 +139,16 @@ pub(super) async fn read_task_stream(
     Ok(Sse::new(events)
         .keep_alive(KeepAlive::default())
         .into_response())
+}
+
+/// Which chunks a read holds besides the task's own: none, or its children's of the namespaces
+/// `permit` matches (`None`: every one).
+fn family(merged: bool, permit: Option<&str>) -> Children<'_> {
+    if merged {
+        Children::Merged(permit)
+    } else {
+        Children::Left
+    }
 }
 
 fn wants_events(headers: &HeaderMap) -> bool {
@@ -157,10 +176,15 @@ struct Pump {
     shared: Shared,
     task: Uuid,
     topic: Option<Arc<str>>,
+    /// Merging the task's children's chunks: the caller (whose token must cover each child's
+    /// namespace), and as a PostgreSQL regular expression.
+    children: Option<Caller>,
+    permit: Option<String>,
     /// The offset to send next.
     next: i64,
-    /// Chunks received live beyond `next`, by offset: (topic, JSON).
-    pending: BTreeMap<i64, (Arc<str>, Arc<str>)>,
+    /// Chunks received live beyond `next`, by offset: the JSON to send, `None` if this reader
+    /// leaves it out (another topic, a child's not merged).
+    pending: BTreeMap<i64, Option<Arc<str>>>,
     tx: mpsc::Sender<Result<SseEvent, Infallible>>,
 }
 
@@ -184,9 +208,20 @@ impl Pump {
             let page = self
                 .shared
                 .store
-                .stream_page(self.task, self.next, self.topic.as_deref(), PAGE_MAX)
+                .stream_page(
+                    self.task,
+                    self.next,
+                    self.topic.as_deref(),
+                    PAGE_MAX,
+                    family(self.children.is_some(), self.permit.as_deref()),
+                )
                 .await;
-            let (chunks, next, complete) = match page {
+            let StreamRead {
+                chunks,
+                next,
+                complete,
+                task_ended,
+            } = match page {
                 Ok(page) => page,
                 Err(e) => {
                     tracing::warn!(task = %self.task, error = %e, "reading a task's stream failed; trying again");
@@ -197,7 +232,7 @@ impl Pump {
                 }
             };
             let full = chunks.len() as i64 == PAGE_MAX;
-            for c in chunks {
+            for ReadChunk { chunk: c, .. } in chunks {
                 let json = serde_json::to_string(&c).expect("a stream chunk always serializes");
                 if !self.send(c.offset, &json).await {
                     return;
@@ -215,7 +250,10 @@ impl Pump {
             if full {
                 continue;
             }
-            let look = reader.signal.borrow().finished.then_some(ENDED_LOOK_EVERY);
+            // An ended task's stream completes without a word from the hub (an attempt whose
+            // worker died never sends its end; the task may have ended before this reader came).
+            let ended = task_ended || reader.signal.borrow().finished;
+            let look = ended.then_some(ENDED_LOOK_EVERY);
             if matches!(self.wait(reader, look).await, Wake::Gone) {
                 return;
             }
@@ -228,10 +266,10 @@ impl Pump {
         let look = tokio::time::sleep(look.unwrap_or(Duration::from_secs(86_400)));
         tokio::pin!(look);
         loop {
-            while let Some((topic, json)) = self.pending.remove(&self.next) {
+            while let Some(json) = self.pending.remove(&self.next) {
                 let offset = self.next;
                 self.next += 1;
-                if self.topic.as_ref().is_none_or(|t| *t == topic)
+                if let Some(json) = json
                     && !self.send(offset, &json).await
                 {
                     return Wake::Gone;
@@ -244,7 +282,8 @@ impl Pump {
                 batch = reader.live.recv() => match batch {
                     Ok(batch) => {
                         for o in batch.iter().filter(|o| o.offset >= self.next) {
-                            self.pending.insert(o.offset, (o.topic.clone(), o.json.clone()));
+                            let wanted = self.wants(o).then(|| o.json.clone());
+                            self.pending.insert(o.offset, wanted);
                         }
                     }
                     Err(RecvError::Lagged(_)) => return Wake::Read,
@@ -263,6 +302,15 @@ impl Pump {
                 }
             }
         }
+    }
+
+    /// Whether this reader sends a chunk received live: of its topic, and its task's own or a
+    /// child's it merges and may read.
+    fn wants(&self, o: &Out) -> bool {
+        self.topic.as_ref().is_none_or(|t| *t == o.topic)
+            && o.namespace
+                .as_deref()
+                .is_none_or(|ns| self.children.as_ref().is_some_and(|c| c.covers(ns)))
     }
 
     /// Sends chunk `offset`; `false` once the reader has left.

@@ -11,15 +11,12 @@ use uuid::Uuid;
 use tasker_shared::api::StreamChunk;
 use tasker_shared::stream::{Chunk, MAX_STREAM_BYTES_CEILING};
 
+use super::stream_reads::ancestors;
 use super::{Result, Store};
 
 /// Channel of the `pg_notify` sent when chunks were kept: the payload is
 /// `<task id>:<next position>` entries, comma-separated.
 pub const STREAM_KEPT_CHANNEL: &str = "tasker_stream";
-
-/// How long after its last chunk an attempt whose step is no longer in flight, and whose end
-/// never came (its worker was killed), still counts as streaming.
-const OPEN_AFTER_SECS: f64 = 10.0;
 
 /// Longest `pg_notify` payload sent (PostgreSQL's limit is 8,000 bytes).
 const NOTIFY_BYTES: usize = 7_000;
@@ -32,11 +29,21 @@ pub struct Offered<'a> {
     pub permit: Option<Arc<str>>,
 }
 
+/// A chunk kept in a task's stream: the task's own, or a copy of a child task's (`namespace`:
+/// the child's).
+#[derive(Debug, Clone)]
+pub struct KeptChunk {
+    pub task: Uuid,
+    pub chunk: StreamChunk,
+    pub namespace: Option<Arc<str>>,
+}
+
 /// What a batch of chunks came to.
 #[derive(Debug, Default)]
 pub struct Kept {
-    /// Kept, with their tasks and positions: each task's in position order.
-    pub chunks: Vec<(Uuid, StreamChunk)>,
+    /// Kept, with their tasks and positions: each task's in position order; copies of child
+    /// tasks' chunks in their ancestors' streams among them.
+    pub chunks: Vec<KeptChunk>,
     /// Each task's next position once committed.
     pub heads: Vec<(Uuid, i64)>,
     /// Refused (the offered index, and why): their messages go to the dead letters.
@@ -71,11 +78,14 @@ struct Head {
 }
 
 /// A chunk accepted, before its position is known.
+#[derive(Clone)]
 struct Accepted<'a> {
     chunk: &'a Chunk,
     step: String,
     /// The first chunk of a stream that starts over.
     retry: bool,
+    /// Kept in an ancestor's stream: the child task's namespace.
+    copy_of: Option<Arc<str>>,
 }
 
 impl Store {
@@ -86,7 +96,7 @@ impl Store {
     pub async fn keep_chunks(
         &self,
         offered: &[Offered<'_>],
-        live: impl FnOnce(&[(Uuid, StreamChunk)]),
+        live: impl FnOnce(&[KeptChunk]),
     ) -> Result<Kept> {
         let mut kept = Kept::default();
         let mut tx = self.pool.begin().await?;
@@ -117,6 +127,7 @@ impl Store {
                     chunk: c,
                     step: steps[&key].name.clone(),
                     retry: c.attempt > 1 && c.seq == 0,
+                    copy_of: None,
                 }),
             }
         }
@@ -168,16 +179,17 @@ impl Store {
             tx.commit().await?;
             return Ok(kept);
         }
+        copy_to_ancestors(&mut tx, &mut per_task).await?;
         kept.heads = reserve(&mut tx, &per_task).await?;
         for (task, next) in &kept.heads {
             let chunks = &per_task[task];
             let first = next - chunks.len() as i64;
-            kept.chunks.extend(
-                chunks
-                    .iter()
-                    .enumerate()
-                    .map(|(n, a)| (*task, view(a, first + n as i64))),
-            );
+            kept.chunks
+                .extend(chunks.iter().enumerate().map(|(n, a)| KeptChunk {
+                    task: *task,
+                    chunk: view(*task, a, first + n as i64),
+                    namespace: a.copy_of.clone(),
+                }));
         }
         live(&kept.chunks);
         insert(&mut tx, &kept.chunks).await?;
@@ -225,56 +237,26 @@ impl Store {
         .await?;
         Ok(())
     }
+}
 
-    /// Up to `limit` chunks of a task's stream from position `from` (of `topic` only, if given),
-    /// the position to read from next, and whether the stream is complete: the task has ended,
-    /// no attempt of it is still streaming, and nothing is left after `next`.
-    pub async fn stream_page(
-        &self,
-        task: Uuid,
-        from: i64,
-        topic: Option<&str>,
-        limit: i64,
-    ) -> Result<(Vec<StreamChunk>, i64, bool)> {
-        // Ended first, then the head, then the chunks below it: what was kept before the task
-        // was seen ended is below the head, and every chunk below the head is committed.
-        let (ended, head): (bool, i64) = sqlx::query_as(
-            "SELECT t.state IN ('complete', 'error', 'cancelled') AND NOT EXISTS (
-                        SELECT 1 FROM stream_attempts a JOIN steps s ON s.id = a.step_id
-                         WHERE a.task_id = t.id AND NOT a.ended
-                           AND (a.last_at > now() - make_interval(secs => $2)
-                                OR (a.attempt = s.attempt AND s.state = 'enqueued'))
-                           AND (a.expected IS NOT NULL OR a.attempt = s.attempt)),
-                    COALESCE((SELECT next_position FROM task_streams WHERE task_id = t.id), 0)
-               FROM tasks t WHERE t.id = $1",
-        )
-        .bind(task)
-        .bind(OPEN_AFTER_SECS)
-        .fetch_optional(&self.pool)
-        .await?
-        .unwrap_or((true, 0));
-        let chunks: Vec<StreamChunk> = sqlx::query_as(
-            "SELECT c.position AS \"offset\", c.step_id, s.name AS step, c.attempt, c.seq,
-                    c.topic, c.text, c.data, c.ended AS \"end\", c.retry, c.at
-               FROM stream_chunks c JOIN steps s ON s.id = c.step_id
-              WHERE c.task_id = $1 AND c.position >= $2 AND c.position < $3
-                AND ($4::text IS NULL OR c.topic = $4)
-              ORDER BY c.position LIMIT $5",
-        )
-        .bind(task)
-        .bind(from)
-        .bind(head)
-        .bind(topic)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        let full = chunks.len() as i64 == limit;
-        let next = match chunks.last() {
-            Some(last) if full => last.offset + 1,
-            _ => head.max(from),
-        };
-        Ok((chunks, next, ended && !full && next >= head))
+/// Adds to each streaming child task's ancestors' streams a copy of the child's chunks.
+async fn copy_to_ancestors(
+    tx: &mut sqlx::PgConnection,
+    per_task: &mut HashMap<Uuid, Vec<Accepted<'_>>>,
+) -> Result<()> {
+    let tasks: Vec<Uuid> = per_task.keys().copied().collect();
+    for (task, ancestor, namespace) in ancestors(tx, &tasks).await? {
+        let copies: Vec<Accepted> = per_task[&task]
+            .iter()
+            .filter(|a| a.copy_of.is_none())
+            .map(|a| Accepted {
+                copy_of: Some(namespace.clone()),
+                ..a.clone()
+            })
+            .collect();
+        per_task.entry(ancestor).or_default().extend(copies);
     }
+    Ok(())
 }
 
 /// The steps the chunks name, by step and permit: their task, name, current attempt, and
@@ -356,10 +338,11 @@ async fn reserve(
     .await?)
 }
 
-fn view(a: &Accepted<'_>, offset: i64) -> StreamChunk {
+fn view(task: Uuid, a: &Accepted<'_>, offset: i64) -> StreamChunk {
     let c = a.chunk;
     StreamChunk {
         offset,
+        task_id: if a.copy_of.is_some() { c.task_id } else { task },
         step_id: c.step_id,
         step: a.step.clone(),
         attempt: c.attempt as i32,
@@ -374,55 +357,53 @@ fn view(a: &Accepted<'_>, offset: i64) -> StreamChunk {
     }
 }
 
-async fn insert(tx: &mut sqlx::PgConnection, chunks: &[(Uuid, StreamChunk)]) -> Result<()> {
-    let n = chunks.len();
-    let (mut tasks, mut positions, mut steps, mut attempts, mut seqs) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    let (mut topics, mut texts, mut data, mut ends, mut ats) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    let mut retries = Vec::with_capacity(n);
-    for (task, c) in chunks {
-        tasks.push(*task);
-        positions.push(c.offset);
-        steps.push(c.step_id);
-        attempts.push(c.attempt);
-        seqs.push(c.seq);
-        topics.push(c.topic.as_str());
-        texts.push(c.text.as_deref());
-        data.push(c.data.as_ref().map(|d| d.to_string()));
-        ends.push(c.end);
-        ats.push(c.at);
-        retries.push(c.retry);
-    }
+/// Writes kept chunks, a statement for the batch (a copy names its child task, the child's
+/// namespace and the step's name: the child may be purged before its ancestor).
+async fn insert(tx: &mut sqlx::PgConnection, chunks: &[KeptChunk]) -> Result<()> {
+    let col =
+        |f: fn(&KeptChunk) -> Option<&str>| -> Vec<Option<&str>> { chunks.iter().map(f).collect() };
+    let tasks: Vec<Uuid> = chunks.iter().map(|k| k.task).collect();
+    let positions: Vec<i64> = chunks.iter().map(|k| k.chunk.offset).collect();
+    let steps: Vec<Uuid> = chunks.iter().map(|k| k.chunk.step_id).collect();
+    let attempts: Vec<i32> = chunks.iter().map(|k| k.chunk.attempt).collect();
+    let seqs: Vec<i32> = chunks.iter().map(|k| k.chunk.seq).collect();
+    let ends: Vec<bool> = chunks.iter().map(|k| k.chunk.end).collect();
+    let retries: Vec<bool> = chunks.iter().map(|k| k.chunk.retry).collect();
+    let ats: Vec<_> = chunks.iter().map(|k| k.chunk.at).collect();
+    let origins: Vec<Option<Uuid>> = chunks
+        .iter()
+        .map(|k| k.namespace.is_some().then_some(k.chunk.task_id))
+        .collect();
+    let data: Vec<Option<String>> = chunks
+        .iter()
+        .map(|k| k.chunk.data.as_ref().map(ToString::to_string))
+        .collect();
     sqlx::query(
         "INSERT INTO stream_chunks
-                (task_id, position, step_id, attempt, seq, topic, text, data, ended, at, retry)
-         SELECT t, p, s, a, q, topic, text, d::jsonb, e, at, r
+                (task_id, position, step_id, attempt, seq, topic, text, data, ended, at, retry,
+                 origin, origin_namespace, origin_step)
+         SELECT t, p, s, a, q, topic, text, d::jsonb, e, at, r, o, ons, ost
            FROM unnest($1::uuid[], $2::int8[], $3::uuid[], $4::int4[], $5::int4[], $6::text[],
-                       $7::text[], $8::text[], $9::bool[], $10::timestamptz[], $11::bool[])
-                AS x(t, p, s, a, q, topic, text, d, e, at, r)",
+                       $7::text[], $8::text[], $9::bool[], $10::timestamptz[], $11::bool[],
+                       $12::uuid[], $13::text[], $14::text[])
+                AS x(t, p, s, a, q, topic, text, d, e, at, r, o, ons, ost)",
     )
     .bind(&tasks)
     .bind(&positions)
     .bind(&steps)
     .bind(&attempts)
     .bind(&seqs)
-    .bind(&topics)
-    .bind(&texts)
+    .bind(col(|k| Some(&k.chunk.topic)))
+    .bind(col(|k| k.chunk.text.as_deref()))
     .bind(&data)
     .bind(&ends)
     .bind(&ats)
     .bind(&retries)
+    .bind(&origins)
+    .bind(col(|k| k.namespace.as_deref()))
+    .bind(col(|k| {
+        k.namespace.is_some().then_some(k.chunk.step.as_str())
+    }))
     .execute(&mut *tx)
     .await?;
     Ok(())

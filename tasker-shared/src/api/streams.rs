@@ -14,6 +14,9 @@ pub struct StreamChunk {
     /// Its place in the task's stream: 0, 1, 2 … in the order the orchestrator kept the chunks
     /// of all the task's steps (each step's chunks in the order it emitted them).
     pub offset: i64,
+    /// The task whose step emitted it: the stream's own task, or, read with `children=true`,
+    /// one of its child tasks (at any depth).
+    pub task_id: Uuid,
     pub step_id: Uuid,
     /// The step's name.
     pub step: String,

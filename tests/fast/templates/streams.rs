@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::bare_env;
 
 /// One step that streams (`stream_emitter`: `count` text chunks `t0`, `t1` … on `tokens`).
-const STREAMING: &str = "namespace: rust_examples
+pub(super) const STREAMING: &str = "namespace: rust_examples
 name: streaming
 version: '1'
 steps:
@@ -33,7 +33,16 @@ async fn follow(
     id: Uuid,
     from: i64,
 ) -> anyhow::Result<Vec<StreamChunk>> {
-    let mut stream = o.client.stream(id, &query(Some(from), None, None));
+    follow_query(o, id, &query(Some(from), None, None)).await
+}
+
+/// Every chunk a live reader of `q` gets until the stream is complete.
+pub(super) async fn follow_query(
+    o: &tasker::RunningOrchestrator,
+    id: Uuid,
+    q: &StreamQuery,
+) -> anyhow::Result<Vec<StreamChunk>> {
+    let mut stream = o.client.stream(id, q);
     let mut chunks = Vec::new();
     tokio::time::timeout(Duration::from_secs(60), async {
         while let Some(c) = stream.next().await? {
@@ -68,11 +77,12 @@ fn assert_whole(chunks: &[StreamChunk], from: i64, n: i64) {
     );
 }
 
-fn query(from: Option<i64>, topic: Option<&str>, limit: Option<i64>) -> StreamQuery {
+pub(super) fn query(from: Option<i64>, topic: Option<&str>, limit: Option<i64>) -> StreamQuery {
     StreamQuery {
         from,
         topic: topic.map(Into::into),
         limit,
+        children: false,
     }
 }
 

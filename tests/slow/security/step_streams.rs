@@ -18,7 +18,7 @@ use uuid::Uuid;
 use crate::common::{call, pair, register, token, with_tokens};
 
 /// A text chunk of attempt `attempt` of `step` of `task`.
-fn chunk(task: Uuid, step: Uuid, attempt: u32, seq: u32, text: &str) -> Chunk {
+pub(super) fn chunk(task: Uuid, step: Uuid, attempt: u32, seq: u32, text: &str) -> Chunk {
     Chunk {
         task_id: task,
         step_id: step,
@@ -34,7 +34,12 @@ fn chunk(task: Uuid, step: Uuid, attempt: u32, seq: u32, text: &str) -> Chunk {
 }
 
 /// Publishes `body` as `user` to the streams queue, as a worker does.
-async fn publish(broker: &Broker, prefix: &str, body: &[u8], user: &str) -> anyhow::Result<()> {
+pub(super) async fn publish(
+    broker: &Broker,
+    prefix: &str,
+    body: &[u8],
+    user: &str,
+) -> anyhow::Result<()> {
     let queue = topology::streams_queue(prefix);
     let properties = BasicProperties::default().with_user_id(user.into());
     crate::common::publish_as_worker(broker, prefix, &queue, body, properties).await
