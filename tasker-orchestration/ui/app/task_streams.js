@@ -2,6 +2,9 @@
 // ctx.emit_text), from GET /v1/tasks/{id}/stream. One box per step attempt, in the order they
 // began: each text topic as its text so far, each JSON topic as its latest value; a retry's box
 // says so, and an attempt's box says when its stream ended. Hidden until a chunk comes.
+// Read with children=true: the chunks of the task's child tasks (`child:` steps, at any depth,
+// of the namespaces the token covers) come merged in, at offsets of this task's stream; a child
+// task's attempt boxes are labelled with it (a link to its page, its id shortened) and its step.
 //
 // A browser opens at most six connections to a host, and every task tab already shares one
 // (live_share.js), so one tab at a time follows its stream live (Server-Sent Events, held under
@@ -23,8 +26,9 @@ function taskStreams(view) {
     if (!a) {
       const state = h('span', { class: 'muted stream-state', text: 'streaming' });
       a = { topics: new Map(), state, body: h('div', { class: 'stream-topics' }) };
-      a.el = h('div', { class: 'stream-attempt', 'data-step': c.step, 'data-attempt': String(c.attempt) },
-        h('h4', {}, h('code', { text: c.step }), ` attempt ${c.attempt} `,
+      a.el = h('div', { class: 'stream-attempt', 'data-step': c.step, 'data-attempt': String(c.attempt),
+        'data-task-id': c.task_id || id },
+        h('h4', {}, childLabel(c), h('code', { text: c.step }), ` attempt ${c.attempt} `,
           c.attempt > 1 && h('span', { class: 'badge stream-retry', text: 'retry' }), ' ', state),
         a.body);
       attempts.set(key, a);
@@ -33,6 +37,11 @@ function taskStreams(view) {
     }
     return a;
   };
+
+  // A child task's chunk: its task, linked, before the step's name (none for this task's own).
+  // The id's tail: a UUIDv7 starts with its time, the same for a family created together.
+  const childLabel = (c) => c.task_id && c.task_id !== id && h('span', { class: 'muted stream-child' }, 'child task ',
+    h('a', { class: 'mono stream-child-link', href: taskHref(c.task_id), title: c.task_id, text: `…${c.task_id.slice(-8)}` }), ' · ');
 
   // One topic's place in its attempt's box: text grows, JSON shows its latest value.
   const topicEl = (a, topic, text) => {
@@ -64,7 +73,7 @@ function taskStreams(view) {
   const catchUp = refetcher(signal, async () => {
     let page;
     do {
-      page = await api('GET', `/v1/tasks/${enc(id)}/stream?from=${next}&limit=1000`, undefined, signal);
+      page = await api('GET', `/v1/tasks/${enc(id)}/stream?from=${next}&limit=1000&children=true`, undefined, signal);
       for (const c of page.chunks) onChunk(c);
       next = Math.max(next, page.next);
     } while (page.chunks.length === 1000 && !signal.aborted);
@@ -76,7 +85,7 @@ function taskStreams(view) {
   const followLive = async () => {
     const done = new AbortController();
     signal.addEventListener('abort', () => done.abort(), { once: true });
-    await eventStream(`/v1/tasks/${enc(id)}/stream`, done.signal, (event, text) => {
+    await eventStream(`/v1/tasks/${enc(id)}/stream?from=${next}&children=true`, done.signal, (event, text) => {
       if (event === 'end') { complete = true; return done.abort(); }
       if (event !== 'chunk') return;
       try { onChunk(JSON.parse(text)); } catch (_) { /* not a chunk */ }

@@ -1,8 +1,9 @@
 """The step stream calls (``read_stream``, ``stream``), sync and async, against stand-ins: a page
 read from the API's JSON (client_stand_in), and Server-Sent Events from a socket server of the
 standard library whose connections drop mid-way, close before the end or answer errors: the
-resume with ``Last-Event-ID``, no gap and no duplicate. test_client_streams_live.py reads the
-streams of a real orchestrator."""
+resume with ``Last-Event-ID``, no gap and no duplicate, and ``children=true`` (a child task's
+chunks merged in) asked for on every connection when wanted, never by default.
+test_client_streams_live.py reads the streams of a real orchestrator."""
 
 from __future__ import annotations
 
@@ -25,16 +26,26 @@ from client_stand_in import Recorder, recorder  # noqa: F401 (the fixture)
 
 TASK_ID = "019a0000-0000-7000-8000-0000000000f1"
 STEP_ID = "019a0000-0000-7000-8000-0000000000f2"
+#: A child task of TASK_ID's (a ``child:`` step's), and its step.
+CHILD_ID = "019a0000-0000-7000-8000-0000000000f3"
+CHILD_STEP_ID = "019a0000-0000-7000-8000-0000000000f4"
 ROUTE = f"/v1/tasks/{TASK_ID}/stream"
 
 
 def chunk(offset: int, text: str | None = None, **fields: Any) -> dict[str, Any]:
-    """A chunk as the API writes it: ``text`` t<offset> unless given, of attempt 1."""
+    """A chunk as the API writes it: ``text`` t<offset> unless given, of TASK_ID's step, in its
+    attempt 1."""
     return {
-        "offset": offset, "step_id": STEP_ID, "step": "generate", "attempt": 1, "seq": offset,
-        "topic": "tokens", "text": f"t{offset}" if text is None else text, "end": False,
-        "retry": False, "at": "2026-11-30T22:00:00.123456Z", **fields,
+        "offset": offset, "task_id": TASK_ID, "step_id": STEP_ID, "step": "generate",
+        "attempt": 1, "seq": offset, "topic": "tokens",
+        "text": f"t{offset}" if text is None else text, "end": False, "retry": False,
+        "at": "2026-11-30T22:00:00.123456Z", **fields,
     }
+
+
+def child_chunk(offset: int) -> dict[str, Any]:
+    """A chunk of CHILD_ID's step, merged into TASK_ID's stream at ``offset``."""
+    return chunk(offset, task_id=CHILD_ID, step_id=CHILD_STEP_ID, step="summarize", seq=0)
 
 
 def test_read_stream_sends_the_contracts_request_and_reads_a_page(
@@ -45,9 +56,12 @@ def test_read_stream_sends_the_contracts_request_and_reads_a_page(
     end = {k: v for k, v in chunk(3, end=True).items() if k != "text"}
     page = {"task_id": TASK_ID, "chunks": [chunk(2), {**chunk(3, data={"pct": 40}), "text": None}],
             "next": 4, "complete": False}
+    ended = (200, {"task_id": TASK_ID, "chunks": [end], "next": 4, "complete": True})
+    # Read with children=true: chunk 1 is a child task's.
+    merged = (200, {"task_id": TASK_ID, "chunks": [chunk(0), child_chunk(1)], "next": 2,
+                    "complete": False})
     api.answers.update({
-        ("GET", ROUTE): [(200, page), (200, {"task_id": TASK_ID, "chunks": [end], "next": 4,
-                                             "complete": True})],
+        ("GET", ROUTE): [(200, page), ended, merged, ended, merged],
         ("GET", f"/v1/tasks/{STEP_ID}/stream"): (404, {"error": {
             "code": "task_not_found", "message": "no such task"}}),
     })
@@ -57,9 +71,10 @@ def test_read_stream_sends_the_contracts_request_and_reads_a_page(
         assert (read.task_id, read.next_, read.complete) == (uuid.UUID(TASK_ID), 4, False)
         first, second = read.chunks
         assert isinstance(first, tasker.StreamChunk)
-        assert (first.offset, first.step_id, first.step, first.attempt, first.seq) == (
-            2, uuid.UUID(STEP_ID), "generate", 1, 2
+        assert (first.offset, first.task_id, first.step_id, first.step) == (
+            2, uuid.UUID(TASK_ID), uuid.UUID(STEP_ID), "generate"
         )
+        assert (first.attempt, first.seq) == (1, 2)
         assert (first.topic, first.text, first.data, first.end, first.retry) == (
             "tokens", "t2", None, False, False
         )
@@ -70,17 +85,29 @@ def test_read_stream_sends_the_contracts_request_and_reads_a_page(
         with pytest.raises(tasker.NotFound) as missing:
             c.read_stream(STEP_ID)
         assert missing.value.code == "task_not_found"
+        # With the children's chunks: each says whose task's step emitted it.
+        family = c.read_stream(TASK_ID, children=True)
+        assert [(x.offset, x.task_id, x.step_id, x.step) for x in family.chunks] == [
+            (0, uuid.UUID(TASK_ID), uuid.UUID(STEP_ID), "generate"),
+            (1, uuid.UUID(CHILD_ID), uuid.UUID(CHILD_STEP_ID), "summarize"),
+        ]
 
-    async def the_async_twin() -> tasker.StreamPage:
+    async def the_async_twin() -> tuple[tasker.StreamPage, tasker.StreamPage]:
         async with tasker.AsyncClient(url) as c:
-            return await c.read_stream(TASK_ID, limit=1)
+            return await c.read_stream(TASK_ID, limit=1), await c.read_stream(
+                TASK_ID, topic="tokens", children=True
+            )
 
-    assert asyncio.run(the_async_twin()).complete
+    alone, family = asyncio.run(the_async_twin())
+    assert alone.complete and family.next_ == 2
+    assert family.chunks[1].task_id == uuid.UUID(CHILD_ID)
     assert [path for _, path, _ in api.requests] == [
         f"{ROUTE}?from=2&topic=tokens&limit=2",
         f"{ROUTE}?from=0",
         f"/v1/tasks/{STEP_ID}/stream?from=0",
+        f"{ROUTE}?from=0&children=true",
         f"{ROUTE}?from=0&limit=1",
+        f"{ROUTE}?from=0&topic=tokens&children=true",
     ]
 
 
@@ -116,10 +143,11 @@ def json_answer(status: str, body: Any) -> Act:
     )
 
 
-def drops_after_three(s: socket) -> None:
-    """Chunks 0, 1 and 2 (a keep-alive comment first, chunk 1 split across pieces), then half of
-    chunk 3 and a piece cut short: the connection drops mid-body."""
-    one = event(chunk(1))
+def drops_after_three(s: socket, one_of_a_child: bool = False) -> None:
+    """Chunks 0, 1 and 2 (a keep-alive comment first, chunk 1 split across pieces; a child
+    task's if ``one_of_a_child``), then half of chunk 3 and a piece cut short: the connection
+    drops mid-body."""
+    one = event(child_chunk(1) if one_of_a_child else chunk(1))
     s.sendall(head(chunked=True) + piece(b": keep-alive\n\n") + piece(event(chunk(0))))
     s.sendall(piece(one[:17]))
     s.sendall(piece(one[17:] + event(chunk(2))))
@@ -190,39 +218,64 @@ def sse() -> Iterator[Callable[[list[Act]], SseStandIn]]:
         stand_in.close()
 
 
-def check_resumed(chunks: list[tasker.StreamChunk], api: SseStandIn, took: float) -> None:
+def resumes(children: bool) -> list[Act]:
+    """A stream's connections: dropped after chunk 2, closed after 4, ended after 5; with
+    ``children``, chunk 1 is a child task's."""
+
+    def first(s: socket) -> None:
+        drops_after_three(s, one_of_a_child=children)
+
+    return [first, closes_before_the_end, ends]
+
+
+def check_resumed(
+    chunks: list[tasker.StreamChunk], api: SseStandIn, took: float, children: bool
+) -> None:
     assert [c.offset for c in chunks] == [0, 1, 2, 3, 4, 5]
+    child = uuid.UUID(CHILD_ID if children else TASK_ID)
+    assert [c.task_id for c in chunks] == [uuid.UUID(TASK_ID), child] + [uuid.UUID(TASK_ID)] * 4
     assert [c.text for c in chunks] == ["t0", "t1", "t2", "r0", "r1", "t5"]
     assert [c.retry for c in chunks] == [False, False, False, True, False, False]
     assert [(c.attempt, c.seq, c.end) for c in chunks[3:]] == [(2, 0, False), (2, 1, False),
                                                                (2, 2, True)]
-    # Each connection after the first resumes after the last offset received.
+    # Each connection after the first resumes after the last offset received, and asks for the
+    # children's chunks again if it did (only then).
     assert api.last_event_ids() == [None, "2", "4"]
+    wanted = f"{ROUTE}?from=0&topic=tokens" + ("&children=true" if children else "")
     for target, headers in api.requests:
-        assert target == f"{ROUTE}?from=0&topic=tokens"
+        assert target == wanted
         assert headers["accept"] == "text/event-stream"
         assert headers["authorization"] == "Bearer s3cret"
     assert took < 5, f"the stream did not end at the end event ({took:.1f} s)"
 
 
-def test_a_stream_resumes_after_a_drop_and_a_close_with_no_gap_and_no_duplicate(sse: Any) -> None:
-    api = sse([drops_after_three, closes_before_the_end, ends])
+@pytest.mark.parametrize("children", [False, True], ids=["alone", "with_children"])
+def test_a_stream_resumes_after_a_drop_and_a_close_with_no_gap_and_no_duplicate(
+    sse: Any, children: bool
+) -> None:
+    api = sse(resumes(children))
     started = time.monotonic()
     with tasker.Client(api.url, token="s3cret") as c:
-        chunks = list(c.stream(TASK_ID, topic="tokens"))
-    check_resumed(chunks, api, time.monotonic() - started)
+        if children:
+            chunks = list(c.stream(TASK_ID, topic="tokens", children=True))
+        else:
+            chunks = list(c.stream(TASK_ID, topic="tokens"))
+    check_resumed(chunks, api, time.monotonic() - started, children)
 
 
-def test_the_async_stream_resumes_the_same_way(sse: Any) -> None:
-    api = sse([drops_after_three, closes_before_the_end, ends])
+@pytest.mark.parametrize("children", [False, True], ids=["alone", "with_children"])
+def test_the_async_stream_resumes_the_same_way(sse: Any, children: bool) -> None:
+    api = sse(resumes(children))
 
     async def read() -> list[tasker.StreamChunk]:
         async with tasker.AsyncClient(api.url, token="s3cret") as c:
-            return [chunk async for chunk in c.stream(TASK_ID, topic="tokens")]
+            if children:
+                return [x async for x in c.stream(TASK_ID, topic="tokens", children=True)]
+            return [x async for x in c.stream(TASK_ID, topic="tokens")]
 
     started = time.monotonic()
     chunks = asyncio.run(read())
-    check_resumed(chunks, api, time.monotonic() - started)
+    check_resumed(chunks, api, time.monotonic() - started, children)
 
 
 def test_a_stream_from_an_offset_asks_for_it_and_a_gateways_error_is_ridden_through(

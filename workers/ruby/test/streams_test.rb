@@ -6,18 +6,22 @@ require_relative "client_support"
 # The step stream calls (Client#read_stream, #stream) against stand-ins: a page read from the
 # API's JSON (client_support.rb), and Server-Sent Events from a TCPServer whose connections drop
 # mid-way, close before the end or answer errors: the resume with `last-event-id`, no gap and no
-# duplicate. streams_live_test.rb reads the streams of a real orchestrator.
+# duplicate, and `children=true` (a child task's chunks merged in) asked for on every connection
+# when wanted, never by default. streams_live_test.rb reads the streams of a real orchestrator.
 class ClientStreamsWireTest < Minitest::Test
   Client = Tasker::Client
 
   TASK_ID = "019a0000-0000-7000-8000-0000000000f1"
   STEP_ID = "019a0000-0000-7000-8000-0000000000f2"
+  # A child task of TASK_ID's (a `child:` step's), and its step.
+  CHILD_ID = "019a0000-0000-7000-8000-0000000000f3"
+  CHILD_STEP_ID = "019a0000-0000-7000-8000-0000000000f4"
   ROUTE = "/v1/tasks/#{TASK_ID}/stream".freeze
   END_EVENT = "event: end\ndata: {\"next\": 6}\n\n"
 
-  # A chunk as the API writes it: text t<offset> unless given, of attempt 1.
+  # A chunk as the API writes it: text t<offset> unless given, of TASK_ID's step, in its attempt 1.
   def self.chunk(offset, **fields)
-    { "offset" => offset, "step_id" => STEP_ID, "step" => "generate", "attempt" => 1, "seq" => offset,
+    { "offset" => offset, "task_id" => TASK_ID, "step_id" => STEP_ID, "step" => "generate", "attempt" => 1, "seq" => offset,
       "topic" => "tokens", "text" => "t#{offset}", "end" => false, "retry" => false,
       "at" => "2026-11-30T22:00:00.123456Z" }.merge(fields.transform_keys(&:to_s))
   end
@@ -26,13 +30,21 @@ class ClientStreamsWireTest < Minitest::Test
     self.class.chunk(offset, **fields)
   end
 
+  # A chunk of CHILD_ID's step, merged into TASK_ID's stream at +offset+.
+  def self.child_chunk(offset)
+    chunk(offset, task_id: CHILD_ID, step_id: CHILD_STEP_ID, step: "summarize", seq: 0)
+  end
+
   def test_read_stream_sends_the_contracts_request_and_reads_a_page
     json_chunk = chunk(3, data: { "pct" => 40 }).tap { |c| c.delete("text") }
     end_chunk = chunk(4, end: true).tap { |c| c.delete("text") }
     api = ClientWire::StandIn.new(
       "GET #{ROUTE}" => [
         [200, { "task_id" => TASK_ID, "chunks" => [chunk(2), json_chunk], "next" => 4, "complete" => false }],
-        [200, { "task_id" => TASK_ID, "chunks" => [end_chunk], "next" => 5, "complete" => true }]
+        [200, { "task_id" => TASK_ID, "chunks" => [end_chunk], "next" => 5, "complete" => true }],
+        # Read with children=true: chunk 1 is a child task's.
+        [200, { "task_id" => TASK_ID, "chunks" => [chunk(0), self.class.child_chunk(1)], "next" => 2,
+                "complete" => false }]
       ],
       "GET /v1/tasks/#{STEP_ID}/stream" => [404, { "error" => { "code" => "task_not_found", "message" => "none" } }]
     )
@@ -43,8 +55,8 @@ class ClientStreamsWireTest < Minitest::Test
     assert_equal [TASK_ID, 4, false], [page.task_id, page.next, page.complete?]
     first, second = page.chunks
     assert_kind_of Client::StreamChunk, first
-    assert_equal [2, STEP_ID, "generate", 1, 2, "tokens", "t2", nil], first.to_h.values_at(
-      :offset, :step_id, :step, :attempt, :seq, :topic, :text, :data
+    assert_equal [2, TASK_ID, STEP_ID, "generate", 1, 2, "tokens", "t2", nil], first.to_h.values_at(
+      :offset, :task_id, :step_id, :step, :attempt, :seq, :topic, :text, :data
     )
     refute_predicate first, :end?
     refute_predicate first, :retry?
@@ -55,11 +67,16 @@ class ClientStreamsWireTest < Minitest::Test
     assert_predicate last.chunks.first, :end?
     error = assert_raises(Client::NotFoundError) { client.read_stream(STEP_ID) }
     assert_equal "task_not_found", error.code
+    # With the children's chunks: each says whose task's step emitted it.
+    family = client.read_stream(TASK_ID, topic: "tokens", children: true)
+    assert_equal [[0, TASK_ID, STEP_ID, "generate"], [1, CHILD_ID, CHILD_STEP_ID, "summarize"]],
+                 family.chunks.map { |c| [c.offset, c.task_id, c.step_id, c.step] }
 
     assert_equal [
       ["GET", "#{ROUTE}?from=2&topic=tokens&limit=2", nil],
       ["GET", "#{ROUTE}?from=0", nil],
-      ["GET", "/v1/tasks/#{STEP_ID}/stream?from=0", nil]
+      ["GET", "/v1/tasks/#{STEP_ID}/stream?from=0", nil],
+      ["GET", "#{ROUTE}?from=0&topic=tokens&children=true", nil]
     ], api.requests
   ensure
     client&.close
@@ -87,10 +104,10 @@ class ClientStreamsWireTest < Minitest::Test
     ->(s) { s.write("HTTP/1.1 #{status}\r\ncontent-type: application/json\r\ncontent-length: #{data.bytesize}\r\n\r\n#{data}") }
   end
 
-  # Chunks 0, 1 (split across pieces) and 2 after a keep-alive, then half of chunk 3 and a piece
-  # cut short: the connection drops mid-body.
-  DROPS_AFTER_THREE = lambda do |s|
-    one = event(chunk(1))
+  # Chunks 0, 1 (split across pieces; a child task's if +one_of_a_child+) and 2 after a
+  # keep-alive, then half of chunk 3 and a piece cut short: the connection drops mid-body.
+  DROPS_AFTER_THREE = lambda do |s, one_of_a_child = false|
+    one = event(one_of_a_child ? child_chunk(1) : chunk(1))
     s.write(head(chunked: true) + piece(": keep-alive\n\n") + piece(event(chunk(0))))
     s.write(piece(one[0, 17]))
     s.write(piece(one[17..] + event(chunk(2))))
@@ -156,28 +173,11 @@ class ClientStreamsWireTest < Minitest::Test
   end
 
   def test_a_stream_resumes_after_a_drop_and_a_close_with_no_gap_and_no_duplicate
-    api = SseStandIn.new([DROPS_AFTER_THREE, CLOSES_BEFORE_THE_END, ENDS])
-    client = Client.new(url: api.url, token: "s3cret")
-    started = monotonic
-    chunks = []
-    assert_same client, client.stream(TASK_ID, topic: "tokens") { |c| chunks << c }
-    assert_operator monotonic - started, :<, 5, "the stream did not end at the end event"
+    check_resumed(children: false)
+  end
 
-    assert_equal [0, 1, 2, 3, 4, 5], chunks.map(&:offset)
-    assert_equal ["t0", "t1", "t2", "r0", "r1", nil], chunks.map(&:text)
-    assert_equal [false, false, false, true, false, false], chunks.map(&:retry?)
-    assert_equal [[2, 0, false], [2, 1, false], [2, 2, true]], chunks[3..].map { |c| [c.attempt, c.seq, c.end?] }
-    assert_kind_of Time, chunks.first.at
-    # Each connection after the first resumes after the last offset received.
-    assert_equal [nil, "2", "4"], api.last_event_ids
-    api.requests.each do |target, headers|
-      assert_equal "#{ROUTE}?from=0&topic=tokens", target
-      assert_equal "text/event-stream", headers["accept"]
-      assert_equal "Bearer s3cret", headers["authorization"]
-    end
-  ensure
-    client&.close
-    api&.stop
+  def test_a_stream_with_its_children_asks_for_them_again_on_each_reconnection
+    check_resumed(children: true)
   end
 
   def test_a_stream_from_an_offset_asks_for_it_and_rides_through_a_gateways_error
@@ -224,6 +224,42 @@ class ClientStreamsWireTest < Minitest::Test
   end
 
   private
+
+  # A stream's connections drop after chunk 2, close after 4 and end after 5 (with +children+,
+  # chunk 1 is a child task's): no gap, no duplicate, and every connection asks for the same.
+  def check_resumed(children:)
+    first = ->(s) { DROPS_AFTER_THREE.call(s, children) }
+    api = SseStandIn.new([first, CLOSES_BEFORE_THE_END, ENDS])
+    client = Client.new(url: api.url, token: "s3cret")
+    started = monotonic
+    chunks = []
+    # With children, read through the Enumerator: it must carry them too.
+    returned = if children
+                 client.stream(TASK_ID, topic: "tokens", children: true).each { |c| chunks << c }
+               else
+                 client.stream(TASK_ID, topic: "tokens") { |c| chunks << c }
+               end
+    assert_same client, returned
+    assert_operator monotonic - started, :<, 5, "the stream did not end at the end event"
+
+    assert_equal [0, 1, 2, 3, 4, 5], chunks.map(&:offset)
+    assert_equal ["t0", "t1", "t2", "r0", "r1", nil], chunks.map(&:text)
+    assert_equal [false, false, false, true, false, false], chunks.map(&:retry?)
+    assert_equal [[2, 0, false], [2, 1, false], [2, 2, true]], chunks[3..].map { |c| [c.attempt, c.seq, c.end?] }
+    assert_kind_of Time, chunks.first.at
+    assert_equal [TASK_ID, children ? CHILD_ID : TASK_ID] + [TASK_ID] * 4, chunks.map(&:task_id)
+    # Each connection after the first resumes after the last offset received, and asks for the
+    # children's chunks again if it did (only then).
+    assert_equal [nil, "2", "4"], api.last_event_ids
+    api.requests.each do |target, headers|
+      assert_equal "#{ROUTE}?from=0&topic=tokens#{"&children=true" if children}", target
+      assert_equal "text/event-stream", headers["accept"]
+      assert_equal "Bearer s3cret", headers["authorization"]
+    end
+  ensure
+    client&.close
+    api&.stop
+  end
 
   def monotonic
     Process.clock_gettime(Process::CLOCK_MONOTONIC)

@@ -20,14 +20,17 @@ const RECONNECT_FOR_MS = 30_000;
 
 /**
  * One chunk of a task's stream. `offset`: its place in the task's stream (0, 1, 2 … in the order
- * the orchestrator kept the chunks of all the task's steps); `stepId` and `step` (the name) of the
- * step that emitted it, in its `attempt` (from 1); `seq` its place in that attempt's stream (from
- * 0); `text` (what `emitText` sent) or `data` (what `emit` sent), the other `null`; `end`: the
- * attempt's stream ended here (no text or data); `retry`: the first chunk of a step's retry, so
- * what that step streamed under its earlier attempts is superseded; `at`: when it was emitted.
+ * the orchestrator kept the chunks of all the task's steps); `taskId`: the task whose step emitted
+ * it (the stream's own task, or, read with `children: true`, one of its child tasks at any depth);
+ * `stepId` and `step` (the name) of the step that emitted it, in its `attempt` (from 1); `seq` its
+ * place in that attempt's stream (from 0); `text` (what `emitText` sent) or `data` (what `emit`
+ * sent), the other `null`; `end`: the attempt's stream ended here (no text or data); `retry`: the
+ * first chunk of a step's retry, so what that step streamed under its earlier attempts is
+ * superseded; `at`: when it was emitted.
  */
 export interface StreamChunk {
   offset: number;
+  taskId: string;
   stepId: string;
   step: string;
   attempt: number;
@@ -58,14 +61,21 @@ export interface StreamOptions {
   from?: number;
   /** Chunks of this topic only. */
   topic?: string;
+  /**
+   * With the chunks of the task's child tasks (`child:` steps, at any depth) merged in, at offsets
+   * of this task's stream, of the namespaces the token covers; each chunk's `taskId` says whose it
+   * is. False by default.
+   */
+  children?: boolean;
   /** Aborting it ends the stream: the iteration rejects with its reason. */
   signal?: AbortSignal;
 }
 
-/** A page of {@link StreamMethods.readStream}: {@link StreamOptions}' `from` and `topic`, and its size. */
+/** A page of {@link StreamMethods.readStream}: {@link StreamOptions}' `from`, `topic` and `children`, and its size. */
 export interface ReadStreamOptions {
   from?: number;
   topic?: string;
+  children?: boolean;
   /** Chunks per page: 1–1,000, the server's default 500. */
   limit?: number;
 }
@@ -73,11 +83,17 @@ export interface ReadStreamOptions {
 /** A chunk as the API writes it (`text` and `data` may be left out), camelCased. */
 export function readChunk(json: unknown): StreamChunk {
   const c = (json ?? {}) as Record<string, unknown>;
-  if (typeof c.offset !== "number" || typeof c.step_id !== "string" || typeof c.at !== "string") {
+  if (
+    typeof c.offset !== "number" ||
+    typeof c.task_id !== "string" ||
+    typeof c.step_id !== "string" ||
+    typeof c.at !== "string"
+  ) {
     throw new TaskerClientError(`not a stream chunk: ${JSON.stringify(Object.keys(c))}`);
   }
   return {
     offset: c.offset,
+    taskId: c.task_id,
     stepId: c.step_id,
     step: String(c.step),
     attempt: Number(c.attempt),
@@ -99,11 +115,12 @@ function readPage(json: unknown): StreamPage {
   return { taskId: String(page.task_id), chunks: page.chunks.map(readChunk), next: page.next, complete: page.complete === true };
 }
 
-/** The stream's route with its query (`from` always, the others when given). */
+/** The stream's route with its query (`from` always, the others when given; `children` only when true). */
 function streamRoute(task: TaskRef<unknown, unknown>, query: ReadStreamOptions): string {
   const params = new URLSearchParams({ from: String(query.from ?? 0) });
   if (query.topic !== undefined) params.set("topic", query.topic);
   if (query.limit !== undefined) params.set("limit", String(query.limit));
+  if (query.children === true) params.set("children", "true");
   return `/v1/tasks/${encodeURIComponent(taskId(task))}/stream?${params}`;
 }
 
@@ -114,7 +131,8 @@ export abstract class StreamMethods extends AlertMethods {
 
   /**
    * One page of a task's stream (`GET /v1/tasks/{id}/stream`): the chunks from the offset `from`
-   * on (inclusive; 0 by default), of `topic` only if given, at most `limit` of them. Read on from
+   * on (inclusive; 0 by default), of `topic` only if given, at most `limit` of them; with
+   * `children: true`, its child tasks' chunks merged in (each chunk's `taskId`). Read on from
    * its `next`; once `complete` is true nothing more will come. `400 invalid_id` or
    * `invalid_query`, `403 forbidden` (the token does not cover the task's namespace), `404
    * task_not_found`, `410 task_purged`.
@@ -125,9 +143,10 @@ export abstract class StreamMethods extends AlertMethods {
   }
 
   /**
-   * Every chunk of a task's stream from the offset `from` on (of `topic` only if given), as they
-   * come (`GET /v1/tasks/{id}/stream` as Server-Sent Events), until the stream is complete: the
-   * task has ended and so has every step attempt's stream (the server's `end` event).
+   * Every chunk of a task's stream from the offset `from` on (of `topic` only if given, with its
+   * child tasks' chunks merged in when `children` is true), as they come (`GET
+   * /v1/tasks/{id}/stream` as Server-Sent Events), until the stream is complete: the task has
+   * ended and so has every step attempt's stream (the server's `end` event).
    * `for await (const chunk of client.stream(task)) …`; a chunk with `retry` starts a step's new
    * attempt, superseding what that step streamed before.
    *
@@ -140,7 +159,7 @@ export abstract class StreamMethods extends AlertMethods {
    * many streams as it may). Leaving the loop early closes the connection.
    */
   async *stream(task: TaskRef<unknown, unknown>, options: StreamOptions = {}): AsyncGenerator<StreamChunk, void, undefined> {
-    const route = streamRoute(task, { from: options.from, topic: options.topic });
+    const route = streamRoute(task, { from: options.from, topic: options.topic, children: options.children });
     const cursor = new StreamCursor(route, readChunk);
     const backoff = new Backoff();
     let failingSince: number | undefined;

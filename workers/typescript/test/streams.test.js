@@ -13,12 +13,17 @@ const { recordedStandIn } = require("./support/stand_in.js");
 
 const taskId = "019a0000-0000-7000-8000-0000000000f1";
 const stepId = "019a0000-0000-7000-8000-0000000000f2";
+// A child task (a `child:` step's) of the stream's task: its chunks come with children=true.
+const childId = "019a0000-0000-7000-8000-0000000000f3";
+const childStepId = "019a0000-0000-7000-8000-0000000000f4";
+const parentId = "019a0000-0000-7000-8000-0000000000f5";
 const route = `/v1/tasks/${taskId}/stream`;
 
-/** A chunk as the API writes it: `text` t<offset> unless given, of attempt 1. */
+/** A chunk as the API writes it: `text` t<offset> unless given, of attempt 1, of the task's own step. */
 function chunk(offset, fields = {}) {
   return {
     offset,
+    task_id: taskId,
     step_id: stepId,
     step: "generate",
     attempt: 1,
@@ -38,6 +43,16 @@ describe("Client and the stream API's page", () => {
       [200, { task_id: taskId, chunks: [chunk(2), { ...chunk(3), text: undefined, data: { pct: 40 } }], next: 4, complete: false }],
       [200, { task_id: taskId, chunks: [{ ...chunk(4, { end: true }), text: undefined }], next: 5, complete: true }],
     ],
+    [`GET /v1/tasks/${parentId}/stream`]: [
+      // As read with children=true: the task's own chunk, then its child task's.
+      200,
+      {
+        task_id: parentId,
+        chunks: [chunk(0, { task_id: parentId }), chunk(1, { task_id: childId, step_id: childStepId, step: "draft" })],
+        next: 2,
+        complete: true,
+      },
+    ],
     [`GET /v1/tasks/${stepId}/stream`]: [404, { error: { code: "task_not_found", message: "no such task" } }],
   });
 
@@ -51,6 +66,7 @@ describe("Client and the stream API's page", () => {
       chunks: [
         {
           offset: 2,
+          taskId,
           stepId,
           step: "generate",
           attempt: 1,
@@ -76,6 +92,27 @@ describe("Client and the stream API's page", () => {
         `GET ${route}?from=0`,
         `GET /v1/tasks/${stepId}/stream?from=0`,
       ],
+    );
+  });
+
+  it("asks for the child tasks' chunks only when `children` is true, and tells whose each chunk is", async () => {
+    const client = new Client(base());
+    requests.length = 0;
+    const page = await client.readStream(parentId, { from: 0, limit: 10, children: true });
+    assert.equal(page.taskId, parentId);
+    assert.deepEqual(
+      page.chunks.map((c) => [c.offset, c.taskId, c.stepId, c.step]),
+      [
+        [0, parentId, stepId, "generate"],
+        [1, childId, childStepId, "draft"],
+      ],
+    );
+    await client.readStream(parentId, { children: false });
+    await client.readStream({ id: parentId }, { topic: "tokens" });
+    const route = `/v1/tasks/${parentId}/stream`;
+    assert.deepEqual(
+      requests.map(([method, url]) => `${method} ${url}`),
+      [`GET ${route}?from=0&limit=10&children=true`, `GET ${route}?from=0`, `GET ${route}?from=0&topic=tokens`],
     );
   });
 });
@@ -182,6 +219,7 @@ describe("Client and the stream API's events", () => {
       ],
     );
     assert.ok(chunks[0].at instanceof Date);
+    assert.ok(chunks.every((c) => c.taskId === taskId));
     // Each connection after the first resumes after the last offset received.
     assert.deepEqual(
       requests.map((r) => r.headers["last-event-id"]),
@@ -192,6 +230,52 @@ describe("Client and the stream API's events", () => {
       assert.equal(headers.accept, "text/event-stream");
       assert.equal(headers.authorization, "Bearer s3cret");
     }
+  });
+
+  it("asks for the child tasks' chunks on every connection when `children` is true", async () => {
+    const child = (offset) => chunk(offset, { task_id: childId, step_id: childStepId, step: "draft" });
+    const requests = stand.serve([
+      // Chunk 0 of the task, 1 of its child, then half of 2: the connection drops.
+      (_req, res) => {
+        res.writeHead(200, eventStream);
+        res.write(event(chunk(0)) + event(child(1)) + "event: chunk\nid: 2\n", () => res.socket.destroy());
+      },
+      (_req, res) => res.writeHead(200, eventStream).end(event(child(2)) + 'event: end\ndata: {"next": 3}\n\n'),
+    ]);
+    const chunks = await collect(new Client(stand.url).stream(taskId, { from: 0, children: true }));
+    assert.deepEqual(
+      chunks.map((c) => [c.offset, c.taskId, c.stepId, c.step]),
+      [
+        [0, taskId, stepId, "generate"],
+        [1, childId, childStepId, "draft"],
+        [2, childId, childStepId, "draft"],
+      ],
+    );
+    assert.deepEqual(
+      requests.map((r) => [r.url, r.headers["last-event-id"]]),
+      [
+        [`${route}?from=0&children=true`, undefined],
+        [`${route}?from=0&children=true`, "1"],
+      ],
+    );
+
+    // `children: false` is the default: not asked for.
+    const plain = stand.serve([ends]);
+    await collect(new Client(stand.url).stream(taskId, { from: 5, children: false }));
+    assert.deepEqual(
+      plain.map((r) => r.url),
+      [`${route}?from=5`],
+    );
+  });
+
+  it("rejects a chunk that does not say whose task it is of", async () => {
+    const { task_id: _gone, ...bare } = chunk(0);
+    stand.serve([(_req, res) => res.writeHead(200, eventStream).end(event(bare) + END)]);
+    await assert.rejects(collect(new Client(stand.url).stream(taskId)), (err) => {
+      assert.ok(err instanceof TaskerClientError && !(err instanceof ApiError));
+      assert.match(err.message, /a chunk that is not the API's/);
+      return true;
+    });
   });
 
   it("asks for its first offset and rides through a gateway's error", async () => {

@@ -1,7 +1,8 @@
 "use strict";
 // The step stream calls against a real orchestrator (PostgreSQL, RabbitMQ,
 // target/debug/tasker-orchestrator): a task's chunks followed as they come and read a page at a
-// time, a step's retry marked, an unknown task refused. The templates and their handlers are this
+// time, a step's retry marked, a parent's stream with its child task's merged in (`children`), an
+// unknown task refused. The templates and their handlers are this
 // file's own (below), run by an in-process Worker; the handlers emit with `ctx.emitText` (the
 // worker's side of step streams).
 const { after, before, describe, it } = require("node:test");
@@ -33,6 +34,19 @@ steps:
   - name: generate
     handler: stream_retrier
     retry: { max_attempts: 2, backoff: none }
+`,
+  "stream_parent.yaml": `namespace: ${ns}
+name: stream_parent
+version: 1.0.0
+description: Streams \`count\` chunks, then starts a child task (stream) that streams \`kid\`
+steps:
+  - name: say
+    handler: stream_emitter
+  - name: kid
+    depends_on: [say]
+    child:
+      template: stream
+      context: { count: /context/kid }
 `,
 };
 
@@ -113,6 +127,7 @@ describe("Client and a real orchestrator's step streams", () => {
     for (const c of emitted) {
       assert.deepEqual([c.step, c.attempt, c.topic, c.data, c.retry], ["generate", 1, "tokens", null, false]);
       assert.match(c.stepId, /^[0-9a-f-]{36}$/);
+      assert.equal(c.taskId, task.id);
       assert.ok(c.at instanceof Date && !Number.isNaN(c.at.getTime()));
     }
     assert.deepEqual([page.chunks.at(-1).end, page.chunks.at(-1).text], [true, null]);
@@ -155,6 +170,36 @@ describe("Client and a real orchestrator's step streams", () => {
       ],
     );
     assert.deepEqual((await client.wait(task, 60_000)).result, { generate: { attempt: 2 } });
+  });
+
+  it("merges a child task's chunks into its parent's stream when asked, each saying its task", async () => {
+    const task = await client.createTask(ns, "stream_parent", { count: 2, kid: 3 });
+    // Followed live from the start: both tasks' chunks, at dense offsets of the parent's stream.
+    const live = await collect(client.stream(task, { children: true }));
+    assert.deepEqual(
+      live.map((c) => c.offset),
+      live.map((_, i) => i),
+    );
+    assert.equal((await client.wait(task, 60_000)).state, "complete");
+    const kid = (await client.getTask(task)).children.find((c) => c.stepName === "kid").taskId;
+    assert.notEqual(kid, task.id);
+    const textsOfTask = (chunks, id) => textsOf(chunks.filter((c) => c.taskId === id));
+    assert.deepEqual(textsOfTask(live, task.id), ["t0", "t1"]);
+    assert.deepEqual(textsOfTask(live, kid), ["t0", "t1", "t2"]);
+    assert.deepEqual(new Set(live.map((c) => c.taskId)), new Set([task.id, kid]));
+    assert.equal(live.filter((c) => c.end).length, 2);
+    // The same a page at a time once it ended.
+    const page = await client.readStream(task, { children: true });
+    assert.deepEqual([page.chunks, page.next, page.complete], [live, live.length, true]);
+    // Without `children`: the parent's own chunks only (its offsets still count the child's).
+    const own = await client.readStream(task);
+    assert.ok(own.chunks.every((c) => c.taskId === task.id));
+    assert.deepEqual(textsOf(own.chunks), ["t0", "t1"]);
+    assert.deepEqual([own.next, own.complete], [live.length, true]);
+    // The child's own stream: its chunks, each of it.
+    const kids = await client.readStream(kid, { children: true });
+    assert.deepEqual(textsOf(kids.chunks), ["t0", "t1", "t2"]);
+    assert.ok(kids.chunks.every((c) => c.taskId === kid));
   });
 
   it("refuses an unknown task at once", async () => {

@@ -91,13 +91,15 @@ class Resume:
     connection (``Last-Event-ID`` once a chunk came), the last offset yielded, whether ``end``
     came, and the pause before opening a connection again (a backoff of 0.1 s doubling to 2 s,
     reset by each chunk; :data:`RECONNECT_FOR` seconds of failures in a row raise the last).
-    ``parse`` reads a chunk's JSON."""
+    Every connection asks for the same ``from`` (``Last-Event-ID`` wins over it on the server),
+    ``topic`` and ``children``. ``parse`` reads a chunk's JSON."""
 
     def __init__(
         self,
         task_id: Id,
         from_offset: int,
         topic: str | None,
+        children: bool,
         parse: Callable[[Mapping[str, Any]], StreamChunk],
     ) -> None:
         self.url = stream_url(task_id)
@@ -105,6 +107,8 @@ class Resume:
         self.params: dict[str, Any] = {"from": from_offset}
         if topic is not None:
             self.params["topic"] = topic
+        if children:
+            self.params["children"] = "true"
         #: The offset of the last chunk yielded, ``None`` before the first.
         self.last: int | None = None
         #: Whether the ``end`` event came: the stream is complete.

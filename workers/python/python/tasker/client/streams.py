@@ -31,15 +31,17 @@ from .values import JSON
 @dataclass(frozen=True)
 class StreamChunk:
     """One chunk of a task's stream. ``offset``: its place in the task's stream (0, 1, 2 … in the
-    order the orchestrator kept the chunks of all the task's steps); ``step_id`` and ``step``
-    (the name) of the step that emitted it, in its ``attempt`` (from 1), ``seq`` its place in
-    that attempt's stream (from 0); ``topic``; ``text`` (what ``emit_text`` sent, else ``None``)
-    or ``data`` (what ``emit`` sent, decoded JSON, else ``None``); ``end``: the attempt's stream
-    ended here (no text or data); ``retry``: the first chunk of a step's retry, so what that step
-    streamed under its earlier attempts is superseded by what follows; ``at``: when the handler
-    emitted it (an aware ``datetime``)."""
+    order the orchestrator kept the chunks of all the task's steps); ``task_id``: the task whose
+    step emitted it (the stream's own task, or, read with ``children=True``, one of its child
+    tasks, at any depth); ``step_id`` and ``step`` (the name) of the step that emitted it, in its
+    ``attempt`` (from 1), ``seq`` its place in that attempt's stream (from 0); ``topic``;
+    ``text`` (what ``emit_text`` sent, else ``None``) or ``data`` (what ``emit`` sent, decoded
+    JSON, else ``None``); ``end``: the attempt's stream ended here (no text or data); ``retry``:
+    the first chunk of a step's retry, so what that step streamed under its earlier attempts is
+    superseded by what follows; ``at``: when the handler emitted it (an aware ``datetime``)."""
 
     offset: int
+    task_id: UUID
     step_id: UUID
     step: str
     attempt: int
@@ -56,6 +58,7 @@ class StreamChunk:
         """A chunk as the API writes it (``text`` and ``data`` may be left out)."""
         return cls(
             offset=int(src["offset"]),
+            task_id=UUID(src["task_id"]),
             step_id=UUID(src["step_id"]),
             step=str(src["step"]),
             attempt=int(src["attempt"]),
@@ -92,9 +95,10 @@ class StreamPage:
 
 
 def read_stream(
-    task_id: Id, from_offset: int, topic: str | None, limit: int | None
+    task_id: Id, from_offset: int, topic: str | None, limit: int | None, children: bool
 ) -> Call[StreamPage]:
-    params = {"from": from_offset, "topic": topic, "limit": limit}
+    children_ = "true" if children else None
+    params = {"from": from_offset, "topic": topic, "limit": limit, "children": children_}
     request = {
         "method": "get",
         "url": stream_url(task_id),
@@ -106,18 +110,22 @@ def read_stream(
 _READ_STREAM = """One page of the task's stream (``GET /v1/tasks/{id}/stream``): the chunks
         from the offset ``from_offset`` on (inclusive; 0 by default), of ``topic`` only if given,
         at most ``limit`` of them (1-1,000, the server's default 500), as a
-        :class:`~tasker.client.StreamPage`. Read on from its ``next_``; once ``complete`` is
-        true nothing more will come. Raises :class:`~tasker.InvalidRequest` ``invalid_id`` or
-        ``invalid_query``, :class:`~tasker.AuthError` ``forbidden`` (the token does not cover
-        the task's namespace), :class:`~tasker.NotFound` ``task_not_found`` and
+        :class:`~tasker.client.StreamPage`. With ``children`` true, the chunks of the task's
+        child tasks (those of its ``child:`` steps, at any depth) of the namespaces the token
+        covers are merged in, at offsets of this task's stream (each chunk's ``task_id`` says
+        whose it is). Read on from its ``next_``; once ``complete`` is true nothing more will
+        come. Raises :class:`~tasker.InvalidRequest` ``invalid_id`` or ``invalid_query``,
+        :class:`~tasker.AuthError` ``forbidden`` (the token does not cover the task's
+        namespace), :class:`~tasker.NotFound` ``task_not_found`` and
         :class:`~tasker.TaskPurged`."""
 
 _STREAM = """Every chunk of the task's stream from the offset ``from_offset`` on (of ``topic``
         only if given), as :class:`~tasker.client.StreamChunk` values as they come (``GET
         /v1/tasks/{id}/stream`` as Server-Sent Events), until the stream is complete: the task
-        has ended and so has every step attempt's stream (the server's ``end`` event). A chunk
-        with ``retry`` true starts a step's new attempt: what that step streamed before is
-        superseded.
+        has ended and so has every step attempt's stream (the server's ``end`` event). With
+        ``children`` true (asked for on every connection), its child tasks' chunks are merged
+        in, as :meth:`read_stream` reads them. A chunk with ``retry`` true starts a step's new
+        attempt: what that step streamed before is superseded.
 
         A connection that drops, times out (no keep-alive within the client's ``timeout``) or
         that the server closes before the end is opened again with backoff (0.1 s doubling to
@@ -142,14 +150,19 @@ class StreamMethods:
         from_offset: int = 0,
         topic: str | None = None,
         limit: int | None = None,
+        children: bool = False,
     ) -> StreamPage:
-        page: StreamPage = self._run(read_stream(task_id, from_offset, topic, limit))
+        page: StreamPage = self._run(read_stream(task_id, from_offset, topic, limit, children))
         return page
 
     def stream(
-        self, task_id: Id, from_offset: int = 0, topic: str | None = None
+        self,
+        task_id: Id,
+        from_offset: int = 0,
+        topic: str | None = None,
+        children: bool = False,
     ) -> Iterator[StreamChunk]:
-        resume = Resume(task_id, from_offset, topic, StreamChunk.from_dict)
+        resume = Resume(task_id, from_offset, topic, children, StreamChunk.from_dict)
         while True:
             request = resume.request()
             try:
@@ -187,14 +200,21 @@ class AsyncStreamMethods:
         from_offset: int = 0,
         topic: str | None = None,
         limit: int | None = None,
+        children: bool = False,
     ) -> StreamPage:
-        page: StreamPage = await self._run(read_stream(task_id, from_offset, topic, limit))
+        page: StreamPage = await self._run(
+            read_stream(task_id, from_offset, topic, limit, children)
+        )
         return page
 
     async def stream(
-        self, task_id: Id, from_offset: int = 0, topic: str | None = None
+        self,
+        task_id: Id,
+        from_offset: int = 0,
+        topic: str | None = None,
+        children: bool = False,
     ) -> AsyncIterator[StreamChunk]:
-        resume = Resume(task_id, from_offset, topic, StreamChunk.from_dict)
+        resume = Resume(task_id, from_offset, topic, children, StreamChunk.from_dict)
         while True:
             request = resume.request()
             try:
