@@ -388,3 +388,29 @@ def python_worker(
         running = run_worker(fixture_handlers, concurrency=16)
     yield running
     running.stop()
+
+
+def registering_worker(
+    tasker_env: TaskerEnv,
+    orchestrator: Orchestrator,
+    templates: Path,
+    registry: tasker.Registry,
+    namespace: str,
+) -> Iterator[tasker.Worker]:
+    """A native worker of ``registry`` in a thread of its own, for a module's fixture to yield
+    from: it registers the templates in ``templates`` with the session's orchestrator when it
+    starts, and its namespace's step queue goes when it stops."""
+    # The native worker reads its configuration once, when it starts.
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("TASKER_QUEUE_PREFIX", tasker_env.prefix)
+        env.setenv("TASKER_WORKER__ORCHESTRATOR_URL", orchestrator.url)
+        env.setenv("TASKER_WORKER__REGISTER_TEMPLATES", "true")
+        worker = tasker.Worker.start(templates, registry=registry, health_port=0, concurrency=4)
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    yield worker
+    worker.stop()
+    thread.join(timeout=30)
+    connection = pika.BlockingConnection(pika.URLParameters(amqp_url()))
+    connection.channel().queue_delete(f"{tasker_env.prefix}.steps.{namespace}")
+    connection.close()

@@ -7,18 +7,16 @@ emit with ``ctx.emit_text`` (the worker's side of step streams)."""
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
-import pika
 import pytest
 
 import tasker
-from conftest import Orchestrator, TaskerEnv, amqp_url
+from conftest import Orchestrator, TaskerEnv, registering_worker
 
 NS = "python_streams"
 TEXTS = [f"t{i}" for i in range(5)]
@@ -77,20 +75,7 @@ def stream_worker(
     templates: Path = tmp_path_factory.mktemp("stream_templates")
     for name, yaml in TEMPLATES.items():
         (templates / name).write_text(yaml)
-    # The native worker reads its configuration once, when it starts.
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("TASKER_QUEUE_PREFIX", tasker_env.prefix)
-        env.setenv("TASKER_WORKER__ORCHESTRATOR_URL", orchestrator.url)
-        env.setenv("TASKER_WORKER__REGISTER_TEMPLATES", "true")
-        worker = tasker.Worker.start(templates, registry=registry, health_port=0, concurrency=4)
-    thread = threading.Thread(target=worker.run, daemon=True)
-    thread.start()
-    yield worker
-    worker.stop()
-    thread.join(timeout=30)
-    connection = pika.BlockingConnection(pika.URLParameters(amqp_url()))
-    connection.channel().queue_delete(f"{tasker_env.prefix}.steps.{NS}")
-    connection.close()
+    yield from registering_worker(tasker_env, orchestrator, templates, registry, NS)
 
 
 @pytest.fixture

@@ -10,16 +10,14 @@ import importlib.util
 import re
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from types import ModuleType
 
-import pika
 import pytest
 
 import tasker
 import tasker.registry
-from conftest import REPO, WORKER_DIR, Orchestrator, TaskerEnv, amqp_url
+from conftest import REPO, WORKER_DIR, Orchestrator, TaskerEnv, registering_worker
 
 EXAMPLE = WORKER_DIR / "examples/streams"
 NS = "python_streams_example"
@@ -50,21 +48,7 @@ handlers, registry = load_example_handlers()
 def example_worker(tasker_env: TaskerEnv, orchestrator: Orchestrator) -> Iterator[tasker.Worker]:
     """A worker running the examples' handlers; it registers their templates with the session's
     orchestrator when it starts."""
-    # The native worker reads its configuration once, when it starts.
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("TASKER_QUEUE_PREFIX", tasker_env.prefix)
-        env.setenv("TASKER_WORKER__ORCHESTRATOR_URL", orchestrator.url)
-        env.setenv("TASKER_WORKER__REGISTER_TEMPLATES", "true")
-        worker = tasker.Worker.start(EXAMPLE, registry=registry, health_port=0, concurrency=4)
-    assert worker.namespaces == [NS]
-    thread = threading.Thread(target=worker.run, daemon=True)
-    thread.start()
-    yield worker
-    worker.stop()
-    thread.join(timeout=30)
-    connection = pika.BlockingConnection(pika.URLParameters(amqp_url()))
-    connection.channel().queue_delete(f"{tasker_env.prefix}.steps.{NS}")
-    connection.close()
+    yield from registering_worker(tasker_env, orchestrator, EXAMPLE, registry, NS)
 
 
 @pytest.fixture
