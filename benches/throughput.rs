@@ -252,7 +252,8 @@ async fn run() -> anyhow::Result<()> {
     let python = scenarios
         .iter()
         .any(|s| s.worker == "python" && wanted(s.name))
-        || wanted("pipeline");
+        || wanted("pipeline")
+        || wanted("streams");
     if python && let Err(e) = stack.worker("python").await {
         notes.push(format!("python worker: skipped ({e:#})"));
     }

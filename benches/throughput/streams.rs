@@ -4,6 +4,9 @@
 //! - **emit → receive**: a Rust step emits 1,000 text chunks, one every 2 ms, and a client
 //!   following the task's stream as Server-Sent Events receives them; a chunk's latency is from
 //!   its `at` (when the handler emitted it) to its arrival (one host, one clock);
+//! - **Python → TypeScript**: the same from a Python step (the fixture `stream_emitter`, its
+//!   chunks stamped with their emission time) to the TypeScript client
+//!   (`stream_follow.mjs`, which creates the task, then follows it);
 //! - **1,000 readers**: the same stream followed by 1,000 connections at once — the
 //!   orchestrator's memory before and while they read, every reader's chunk count, and the
 //!   `linear` chain's latency (closed loop, 8 clients) without and with them.
@@ -103,6 +106,46 @@ async fn emit_to_receive(stack: &Stack) -> anyhow::Result<Value> {
     Ok(millis(latencies))
 }
 
+/// A Python step emits `CHUNKS` chunks, `PACE_MS` apart, that the TypeScript client follows.
+/// The Python worker is the stack's (started before the stack is shared).
+async fn python_to_typescript(stack: &Stack) -> anyhow::Result<Value> {
+    let yaml = STREAMING
+        .replace("rust_examples", "python_examples")
+        .replace("bench_streaming", "bench_streaming_py");
+    stack
+        .client
+        .register_template(&yaml, Some("bench_streaming_py.yaml"), Some("bench"))
+        .await?;
+    let script = repo_root().join("benches/throughput/stream_follow.mjs");
+    let follow = |count: u64| {
+        let context = json!({"count": count, "pace_ms": PACE_MS, "stamp": true}).to_string();
+        let mut node = Command::new("node");
+        node.arg(&script)
+            .args([stack.url.as_str(), "python_examples", "bench_streaming_py"])
+            .arg(context)
+            .kill_on_drop(true);
+        async move {
+            let out = node.output().await.context("running node")?;
+            anyhow::ensure!(
+                out.status.success(),
+                "stream_follow.mjs failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let answer: Value = serde_json::from_slice(&out.stdout)?;
+            let latencies: Vec<f64> = serde_json::from_value(answer["latencies_ms"].clone())?;
+            anyhow::Ok(latencies)
+        }
+    };
+    follow(20).await?;
+    let latencies = follow(CHUNKS).await?;
+    anyhow::ensure!(
+        latencies.len() as u64 == CHUNKS,
+        "{} of {CHUNKS} chunks received",
+        latencies.len()
+    );
+    Ok(millis(latencies))
+}
+
 /// `READERS` connections follow one stream while the `linear` chain runs beside them.
 async fn many_readers(stack: &Arc<Stack>, w: Window) -> anyhow::Result<Value> {
     let tasks = Arc::new(Tasks {
@@ -159,8 +202,13 @@ pub(crate) async fn run(stack: &Arc<Stack>, w: Window) -> Value {
         println!("streams: one broker hop at idle {hop}");
         let stream = emit_to_receive(stack).await?;
         println!("streams: emit -> receive, {CHUNKS} chunks {PACE_MS} ms apart: {stream}");
+        let polyglot = python_to_typescript(stack)
+            .await
+            .unwrap_or_else(|e| json!({"failed": format!("{e:#}")}));
+        println!("streams: Python step -> TypeScript client, {CHUNKS} chunks: {polyglot}");
         let readers = many_readers(stack, w).await?;
-        anyhow::Ok(json!({"broker_hop": hop, "emit_to_receive": stream, "readers": readers}))
+        anyhow::Ok(json!({"broker_hop": hop, "emit_to_receive": stream,
+                          "python_to_typescript": polyglot, "readers": readers}))
     };
     measured
         .await
