@@ -94,6 +94,12 @@ pub async fn serve(
                 }
             },
         };
+        // Small writes go out at once: an event stream writes a chunk at a time to a reader that
+        // never answers, whose delayed ACKs would otherwise hold each write back (Nagle) for up
+        // to 40 ms — the streams bench's Python → TypeScript p99 was that sawtooth.
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(%peer, error = %e, "setting TCP_NODELAY failed");
+        }
         let acceptor = acceptor.clone();
         let held = permits
             .clone()
