@@ -3,7 +3,9 @@
 //!   consumer — the part of a chunk's way no Tasker code can shorten;
 //! - **emit → receive**: a Rust step emits 1,000 text chunks, one every 2 ms, and a client
 //!   following the task's stream as Server-Sent Events receives them; a chunk's latency is from
-//!   its `at` (when the handler emitted it) to its arrival (one host, one clock);
+//!   its `at` (when the handler emitted it) to its arrival (one host, one clock), for every
+//!   chunk and for those emitted once the reader was attached (the task is created first, so
+//!   its first chunks wait for the reader's connection);
 //! - **Python → TypeScript**: the same from a Python step (the fixture `stream_emitter`, its
 //!   chunks stamped with their emission time) to the TypeScript client
 //!   (`stream_follow.mjs`, which creates the task, then follows it);
@@ -79,17 +81,41 @@ async fn emitting(stack: &Stack, count: u64, pace_ms: u64) -> anyhow::Result<Uui
     Ok(stack.client.create_task(&task).await?.id)
 }
 
-/// Follows task `id`'s stream to its end: each chunk's latency from its emission, in ms.
-async fn follow(client: &Client, id: Uuid) -> anyhow::Result<Vec<f64>> {
+/// One chunk as its reader saw it: when it was emitted (ms since the epoch) and how late it
+/// arrived (ms).
+type Sample = (f64, f64);
+
+/// Follows task `id`'s stream to its end: each chunk's emission and latency.
+async fn follow(client: &Client, id: Uuid) -> anyhow::Result<Vec<Sample>> {
     let mut stream = client.stream(id, &StreamQuery::default());
-    let mut latencies = Vec::new();
+    let mut samples = Vec::new();
     while let Some(chunk) = stream.next().await? {
         if !chunk.end {
             let late = chrono::Utc::now() - chunk.at;
-            latencies.push(late.num_microseconds().unwrap_or(0) as f64 / 1000.0);
+            let emitted = chunk.at.timestamp_micros() as f64 / 1000.0;
+            samples.push((
+                emitted,
+                late.num_microseconds().unwrap_or(0) as f64 / 1000.0,
+            ));
         }
     }
-    Ok(latencies)
+    Ok(samples)
+}
+
+/// Latencies of every chunk, and of the chunks emitted once the reader was attached (after its
+/// first chunk arrived): the task is created before its reader connects, so the first chunks
+/// wait for the connection (client start, request, catch-up page), which is not the live path.
+fn latencies(samples: &[Sample]) -> Value {
+    let attached = samples
+        .first()
+        .map_or(f64::INFINITY, |(at, late)| at + late);
+    let all = samples.iter().map(|s| s.1).collect();
+    let live = samples
+        .iter()
+        .filter(|s| s.0 > attached)
+        .map(|s| s.1)
+        .collect();
+    json!({"all": millis(all), "attached": millis(live)})
 }
 
 async fn emit_to_receive(stack: &Stack) -> anyhow::Result<Value> {
@@ -97,13 +123,13 @@ async fn emit_to_receive(stack: &Stack) -> anyhow::Result<Value> {
     let warm = emitting(stack, 20, PACE_MS).await?;
     follow(&stack.client, warm).await?;
     let id = emitting(stack, CHUNKS, PACE_MS).await?;
-    let latencies = follow(&stack.client, id).await?;
+    let samples = follow(&stack.client, id).await?;
     anyhow::ensure!(
-        latencies.len() as u64 == CHUNKS,
+        samples.len() as u64 == CHUNKS,
         "{} of {CHUNKS} chunks received",
-        latencies.len()
+        samples.len()
     );
-    Ok(millis(latencies))
+    Ok(latencies(&samples))
 }
 
 /// A Python step emits `CHUNKS` chunks, `PACE_MS` apart, that the TypeScript client follows.
@@ -132,18 +158,18 @@ async fn python_to_typescript(stack: &Stack) -> anyhow::Result<Value> {
                 String::from_utf8_lossy(&out.stderr)
             );
             let answer: Value = serde_json::from_slice(&out.stdout)?;
-            let latencies: Vec<f64> = serde_json::from_value(answer["latencies_ms"].clone())?;
-            anyhow::Ok(latencies)
+            let samples: Vec<Sample> = serde_json::from_value(answer["samples"].clone())?;
+            anyhow::Ok(samples)
         }
     };
     follow(20).await?;
-    let latencies = follow(CHUNKS).await?;
+    let samples = follow(CHUNKS).await?;
     anyhow::ensure!(
-        latencies.len() as u64 == CHUNKS,
+        samples.len() as u64 == CHUNKS,
         "{} of {CHUNKS} chunks received",
-        latencies.len()
+        samples.len()
     );
-    Ok(millis(latencies))
+    Ok(latencies(&samples))
 }
 
 /// `READERS` connections follow one stream while the `linear` chain runs beside them.
