@@ -223,13 +223,18 @@ impl<'a> Scan<'a> {
                 self.node()?;
                 self.depth()
             }
+            // libyaml takes `,`, `]` and `}` for flow indicators in block context too (and
+            // the parser then fails): each still drops the block level's possible key, so a
+            // `:` after one starts the mapping at its own column, not at the key's.
             b']' | b'}' => {
+                self.drop_block_key();
                 self.flow = self.flow.saturating_sub(1);
                 self.key_allowed = false;
                 self.skip();
                 Ok(())
             }
             b',' => {
+                self.drop_block_key();
                 self.key_allowed = true;
                 self.skip();
                 self.node()
@@ -336,6 +341,13 @@ impl<'a> Scan<'a> {
         }
         self.skip();
         self.node()
+    }
+
+    /// libyaml's `remove_simple_key` at the block level (a flow level's keys are not tracked).
+    fn drop_block_key(&mut self) {
+        if self.flow == 0 {
+            self.key = None;
+        }
     }
 
     fn save_key(&mut self) {

@@ -179,6 +179,24 @@ fn comments_and_quoted_scalars_end_where_the_parser_ends_them() {
 }
 
 /// A mebibyte whose one stray quote hid the rest from the scan and left a 25-minute parse.
+/// A `,` or `]` in block context drops the possible key before it (libyaml's flow indicators
+/// there), so the `:` after it opens a mapping at its own column: the next line, less
+/// indented, ends the plain scalar and what it holds is structure. (The property test below
+/// found `&a ,: \\\n - `, its node count one short.)
+#[test]
+fn a_flow_indicator_in_block_context_drops_the_key_before_it() {
+    for indicator in [",", "]", "}"] {
+        let src = format!("&a {indicator}: x\n - {}\n", "[".repeat(200));
+        assert_eq!(line_of(&src), Some(2), "{src:?}");
+        let src = format!("&a {indicator}: \\\n - ");
+        let (ours, theirs) = (measure(&src), libyaml_measure(&src));
+        assert!(
+            ours.0 >= theirs.0 && ours.1 >= theirs.1 && ours.2 >= theirs.2,
+            "scan {ours:?} < libyaml {theirs:?} for {src:?}"
+        );
+    }
+}
+
 #[test]
 fn a_mebibyte_behind_a_stray_quote_is_refused() {
     let mut src = String::from(
