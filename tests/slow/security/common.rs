@@ -24,6 +24,19 @@ pub async fn with_tokens() -> anyhow::Result<(TestEnv, String)> {
     Ok((env, root))
 }
 
+/// The step named `first` of `task` (as the orchestrator's own client reads it).
+pub async fn first_step(
+    o: &RunningOrchestrator,
+    task: uuid::Uuid,
+) -> anyhow::Result<tasker_client::Step> {
+    o.client
+        .steps(task)
+        .await?
+        .into_iter()
+        .find(|s| s.name == "first")
+        .ok_or_else(|| anyhow::anyhow!("no first step"))
+}
+
 /// Registers template `yaml` as `token`: status and error code.
 pub async fn register(o: &RunningOrchestrator, token: &str, yaml: &str) -> (StatusCode, String) {
     let resp = reqwest::Client::new()

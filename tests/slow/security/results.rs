@@ -47,13 +47,7 @@ async fn publish(
 
 /// The first step of task `task` (state, attempt).
 async fn first(o: &RunningOrchestrator, task: Uuid) -> anyhow::Result<(Uuid, String, i32)> {
-    let s = o
-        .client
-        .steps(task)
-        .await?
-        .into_iter()
-        .find(|s| s.name == "first")
-        .ok_or_else(|| anyhow::anyhow!("no first step"))?;
+    let s = crate::common::first_step(o, task).await?;
     Ok((s.id, s.state, s.attempt as i32))
 }
 

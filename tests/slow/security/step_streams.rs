@@ -47,13 +47,7 @@ pub(super) async fn publish(
 
 /// The first step of `task`, and its current attempt.
 async fn first(o: &RunningOrchestrator, task: Uuid) -> anyhow::Result<(Uuid, u32)> {
-    let s = o
-        .client
-        .steps(task)
-        .await?
-        .into_iter()
-        .find(|s| s.name == "first")
-        .ok_or_else(|| anyhow::anyhow!("no first step"))?;
+    let s = crate::common::first_step(o, task).await?;
     Ok((s.id, s.attempt as u32))
 }
 

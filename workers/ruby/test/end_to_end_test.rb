@@ -83,15 +83,7 @@ class EndToEndTest < Minitest::Test
     registry
   end
 
-  extend TestSupport::Cluster::Shared
-
-  def self.start_cluster
-    TestSupport::Cluster.new(templates: TEMPLATES, registry: registry)
-  end
-
-  def client
-    @client ||= self.class.cluster.client
-  end
+  extend TestSupport::Cluster::OwnHandlers
 
   # A task of ruby_e2e/+name+, once terminal (the API answers as soon as it is).
   def run_task(name, context = {})

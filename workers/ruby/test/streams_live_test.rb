@@ -58,15 +58,7 @@ class StreamsLiveTest < Minitest::Test
     registry
   end
 
-  extend TestSupport::Cluster::Shared
-
-  def self.start_cluster
-    TestSupport::Cluster.new(templates: TEMPLATES, registry: registry)
-  end
-
-  def client
-    @client ||= self.class.cluster.client
-  end
+  extend TestSupport::Cluster::OwnHandlers
 
   def texts(chunks)
     chunks.reject(&:end?).map(&:text)

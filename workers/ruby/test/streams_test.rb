@@ -130,24 +130,10 @@ class ClientStreamsWireTest < Minitest::Test
     s.wait_readable(10)
   end
 
-  # A stand-in for the stream route: each connection (its target and headers kept in #requests)
-  # is answered by the next act of +acts+, the last one again once the others are used.
-  class SseStandIn
-    attr_reader :requests, :url
-
-    def initialize(acts)
-      @acts = acts
-      @requests = []
-      @server = TCPServer.new("127.0.0.1", 0)
-      @url = "http://127.0.0.1:#{@server.addr[1]}"
-      @thread = Thread.new { loop { serve(@server.accept) } }
-    end
-
-    def stop
-      @thread.kill
-      @server.close
-    end
-
+  # A stand-in for the stream route (ClientWire::StandIn's server, given acts instead of
+  # answers): each connection (its target and headers kept in #requests) is answered by the next
+  # act, the last one again once the others are used.
+  class SseStandIn < ClientWire::StandIn
     def last_event_ids
       @requests.map { |_, headers| headers["last-event-id"] }
     end
@@ -163,7 +149,7 @@ class ClientStreamsWireTest < Minitest::Test
           headers[key.downcase] = value.strip
         end
         @requests << [target, headers]
-        (@acts.size > 1 ? @acts.shift : @acts.first).call(socket)
+        (@answers.size > 1 ? @answers.shift : @answers.first).call(socket)
       rescue IOError, SystemCallError
         nil
       ensure

@@ -86,6 +86,20 @@ module TestSupport
       end
     end
 
+    # Extended by a test class that brings its own templates (its TEMPLATES) and handlers (its
+    # `self.registry`): its shared cluster runs them, and each test's `client` speaks to it.
+    module OwnHandlers
+      include Shared
+
+      def start_cluster
+        TestSupport::Cluster.new(templates: self::TEMPLATES, registry: registry)
+      end
+
+      def self.extended(test_class)
+        test_class.define_method(:client) { @client ||= self.class.cluster.client }
+      end
+    end
+
     private
 
     def write(templates)
