@@ -6,10 +6,7 @@
 -- in the order they were kept), the step attempt that emitted it and its `seq` there, its topic
 -- and either `text` or `data`; `ended` marks the attempt's last chunk (no text or data), `retry`
 -- the first of a step's stream that starts over (a retry, or the attempt run again after its
--- worker died). A chunk a child task's step emitted is also kept in each ancestor task's stream
--- (a copy at the ancestor's own next position, `origin` the child task, with its namespace
--- and step name: the child may be purged before its ancestor): read with `children=true` by a
--- token that covers `origin_namespace`, left out otherwise.
+-- worker died).
 CREATE TABLE stream_chunks (
     task_id  uuid        NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
     position bigint      NOT NULL,
@@ -22,9 +19,6 @@ CREATE TABLE stream_chunks (
     ended    boolean     NOT NULL DEFAULT false,
     retry    boolean     NOT NULL DEFAULT false,
     at       timestamptz NOT NULL,
-    origin           uuid,
-    origin_namespace text,
-    origin_step      text,
     PRIMARY KEY (task_id, position)
 );
 
