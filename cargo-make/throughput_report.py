@@ -23,6 +23,7 @@ SCENARIOS = ["linear_rust", "diamond_rust", "fanout_100_rust", "linear_python"]
 
 # The batch-size histograms in the order a step goes through them.
 HOPS = [
+    "tasker_create_batch_size",
     "tasker_dispatch_round_batch_size",
     "tasker_dispatch_message_batch_size",
     "tasker_worker_consume_batch_size",
@@ -37,7 +38,8 @@ HOPS = [
 LEGEND = [
     "Batch sizes are read from the processes' Prometheus histograms during the saturated level;",
     "*p50 ≤* / *p95 ≤* are the bucket bounds under which half / 95% of the batches fall.",
-    "Orchestrator: `tasker_dispatch_round_batch_size` = steps per publish confirm round,",
+    "Orchestrator: `tasker_create_batch_size` = tasks per creation statement,",
+    "`tasker_dispatch_round_batch_size` = steps per publish confirm round,",
     "`tasker_dispatch_message_batch_size` = steps per step message,",
     "`tasker_result_consume_batch_size` = result messages per consume,",
     "`tasker_result_batch_size` = results per transaction. Worker:",

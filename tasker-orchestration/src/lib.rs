@@ -13,6 +13,7 @@ pub mod api;
 pub mod audit;
 pub mod catalog;
 mod children;
+pub mod creates;
 mod dead_letters;
 pub mod dispatcher;
 pub mod effects;
@@ -208,6 +209,7 @@ impl Orchestrator {
         cancel.cancel();
         // The API answers nothing more: every request's audit row is in the writer's hands.
         shared.audit.stop().await;
+        shared.creates.close();
         shared.shutdown.cancel();
         while tasks.join_next().await.is_some() {}
         Ok(served?)

@@ -70,6 +70,11 @@ pub const RESULT_BATCH_SIZE: Metric = batch_size(
     "tasker_result_batch_size",
     "Results applied per transaction.",
 );
+pub const CREATE_BATCH_SIZE: Metric = batch_size(
+    "tasker_create_batch_size",
+    "Tasks created per statement by POST /v1/tasks (requests that arrive while one runs share \
+     the next).",
+);
 pub const RESULT_CONSUME_BATCH_SIZE: Metric = batch_size(
     "tasker_result_consume_batch_size",
     "Result messages taken from the broker per batch (each may carry many results).",
@@ -341,7 +346,7 @@ pub const AUDIT_DROPPED: Metric = counter(
 );
 
 /// Every metric above, described to the recorder at start-up.
-pub const ALL: [Metric; 66] = [
+pub const ALL: [Metric; 67] = [
     STREAM_CHUNKS,
     STREAM_BYTES,
     STREAM_CHUNKS_LEFT_OUT,
@@ -393,6 +398,7 @@ pub const ALL: [Metric; 66] = [
     DEAD_LETTERS_KEPT,
     DEAD_LETTERS_REPLAYED,
     RESULT_CONSUME_BATCH_SIZE,
+    CREATE_BATCH_SIZE,
     MESSAGE_STEPS,
     DISPATCH_ROUND_STEPS,
     DISPATCH_DROPPED,

@@ -48,6 +48,8 @@ pub struct Shared {
     pub audit: Audit,
     /// Wakes this orchestrator's operations loop (`crate::operations`): one was started.
     pub operations: Arc<tokio::sync::Notify>,
+    /// Task creations waiting for a shared statement (`crate::creates`).
+    pub creates: crate::creates::Creates,
     /// Wakes this orchestrator's alert sender (`crate::alerts::send`): notices were queued.
     pub alert_notices: Arc<tokio::sync::Notify>,
     broker_up: Arc<watch::Sender<bool>>,
@@ -62,6 +64,7 @@ impl Shared {
             audit: Audit::start(store.clone()),
             operations: Arc::new(tokio::sync::Notify::new()),
             alert_notices: Arc::new(tokio::sync::Notify::new()),
+            creates: crate::creates::Creates::default(),
             dispatcher: Dispatcher::new(&config.queue_prefix, &config.orchestrator),
             senders: Arc::new(Senders::new(&tasker_broker::user_of(&config.amqp_url))),
             live: Arc::new(Live::new(&config.orchestrator)),

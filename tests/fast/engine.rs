@@ -16,6 +16,8 @@ use tasker_shared::{Outcome, StepError, StepResult, StepState, TaskState};
 
 #[path = "engine/batches.rs"]
 mod batches;
+#[path = "engine/creates.rs"]
+mod creates;
 #[path = "engine/plain_successes.rs"]
 mod plain_successes;
 #[path = "engine/tables.rs"]

@@ -115,7 +115,7 @@ pub(super) async fn create_tasks(
     let answers = if batch.is_empty() {
         Vec::new()
     } else {
-        let (answers, effects) = shared.store.create_tasks(batch).await?;
+        let (answers, effects) = shared.store.create_tasks(&batch).await?;
         executor::execute(&shared, effects).await;
         answers
     };

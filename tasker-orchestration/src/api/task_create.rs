@@ -65,22 +65,24 @@ pub(super) async fn create_task(
             tasker_telemetry::attr("tasker.template", entry.loaded.template.key()),
         ],
     );
-    let mut created = shared
-        .store
-        .create_task(NewTask {
-            template_id: entry.id,
-            template: &entry.loaded,
-            context: context.clone(),
-            idempotency_key,
-            run_at,
-            children,
-            parent: None,
-            priority,
-            token_id: caller.token_id(),
-            controls,
-            deadline,
-        })
-        .await?;
+    let new = NewTask {
+        template_id: entry.id,
+        template: &entry.loaded,
+        context: context.clone(),
+        idempotency_key,
+        run_at,
+        children,
+        parent: None,
+        priority,
+        token_id: caller.token_id(),
+        controls,
+        deadline,
+    };
+    // A traced task's first steps carry its trace: it is created alone, then traced.
+    let mut created = match &span {
+        Some(_) => shared.store.create_task(new).await?,
+        None => shared.creates.create(&shared, new, body.len()).await?,
+    };
     caller.audit().task(created.task_id);
     start_controls::count(created.controlled);
     if let Some(e) = start_controls::deduplicated(created.task_id, created.controlled) {

@@ -17,7 +17,7 @@ pub struct Controls {
 }
 
 /// A debounce in a task's row of a creation batch.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub(super) struct DebounceRow {
     key: String,
     period_ms: i64,

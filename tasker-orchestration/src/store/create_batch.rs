@@ -35,7 +35,7 @@ struct CreatedRows {
 /// Tasks to create in one `tasker_create_tasks` call, its one argument: each template's plan
 /// once (its steps' columns and edges), and each task's row with its steps' ids and what its
 /// creation made of them.
-#[derive(Debug, Default, serde::Serialize)]
+#[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct CreateBatch {
     tasks: Vec<TaskRow>,
     plans: Vec<PlanRow>,
@@ -52,7 +52,7 @@ pub struct CreateBatch {
 
 /// A task's row (`tasker_new_tasks`): `n` its position in the batch (1-based), `plan` its
 /// template's plan (0-based).
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize)]
 struct TaskRow {
     n: i32,
     id: Uuid,
@@ -95,7 +95,7 @@ struct TaskRow {
 }
 
 /// A child task's link to the step attempt that starts it.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize)]
 struct ParentRow {
     parent_task: Uuid,
     parent_step: Uuid,
@@ -107,14 +107,14 @@ struct ParentRow {
 
 /// What a template's tasks are made of: its created steps' columns and their edges
 /// (`tasker_insert_tasks`), by template step index.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize)]
 struct PlanRow {
     steps: Vec<StepRow>,
     edges: Vec<EdgeRow>,
 }
 
 /// An edge between two template steps.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize)]
 struct EdgeRow {
     p: usize,
     c: usize,
@@ -133,6 +133,40 @@ impl CreateBatch {
 
     pub fn is_empty(&self) -> bool {
         self.tasks.is_empty()
+    }
+
+    /// Whether a task of the batch has a start control (a dedupe window or a debounce).
+    pub fn controlled(&self) -> bool {
+        self.controlled
+    }
+
+    /// Adds `other`'s tasks after this batch's, sharing the plans of templates both have;
+    /// answers their positions here. A batch's tasks never depend on each other but by an
+    /// idempotency key, which the statement settles in order like separate statements would.
+    pub fn absorb(&mut self, other: &CreateBatch) -> std::ops::Range<usize> {
+        let start = self.tasks.len();
+        let plans: Vec<usize> = other
+            .plans
+            .iter()
+            .zip(&other.planned)
+            .map(|(plan, &(id, steps))| {
+                if let Some(i) = self.planned.iter().position(|(t, _)| *t == id) {
+                    return i;
+                }
+                self.plans.push(plan.clone());
+                self.planned.push((id, steps));
+                self.plans.len() - 1
+            })
+            .collect();
+        for task in &other.tasks {
+            let mut task = task.clone();
+            task.n = self.tasks.len() as i32 + 1;
+            task.plan = plans[task.plan];
+            self.tasks.push(task);
+        }
+        self.controlled |= other.controlled;
+        self.deadlines |= other.deadlines;
+        start..self.tasks.len()
     }
 
     /// The plan of template `id`, made at its first task in the batch; and its steps created.
@@ -226,7 +260,7 @@ impl CreateBatch {
 
     /// Creates the batch's tasks in one statement on `conn`.
     pub(super) async fn run(
-        self,
+        &self,
         conn: &mut sqlx::PgConnection,
     ) -> Result<(Vec<BatchAnswer>, Effects)> {
         let answer: Value = sqlx::query_scalar("SELECT tasker_create_tasks($1)")
@@ -247,7 +281,7 @@ impl CreateBatch {
         let now = chrono::Utc::now();
         let mut created = Vec::new();
         let mut alarms = Vec::new();
-        for (a, task) in rows.tasks.iter().zip(self.tasks) {
+        for (a, task) in rows.tasks.iter().zip(&self.tasks) {
             if a.created {
                 // A task that starts later: look at the timers when its time comes; one that
                 // runs now with a deadline, when that passes.
@@ -258,7 +292,7 @@ impl CreateBatch {
                         std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0))
                     }));
                 }
-                created.push(task.namespace);
+                created.push(task.namespace.clone());
             }
         }
         // And when throttled roots may start, and tasks that start controls made or moved.
@@ -282,7 +316,7 @@ impl CreateBatch {
 }
 
 /// A step's columns from its template (`tasker_insert_tasks`): `i` its template index.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize)]
 struct StepRow {
     i: usize,
     name: String,

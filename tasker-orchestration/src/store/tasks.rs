@@ -123,7 +123,7 @@ impl Store {
 
     /// Creates every task of `batch` in one statement and one transaction; answers each in
     /// the order added, with what the commit leaves to do for all of them.
-    pub async fn create_tasks(&self, batch: CreateBatch) -> Result<(Vec<BatchAnswer>, Effects)> {
+    pub async fn create_tasks(&self, batch: &CreateBatch) -> Result<(Vec<BatchAnswer>, Effects)> {
         batch.run(&mut *self.pool.acquire().await?).await
     }
 
@@ -178,19 +178,32 @@ pub(super) async fn create_task_on(
             source: serde::de::Error::custom("no task in the answer"),
         });
     };
-    let controlled = answer.controlled();
-    let (template_id, context) = if answer.created {
-        (template_id, context)
-    } else {
-        (answer.template_id, answer.context)
-    };
-    Ok(Created {
-        task_id: answer.task_id,
-        created: answer.created,
-        template_id,
-        context,
-        parent_gone: answer.parent_gone,
-        controlled,
-        effects,
-    })
+    Ok(Created::from_answer(answer, template_id, context, effects))
+}
+
+impl Created {
+    /// What creating one task did, from its answer in a batch: `template_id` and `context`
+    /// are the request's, kept for a task created now.
+    pub fn from_answer(
+        answer: BatchAnswer,
+        template_id: Uuid,
+        context: Value,
+        effects: Effects,
+    ) -> Created {
+        let controlled = answer.controlled();
+        let (template_id, context) = if answer.created {
+            (template_id, context)
+        } else {
+            (answer.template_id, answer.context)
+        };
+        Created {
+            task_id: answer.task_id,
+            created: answer.created,
+            template_id,
+            context,
+            parent_gone: answer.parent_gone,
+            controlled,
+            effects,
+        }
+    }
 }
