@@ -22,6 +22,17 @@
 #   cargo-make/services.sh tls-start  also start a PostgreSQL that takes TLS connections only,
 #                                   and print `export` lines for it, the amqps:// URL and the CA
 #                                   (tests/fast/tls.rs, docs/tls.md)
+#   cargo-make/services.sh replica-start  a streaming replica (hot standby) of the local
+#                                   PostgreSQL, which must be up (idempotent; `start` never starts
+#                                   it): copied once with pg_basebackup, fed through the slot
+#                                   tasker_replica; prints its `export` line (replica-env). Adds a
+#                                   `host replication` line to the primary's pg_hba.conf and reloads
+#                                   it, never restarts it
+#   cargo-make/services.sh replica-env   print `export TASKER_LOCAL_REPLICA_DATABASE_URL=...`
+#                                   (exit 1 if the replica is not running)
+#   cargo-make/services.sh replica-stop  stop the replica (`stop` does too) and remove it, its slot
+#                                   and data (no WAL piles up on the primary); replica-start copies
+#                                   it afresh
 #   cargo-make/services.sh cluster-start  a 3-node RabbitMQ cluster beside the single node, for
 #                                   quorum queues (idempotent; `start` never starts it): nodes
 #                                   tasker1..3@localhost; prints its `export` line (cluster-env)
@@ -49,6 +60,7 @@
 #   TASKER_EPMD_PORT       Erlang port mapper port (default 55674)
 #   TASKER_AMQPS_PORT      RabbitMQ amqps:// port (default 55671)
 #   TASKER_PG_TLS_PORT     port of the TLS-only PostgreSQL of `tls-start` (default 55433)
+#   TASKER_PG_REPLICA_PORT port of the streaming replica of `replica-start` (default 55434)
 #   TASKER_CLUSTER_AMQP_PORT  the cluster's first AMQP port; node N takes this + N - 1
 #                             (default 55681: 55681..55683)
 #   TASKER_CLUSTER_DIST_PORT  the same for its Erlang distribution ports (default 55691..55693)
@@ -71,6 +83,7 @@ AMQP_DIST_PORT="${TASKER_AMQP_DIST_PORT:-55673}"
 EPMD_PORT="${TASKER_EPMD_PORT:-55674}"
 AMQPS_PORT="${TASKER_AMQPS_PORT:-55671}"
 PG_TLS_PORT="${TASKER_PG_TLS_PORT:-55433}"
+PG_REPLICA_PORT="${TASKER_PG_REPLICA_PORT:-55434}"
 # The 3-node cluster of `cluster-start`: node N takes base + N - 1 of the first two. Its own epmd
 # again, distinct from EPMD_PORT, so that `cluster-stop` can kill it without touching the single
 # node's.
@@ -102,6 +115,8 @@ source "$LIB/ports.sh"
 source "$LIB/tls.sh"
 # shellcheck source=cargo-make/lib/postgres.sh
 source "$LIB/postgres.sh"
+# shellcheck source=cargo-make/lib/postgres_replica.sh
+source "$LIB/postgres_replica.sh"
 # shellcheck source=cargo-make/lib/rabbitmq.sh
 source "$LIB/rabbitmq.sh"
 # shellcheck source=cargo-make/lib/rabbitmq_cluster.sh
@@ -167,11 +182,29 @@ cmd_tls_start() {
   printf 'export TASKER_LOCAL_TLS_AMQP_URL=%q\n' "$(amqps_url)"
 }
 
+# The streaming replica of the local PostgreSQL (cargo-make/lib/postgres_replica.sh), then its
+# `export` line (TASKER_LOCAL_REPLICA_DATABASE_URL: not a configuration key either).
+cmd_replica_start() {
+  take_services_lock
+  [[ -z "$EXTERNAL_PG" ]] || die "DATABASE_URL points at an external server; replica-start replicates the local one"
+  pg_running || die "the local PostgreSQL is not running; start it first: $0 start"
+  reserve_ports "$PG_REPLICA_PORT"
+  pg_replica_start
+  cmd_replica_env
+}
+
+cmd_replica_env() {
+  pg_running "$(pg_replica_root)" || die "the replica is not running; start it with: $0 replica-start"
+  printf 'export TASKER_LOCAL_REPLICA_DATABASE_URL=%q\n' "$(pg_replica_url)"
+}
+
 cmd_stop() {
   take_services_lock
   # Clients first, so the servers don't wait for their connections to go away.
   stop_tasker_processes
   local rc=0
+  # The replica before its primary (whatever DATABASE_URL says: it is always ours).
+  pg_replica_stop || rc=1
   if [[ -n "$EXTERNAL_PG" ]]; then log "postgres: external (DATABASE_URL set); left alone"; else pg_stop || rc=1; fi
   pg_stop "$(pg_tls_root)" || rc=1
   if [[ -n "$EXTERNAL_AMQP" ]]; then log "rabbitmq: external (AMQP_URL set); left alone"; else rmq_stop || rc=1; fi
@@ -194,6 +227,10 @@ cmd_status() {
   fi
   if pg_running "$(pg_tls_root)"; then
     printf '%-10s up    %s  (TLS only, tls-start)\n' "postgres:" "$(pg_tls_url)"
+  fi
+  # The replica only once replica-start made it; it is never required.
+  if pg_running "$(pg_replica_root)"; then
+    printf '%-10s up    %s  (streaming replica, replica-start)\n' "postgres:" "$(pg_replica_url)"
   fi
   if [[ -n "$EXTERNAL_AMQP" ]]; then
     printf '%-10s external  %s\n' "rabbitmq:" "$AMQP_URL"
@@ -266,6 +303,9 @@ case "${1:-}" in
   status) cmd_status ;;
   env) cmd_env ;;
   tls-start) cmd_tls_start ;;
+  replica-start) cmd_replica_start ;;
+  replica-env) cmd_replica_env ;;
+  replica-stop) take_services_lock && pg_replica_stop ;;
   # Only the Tasker processes (demo.sh restarts its orchestrator/worker this way); services stay up.
   stop-procs) take_services_lock && stop_tasker_processes ;;
   # Restart the local PostgreSQL in place (every connection drops), for the fault suite.
@@ -308,7 +348,7 @@ case "${1:-}" in
     exec env "${RMQC_ENV[@]}" "$RMQ_BIN/rabbitmqctl" -q -n "$(rmqc_node "$n")" "$@"
     ;;
   *)
-    echo "usage: $0 start|stop|status|env|tls-start|stop-procs|pg-restart|worker-users PREFIX NAME=NS...|orchestrator-user PREFIX NAME|rabbitmqctl ARGS...|cluster-start|cluster-env|cluster-stop|cluster-kill N|cluster-node-start N|cluster-leader QUEUE|cluster-ctl N ARGS..." >&2
+    echo "usage: $0 start|stop|status|env|tls-start|replica-start|replica-env|replica-stop|stop-procs|pg-restart|worker-users PREFIX NAME=NS...|orchestrator-user PREFIX NAME|rabbitmqctl ARGS...|cluster-start|cluster-env|cluster-stop|cluster-kill N|cluster-node-start N|cluster-leader QUEUE|cluster-ctl N ARGS..." >&2
     exit 2
     ;;
 esac

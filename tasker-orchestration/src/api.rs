@@ -72,6 +72,7 @@ mod middleware;
 mod operations;
 mod ops;
 mod per_token;
+mod reader;
 mod repair;
 mod retention;
 mod schedule_actions;
@@ -126,6 +127,11 @@ pub fn router(shared: Shared) -> Router {
         .route_layer(axum::middleware::from_fn_with_state(
             shared.clone(),
             audit::record,
+        ))
+        // Inside run_to_completion: a write's caller is stamped even if its client went away.
+        .route_layer(axum::middleware::from_fn_with_state(
+            shared.clone(),
+            reader::mark_writes,
         ))
         // Outside both: a request that changes state, and its audit row, outlive its client.
         .route_layer(axum::middleware::from_fn(run_to_completion))

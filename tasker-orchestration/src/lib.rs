@@ -24,6 +24,7 @@ pub mod live;
 pub mod metrics;
 mod operations;
 pub mod reach;
+pub mod reads;
 mod recent;
 mod results;
 mod retention;
@@ -95,19 +96,26 @@ impl Orchestrator {
         for dir in &config.orchestrator.templates {
             loaded.extend(tasker_shared::template::load_dir(dir)?);
         }
+        let inline = store::Inline {
+            max_bytes: config.orchestrator.inline_max_bytes,
+            max_parents: config.orchestrator.inline_max_parents,
+            priority_aging_ms: config.orchestrator.priority_aging_ms,
+        };
         let store = Store::connect_with(
             &config.database_url,
             config.orchestrator.db_max_connections,
-            store::Inline {
-                max_bytes: config.orchestrator.inline_max_bytes,
-                max_parents: config.orchestrator.inline_max_parents,
-                priority_aging_ms: config.orchestrator.priority_aging_ms,
-            },
+            inline,
         )
         .await?
         .with_list_timeout(std::time::Duration::from_millis(
             config.orchestrator.list_timeout_ms,
         ));
+        let replica = match &config.database.read_url {
+            Some(url) => {
+                Some(store.replica(url, config.orchestrator.db_max_connections, inline)?)
+            }
+            None => None,
+        };
         let o = &config.orchestrator;
         if o.tokens_required() && store.tokens().await?.is_empty() {
             return Err(Error::NoTokens(format!(
@@ -144,7 +152,7 @@ impl Orchestrator {
         );
         crate::metrics::handle();
         Ok(Orchestrator {
-            shared: Shared::new(config, store, catalog),
+            shared: Shared::new(config, store, replica, catalog),
             tls,
         })
     }

@@ -70,6 +70,20 @@ pub const RESULT_BATCH_SIZE: Metric = batch_size(
     "tasker_result_batch_size",
     "Results applied per transaction.",
 );
+pub const READ_REPLICA_LAG: Metric = Metric {
+    name: "tasker_read_replica_lag_bytes",
+    kind: Kind::Gauge,
+    unit: Unit::Bytes,
+    help: "How far the replica of database.read_url is behind the primary, in bytes of WAL, as \
+           this orchestrator last read both (every 50 ms); absent without a replica.",
+};
+pub const READ_REPLICA_SERVING: Metric = Metric {
+    name: "tasker_read_replica_serving",
+    kind: Kind::Gauge,
+    unit: Unit::Count,
+    help: "1 while the replica of database.read_url serves the API's reads, 0 while it is down or \
+           lags past 5 s (every read goes to the primary then); absent without a replica.",
+};
 pub const CREATE_BATCH_SIZE: Metric = batch_size(
     "tasker_create_batch_size",
     "Tasks created per statement by POST /v1/tasks (requests that arrive while one runs share \
@@ -346,7 +360,7 @@ pub const AUDIT_DROPPED: Metric = counter(
 );
 
 /// Every metric above, described to the recorder at start-up.
-pub const ALL: [Metric; 67] = [
+pub const ALL: [Metric; 69] = [
     STREAM_CHUNKS,
     STREAM_BYTES,
     STREAM_CHUNKS_LEFT_OUT,
@@ -399,6 +413,8 @@ pub const ALL: [Metric; 67] = [
     DEAD_LETTERS_REPLAYED,
     RESULT_CONSUME_BATCH_SIZE,
     CREATE_BATCH_SIZE,
+    READ_REPLICA_LAG,
+    READ_REPLICA_SERVING,
     MESSAGE_STEPS,
     DISPATCH_ROUND_STEPS,
     DISPATCH_DROPPED,

@@ -48,6 +48,8 @@ pub struct Shared {
     pub audit: Audit,
     /// Wakes this orchestrator's operations loop (`crate::operations`): one was started.
     pub operations: Arc<tokio::sync::Notify>,
+    /// Where the API reads what may lag (`crate::reads`): the replica of `database.read_url`.
+    pub reads: crate::reads::Reads,
     /// Task creations waiting for a shared statement (`crate::creates`).
     pub creates: crate::creates::Creates,
     /// Wakes this orchestrator's alert sender (`crate::alerts::send`): notices were queued.
@@ -56,8 +58,19 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(config: tasker_shared::Config, store: Store, catalog: Catalog) -> Self {
+    pub(crate) fn new(
+        config: tasker_shared::Config,
+        store: Store,
+        replica: Option<Store>,
+        catalog: Catalog,
+    ) -> Self {
         let shutdown = CancellationToken::new();
+        let reads = match replica {
+            Some(replica) => {
+                crate::reads::Reads::with_replica(store.clone(), replica, shutdown.clone())
+            }
+            None => crate::reads::Reads::default(),
+        };
         Self {
             alarm: Alarm::new(shutdown.clone()),
             latency: TaskLatency::start(store.clone(), shutdown.clone()),
@@ -65,6 +78,7 @@ impl Shared {
             operations: Arc::new(tokio::sync::Notify::new()),
             alert_notices: Arc::new(tokio::sync::Notify::new()),
             creates: crate::creates::Creates::default(),
+            reads,
             dispatcher: Dispatcher::new(&config.queue_prefix, &config.orchestrator),
             senders: Arc::new(Senders::new(&tasker_broker::user_of(&config.amqp_url))),
             live: Arc::new(Live::new(&config.orchestrator)),

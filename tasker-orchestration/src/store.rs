@@ -123,29 +123,7 @@ impl Store {
     /// [`Store::connect`] with the thresholds above which step messages carry references.
     pub async fn connect_with(url: &str, max_connections: u32, inline: Inline) -> Result<Store> {
         let instance = Uuid::now_v7();
-        let pool = PgPoolOptions::new()
-            .max_connections(max_connections)
-            .acquire_timeout(Duration::from_secs(10))
-            .after_connect(move |conn, _| {
-                Box::pin(async move {
-                    // Generic plans: the engine's statements are keyed by ids, so a plan made
-                    // once per session serves every call (custom plans re-plan each one).
-                    sqlx::query(
-                        "SELECT set_config('tasker.orchestrator', $1, false), \
-                                set_config('plan_cache_mode', 'force_generic_plan', false), \
-                                set_config('tasker.inline_max_bytes', $2, false), \
-                                set_config('tasker.inline_max_parents', $3, false), \
-                                set_config('tasker.priority_aging_ms', $4, false)",
-                    )
-                    .bind(instance.to_string())
-                    .bind(inline.max_bytes.to_string())
-                    .bind(inline.max_parents.to_string())
-                    .bind(inline.priority_aging_ms.to_string())
-                    .execute(conn)
-                    .await?;
-                    Ok(())
-                })
-            })
+        let pool = pool_options(instance, max_connections, inline)
             .connect(url)
             .await?;
         migrator().run(&pool).await?;
@@ -164,6 +142,40 @@ impl Store {
         };
         store.heartbeat().await?;
         Ok(store)
+    }
+
+    /// The same store reading from a streaming replica at `url` (`database.read_url`): its own
+    /// pool of `max_connections`, sessions set up alike; it migrates nothing (the primary does).
+    /// It connects when first used, so a replica that is down never stops a start.
+    pub fn replica(&self, url: &str, max_connections: u32, inline: Inline) -> Result<Store> {
+        let pool = pool_options(self.instance, max_connections, inline)
+            .acquire_timeout(Duration::from_secs(2))
+            .connect_lazy(url)?;
+        Ok(Store {
+            pool,
+            instance: self.instance,
+            list_timeout: self.list_timeout,
+        })
+    }
+
+    /// Where the primary inserts WAL now (bytes from the start): every commit answered before
+    /// this call is below it.
+    pub async fn wal_position(&self) -> Result<i64> {
+        Ok(
+            sqlx::query_scalar("SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint")
+                .fetch_one(&self.pool)
+                .await?,
+        )
+    }
+
+    /// How far a replica has replayed the primary's WAL (a server that is no replica: all of it).
+    pub async fn replay_position(&self) -> Result<i64> {
+        Ok(sqlx::query_scalar(
+            "SELECT COALESCE((pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::bigint, \
+                             9223372036854775807)",
+        )
+        .fetch_one(&self.pool)
+        .await?)
     }
 
     /// This orchestrator's id.
@@ -254,4 +266,31 @@ where
 /// Decodes the JSON answer of an engine function.
 fn decode<T: serde::de::DeserializeOwned>(function: &'static str, v: Value) -> Result<T> {
     serde_json::from_value(v).map_err(|source| Error::Answer { function, source })
+}
+
+/// A pool whose sessions identify orchestrator `instance` and carry the engine's settings.
+fn pool_options(instance: Uuid, max_connections: u32, inline: Inline) -> PgPoolOptions {
+    PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(10))
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                // Generic plans: the engine's statements are keyed by ids, so a plan made
+                // once per session serves every call (custom plans re-plan each one).
+                sqlx::query(
+                    "SELECT set_config('tasker.orchestrator', $1, false), \
+                            set_config('plan_cache_mode', 'force_generic_plan', false), \
+                            set_config('tasker.inline_max_bytes', $2, false), \
+                            set_config('tasker.inline_max_parents', $3, false), \
+                            set_config('tasker.priority_aging_ms', $4, false)",
+                )
+                .bind(instance.to_string())
+                .bind(inline.max_bytes.to_string())
+                .bind(inline.max_parents.to_string())
+                .bind(inline.priority_aging_ms.to_string())
+                .execute(conn)
+                .await?;
+                Ok(())
+            })
+        })
 }

@@ -8,12 +8,14 @@ use std::path::{Path, PathBuf};
 
 mod alerts;
 mod bounds;
+mod database;
 mod host;
 mod operations;
 mod retention;
 mod worker;
 
 pub use alerts::AlertsConfig;
+pub use database::DatabaseConfig;
 pub use host::{host_name, process_name, require_tls_off_loopback};
 pub use operations::OperationsConfig;
 pub use retention::{MIN_RETENTION, RetentionConfig};
@@ -28,6 +30,7 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub database_url: String,
+    pub database: DatabaseConfig,
     pub amqp_url: String,
     /// Prefix of every queue name; lets several clusters or test runs share a broker.
     pub queue_prefix: String,
@@ -245,6 +248,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             database_url: "postgres://postgres@127.0.0.1:55432/tasker".into(),
+            database: DatabaseConfig::default(),
             amqp_url: "amqp://guest:guest@127.0.0.1:55672/%2f".into(),
             queue_prefix: "tasker".into(),
             tls_ca_file: None,
@@ -347,6 +351,7 @@ impl Config {
                             key.as_str(),
                             "database_url" | "amqp_url" | "queue_prefix" | "tls_ca_file"
                         ) || key.starts_with("orchestrator__")
+                            || key.starts_with("database__")
                             || key.starts_with("worker__")
                             || key.starts_with("telemetry__")
                             || key.starts_with("retention__")
@@ -363,6 +368,7 @@ impl Config {
         let mut config: Config = figment.extract().map_err(Box::new)?;
         config.validate()?;
         config.database_url = require_tls_off_loopback(&config.database_url);
+        config.database = config.database.normalized();
         Ok(config)
     }
 
@@ -403,6 +409,7 @@ impl Config {
                 "must start with amqp:// or amqps:// (several nodes: separated by commas)",
             );
         }
+        self.database.validate()?;
         self.retention.validate()?;
         self.operations.validate()?;
         self.alerts.validate()?;

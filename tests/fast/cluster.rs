@@ -11,6 +11,9 @@ use tasker_client::CreateTask;
 use tasker_orchestration::events::Event;
 use tokio::sync::broadcast;
 
+#[path = "cluster/replica.rs"]
+mod replica;
+
 fn accepted(rx: &mut broadcast::Receiver<Event>) -> usize {
     let mut n = 0;
     while let Ok(e) = rx.try_recv() {

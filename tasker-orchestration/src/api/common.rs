@@ -134,8 +134,15 @@ pub(super) fn is_terminal(task: &TaskView) -> bool {
 }
 
 pub(super) async fn fetch_task(shared: &Shared, id: Uuid) -> Result<TaskView, Error> {
-    shared
-        .store
+    fetch_task_on(&shared.store, id).await
+}
+
+/// [`fetch_task`] from `store` (a request's [`super::reader::Reader`]).
+pub(super) async fn fetch_task_on(
+    store: &crate::store::Store,
+    id: Uuid,
+) -> Result<TaskView, Error> {
+    store
         .task(id)
         .await?
         .ok_or_else(|| Error::not_found("task_not_found", format!("no task {id}")))

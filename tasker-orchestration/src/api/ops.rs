@@ -12,6 +12,7 @@ use utoipa::openapi::OpenApi as Document;
 use tasker_shared::api::Readiness;
 
 use crate::shared::Shared;
+use crate::store::Store;
 
 /// `GET /openapi.json`.
 #[utoipa::path(get, path = "/openapi.json", tag = "operations", security(()),
@@ -84,21 +85,23 @@ pub(super) async fn metrics(State(shared): State<Shared>) -> String {
 
 /// Counts the cluster's gauges from the database.
 async fn cluster_gauges(shared: &Shared) {
+    // On the replica, when there is one: a gauge may lag a scrape.
+    let store = shared.reads.lagging(&shared.store);
     // Gauges of timers read at the scrape (two counts on partial indexes), not at every tick.
-    match shared.store.waiting_counts().await {
+    match store.waiting_counts().await {
         Ok((waiting, scheduled)) => {
             ::metrics::gauge!(crate::metrics::STEPS_WAITING.name).set(waiting as f64);
             ::metrics::gauge!(crate::metrics::TASKS_SCHEDULED.name).set(scheduled as f64);
         }
         Err(e) => tracing::warn!(error = %e, "metrics: cannot count waiting steps"),
     }
-    if let Err(e) = worker_gauges(shared).await {
+    if let Err(e) = worker_gauges(store).await {
         tracing::warn!(error = %e, "metrics: cannot count workers and unserved steps");
     }
-    if let Err(e) = task_gauges(shared).await {
+    if let Err(e) = task_gauges(store).await {
         tracing::warn!(error = %e, "metrics: cannot count open tasks");
     }
-    if let Err(e) = flow_gauges(shared).await {
+    if let Err(e) = flow_gauges(store).await {
         tracing::warn!(error = %e, "metrics: cannot count concurrency slots and throttled steps");
     }
 }
@@ -150,8 +153,8 @@ fn set_gauges(name: &'static str, values: HashMap<Labels, i64>) {
 
 /// Live workers by language; steps waiting for a worker by namespace, those of them a worker
 /// reported running, and those no live worker serves.
-async fn worker_gauges(shared: &Shared) -> Result<(), crate::store::Error> {
-    let workers = shared.store.workers(false).await?;
+async fn worker_gauges(store: &Store) -> Result<(), crate::store::Error> {
+    let workers = store.workers(false).await?;
     let served = crate::store::Served::new(&workers);
     let mut live: HashMap<Labels, i64> = HashMap::new();
     for w in &workers {
@@ -168,7 +171,7 @@ async fn worker_gauges(shared: &Shared) -> Result<(), crate::store::Error> {
     let mut enqueued: HashMap<Labels, i64> = HashMap::new();
     let mut unserved: HashMap<Labels, i64> = HashMap::new();
     let mut running: HashMap<Labels, i64> = HashMap::new();
-    for (namespace, handler, n, on_workers) in shared.store.waiting_for_workers().await? {
+    for (namespace, handler, n, on_workers) in store.waiting_for_workers().await? {
         let labels = vec![("namespace", namespace.clone())];
         *enqueued.entry(labels.clone()).or_default() += n;
         *running.entry(labels.clone()).or_default() += on_workers;
@@ -185,9 +188,8 @@ async fn worker_gauges(shared: &Shared) -> Result<(), crate::store::Error> {
 }
 
 /// Tasks not yet finished by namespace and state.
-async fn task_gauges(shared: &Shared) -> Result<(), crate::store::Error> {
-    let open = shared
-        .store
+async fn task_gauges(store: &Store) -> Result<(), crate::store::Error> {
+    let open = store
         .open_tasks()
         .await?
         .into_iter()
@@ -198,8 +200,8 @@ async fn task_gauges(shared: &Shared) -> Result<(), crate::store::Error> {
 }
 
 /// Concurrency slots in use by scope and throttled steps by kind.
-async fn flow_gauges(shared: &Shared) -> Result<(), crate::store::Error> {
-    let (slots, throttled) = shared.store.flow_counts().await?;
+async fn flow_gauges(store: &Store) -> Result<(), crate::store::Error> {
+    let (slots, throttled) = store.flow_counts().await?;
     let mut by_kind: HashMap<&str, i64> = ["concurrency", "rate", "paused"]
         .into_iter()
         .map(|k| (k, 0))

@@ -17,8 +17,10 @@ use uuid::Uuid;
 use tasker_shared::api::{ErrorBody, History, ParentResults, StepPage, TaskCounts, TaskPage};
 
 use super::access::Caller;
+use super::common::fetch_task_on;
 use super::extract::{Path, Query};
 use super::per_token::PerToken;
+use super::reader::Reader;
 use super::{Error, check_filter, check_limit, fetch_task, is_terminal, parse_id, parse_id_prefix};
 use crate::events::Event;
 use crate::executor;
@@ -123,6 +125,7 @@ fn parse_context_filter(value: Option<&str>, max: usize) -> Result<Option<Value>
     ))]
 pub(super) async fn list_tasks(
     State(shared): State<Shared>,
+    reader: Reader,
     caller: Caller,
     Query(q): Query<ListQuery>,
 ) -> Result<Json<TaskPage>, Error> {
@@ -164,7 +167,7 @@ pub(super) async fn list_tasks(
         id_range: q.id_prefix.as_deref().map(parse_id_prefix).transpose()?,
         idempotency_key: q.idempotency_key,
     };
-    let tasks = shared.store.tasks(&filter).await?;
+    let tasks = reader.tasks(&filter).await?;
     let next_before = if tasks.len() as i64 == limit {
         tasks.last().map(|t| t.id)
     } else {
@@ -173,7 +176,7 @@ pub(super) async fn list_tasks(
     let counts = match q.counts {
         Some(true) => {
             let mut counts = TaskCounts::default();
-            for (state, n) in shared.store.task_counts(&filter).await? {
+            for (state, n) in reader.task_counts(&filter).await? {
                 counts.add(&state, u64::try_from(n).unwrap_or(0));
             }
             Some(counts)
@@ -209,6 +212,7 @@ pub(super) struct GetQuery {
 pub(super) async fn get_task(
     State(shared): State<Shared>,
     Extension(per_token): Extension<Arc<PerToken>>,
+    reader: Reader,
     caller: Caller,
     Path(id): Path<String>,
     Query(q): Query<GetQuery>,
@@ -228,10 +232,11 @@ pub(super) async fn get_task(
     };
     // Subscribe before reading, so a completion between the read and the wait is not missed.
     let mut events = shared.events.subscribe();
-    let task = fetch_task(&shared, id).await?;
     let Some(wait) = wait else {
-        return Ok(Json(task));
+        return Ok(Json(fetch_task_on(&reader, id).await?));
     };
+    // A long poll reads the primary: its answer is the completion it waited for.
+    let task = fetch_task(&shared, id).await?;
     if is_terminal(&task) {
         return Ok(Json(task));
     }
@@ -268,6 +273,7 @@ pub(super) async fn get_task(
     ))]
 pub(super) async fn task_steps(
     State(shared): State<Shared>,
+    reader: Reader,
     caller: Caller,
     Path(id): Path<String>,
     Query(q): Query<PageQuery>,
@@ -275,9 +281,8 @@ pub(super) async fn task_steps(
     let id = parse_id(&id)?;
     caller.check_task(&shared, id).await?;
     let (after, limit) = q.parse()?;
-    fetch_task(&shared, id).await?;
-    let (mut steps, next) = shared
-        .store
+    fetch_task_on(&reader, id).await?;
+    let (mut steps, next) = reader
         .steps(
             id,
             after,
@@ -285,7 +290,7 @@ pub(super) async fn task_steps(
             shared.config.orchestrator.parent_page_bytes,
         )
         .await?;
-    shared.store.flag_unserved(&mut steps).await?;
+    reader.flag_unserved(&mut steps).await?;
     Ok(Json(StepPage {
         task_id: id,
         steps,
@@ -376,13 +381,14 @@ pub(super) async fn parent_results(
     ))]
 pub(super) async fn task_history(
     State(shared): State<Shared>,
+    reader: Reader,
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<History>, Error> {
     let id = parse_id(&id)?;
     caller.check_task(&shared, id).await?;
-    fetch_task(&shared, id).await?;
-    let transitions = shared.store.history(id).await?;
+    fetch_task_on(&reader, id).await?;
+    let transitions = reader.history(id).await?;
     Ok(Json(History {
         task_id: id,
         transitions,

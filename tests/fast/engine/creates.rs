@@ -18,7 +18,7 @@ fn refused(i: usize) -> bool {
 
 /// Request `i`'s idempotency key: every third of the others shares one with three more.
 fn key(i: usize) -> Option<String> {
-    (i % 3 == 0 && !refused(i)).then(|| format!("k{}", i % 12))
+    (i.is_multiple_of(3) && !refused(i)).then(|| format!("k{}", i % 12))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
