@@ -1,42 +1,7 @@
 -- Creates one instance of a batchable step's batch_worker per batch, all pending with nothing
--- to wait for, wired to the worker's children, whose counters grow by the number of batches.
--- Returns the new step ids (to dispatch).
+-- to wait for (tasker_insert_batch_workers), for tasker_dispatch to enqueue: the path of a
+-- repair's resolution. Returns the new step ids (to dispatch).
 CREATE OR REPLACE FUNCTION tasker_expand_batches(v_task uuid, spec jsonb, batches jsonb) RETURNS uuid[]
-LANGUAGE plpgsql AS $$
-DECLARE
-    n int := jsonb_array_length(batches);
-    ids uuid[];
-BEGIN
-    IF n = 0 THEN
-        RETURN '{}';
-    END IF;
-    WITH b AS (
-        SELECT tasker_uuid_v7() AS id, e.value AS input, e.ordinality - 1 AS i
-        FROM jsonb_array_elements(batches) WITH ORDINALITY AS e
-    ), ins AS (
-        INSERT INTO steps (id, task_id, name, handler, step_type, state, attempt, max_attempts,
-                           backoff, base_ms, max_ms, timeout_ms, queue_timeout_ms, parent_count,
-                           pending_parents, input, on_failure, namespace, limits)
-        SELECT b.id, v_task, (spec->>'name') || '#' || b.i, spec->>'handler', 'batch_worker',
-               'pending', 0, (spec->>'max_attempts')::int, spec->>'backoff',
-               (spec->>'base_ms')::bigint, (spec->>'max_ms')::bigint, (spec->>'timeout_ms')::bigint,
-               (spec->>'queue_timeout_ms')::bigint, 0, 0, b.input, spec->>'on_failure',
-               spec->>'namespace', NULLIF(spec->'limits', 'null')
-        FROM b
-        RETURNING id
-    ), kids AS (
-        SELECT s.id FROM steps s
-        WHERE s.task_id = v_task
-          AND s.name IN (SELECT jsonb_array_elements_text(spec->'children'))
-    ), edges AS (
-        INSERT INTO step_edges (task_id, parent_id, child_id)
-        SELECT v_task, ins.id, kids.id FROM ins CROSS JOIN kids
-    ), bump AS (
-        UPDATE steps SET pending_parents = pending_parents + n, parent_count = parent_count + n
-        WHERE id IN (SELECT id FROM kids)
-    )
-    SELECT array_agg(id) INTO ids FROM ins;
-    UPDATE tasks SET open_steps = open_steps + n WHERE id = v_task;
-    RETURN ids;
-END
+LANGUAGE sql AS $$
+    SELECT tasker_insert_batch_workers(v_task, spec, batches, false)
 $$;

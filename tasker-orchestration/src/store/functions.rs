@@ -9,7 +9,7 @@ use super::{Error, Result};
 
 /// In dependency order: a function is created after the functions it calls in SQL-language
 /// bodies (PL/pgSQL bodies are resolved at call time, but keeping one order is simplest).
-pub(super) const FUNCTIONS: [(&str, &str); 63] = [
+pub(super) const FUNCTIONS: [(&str, &str); 64] = [
     (
         "tasker_retry_delay_ms",
         include_str!("../../sql/tasker_retry_delay_ms.sql"),
@@ -58,6 +58,10 @@ pub(super) const FUNCTIONS: [(&str, &str); 63] = [
         include_str!("../../sql/tasker_count_down_all.sql"),
     ),
     ("tasker_skip", include_str!("../../sql/tasker_skip.sql")),
+    (
+        "tasker_insert_batch_workers",
+        include_str!("../../sql/tasker_insert_batch_workers.sql"),
+    ),
     (
         "tasker_expand_batches",
         include_str!("../../sql/tasker_expand_batches.sql"),
