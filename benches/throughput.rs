@@ -46,6 +46,9 @@
 //! - **a dead alert sink** (`dead_sink`): the `linear` chain at 1 and 8 clients with no alert
 //!   rule, with 200 firing rules whose sink answers, with the same rules sending to a sink that
 //!   never answers, and after (`throughput/dead_sink.rs`).
+//! - **reads off the primary** (`replica`): the primary's CPU per step under a steady load, alone
+//!   and beside 50 task lists a second read from the primary or from a streaming replica
+//!   (`throughput/replica.rs`);
 //! - **step streams** (`streams`): one broker hop at idle (the floor), a Rust step's 1,000
 //!   chunks from emission to a reader of its stream, and 1,000 readers of one stream beside the
 //!   `linear` chain (`throughput/streams.rs`).
@@ -92,6 +95,8 @@ mod operations;
 mod pipeline;
 #[path = "throughput/processes.rs"]
 mod processes;
+#[path = "throughput/replica.rs"]
+mod replica;
 #[path = "throughput/scale.rs"]
 mod scale;
 #[path = "throughput/streams.rs"]
@@ -382,6 +387,9 @@ async fn run() -> anyhow::Result<()> {
         );
     }
 
+    if wanted("replica") {
+        summary.insert("replica".into(), replica::run(&stack).await);
+    }
     if wanted("scale") {
         summary.insert("scale".into(), scale::run(&stack).await);
     }

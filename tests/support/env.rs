@@ -215,3 +215,23 @@ fn replace_db(url: &str, db: &str) -> String {
         None => format!("{base}/{db}"),
     }
 }
+
+/// The local streaming replica of `cargo-make/services.sh replica-start` (started if it is not
+/// running), on the database `database_url` names.
+pub fn local_replica_url(database_url: &str) -> anyhow::Result<String> {
+    let out = std::process::Command::new(repo_root().join("cargo-make/services.sh"))
+        .arg("replica-start")
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "services.sh replica-start: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout)?;
+    let url = text
+        .lines()
+        .find_map(|l| l.strip_prefix("export TASKER_LOCAL_REPLICA_DATABASE_URL="))
+        .context("services.sh replica-start printed no URL")?;
+    let db = database_url.rsplit('/').next().unwrap_or_default();
+    Ok(replace_db(url.trim_matches('\''), db))
+}

@@ -5,38 +5,12 @@
 
 use std::time::Duration;
 
-use anyhow::Context;
 use serde_json::json;
 use sqlx::Connection;
 
-use tasker::{RunningOrchestrator, TestEnv, repo_root};
+use tasker::{RunningOrchestrator, TestEnv};
 use tasker_client::{Client, ClientOptions, CreateTask};
 use tasker_orchestration::reads::MAX_LAG;
-
-/// The local replica's URL (started if it is not running).
-fn replica_url() -> anyhow::Result<String> {
-    let out = std::process::Command::new(repo_root().join("cargo-make/services.sh"))
-        .arg("replica-start")
-        .output()?;
-    anyhow::ensure!(
-        out.status.success(),
-        "services.sh replica-start: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout)?;
-    let url = text
-        .lines()
-        .find_map(|l| l.strip_prefix("export TASKER_LOCAL_REPLICA_DATABASE_URL="))
-        .context("no replica URL printed")?;
-    Ok(url.trim_matches('\'').to_owned())
-}
-
-/// `url` with the database of `like`.
-fn on_database_of(url: &str, like: &str) -> String {
-    let db = like.rsplit('/').next().unwrap_or_default();
-    let base = url.rsplit_once('/').map_or(url, |(base, _)| base);
-    format!("{base}/{db}")
-}
 
 /// Polls `check` every 50 ms until it holds, for at most `timeout`.
 async fn eventually<F, Fut>(timeout: Duration, what: &str, check: F) -> anyhow::Result<()>
@@ -65,7 +39,7 @@ fn linear(value: i64) -> CreateTask {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_go_to_the_replica_except_a_callers_own_unreplayed_writes() -> anyhow::Result<()> {
     let env = TestEnv::new().await?;
-    let replica = on_database_of(&replica_url()?, &env.config.database_url);
+    let replica = tasker::local_replica_url(&env.config.database_url)?;
     let mut config = env.config.clone();
     config.database.read_url = Some(replica.clone());
     let o = RunningOrchestrator::start(config).await?;
