@@ -32,6 +32,12 @@ pub(crate) async fn run(stack: &Arc<Stack>) -> Value {
 }
 
 async fn measure(stack: &Arc<Stack>) -> anyhow::Result<Value> {
+    let measured = windows(stack).await;
+    tasker::stop_local_replica()?;
+    measured
+}
+
+async fn windows(stack: &Arc<Stack>) -> anyhow::Result<Value> {
     let replica = tasker::local_replica_url(&stack.env.config.database_url)?;
     let port = free_port()?;
     let mut command = tokio::process::Command::new(super::workspace_binary("tasker-orchestrator")?);

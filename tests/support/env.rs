@@ -235,3 +235,13 @@ pub fn local_replica_url(database_url: &str) -> anyhow::Result<String> {
     let db = database_url.rsplit('/').next().unwrap_or_default();
     Ok(replace_db(url.trim_matches('\''), db))
 }
+
+/// Stops and removes the local replica (`services.sh replica-stop`): a replica left running
+/// replays every later test's or benchmark's WAL beside them.
+pub fn stop_local_replica() -> anyhow::Result<()> {
+    let status = std::process::Command::new(repo_root().join("cargo-make/services.sh"))
+        .arg("replica-stop")
+        .status()?;
+    anyhow::ensure!(status.success(), "services.sh replica-stop: {status}");
+    Ok(())
+}

@@ -265,7 +265,7 @@ mod fixtures;
 mod orchestrator;
 mod worker;
 
-pub use env::{TestEnv, local_replica_url};
+pub use env::{TestEnv, local_replica_url, stop_local_replica};
 pub use fixtures::copy_finished_task;
 pub use orchestrator::{Completions, KeptDeadLetters, RunningOrchestrator};
 pub use worker::{Cluster, RunningWorker};

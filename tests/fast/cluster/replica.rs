@@ -102,5 +102,6 @@ async fn reads_go_to_the_replica_except_a_callers_own_unreplayed_writes() -> any
     assert_eq!(other.task(id, None).await?.id, id);
     standby.close().await?;
     o.stop().await;
+    tasker::stop_local_replica()?;
     env.cleanup().await
 }
