@@ -297,6 +297,7 @@ async fn run() -> anyhow::Result<()> {
             json!({
                 "idle_p50_ms": figures.idle_p50(), "closed_loop": figures.closed,
                 "open_loop": figures.open, "saturation": figures.saturation,
+                "cpu_s_per_1000_steps_at_saturation": figures.cpu_per_1000_steps,
             }),
         );
     }
@@ -327,6 +328,7 @@ async fn run() -> anyhow::Result<()> {
                 "idle_p50_ms": figures.idle_p50(), "closed_loop": figures.closed,
                 "open_loop": figures.open, "saturation": figures.saturation,
                 "batch_sizes_at_saturation": figures.batches,
+                "cpu_s_per_1000_steps_at_saturation": figures.cpu_per_1000_steps,
             }),
         );
         if name == "linear_rust" {

@@ -190,6 +190,8 @@ pub(crate) struct Levels {
     pub(crate) open: Vec<Level>,
     pub(crate) saturation: Option<Level>,
     pub(crate) batches: Value,
+    /// CPU seconds per 1,000 steps of each process (by command) during the saturated level.
+    pub(crate) cpu_per_1000_steps: Value,
 }
 
 impl Levels {
@@ -213,12 +215,20 @@ pub(crate) async fn load_levels<L: Load>(
     let name = load.name().to_owned();
     let mut closed: Vec<Level> = Vec::new();
     let mut batches = Value::Null;
+    let mut cpu = Value::Null;
     for &c in levels {
         let before = load.histograms().await;
+        let cpu_before = super::cpu_by_process();
         let l = closed_loop(load, c, w).await;
         print_level(&format!("{name}  c={c}"), &l);
         if closed.iter().all(|b| b.tasks_per_s < l.tasks_per_s) {
             batches = load.histograms().await.since(&before);
+            cpu = per_1000_steps(
+                super::cpu_used(&cpu_before, &super::cpu_by_process()),
+                &l,
+                load.steps(),
+                w,
+            );
         }
         closed.push(l);
     }
@@ -245,5 +255,21 @@ pub(crate) async fn load_levels<L: Load>(
         open,
         saturation,
         batches,
+        cpu_per_1000_steps: cpu,
     }
+}
+
+/// CPU seconds by process over a level's warm-up and window, as seconds per 1,000 of the steps
+/// it completed in its window (the CPU scaled to the window: a closed loop runs alike in both).
+fn per_1000_steps(used: Value, level: &Level, steps_per_task: usize, w: Window) -> Value {
+    let steps = (level.tasks * steps_per_task) as f64;
+    let window = w.measure.as_secs_f64() / (w.warmup + w.measure).as_secs_f64();
+    let Value::Object(used) = used else {
+        return Value::Null;
+    };
+    Value::Object(
+        used.into_iter()
+            .filter_map(|(k, v)| Some((k, json!(v.as_f64()? * window / steps.max(1.0) * 1000.0))))
+            .collect(),
+    )
 }
