@@ -88,10 +88,7 @@ async fn remove(client: &Client, round: &str) -> anyhow::Result<()> {
 }
 
 async fn measure(stack: &Arc<Stack>, w: Window) -> anyhow::Result<Value> {
-    let tasks = Arc::new(Tasks {
-        stack: stack.clone(),
-        sc: scenario("linear_rust", "rust", "linear", json!({"value": 6}), 4),
-    });
+    let tasks = Tasks::linear_rust(stack);
     for _ in 0..10 {
         tasks.one().await?;
     }

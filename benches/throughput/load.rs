@@ -21,6 +21,16 @@ pub(crate) struct Tasks {
     pub(crate) sc: Scenario,
 }
 
+impl Tasks {
+    /// The `linear` chain on the Rust worker (`{"value": 6}`), the load most scenarios run beside.
+    pub(crate) fn linear_rust(stack: &Arc<Stack>) -> Arc<Tasks> {
+        Arc::new(Tasks {
+            stack: stack.clone(),
+            sc: scenario("linear_rust", "rust", "linear", json!({"value": 6}), 4),
+        })
+    }
+}
+
 impl Load for Tasks {
     fn name(&self) -> &str {
         self.sc.name

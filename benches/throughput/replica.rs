@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use tasker_client::{Client, TaskQuery};
 
-use super::{Process, Stack, Tasks, Window, env_for, free_port, open_loop, print_level, scenario};
+use super::{Process, Stack, Tasks, Window, env_for, free_port, open_loop, print_level};
 
 const RATE: f64 = 200.0;
 const LISTS_PER_S: u64 = 50;
@@ -52,10 +52,7 @@ async fn windows(stack: &Arc<Stack>) -> anyhow::Result<Value> {
     .await?;
     let on_replica = Client::new(&format!("http://127.0.0.1:{port}"));
     let postmaster = postmaster(&stack.env.config.database_url).await?;
-    let linear = Arc::new(Tasks {
-        stack: stack.clone(),
-        sc: scenario("linear_rust", "rust", "linear", json!({"value": 6}), 4),
-    });
+    let linear = Tasks::linear_rust(stack);
     let w = Window {
         warmup: Duration::from_secs(1),
         measure: Duration::from_secs(8),

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use tasker_client::{BatchStatus, CreateTask, PurgeRequest};
 
-use super::{Stack, Tasks, Window, open_loop, print_level, scenario};
+use super::{Stack, Tasks, Window, open_loop, print_level};
 
 const BULK: usize = 10_000;
 const OLD: i64 = 100_000;
@@ -58,10 +58,7 @@ async fn bulk(stack: &Stack, run: usize) -> anyhow::Result<Value> {
 }
 
 async fn purge_beside_load(stack: &Arc<Stack>) -> anyhow::Result<Value> {
-    let linear = Arc::new(Tasks {
-        stack: stack.clone(),
-        sc: scenario("linear_rust", "rust", "linear", json!({"value": 6}), 4),
-    });
+    let linear = Tasks::linear_rust(stack);
     let w = Window {
         warmup: Duration::from_secs(1),
         measure: Duration::from_secs(8),

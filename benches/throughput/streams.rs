@@ -174,10 +174,7 @@ async fn python_to_typescript(stack: &Stack) -> anyhow::Result<Value> {
 
 /// `READERS` connections follow one stream while the `linear` chain runs beside them.
 async fn many_readers(stack: &Arc<Stack>, w: Window) -> anyhow::Result<Value> {
-    let tasks = Arc::new(Tasks {
-        stack: stack.clone(),
-        sc: scenario("linear_rust", "rust", "linear", json!({"value": 6}), 4),
-    });
+    let tasks = Tasks::linear_rust(stack);
     for _ in 0..10 {
         tasks.one().await?;
     }

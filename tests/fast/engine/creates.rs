@@ -9,7 +9,6 @@ use serde_json::json;
 use uuid::Uuid;
 
 use tasker::TestEnv;
-use tasker_orchestration::store::NewTask;
 
 /// Whether request `i` names a template that does not exist (its foreign key fails).
 fn refused(i: usize) -> bool {
@@ -36,19 +35,8 @@ async fn creations_that_arrive_together_share_statements_and_fail_alone() -> any
     let answers = futures_util::future::join_all((0..n).map(|i| {
         let (shared, entry) = (shared.clone(), entry.clone());
         async move {
-            let new = NewTask {
-                template_id: if refused(i) { Uuid::now_v7() } else { entry.id },
-                template: &entry.loaded,
-                context: json!({ "value": i }),
-                idempotency_key: key(i),
-                run_at: None,
-                children: Vec::new(),
-                parent: None,
-                priority: Default::default(),
-                token_id: None,
-                controls: Default::default(),
-                deadline: None,
-            };
+            let template_id = if refused(i) { Uuid::now_v7() } else { entry.id };
+            let new = super::new_task(template_id, &entry.loaded, json!({ "value": i }), key(i));
             shared.creates.create(&shared, new, 16).await
         }
     }))
