@@ -80,8 +80,9 @@ def targets(scenarios, check, best, idle, at_fraction):
               runs[0].get("events_per_s") if runs[0].get("equal_to_oracle") else 0, 100_000,
               at_most=False, digits=0)
     windows = (scenarios.get("replica") or {}).get("windows") or {}
-    alone = (windows.get("load alone") or {}).get("primary_cpu_s_per_1000_steps")
-    moved = (windows.get("lists on the replica") or {}).get("primary_cpu_s_per_1000_steps")
+    cpu = {k: (w or {}).get("primary_cpu_s_per_1000_steps") for k, w in windows.items()}
+    alone = [c for k, c in cpu.items() if k.startswith("load alone") and c]
+    moved = cpu.get("lists on the replica")
     if alone and moved:
-        check("primary CPU per step with 50 lists/s on the replica, × alone (≤ 1.05)",
-              moved / alone, 1.05, unit="×", digits=3)
+        check("primary CPU per step with 50 lists/s on the replica, × the mean of the windows "
+              "alone (≤ 1.05)", moved / (sum(alone) / len(alone)), 1.05, unit="×", digits=3)
