@@ -13,7 +13,7 @@ bin="$(dirname "$(compgen -G '/usr/lib/postgresql/*/bin/initdb' | sort -V | tail
 dir="$(mktemp -d /tmp/tasker-notify.XXXXXX)"
 chmod 755 "$dir"
 as_pg() { if [[ $EUID -eq 0 ]]; then chown -R postgres "$dir"; runuser -u postgres -- "$@"; else "$@"; fi; }
-as_pg "$bin/initdb" -D "$dir/data" -U postgres >/dev/null
+as_pg "$bin/initdb" -D "$dir/data" -U postgres -A trust >/dev/null
 as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/pg.log" -w \
   -o "-p 56999 -k $dir -c shared_buffers=512MB -c max_wal_size=4GB" start >/dev/null
 trap 'as_pg "$bin/pg_ctl" -D "$dir/data" -m fast stop >/dev/null; rm -rf "$dir"' EXIT
@@ -32,7 +32,7 @@ for mode in on off; do
         tps+=("$(PGOPTIONS="-c synchronous_commit=$mode" "$bin/pgbench" -n -M prepared -c "$c" -j "$c" \
           -T "$seconds" -D notifies="$n" -f "$here/transaction.sql" 2>/dev/null | sed -n 's/^tps = \([0-9.]*\).*/\1/p')")
       done
-      row+=" $(printf '%s\n' "${tps[@]}" | sort -n | sed -n "$(((runs + 1) / 2))p") |"
+      row+=" $(printf '%s\n' "${tps[@]}" | sort -n | sed -n "$(((runs + 1) / 2))p" | xargs printf '%.0f') |"
     done
     echo "$row"
   done
