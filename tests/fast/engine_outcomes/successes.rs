@@ -111,7 +111,8 @@ async fn a_decision_or_batchable_success_shapes_the_dag_or_fails_if_unusable() -
     );
     assert_eq!(w.state(branches, "x").await?, "skipped");
     assert_eq!(w.state(branches, "d").await?, "completed");
-    // A batchable step: one instance per batch, ready to run.
+    // A batchable step: one instance per batch, written enqueued at attempt 1 (no limits:
+    // nothing to claim), to publish.
     let batches = w.task(BATCHES).await?;
     let (split, ..) = w.step(batches, "split").await?;
     let split_up = call(
@@ -121,8 +122,11 @@ async fn a_decision_or_batchable_success_shapes_the_dag_or_fails_if_unusable() -
         &result(batches, split, success(json!({"batches": [1, 2]}))),
     )
     .await?;
-    assert_eq!(ids(&split_up["ready"]).len(), 2, "{split_up}");
-    assert_eq!(w.step(batches, "work#1").await?.1, "pending");
+    assert_eq!(ids(&split_up["enqueued"]).len(), 2, "{split_up}");
+    assert!(ids(&split_up["ready"]).is_empty(), "{split_up}");
+    let (work, state, attempt) = w.step(batches, "work#1").await?;
+    assert_eq!((state.as_str(), attempt), ("enqueued", 1));
+    assert!(ids(&split_up["enqueued"]).contains(&work), "{split_up}");
     assert_eq!(w.state(batches, "sum").await?, "pending");
     // An unusable answer fails the step for good.
     let other = w.task(BRANCHES).await?;
