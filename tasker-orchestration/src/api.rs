@@ -151,6 +151,8 @@ pub fn router(shared: Shared) -> Router {
         ))
         .layer(DefaultBodyLimit::max(limit))
         .layer(Extension(Arc::new(document)))
+        // Single creations sharing statements (`crate::creates`): ended with the router.
+        .layer(Extension(crate::creates::Creates::default()))
         .layer(Extension(per_token::PerToken::new(
             &shared.config.orchestrator,
         )))

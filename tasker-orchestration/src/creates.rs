@@ -11,7 +11,6 @@
 use std::sync::{Arc, OnceLock};
 
 use tokio::sync::{Mutex, mpsc, oneshot};
-use tokio_util::sync::CancellationToken;
 
 use crate::effects::Effects;
 use crate::executor;
@@ -33,14 +32,12 @@ struct Request {
 }
 
 /// The queue of task creations waiting for a statement, and its creators (started with the
-/// first creation).
+/// first creation; they end when the last handle is dropped). The API holds it.
 #[derive(Debug, Clone)]
 pub struct Creates {
     queue: mpsc::UnboundedSender<Request>,
     waiting: Arc<Mutex<mpsc::UnboundedReceiver<Request>>>,
     started: Arc<OnceLock<()>>,
-    /// Fires once the API has answered its last request: the creators end.
-    closed: CancellationToken,
 }
 
 impl std::fmt::Debug for Request {
@@ -58,7 +55,6 @@ impl Default for Creates {
             queue,
             waiting: Arc::new(Mutex::new(waiting)),
             started: Arc::default(),
-            closed: CancellationToken::new(),
         }
     }
 }
@@ -66,7 +62,7 @@ impl Default for Creates {
 impl Creates {
     /// Creates `new` (its request body `bytes` long) in the next statement; what the commit
     /// leaves to do is done by then, so the effects returned are empty. A task with a start
-    /// control (or asked for after [`Creates::close`]) runs in a statement of its own.
+    /// control runs in a statement of its own.
     pub async fn create(
         &self,
         shared: &Shared,
@@ -76,18 +72,14 @@ impl Creates {
         let (template_id, context) = (new.template_id, new.context.clone());
         let mut batch = CreateBatch::default();
         batch.add(new).map_err(store::Error::Limits)?;
-        if batch.controlled() || self.closed.is_cancelled() {
+        if batch.controlled() {
             let (answers, effects) = shared.store.create_tasks(&batch).await?;
             let answer = answers.into_iter().next().ok_or_else(no_answer)?;
             return Ok(Created::from_answer(answer, template_id, context, effects));
         }
         self.started.get_or_init(|| {
             for _ in 0..CREATORS {
-                tokio::spawn(creator(
-                    shared.clone(),
-                    self.waiting.clone(),
-                    self.closed.clone(),
-                ));
+                tokio::spawn(creator(shared.clone(), self.waiting.clone()));
             }
         });
         let (reply, answer) = oneshot::channel();
@@ -105,28 +97,17 @@ impl Creates {
             Effects::default(),
         ))
     }
-
-    /// Ends the creators, once the API has answered its last request (nothing waits then).
-    pub fn close(&self) {
-        self.closed.cancel();
-    }
 }
 
 /// Takes the requests waiting (at least one; at most a statement's worth), creates them and
-/// answers each, until the creations are closed.
-async fn creator(
-    shared: Shared,
-    waiting: Arc<Mutex<mpsc::UnboundedReceiver<Request>>>,
-    closed: CancellationToken,
-) {
+/// answers each, until every [`Creates`] handle is gone (the API stopped: nothing waits).
+async fn creator(shared: Shared, waiting: Arc<Mutex<mpsc::UnboundedReceiver<Request>>>) {
     loop {
         let requests = {
             let mut waiting = waiting.lock().await;
-            let first = tokio::select! {
-                r = waiting.recv() => r,
-                () = closed.cancelled() => waiting.try_recv().ok(),
+            let Some(first) = waiting.recv().await else {
+                return;
             };
-            let Some(first) = first else { return };
             let mut bytes = first.bytes;
             let mut requests = vec![first];
             while requests.len() < MAX_TASKS && bytes < MAX_BYTES {

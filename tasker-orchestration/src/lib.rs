@@ -217,7 +217,6 @@ impl Orchestrator {
         cancel.cancel();
         // The API answers nothing more: every request's audit row is in the writer's hands.
         shared.audit.stop().await;
-        shared.creates.close();
         shared.shutdown.cancel();
         while tasks.join_next().await.is_some() {}
         Ok(served?)

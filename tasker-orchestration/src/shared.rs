@@ -50,8 +50,6 @@ pub struct Shared {
     pub operations: Arc<tokio::sync::Notify>,
     /// Where the API reads what may lag (`crate::reads`): the replica of `database.read_url`.
     pub reads: crate::reads::Reads,
-    /// Task creations waiting for a shared statement (`crate::creates`).
-    pub creates: crate::creates::Creates,
     /// Wakes this orchestrator's alert sender (`crate::alerts::send`): notices were queued.
     pub alert_notices: Arc<tokio::sync::Notify>,
     broker_up: Arc<watch::Sender<bool>>,
@@ -77,7 +75,6 @@ impl Shared {
             audit: Audit::start(store.clone()),
             operations: Arc::new(tokio::sync::Notify::new()),
             alert_notices: Arc::new(tokio::sync::Notify::new()),
-            creates: crate::creates::Creates::default(),
             reads,
             dispatcher: Dispatcher::new(&config.queue_prefix, &config.orchestrator),
             senders: Arc::new(Senders::new(&tasker_broker::user_of(&config.amqp_url))),

@@ -2,12 +2,12 @@
 //! start time, idempotency key, start controls, reach, children); a batch of them is
 //! [`super::task_batch`]'s.
 
-use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -37,6 +37,7 @@ use crate::store::NewTask;
     ))]
 pub(super) async fn create_task(
     State(shared): State<Shared>,
+    Extension(creates): Extension<crate::creates::Creates>,
     caller: Caller,
     headers: axum::http::HeaderMap,
     body: Result<Bytes, BytesRejection>,
@@ -81,7 +82,7 @@ pub(super) async fn create_task(
     // A traced task's first steps carry its trace: it is created alone, then traced.
     let mut created = match &span {
         Some(_) => shared.store.create_task(new).await?,
-        None => shared.creates.create(&shared, new, body.len()).await?,
+        None => creates.create(&shared, new, body.len()).await?,
     };
     caller.audit().task(created.task_id);
     start_controls::count(created.controlled);

@@ -30,14 +30,15 @@ async fn creations_that_arrive_together_share_statements_and_fail_alone() -> any
         .get("rust_examples", "linear", None)
         .await?
         .context("rust_examples/linear is registered")?;
+    let creates = tasker_orchestration::creates::Creates::default();
     let before = statements_and_tasks();
     let n = 160;
     let answers = futures_util::future::join_all((0..n).map(|i| {
-        let (shared, entry) = (shared.clone(), entry.clone());
+        let (shared, entry, creates) = (shared.clone(), entry.clone(), creates.clone());
         async move {
             let template_id = if refused(i) { Uuid::now_v7() } else { entry.id };
             let new = super::new_task(template_id, &entry.loaded, json!({ "value": i }), key(i));
-            shared.creates.create(&shared, new, 16).await
+            creates.create(&shared, new, 16).await
         }
     }))
     .await;
