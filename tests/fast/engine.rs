@@ -10,7 +10,7 @@ use chrono::Utc;
 use serde_json::json;
 use uuid::Uuid;
 
-use tasker_orchestration::store::{NewTask, Store};
+use tasker_orchestration::store::Store;
 use tasker_shared::template::Loaded;
 use tasker_shared::{Outcome, StepError, StepResult, StepState, TaskState};
 
@@ -51,29 +51,6 @@ struct Engine {
     store: Store,
 }
 
-/// A task of `template` (registered as `template_id`) to create now, with nothing but its
-/// context and key.
-fn new_task(
-    template_id: Uuid,
-    template: &Loaded,
-    context: serde_json::Value,
-    idempotency_key: Option<String>,
-) -> NewTask<'_> {
-    NewTask {
-        template_id,
-        template,
-        context,
-        idempotency_key,
-        run_at: None,
-        children: Vec::new(),
-        parent: None,
-        priority: Default::default(),
-        token_id: None,
-        controls: Default::default(),
-        deadline: None,
-    }
-}
-
 impl Engine {
     async fn create(&self, loaded: &Loaded) -> anyhow::Result<Uuid> {
         let template_id = self
@@ -84,7 +61,7 @@ impl Engine {
             .id;
         let created = self
             .store
-            .create_task(new_task(template_id, loaded, json!({}), None))
+            .create_task(tasker::new_task(template_id, loaded, json!({}), None))
             .await?;
         Ok(created.task_id)
     }

@@ -10,7 +10,7 @@ use sqlx::{Connection, PgConnection};
 use uuid::Uuid;
 
 use tasker::TestEnv;
-use tasker_orchestration::store::{NewTask, Store};
+use tasker_orchestration::store::Store;
 use tasker_shared::TaskTemplate;
 
 #[path = "engine_outcomes/failures.rs"]
@@ -96,19 +96,7 @@ impl World {
             .id;
         Ok(self
             .store
-            .create_task(NewTask {
-                template_id,
-                template: &loaded,
-                context: json!({}),
-                idempotency_key: None,
-                run_at: None,
-                children: Vec::new(),
-                parent: None,
-                priority: Default::default(),
-                token_id: None,
-                controls: Default::default(),
-                deadline: None,
-            })
+            .create_task(tasker::new_task(template_id, &loaded, json!({}), None))
             .await?
             .task_id)
     }

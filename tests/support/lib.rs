@@ -25,6 +25,29 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// A task of `template` (registered as `template_id`) to create now, with nothing but its
+/// context and idempotency key.
+pub fn new_task(
+    template_id: uuid::Uuid,
+    template: &tasker_shared::template::Loaded,
+    context: Value,
+    idempotency_key: Option<String>,
+) -> tasker_orchestration::store::NewTask<'_> {
+    tasker_orchestration::store::NewTask {
+        template_id,
+        template,
+        context,
+        idempotency_key,
+        run_at: None,
+        children: Vec::new(),
+        parent: None,
+        priority: Default::default(),
+        token_id: None,
+        controls: Default::default(),
+        deadline: None,
+    }
+}
+
 /// Cargo's target folder: `CARGO_TARGET_DIR`, else the repository's `target/`.
 pub fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")

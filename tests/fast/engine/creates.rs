@@ -37,7 +37,7 @@ async fn creations_that_arrive_together_share_statements_and_fail_alone() -> any
         let (shared, entry, creates) = (shared.clone(), entry.clone(), creates.clone());
         async move {
             let template_id = if refused(i) { Uuid::now_v7() } else { entry.id };
-            let new = super::new_task(template_id, &entry.loaded, json!({ "value": i }), key(i));
+            let new = tasker::new_task(template_id, &entry.loaded, json!({ "value": i }), key(i));
             creates.create(&shared, new, 16).await
         }
     }))
