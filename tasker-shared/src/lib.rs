@@ -21,6 +21,7 @@ pub mod metric;
 pub mod names;
 pub mod namespaces;
 pub mod plan;
+pub mod result_shape;
 pub mod retry;
 pub mod start_controls;
 pub mod step_state;

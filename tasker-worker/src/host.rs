@@ -214,7 +214,7 @@ impl HandlerHost for RustHost {
     }
 }
 
-async fn run_one(registry: &Registry, job: Job) -> Outcome {
+pub(crate) async fn run_one(registry: &Registry, job: Job) -> Outcome {
     let Some(handler) = registry.get(&job.message.handler) else {
         return unknown_handler(&job.message.handler);
     };

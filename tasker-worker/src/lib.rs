@@ -20,6 +20,7 @@ pub mod setup;
 pub mod stream;
 #[cfg(test)]
 mod test_support;
+pub mod testing;
 pub mod worker;
 
 pub use batch_host::{BatchHost, JobView, OutcomeView};

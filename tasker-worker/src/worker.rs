@@ -20,7 +20,7 @@ use tasker_shared::Config;
 mod attempt;
 mod consumption;
 mod copies;
-mod outcome;
+pub(crate) mod outcome;
 mod publish;
 mod running;
 mod stream;

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use tasker::{TestEnv, repo_root, templates};
 use tasker_orchestration::store::{NewTask, Store};
-use tasker_shared::{Backoff, RetryPolicy};
+use tasker_shared::{Backoff, RetryPolicy, StepType};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sql_retry_delay_matches_the_rust_policy() -> anyhow::Result<()> {
@@ -34,6 +34,50 @@ async fn sql_retry_delay_matches_the_rust_policy() -> anyhow::Result<()> {
                     "{backoff:?} base {base_ms} max {max_ms} attempt {attempt}"
                 );
             }
+        }
+    }
+    store.pool().close().await;
+    env.cleanup().await
+}
+
+/// A handler test (`tasker_worker::testing`) judges a decision's or a batchable step's result
+/// by the Rust reference of the rule the engine applies in SQL: the two must agree.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sql_result_problem_matches_the_rust_rule() -> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    let store = Store::connect(&env.config.database_url, 2).await?;
+    let branches = vec!["small".to_owned(), "large".to_owned()];
+    let results = [
+        json!({"branches": ["small"]}),
+        json!({"branches": ["small", "large"]}),
+        json!({"branches": []}),
+        json!({"branches": ["medium"]}),
+        json!({"branches": "small"}),
+        json!({"branches": [1]}),
+        json!({"branches": null}),
+        json!({"batches": []}),
+        json!({"batches": [{"a": 1}]}),
+        json!({"batches": {}}),
+        json!({}),
+        json!([1, 2]),
+        json!("text"),
+        json!(null),
+    ];
+    for step_type in [StepType::Standard, StepType::Decision, StepType::Batchable] {
+        for result in &results {
+            let sql: Option<String> =
+                sqlx::query_scalar("SELECT tasker_result_problem($1, $2, $3)->>'kind'")
+                    .bind(step_type.as_str())
+                    .bind(json!(branches))
+                    .bind(result)
+                    .fetch_one(store.pool())
+                    .await?;
+            let rust = tasker_shared::result_shape::problem(step_type, &branches, result);
+            assert_eq!(
+                sql,
+                rust.map(|e| e.kind),
+                "{step_type:?} returning {result}"
+            );
         }
     }
     store.pool().close().await;

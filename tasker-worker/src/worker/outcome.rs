@@ -34,7 +34,7 @@ pub(super) fn queue_timed_out(
 /// A handler's result that PostgreSQL could not store (a NUL character, nesting too deep) or
 /// that exceeds `max_bytes` fails its own step, permanently and with the reason, here at the
 /// source. A requested retry delay is kept within a day, and only on a retryable failure.
-pub(super) fn storable(outcome: Outcome, max_bytes: usize) -> Outcome {
+pub(crate) fn storable(outcome: Outcome, max_bytes: usize) -> Outcome {
     let result = match outcome {
         Outcome::Success { ref result } => result,
         Outcome::Failure {
