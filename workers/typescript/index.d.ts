@@ -82,6 +82,15 @@ export declare class NativeWorker {
  */
 export declare function nextLogRecords(max: number, wait: number): Promise<string>
 
+/**
+ * A handler test's job (`tasker-workflows/testing`): the test step as JSON to the job a worker
+ * would hand out, as JSON. Throws naming what is wrong with the step.
+ */
+export declare function testJob(spec: string): string
+
+/** A handler's encoded outcome for a test step, as the engine reads it, as JSON. */
+export declare function testJudge(spec: string, outcome: string): string
+
 /** One page of a step's parent results. */
 export interface ParentResultsPage {
   /** A JSON object of step name to result. */

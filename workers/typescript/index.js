@@ -837,3 +837,5 @@ module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __n
 module.exports = nativeBinding
 module.exports.NativeWorker = nativeBinding.NativeWorker
 module.exports.nextLogRecords = nativeBinding.nextLogRecords
+module.exports.testJob = nativeBinding.testJob
+module.exports.testJudge = nativeBinding.testJudge

@@ -155,10 +155,27 @@ fn next_log_records(py: Python<'_>, max: usize, wait: f64) -> PyResult<String> {
     Ok(py.detach(|| embedded::next_log_records(max, wait)))
 }
 
+/// A handler test's job (`tasker.testing`): the test step as JSON (`tasker_worker::testing`)
+/// to the job a worker would hand out, as JSON. `ValueError` names what is wrong with it.
+#[pyfunction]
+fn test_job(spec: &str) -> PyResult<String> {
+    tasker_worker::testing::test_job(spec).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// A handler test's outcome as the engine reads it: the test step and the handler's encoded
+/// outcome (as `complete` takes it), as JSON.
+#[pyfunction]
+fn test_judge(spec: &str, outcome: &str) -> PyResult<String> {
+    tasker_worker::testing::test_judge(spec, outcome)
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeWorker>()?;
     m.add_function(wrap_pyfunction!(next_log_records, m)?)?;
+    m.add_function(wrap_pyfunction!(test_job, m)?)?;
+    m.add_function(wrap_pyfunction!(test_judge, m)?)?;
     m.add("WorkerError", m.py().get_type::<WorkerError>())?;
     m.add(
         "ReferenceUnavailable",

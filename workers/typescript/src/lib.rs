@@ -35,6 +35,27 @@ pub async fn next_log_records(max: u32, wait: f64) -> Result<String> {
     Ok(embedded::next_log_records_async(max as usize, wait).await)
 }
 
+fn test_err(e: tasker_worker::testing::TestError) -> Error {
+    Error::new(Status::InvalidArg, e.to_string())
+}
+
+/// A handler test's job (`tasker-workflows/testing`): the test step as JSON to the job a worker
+/// would hand out, as JSON. Throws naming what is wrong with the step.
+#[napi]
+pub fn test_job(spec: String) -> Result<String> {
+    tasker_worker::testing::test_job(&unmark_big_integers(&spec))
+        .map(mark_big_integers)
+        .map_err(test_err)
+}
+
+/// A handler's encoded outcome for a test step, as the engine reads it, as JSON.
+#[napi]
+pub fn test_judge(spec: String, outcome: String) -> Result<String> {
+    tasker_worker::testing::test_judge(&unmark_big_integers(&spec), &unmark_big_integers(&outcome))
+        .map(mark_big_integers)
+        .map_err(test_err)
+}
+
 /// One page of a step's parent results.
 #[napi(object)]
 #[derive(Debug)]

@@ -76,3 +76,10 @@ class NativeWorker:
 def next_log_records(max: int, wait: float) -> str:
     """At most ``max`` of the worker core's log records as a JSON array of ``{"level", "target",
     "message"}``, ``"[]"`` when ``wait`` seconds ran out. The GIL is released meanwhile."""
+
+def test_job(spec: str) -> str:
+    """A handler test's job (``tasker.testing``): the test step as JSON to the job a worker
+    would hand out, as JSON. Raises ``ValueError`` naming what is wrong with the step."""
+
+def test_judge(spec: str, outcome: str) -> str:
+    """A handler's encoded outcome for a test step, as the engine reads it, as JSON."""

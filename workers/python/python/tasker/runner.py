@@ -142,26 +142,12 @@ class Runner:
             self._finish(outcome.of_call(job["id"], entry.fn, ctx))
 
     async def _run_async(self, entry: Registered, ctx: StepContext, job_id: int) -> None:
-        started = outcome.now()
-        # An async handler can be cancelled, so it stops at its timeout instead of running on
-        # after the core has given up on it.
-        deadline = asyncio.timeout(ctx.timeout)
         try:
-            async with deadline:
-                result = await entry.fn(ctx)
-            out = outcome.success(job_id, result, started)
-        except TimeoutError as e:
-            out = (
-                outcome.timed_out(job_id, ctx.timeout, started)
-                if deadline.expired()
-                else outcome.failure(job_id, e, started)
-            )
+            out = await run_async(entry.fn, ctx, job_id)
         except asyncio.CancelledError:
             # Shutdown: report nothing; the step is redelivered once the native worker stops.
             self._release()
             raise
-        except BaseException as e:
-            out = outcome.failure(job_id, e, started)
         self._finish(out)
 
     def _finish(self, encoded: str) -> None:
@@ -201,6 +187,26 @@ class Runner:
         for thread in self._handlers:
             thread.join(timeout=max(0.0, until - time.monotonic()))
         return self.in_flight == 0
+
+
+async def run_async(fn: Any, ctx: StepContext, job_id: int) -> str:
+    """Runs an async handler within its step's timeout and returns its encoded outcome. An
+    async handler can be cancelled, so it stops at its timeout instead of running on after the
+    core has given up on it. Cancelled from outside (shutdown), it raises ``CancelledError``."""
+    started = outcome.now()
+    deadline = asyncio.timeout(ctx.timeout)
+    try:
+        async with deadline:
+            result = await fn(ctx)
+        return outcome.success(job_id, result, started)
+    except TimeoutError as e:
+        if deadline.expired():
+            return outcome.timed_out(job_id, ctx.timeout, started)
+        return outcome.failure(job_id, e, started)
+    except asyncio.CancelledError:
+        raise
+    except BaseException as e:
+        return outcome.failure(job_id, e, started)
 
 
 async def _cancel_all() -> None:

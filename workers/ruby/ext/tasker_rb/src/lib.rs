@@ -234,6 +234,20 @@ where
     }
 }
 
+/// `NativeWorker.test_job(spec_json)` (`Tasker::Testing`): a handler test's step as JSON to the
+/// job a worker would hand out, as JSON; `ArgumentError` names what is wrong with the step.
+fn test_job(ruby: &Ruby, spec: String) -> Result<String, magnus::Error> {
+    tasker_worker::testing::test_job(&spec)
+        .map_err(|e| magnus::Error::new(ruby.exception_arg_error(), e.to_string()))
+}
+
+/// `NativeWorker.test_judge(spec_json, outcome_json)`: the handler's encoded outcome for a test
+/// step, as the engine reads it, as JSON.
+fn test_judge(ruby: &Ruby, spec: String, outcome: String) -> Result<String, magnus::Error> {
+    tasker_worker::testing::test_judge(&spec, &outcome)
+        .map_err(|e| magnus::Error::new(ruby.exception_arg_error(), e.to_string()))
+}
+
 #[magnus::init]
 fn init(ruby: &Ruby) -> Result<(), magnus::Error> {
     let tasker = ruby.define_module("Tasker")?;
@@ -242,6 +256,8 @@ fn init(ruby: &Ruby) -> Result<(), magnus::Error> {
     let class = tasker.define_class("NativeWorker", ruby.class_object())?;
     class.define_singleton_method("start", function!(NativeWorker::start, 1))?;
     class.define_singleton_method("next_log_records", function!(next_log_records, 2))?;
+    class.define_singleton_method("test_job", function!(test_job, 1))?;
+    class.define_singleton_method("test_judge", function!(test_judge, 2))?;
     class.define_method("take_steps", method!(NativeWorker::take_steps, 2))?;
     class.define_method(
         "take_ready_steps",

@@ -1,0 +1,115 @@
+# frozen_string_literal: true
+
+require "tasker"
+
+module Tasker
+  # Handler tests without servers (docs/testing.md):
+  #
+  #   require "tasker/testing"
+  #
+  #   out = Tasker::Testing.run_handler("route_by_size", template: "templates/conditional.yaml",
+  #                                     step: "route", parent_results: { "check" => { "value" => 7 } })
+  #   assert out.success?
+  #   assert_equal ["small"], out.branches
+  #
+  # run_handler builds the step context a worker would hand the handler — a context, parent
+  # results, the attempt and (for a batch worker) its batch, or all of a template's step — runs
+  # the handler as the worker runs it (interrupted at the step's timeout) and returns its Outcome
+  # as the engine reads it: the worker core judges it (a result that is not JSON or too large, a
+  # decision naming a branch it does not have, a batchable step without its batches all fail as
+  # in production) and says whether the engine would retry it. No server is involved.
+  module Testing
+    # An attempt's outcome as the engine reads it. +status+ is "success" or "failure"; a
+    # success has its +result+ (a decision's chosen +branches+, a batchable step's +batches+); a
+    # failure its error's +kind+, +message+ and +backtrace+, +retryable+ as raised and +retried+
+    # when the engine runs another attempt (after +retry_in+ seconds). +emitted+: what the
+    # handler streamed, as [topic, data or text] pairs.
+    Outcome = Struct.new(:status, :result, :branches, :batches, :retryable, :retried, :kind,
+                         :message, :backtrace, :retry_in, :emitted, keyword_init: true) do
+      def success?
+        status == "success"
+      end
+    end
+
+    # Stands in for the NativeWorker of one job: answers heartbeat within the step's timeout and
+    # keeps what the handler streams.
+    class LocalStep
+      attr_reader :emitted
+
+      def initialize(timeout)
+        @until = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+        @emitted = []
+      end
+
+      def heartbeat(_job)
+        Process.clock_gettime(Process::CLOCK_MONOTONIC) < @until
+      end
+
+      def emit(_job, topic, payload, text)
+        @emitted << [topic, text ? payload : JSON.parse(payload)]
+        nil
+      end
+    end
+    private_constant :LocalStep
+
+    SPEC_KEYS = %i[context parent_results input max_attempts template step step_type branches timeout
+                   task_id step_id].freeze
+    private_constant :SPEC_KEYS
+
+    module_function
+
+    # Runs +handler+ — a registered name, a block or lambda, an object answering #call(ctx) or a
+    # Tasker::Handler class — on one attempt of a step and returns its Outcome. With +template:+
+    # and +step:+ the step's handler, type, branches, retry policy and timeout are the
+    # template's. A step the core cannot make raises ArgumentError.
+    def run_handler(handler = nil, attempt: 1, registry: Tasker.registry, **options, &block)
+      unknown = options.keys - SPEC_KEYS
+      raise ArgumentError, "run_handler: unknown options #{unknown.inspect}" unless unknown.empty?
+
+      handler ||= block
+      callable, name = resolve(handler, registry, options[:template])
+      spec = { "attempt" => attempt }
+      spec["handler"] = name if name
+      options.each { |key, value| spec[key.to_s] = value.respond_to?(:to_path) ? value.to_path : value unless value.nil? }
+      text = JSON.generate(spec)
+      job = JSON.parse(NativeWorker.test_job(text))
+      callable ||= registry[job["handler"]]
+      local = LocalStep.new(job["timeout_ms"] / 1000.0)
+      handlers = Registry.new
+      handlers.register(job["handler"], callable) if callable
+      encoded = Thread.handle_interrupt(TimeoutError => :never) do
+        Runner.new(handlers, watchdog: watchdog, native: local).call(job)
+      end
+      outcome(JSON.parse(NativeWorker.test_judge(text, encoded)), local.emitted)
+    end
+
+    # [the callable or nil (a name to look up), the handler name to give the core or nil]
+    def resolve(handler, registry, template)
+      case handler
+      when String, Symbol then [registry[handler.to_s], handler.to_s]
+      when Class then [handler, template ? nil : handler.name]
+      when nil then raise ArgumentError, "run_handler: give a handler name, a callable or a block"
+      else
+        raise ArgumentError, "run_handler: #{handler.inspect} does not answer #call" unless handler.respond_to?(:call)
+
+        [handler, template ? nil : "handler"]
+      end
+    end
+
+    def outcome(judged, emitted)
+      error = judged["error"] || {}
+      Outcome.new(
+        status: judged["status"], result: judged["result"], branches: judged["branches"],
+        batches: judged["batches"], retryable: judged.fetch("retryable", false),
+        retried: judged.fetch("retried", false), kind: error["kind"], message: error["message"],
+        backtrace: error["backtrace"], retry_in: judged["retry_in"], emitted: emitted
+      )
+    end
+
+    # One watchdog for every test of the process (a thread that interrupts handlers at their
+    # timeout, as under a worker).
+    def watchdog
+      @watchdog ||= Watchdog.new
+    end
+  end
+end

@@ -1,0 +1,158 @@
+/**
+ * Handler tests without servers (docs/testing.md), `tasker-workflows/testing`:
+ *
+ *     import { runHandler } from "tasker-workflows/testing";
+ *
+ *     const out = await runHandler("route_by_size", {
+ *       template: "templates/conditional.yaml", step: "route",
+ *       parentResults: { check: { value: 7 } },
+ *     });
+ *     assert.ok(out.success);
+ *     assert.deepEqual(out.branches, ["small"]);
+ *
+ * `runHandler` builds the step context a worker would hand the handler — a context, parent
+ * results, the attempt and (for a batch worker) its batch, or all of a template's step — runs
+ * the handler as the worker runs it (its `signal` aborted at the step's timeout) and resolves with
+ * its {@link TestOutcome} as the engine reads it: the worker core judges it (a result that is
+ * not JSON or too large, a decision naming a branch it does not have, a batchable step without
+ * its batches all fail as in production) and says whether the engine would retry it. No server
+ * is involved.
+ */
+import { testJob, testJudge } from "../index.js";
+import type { Job } from "./context";
+import { execute } from "./execute";
+import { defaultRegistry, Registry, type HandlerClass, type HandlerFn } from "./handler";
+import { parseCoreJson, stringifyCoreJson, type JsonObject, type JsonValue } from "./json";
+import { outcomeJson } from "./outcome";
+
+/** One attempt of one step. Every field is optional. */
+export interface TestStepOptions {
+  /** The task's context (`{}`). */
+  context?: JsonValue;
+  /** Parent results by step name. */
+  parentResults?: JsonObject;
+  /** A batch worker's batch. */
+  input?: JsonValue;
+  /** From 1. */
+  attempt?: number;
+  maxAttempts?: number;
+  /** A template file: the step's handler, type, branches, retry policy and timeout are its. */
+  template?: string;
+  /** The step of `template`, by name. */
+  step?: string;
+  stepType?: "standard" | "decision" | "convergence" | "batchable" | "batch_worker";
+  /** A decision's branches. */
+  branches?: string[];
+  /** Seconds. */
+  timeout?: number;
+  taskId?: string;
+  stepId?: string;
+  /** Where a handler given by name is looked up (the default registry). */
+  registry?: Registry;
+}
+
+/** An attempt's outcome as the engine reads it. */
+export interface TestOutcome {
+  status: "success" | "failure";
+  success: boolean;
+  /** A success's result. */
+  result?: JsonValue;
+  /** A decision's chosen branches. */
+  branches?: string[];
+  /** A batchable step's batches. */
+  batches?: JsonValue[];
+  /** A failure as the handler threw it. */
+  retryable?: boolean;
+  /** Whether the engine runs another attempt, after `retryIn` seconds. */
+  retried?: boolean;
+  kind?: string;
+  message?: string;
+  backtrace?: string;
+  retryIn?: number;
+  /** What the handler streamed, as `[topic, data or text]`. */
+  emitted: Array<[string, JsonValue]>;
+}
+
+/**
+ * Runs `handler` — a registered name, a function or a `Handler` class — on one attempt of a step
+ * and resolves with its {@link TestOutcome}. Throws if the core cannot make the step.
+ */
+export async function runHandler(
+  handler: string | HandlerFn | HandlerClass,
+  options: TestStepOptions = {},
+): Promise<TestOutcome> {
+  const registry = options.registry ?? defaultRegistry();
+  let fn: HandlerFn | undefined;
+  let name: string | undefined;
+  if (typeof handler === "string") {
+    name = handler;
+    fn = registry.get(handler);
+  } else if (typeof handler.prototype?.call === "function" && "handlerName" in handler) {
+    const instance = new (handler as HandlerClass)();
+    name = options.template ? undefined : (handler as HandlerClass).handlerName;
+    fn = (ctx) => instance.call(ctx);
+  } else {
+    name = options.template ? undefined : handler.name || "handler";
+    fn = handler as HandlerFn;
+  }
+  const spec = stringifyCoreJson(
+    dropUndefined({
+      handler: name,
+      context: options.context,
+      parent_results: options.parentResults,
+      input: options.input,
+      attempt: options.attempt ?? 1,
+      max_attempts: options.maxAttempts,
+      template: options.template,
+      step: options.step,
+      step_type: options.stepType,
+      branches: options.branches,
+      timeout: options.timeout,
+      task_id: options.taskId,
+      step_id: options.stepId,
+    }),
+  );
+  const job = parseCoreJson(testJob(spec)) as Job;
+  fn ??= registry.get(job.handler);
+  const local = new Registry();
+  if (fn) local.register(job.handler, fn);
+  const emitted: Array<[string, JsonValue]> = [];
+  const until = Date.now() + job.timeout_ms;
+  const outcome = await execute(local, job, {
+    heartbeat: () => Date.now() < until,
+    emit: (_id, topic, payload, text) => {
+      emitted.push([topic, text ? payload : (parseCoreJson(payload) as JsonValue)]);
+      return null;
+    },
+  });
+  const judged = parseCoreJson(testJudge(spec, outcomeJson(outcome))) as JudgedOutcome;
+  return {
+    status: judged.status,
+    success: judged.status === "success",
+    result: judged.result,
+    branches: judged.branches,
+    batches: judged.batches,
+    retryable: judged.retryable,
+    retried: judged.retried,
+    kind: judged.error?.kind,
+    message: judged.error?.message,
+    backtrace: judged.error?.backtrace,
+    retryIn: judged.retry_in,
+    emitted,
+  };
+}
+
+interface JudgedOutcome {
+  status: "success" | "failure";
+  result?: JsonValue;
+  branches?: string[];
+  batches?: JsonValue[];
+  retryable?: boolean;
+  retried?: boolean;
+  error?: { kind: string; message: string; backtrace?: string };
+  retry_in?: number;
+}
+
+function dropUndefined(o: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+}
