@@ -23,6 +23,7 @@ mod order;
 mod output;
 pub mod pager;
 mod pages;
+mod replay;
 mod schedules;
 mod stream;
 mod table;
@@ -167,6 +168,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             tasks::show_or_finish(&client, &task, wait, json).await
         }
         Command::History { id } => tasks::history(&client, id, json).await,
+        Command::Replay(args) => replay::run(&client, args, json).await,
         Command::Signal {
             id,
             name,

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tasker_shared::api::{
     CreateTask, History, ParentResults, RegisteredTemplate as TemplateInfo, RepairNote, Resolve,
-    Step, StepPage, Task, TaskCounts, TaskPage, Transition,
+    Step, StepInputs, StepPage, Task, TaskCounts, TaskPage, Transition,
 };
 
 use crate::error::Error;
@@ -289,6 +289,24 @@ impl Client {
             .send()
             .await?;
         Ok(decode::<History>(resp).await?.transitions)
+    }
+
+    /// One attempt of a step (its name or id; the latest attempt unless `attempt`) as its
+    /// handler received it: what `tasker replay` runs the local handler on. `409
+    /// not_replayable` for a wait or child step, or one that has not run.
+    pub async fn step_inputs(
+        &self,
+        id: Uuid,
+        step: &str,
+        attempt: Option<u32>,
+    ) -> Result<StepInputs, Error> {
+        let req = self.http.get(format!(
+            "{}/v1/tasks/{id}/steps/{}/inputs",
+            self.base,
+            segment(step)
+        ));
+        let query: Vec<(&str, u32)> = attempt.map(|a| ("attempt", a)).into_iter().collect();
+        decode(req.query(&query).send().await?).await
     }
 
     /// Retries a task that ended in error: the step that failed it runs again with its

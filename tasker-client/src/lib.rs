@@ -44,7 +44,9 @@ pub use tasker_shared::api::{
     Alert, AlertCondition, AlertKind, AlertNotice, AlertSink, PutAlert, PutWebhook, Webhook,
     WebhookFormat,
 };
-pub use tasker_shared::api::{AuditEntry, AuditPage, StreamChunk, StreamPage};
+pub use tasker_shared::api::{
+    AuditEntry, AuditPage, InputsRetry, StepInputs, StreamChunk, StreamPage,
+};
 pub use tasker_shared::api::{
     Backfilled, BatchCreated, BatchItem, BatchStatus, ConcurrencyLimit, CreateTask, DeadLetter,
     DeadLetterInfo, DeadLetterPage, Operation, OperationCount, OperationFilter, OperationList,

@@ -7,6 +7,7 @@
 //! | GET | /v1/tasks/{id} | a task (`wait=SECONDS` returns as soon as it is terminal) |
 //! | GET | /v1/tasks/{id}/steps | its steps with results, errors and timings, paged (`?after=&limit=`) |
 //! | GET | /v1/tasks/{id}/history | its transition history |
+//! | GET | /v1/tasks/{id}/steps/{step}/inputs | one attempt of a step as its handler received it (`?attempt=`): what `tasker replay` runs |
 //! | GET | /v1/tasks/{id}/events | Server-Sent Events: a `snapshot` (task, steps, history) now and after every change |
 //! | POST | /v1/tasks/{id}/cancel | cancel it (a running or a scheduled one) |
 //! | POST | /v1/tasks/{id}/signals/{name} | send it a signal (`signal_id`, `payload`) for a wait step |
@@ -74,6 +75,7 @@ mod ops;
 mod per_token;
 mod reader;
 mod repair;
+mod replay;
 mod retention;
 mod schedule_actions;
 mod schedules;
@@ -179,6 +181,7 @@ fn routes() -> OpenApiRouter<Shared> {
         .routes(routes!(tasks::get_task))
         .routes(routes!(tasks::task_steps))
         .routes(routes!(tasks::parent_results))
+        .routes(routes!(replay::step_inputs))
         .routes(routes!(tasks::task_history))
         .routes(routes!(live::task_events))
         .routes(routes!(live::watch_tasks))

@@ -32,6 +32,7 @@ mod migrations_lock;
 mod operations;
 mod read;
 mod repair;
+mod replay;
 mod results;
 mod retention;
 mod schedules;

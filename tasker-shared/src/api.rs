@@ -14,6 +14,7 @@ mod events;
 mod limits;
 mod operations;
 mod ops;
+mod replay;
 mod retention;
 mod schedules;
 mod signals;
@@ -37,6 +38,7 @@ pub use limits::{
 };
 pub use operations::{Operation, OperationCount, OperationFilter, OperationList, StartOperation};
 pub use ops::Readiness;
+pub use replay::{InputsRetry, StepInputs};
 pub use retention::{PurgeRequest, Purged, RetentionPolicy};
 pub use schedules::{Backfill, Backfilled, PauseSchedule, Schedule, ScheduleChanges, ScheduleList};
 pub use signals::{SendSignal, Signal, SignalList};

@@ -377,6 +377,24 @@ async fn a_namespace_token_reaches_the_steps_routed_to_its_namespace_only() -> a
         (StatusCode::FORBIDDEN, "forbidden")
     );
 
+    // A step's recorded inputs (`tasker replay`) of another team's task: refused, and a step
+    // that does not exist is refused alike (nothing told about what the task holds).
+    for step in ["double", "no_such_step"] {
+        let (status, code, _, _) = call(
+            &o,
+            Method::GET,
+            &format!("/v1/tasks/{linear}/steps/{step}/inputs"),
+            Some(&py),
+            None,
+        )
+        .await;
+        assert_eq!(
+            (status, code.as_str()),
+            (StatusCode::FORBIDDEN, "forbidden"),
+            "inputs of {step}"
+        );
+    }
+
     // Registering a template that sends a step to rust_examples, and a worker report for it.
     let template = json!({"namespace": "python_examples", "name": "sneaky", "version": "1",
         "steps": [{"name": "s", "namespace": "rust_examples", "handler": "double"}]});

@@ -160,6 +160,11 @@ pub(super) enum Command {
         #[arg(long, num_args = 0..=1, default_missing_value = "60")]
         wait: Option<f64>,
     },
+    /// Fetch one attempt of a step as its handler received it (context, parent results, batch,
+    /// attempt) and replay it locally: the COMMAND after `--` runs with TASKER_REPLAY naming a
+    /// file of those inputs (`-- python -m tasker.testing --handlers handlers.py` runs the
+    /// local handler on them); without one, print them.
+    Replay(super::replay::ReplayArgs),
     /// Show a task's history: every task and step transition, oldest first.
     History {
         /// The task's id.

@@ -8,7 +8,7 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from types import TracebackType
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import httpx
 
@@ -226,6 +226,12 @@ class AsyncClient(
     async def history(self, id: Id) -> list[Transition]:
         """See :meth:`Client.history`."""
         return await self._run(_calls.history(id))
+
+    async def step_inputs(
+        self, id: Id, step: str, *, attempt: int | None = None
+    ) -> dict[str, Any]:
+        """See :meth:`Client.step_inputs`."""
+        return await self._run(_calls.step_inputs(id, step, attempt))
 
     async def retry(
         self,

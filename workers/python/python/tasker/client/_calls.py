@@ -40,6 +40,7 @@ from ._api.api.tasks import (
     list_signals,
     list_tasks as list_tasks_op,
     send_signal,
+    step_inputs as step_inputs_op,
     task_history,
     task_steps,
 )
@@ -363,6 +364,12 @@ def history(id: Id) -> Call[list[Transition]]:
     return _call(
         task_history._get_kwargs(_id(id)), lambda data: History.from_dict(data).transitions
     )
+
+
+def step_inputs(id: Id, step: str, attempt: int | None) -> Call[dict[str, Any]]:
+    """As the API sends them (a plain dict): what a replay hands the handler, unconverted."""
+    request = step_inputs_op._get_kwargs(_id(id), step, attempt=_given(attempt))
+    return _call(request, lambda data: cast(dict[str, Any], data))
 
 
 def retry(id: Id, step: str | None, by: str | None, reason: str | None) -> Call[Task]:

@@ -7,7 +7,7 @@ import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import httpx
 
@@ -313,6 +313,12 @@ class Client(
     def history(self, id: Id) -> list[Transition]:
         """Every transition of the task and its steps, oldest first."""
         return self._run(_calls.history(id))
+
+    def step_inputs(self, id: Id, step: str, *, attempt: int | None = None) -> dict[str, Any]:
+        """One attempt of a step (name or id; the latest unless ``attempt``) as its handler
+        received it — context, parent results, batch, attempt — with its type, retry policy and
+        latest error, as a dict: what :func:`tasker.testing.replay` runs a local handler on."""
+        return self._run(_calls.step_inputs(id, step, attempt))
 
     def retry(
         self,
