@@ -6,7 +6,14 @@ jobs, outcomes and start options are JSON text (``tasker-worker/protocol.schema.
 
 from typing import final
 
-__all__ = ["NativeWorker", "WorkerError", "ReferenceUnavailable", "next_log_records"]
+__all__ = [
+    "NativeWorker",
+    "WorkerError",
+    "ReferenceUnavailable",
+    "next_log_records",
+    "test_job",
+    "test_judge",
+]
 
 class WorkerError(Exception):
     """The worker core could not start, or was used after it stopped."""

@@ -140,6 +140,7 @@ def _run_spec(spec: Mapping[str, Any], fn: HandlerFn | None, registry: Registry 
     job = json.loads(_native.test_job(text))
     if fn is None:
         fn = _lookup(job["handler"], registry)
+    emitted: list[tuple[str, Any]]
     if fn is None:
         emitted, encoded = [], outcome.unknown_handler(job["id"], job["handler"])
     else:
