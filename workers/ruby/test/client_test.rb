@@ -1,6 +1,8 @@
 # frozen_string_literal: true
 
 require_relative "client_support"
+require "stringio"
+require "tmpdir"
 
 # Tasker::Client against a real orchestrator, with a Ruby worker running the ruby_examples
 # fixture templates (tests/fixtures/task_templates/ruby) in this process.
@@ -152,6 +154,29 @@ class ClientTest < Minitest::Test
     assert_equal ["running", "complete"], task_moves.last
     assert_equal %w[add_ten double halve square], history.filter_map(&:step).uniq.sort
     assert(history.select(&:step).group_by(&:step).values.all? { |moves| moves.last.to == "completed" })
+  end
+
+  def test_a_failed_step_is_replayed_by_the_local_handler_on_its_recorded_inputs
+    require "tasker/testing"
+    failed = run_task("permanent_failure", { "value" => 4 })
+    assert_equal "error", failed.state
+    inputs = client.step_inputs(failed.id, "doomed")
+    assert_equal [1, 1, "failed", { "value" => 4 }], [inputs["attempt"], inputs["latest_attempt"], inputs["state"], inputs["context"]]
+    replayed = Tasker::Testing.replay(failed.id, "doomed", client: client)
+    assert_equal "validation", replayed.outcome.kind
+    assert replayed.reproduced?, replayed.inspect
+    error = assert_raises(Client::InvalidRequestError) { client.step_inputs(failed.id, "doomed", attempt: 2) }
+    assert_equal "invalid_query", error.code
+    assert_raises(Client::NotFoundError) { client.step_inputs(failed.id, "nope") }
+    # What `tasker replay … -- ruby -rtasker/testing -e 'exit Tasker::Testing.main'` runs.
+    Dir.mktmpdir do |dir|
+      file = File.join(dir, "inputs.json")
+      File.write(file, JSON.generate(inputs))
+      out = StringIO.new
+      assert_equal 0, Tasker::Testing.main(["--", file], out: out)
+      assert_match(/doomed \(attempt 1\): failed with validation: input rejected for good/, out.string)
+      assert_match(/reproduced/, out.string)
+    end
   end
 
   def test_retry_and_resolve_repair_a_failed_task_and_are_recorded

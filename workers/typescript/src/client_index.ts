@@ -40,6 +40,7 @@ export {
 } from "./client_errors";
 export type { JsonObject, JsonValue } from "./json";
 export { TaskCountMethods, type TaskCountQuery } from "./counts";
+export { StepInputMethods, type StepInputs } from "./step_inputs";
 export {
   EventMethods,
   type Event,

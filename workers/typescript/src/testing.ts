@@ -18,12 +18,17 @@
  * its batches all fail as in production) and says whether the engine would retry it. No server
  * is involved.
  */
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
 import { testJob, testJudge } from "../index.js";
 import type { Job } from "./context";
 import { execute } from "./execute";
 import { defaultRegistry, Registry, type HandlerClass, type HandlerFn } from "./handler";
+import type { Client } from "./client";
+import { loadHandlers } from "./load_handlers";
 import { parseCoreJson, stringifyCoreJson, type JsonObject, type JsonValue } from "./json";
 import { outcomeJson } from "./outcome";
+import type { StepInputs } from "./step_inputs";
 
 /** One attempt of one step. Every field is optional. */
 export interface TestStepOptions {
@@ -112,6 +117,11 @@ export async function runHandler(
       step_id: options.stepId,
     }),
   );
+  return runSpec(spec, fn, registry);
+}
+
+/** Runs `fn` (undefined: the step's handler in `registry`) on the test step given as JSON. */
+async function runSpec(spec: string, fn: HandlerFn | undefined, registry: Registry): Promise<TestOutcome> {
   const job = parseCoreJson(testJob(spec)) as Job;
   fn ??= registry.get(job.handler);
   const local = new Registry();
@@ -142,6 +152,74 @@ export async function runHandler(
   };
 }
 
+/** A recorded attempt run again by the local handler. */
+export interface Replayed {
+  /** Its outcome now. */
+  outcome: TestOutcome;
+  /** The error the step's latest attempt failed with; null if that attempt did not fail or
+   * another attempt was replayed. */
+  recorded: { kind: string; message: string; backtrace?: string } | null;
+  /** Whether the handler failed again with the recorded error's kind (undefined: nothing
+   * recorded to compare with). */
+  reproduced: boolean | undefined;
+}
+
+/**
+ * Fetches one attempt of a step as its handler received it (the latest unless `attempt`) with
+ * `client` and runs the local handler of its name (in `registry`, the default one unless given)
+ * on exactly those inputs.
+ */
+export async function replay(
+  client: Client,
+  task: string,
+  step: string,
+  options: { attempt?: number; registry?: Registry } = {},
+): Promise<Replayed> {
+  const inputs = await client.stepInputs(task, step, { attempt: options.attempt });
+  return replayInputs(inputs, options);
+}
+
+/** Runs the local handler on inputs fetched before: `client.stepInputs`'s answer, or the file
+ * `tasker replay --save` writes, parsed. */
+export async function replayInputs(
+  inputs: StepInputs | Record<string, unknown>,
+  options: { registry?: Registry } = {},
+): Promise<Replayed> {
+  const wire = "task_id" in inputs ? (inputs as Record<string, unknown>) : wireInputs(inputs as StepInputs);
+  const outcome = await runSpec(stringifyCoreJson({ inputs: wire }), undefined, options.registry ?? defaultRegistry());
+  const recorded =
+    wire.attempt === wire.latest_attempt ? ((wire.error ?? null) as Replayed["recorded"]) : null;
+  return {
+    outcome,
+    recorded,
+    reproduced: recorded === null ? undefined : !outcome.success && outcome.kind === recorded.kind,
+  };
+}
+
+/** The client's camelCased answer as the API writes it (what `tasker replay --save` saves). */
+export function wireInputs(i: StepInputs): Record<string, unknown> {
+  return {
+    task_id: i.taskId,
+    step_id: i.stepId,
+    namespace: i.namespace,
+    task_name: i.taskName,
+    step_name: i.stepName,
+    handler: i.handler,
+    step_type: i.stepType,
+    branches: i.branches,
+    attempt: i.attempt,
+    max_attempts: i.maxAttempts,
+    retry: { backoff: i.retry.backoff, base_ms: i.retry.baseMs, max_ms: i.retry.maxMs },
+    timeout_ms: i.timeoutMs,
+    context: i.context,
+    parent_results: i.parentResults,
+    input: i.input ?? null,
+    state: i.state,
+    latest_attempt: i.latestAttempt,
+    error: i.error ?? null,
+  };
+}
+
 interface JudgedOutcome {
   status: "success" | "failure";
   result?: JsonValue;
@@ -155,4 +233,38 @@ interface JudgedOutcome {
 
 function dropUndefined(o: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+}
+
+/**
+ * `node -e 'require("tasker-workflows/testing").main()' -- --handlers handlers.js [INPUTS]`:
+ * runs the handler of a step's recorded attempt on its inputs (INPUTS, else the file
+ * `TASKER_REPLAY` names: `tasker replay TASK STEP -- node -e …`) and prints its outcome next to
+ * the recorded one. Sets the exit code: 0 when they agree (or nothing was recorded), 1 when
+ * they differ, 2 for bad arguments.
+ */
+export async function main(argv: string[] = process.argv.slice(1)): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv.filter((a) => a !== "--"),
+    options: { handlers: { type: "string", multiple: true } },
+    allowPositionals: true,
+  });
+  const file = positionals[0] ?? process.env.TASKER_REPLAY;
+  if (!file) {
+    console.error("name the inputs file (tasker replay TASK STEP --save FILE) or set TASKER_REPLAY");
+    return (process.exitCode = 2);
+  }
+  for (const spec of values.handlers ?? []) await loadHandlers(spec);
+  const inputs = parseCoreJson(readFileSync(file, "utf8")) as Record<string, unknown>;
+  const { outcome, recorded, reproduced } = await replayInputs(inputs);
+  const step = `${String(inputs.step_name)} (attempt ${String(inputs.attempt)})`;
+  if (outcome.success) {
+    console.log(`${step}: succeeded with ${stringifyCoreJson(outcome.result)}`);
+  } else {
+    console.log(`${step}: failed with ${outcome.kind}: ${outcome.message}`);
+    if (outcome.backtrace) console.log(outcome.backtrace);
+  }
+  if (recorded !== null) {
+    console.log(`recorded: ${recorded.kind}: ${recorded.message} — ${reproduced ? "reproduced" : "differs"}`);
+  }
+  return (process.exitCode = recorded !== null && !reproduced ? 1 : 0);
 }

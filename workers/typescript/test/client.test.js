@@ -196,6 +196,37 @@ describe("Client", () => {
     }
   });
 
+  it("replays a failed step with the local handler on its recorded inputs", async () => {
+    const { replay, replayInputs } = require("../dist/testing.js");
+    const failed = await client.wait(await client.createTask(ns, "permanent_failure", { value: 4 }), 30_000);
+    assert.equal(failed.state, "error");
+    const inputs = await client.stepInputs(failed, "doomed");
+    assert.deepEqual([inputs.attempt, inputs.latestAttempt, inputs.state, inputs.context], [1, 1, "failed", { value: 4 }]);
+    const replayed = await replay(client, failed.id, "doomed");
+    assert.equal(replayed.outcome.kind, "validation");
+    assert.equal(replayed.reproduced, true);
+    assert.equal((await replayInputs(inputs)).reproduced, true);
+    await assert.rejects(client.stepInputs(failed, "doomed", { attempt: 2 }), InvalidRequestError);
+    // What `tasker replay … -- node -e 'require("tasker-workflows/testing").main()'` runs.
+    const { main } = require("../dist/testing.js");
+    const dir = fs.mkdtempSync(path.join(require("node:os").tmpdir(), "replay-"));
+    const saved = await client.stepInputs(failed, "doomed");
+    const file = path.join(dir, "inputs.json");
+    fs.writeFileSync(file, JSON.stringify(require("../dist/testing.js").wireInputs(saved)));
+    const logged = [];
+    const log = console.log;
+    console.log = (line) => logged.push(String(line));
+    try {
+      assert.equal(await main(["--", file]), 0);
+    } finally {
+      console.log = log;
+      process.exitCode = 0;
+      fs.rmSync(dir, { recursive: true });
+    }
+    assert.match(logged.join("\n"), /doomed \(attempt 1\): failed with validation: input rejected for good/);
+    assert.match(logged.join("\n"), /reproduced/);
+  });
+
   it("retries and resolves a task that failed, recording who and why", async () => {
     const failed = await client.wait(await client.createTask(ns, "permanent_failure", {}), 30_000);
     assert.equal(failed.state, "error");

@@ -273,6 +273,15 @@ module Tasker
       @http.get(path("v1", "tasks", id, "history")).fetch("transitions").map { |t| Transition.from_json(t) }
     end
 
+    # One attempt of +step+ (its name or id; the latest unless +attempt+) of task +id+ as its
+    # handler received it — context, parent results, batch, attempt — with the step's type,
+    # retry policy and latest error, as a Hash (the API's JSON): what
+    # Tasker::Testing.replay_inputs runs a local handler on. ConflictError `not_replayable` for
+    # a wait or child step, or one that has not run.
+    def step_inputs(id, step, attempt: nil)
+      @http.get(path("v1", "tasks", id, "steps", step, "inputs"), { attempt: attempt })
+    end
+
     # Retries a task that ended in error: the step that failed it (or +step+, its name or id,
     # which must be that step) runs again with its template's attempts, and the steps the
     # failure cancelled wait for their parents again. +by+ and +reason+ are recorded in the

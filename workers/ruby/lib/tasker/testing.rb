@@ -71,16 +71,74 @@ module Tasker
       spec = { "attempt" => attempt }
       spec["handler"] = name if name
       options.each { |key, value| spec[key.to_s] = value.respond_to?(:to_path) ? value.to_path : value unless value.nil? }
-      text = JSON.generate(spec)
-      job = JSON.parse(NativeWorker.test_job(text))
-      callable ||= registry[job["handler"]]
-      local = LocalStep.new(job["timeout_ms"] / 1000.0)
-      handlers = Registry.new
-      handlers.register(job["handler"], callable) if callable
-      encoded = Thread.handle_interrupt(TimeoutError => :never) do
-        Runner.new(handlers, watchdog: watchdog, native: local).call(job)
+      run_spec(JSON.generate(spec), callable, registry)
+    end
+
+    # A recorded attempt run again by the local handler: its +outcome+ now, the +inputs+ as the
+    # API gave them, and +recorded+, the error the step's latest attempt failed with (nil if
+    # that attempt did not fail or another one was replayed).
+    Replayed = Struct.new(:outcome, :inputs, :recorded, keyword_init: true) do
+      # Whether the handler failed again with the recorded error's kind (nil: nothing recorded).
+      def reproduced?
+        return nil if recorded.nil?
+
+        !outcome.success? && outcome.kind == recorded["kind"]
       end
-      outcome(JSON.parse(NativeWorker.test_judge(text, encoded)), local.emitted)
+    end
+
+    # Fetches one attempt of +step+ of task +task_id+ as its handler received it (the latest
+    # unless +attempt+; +client+ a Tasker::Client, else one from TASKER_URL/TASKER_TOKEN) and
+    # runs the local handler of its name on exactly those inputs.
+    def replay(task_id, step, attempt: nil, client: nil, registry: Tasker.registry)
+      client ||= Tasker::Client.new
+      replay_inputs(client.step_inputs(task_id, step, attempt: attempt), registry: registry)
+    end
+
+    # Runs the local handler on inputs fetched before (Client#step_inputs, or the file
+    # `tasker replay --save` writes, parsed).
+    def replay_inputs(inputs, registry: Tasker.registry)
+      text = JSON.generate({ "inputs" => inputs })
+      out = run_spec(text, nil, registry)
+      latest = inputs["attempt"] == inputs["latest_attempt"]
+      Replayed.new(outcome: out, inputs: inputs, recorded: latest ? inputs["error"] : nil)
+    end
+
+    # `ruby -rtasker/testing -e 'exit Tasker::Testing.main' -- --handlers handlers.rb [INPUTS]`:
+    # runs the handler of a step's recorded attempt on its inputs (INPUTS, else the file
+    # TASKER_REPLAY names: `tasker replay TASK STEP -- ruby -rtasker/testing -e …`) and prints
+    # its outcome next to the recorded one. Returns the exit status: 0 when they agree (or
+    # nothing was recorded), 1 when they differ, 2 for bad arguments.
+    def main(argv = ARGV, out: $stdout)
+      args = argv.reject { |a| a == "--" }
+      handlers = []
+      while (i = args.index("--handlers"))
+        handlers << args[i + 1]
+        args.slice!(i, 2)
+      end
+      file = args.first || ENV.fetch("TASKER_REPLAY", nil)
+      unless file
+        warn "name the inputs file (tasker replay TASK STEP --save FILE) or set TASKER_REPLAY"
+        return 2
+      end
+      require "tasker/cli"
+      Tasker::CLI.load_handlers(handlers.compact)
+      report(replay_inputs(JSON.parse(File.read(file))), out)
+    end
+
+    def report(replayed, out)
+      o = replayed.outcome
+      step = "#{replayed.inputs['step_name']} (attempt #{replayed.inputs['attempt']})"
+      if o.success?
+        out.puts "#{step}: succeeded with #{JSON.generate(o.result)}"
+      else
+        out.puts "#{step}: failed with #{o.kind}: #{o.message}"
+        out.puts o.backtrace if o.backtrace && !o.backtrace.empty?
+      end
+      return 0 if replayed.recorded.nil?
+
+      verdict = replayed.reproduced? ? "reproduced" : "differs"
+      out.puts "recorded: #{replayed.recorded['kind']}: #{replayed.recorded['message']} — #{verdict}"
+      replayed.reproduced? ? 0 : 1
     end
 
     # [the callable or nil (a name to look up), the handler name to give the core or nil]
@@ -94,6 +152,20 @@ module Tasker
 
         [handler, template ? nil : "handler"]
       end
+    end
+
+    # Runs +callable+ (nil: the step's handler in +registry+) on the test step given as JSON
+    # +text+, judged by the core.
+    def run_spec(text, callable, registry)
+      job = JSON.parse(NativeWorker.test_job(text))
+      callable ||= registry[job["handler"]]
+      local = LocalStep.new(job["timeout_ms"] / 1000.0)
+      handlers = Registry.new
+      handlers.register(job["handler"], callable) if callable
+      encoded = Thread.handle_interrupt(TimeoutError => :never) do
+        Runner.new(handlers, watchdog: watchdog, native: local).call(job)
+      end
+      outcome(JSON.parse(NativeWorker.test_judge(text, encoded)), local.emitted)
     end
 
     def outcome(judged, emitted)

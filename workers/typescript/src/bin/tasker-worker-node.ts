@@ -2,11 +2,10 @@
 // The worker entry point, `tasker-worker-node`: loads handler files, starts the core, prints the
 // ready line and runs until SIGTERM/SIGINT, then stops gracefully (the same flags and shutdown
 // as every language's worker: docs/handlers.md).
-import { createRequire } from "node:module";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 
+import { loadHandlers } from "../load_handlers";
 import { jsonLogger, jsonWanted } from "../logs";
 import { Worker } from "../worker";
 
@@ -39,15 +38,6 @@ function integer(flag: string, value: string | undefined): number | undefined {
     throw new UsageError(`${flag} must be a non-negative integer, got ${JSON.stringify(value)}`);
   }
   return Number(value);
-}
-
-/** Imports a handler file (relative to the current directory) or an installed package. */
-async function loadHandlers(spec: string): Promise<void> {
-  const isPath = spec.startsWith(".") || path.isAbsolute(spec) || /\.[cm]?js$/.test(spec);
-  const file = isPath
-    ? path.resolve(spec)
-    : createRequire(path.join(process.cwd(), "noop.js")).resolve(spec);
-  await import(pathToFileURL(file).href);
 }
 
 async function main(argv: string[]): Promise<number> {
