@@ -56,6 +56,7 @@ await tour(opened, async () => {
   report.before = await nodes();
   report.failedSteps = await page.$$eval('button.resolve', (bs) => bs.map((b) => b.dataset.step));
   report.errorShown = (await page.textContent('#steps')).includes('transient');
+  report.replayHint = await page.$$eval('.step .replay code', (cs) => cs.map((c) => c.textContent));
   await shot('2-failed');
 
   // Retry it; the page changes only through the server's pushes.

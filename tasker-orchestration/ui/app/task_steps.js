@@ -31,6 +31,11 @@ function taskSteps(view) {
   // A step's card, with its resolve button (and open form) when it failed in a failed task.
   const cardOf = (st, task) => {
     const card = stepCard(st, unfolded, task.namespace);
+    // A handler's failure can be run again on a developer's machine (docs/testing.md).
+    if (st.error != null && !st.handler.startsWith('tasker:') && (st.state === 'failed' || st.state === 'waiting_retry')) {
+      card.append(h('div', { class: 'replay muted' }, 'replay it with your handler: ',
+        h('code', { text: `tasker replay ${task.id} ${st.name} -- …` })));
+    }
     if (task.state !== 'error' || st.state !== 'failed') return card;
     card.querySelector('.step-head').append(h('button', {
       type: 'button', class: 'resolve', 'data-step': st.name, text: 'Resolve…', disabled: view.busy,

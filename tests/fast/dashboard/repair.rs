@@ -51,6 +51,11 @@ async fn a_failed_task_is_retried_from_the_dashboard_in_a_real_browser() -> anyh
     assert_eq!(report["failedSteps"], json!(["flaky"]));
     assert_eq!(report["errorShown"], true);
     assert_eq!(
+        report["replayHint"],
+        json!([format!("tasker replay {} flaky -- …", failed.id)]),
+        "{report}"
+    );
+    assert_eq!(
         report["after"],
         json!({"start": "completed", "side": "completed", "flaky": "completed", "after": "completed"})
     );

@@ -4,11 +4,9 @@ import asyncio
 import math
 
 import pytest
-
 import tasker
-from tasker.testing import run_handler
-
 from conftest import WORKER_DIR
+from tasker.testing import run_handler
 
 TEMPLATES = WORKER_DIR.parent.parent / "tests/fixtures/task_templates/python"
 
