@@ -6,6 +6,35 @@
 //! decision's or a batchable step's result, and whether the failure is retried. Ruby, Python
 //! and TypeScript reach the same through [`test_job`] and [`test_judge`] (a test step and an
 //! outcome as JSON text), so a handler test judges alike in every language.
+//!
+//! The example of docs/testing.md (a unit test keeps the two the same):
+//!
+//! ```rust
+//! use serde_json::{Value, json};
+//! use tasker_worker::testing::{TestOutcome, TestStep};
+//! use tasker_worker::{HandlerError, Registry, StepContext};
+//!
+//! async fn route_by_total(ctx: StepContext) -> Result<Value, HandlerError> {
+//!     let parents = ctx.parent_results.all().await?;
+//!     let total = parents.get("price").and_then(|p| p["total"].as_f64());
+//!     let total = total.ok_or_else(|| HandlerError::retryable("no_price", "price gave no total"))?;
+//!     let branch = if total > 1000.0 { "manual_review" } else { "auto_approve" };
+//!     Ok(json!({"branches": [branch]}))
+//! }
+//!
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let mut registry = Registry::new();
+//!     registry.register("route_by_total", route_by_total);
+//!     let step = TestStep::new("route_by_total").decision(&["auto_approve", "manual_review"]);
+//!     tokio::runtime::Runtime::new()?.block_on(async {
+//!         let small = step.clone().parent("price", json!({"total": 40})).run(&registry).await?;
+//!         assert_eq!(small.result(), Some(&json!({"branches": ["auto_approve"]})));
+//!         let missing = step.max_attempts(3).run(&registry).await?;
+//!         assert!(matches!(missing, TestOutcome::Failure { retried: true, .. }));
+//!         Ok::<_, Box<dyn std::error::Error>>(())
+//!     })
+//! }
+//! ```
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

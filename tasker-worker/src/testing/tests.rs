@@ -186,3 +186,23 @@ fn bindings_get_the_job_and_the_judgement_as_json() {
             .contains("colour")
     );
 }
+
+#[test]
+fn the_docs_rust_example_is_this_modules_doctest() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let docs = std::fs::read_to_string(root.join("../docs/testing.md")).unwrap();
+    let start = docs
+        .find("```rust\n")
+        .expect("docs/testing.md has a rust block");
+    let end = start + docs[start..].find("\n```\n").unwrap() + 5;
+    let source = std::fs::read_to_string(root.join("src/testing.rs")).unwrap();
+    let doc: Vec<&str> = source
+        .lines()
+        .filter_map(|l| l.strip_prefix("//!"))
+        .map(|l| l.strip_prefix(' ').unwrap_or(l))
+        .collect();
+    assert!(
+        doc.join("\n").contains(docs[start..end].trim_end()),
+        "docs/testing.md's rust example differs from tasker_worker::testing's doctest"
+    );
+}
