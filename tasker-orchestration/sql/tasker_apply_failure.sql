@@ -25,7 +25,7 @@ BEGIN
     UPDATE steps SET state = 'failed', error = err,
                      started_at = (r->>'started_at')::timestamptz,
                      finished_at = (r->>'finished_at')::timestamptz,
-                     worker = r->>'worker', processed_at = clock_timestamp()
+                     worker = r->>'worker', processed_at = tasker_clock()
     WHERE id = st.id;
     INSERT INTO transitions (task_id, step_id, from_state, to_state, attempt, reason)
     VALUES (st.task_id, st.id, 'enqueued', 'failed', st.attempt, why);

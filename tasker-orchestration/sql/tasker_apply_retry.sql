@@ -19,8 +19,8 @@ BEGIN
     UPDATE steps SET state = 'waiting_retry', error = err,
                      started_at = (r->>'started_at')::timestamptz,
                      finished_at = (r->>'finished_at')::timestamptz,
-                     worker = r->>'worker', processed_at = clock_timestamp(),
-                     next_attempt_at = clock_timestamp() + delay * interval '1 millisecond'
+                     worker = r->>'worker', processed_at = tasker_clock(),
+                     next_attempt_at = tasker_clock() + delay * interval '1 millisecond'
     WHERE id = st.id;
     INSERT INTO transitions (task_id, step_id, from_state, to_state, attempt, reason)
     VALUES (st.task_id, st.id, 'enqueued', 'waiting_retry', st.attempt,

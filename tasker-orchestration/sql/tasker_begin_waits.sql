@@ -14,7 +14,7 @@ RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
     w record;
     wake timestamptz;
-    now_ timestamptz := clock_timestamp();
+    now_ timestamptz := tasker_clock();
     out jsonb := '[]';
 BEGIN
     FOR w IN

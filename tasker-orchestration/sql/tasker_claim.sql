@@ -20,7 +20,7 @@ DECLARE
     slot record;
     held text;
     why jsonb;
-    now_ timestamptz := clock_timestamp();
+    now_ timestamptz := tasker_clock();
     aging interval := make_interval(secs => COALESCE(
         NULLIF(current_setting('tasker.priority_aging_ms', true), '')::float8, 10000) / 1000);
 BEGIN

@@ -28,7 +28,7 @@ BEGIN
         RETURN '[]'::jsonb;
     END IF;
     WITH fin AS (
-        UPDATE tasks SET state = 'complete', completed_at = clock_timestamp()
+        UPDATE tasks SET state = 'complete', completed_at = tasker_clock()
         WHERE id = ANY(emptied) AND state = 'running'
         RETURNING id
     ), hist AS (

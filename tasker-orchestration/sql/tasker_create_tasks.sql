@@ -32,7 +32,7 @@
 CREATE OR REPLACE FUNCTION tasker_create_tasks(batch jsonb)
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
-    v_now timestamptz := clock_timestamp();
+    v_now timestamptz := tasker_clock();
     -- Parent steps still in flight at the attempt that starts their child.
     live uuid[] := '{}';
     children boolean := jsonb_path_exists(batch, '$.tasks[*] ? (@.parent_step != null)');

@@ -48,7 +48,7 @@ BEGIN
         ORDER BY s.id FOR UPDATE OF s
     ), upd AS (
         UPDATE steps s SET state = 'enqueued', attempt = s.attempt + 1, publish_count = 1,
-                           dispatched_at = clock_timestamp(), next_attempt_at = NULL,
+                           dispatched_at = tasker_clock(), next_attempt_at = NULL,
                            wake_at = NULL, child_task_id = NULL,
                            dispatched_by = tasker_orchestrator()
         FROM old WHERE s.id = old.id AND NOT old.to_claim

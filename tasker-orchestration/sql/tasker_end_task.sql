@@ -18,7 +18,7 @@ BEGIN
        OR (was = 'scheduled' AND to_state <> 'cancelled') THEN
         RETURN false;
     END IF;
-    UPDATE tasks SET state = to_state, error = err, completed_at = clock_timestamp()
+    UPDATE tasks SET state = to_state, error = err, completed_at = tasker_clock()
     WHERE id = v_task;
     WITH old AS (
         SELECT id, state FROM steps

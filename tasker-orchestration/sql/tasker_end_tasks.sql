@@ -22,7 +22,7 @@ BEGIN
     IF cardinality(ended) = 0 THEN
         RETURN ended;
     END IF;
-    UPDATE tasks SET state = 'cancelled', error = NULL, completed_at = clock_timestamp()
+    UPDATE tasks SET state = 'cancelled', error = NULL, completed_at = tasker_clock()
     WHERE id = ANY (ended);
     WITH old AS (
         SELECT id, state FROM steps

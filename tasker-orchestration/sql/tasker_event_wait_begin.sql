@@ -32,7 +32,7 @@ BEGIN
     ORDER BY e.id LIMIT 1 FOR UPDATE SKIP LOCKED;
     IF FOUND THEN
         PERFORM tasker_event_take(found_event, step, task);
-        RETURN clock_timestamp();
+        RETURN tasker_clock();
     END IF;
     INSERT INTO event_waits (step_id, task_id, namespace, name, paths, vals, since, began_at)
     VALUES (step, task, t.namespace, wait->>'event', event_paths, vals, t.created_at, began)

@@ -9,7 +9,7 @@ CREATE OR REPLACE FUNCTION tasker_insert_batch_workers(v_task uuid, spec jsonb, 
 LANGUAGE plpgsql AS $$
 DECLARE
     n int := jsonb_array_length(batches);
-    v_now timestamptz := clock_timestamp();
+    v_now timestamptz := tasker_clock();
     ids uuid[];
 BEGIN
     IF n = 0 THEN

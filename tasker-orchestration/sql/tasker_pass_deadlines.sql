@@ -8,8 +8,8 @@
 CREATE OR REPLACE FUNCTION tasker_pass_deadlines(lim int)
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
-    -- A variable, not clock_timestamp() in the query: a bound the index can range over.
-    now_ timestamptz := clock_timestamp();
+    -- A variable, not tasker_clock() in the query: a bound the index can range over.
+    now_ timestamptz := tasker_clock();
     t record;
     ended jsonb := '[]';
     alerted jsonb := '[]';

@@ -50,7 +50,7 @@ BEGIN
         ready := COALESCE(target.failed, '{}');
     ELSE
         note := COALESCE('resolved: ' || why, 'resolved');
-        UPDATE steps SET state = 'completed', result = resolution, processed_at = clock_timestamp()
+        UPDATE steps SET state = 'completed', result = resolution, processed_at = tasker_clock()
         WHERE id = target.failed[1]
         RETURNING id, step_type, branches, batch_spec, attempt INTO st;
         INSERT INTO transitions (task_id, step_id, from_state, to_state, attempt, reason, actor)

@@ -79,7 +79,7 @@ BEGIN
     -- cannot update a row twice).
     IF jsonb_array_length(finished) > 0 THEN
         WITH done AS (
-            UPDATE tasks SET state = 'complete', completed_at = clock_timestamp()
+            UPDATE tasks SET state = 'complete', completed_at = tasker_clock()
             WHERE id IN (SELECT (f->>'task_id')::uuid FROM jsonb_array_elements(finished) f)
             RETURNING id
         )

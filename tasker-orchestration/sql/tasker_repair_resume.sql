@@ -28,7 +28,7 @@ BEGIN
     INSERT INTO transitions (task_id, from_state, to_state, reason, actor)
     VALUES (v_task, 'error', 'running', note, v_actor);
     IF v_open = 0 THEN
-        UPDATE tasks SET state = 'complete', completed_at = clock_timestamp() WHERE id = v_task;
+        UPDATE tasks SET state = 'complete', completed_at = tasker_clock() WHERE id = v_task;
         INSERT INTO transitions (task_id, from_state, to_state, reason)
         VALUES (v_task, 'running', 'complete', 'all steps done');
         PERFORM pg_notify('tasker_task_finished', v_task || ':complete');

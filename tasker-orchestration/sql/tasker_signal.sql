@@ -48,7 +48,7 @@ BEGIN
           AND wait->>'signal' = v_name
         ORDER BY dispatched_at, id LIMIT 1
     )
-    UPDATE steps s SET wake_at = LEAST(s.wake_at, clock_timestamp())
+    UPDATE steps s SET wake_at = LEAST(s.wake_at, tasker_clock())
     FROM first WHERE s.id = first.id
     RETURNING s.id INTO woke;
     RETURN jsonb_build_object('outcome', 'created', 'signal', to_jsonb(sig),

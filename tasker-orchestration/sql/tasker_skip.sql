@@ -12,7 +12,7 @@ BEGIN
     WHILE COALESCE(array_length(queue, 1), 0) > 0 LOOP
         v_id := queue[1];
         queue := queue[2:];
-        UPDATE steps SET state = 'skipped', processed_at = clock_timestamp()
+        UPDATE steps SET state = 'skipped', processed_at = tasker_clock()
         WHERE id = v_id AND state = 'pending'
         RETURNING task_id INTO v_task;
         CONTINUE WHEN NOT FOUND;

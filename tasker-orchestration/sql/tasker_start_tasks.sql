@@ -9,8 +9,8 @@ DECLARE
     due uuid[];
     started uuid[];
     roots uuid[];
-    -- A variable, not clock_timestamp() in the query: a bound the index can range over.
-    now_ timestamptz := clock_timestamp();
+    -- A variable, not tasker_clock() in the query: a bound the index can range over.
+    now_ timestamptz := tasker_clock();
 BEGIN
     SELECT COALESCE(array_agg(id ORDER BY id), '{}') INTO due
     FROM (SELECT id FROM tasks WHERE state = 'scheduled' AND run_at <= now_

@@ -26,7 +26,7 @@ DECLARE
     completed uuid[];
     -- One instant for the whole batch: the parts of one statement run in no set order, and a
     -- step's children must not look dispatched before its result was processed.
-    instant timestamptz := clock_timestamp();
+    instant timestamptz := tasker_clock();
 BEGIN
     WITH done AS (
         UPDATE steps s SET state = 'completed', result = x.r->'outcome'->'result',

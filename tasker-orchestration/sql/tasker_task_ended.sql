@@ -13,7 +13,7 @@ DECLARE
     c record;
 BEGIN
     IF NEW.parent_step_id IS NOT NULL THEN
-        UPDATE steps SET wake_at = clock_timestamp()
+        UPDATE steps SET wake_at = tasker_clock()
         WHERE id = NEW.parent_step_id AND state = 'enqueued' AND child_task_id = NEW.id;
         IF FOUND THEN
             PERFORM pg_notify('tasker_wake', NEW.parent_step_id::text);

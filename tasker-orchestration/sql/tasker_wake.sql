@@ -12,7 +12,7 @@ CREATE OR REPLACE FUNCTION tasker_wake(lim int)
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
     w record;
-    now_ timestamptz := clock_timestamp();
+    now_ timestamptz := tasker_clock();
     batch jsonb := '[]';
     skipped uuid[] := '{}';
     skipped_tasks uuid[] := '{}';

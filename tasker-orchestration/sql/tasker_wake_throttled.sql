@@ -24,7 +24,7 @@ BEGIN
     ids := ids || ARRAY(
         SELECT id FROM steps
         WHERE state = 'throttled' AND next_attempt_at IS NOT NULL
-          AND next_attempt_at <= clock_timestamp()
+          AND next_attempt_at <= tasker_clock()
         ORDER BY next_attempt_at LIMIT batch
         FOR UPDATE SKIP LOCKED);
     IF cardinality(ids) = 0 THEN

@@ -39,6 +39,8 @@
 //! | PUT, GET, DELETE | /v1/alerts/{name} | save one (admin; a webhook sink's secret Tasker makes is shown once); show; remove (admin) |
 //! | GET, POST | /v1/tokens | API tokens (admin): list, create (`{name, scope}`; the token is shown once) |
 //! | DELETE | /v1/tokens/{name} | revoke one |
+//! | GET | /v1/clock | the engine's clock, its next timer, whether a step is with a worker |
+//! | POST | /v1/clock/advance, /v1/clock/skip | test mode (admin): move it by `by`; to its next timer when no step is with a worker |
 //! | GET | /v1/audit | the audit log (admin): who asked to change what, when, from where, answered how |
 //! | GET | /health, /ready, /metrics | liveness, readiness, Prometheus |
 //! | GET | /openapi.json | the OpenAPI 3.1 document of every route |
@@ -59,6 +61,7 @@ mod access;
 mod alerts;
 mod audit;
 mod auth;
+mod clock;
 mod common;
 mod dead_letters;
 mod document;
@@ -234,6 +237,9 @@ fn routes() -> OpenApiRouter<Shared> {
         .routes(routes!(auth::list_tokens, auth::create_token))
         .routes(routes!(auth::revoke_token))
         .routes(routes!(audit::list))
+        .routes(routes!(clock::show))
+        .routes(routes!(clock::advance))
+        .routes(routes!(clock::skip))
         .routes(routes!(ops::health))
         .routes(routes!(ops::ready))
         .routes(routes!(ops::metrics))

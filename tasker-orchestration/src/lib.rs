@@ -37,6 +37,7 @@ pub mod store;
 pub mod stream_hub;
 pub mod streams;
 mod sweeper;
+pub mod test_env;
 mod timers;
 pub mod tls;
 pub mod webhook_sign;
@@ -155,6 +156,16 @@ impl Orchestrator {
             shared: Shared::new(config, store, replica, catalog),
             tls,
         })
+    }
+
+    /// [`Orchestrator::start`] in test mode: the engine's clock is the test's to move
+    /// (`POST /v1/clock/advance`, `/v1/clock/skip`). Only on a test's own database, as
+    /// `tasker-orchestrator test-env` makes one (docs/testing.md).
+    pub async fn start_test(config: tasker_shared::Config) -> Result<Orchestrator, Error> {
+        let orchestrator = Self::start(config).await?;
+        orchestrator.shared.store.use_test_clock().await?;
+        tracing::warn!("test mode: the engine's clock moves when a test advances it");
+        Ok(orchestrator)
     }
 
     pub fn shared(&self) -> &Shared {

@@ -38,6 +38,10 @@ enum Command {
         #[command(subcommand)]
         action: TokenCommand,
     },
+    /// An orchestrator in test mode for a workflow test, on a database and queue prefix of its
+    /// own: prints where it serves as one JSON line, serves until stdin closes, then deletes
+    /// them (docs/testing.md). Its engine clock is the test's (`/v1/clock/advance`, `/skip`).
+    TestEnv,
     /// Print the OpenAPI document of the REST API (what `GET /openapi.json` serves) and exit:
     /// the repository's openapi.json, from which the Python and TypeScript clients are generated.
     Openapi,
@@ -108,6 +112,15 @@ async fn serve() -> anyhow::Result<()> {
     let config = Config::extract(&figment)?;
     if let Some(Command::Token { action }) = args.command {
         return token(&config, action).await;
+    }
+    if matches!(args.command, Some(Command::TestEnv)) {
+        let stop = CancellationToken::new();
+        let on_signal = stop.clone();
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            on_signal.cancel();
+        });
+        return tasker_orchestration::test_env::run(config, stop).await;
     }
     // Tracing (off unless telemetry.otlp_endpoint is set); the last spans flush at exit.
     let _telemetry = tasker_telemetry::init(

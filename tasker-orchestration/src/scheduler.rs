@@ -77,7 +77,7 @@ async fn fire_one(
     id: Uuid,
 ) -> Result<(Effects, Option<DateTime<Utc>>, DateTime<Utc>), store::Error> {
     let Some(mut tx) = shared.store.schedule_tx(id).await? else {
-        return Ok((Effects::default(), None, Utc::now()));
+        return Ok((Effects::default(), None, shared.store.clock().now()));
     };
     let row = tx.row.clone();
     let now = tx.now;

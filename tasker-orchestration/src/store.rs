@@ -18,6 +18,7 @@ mod alerts;
 mod audit;
 mod batch;
 mod children;
+mod clock;
 mod controls;
 mod create_batch;
 mod dead_letters;
@@ -51,6 +52,7 @@ pub use alerts::{AlertRow, NewAlert};
 pub use audit::{AuditEntry, AuditFilter, NewAuditEntry};
 pub use batch::Batch;
 pub use children::ChildStart;
+pub use clock::EngineClock;
 pub use controls::{Controlled, Controls};
 pub use create_batch::CreateBatch;
 pub use dead_letters::{DeadLetter, DeadLetterView, NewDeadLetter};
@@ -90,6 +92,8 @@ pub struct Store {
     instance: Uuid,
     /// How long a list query may run (`orchestrator.list_timeout_ms`).
     list_timeout: Duration,
+    /// The engine's clock as the Rust code reads it (test mode moves it).
+    clock: EngineClock,
 }
 
 /// Above what a step message carries its context and parent results by reference.
@@ -140,6 +144,7 @@ impl Store {
             list_timeout: Duration::from_millis(
                 tasker_shared::config::OrchestratorConfig::default().list_timeout_ms,
             ),
+            clock: EngineClock::default(),
         };
         store.heartbeat().await?;
         Ok(store)
@@ -156,6 +161,7 @@ impl Store {
             pool,
             instance: self.instance,
             list_timeout: self.list_timeout,
+            clock: self.clock.clone(),
         })
     }
 

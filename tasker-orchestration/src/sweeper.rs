@@ -95,7 +95,7 @@ async fn republish(shared: &Shared) -> Result<(), crate::store::Error> {
     Ok(())
 }
 
-async fn retry_due(shared: &Shared) -> Result<(), crate::store::Error> {
+pub(crate) async fn retry_due(shared: &Shared) -> Result<(), crate::store::Error> {
     let due = shared.store.due_retries(SWEEP_LIMIT).await?;
     if !due.is_empty() {
         let retried = shared.store.dispatch_retries(&due).await?;

@@ -28,7 +28,7 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
 
 /// One look at every kind of timer; each on its own, so one that fails does not hold up the
 /// others.
-async fn pass(shared: &Shared) {
+pub(crate) async fn pass(shared: &Shared) {
     drain(
         shared,
         "resolving due waits",

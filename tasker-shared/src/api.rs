@@ -8,6 +8,7 @@ pub mod schema_only;
 mod alerts;
 mod audit;
 mod batch;
+mod clock;
 mod dead_letters;
 mod errors;
 mod events;
@@ -28,6 +29,7 @@ mod workers;
 pub use alerts::{Alert, AlertCondition, AlertKind, AlertList, AlertNotice, AlertSink, PutAlert};
 pub use audit::{AuditEntry, AuditPage};
 pub use batch::{BatchCreated, BatchItem, BatchStatus, CreateTasks};
+pub use clock::{AdvanceClock, Clock, Skipped};
 pub use dead_letters::{DeadLetter, DeadLetterInfo, DeadLetterPage, Replayed};
 pub use errors::{ERROR_CODES, ErrorBody, ErrorDetail};
 pub use events::{

@@ -178,6 +178,37 @@ async fn each_scope_reaches_what_it_may_and_nothing_more() -> anyhow::Result<()>
             None,
             StatusCode::OK,
         ),
+        // The engine's clock: anyone reads it; moving it reaches every task's timers (admin
+        // of every namespace), and only an orchestrator in test mode lets it move.
+        (read, Method::GET, "/v1/clock", None, StatusCode::OK),
+        (
+            write,
+            Method::POST,
+            "/v1/clock/advance",
+            Some(json!({"by": "7d"})),
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            write,
+            Method::POST,
+            "/v1/clock/skip",
+            None,
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            admin.as_str(),
+            Method::POST,
+            "/v1/clock/advance",
+            Some(json!({"by": "7d"})),
+            StatusCode::CONFLICT,
+        ),
+        (
+            admin.as_str(),
+            Method::POST,
+            "/v1/clock/skip",
+            None,
+            StatusCode::CONFLICT,
+        ),
     ] {
         let (status, code, body, _) = call(&o, method.clone(), path, Some(token), body).await;
         assert_eq!(status, expected, "{method} {path}: {body}");

@@ -31,9 +31,14 @@ pub(super) fn needed(method: &Method, route: Option<&str>, metrics_public: bool)
         Some("/metrics") if metrics_public => None,
         // A webhook's sender has no token: its signature is checked instead (webhook_receive).
         Some("/v1/webhooks/{name}") if method == Method::POST => None,
-        Some("/v1/dead-letters/{id}/replay" | "/v1/tokens" | "/v1/tokens/{name}" | "/v1/purge") => {
-            Some(Scope::Admin)
-        }
+        Some(
+            "/v1/dead-letters/{id}/replay"
+            | "/v1/tokens"
+            | "/v1/tokens/{name}"
+            | "/v1/purge"
+            | "/v1/clock/advance"
+            | "/v1/clock/skip",
+        ) => Some(Scope::Admin),
         // Who did what, of every namespace the token covers.
         Some("/v1/audit") => Some(Scope::Admin),
         Some("/v1/dead-letters/{id}") if method == Method::DELETE => Some(Scope::Admin),
@@ -355,6 +360,9 @@ mod tests {
             (get, Some("/v1/tokens"), false, Some(Scope::Admin)),
             (delete, Some("/v1/tokens/{name}"), false, Some(Scope::Admin)),
             (get, Some("/v1/audit"), false, Some(Scope::Admin)),
+            (get, Some("/v1/clock"), false, Some(Scope::Read)),
+            (post, Some("/v1/clock/advance"), false, Some(Scope::Admin)),
+            (post, Some("/v1/clock/skip"), false, Some(Scope::Admin)),
         ] {
             assert_eq!(
                 needed(method, route, public),

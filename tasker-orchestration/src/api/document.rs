@@ -117,6 +117,7 @@ pub(super) fn common_responses(document: &mut Document) {
         (name = "limits", description = "Concurrency and rate keys; pausing a rate key"),
         (name = "retention", description = "Purging finished tasks"),
         (name = "tokens", description = "API tokens (admin scope)"),
+        (name = "clock", description = "The engine's clock; in test mode, moving it"),
         (name = "audit", description = "The audit log: every request that changed something (admin scope)"),
         (name = "operations", description = "Health, readiness, metrics, this document"),
         (name = "dashboard", description = "The dashboard's page and assets")

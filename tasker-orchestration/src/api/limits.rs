@@ -168,7 +168,7 @@ pub(super) async fn pause(
 ) -> Result<Json<RateLimit>, Error> {
     let req: PauseRateLimit = json_body(&shared, body)?;
     check_key(&shared, &caller, &key).await?;
-    let now = chrono::Utc::now();
+    let now = shared.store.clock().now();
     if req.until <= now || req.until > now + chrono::Duration::days(365) {
         return Err(Error::new(
             StatusCode::BAD_REQUEST,

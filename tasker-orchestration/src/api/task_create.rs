@@ -136,7 +136,7 @@ pub(super) async fn check_request(
     let context = checked_context(shared, body_len, req.context.take())?;
     let (idempotency_key, controls) = start_controls::check(&req)?;
     check_idempotency_key(idempotency_key.as_deref())?;
-    let run_at = start_time(&req)?;
+    let run_at = start_time(&req, shared.store.clock().now())?;
     let deadline = req
         .deadline
         .as_ref()
@@ -231,10 +231,9 @@ pub(super) fn refused_body(body: &[u8], e: serde_json::Error) -> Error {
     Error::bad_request("invalid_json", format!("invalid request body: {e}"))
 }
 
-/// When a created task starts: `run_at`, or now plus `delay`; `None` for now. At most a year
-/// ahead.
-fn start_time(req: &CreateTask) -> Result<Option<DateTime<Utc>>, Error> {
-    let now = chrono::Utc::now();
+/// When a created task starts: `run_at`, or `now` (the engine's clock) plus `delay`; `None`
+/// for now. At most a year ahead.
+fn start_time(req: &CreateTask, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>, Error> {
     let at = match (&req.run_at, &req.delay) {
         (Some(_), Some(_)) => {
             return Err(Error::bad_request(

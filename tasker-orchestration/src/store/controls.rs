@@ -60,7 +60,7 @@ impl Store {
         let keys: i64 = sqlx::query_scalar(
             "WITH gone AS (
                  DELETE FROM task_keys WHERE key IN (
-                     SELECT key FROM task_keys WHERE expires_at <= now()
+                     SELECT key FROM task_keys WHERE expires_at <= tasker_now()
                      ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
                  RETURNING key, task_id
              ), freed AS (
@@ -78,7 +78,7 @@ impl Store {
             "DELETE FROM debounces WHERE key IN (
                  SELECT key FROM debounces
                  WHERE LEAST(last_at + period_ms * interval '1 millisecond', until)
-                       < now() - interval '1 day'
+                       < tasker_now() - interval '1 day'
                  ORDER BY last_at LIMIT $1 FOR UPDATE SKIP LOCKED)",
         )
         .bind(limit)

@@ -263,10 +263,12 @@ impl CreateBatch {
         &self,
         conn: &mut sqlx::PgConnection,
     ) -> Result<(Vec<BatchAnswer>, Effects)> {
-        let answer: Value = sqlx::query_scalar("SELECT tasker_create_tasks($1)")
-            .bind(sqlx::types::Json(&self))
-            .fetch_one(conn)
-            .await?;
+        // With the engine's clock, which a later start's alarm is armed by.
+        let (answer, now): (Value, chrono::DateTime<chrono::Utc>) =
+            sqlx::query_as("SELECT tasker_create_tasks($1), tasker_clock()")
+                .bind(sqlx::types::Json(&self))
+                .fetch_one(conn)
+                .await?;
         let rows: CreatedRows = decode("tasker_create_tasks", answer)?;
         if rows.tasks.len() != self.tasks.len() {
             return Err(Error::Answer {
@@ -278,7 +280,6 @@ impl CreateBatch {
                 )),
             });
         }
-        let now = chrono::Utc::now();
         let mut created = Vec::new();
         let mut alarms = Vec::new();
         for (a, task) in rows.tasks.iter().zip(&self.tasks) {

@@ -169,7 +169,7 @@ impl Store {
             return Ok(None);
         }
         sqlx::query(
-            "UPDATE steps SET next_attempt_at = clock_timestamp()
+            "UPDATE steps SET next_attempt_at = tasker_clock()
              WHERE state = 'throttled' AND next_attempt_at IS NOT NULL
                AND throttle->>'kind' = 'paused' AND throttle->>'key' = $1",
         )

@@ -87,7 +87,7 @@ impl PurgeSession {
         let mut tx = sqlx::Connection::begin(&mut **conn).await?;
         sqlx::query(
             "SELECT set_config('tasker.audit_purge_before',
-                               (now() - make_interval(secs => $1))::text, true)",
+                               (tasker_now() - make_interval(secs => $1))::text, true)",
         )
         .bind(keep.as_secs_f64())
         .execute(&mut *tx)
@@ -114,7 +114,7 @@ impl PurgeSession {
             .expect("a session has its connection until it ends");
         let done = sqlx::query(
             "DELETE FROM events WHERE id IN
-               (SELECT id FROM events WHERE received_at < now() - make_interval(secs => $1)
+               (SELECT id FROM events WHERE received_at < tasker_now() - make_interval(secs => $1)
                 ORDER BY id LIMIT $2)",
         )
         .bind(keep.as_secs_f64())

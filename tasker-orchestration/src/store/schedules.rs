@@ -125,13 +125,13 @@ impl ScheduleTx {
     pub async fn claim_backfill(&mut self, max: u32) -> Result<bool> {
         let claimed: Option<i32> = sqlx::query_scalar(
             "UPDATE schedules SET
-                 backfills = CASE WHEN backfills_since > clock_timestamp() - interval '1 hour'
+                 backfills = CASE WHEN backfills_since > tasker_clock() - interval '1 hour'
                                   THEN backfills + 1 ELSE 1 END,
-                 backfills_since = CASE WHEN backfills_since > clock_timestamp() - interval '1 hour'
-                                        THEN backfills_since ELSE clock_timestamp() END
+                 backfills_since = CASE WHEN backfills_since > tasker_clock() - interval '1 hour'
+                                        THEN backfills_since ELSE tasker_clock() END
              WHERE id = $1
                AND (backfills_since IS NULL
-                    OR backfills_since <= clock_timestamp() - interval '1 hour'
+                    OR backfills_since <= tasker_clock() - interval '1 hour'
                     OR backfills < $2)
              RETURNING backfills",
         )
@@ -172,14 +172,14 @@ impl ScheduleTx {
         sqlx::query(
             "UPDATE schedules SET next_fire_at = $2, buffered_at = $3,
                     skipped = skipped + $4,
-                    last_skipped_at = CASE WHEN $4 > 0 THEN clock_timestamp()
+                    last_skipped_at = CASE WHEN $4 > 0 THEN tasker_clock()
                                            ELSE last_skipped_at END,
                     fires = fires + ($5::uuid IS NOT NULL)::int,
                     last_task_id = COALESCE($5, last_task_id),
                     last_fire_at = COALESCE($6, last_fire_at),
                     paused = paused OR $7::text IS NOT NULL, note = COALESCE($7, note),
                     updated_at = CASE WHEN $7::text IS NULL THEN updated_at
-                                      ELSE clock_timestamp() END
+                                      ELSE tasker_clock() END
              WHERE id = $1",
         )
         .bind(self.row.id)
@@ -245,7 +245,7 @@ impl Store {
                  overlap = EXCLUDED.overlap, catch_up_ms = EXCLUDED.catch_up_ms,
                  next_fire_at = CASE WHEN (s.cron, s.timezone) = (EXCLUDED.cron, EXCLUDED.timezone)
                                      THEN s.next_fire_at ELSE EXCLUDED.next_fire_at END,
-                 updated_at = clock_timestamp(), updated_by = EXCLUDED.updated_by,
+                 updated_at = tasker_clock(), updated_by = EXCLUDED.updated_by,
                  token_id = EXCLUDED.token_id
              RETURNING {COLUMNS}, (xmax = 0) AS created"
         ))
@@ -337,7 +337,7 @@ impl Store {
             "UPDATE schedules SET paused = $3, note = $4,
                     next_fire_at = CASE WHEN $3 THEN next_fire_at ELSE $5 END,
                     buffered_at = CASE WHEN $3 THEN buffered_at END,
-                    updated_at = clock_timestamp(), updated_by = $6,
+                    updated_at = tasker_clock(), updated_by = $6,
                     token_id = CASE WHEN $3 THEN token_id ELSE $7 END
              WHERE namespace = $1 AND name = $2
              RETURNING {COLUMNS}"
@@ -356,8 +356,8 @@ impl Store {
     /// Schedules with a fire due now, or a buffered fire waiting (at most `limit`).
     pub async fn due_schedules(&self, limit: i64) -> Result<Vec<Uuid>> {
         Ok(sqlx::query_scalar(
-            // now(), not clock_timestamp(): a stable bound the index can range over.
-            "(SELECT id FROM schedules WHERE NOT paused AND next_fire_at <= now()
+            // tasker_now(), not tasker_clock(): a stable bound the index can range over.
+            "(SELECT id FROM schedules WHERE NOT paused AND next_fire_at <= tasker_now()
               ORDER BY next_fire_at LIMIT $1)
              UNION
              (SELECT id FROM schedules WHERE buffered_at IS NOT NULL AND NOT paused LIMIT $1)",
@@ -390,7 +390,7 @@ impl Store {
         }
         let mut tx = self.pool.begin().await?;
         let row: Option<Row> = sqlx::query_as(&format!(
-            "SELECT {COLUMNS}, clock_timestamp() AS now,
+            "SELECT {COLUMNS}, tasker_clock() AS now,
                     (SELECT t.created_at FROM tasks t WHERE t.id = schedules.last_task_id)
                         AS last_fired
              FROM schedules WHERE id = $1 {lock}"
@@ -408,7 +408,7 @@ impl Store {
 
     /// The database's clock.
     pub async fn now(&self) -> Result<DateTime<Utc>> {
-        Ok(sqlx::query_scalar("SELECT clock_timestamp()")
+        Ok(sqlx::query_scalar("SELECT tasker_clock()")
             .fetch_one(&self.pool)
             .await?)
     }

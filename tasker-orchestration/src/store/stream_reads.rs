@@ -76,7 +76,7 @@ impl Store {
                     t.state IN ('complete', 'error', 'cancelled') AND NOT EXISTS (
                         SELECT 1 FROM stream_attempts a JOIN steps s ON s.id = a.step_id
                          WHERE a.task_id IN (SELECT id FROM family) AND NOT a.ended
-                           AND (a.last_at > now() - make_interval(secs => $2)
+                           AND (a.last_at > tasker_now() - make_interval(secs => $2)
                                 OR (a.attempt = s.attempt AND s.state = 'enqueued'))
                            AND (a.expected IS NOT NULL OR a.attempt = s.attempt)),
                     COALESCE((SELECT next_position FROM task_streams WHERE task_id = t.id), 0)

@@ -227,7 +227,7 @@ impl Store {
                 AND x.attempt BETWEEN 1 AND s.attempt
               ORDER BY x.step_id, x.attempt
              ON CONFLICT (step_id, attempt)
-             DO UPDATE SET expected = excluded.expected, last_at = now()",
+             DO UPDATE SET expected = excluded.expected, last_at = tasker_now()",
         )
         .bind(&steps)
         .bind(&attempts)
@@ -424,11 +424,11 @@ async fn save_heads(tx: &mut sqlx::PgConnection, heads: Vec<Head>) -> Result<()>
     sqlx::query(
         "INSERT INTO stream_attempts
                 (step_id, attempt, task_id, next_seq, bytes, ended, run, last_at)
-         SELECT x.*, now() FROM unnest($1::uuid[], $2::int4[], $3::uuid[], $4::int4[],
+         SELECT x.*, tasker_now() FROM unnest($1::uuid[], $2::int4[], $3::uuid[], $4::int4[],
                                        $5::int8[], $6::bool[], $7::uuid[]) AS x
          ON CONFLICT (step_id, attempt) DO UPDATE
             SET next_seq = excluded.next_seq, bytes = excluded.bytes, ended = excluded.ended,
-                run = excluded.run, last_at = now()",
+                run = excluded.run, last_at = tasker_now()",
     )
     .bind(&cols.0)
     .bind(&cols.1)

@@ -35,7 +35,7 @@ impl Store {
              WHERE tasker_sent(s) AND queue_timeout_ms IS NOT NULL
                -- LEAST: a stored timeout beyond what templates allow (60 days in all) must not
                -- overflow the timestamp arithmetic and fail the sweep for everyone.
-               AND dispatched_at < clock_timestamp() - make_interval(
+               AND dispatched_at < tasker_clock() - make_interval(
                        secs => LEAST(queue_timeout_ms + timeout_ms + $1, 5184000000)::float8 / 1000)
              ORDER BY dispatched_at LIMIT $2",
         )
@@ -92,9 +92,9 @@ impl Store {
                           WHERE s.publish_count = 1
                             -- A step held by the orchestrators (tasker_held) is not lost.
                             AND tasker_sent(s)
-                            -- now(): a bound the index can range over (clock_timestamp()
+                            -- tasker_now(): a bound the index can range over (tasker_clock()
                             -- is volatile, so it would filter every step in flight instead).
-                            AND s.dispatched_at < now() - make_interval(secs => $1)
+                            AND s.dispatched_at < tasker_now() - make_interval(secs => $1)
                             AND NOT EXISTS (
                                 SELECT 1 FROM orchestrators o
                                 WHERE o.id = s.dispatched_by
@@ -122,7 +122,7 @@ impl Store {
     /// Steps whose backoff has elapsed (the orchestrator that scheduled them may have died).
     pub async fn due_retries(&self, limit: i64) -> Result<Vec<Uuid>> {
         Ok(sqlx::query_scalar(
-            "SELECT id FROM steps WHERE state = 'waiting_retry' AND next_attempt_at <= now()
+            "SELECT id FROM steps WHERE state = 'waiting_retry' AND next_attempt_at <= tasker_now()
              ORDER BY next_attempt_at LIMIT $1",
         )
         .bind(limit)

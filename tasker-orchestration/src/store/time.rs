@@ -243,7 +243,7 @@ impl Store {
     pub async fn task_latencies(&self, ids: &[Uuid]) -> Result<Vec<(String, String, String, f64)>> {
         Ok(sqlx::query_as(
             "SELECT namespace, name, state,
-                    EXTRACT(EPOCH FROM COALESCE(completed_at, now())
+                    EXTRACT(EPOCH FROM COALESCE(completed_at, tasker_now())
                         - GREATEST(created_at, COALESCE(run_at, created_at)))::float8
              FROM tasks WHERE id = ANY($1)",
         )
