@@ -16,6 +16,7 @@ mod command;
 mod count;
 mod dead_letters;
 mod display;
+mod engine_clock;
 mod events;
 mod limits;
 mod operations;
@@ -169,6 +170,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::History { id } => tasks::history(&client, id, json).await,
         Command::Replay(args) => replay::run(&client, args, json).await,
+        Command::Clock(args) => engine_clock::run(&client, args, json).await,
         Command::Signal {
             id,
             name,

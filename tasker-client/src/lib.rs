@@ -16,6 +16,7 @@
 mod alerts;
 mod audit;
 mod client;
+mod clock;
 mod dead_letters;
 mod error;
 mod events;
@@ -41,11 +42,12 @@ pub use time::Sent;
 
 pub use client::{Client, ClientOptions, Registered, TaskQuery, install_crypto_provider};
 pub use tasker_shared::api::{
-    Alert, AlertCondition, AlertKind, AlertNotice, AlertSink, PutAlert, PutWebhook, Webhook,
-    WebhookFormat,
+    AdvanceClock, AuditEntry, AuditPage, Clock, InputsRetry, Skipped, StepInputs, StreamChunk,
+    StreamPage,
 };
 pub use tasker_shared::api::{
-    AuditEntry, AuditPage, InputsRetry, StepInputs, StreamChunk, StreamPage,
+    Alert, AlertCondition, AlertKind, AlertNotice, AlertSink, PutAlert, PutWebhook, Webhook,
+    WebhookFormat,
 };
 pub use tasker_shared::api::{
     Backfilled, BatchCreated, BatchItem, BatchStatus, ConcurrencyLimit, CreateTask, DeadLetter,

@@ -165,6 +165,9 @@ pub(super) enum Command {
     /// file of those inputs (`-- python -m tasker.testing --handlers handlers.py` runs the
     /// local handler on them); without one, print them.
     Replay(super::replay::ReplayArgs),
+    /// Show the engine's clock (its time, next timer, whether a step is with a worker); in
+    /// test mode, `advance BY` or `skip` to the next timer (docs/testing.md).
+    Clock(super::engine_clock::ClockArgs),
     /// Show a task's history: every task and step transition, oldest first.
     History {
         /// The task's id.
