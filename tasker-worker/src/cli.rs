@@ -123,6 +123,8 @@ async fn serve(args: Args, registry: Registry) -> Result<(), Error> {
             names.sort();
             names
         }),
+        register_templates: None,
+        broker: None,
     })?;
     for t in &setup.templates {
         // Wait and child steps have no handler: the orchestrator resolves them.

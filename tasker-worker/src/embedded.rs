@@ -64,6 +64,15 @@ pub struct StartOptions {
     /// the steps they run (every step's of its templates when absent).
     #[serde(default)]
     pub handlers: Option<Vec<String>>,
+    /// The broker, instead of the configured one (a test environment's, docs/testing.md).
+    #[serde(default)]
+    pub amqp_url: Option<String>,
+    /// The queue prefix with `amqp_url` (`tasker` when absent).
+    #[serde(default)]
+    pub queue_prefix: Option<String>,
+    /// Whether to register the templates (`worker.register_templates`).
+    #[serde(default)]
+    pub register_templates: Option<bool>,
 }
 
 impl StartOptions {
@@ -181,6 +190,17 @@ impl EmbeddedWorker {
             shutdown_timeout_ms: shutdown_timeout
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             handlers: options.handlers.clone(),
+            register_templates: options.register_templates,
+            broker: options
+                .amqp_url
+                .clone()
+                .map(|amqp_url| crate::setup::Broker {
+                    amqp_url,
+                    queue_prefix: options
+                        .queue_prefix
+                        .clone()
+                        .unwrap_or_else(|| "tasker".into()),
+                }),
         })?;
         let telemetry = crate::setup::telemetry(&setup.config, language)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()

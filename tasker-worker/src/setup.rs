@@ -35,6 +35,19 @@ pub struct Overrides {
     /// (`None`: every step's of its templates).
     #[serde(skip)]
     pub handlers: Option<Vec<String>>,
+    /// Whether to register the templates with the orchestrator at start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub register_templates: Option<bool>,
+    /// The broker (`amqp_url`) and queue prefix (`queue_prefix`): a test environment's own.
+    #[serde(skip)]
+    pub broker: Option<Broker>,
+}
+
+/// `amqp_url` and `queue_prefix` given by the caller (a test environment's, docs/testing.md).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Broker {
+    pub amqp_url: String,
+    pub queue_prefix: String,
 }
 
 /// Why a worker could not be set up.
@@ -78,13 +91,18 @@ pub struct Defaulted {
 #[derive(Serialize)]
 struct Layer<'a> {
     worker: &'a Overrides,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    broker: Option<&'a Broker>,
 }
 
 impl Setup {
     /// Loads and validates the configuration with `overrides` on top, then the templates.
     pub fn load(overrides: &Overrides) -> Result<Setup, Error> {
-        let figment = Config::figment(overrides.config_file.as_deref())
-            .merge(Serialized::defaults(Layer { worker: overrides }));
+        let figment =
+            Config::figment(overrides.config_file.as_deref()).merge(Serialized::defaults(Layer {
+                worker: overrides,
+                broker: overrides.broker.as_ref(),
+            }));
         let config = Config::extract(&figment)?;
         // A value's metadata names its provider: the defaults are the serialized `Config`.
         let defaulted = |key: &str| {

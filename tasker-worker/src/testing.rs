@@ -462,3 +462,6 @@ fn parse(spec: &str) -> Result<TestStep, TestError> {
 
 #[cfg(test)]
 mod tests;
+mod workflow;
+
+pub use workflow::{EnvError, Place, WorkflowEnv, orchestrator_bin};
