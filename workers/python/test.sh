@@ -11,6 +11,8 @@ set -euo pipefail
 export TASKER_WORKER__REGISTER_TEMPLATES=false
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+# tasker.testing.WorkflowEnv starts this orchestrator in test mode (docs/testing.md).
+export TASKER_ORCHESTRATOR_BIN="${TASKER_ORCHESTRATOR_BIN:-${CARGO_TARGET_DIR:-$root/target}/debug/tasker-orchestrator}"
 "$here/build.sh"
 if [ -z "${DATABASE_URL:-}" ] || [ -z "${AMQP_URL:-}" ]; then
     "$root/cargo-make/services.sh" start

@@ -9,6 +9,8 @@ export TASKER_WORKER__REGISTER_TEMPLATES=false
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+# tasker-workflows/testing's WorkflowEnv starts this orchestrator in test mode (docs/testing.md).
+export TASKER_ORCHESTRATOR_BIN="${TASKER_ORCHESTRATOR_BIN:-$CARGO_TARGET_DIR/debug/tasker-orchestrator}"
 
 "$here/build.sh"
 # The end-to-end test starts target/debug/tasker-orchestrator (cargo-make/test.sh builds it later

@@ -41,6 +41,7 @@ export {
 export type { JsonObject, JsonValue } from "./json";
 export { TaskCountMethods, type TaskCountQuery } from "./counts";
 export { StepInputMethods, type StepInputs } from "./step_inputs";
+export { ClockMethods, type Clock, type Skipped } from "./clock";
 export {
   EventMethods,
   type Event,

@@ -6,14 +6,14 @@ import { TaskerClientError } from "./client_errors";
 import type { TaskQuery } from "./client_options";
 import { taskQuery } from "./client_requests";
 import * as api from "./generated/sdk.gen";
-import { StepInputMethods } from "./step_inputs";
+import { ClockMethods } from "./clock";
 import type { TaskCounts, TaskPage } from "./task";
 
 /** The filters of {@link TaskCountMethods.taskCounts}: those of `listTasks` but its state and page. */
 export type TaskCountQuery = Pick<TaskQuery, "namespace" | "name" | "parent" | "createdAfter" | "createdBefore" | "context">;
 
 /** The task counts call; {@link Client} extends this. */
-export abstract class TaskCountMethods extends StepInputMethods {
+export abstract class TaskCountMethods extends ClockMethods {
   /**
    * How many tasks of each state (`scheduled`, `running`, `complete`, `error`, `cancelled`, and
    * their `total`) the filters match (a page of one task with `counts: true`); the errors of

@@ -30,6 +30,8 @@ import { parseCoreJson, stringifyCoreJson, type JsonObject, type JsonValue } fro
 import { outcomeJson } from "./outcome";
 import type { StepInputs } from "./step_inputs";
 
+export { WorkflowEnv, type Place, type WorkflowEnvOptions } from "./workflow_env";
+
 /** One attempt of one step. Every field is optional. */
 export interface TestStepOptions {
   /** The task's context (`{}`). */

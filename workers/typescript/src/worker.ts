@@ -45,6 +45,12 @@ export interface WorkerOptions {
   poll?: number;
   /** @deprecated The same in milliseconds; use {@link poll} (seconds). */
   pollMs?: number;
+  /** The broker, instead of the configured one (a test environment's). */
+  amqpUrl?: string;
+  /** The queue prefix with `amqpUrl` (`tasker` when absent). */
+  queuePrefix?: string;
+  /** Whether to register the templates with the orchestrator (`worker.register_templates`). */
+  registerTemplates?: boolean;
 }
 
 /**
@@ -64,6 +70,9 @@ export function startOptions(options: WorkerOptions, handlers?: readonly string[
     orchestrator_url: options.orchestratorUrl,
     shutdown_timeout: shutdownTimeout,
     handlers: handlers === undefined ? undefined : [...handlers],
+    amqp_url: options.amqpUrl,
+    queue_prefix: options.queuePrefix,
+    register_templates: options.registerTemplates,
   });
 }
 

@@ -15,7 +15,7 @@ const tsc = path.join(pkg, "node_modules/.bin/tsc");
 // The client's hand-written modules (client_index.ts and what it imports).
 const clientModules = fs
   .readdirSync(path.join(pkg, "src"))
-  .filter((f) => /^(alerts|audit|client.*|counts|events|json|operations|outcome|step_inputs|streams|task|transport|webhooks)\.ts$/.test(f) || f === "fetch_globals.d.ts");
+  .filter((f) => /^(alerts|audit|client.*|counts|events|json|operations|outcome|step_inputs|clock|streams|task|transport|webhooks)\.ts$/.test(f) || f === "fetch_globals.d.ts");
 
 /** A TypeScript project in a new folder: `files`, the package's node_modules, strict options. */
 function project(files, options = { rootDir: "src", outDir: "dist" }) {

@@ -42,13 +42,19 @@ class Worker:
         config: str | os.PathLike[str] | None = None,
         orchestrator_url: str | None = None,
         shutdown_timeout: float | None = None,
+        amqp_url: str | None = None,
+        queue_prefix: str | None = None,
+        register_templates: bool | None = None,
     ) -> Worker:
         """Starts the core: loads configuration (``config``, ``DATABASE_URL``/``AMQP_URL``/
         ``TASKER_*``, these arguments) and the templates, registers them, binds ``/health``
         (``health_port`` 0 picks a free port) and starts consuming. ``registry`` defaults to
         the one ``@tasker.handler`` fills; ``shutdown_timeout`` is how many seconds running
-        handlers may take to finish once stopping. Raises :class:`tasker.WorkerError` when the
-        core cannot start, ``ValueError`` for a bad argument.
+        handlers may take to finish once stopping; ``amqp_url`` and ``queue_prefix`` name
+        another broker and prefix than the configured ones (a test environment's), and
+        ``register_templates`` overrides ``worker.register_templates``. Raises
+        :class:`tasker.WorkerError` when the core cannot start, ``ValueError`` for a bad
+        argument.
 
         The core is told the names of the registry's handlers: it consumes only the namespaces
         of the template steps whose handler is one of them (a step's own ``namespace:``, else
@@ -63,6 +69,9 @@ class Worker:
                 orchestrator_url=orchestrator_url,
                 shutdown_timeout=shutdown_timeout,
                 handlers=registry.names(),
+                amqp_url=amqp_url,
+                queue_prefix=queue_prefix,
+                register_templates=register_templates,
             )
         )
         return cls(native, registry)
@@ -125,6 +134,9 @@ def start_options(
     orchestrator_url: str | None = None,
     shutdown_timeout: float | None = None,
     handlers: Iterable[str] | None = None,
+    amqp_url: str | None = None,
+    queue_prefix: str | None = None,
+    register_templates: bool | None = None,
 ) -> str:
     """The worker protocol's ``start_options`` as JSON text; None values are left out (the
     configured value holds). ``handlers``: the names of the handlers registered (the core then
@@ -137,5 +149,8 @@ def start_options(
         "orchestrator_url": orchestrator_url,
         "shutdown_timeout": shutdown_timeout,
         "handlers": None if handlers is None else list(handlers),
+        "amqp_url": amqp_url,
+        "queue_prefix": queue_prefix,
+        "register_templates": register_templates,
     }
     return json.dumps({k: v for k, v in options.items() if v is not None})

@@ -1,4 +1,5 @@
-"""Handler tests without servers (docs/testing.md).
+"""Handler tests without servers, workflow tests with a skipping clock (:class:`WorkflowEnv`,
+from :mod:`tasker.workflow_env`) and replays of failed steps (docs/testing.md).
 
     from tasker.testing import run_handler
 
@@ -30,8 +31,11 @@ from . import _native, outcome
 from .context import StepContext
 from .registry import Handler, HandlerFn, Registry, default_registry
 from .runner import run_async
+from .workflow_env import WorkflowEnv
 
-__all__ = ["Outcome", "Replayed", "replay", "replay_inputs", "run_handler"]
+__all__ = [
+    "Outcome", "Replayed", "WorkflowEnv", "replay", "replay_inputs", "run_handler",
+]
 
 
 @dataclass(frozen=True)

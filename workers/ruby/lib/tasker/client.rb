@@ -21,6 +21,7 @@ require_relative "client/limits"
 require_relative "client/batch"
 require_relative "client/purge"
 require_relative "client/audit"
+require_relative "client/clock"
 require_relative "client/operations"
 require_relative "client/counts"
 require_relative "client/events"
@@ -65,6 +66,7 @@ module Tasker
     include Schedules
     include Operations
     include Counts
+    include Clock
     include Events
     include Webhooks
     include Alerts

@@ -1,9 +1,11 @@
 # frozen_string_literal: true
 
 require "tasker"
+require_relative "workflow_env"
 
 module Tasker
-  # Handler tests without servers (docs/testing.md):
+  # Handler tests without servers (docs/testing.md), and workflow tests with a skipping clock
+  # (WorkflowEnv, lib/tasker/workflow_env.rb):
   #
   #   require "tasker/testing"
   #

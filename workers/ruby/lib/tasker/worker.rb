@@ -23,11 +23,13 @@ module Tasker
     # value holds). +handlers+: the names of the handlers registered (the core then consumes only
     # the namespaces of the steps they run; all its templates' when nil).
     def self.start_options(templates:, concurrency: nil, health_port: nil, config: nil,
-                           orchestrator_url: nil, shutdown_timeout: nil, handlers: nil)
+                           orchestrator_url: nil, shutdown_timeout: nil, handlers: nil, **broker)
       JSON.generate({
         "templates" => templates.to_s, "config" => config&.to_s, "health_port" => health_port,
         "concurrency" => concurrency, "orchestrator_url" => orchestrator_url,
-        "shutdown_timeout" => shutdown_timeout, "handlers" => handlers&.map(&:to_s)
+        "shutdown_timeout" => shutdown_timeout, "handlers" => handlers&.map(&:to_s),
+        "amqp_url" => broker[:amqp_url], "queue_prefix" => broker[:queue_prefix],
+        "register_templates" => broker[:register_templates]
       }.compact)
     end
 
@@ -36,10 +38,15 @@ module Tasker
     # +templates+: folder of task templates (their namespaces are consumed).
     # +concurrency+, +health_port+ (0 picks a free port), +config+ (TOML file),
     # +orchestrator_url+, +shutdown_timeout+ (seconds): nil keeps the configured value (file,
-    # TASKER_* environment, defaults).
+    # TASKER_* environment, defaults). +amqp_url+, +queue_prefix+ and +register_templates+ (a
+    # test environment's broker and prefix; `worker.register_templates`) likewise.
     # +native+ replaces the core (e.g. a Tasker::BenchHost); by default one is started.
     def initialize(templates:, registry: Tasker.registry, concurrency: nil, health_port: nil, config: nil,
-                   orchestrator_url: nil, shutdown_timeout: nil, native: nil)
+                   orchestrator_url: nil, shutdown_timeout: nil, native: nil, **broker)
+      unknown = broker.keys - %i[amqp_url queue_prefix register_templates]
+      raise ArgumentError, "unknown keywords: #{unknown.join(", ")}" unless unknown.empty?
+
+      @broker = broker
       @native = native
       @templates = templates
       @registry = registry
@@ -69,7 +76,7 @@ module Tasker
       @native ||= NativeWorker.start(
         Worker.start_options(templates: @templates, concurrency: @concurrency, health_port: @health_port,
                              config: @config, orchestrator_url: @orchestrator_url,
-                             shutdown_timeout: @shutdown_timeout, handlers: @registry.names)
+                             shutdown_timeout: @shutdown_timeout, handlers: @registry.names, **@broker)
       )
       Logs.forward if @native.is_a?(NativeWorker)
       @size = @native.concurrency

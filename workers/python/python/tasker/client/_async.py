@@ -18,6 +18,7 @@ from ._retry import Pause
 from ._transport import DEFAULT_TIMEOUT, Settings
 from .alerts import AsyncAlertMethods
 from .audit import AsyncAuditMethods
+from .clock import AsyncClockMethods
 from .counts import AsyncTaskCountMethods
 from .errors import ConnectionFailed
 from .events import AsyncEventMethods
@@ -51,6 +52,7 @@ T = TypeVar("T")
 class AsyncClient(
     AsyncAlertMethods,
     AsyncAuditMethods,
+    AsyncClockMethods,
     AsyncEventMethods,
     AsyncOperationMethods,
     AsyncStreamMethods,

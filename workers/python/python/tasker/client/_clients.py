@@ -17,6 +17,7 @@ from ._retry import Pause
 from ._transport import DEFAULT_TIMEOUT, Settings
 from .alerts import AlertMethods
 from .audit import AsyncAuditMethods, AuditMethods
+from .clock import ClockMethods
 from .counts import TaskCountMethods
 from .errors import ConnectionFailed
 from .events import EventMethods
@@ -50,6 +51,7 @@ T = TypeVar("T")
 class Client(
     AlertMethods,
     AuditMethods,
+    ClockMethods,
     EventMethods,
     OperationMethods,
     StreamMethods,
