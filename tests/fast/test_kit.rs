@@ -327,3 +327,44 @@ fn the_docs_rust_workflow_test_is_the_one_above() {
         "docs/testing.md's Rust workflow test differs from:\n{test}"
     );
 }
+
+/// On an orchestrator with tokens whose clock is in test mode, moving the clock still needs an
+/// admin token of every namespace: an admin of one namespace is refused and the clock does not
+/// move (it would ring every other namespace's timers); the unscoped admin moves it.
+#[tokio::test]
+async fn only_an_admin_of_every_namespace_moves_a_test_clock() -> anyhow::Result<()> {
+    let mut test = TestEnv::new().await?;
+    test.config.orchestrator.auth = tasker_shared::config::AuthMode::Tokens;
+    let created = std::process::Command::new(tasker::workspace_binary("tasker-orchestrator")?)
+        .args(["token", "create", "root", "--scope", "admin"])
+        .env("DATABASE_URL", &test.config.database_url)
+        .env("TASKER_DATABASE_URL", &test.config.database_url)
+        .output()?;
+    anyhow::ensure!(created.status.success(), "{created:?}");
+    let root = String::from_utf8(created.stdout)?.trim().to_owned();
+    let o = test.orchestrator().await?;
+    o.shared.store.use_test_clock().await?;
+    let admin = Client::with_token(&o.url(), Some(&root));
+    let minted: Value = reqwest::Client::new()
+        .post(format!("{}/v1/tokens", o.url()))
+        .bearer_auth(&root)
+        .json(&json!({"name": "kit-admin", "scope": "admin", "namespaces": [NS]}))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    let scoped = Client::with_token(&o.url(), minted["token"].as_str());
+
+    for refused in [
+        scoped.advance_clock("7d").await.map(|_| ()),
+        scoped.skip_clock().await.map(|_| ()),
+    ] {
+        let refused = refused.unwrap_err().to_string();
+        assert!(refused.contains("forbidden"), "{refused}");
+    }
+    assert_eq!(scoped.clock().await?.skew_ms, 0, "a refused move moved it");
+    let moved = admin.advance_clock("7d").await?;
+    assert!(moved.skew_ms >= 7 * 86_400_000, "{moved:?}");
+    test.cleanup().await
+}

@@ -10,7 +10,9 @@
 //!   after it committed, matches every event exactly once when sent again;
 //! - `kills`: an orchestrator killed around a child task's start leaves exactly one child; an
 //!   orchestrator and a worker killed in the middle of work under a concurrency limit lose no
-//!   task, never let more than the limit run, and leave every slot free;
+//!   task, never let more than the limit run, and leave every slot free; an orchestrator killed
+//!   in the middle of a fan-out's count-down leaves every batch counted once and the
+//!   convergence step run once;
 //! - `purge`: a retention pass over 100,000 old finished tasks killed midway leaves every task
 //!   whole or gone, and the next pass takes exactly the old ones beside live work;
 //! - `restarts`: forty orchestrator starts under load, a newer build's engine SQL applied in

@@ -1,6 +1,8 @@
 //! Processes SIGKILLed mid-flight: an orchestrator killed around a child task's start leaves
 //! exactly one child; an orchestrator and a worker killed in the middle of work under a
-//! concurrency limit lose no task, never let more than the limit run, and leave every slot free.
+//! concurrency limit lose no task, never let more than the limit run, and leave every slot free;
+//! an orchestrator killed in the middle of a fan-out's count-down leaves its convergence step run
+//! once, over every batch counted once.
 
 use std::time::Duration;
 
@@ -185,6 +187,106 @@ async fn a_concurrency_limit_holds_and_frees_every_slot_through_kills() -> anyho
         .fetch_one(&db)
         .await?;
     assert_eq!(drift, json!([]), "the reconciler corrected slots");
+    worker.child.kill().await?;
+    let mut b = b;
+    b.child.kill().await?;
+    db.close().await;
+    env.cleanup().await
+}
+
+/// A 4,000-batch fan-out applied by two orchestrators, one SIGKILLed once a quarter of the
+/// batches are counted (its result batch in flight rolls back and is delivered to the other):
+/// every batch is counted once, the convergence step runs once and sees every batch, and the
+/// task completes once with nothing left to count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_orchestrator_killed_mid_fan_out_converges_exactly_once() -> anyhow::Result<()> {
+    const N: i64 = 4_000;
+    let env = TestEnv::new().await?;
+    let db = sqlx::PgPool::connect(&env.config.database_url).await?;
+    let mut a = common::start_orchestrator(&env, common::free_port()?).await?;
+    let b = common::start_orchestrator(&env, common::free_port()?).await?;
+    let url = format!("http://127.0.0.1:{}", b.port);
+    let mut worker = common::start_worker(&env, "rust", "rust-worker", &url).await?;
+    let task = a
+        .client
+        .create_task(
+            &CreateTask::new("rust_examples", "batch_numbers")
+                .context(json!({"count": N, "batch_size": 1})),
+        )
+        .await?;
+    let counted = || {
+        let db = db.clone();
+        async move {
+            anyhow::Ok(
+                sqlx::query_scalar::<_, i64>(
+                    "SELECT count(*) FROM steps WHERE task_id = $1 AND state = 'completed'",
+                )
+                .bind(task.id)
+                .fetch_one(&db)
+                .await?,
+            )
+        }
+    };
+    let quarter = async {
+        let mut every = tokio::time::interval(Duration::from_millis(10));
+        loop {
+            every.tick().await;
+            if counted().await? >= N / 4 {
+                return anyhow::Ok(());
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(120), quarter)
+        .await
+        .map_err(|_| anyhow::anyhow!("a quarter of the batches never completed"))??;
+    a.child.kill().await?;
+    let at_kill = counted().await?;
+    assert!(at_kill < N, "the fan-out ended before the kill ({at_kill})");
+
+    let done = b.client.wait(task.id, Duration::from_secs(180)).await?;
+    assert_eq!(done.state, "complete", "{done:?}");
+    let total = &done.result.as_ref().expect("a task result")["total"];
+    assert_eq!(
+        (&total["batches"], &total["count"], &total["sum"]),
+        (&json!(N), &json!(N), &json!(N * (N - 1) / 2)),
+        "{total}"
+    );
+    // Every step completed, each recorded completed once; `total` dispatched once.
+    let (steps, completed, twice): (i64, i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(*) FILTER (WHERE state = 'completed'),
+                (SELECT count(*) FROM (SELECT step_id FROM transitions
+                                       WHERE task_id = $1 AND to_state = 'completed'
+                                       GROUP BY step_id HAVING count(*) > 1) x)
+         FROM steps WHERE task_id = $1",
+    )
+    .bind(task.id)
+    .fetch_one(&db)
+    .await?;
+    assert_eq!((steps, completed, twice), (N + 2, N + 2, 0));
+    let (attempt, pending, dispatches): (i32, i32, i64) = sqlx::query_as(
+        "SELECT s.attempt, s.pending_parents,
+                (SELECT count(*) FROM transitions t
+                 WHERE t.step_id = s.id AND t.to_state = 'enqueued')
+         FROM steps s WHERE s.task_id = $1 AND s.name = 'total'",
+    )
+    .bind(task.id)
+    .fetch_one(&db)
+    .await?;
+    assert_eq!(
+        (attempt, pending, dispatches),
+        (1, 0, 1),
+        "the convergence step"
+    );
+    let (open, endings): (i32, i64) = sqlx::query_as(
+        "SELECT t.open_steps, (SELECT count(*) FROM transitions h
+                               WHERE h.task_id = t.id AND h.step_id IS NULL
+                                 AND h.to_state = 'complete')
+         FROM tasks t WHERE t.id = $1",
+    )
+    .bind(task.id)
+    .fetch_one(&db)
+    .await?;
+    assert_eq!((open, endings), (0, 1), "the task");
     worker.child.kill().await?;
     let mut b = b;
     b.child.kill().await?;
