@@ -28,16 +28,20 @@ pub struct Where {
     pub database_url: String,
 }
 
-/// A database and queue prefix of one run's own.
+/// A database and queue prefix of one run's own (a `test-env` run's, or one test's of this
+/// project's suites).
 #[derive(Debug)]
-struct World {
-    config: Config,
+pub struct World {
+    /// The configuration pointing at them: `database_url` names the run's database,
+    /// `queue_prefix` is the run's; the orchestrator runs without tokens.
+    pub config: Config,
     admin_url: String,
     database: String,
 }
 
 impl World {
-    async fn create(mut config: Config) -> anyhow::Result<World> {
+    /// Creates the database (from the one `config.database_url` names) and picks the prefix.
+    pub async fn create(mut config: Config) -> anyhow::Result<World> {
         let id = uuid::Uuid::now_v7().simple().to_string();
         let short = &id[id.len() - 12..];
         let database = format!("tasker_test_{short}");
@@ -52,7 +56,6 @@ impl World {
         admin.close().await?;
         config.database_url = with_database(&admin_url, &database);
         config.queue_prefix = format!("test_{short}");
-        config.orchestrator.bind = "127.0.0.1:0".into();
         config.orchestrator.auth = tasker_shared::config::AuthMode::Off;
         config.orchestrator.db_max_connections = 8;
         config.orchestrator.sweep_interval_ms = 200;
@@ -63,15 +66,20 @@ impl World {
         })
     }
 
-    /// Deletes the run's queues (its results, dead letters and every namespace it routed a
-    /// step to) and its database.
-    async fn remove(self) -> anyhow::Result<()> {
+    /// Deletes the run's queues (its results, dead letters, the steps queues of `namespaces`
+    /// and of every namespace it registered or routed a step to) and its database.
+    pub async fn remove(self, namespaces: &[String]) -> anyhow::Result<()> {
         let c = &self.config;
         let p = &c.queue_prefix;
         let mut queues = vec![
             tasker_broker::topology::results_queue(p),
             tasker_broker::topology::dead_letter_queue(p),
         ];
+        queues.extend(
+            namespaces
+                .iter()
+                .map(|n| tasker_broker::topology::steps_queue(p, n)),
+        );
         if let Ok(mut db) = sqlx::PgConnection::connect(&c.database_url).await {
             let namespaces: Vec<String> = sqlx::query_scalar(
                 "SELECT namespace FROM task_templates
@@ -113,7 +121,7 @@ impl World {
 }
 
 /// `url` naming database `db` instead.
-fn with_database(url: &str, db: &str) -> String {
+pub fn with_database(url: &str, db: &str) -> String {
     let (base, query) = url
         .split_once('?')
         .map_or((url, None), |(b, q)| (b, Some(q)));
@@ -130,9 +138,10 @@ fn with_database(url: &str, db: &str) -> String {
 /// The subcommand: a world, an orchestrator in test mode on it until stdin closes or
 /// `stop` fires, then the world removed.
 pub async fn run(config: Config, stop: CancellationToken) -> anyhow::Result<()> {
-    let world = World::create(config).await?;
+    let mut world = World::create(config).await?;
+    world.config.orchestrator.bind = "127.0.0.1:0".into();
     let served = serve(&world, stop).await;
-    let removed = world.remove().await;
+    let removed = world.remove(&[]).await;
     served.and(removed)
 }
 

@@ -1,6 +1,8 @@
 //! One test's isolated world ([`TestEnv`]): a database and a queue prefix of its own, the
 //! configuration pointing at them, and what starts orchestrators and workers there.
 
+use tasker_orchestration::test_env::{World, with_database};
+
 use super::*;
 
 fn base_config() -> anyhow::Result<Config> {
@@ -10,12 +12,12 @@ fn base_config() -> anyhow::Result<Config> {
     )
 }
 
-/// One test's isolated world: a database of its own and a queue prefix of its own.
+/// One test's isolated world: a database of its own and a queue prefix of its own (the
+/// orchestrator's `test-env` world, [`tasker_orchestration::test_env::World`]).
 #[derive(Debug)]
 pub struct TestEnv {
     pub config: Config,
-    admin_url: String,
-    database: String,
+    world: World,
 }
 
 impl TestEnv {
@@ -27,41 +29,21 @@ impl TestEnv {
 
     /// [`TestEnv::new`] on the services `config` names (its `database_url` is the admin
     /// connection the test's database is created from).
-    pub async fn on(mut config: Config) -> anyhow::Result<TestEnv> {
+    pub async fn on(config: Config) -> anyhow::Result<TestEnv> {
         // Tests build reqwest clients of their own (reqwest has no crypto provider of its own).
         tasker_client::install_crypto_provider();
-        let id = Uuid::now_v7().simple().to_string();
-        let short = &id[id.len() - 12..];
-        let database = format!("tasker_test_{short}");
-        let admin_url = config.database_url.clone();
-        let mut admin = sqlx::PgConnection::connect(&admin_url)
+        let world = World::create(config)
             .await
-            .with_context(|| {
-                format!(
-                    "connecting to PostgreSQL at {admin_url}; start it with `cargo make services-start`"
-                )
-            })?;
-        sqlx::query(&format!("CREATE DATABASE {database}"))
-            .execute(&mut admin)
-            .await?;
-        admin.close().await?;
-        config.database_url = replace_db(&admin_url, &database);
-        config.queue_prefix = format!("test_{short}");
+            .context("start PostgreSQL with `cargo make services-start`")?;
+        let mut config = world.config.clone();
         config.orchestrator.templates = vec![templates("rust")];
-        config.orchestrator.sweep_interval_ms = 200;
-        // Tokens are required by default; the tests of tokens (tests/fast/auth.rs, tests/slow/trust.rs)
-        // turn them on again.
-        config.orchestrator.auth = tasker_shared::config::AuthMode::Off;
-        config.orchestrator.db_max_connections = 8;
+        // The world runs without tokens; the tests of tokens (tests/fast/auth.rs,
+        // tests/slow/trust.rs) turn them on again.
         config.worker.health_port = 0;
         // Never another process's orchestrator (the demo's on 8080): a test whose worker talks
         // to its orchestrator sets this to it (as `Cluster::start` does); others reach nothing.
         config.worker.orchestrator_url = "http://127.0.0.1:9".into();
-        Ok(TestEnv {
-            config,
-            admin_url,
-            database,
-        })
+        Ok(TestEnv { config, world })
     }
 
     /// Starts an orchestrator on a free port.
@@ -149,70 +131,17 @@ impl TestEnv {
         Ok((name.to_owned(), url))
     }
 
-    /// Deletes this test's queues and database.
+    /// Deletes this test's queues (those of the four languages' fixture namespaces too, which
+    /// a worker may declare without registering a template) and database.
     pub async fn cleanup(self) -> anyhow::Result<()> {
-        let broker = tasker_broker::Broker::connect_with(
-            &self.config.amqp_url,
-            &self.config.queue_prefix,
-            "test-cleanup",
-            self.config.tls_ca_file.as_deref(),
-        )
-        .await?;
-        let channel = broker.channel().await?;
-        let p = &self.config.queue_prefix;
-        let mut queues = vec![
-            tasker_broker::topology::results_queue(p),
-            tasker_broker::topology::dead_letter_queue(p),
-        ];
-        let mut namespaces: Vec<String> = ["rust", "ruby", "python", "typescript"]
+        let TestEnv { config, mut world } = self;
+        // As the test left it (a TLS broker's CA, say).
+        world.config = config;
+        let examples: Vec<String> = ["rust", "ruby", "python", "typescript"]
             .iter()
             .map(|l| format!("{l}_examples"))
             .collect();
-        // And every namespace the test registered (none if it never migrated the database).
-        if let Ok(mut db) = sqlx::PgConnection::connect(&self.config.database_url).await {
-            // Templates' namespaces and the namespaces their steps were routed to.
-            let registered: Vec<(String,)> = sqlx::query_as(
-                "SELECT namespace FROM task_templates
-                 UNION SELECT namespace FROM steps WHERE namespace IS NOT NULL",
-            )
-            .fetch_all(&mut db)
-            .await
-            .unwrap_or_default();
-            namespaces.extend(registered.into_iter().map(|(n,)| n));
-            let _ = db.close().await;
-        }
-        for namespace in namespaces {
-            queues.push(tasker_broker::topology::steps_queue(p, &namespace));
-        }
-        for q in queues {
-            let _ = channel
-                .queue_delete(q.as_str().into(), Default::default())
-                .await;
-        }
-        broker.close().await;
-        let mut admin = sqlx::PgConnection::connect(&self.admin_url).await?;
-        sqlx::query(&format!(
-            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-            self.database
-        ))
-        .execute(&mut admin)
-        .await?;
-        Ok(())
-    }
-}
-
-fn replace_db(url: &str, db: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((b, q)) => (b, Some(q)),
-        None => (url, None),
-    };
-    let base = match base.rfind('/') {
-        Some(i) if i > "postgres://".len() => &base[..i],
-        _ => base,
-    };
-    match query {
-        Some(q) => format!("{base}/{db}?{q}"),
-        None => format!("{base}/{db}"),
+        world.remove(&examples).await
     }
 }
 
@@ -233,7 +162,7 @@ pub fn local_replica_url(database_url: &str) -> anyhow::Result<String> {
         .find_map(|l| l.strip_prefix("export TASKER_LOCAL_REPLICA_DATABASE_URL="))
         .context("services.sh replica-start printed no URL")?;
     let db = database_url.rsplit('/').next().unwrap_or_default();
-    Ok(replace_db(url.trim_matches('\''), db))
+    Ok(with_database(url.trim_matches('\''), db))
 }
 
 /// Stops and removes the local replica (`services.sh replica-stop`): a replica left running
