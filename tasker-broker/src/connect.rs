@@ -190,8 +190,8 @@ impl Broker {
     }
 }
 
-/// `url` without its password, for logs.
-fn redact(url: &str) -> String {
+/// `url` without its user and password, for logs and errors.
+pub fn redact(url: &str) -> String {
     match url.parse::<lapin::uri::AMQPUri>() {
         Ok(u) => format!(
             "{}://{}:{}",

@@ -24,7 +24,7 @@ pub use lapin::options::{BasicAckOptions, BasicNackOptions, BasicRejectOptions};
 pub use lapin::types::{AMQPValue, FieldArray, FieldTable};
 
 pub use batch::{next_batch, until_any_ends};
-pub use connect::{ANSWER_TIMEOUT, Broker, user_of};
+pub use connect::{ANSWER_TIMEOUT, Broker, redact, user_of};
 pub use dead::DeadLetters;
 pub use declare::DELIVERY_LIMIT;
 pub use error::{Error, Result};

@@ -48,7 +48,18 @@ impl World {
         let admin_url = config.database_url.clone();
         let mut admin = sqlx::PgConnection::connect(&admin_url)
             .await
-            .with_context(|| format!("connecting to PostgreSQL at {admin_url}"))?;
+            .with_context(|| {
+                let at = admin_url
+                    .parse::<sqlx::postgres::PgConnectOptions>()
+                    .map_or_else(
+                        |_| "(unparsable url)".to_owned(),
+                        |o| format!("{}:{}", o.get_host(), o.get_port()),
+                    );
+                format!(
+                    "connecting to PostgreSQL at {at} (start it with `cargo-make/services.sh \
+                     start`, or name yours in DATABASE_URL)"
+                )
+            })?;
         sqlx::query(&format!("CREATE DATABASE {database}"))
             .execute(&mut admin)
             .await
@@ -67,8 +78,21 @@ impl World {
     }
 
     /// Deletes the run's queues (its results, dead letters, the steps queues of `namespaces`
-    /// and of every namespace it registered or routed a step to) and its database.
+    /// and of every namespace it registered or routed a step to) and its database. The
+    /// database goes even if the broker cannot be reached (the error is returned after).
     pub async fn remove(self, namespaces: &[String]) -> anyhow::Result<()> {
+        let queues = self.remove_queues(namespaces).await;
+        let mut admin = sqlx::PgConnection::connect(&self.admin_url).await?;
+        sqlx::query(&format!(
+            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+            self.database
+        ))
+        .execute(&mut admin)
+        .await?;
+        queues.context("deleting the run's queues")
+    }
+
+    async fn remove_queues(&self, namespaces: &[String]) -> anyhow::Result<()> {
         let c = &self.config;
         let p = &c.queue_prefix;
         let mut queues = vec![
@@ -109,13 +133,6 @@ impl World {
                 .await;
         }
         broker.close().await;
-        let mut admin = sqlx::PgConnection::connect(&self.admin_url).await?;
-        sqlx::query(&format!(
-            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-            self.database
-        ))
-        .execute(&mut admin)
-        .await?;
         Ok(())
     }
 }
@@ -147,6 +164,24 @@ pub async fn run(config: Config, stop: CancellationToken) -> anyhow::Result<()> 
 
 async fn serve(world: &World, stop: CancellationToken) -> anyhow::Result<()> {
     let c = &world.config;
+    // Said at once rather than retried in the background, as a production orchestrator would:
+    // the test waiting on this line should fail now, saying why.
+    tasker_broker::Broker::connect_with(
+        &c.amqp_url,
+        &c.queue_prefix,
+        "tasker-test-env",
+        c.tls_ca_file.as_deref(),
+    )
+    .await
+    .with_context(|| {
+        format!(
+            "connecting to RabbitMQ at {} (start it with `cargo-make/services.sh start`, \
+             or name yours in AMQP_URL)",
+            tasker_broker::redact(&c.amqp_url)
+        )
+    })?
+    .close()
+    .await;
     let orchestrator = Orchestrator::start_test(c.clone())
         .await
         .context("starting the orchestrator in test mode")?;

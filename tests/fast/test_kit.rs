@@ -368,3 +368,35 @@ async fn only_an_admin_of_every_namespace_moves_a_test_clock() -> anyhow::Result
     assert!(moved.skew_ms >= 7 * 86_400_000, "{moved:?}");
     test.cleanup().await
 }
+
+/// `tasker-orchestrator test-env` with no broker where it is told to look fails at once,
+/// saying where it looked (without the URL's credentials) and how to start one, instead of
+/// serving and retrying in the background while the test waits.
+#[tokio::test]
+async fn a_test_env_without_a_broker_says_so_at_once() -> anyhow::Result<()> {
+    let test = TestEnv::new().await?;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let url = format!("amqp://guest:guest@127.0.0.1:{closed}/%2f");
+    let out = tokio::process::Command::new(tasker::workspace_binary("tasker-orchestrator")?)
+        .arg("test-env")
+        .env("DATABASE_URL", &test.config.database_url)
+        .env("TASKER_DATABASE_URL", &test.config.database_url)
+        .env("AMQP_URL", &url)
+        .env("TASKER_AMQP_URL", &url)
+        .stdin(std::process::Stdio::piped())
+        .output();
+    let out = tokio::time::timeout(WAIT, out).await??;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(out.stdout.is_empty(), "it served: {:?}", out.stdout);
+    assert!(
+        stderr.contains(&format!(
+            "connecting to RabbitMQ at amqp://127.0.0.1:{closed}"
+        )) && stderr.contains("AMQP_URL")
+            && !stderr.contains("guest:guest"),
+        "{stderr}"
+    );
+    test.cleanup().await
+}

@@ -32,9 +32,7 @@ impl TestEnv {
     pub async fn on(config: Config) -> anyhow::Result<TestEnv> {
         // Tests build reqwest clients of their own (reqwest has no crypto provider of its own).
         tasker_client::install_crypto_provider();
-        let world = World::create(config)
-            .await
-            .context("start PostgreSQL with `cargo make services-start`")?;
+        let world = World::create(config).await?;
         let mut config = world.config.clone();
         config.orchestrator.templates = vec![templates("rust")];
         // The world runs without tokens; the tests of tokens (tests/fast/auth.rs,
