@@ -1,6 +1,6 @@
 -- The answer of tasker_apply_results: what was accepted, ignored and rejected, and the steps
 -- it leaves to publish or hold — those it enqueued already (tasker_dispatched) and those
--- ready to enqueue now (tasker_dispatch).
+-- ready to enqueue now (tasker_dispatch) — and the tasks it counted on tallies, to settle.
 CREATE OR REPLACE FUNCTION tasker_applied(accepted int, ignored uuid[], rejected jsonb,
                                           enqueued uuid[], ready uuid[], finished jsonb,
                                           retries jsonb)
@@ -21,6 +21,10 @@ BEGIN
     END IF;
     RETURN jsonb_build_object('accepted', accepted, 'ignored', to_jsonb(ignored),
                               'rejected', rejected, 'dispatch', sent, 'finished', finished,
-                              'retries', retries);
+                              'retries', retries,
+                              -- Tasks counted on tallies (tasker_tallied): check them once
+                              -- committed (tasker_settle).
+                              'tallied', COALESCE(NULLIF(current_setting('tasker.tallied', true),
+                                                         ''), '{}')::uuid[]);
 END
 $$;

@@ -2,7 +2,8 @@
 -- update per child however many of its parents are in the batch, so a convergence step with
 -- 100,000 parents is updated once per batch of results, not once per parent. Children are
 -- locked in id order (as everything else is) so concurrent orchestrators never deadlock.
--- Returns the children that became runnable and those that can no longer run (to skip).
+-- The children are locked and a large fan-out's tallies folded in first (tasker_fold_tallies). Returns the children that became runnable and those
+-- that can no longer run (to skip).
 CREATE OR REPLACE FUNCTION tasker_count_down_all(parents uuid[], parents_skipped boolean,
                                                  OUT ready uuid[], OUT skip uuid[])
 LANGUAGE plpgsql
@@ -11,12 +12,17 @@ LANGUAGE plpgsql
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 DECLARE
     kid record;
+    kids uuid[];
 BEGIN
     ready := '{}';
     skip := '{}';
     IF COALESCE(array_length(parents, 1), 0) = 0 THEN
         RETURN;
     END IF;
+    SELECT array_agg(DISTINCT e.child_id) INTO kids
+    FROM unnest(parents) AS p(id)
+    CROSS JOIN LATERAL (SELECT child_id FROM step_edges WHERE parent_id = p.id OFFSET 0) e;
+    PERFORM tasker_fold_tallies(COALESCE(kids, '{}'), '{}');
     FOR kid IN
         WITH c AS (
             SELECT e.child_id, count(*)::int AS n

@@ -3,7 +3,8 @@
 -- (a worker without limits, applied by a result) they are written `enqueued` at attempt 1 with
 -- their history row, as a task's roots are (tasker_insert_tasks): one version of each row, not
 -- an insert and then an update of every one of a 100,000-way fan-out; otherwise `pending`, for
--- tasker_dispatch. Returns the new step ids, in id order.
+-- tasker_dispatch. A fan-out of 1,000 or more is counted down on tallies (migration 0036).
+-- Returns the new step ids, in id order.
 CREATE OR REPLACE FUNCTION tasker_insert_batch_workers(v_task uuid, spec jsonb, batches jsonb,
                                                        enqueue boolean) RETURNS uuid[]
 LANGUAGE plpgsql AS $$
@@ -48,6 +49,20 @@ BEGIN
     )
     SELECT array_agg(id ORDER BY id) INTO ids FROM ins;
     UPDATE tasks SET open_steps = open_steps + n WHERE id = v_task;
+    -- A large fan-out is counted down on tallies, one row per shard (migration 0036): its
+    -- results, applied at once by several sessions, then do not all wait on the rows of the
+    -- converging steps and of the task.
+    IF n >= 1000 THEN
+        INSERT INTO step_tallies (step_id, shard, task_id)
+        SELECT s.id, g, v_task
+        FROM steps s CROSS JOIN generate_series(0, 15) AS g
+        WHERE s.task_id = v_task
+          AND s.name IN (SELECT jsonb_array_elements_text(spec->'children'))
+        ON CONFLICT DO NOTHING;
+        INSERT INTO task_tallies (task_id, shard)
+        SELECT v_task, g FROM generate_series(0, 15) AS g
+        ON CONFLICT DO NOTHING;
+    END IF;
     RETURN ids;
 END
 $$;

@@ -38,6 +38,8 @@ BEGIN
                  RETURNING pg_column_size(dead_letters.*) AS b),
          stp AS (DELETE FROM steps WHERE task_id = ANY (ids)
                  RETURNING pg_column_size(steps.*) AS b),
+         stt AS (DELETE FROM step_tallies WHERE task_id = ANY (ids)),
+         tat AS (DELETE FROM task_tallies WHERE task_id = ANY (ids)),
          tsk AS (DELETE FROM tasks WHERE id = ANY (ids)
                  RETURNING id, state, pg_column_size(tasks.*) AS b),
          tomb AS (INSERT INTO purged_tasks (id, state) SELECT id, state FROM tsk

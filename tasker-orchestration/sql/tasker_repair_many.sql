@@ -28,6 +28,10 @@ BEGIN
         RETURN jsonb_build_object('repaired', '[]'::jsonb, 'dispatch', tasker_dispatch('{}'),
                                   'finished', '[]'::jsonb);
     END IF;
+    -- Counts on tallies (a large fan-out's) are folded in, so the steps are counted as they
+    -- are (the open steps are counted again below).
+    PERFORM tasker_fold_tallies(ARRAY(SELECT DISTINCT step_id FROM step_tallies
+                                      WHERE task_id = ANY (fixed)), fixed);
 
     -- The steps the failures cancelled wait for their parents again, with fresh attempts.
     WITH upd AS (

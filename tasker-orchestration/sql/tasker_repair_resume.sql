@@ -11,6 +11,9 @@ DECLARE
     v_open int;
     finished jsonb := '[]';
 BEGIN
+    -- Counts on tallies (a large fan-out's) are folded in first.
+    PERFORM tasker_fold_tallies(ARRAY(SELECT DISTINCT step_id FROM step_tallies
+                                      WHERE task_id = v_task), ARRAY[v_task]);
     SELECT ready || COALESCE(array_agg(id) FILTER (WHERE tasker_runnable(step_type, skipped_parents, parent_count)), '{}'),
            COALESCE(array_agg(id) FILTER (WHERE NOT tasker_runnable(step_type, skipped_parents, parent_count)), '{}')
     INTO ready, skip

@@ -2,7 +2,9 @@
 -- changes) in one statement: the steps are marked completed with their results; counted off their
 -- children, and children left with nothing to wait for are enqueued with their next attempt (or,
 -- if they can no longer run, returned to be skipped); counted off their tasks, and a running task
--- left with no open step completes (announced with pg_notify); every transition is recorded. One
+-- left with no open step completes (announced with pg_notify); every transition is recorded. A
+-- child of a large fan-out and its task are counted on tallies instead (migration 0036), and
+-- their tasks noted for the check after the commit (tasker_tallied). One
 -- statement instead of one for each of those parts: each statement costs PostgreSQL an executor
 -- start and, for a table it writes, its constraints again, and an idle system applies one result
 -- a batch. The success of every other step type (tasker_apply_shaped) ends here too.
@@ -24,6 +26,7 @@ LANGUAGE plpgsql
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 DECLARE
     completed uuid[];
+    counted_on_tallies uuid[];
     -- One instant for the whole batch: the parts of one statement run in no set order, and a
     -- step's children must not look dispatched before its result was processed.
     instant timestamptz := tasker_clock();
@@ -47,7 +50,14 @@ BEGIN
                tasker_runnable(s.step_type, s.skipped_parents, s.parent_count) AS runnable,
                s.limits IS NULL AS free
         FROM steps s JOIN counted c ON c.child_id = s.id
+        WHERE NOT EXISTS (SELECT 1 FROM step_tallies t WHERE t.step_id = s.id)
         ORDER BY s.id FOR UPDATE OF s
+    ), tallied AS (
+        -- A child of a large fan-out is counted on this session's shard of its tallies instead
+        -- (migration 0036), and checked after the commit (tasker_settle).
+        UPDATE step_tallies t SET n = t.n + c.n FROM counted c
+        WHERE t.step_id = c.child_id AND t.shard = tasker_shard()
+        RETURNING t.task_id
     ), kids_done AS (
         UPDATE steps s SET pending_parents = s.pending_parents - k.n,
                            state = CASE WHEN k.resolved AND k.runnable AND k.free THEN 'enqueued'
@@ -69,7 +79,12 @@ BEGIN
         -- Each task once, locked, and whether its last open step closes now.
         SELECT t.id, p.n, t.state = 'running' AND t.open_steps - p.n <= 0 AS ends
         FROM tasks t JOIN per_task p ON p.task_id = t.id
+        WHERE NOT EXISTS (SELECT 1 FROM task_tallies x WHERE x.task_id = t.id)
         ORDER BY t.id FOR UPDATE OF t
+    ), task_tallied AS (
+        UPDATE task_tallies t SET n = t.n + p.n FROM per_task p
+        WHERE t.task_id = p.task_id AND t.shard = tasker_shard()
+        RETURNING t.task_id
     ), closed AS (
         -- A running task whose last open step closed completes, in the same update.
         UPDATE tasks t SET open_steps = t.open_steps - o.n,
@@ -93,8 +108,15 @@ BEGIN
            (SELECT COALESCE(array_agg(id ORDER BY id), '{}') FROM kids_done WHERE unrunnable),
            (SELECT array_agg(id ORDER BY id) FROM closed WHERE ended),
            (SELECT COALESCE(array_agg(id ORDER BY id), '{}') FROM kids_done
-            WHERE claims)
-    INTO enqueued, skip, completed, limited;
+            WHERE claims),
+           -- Last, so that the rows above are locked before any tally (as tasker_fold_tallies
+           -- locks them).
+           (SELECT array_agg(DISTINCT x.task_id)
+            FROM (SELECT task_id FROM tallied UNION ALL SELECT task_id FROM task_tallied) x)
+    INTO enqueued, skip, completed, limited, counted_on_tallies;
+    IF counted_on_tallies IS NOT NULL THEN
+        PERFORM tasker_tallied(counted_on_tallies);
+    END IF;
     PERFORM pg_notify('tasker_task_finished', c || ':complete')
     FROM unnest(completed) WITH ORDINALITY AS x(c, i) ORDER BY i;
     finished := COALESCE((SELECT jsonb_agg(jsonb_build_object('task_id', c, 'state', 'complete')

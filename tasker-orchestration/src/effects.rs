@@ -41,6 +41,9 @@ pub struct Effects {
     pub timed_out: usize,
     /// Steps the sweeper published again.
     pub republished: usize,
+    /// Tasks whose large fan-out this commit counted on tallies (migration 0036): check them
+    /// now that it is committed (`tasker_settle`), before anything else.
+    pub tallied: Vec<Uuid>,
 }
 
 /// A child step to start its child task for: the attempt it was dispatched at.
@@ -93,6 +96,7 @@ impl Effects {
         self.created.extend(other.created);
         self.timed_out += other.timed_out;
         self.republished += other.republished;
+        self.tallied.extend(other.tallied);
     }
 
     /// Just steps to publish.

@@ -18,7 +18,10 @@ use crate::shared::Shared;
 
 /// Carries out `effects`. Publishing waits for broker confirms (or parks the messages until a
 /// connection is back); retry timers run on their own and stop when the orchestrator does.
-pub async fn execute(shared: &Shared, effects: Effects) {
+pub async fn execute(shared: &Shared, mut effects: Effects) {
+    if !effects.tallied.is_empty() {
+        settle(shared, &mut effects).await;
+    }
     let Effects {
         dispatch,
         deferred,
@@ -32,6 +35,7 @@ pub async fn execute(shared: &Shared, effects: Effects) {
         created,
         timed_out,
         republished,
+        tallied: _,
     } = effects;
     send(shared, &dispatch).await;
     drop(dispatch);
@@ -103,6 +107,20 @@ pub async fn execute(shared: &Shared, effects: Effects) {
         shared
             .events
             .emit(Event::ResultsApplied { accepted, ignored });
+    }
+}
+
+/// The check after a commit that counted a large fan-out on tallies: what it resolves (the
+/// converging step to run, the task completed) is carried out with the rest. If it fails, the
+/// sweeper settles those tasks at its next sweep.
+async fn settle(shared: &Shared, effects: &mut Effects) {
+    let mut tasks = std::mem::take(&mut effects.tallied);
+    tasks.sort_unstable();
+    tasks.dedup();
+    match shared.store.settle(&tasks).await {
+        Ok(settled) => effects.merge(settled),
+        Err(e) => tracing::warn!(error = %e, tasks = tasks.len(),
+            "settling a fan-out's tallies failed; the sweeper settles them"),
     }
 }
 

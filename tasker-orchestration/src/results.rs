@@ -2,7 +2,6 @@
 //! arrived, up to a limit), applies each batch in one transaction, publishes the steps it made
 //! ready, then acknowledges the batch.
 
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use serde_json::value::RawValue;
@@ -22,7 +21,9 @@ mod incoming;
 
 use incoming::{Head, Incoming};
 
-/// Runs until cancelled (`Ok`) or the broker connection fails (`Err`).
+/// Runs until cancelled (`Ok`) or the broker connection fails (`Err`). Up to
+/// `orchestrator.result_appliers` batches are applied at once, each on a connection kept for
+/// it; the next batch is taken as soon as one of them is free.
 pub(crate) async fn run(
     shared: &Shared,
     broker: &Broker,
@@ -33,19 +34,42 @@ pub(crate) async fn run(
     let tag = format!("orchestrator-{}", std::process::id());
     let mut consumer = broker.consume(&queue, &tag, cfg.result_prefetch).await?;
     let dead = DeadLetters::new(broker.clone());
-    // Batches are applied one after another, on one connection kept for them.
-    let held = Arc::new(tokio::sync::Mutex::new(shared.store.held()));
+    let appliers = cfg.result_appliers.max(1);
+    let (free, mut idle) = tokio::sync::mpsc::channel::<Held>(appliers);
+    for _ in 0..appliers {
+        let _ = free.try_send(shared.store.held());
+    }
+    let (failed, mut failure) = tokio::sync::mpsc::channel(appliers);
     loop {
+        let held = tokio::select! {
+            () = cancel.cancelled() => return Ok(()),
+            Some(e) = failure.recv() => return Err(e),
+            Some(held) = idle.recv() => held,
+        };
         let batch = tokio::select! {
             () = cancel.cancelled() => return Ok(()),
+            Some(e) = failure.recv() => return Err(e),
             b = tasker_broker::next_batch(&mut consumer, cfg.result_batch_max) => b,
         };
         let deliveries = batch
             .ok_or(tasker_broker::Error::Closed)?
             .into_iter()
             .collect::<Result<Vec<_>, _>>()?;
-        process(shared, &held, &dead, deliveries, cancel).await?;
+        let applier = Applier {
+            held,
+            free: free.clone(),
+            failed: failed.clone(),
+        };
+        process(shared, applier, &dead, deliveries, cancel);
     }
+}
+
+/// A connection to apply one batch on, given back once the batch is applied; an error that
+/// ends the session is reported on `failed`.
+struct Applier {
+    held: Held,
+    free: tokio::sync::mpsc::Sender<Held>,
+    failed: tokio::sync::mpsc::Sender<tasker_broker::Error>,
 }
 
 /// Applies a batch, then publishes what it made ready and settles its messages. That work runs
@@ -54,37 +78,29 @@ pub(crate) async fn run(
 /// a commit still has its consequences published. Dropped with the session instead, a batch
 /// committed at that moment left the steps it made ready `enqueued` with no message, and since
 /// this orchestrator lived on (heartbeating), the sweeper never sent them (seen in the fault
-/// suite as a task that never finished after RabbitMQ restarted). Returns once the batch is
-/// applied, so the next batch is applied while this one's steps are being published.
-async fn process(
+/// suite as a task that never finished after RabbitMQ restarted). The connection is free for
+/// the next batch once this one is applied, while its steps are being published.
+fn process(
     shared: &Shared,
-    held: &Arc<tokio::sync::Mutex<Held>>,
+    applier: Applier,
     dead: &DeadLetters,
     deliveries: Vec<Delivery>,
     cancel: &CancellationToken,
-) -> Result<(), tasker_broker::Error> {
-    let (shared, held, dead, cancel) = (shared.clone(), held.clone(), dead.clone(), cancel.clone());
-    let (applied_tx, applied_rx) = tokio::sync::oneshot::channel();
+) {
+    let (shared, dead, cancel) = (shared.clone(), dead.clone(), cancel.clone());
     tokio::spawn(async move {
-        let applied = apply(
-            &shared,
-            &mut *held.lock().await,
-            &dead,
-            &deliveries,
-            &cancel,
-        )
-        .await;
+        let Applier {
+            mut held,
+            free,
+            failed,
+        } = applier;
+        let applied = apply(&shared, &mut held, &dead, &deliveries, &cancel).await;
+        let _ = free.send(held).await;
         let (effects, fate) = match applied {
-            Ok(Some(done)) => {
-                let _ = applied_tx.send(Ok(()));
-                done
-            }
-            Ok(None) => {
-                let _ = applied_tx.send(Ok(()));
-                return;
-            }
+            Ok(Some(done)) => done,
+            Ok(None) => return,
             Err(e) => {
-                let _ = applied_tx.send(Err(e));
+                let _ = failed.send(e).await;
                 return;
             }
         };
@@ -110,9 +126,6 @@ async fn process(
             }
         }
     });
-    applied_rx
-        .await
-        .unwrap_or(Err(tasker_broker::Error::Closed))
 }
 
 /// The results of a batch of messages: each message carries one or many results, kept as the

@@ -2,7 +2,8 @@
 //! steps that no worker started within their queue timeout (when the template sets one),
 //! re-publishes the steps of an orchestrator that stopped heartbeating (a crash between commit
 //! and publish), starts retries whose backoff elapsed while the orchestrator that scheduled
-//! them was gone, flushes this orchestrator's dispatch backlog, and every
+//! them was gone, settles fan-out tallies no commit checked, flushes this orchestrator's
+//! dispatch backlog, and every
 //! [`RECONCILE_EVERY`] recounts the concurrency slots (the reconciler).
 
 use std::time::Duration;
@@ -52,6 +53,9 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
         if let Err(e) = retry_due(&shared).await {
             tracing::warn!(error = %e, "sweep: starting due retries failed");
         }
+        if let Err(e) = settle(&shared).await {
+            tracing::warn!(error = %e, "sweep: settling fan-out tallies failed");
+        }
         if reconciled.elapsed() >= RECONCILE_EVERY {
             reconciled = tokio::time::Instant::now();
             if let Err(e) = reconcile(&shared).await {
@@ -100,6 +104,17 @@ pub(crate) async fn retry_due(shared: &Shared) -> Result<(), crate::store::Error
     if !due.is_empty() {
         let retried = shared.store.dispatch_retries(&due).await?;
         executor::execute(shared, retried).await;
+    }
+    Ok(())
+}
+
+/// Settles the tallies an orchestrator counted a large fan-out on and stopped before checking
+/// (`tasker_settle`); a task whose tallies hold nothing left to resolve costs one read.
+async fn settle(shared: &Shared) -> Result<(), crate::store::Error> {
+    let tasks = shared.store.unsettled(SWEEP_LIMIT).await?;
+    if !tasks.is_empty() {
+        let settled = shared.store.settle(&tasks).await?;
+        executor::execute(shared, settled).await;
     }
     Ok(())
 }

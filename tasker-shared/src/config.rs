@@ -100,6 +100,8 @@ pub struct OrchestratorConfig {
     /// Unacknowledged result messages the broker may push to one orchestrator (each carries
     /// up to 256 results).
     pub result_prefetch: u16,
+    /// Result batches one orchestrator applies at once, each on a connection of its own.
+    pub result_appliers: usize,
     /// How often the sweeper looks for lost, overdue and retry-ready steps.
     pub sweep_interval_ms: u64,
     /// A step enqueued this long ago by an orchestrator silent for as long is published again.
@@ -271,6 +273,7 @@ impl Default for OrchestratorConfig {
             db_max_connections: 16,
             result_batch_max: 256,
             result_prefetch: 64,
+            result_appliers: 2,
             sweep_interval_ms: 1_000,
             visibility_timeout_ms: 30_000,
             max_body_bytes: 1024 * 1024,
@@ -424,17 +427,8 @@ impl Config {
                 "must be non-empty ASCII letters, digits, `_`, `-` or `.`",
             );
         }
-        if self.orchestrator.steps_per_message == 0 {
-            return invalid("orchestrator.steps_per_message", "must be at least 1");
-        }
         if !(1..=100_000).contains(&self.orchestrator.max_batch_tasks) {
             return invalid("orchestrator.max_batch_tasks", "must be 1 to 100000");
-        }
-        if self.orchestrator.max_child_tasks == 0 {
-            return invalid("orchestrator.max_child_tasks", "must be at least 1");
-        }
-        if self.orchestrator.result_batch_max == 0 {
-            return invalid("orchestrator.result_batch_max", "must be at least 1");
         }
         if self.orchestrator.db_max_connections < 2 {
             return invalid("orchestrator.db_max_connections", "must be at least 2");

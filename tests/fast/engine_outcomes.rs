@@ -3,7 +3,7 @@
 //! answer (here); the success of plain steps (alone, as a whole batch, and as a run in a mixed
 //! batch) and the success of a decision and of a batchable step (`successes`); a retryable
 //! failure and a failure for good (`failures`); a repair's target and its resumption
-//! (`repairs`). `tests/fast/engine.rs` checks the whole engine against the transition tables.
+//! (`repairs`); a large fan-out counted down on tallies (`tallies`). `tests/fast/engine.rs` checks the whole engine against the transition tables.
 
 use serde_json::{Value, json};
 use sqlx::{Connection, PgConnection};
@@ -19,6 +19,8 @@ mod failures;
 mod repairs;
 #[path = "engine_outcomes/successes.rs"]
 mod successes;
+#[path = "engine_outcomes/tallies.rs"]
+mod tallies;
 
 /// `a` → `b`; `c` needs `a` too (a join of one), `b` retries.
 const CHAIN: &str = "namespace: outcomes

@@ -9,7 +9,7 @@ use super::{Error, Result};
 
 /// In dependency order: a function is created after the functions it calls in SQL-language
 /// bodies (PL/pgSQL bodies are resolved at call time, but keeping one order is simplest).
-pub(super) const FUNCTIONS: [(&str, &str); 64] = [
+pub(super) const FUNCTIONS: [(&str, &str); 69] = [
     (
         "tasker_retry_delay_ms",
         include_str!("../../sql/tasker_retry_delay_ms.sql"),
@@ -53,6 +53,11 @@ pub(super) const FUNCTIONS: [(&str, &str); 64] = [
         "tasker_end_task",
         include_str!("../../sql/tasker_end_task.sql"),
     ),
+    ("tasker_shard", include_str!("../../sql/tasker_shard.sql")),
+    (
+        "tasker_fold_tallies",
+        include_str!("../../sql/tasker_fold_tallies.sql"),
+    ),
     (
         "tasker_count_down_all",
         include_str!("../../sql/tasker_count_down_all.sql"),
@@ -75,8 +80,16 @@ pub(super) const FUNCTIONS: [(&str, &str); 64] = [
         include_str!("../../sql/tasker_step_succeeded.sql"),
     ),
     (
+        "tasker_close_counted",
+        include_str!("../../sql/tasker_close_counted.sql"),
+    ),
+    (
         "tasker_close_steps",
         include_str!("../../sql/tasker_close_steps.sql"),
+    ),
+    (
+        "tasker_tallied",
+        include_str!("../../sql/tasker_tallied.sql"),
     ),
     (
         "tasker_succeed_steps",
@@ -110,6 +123,7 @@ pub(super) const FUNCTIONS: [(&str, &str); 64] = [
         "tasker_applied",
         include_str!("../../sql/tasker_applied.sql"),
     ),
+    ("tasker_settle", include_str!("../../sql/tasker_settle.sql")),
     (
         "tasker_apply_results",
         include_str!("../../sql/tasker_apply_results.sql"),

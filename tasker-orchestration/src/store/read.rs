@@ -41,7 +41,8 @@ pub struct TaskFilter {
 
 const TASK_COLUMNS: &str = "t.id, t.namespace, t.name, t.version, t.state, t.context,
     t.idempotency_key,
-    CASE WHEN t.state IN ('scheduled', 'running') THEN t.open_steps
+    CASE WHEN t.state IN ('scheduled', 'running')
+         THEN t.open_steps - COALESCE((SELECT sum(n)::int FROM task_tallies y WHERE y.task_id = t.id), 0)
          ELSE (SELECT count(*)::int FROM steps x WHERE x.task_id = t.id AND x.state = 'enqueued')
     END AS open_steps, t.error, t.created_at, t.completed_at, t.run_at,
     t.parent_task_id, t.parent_step_id, t.depth,

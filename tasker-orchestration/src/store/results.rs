@@ -106,6 +106,8 @@ struct AppliedRow {
     dispatch: Dispatched,
     finished: Vec<FinishedRow>,
     retries: Vec<RetryRow>,
+    #[serde(default)]
+    tallied: Vec<Uuid>,
 }
 
 #[derive(serde::Deserialize)]
@@ -135,6 +137,39 @@ impl Store {
     pub async fn apply_results<R: Serialize + Sync>(&self, results: &[R]) -> Result<Effects> {
         let mut conn = self.pool.acquire().await?;
         apply_results_on(&mut conn, results, None).await
+    }
+
+    /// After a commit that counted a large fan-out's results on tallies: folds the tallies of
+    /// tasks `task_ids` that may hold their last counts and runs or completes what they
+    /// resolved (`tasker_settle`). Effects with no `results`: it applied none.
+    pub async fn settle(&self, task_ids: &[Uuid]) -> Result<Effects> {
+        let mut conn = self.pool.acquire().await?;
+        let task_ids: std::sync::Arc<[Uuid]> = task_ids.into();
+        let text: String = retry_deadlocks(&mut conn, |conn| {
+            let task_ids = task_ids.clone();
+            Box::pin(async move {
+                Ok(sqlx::query_scalar("SELECT tasker_settle($1)::text")
+                    .bind(&*task_ids)
+                    .fetch_one(conn)
+                    .await?)
+            })
+        })
+        .await?;
+        let mut effects = parse_applied(&text)?;
+        effects.results = None;
+        Ok(effects)
+    }
+
+    /// The tasks with counts on tallies that no check after a commit has folded yet (an
+    /// orchestrator stopped in between), for the sweeper to settle.
+    pub async fn unsettled(&self, limit: i64) -> Result<Vec<Uuid>> {
+        Ok(sqlx::query_scalar(
+            "SELECT task_id FROM task_tallies WHERE n > 0
+             UNION SELECT task_id FROM step_tallies WHERE n > 0 LIMIT $1",
+        )
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
     }
 
     /// A connection of this store's pool kept for a caller that runs one statement after
@@ -264,6 +299,7 @@ pub(super) fn parse_applied(text: &str) -> Result<Effects> {
         .into_iter()
         .map(|f| (f.task_id, f.state))
         .collect();
+    effects.tallied = row.tallied;
     effects.results = Some(ResultCounts {
         accepted: row.accepted,
         ignored: row.ignored,

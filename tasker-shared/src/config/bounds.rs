@@ -4,7 +4,11 @@ use super::{Error, OrchestratorConfig};
 
 /// Each bound must leave room to work: a zero would refuse every request.
 pub(super) fn validate(o: &OrchestratorConfig) -> Result<(), Error> {
-    let at_least_one: [(&'static str, u64); 10] = [
+    let at_least_one: [(&'static str, u64); 14] = [
+        ("orchestrator.steps_per_message", o.steps_per_message as u64),
+        ("orchestrator.max_child_tasks", o.max_child_tasks as u64),
+        ("orchestrator.result_batch_max", o.result_batch_max as u64),
+        ("orchestrator.result_appliers", o.result_appliers as u64),
         ("orchestrator.body_deadline_ms", o.body_deadline_ms),
         (
             "orchestrator.max_connections_per_peer",
@@ -47,6 +51,12 @@ pub(super) fn validate(o: &OrchestratorConfig) -> Result<(), Error> {
                 problem: "must be at least 1".into(),
             });
         }
+    }
+    if o.result_appliers > 16 || o.result_appliers >= o.db_max_connections as usize {
+        return Err(Error::Invalid {
+            key: "orchestrator.result_appliers",
+            problem: "must be at most 16, and less than db_max_connections (each holds one)".into(),
+        });
     }
     if o.list_timeout_ms > 600_000 {
         return Err(Error::Invalid {
