@@ -7,7 +7,8 @@
 -- (tasker_fold_tallies) under the row's lock and every shard's, by whatever needs the exact
 -- count: the check after each commit that counted on a tally (tasker_settle), the sweeper, and
 -- the engine's less frequent paths (skips, failures, repairs). Rows are created with the fan-out
--- (tasker_insert_batch_workers), one per shard, and deleted with their task.
+-- (tasker_insert_batch_workers), one per shard, and deleted when their task completes (or is
+-- purged).
 CREATE TABLE step_tallies (
     step_id uuid     NOT NULL,
     shard   smallint NOT NULL,

@@ -30,9 +30,9 @@ BEGIN
     IF completed IS NULL THEN
         RETURN '[]'::jsonb;
     END IF;
-    PERFORM pg_notify('tasker_task_finished', c || ':complete')
-    FROM unnest(completed) WITH ORDINALITY AS x(c, i) ORDER BY i;
-    RETURN (SELECT jsonb_agg(jsonb_build_object('task_id', c, 'state', 'complete') ORDER BY i)
-            FROM unnest(completed) WITH ORDINALITY AS x(c, i));
+    -- A completed task's tallies are all folded (above) and nothing counts on them any more.
+    DELETE FROM step_tallies WHERE task_id = ANY (completed);
+    DELETE FROM task_tallies WHERE task_id = ANY (completed);
+    RETURN tasker_completed(completed);
 END
 $$;

@@ -53,8 +53,7 @@ BEGIN
         WHERE NOT EXISTS (SELECT 1 FROM step_tallies t WHERE t.step_id = s.id)
         ORDER BY s.id FOR UPDATE OF s
     ), tallied AS (
-        -- A child of a large fan-out is counted on this session's shard of its tallies instead
-        -- (migration 0036), and checked after the commit (tasker_settle).
+        -- A large fan-out's child: on this session's shard of its tallies (migration 0036).
         UPDATE step_tallies t SET n = t.n + c.n FROM counted c
         WHERE t.step_id = c.child_id AND t.shard = tasker_shard()
         RETURNING t.task_id
@@ -107,20 +106,14 @@ BEGIN
             WHERE resolved AND runnable),
            (SELECT COALESCE(array_agg(id ORDER BY id), '{}') FROM kids_done WHERE unrunnable),
            (SELECT array_agg(id ORDER BY id) FROM closed WHERE ended),
-           (SELECT COALESCE(array_agg(id ORDER BY id), '{}') FROM kids_done
-            WHERE claims),
-           -- Last, so that the rows above are locked before any tally (as tasker_fold_tallies
-           -- locks them).
+           (SELECT COALESCE(array_agg(id ORDER BY id), '{}') FROM kids_done WHERE claims),
+           -- Last: rows are locked before tallies (as in tasker_fold_tallies).
            (SELECT array_agg(DISTINCT x.task_id)
             FROM (SELECT task_id FROM tallied UNION ALL SELECT task_id FROM task_tallied) x)
     INTO enqueued, skip, completed, limited, counted_on_tallies;
     IF counted_on_tallies IS NOT NULL THEN
         PERFORM tasker_tallied(counted_on_tallies);
     END IF;
-    PERFORM pg_notify('tasker_task_finished', c || ':complete')
-    FROM unnest(completed) WITH ORDINALITY AS x(c, i) ORDER BY i;
-    finished := COALESCE((SELECT jsonb_agg(jsonb_build_object('task_id', c, 'state', 'complete')
-                                           ORDER BY i)
-                          FROM unnest(completed) WITH ORDINALITY AS x(c, i)), '[]'::jsonb);
+    finished := tasker_completed(completed);
 END
 $$;

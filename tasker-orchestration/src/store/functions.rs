@@ -9,7 +9,7 @@ use super::{Error, Result};
 
 /// In dependency order: a function is created after the functions it calls in SQL-language
 /// bodies (PL/pgSQL bodies are resolved at call time, but keeping one order is simplest).
-pub(super) const FUNCTIONS: [(&str, &str); 69] = [
+pub(super) const FUNCTIONS: [(&str, &str); 70] = [
     (
         "tasker_retry_delay_ms",
         include_str!("../../sql/tasker_retry_delay_ms.sql"),
@@ -78,6 +78,10 @@ pub(super) const FUNCTIONS: [(&str, &str); 69] = [
     (
         "tasker_step_succeeded",
         include_str!("../../sql/tasker_step_succeeded.sql"),
+    ),
+    (
+        "tasker_completed",
+        include_str!("../../sql/tasker_completed.sql"),
     ),
     (
         "tasker_close_counted",

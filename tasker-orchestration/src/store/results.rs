@@ -164,8 +164,11 @@ impl Store {
     /// orchestrator stopped in between), for the sweeper to settle.
     pub async fn unsettled(&self, limit: i64) -> Result<Vec<Uuid>> {
         Ok(sqlx::query_scalar(
-            "SELECT task_id FROM task_tallies WHERE n > 0
-             UNION SELECT task_id FROM step_tallies WHERE n > 0 LIMIT $1",
+            "SELECT t.task_id FROM task_tallies t JOIN tasks k ON k.id = t.task_id
+             WHERE t.n > 0 AND k.state = 'running'
+             UNION SELECT t.task_id FROM step_tallies t JOIN steps s ON s.id = t.step_id
+             WHERE t.n > 0 AND s.state = 'pending'
+             LIMIT $1",
         )
         .bind(limit)
         .fetch_all(&self.pool)
