@@ -164,9 +164,13 @@ impl Store {
     /// orchestrator stopped in between), for the sweeper to settle.
     pub async fn unsettled(&self, limit: i64) -> Result<Vec<Uuid>> {
         Ok(sqlx::query_scalar(
-            "SELECT t.task_id FROM task_tallies t JOIN tasks k ON k.id = t.task_id
+            // From the tallies, a row looked up by key for each (never a scan of the steps:
+            // this runs at every sweep).
+            "SELECT t.task_id FROM task_tallies t
+             JOIN LATERAL (SELECT state FROM tasks WHERE id = t.task_id OFFSET 0) k ON true
              WHERE t.n > 0 AND k.state = 'running'
-             UNION SELECT t.task_id FROM step_tallies t JOIN steps s ON s.id = t.step_id
+             UNION SELECT t.task_id FROM step_tallies t
+             JOIN LATERAL (SELECT state FROM steps WHERE id = t.step_id OFFSET 0) s ON true
              WHERE t.n > 0 AND s.state = 'pending'
              LIMIT $1",
         )
