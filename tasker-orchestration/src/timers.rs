@@ -29,6 +29,12 @@ pub(crate) async fn run(shared: Shared, cancel: CancellationToken) {
 /// One look at every kind of timer; each on its own, so one that fails does not hold up the
 /// others.
 pub(crate) async fn pass(shared: &Shared) {
+    // One pass at a time in this process: a pass that finds a schedule locked by another
+    // (`SKIP LOCKED`) moves on, so a caller that must see the effects of the time it moved
+    // (`POST /v1/clock/skip` and `/advance` in test mode) would otherwise be answered before the
+    // concurrent pass of the timer loop committed them.
+    static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _pass = ONE_AT_A_TIME.lock().await;
     drain(
         shared,
         "resolving due waits",
