@@ -94,15 +94,7 @@ impl Engine {
 
     /// Transitions recorded for a step (or, with `None`, for the task itself) into `to`.
     async fn transitions(&self, task: Uuid, step: Option<Uuid>, to: &str) -> anyhow::Result<i64> {
-        Ok(sqlx::query_scalar(
-            "SELECT count(*) FROM transitions
-             WHERE task_id = $1 AND step_id IS NOT DISTINCT FROM $2 AND to_state = $3",
-        )
-        .bind(task)
-        .bind(step)
-        .bind(to)
-        .fetch_one(self.store.pool())
-        .await?)
+        tasker::transitions_into(self.store.pool(), task, step, to).await
     }
 
     async fn apply(&self, task: Uuid, step: Uuid, outcome: Outcome) -> anyhow::Result<()> {

@@ -181,6 +181,24 @@ pub async fn steps_by_name(
         .collect())
 }
 
+/// The transitions recorded for a step (or, with `None`, for the task itself) into `to`.
+pub async fn transitions_into<'e>(
+    db: impl sqlx::PgExecutor<'e>,
+    task: Uuid,
+    step: Option<Uuid>,
+    to: &str,
+) -> anyhow::Result<i64> {
+    Ok(sqlx::query_scalar(
+        "SELECT count(*) FROM transitions
+         WHERE task_id = $1 AND step_id IS NOT DISTINCT FROM $2 AND to_state = $3",
+    )
+    .bind(task)
+    .bind(step)
+    .bind(to)
+    .fetch_one(db)
+    .await?)
+}
+
 /// Steps without their task, and edges that do not join two steps of their own task (their
 /// foreign keys are gone since migration 0018: the SQL functions that write and purge them keep
 /// the rule, and this checks it).

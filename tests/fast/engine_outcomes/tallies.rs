@@ -65,15 +65,7 @@ async fn counts(w: &World, task: Uuid, step: Uuid) -> anyhow::Result<(i32, i64, 
 }
 
 async fn transitions(w: &World, task: Uuid, step: Option<Uuid>, to: &str) -> anyhow::Result<i64> {
-    Ok(sqlx::query_scalar(
-        "SELECT count(*) FROM transitions
-         WHERE task_id = $1 AND step_id IS NOT DISTINCT FROM $2 AND to_state = $3",
-    )
-    .bind(task)
-    .bind(step)
-    .bind(to)
-    .fetch_one(w.store.pool())
-    .await?)
+    tasker::transitions_into(w.store.pool(), task, step, to).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
